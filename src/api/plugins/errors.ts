@@ -1,0 +1,242 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { ApiError, type ErrorDetail } from "../../lib/errors.js";
+import { PATTERN_MESSAGES } from "../schemas.js";
+
+/** What ajv reports for one failed rule (with `verbose: true`, it also carries the schema). */
+interface AjvIssue {
+  instancePath: string;
+  keyword: string;
+  params: Record<string, unknown>;
+  message?: string;
+  parentSchema?: Record<string, unknown>;
+}
+
+/** `/requiredStatuses/2` + `name` → `requiredStatuses[2].name`. */
+function fieldPath(instancePath: string, child?: string): string {
+  const segments = instancePath.split("/").slice(1);
+  if (child !== undefined) segments.push(child);
+  let path = "";
+  for (const raw of segments) {
+    const segment = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    path += /^\d+$/.test(segment) ? `[${segment}]` : path ? `.${segment}` : segment;
+  }
+  return path || "body";
+}
+
+function describeIssue(issue: AjvIssue): ErrorDetail {
+  const schema = issue.parentSchema ?? {};
+  switch (issue.keyword) {
+    case "required":
+      return {
+        path: fieldPath(issue.instancePath, String(issue.params.missingProperty)),
+        message: "is required",
+      };
+    case "type": {
+      const expected = String(issue.params.type);
+      if (issue.instancePath === "" && expected === "object") {
+        return { path: "body", message: "must be a JSON object" };
+      }
+      const article = /^[aeiou]/.test(expected) ? "an" : "a";
+      return {
+        path: fieldPath(issue.instancePath),
+        message: `must be ${article} ${expected.replace(/,/g, " or ")}`,
+      };
+    }
+    case "minimum":
+    case "maximum": {
+      const { minimum, maximum } = schema;
+      const range =
+        typeof minimum === "number" && typeof maximum === "number"
+          ? `from ${minimum} to ${maximum}`
+          : typeof minimum === "number"
+            ? `of at least ${minimum}`
+            : `of at most ${String(maximum)}`;
+      const kind = schema.type === "integer" ? "a whole number" : "a number";
+      return { path: fieldPath(issue.instancePath), message: `must be ${kind} ${range}` };
+    }
+    case "pattern":
+      return {
+        path: fieldPath(issue.instancePath),
+        message: PATTERN_MESSAGES.get(String(issue.params.pattern)) ?? "has an invalid format",
+      };
+    case "enum":
+      return {
+        path: fieldPath(issue.instancePath),
+        message: `must be one of ${(issue.params.allowedValues as unknown[]).map(String).join(", ")}`,
+      };
+    case "minLength":
+      return {
+        path: fieldPath(issue.instancePath),
+        message:
+          issue.params.limit === 1
+            ? "must not be empty"
+            : `must be at least ${String(issue.params.limit)} characters long`,
+      };
+    case "maxLength":
+      return {
+        path: fieldPath(issue.instancePath),
+        message: `must be at most ${String(issue.params.limit)} characters long`,
+      };
+    case "maxItems":
+      return {
+        path: fieldPath(issue.instancePath),
+        message: `must have at most ${String(issue.params.limit)} items`,
+      };
+    case "format":
+      return {
+        path: fieldPath(issue.instancePath),
+        message: `must be a valid ${String(issue.params.format)}`,
+      };
+    default:
+      return { path: fieldPath(issue.instancePath), message: issue.message ?? "is invalid" };
+  }
+}
+
+/**
+ * A failed union (`anyOf`) reports every branch. When a branch got further than the type check
+ * (e.g. an array with a bad item), only that deeper issue matters; otherwise the branches' type
+ * mismatches merge into one ("must be an array or null").
+ */
+function simplifyUnions(issues: AjvIssue[]): AjvIssue[] {
+  const unionPaths = new Set(
+    issues.filter((i) => i.keyword === "anyOf").map((i) => i.instancePath),
+  );
+  const kept: AjvIssue[] = [];
+  for (const path of unionPaths) {
+    const deeper = issues.some((i) => i.instancePath.startsWith(`${path}/`));
+    const types = issues.filter((i) => i.instancePath === path && i.keyword === "type");
+    const [first] = types;
+    if (!deeper && first) {
+      kept.push({
+        ...first,
+        params: { type: types.map((t) => String(t.params.type)).join(" or ") },
+      });
+    }
+  }
+  for (const issue of issues) {
+    if (issue.keyword === "anyOf" || issue.keyword === "oneOf") continue;
+    if (unionPaths.has(issue.instancePath) && issue.keyword === "type") continue;
+    kept.push(issue);
+  }
+  return kept;
+}
+
+/** Turns ajv's issues into one clear sentence plus per-field details, without duplicates. */
+export function validationError(issues: AjvIssue[]): ApiError {
+  const seen = new Set<string>();
+  const details: ErrorDetail[] = [];
+  for (const issue of simplifyUnions(issues)) {
+    const detail = describeIssue(issue);
+    const key = `${detail.path}\u0000${detail.message}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      details.push(detail);
+    }
+  }
+  const first = details[0] ?? { path: "body", message: "is invalid" };
+  const more =
+    details.length > 1
+      ? ` (and ${details.length - 1} more problem${details.length > 2 ? "s" : ""})`
+      : "";
+  return new ApiError(
+    "invalid_request",
+    `Invalid request: ${first.path} ${first.message}${more}.`,
+    details,
+  );
+}
+
+/** Fastify's own request errors (body parsing, content type, size), each with its own answer. */
+function frameworkError(error: FastifyError): ApiError | undefined {
+  switch (error.code) {
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return new ApiError(
+        "unsupported_media_type",
+        "Unsupported Content-Type: send the body as application/json.",
+      );
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new ApiError("payload_too_large", "The request body is larger than the 20 MiB limit.");
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return new ApiError(
+        "invalid_request",
+        "The request body is empty but Content-Type is application/json: send a JSON object.",
+      );
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+      return new ApiError("invalid_request", "Malformed JSON: the request body is not valid JSON.");
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return new ApiError("invalid_request", "The Content-Length header does not match the body.");
+    default:
+      break;
+  }
+  if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) {
+    return new ApiError("invalid_request", `Malformed JSON body: ${error.message}`);
+  }
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    return new ApiError("invalid_request", error.message);
+  }
+  return undefined;
+}
+
+export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
+  return reply
+    .status(error.status)
+    .type("application/json; charset=utf-8")
+    .send({
+      error: {
+        code: error.code,
+        message: error.message,
+        ...(error.details ? { details: error.details } : {}),
+      },
+    });
+}
+
+/**
+ * Every failure leaves as the error envelope of contract §1; a server fault is logged with its
+ * stack and answered with a request id, never with the stack or SQL text.
+ */
+export function installErrorHandling(
+  app: FastifyInstance,
+  routeMethods: Map<string, Set<string>>,
+): void {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (error instanceof ApiError) {
+      if (error.status >= 500) request.log.error({ err: error }, "request failed");
+      return sendError(reply, error);
+    }
+    if (error.validation) {
+      return sendError(reply, validationError(error.validation as unknown as AjvIssue[]));
+    }
+    const clientError = frameworkError(error);
+    if (clientError) return sendError(reply, clientError);
+    request.log.error({ err: error }, "unexpected error");
+    return sendError(
+      reply,
+      new ApiError(
+        "internal",
+        `An unexpected error occurred; the server log has the details under request id ${request.id}.`,
+      ),
+    );
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split("?")[0] ?? request.url;
+    const allowed = routeMethods.get(path);
+    if (allowed && !allowed.has(request.method)) {
+      const allow = [...allowed].sort().join(", ");
+      void reply.header("allow", allow);
+      return sendError(
+        reply,
+        new ApiError(
+          "method_not_allowed",
+          `${request.method} is not allowed on ${path}; use ${allow}.`,
+        ),
+      );
+    }
+    return sendError(
+      reply,
+      new ApiError(
+        "not_found",
+        `No operation ${request.method} ${path}. The API reference is at /docs.`,
+      ),
+    );
+  });
+}

@@ -1,0 +1,122 @@
+import { Type, type TSchema, type TUnsafe } from "typebox";
+import { ERROR_STATUS, type ErrorCode } from "../lib/errors.js";
+
+/**
+ * Schema pieces shared by every operation. Each route's schema is at once its request type, its
+ * validator, its serializer and its OpenAPI entry, so what is written here is what the server
+ * accepts, exactly.
+ */
+
+/** Messages for `pattern` failures, keyed by pattern, so errors read as prose, not regexes. */
+export const PATTERN_MESSAGES = new Map<string, string>();
+
+function caseInsensitivePattern(values: readonly string[]): string {
+  const letters = (value: string) =>
+    [...value]
+      .map((ch) => (/[a-z]/i.test(ch) ? `[${ch.toLowerCase()}${ch.toUpperCase()}]` : ch))
+      .join("");
+  return `^(?:${values.map(letters).join("|")})$`;
+}
+
+/**
+ * An enum that accepts any letter case (contract §1: `RUNNING` = `running`). Handlers lower-case
+ * the value; responses always use the lowercase spelling.
+ */
+export function CaseInsensitiveEnum<const V extends readonly string[]>(
+  values: V,
+  description: string,
+): TUnsafe<V[number]> {
+  const pattern = caseInsensitivePattern(values);
+  PATTERN_MESSAGES.set(pattern, `must be one of ${values.join(", ")} (any letter case)`);
+  return Type.Unsafe<V[number]>(
+    Type.String({
+      pattern,
+      description: `${description} One of: ${values.map((v) => `\`${v}\``).join(", ")}; any letter case is accepted.`,
+      examples: [values[0]],
+    }),
+  );
+}
+
+/** Output enums: always the lowercase spelling. */
+export function OutputEnum<const V extends readonly string[]>(
+  values: V,
+  description: string,
+): TUnsafe<V[number]> {
+  return Type.Unsafe<V[number]>(Type.String({ enum: [...values], description }));
+}
+
+/**
+ * A git branch name, by the rules of `git check-ref-format --branch`: no control characters,
+ * spaces or `~^:?*[\`, no `..`, `@{` or `//`, no component starting with `.`, not starting or
+ * ending with `/`, not ending with `.` or `.lock`, and not `@` alone.
+ */
+const BRANCH_PATTERN =
+  "^(?!/)(?!.*(?:\\.\\.|@\\{|//|/\\.))(?!\\.)(?!@$)[^\\x00-\\x20\\x7f~^:?*\\[\\\\]+(?<!\\.lock)(?<![/.])$";
+PATTERN_MESSAGES.set(BRANCH_PATTERN, "must be a valid git branch name");
+
+export const BranchName = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 255, pattern: BRANCH_PATTERN, description });
+
+const RepoField = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 255, description });
+
+export const RepoRefSchema = Type.Object(
+  {
+    host: RepoField("Host of the repository, e.g. `github.com` or `local`."),
+    owner: RepoField("Owner (user, organization, or GitLab group path)."),
+    name: RepoField("Repository name."),
+  },
+  { description: "The repository, matched case-insensitively within the organization." },
+);
+
+/** A whole number in `[min, 4294967295]`, as the settings of Trunk's API. */
+export const UInt32 = (min: 0 | 1, description: string) =>
+  Type.Integer({ minimum: min, maximum: 4294967295, description });
+
+export const ErrorEnvelope = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String({ enum: Object.keys(ERROR_STATUS), description: "Machine-readable code." }),
+      message: Type.String({ description: "One clear sentence." }),
+      details: Type.Optional(
+        Type.Array(
+          Type.Object({
+            path: Type.String({ description: "The offending field, e.g. `repo.name`." }),
+            message: Type.String(),
+          }),
+        ),
+      ),
+    }),
+  },
+  { description: "Every 4xx/5xx answer." },
+);
+
+const ERROR_DESCRIPTIONS: Partial<Record<number, string>> = {
+  400: "Invalid request (`invalid_request`), malformed JSON, or a bad page token.",
+  401: "Missing, unknown or revoked `x-api-token` (`unauthorized`).",
+  403: "The token's organization may not access this resource (`forbidden`).",
+  404: "No such resource (`not_found`).",
+  409: "The resource is in a state that refuses this change (`conflict`).",
+  413: "The JSON body is larger than 20 MiB (`payload_too_large`).",
+  415: "The body is not `application/json` (`unsupported_media_type`).",
+  500: "Unexpected server failure (`internal`).",
+  503: "The database is unreachable (`unavailable`).",
+};
+
+/** Response schemas for the error statuses an operation can answer. */
+export function errorResponses(...statuses: number[]): Record<number, TSchema> {
+  const responses: Record<number, TSchema> = {};
+  for (const status of statuses) {
+    responses[status] = { ...ErrorEnvelope, description: ERROR_DESCRIPTIONS[status] ?? "Error" };
+  }
+  return responses;
+}
+
+/** The error statuses every authenticated JSON operation can answer. */
+export const COMMON_ERRORS = [400, 401, 413, 415, 500] as const;
+
+export const EmptyObject = Type.Object({}, { description: "OK: an empty JSON object." });
+
+export function statusOf(code: ErrorCode): number {
+  return ERROR_STATUS[code];
+}

@@ -1,0 +1,113 @@
+import { randomUUID } from "node:crypto";
+import Fastify, { type FastifyServerOptions } from "fastify";
+import swagger from "@fastify/swagger";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema.js";
+import type { MergeQueueService } from "../mergequeue/queue-service.js";
+import type { OrganizationService } from "../organizations/service.js";
+import { renderDocsPage, type OpenApiDocument } from "./docs-page.js";
+import { registerCreateQueue } from "./mergequeue/createQueue.js";
+import { registerDeleteQueue } from "./mergequeue/deleteQueue.js";
+import { registerGetQueue } from "./mergequeue/getQueue.js";
+import { registerUpdateQueue } from "./mergequeue/updateQueue.js";
+import { requireApiToken } from "./plugins/auth.js";
+import { installErrorHandling } from "./plugins/errors.js";
+import { HttpMetrics, installMetrics } from "./plugins/metrics.js";
+import { registerServiceRoutes, registerWhoAmI } from "./service/routes.js";
+import type { ApiApp } from "./types.js";
+
+/** Contract §1: JSON bodies up to 20 MiB. */
+export const BODY_LIMIT_BYTES = 20 * 1024 * 1024;
+
+export interface ServerDependencies {
+  db: Kysely<Database>;
+  organizations: OrganizationService;
+  queues: MergeQueueService;
+  logger: FastifyServerOptions["logger"];
+  version: string;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
+  const app: ApiApp = Fastify({
+    logger: deps.logger ?? false,
+    bodyLimit: BODY_LIMIT_BYTES,
+    // A caller's x-request-id is kept when it is sane, so that logs correlate across services.
+    genReqId: (request) => {
+      const given = request.headers["x-request-id"];
+      return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    return503OnClosing: true,
+    ajv: {
+      // Values are taken exactly as sent: no type coercion, no defaults filled in, every
+      // problem reported. `verbose` lets errors name the bounds they broke.
+      customOptions: {
+        coerceTypes: false,
+        useDefaults: false,
+        removeAdditional: false,
+        allErrors: true,
+        verbose: true,
+      },
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorateRequest("principal", null);
+  app.addHook("onSend", (request, reply, payload, done) => {
+    void reply.header("x-request-id", request.id);
+    done(null, payload);
+  });
+
+  const routeMethods = new Map<string, Set<string>>();
+  app.addHook("onRoute", (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const known = routeMethods.get(route.url) ?? new Set<string>();
+    for (const method of methods) known.add(method);
+    routeMethods.set(route.url, known);
+  });
+  installErrorHandling(app, routeMethods);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "Mainline",
+        version: deps.version,
+        description:
+          "Test health and merge queue, compatible with Trunk.io's v1 API. Send the organization's API token in `x-api-token`. Every operation is POST with a JSON body unless shown otherwise.",
+      },
+      components: {
+        securitySchemes: { ApiKeyAuth: { type: "apiKey", in: "header", name: "x-api-token" } },
+      },
+    },
+  });
+
+  installMetrics(app, new HttpMetrics());
+  registerServiceRoutes(app, deps.db);
+
+  let openApi: OpenApiDocument | undefined;
+  let docsPage: string | undefined;
+  const document = (): OpenApiDocument => (openApi ??= app.swagger() as unknown as OpenApiDocument);
+  app.get("/openapi.json", { schema: { hide: true } }, () => document());
+  app.get("/docs", { schema: { hide: true } }, (_request, reply) => {
+    docsPage ??= renderDocsPage(document());
+    void reply.type("text/html; charset=utf-8").send(docsPage);
+  });
+
+  await app.register((scope: ApiApp, _options, done) => {
+    requireApiToken(scope, deps.organizations);
+    scope.addHook("onRoute", (route) => {
+      route.schema = { ...route.schema, security: [{ ApiKeyAuth: [] }] };
+    });
+    registerWhoAmI(scope);
+    registerCreateQueue(scope, deps.queues);
+    registerGetQueue(scope, deps.queues);
+    registerUpdateQueue(scope, deps.queues);
+    registerDeleteQueue(scope, deps.queues);
+    done();
+  });
+
+  await app.ready();
+  return app;
+}

@@ -1,0 +1,60 @@
+/** A small client of Mainline's HTTP API for the CLI's remote commands. */
+export interface ClientOptions {
+  url: string;
+  token: string | undefined;
+}
+
+interface ErrorBody {
+  error?: { code?: string; message?: string; details?: { path: string; message: string }[] };
+}
+
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
+}
+
+export async function callApi<T>(
+  options: ClientOptions,
+  operation: string,
+  body: unknown,
+): Promise<T> {
+  if (!options.token) {
+    throw new CliError(
+      "No API token: pass --token or set MAINLINE_TOKEN (create one with `mainline token create --org <slug>`).",
+    );
+  }
+  const url = `${options.url.replace(/\/+$/, "")}/v1/${operation}`;
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-token": options.token },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
+    throw new CliError(
+      `Cannot reach Mainline at ${options.url} (${cause}). Is \`mainline serve\` running? Set --url or MAINLINE_URL.`,
+    );
+  }
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : {};
+  } catch {
+    throw new CliError(
+      `Unexpected answer from ${url} (HTTP ${response.status}): ${text.slice(0, 200)}`,
+    );
+  }
+  if (!response.ok) {
+    const error = (parsed as ErrorBody).error;
+    const details = (error?.details ?? []).map((d) => `\n  - ${d.path}: ${d.message}`).join("");
+    throw new CliError(`${error?.message ?? `HTTP ${response.status}`}${details}`);
+  }
+  return parsed as T;
+}

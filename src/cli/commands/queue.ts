@@ -1,0 +1,155 @@
+import { InvalidArgumentError, Option, type Command } from "commander";
+import type { RepoRef } from "../../db/stores/repositories.js";
+import { callApi, type ClientOptions } from "../client.js";
+import { parseRepoArg } from "../repo-arg.js";
+
+type Kind = "integer" | "boolean" | "text";
+
+/** Every updateQueue setting as a CLI flag: `--testing-timeout-minutes 30` → testingTimeoutMinutes. */
+const SETTINGS: { key: string; kind: Kind; help: string }[] = [
+  { key: "state", kind: "text", help: "running | paused | draining" },
+  { key: "mode", kind: "text", help: "single | parallel" },
+  { key: "concurrency", kind: "integer", help: "pull requests tested at once" },
+  { key: "bisectionConcurrency", kind: "integer", help: "test runs at once while bisecting" },
+  { key: "testingTimeoutMinutes", kind: "integer", help: "0 disables the timeout" },
+  { key: "pendingFailureDepth", kind: "integer", help: "0 removes a failed PR at once" },
+  { key: "canOptimisticallyMerge", kind: "boolean", help: "true | false" },
+  { key: "batch", kind: "boolean", help: "true | false" },
+  { key: "batchingMaxWaitTimeMinutes", kind: "integer", help: "minutes to wait for a batch" },
+  { key: "batchingMinSize", kind: "integer", help: "target batch size" },
+  { key: "mergeMethod", kind: "text", help: "merge_commit | squash | rebase" },
+  { key: "commentsEnabled", kind: "boolean", help: "true | false" },
+  { key: "commandsEnabled", kind: "boolean", help: "true | false" },
+  { key: "createPrsForTestingBranches", kind: "boolean", help: "true | false" },
+  { key: "statusCheckEnabled", kind: "boolean", help: "true | false" },
+  { key: "directMergeMode", kind: "text", help: "off | always" },
+  { key: "optimizationMode", kind: "text", help: "off | bisection_skip_redundant_tests" },
+  { key: "extensionEnabled", kind: "boolean", help: "true | false" },
+  { key: "enqueueingLabel", kind: "text", help: "label that submits a PR" },
+  { key: "labelCommandsEnabled", kind: "boolean", help: "true | false" },
+  { key: "stateLabelsEnabled", kind: "boolean", help: "true | false" },
+  { key: "notReadyTimeoutHours", kind: "integer", help: "0 waits forever" },
+];
+
+const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+function parseValue(kind: Kind): (value: string) => unknown {
+  switch (kind) {
+    case "integer":
+      return (value) => {
+        if (!/^\d+$/.test(value)) throw new InvalidArgumentError("expected a whole number");
+        return Number(value);
+      };
+    case "boolean":
+      return (value) => {
+        if (value !== "true" && value !== "false")
+          throw new InvalidArgumentError("expected true or false");
+        return value === "true";
+      };
+    case "text":
+      return (value) => value;
+  }
+}
+
+interface QueueOptions {
+  repo: RepoRef;
+  branch: string;
+  url: string;
+  token?: string;
+  json?: boolean;
+}
+
+function addressOptions(command: Command): Command {
+  return command
+    .requiredOption(
+      "--repo <host/owner/name>",
+      "the repository, e.g. github.com/acme/app",
+      parseRepoArg,
+    )
+    .option("--branch <branch>", "the target branch", "main")
+    .addOption(
+      new Option("--url <url>", "Mainline's address")
+        .env("MAINLINE_URL")
+        .default("http://127.0.0.1:8080"),
+    )
+    .addOption(new Option("--token <token>", "API token").env("MAINLINE_TOKEN"));
+}
+
+const client = (o: QueueOptions): ClientOptions => ({ url: o.url, token: o.token });
+const address = (o: QueueOptions) => ({ repo: o.repo, targetBranch: o.branch });
+
+function printSettings(body: Record<string, unknown>, json: boolean | undefined): void {
+  if (json) {
+    process.stdout.write(JSON.stringify(body, null, 2) + "\n");
+    return;
+  }
+  const width = Math.max(...Object.keys(body).map((k) => k.length));
+  for (const [key, value] of Object.entries(body)) {
+    if (key === "enqueuedPullRequests") continue;
+    process.stdout.write(`${key.padEnd(width)}  ${JSON.stringify(value)}\n`);
+  }
+  const queued = body.enqueuedPullRequests;
+  if (Array.isArray(queued)) {
+    process.stdout.write(`${"enqueued".padEnd(width)}  ${queued.length} pull request(s)\n`);
+  }
+}
+
+export function registerQueueCommands(program: Command): void {
+  const queue = program
+    .command("queue")
+    .description("Create, read, change and delete merge queues (through the HTTP API)");
+
+  addressOptions(queue.command("create").description("Create a merge queue"))
+    .option("--mode <mode>", "single | parallel")
+    .option("--concurrency <n>", "pull requests tested at once", parseValue("integer"))
+    .action(async (o: QueueOptions & { mode?: string; concurrency?: number }) => {
+      await callApi(client(o), "createQueue", {
+        ...address(o),
+        ...(o.mode !== undefined ? { mode: o.mode } : {}),
+        ...(o.concurrency !== undefined ? { concurrency: o.concurrency } : {}),
+      });
+      process.stderr.write(`Created the merge queue for ${o.branch}.\n`);
+    });
+
+  addressOptions(
+    queue.command("get").description("Show a merge queue's settings and pull requests"),
+  )
+    .option("--json", "print the API's JSON")
+    .action(async (o: QueueOptions) => {
+      printSettings(await callApi(client(o), "getQueue", address(o)), o.json);
+    });
+
+  const update = addressOptions(
+    queue
+      .command("update")
+      .description("Change settings or state; unnamed settings stay as they are"),
+  );
+  for (const setting of SETTINGS) {
+    update.option(`--${kebab(setting.key)} <value>`, setting.help, parseValue(setting.kind));
+  }
+  update
+    .option("--required-statuses <names>", "comma-separated statuses that must pass (override)")
+    .option("--delete-required-statuses", "remove the required-statuses override")
+    .option("--json", "print the API's JSON")
+    .action(async (o: QueueOptions & Record<string, unknown>) => {
+      const body: Record<string, unknown> = address(o);
+      for (const setting of SETTINGS) {
+        if (o[setting.key] !== undefined) body[setting.key] = o[setting.key];
+      }
+      if (typeof o.requiredStatuses === "string") {
+        body.requiredStatuses = o.requiredStatuses
+          .split(",")
+          .map((s) => s.trim())
+          .filter(Boolean);
+      }
+      if (o.deleteRequiredStatuses === true) body.deleteRequiredStatuses = true;
+      printSettings(await callApi(client(o), "updateQueue", body), o.json);
+    });
+
+  addressOptions(queue.command("delete").description("Delete an empty merge queue")).action(
+    async (o: QueueOptions) => {
+      await callApi(client(o), "deleteQueue", address(o));
+      process.stderr.write(`Deleted the merge queue for ${o.branch}.\n`);
+    },
+  );
+}

@@ -1,0 +1,82 @@
+import type { Command } from "commander";
+import { createHttpServer, createServices, openMigratedDatabase } from "../../app.js";
+import { loadServiceConfig } from "../../config.js";
+import { VERSION } from "../../version.js";
+
+const SHUTDOWN_GRACE_MS = 10_000;
+
+export function registerServe(program: Command): void {
+  program
+    .command("serve")
+    .description("Start the HTTP service (configured by environment variables; see README)")
+    .action(async () => {
+      const config = loadServiceConfig(process.env);
+      const database = await openMigratedDatabase({
+        url: config.databaseUrl,
+        dataDir: config.dataDir,
+      });
+      const services = createServices(database);
+
+      if (config.bootstrap) {
+        await services.organizations.ensureBootstrap(
+          config.bootstrap.organization,
+          config.bootstrap.token,
+        );
+      } else {
+        const issued = await services.organizations.ensureFirstStartOrganization();
+        if (issued) {
+          process.stderr.write(
+            [
+              "",
+              `First start: created the organization "${issued.organization.slug}". Its API token (shown only this once):`,
+              "",
+              `    ${issued.token}`,
+              "",
+              "Use it in the x-api-token header, for example:",
+              `    curl -H "x-api-token: ${issued.token}" -H "content-type: application/json" -d '{}' ${config.publicUrl}/v1/whoami`,
+              "More tokens: `mainline token create --org default`. API reference: " +
+                `${config.publicUrl}/docs`,
+              "",
+              "",
+            ].join("\n"),
+          );
+        }
+      }
+
+      const app = await createHttpServer(services, { level: config.logLevel });
+      app.log.info(
+        { database: database.location, dialect: database.dialect, version: VERSION },
+        "database ready",
+      );
+
+      let stopping = false;
+      const shutdown = (signal: string) => {
+        if (stopping) {
+          app.log.warn({ signal }, "second signal: exiting now");
+          process.exit(1);
+        }
+        stopping = true;
+        app.log.info({ signal }, "shutting down: finishing requests in flight");
+        const force = setTimeout(() => {
+          app.log.error("shutdown took too long; exiting");
+          process.exit(1);
+        }, SHUTDOWN_GRACE_MS);
+        force.unref();
+        void app
+          .close()
+          .then(() => database.close())
+          .then(() => {
+            app.log.info("stopped");
+            process.exit(0);
+          });
+      };
+      process.on("SIGTERM", () => {
+        shutdown("SIGTERM");
+      });
+      process.on("SIGINT", () => {
+        shutdown("SIGINT");
+      });
+
+      await app.listen({ host: config.host, port: config.port });
+    });
+}

@@ -1,0 +1,31 @@
+import { Command, CommanderError } from "commander";
+import { ConfigError } from "../config.js";
+import { VERSION } from "../version.js";
+import { CliError } from "./client.js";
+import { registerAdminCommands } from "./commands/admin.js";
+import { registerQueueCommands } from "./commands/queue.js";
+import { registerServe } from "./commands/serve.js";
+
+export function buildProgram(): Command {
+  const program = new Command()
+    .name("mainline")
+    .description("Mainline: test health and a merge queue that keep the main branch green.")
+    .version(VERSION)
+    .showHelpAfterError("(run with --help for usage)");
+  registerServe(program);
+  registerAdminCommands(program);
+  registerQueueCommands(program);
+  return program;
+}
+
+try {
+  await buildProgram().parseAsync(process.argv);
+} catch (error) {
+  if (error instanceof CommanderError) process.exit(error.exitCode);
+  if (error instanceof CliError || error instanceof ConfigError) {
+    process.stderr.write(`mainline: ${error.message}\n`);
+    process.exit(error instanceof ConfigError ? 2 : error.exitCode);
+  }
+  process.stderr.write(`mainline: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+}

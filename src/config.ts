@@ -1,0 +1,74 @@
+import path from "node:path";
+
+/** Everything `mainline serve` reads from its environment (README "Configuration"). */
+export interface ServiceConfig {
+  host: string;
+  port: number;
+  /** Undefined: the SQLite file `mainline.db` in the data directory. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  publicUrl: string;
+  logLevel: string;
+  bootstrap: { organization: string; token: string } | undefined;
+}
+
+export class ConfigError extends Error {}
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+function nonEmpty(value: string | undefined): string | undefined {
+  const trimmed = value?.trim();
+  return trimmed ? trimmed : undefined;
+}
+
+export function dataDirFrom(env: NodeJS.ProcessEnv): string {
+  return path.resolve(nonEmpty(env.MAINLINE_DATA_DIR) ?? "./mainline-data");
+}
+
+export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
+  const host = nonEmpty(env.HOST) ?? "127.0.0.1";
+  const portText = nonEmpty(env.PORT) ?? "8080";
+  const port = Number(portText);
+  if (!/^\d+$/.test(portText) || port > 65535) {
+    throw new ConfigError(`PORT must be a whole number from 0 to 65535 (got "${portText}").`);
+  }
+  const logLevel = (nonEmpty(env.LOG_LEVEL) ?? "info").toLowerCase();
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")} (got "${logLevel}").`);
+  }
+  const shownHost = host === "0.0.0.0" || host === "::" ? "localhost" : host;
+  const publicUrl = (
+    nonEmpty(env.MAINLINE_PUBLIC_URL) ??
+    `http://${shownHost.includes(":") ? `[${shownHost}]` : shownHost}:${port}`
+  ).replace(/\/+$/, "");
+  let parsed: URL;
+  try {
+    parsed = new URL(publicUrl);
+  } catch {
+    throw new ConfigError(
+      `MAINLINE_PUBLIC_URL must be an absolute http(s) URL (got "${publicUrl}").`,
+    );
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw new ConfigError(`MAINLINE_PUBLIC_URL must be an http(s) URL (got "${publicUrl}").`);
+  }
+  const bootstrapOrg = nonEmpty(env.MAINLINE_BOOTSTRAP_ORG);
+  const bootstrapToken = nonEmpty(env.MAINLINE_BOOTSTRAP_TOKEN);
+  if ((bootstrapOrg === undefined) !== (bootstrapToken === undefined)) {
+    throw new ConfigError(
+      "Set both MAINLINE_BOOTSTRAP_ORG and MAINLINE_BOOTSTRAP_TOKEN, or neither.",
+    );
+  }
+  return {
+    host,
+    port,
+    databaseUrl: nonEmpty(env.DATABASE_URL),
+    dataDir: dataDirFrom(env),
+    publicUrl,
+    logLevel,
+    bootstrap:
+      bootstrapOrg && bootstrapToken
+        ? { organization: bootstrapOrg, token: bootstrapToken }
+        : undefined,
+  };
+}

@@ -1,0 +1,100 @@
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import BetterSqlite3 from "better-sqlite3";
+import { CamelCasePlugin, Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
+import pg from "pg";
+import type { Database } from "./schema.js";
+
+export type DialectName = "sqlite" | "postgres";
+
+export interface DatabaseHandle {
+  db: Kysely<Database>;
+  dialect: DialectName;
+  /** Where the data lives, for logs: a file path or a URL without its password. */
+  location: string;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /** `postgres://…`, `sqlite:<path>`, or a plain file path; empty means the default file. */
+  url: string | undefined;
+  dataDir: string;
+  /** PostgreSQL only: the schema to use (tests isolate themselves with it). */
+  searchPath?: string;
+  poolSize?: number;
+}
+
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+
+export function describeDatabaseUrl(options: OpenDatabaseOptions): {
+  dialect: DialectName;
+  target: string;
+} {
+  const url = options.url?.trim();
+  if (!url) return { dialect: "sqlite", target: path.resolve(options.dataDir, "mainline.db") };
+  if (/^postgres(ql)?:\/\//i.test(url)) return { dialect: "postgres", target: url };
+  if (url.startsWith("sqlite:")) {
+    const file = url.slice("sqlite:".length).replace(/^\/\//, "");
+    if (!file) throw new Error("DATABASE_URL sqlite: needs a file path, e.g. sqlite:./data.db");
+    return { dialect: "sqlite", target: file === ":memory:" ? file : path.resolve(file) };
+  }
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
+    throw new Error(
+      `DATABASE_URL must start with postgres:// or sqlite: (got ${redactUrl(url).split("://")[0] ?? ""}://…)`,
+    );
+  }
+  return { dialect: "sqlite", target: path.resolve(url) };
+}
+
+export function openDatabase(options: OpenDatabaseOptions): DatabaseHandle {
+  const { dialect, target } = describeDatabaseUrl(options);
+  if (dialect === "postgres") return openPostgres(target, options);
+  return openSqlite(target);
+}
+
+function openSqlite(file: string): DatabaseHandle {
+  if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
+  const sqlite = new BetterSqlite3(file);
+  sqlite.pragma("journal_mode = WAL");
+  // FULL: a transaction that returned is on disk, even across a power loss (acknowledged = durable).
+  sqlite.pragma("synchronous = FULL");
+  sqlite.pragma("busy_timeout = 5000");
+  sqlite.pragma("foreign_keys = ON");
+  const db = new Kysely<Database>({
+    dialect: new SqliteDialect({ database: sqlite }),
+    plugins: [new CamelCasePlugin()],
+  });
+  return { db, dialect: "sqlite", location: file, close: () => db.destroy() };
+}
+
+function openPostgres(url: string, options: OpenDatabaseOptions): DatabaseHandle {
+  // BIGINT (epoch ms, counts) fits in a double for every value we store.
+  const types = {
+    getTypeParser: ((oid: number, format?: "text" | "binary") =>
+      oid === INT8_OID || oid === NUMERIC_OID
+        ? (value: string) => Number(value)
+        : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  };
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    types,
+    ...(options.searchPath ? { options: `-c search_path=${options.searchPath}` } : {}),
+  });
+  // An idle client that loses its connection must not crash the process; the pool replaces it.
+  pool.on("error", () => undefined);
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool }),
+    plugins: [new CamelCasePlugin()],
+  });
+  return { db, dialect: "postgres", location: redactUrl(url), close: () => db.destroy() };
+}
+
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
+}
+
+export async function pingDatabase(db: Kysely<Database>): Promise<void> {
+  await sql`select 1`.execute(db);
+}

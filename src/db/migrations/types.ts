@@ -1,0 +1,20 @@
+import type { Kysely } from "kysely";
+import type { DialectName } from "../connection.js";
+
+/** Column types that differ between the dialects; everything else is portable SQL. */
+export interface ColumnTypes {
+  bool: "boolean" | "integer";
+  bigint: "bigint" | "integer";
+}
+
+export function columnTypes(dialect: DialectName): ColumnTypes {
+  return dialect === "postgres"
+    ? { bool: "boolean", bigint: "bigint" }
+    : { bool: "integer", bigint: "integer" };
+}
+
+export interface DialectMigration {
+  // Migrations must not depend on the current schema type, which changes over time.
+  up(db: Kysely<unknown>, types: ColumnTypes): Promise<void>;
+  down(db: Kysely<unknown>, types: ColumnTypes): Promise<void>;
+}

@@ -1,0 +1,153 @@
+import type { Insertable, Kysely, Selectable } from "kysely";
+import type {
+  DirectMergeMode,
+  MergeMethod,
+  OptimizationMode,
+  QueueConfiguration,
+  QueueMode,
+  QueueState,
+} from "../../mergequeue/settings.js";
+import type { Database, MergeQueuesTable } from "../schema.js";
+
+export interface MergeQueueRecord {
+  id: string;
+  repositoryId: string;
+  targetBranch: string;
+  configuration: QueueConfiguration;
+  createdAt: number;
+  updatedAt: number;
+  version: number;
+}
+
+type ConfigurationColumns = Omit<
+  Insertable<MergeQueuesTable>,
+  "id" | "repositoryId" | "targetBranch" | "createdAt" | "updatedAt" | "version"
+>;
+
+const bit = (value: boolean): number => (value ? 1 : 0);
+
+function toColumns(c: QueueConfiguration): ConfigurationColumns {
+  return {
+    state: c.state,
+    mode: c.mode,
+    pendingMode: c.pendingMode,
+    concurrency: c.concurrency,
+    bisectionConcurrency: c.bisectionConcurrency,
+    testingTimeoutMinutes: c.testingTimeoutMinutes,
+    pendingFailureDepth: c.pendingFailureDepth,
+    canOptimisticallyMerge: bit(c.canOptimisticallyMerge),
+    batch: bit(c.batch),
+    batchingMaxWaitTimeMinutes: c.batchingMaxWaitTimeMinutes,
+    batchingMinSize: c.batchingMinSize,
+    mergeMethod: c.mergeMethod,
+    commentsEnabled: bit(c.commentsEnabled),
+    commandsEnabled: bit(c.commandsEnabled),
+    createPrsForTestingBranches: bit(c.createPrsForTestingBranches),
+    statusCheckEnabled: bit(c.statusCheckEnabled),
+    directMergeMode: c.directMergeMode,
+    optimizationMode: c.optimizationMode,
+    requiredStatuses: c.requiredStatuses === null ? null : JSON.stringify(c.requiredStatuses),
+    extensionEnabled: bit(c.extensionEnabled),
+    enqueueingLabel: c.enqueueingLabel,
+    labelCommandsEnabled: bit(c.labelCommandsEnabled),
+    stateLabelsEnabled: bit(c.stateLabelsEnabled),
+    notReadyTimeoutHours: c.notReadyTimeoutHours,
+  };
+}
+
+function toRecord(row: Selectable<MergeQueuesTable>): MergeQueueRecord {
+  return {
+    id: row.id,
+    repositoryId: row.repositoryId,
+    targetBranch: row.targetBranch,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    version: row.version,
+    configuration: {
+      // Enum columns are only ever written from validated domain values.
+      state: row.state as QueueState,
+      mode: row.mode as QueueMode,
+      pendingMode: row.pendingMode as QueueMode | null,
+      concurrency: row.concurrency,
+      bisectionConcurrency: row.bisectionConcurrency,
+      testingTimeoutMinutes: row.testingTimeoutMinutes,
+      pendingFailureDepth: row.pendingFailureDepth,
+      canOptimisticallyMerge: Boolean(row.canOptimisticallyMerge),
+      batch: Boolean(row.batch),
+      batchingMaxWaitTimeMinutes: row.batchingMaxWaitTimeMinutes,
+      batchingMinSize: row.batchingMinSize,
+      mergeMethod: row.mergeMethod as MergeMethod,
+      commentsEnabled: Boolean(row.commentsEnabled),
+      commandsEnabled: Boolean(row.commandsEnabled),
+      createPrsForTestingBranches: Boolean(row.createPrsForTestingBranches),
+      statusCheckEnabled: Boolean(row.statusCheckEnabled),
+      directMergeMode: row.directMergeMode as DirectMergeMode,
+      optimizationMode: row.optimizationMode as OptimizationMode,
+      requiredStatuses:
+        row.requiredStatuses === null ? null : (JSON.parse(row.requiredStatuses) as string[]),
+      extensionEnabled: Boolean(row.extensionEnabled),
+      enqueueingLabel: row.enqueueingLabel,
+      labelCommandsEnabled: Boolean(row.labelCommandsEnabled),
+      stateLabelsEnabled: Boolean(row.stateLabelsEnabled),
+      notReadyTimeoutHours: row.notReadyTimeoutHours,
+    },
+  };
+}
+
+/** Merge queues (one per repository and target branch) and their settings. */
+export class MergeQueueStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async find(repositoryId: string, targetBranch: string): Promise<MergeQueueRecord | undefined> {
+    const row = await this.db
+      .selectFrom("mergeQueues")
+      .selectAll()
+      .where("repositoryId", "=", repositoryId)
+      .where("targetBranch", "=", targetBranch)
+      .executeTakeFirst();
+    return row && toRecord(row);
+  }
+
+  /** Inserts a new queue; false when the repository already has a queue for that branch. */
+  async insert(queue: Omit<MergeQueueRecord, "version" | "updatedAt">): Promise<boolean> {
+    const inserted = await this.db
+      .insertInto("mergeQueues")
+      .values({
+        id: queue.id,
+        repositoryId: queue.repositoryId,
+        targetBranch: queue.targetBranch,
+        createdAt: queue.createdAt,
+        updatedAt: queue.createdAt,
+        ...toColumns(queue.configuration),
+      })
+      .onConflict((oc) => oc.columns(["repositoryId", "targetBranch"]).doNothing())
+      .returning("id")
+      .executeTakeFirst();
+    return inserted !== undefined;
+  }
+
+  /**
+   * Writes a new configuration if the queue is still at `expectedVersion` (compare-and-swap);
+   * returns the stored record, or undefined when the queue changed or vanished meanwhile.
+   */
+  async update(
+    id: string,
+    expectedVersion: number,
+    configuration: QueueConfiguration,
+    now: number,
+  ): Promise<MergeQueueRecord | undefined> {
+    const row = await this.db
+      .updateTable("mergeQueues")
+      .set({ ...toColumns(configuration), updatedAt: now, version: expectedVersion + 1 })
+      .where("id", "=", id)
+      .where("version", "=", expectedVersion)
+      .returningAll()
+      .executeTakeFirst();
+    return row && toRecord(row);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom("mergeQueues").where("id", "=", id).executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+}

@@ -1,0 +1,137 @@
+import type { Kysely } from "kysely";
+import type { Database } from "../schema.js";
+
+export interface Organization {
+  id: string;
+  slug: string;
+  createdAt: number;
+}
+
+export interface ApiTokenRecord {
+  id: string;
+  organizationId: string;
+  name: string | null;
+  tokenHint: string;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export interface NewApiToken {
+  id: string;
+  organizationId: string;
+  name: string | null;
+  tokenHash: string;
+  tokenHint: string;
+  createdAt: number;
+}
+
+/** The organization a presented token belongs to, if the token is known and not revoked. */
+export interface TokenOwner {
+  tokenId: string;
+  tokenHash: string;
+  organizationId: string;
+  organizationSlug: string;
+}
+
+/** Organizations and their API tokens (one aggregate: a token never outlives its organization). */
+export class OrganizationStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** Inserts the organization unless one with this slug exists; returns the stored one. */
+  async ensure(org: Organization): Promise<{ organization: Organization; created: boolean }> {
+    const inserted = await this.db
+      .insertInto("organizations")
+      .values(org)
+      .onConflict((oc) => oc.column("slug").doNothing())
+      .returning(["id", "slug", "createdAt"])
+      .executeTakeFirst();
+    if (inserted) return { organization: inserted, created: true };
+    const existing = await this.findBySlug(org.slug);
+    if (!existing) throw new Error(`organization ${org.slug} vanished while being created`);
+    return { organization: existing, created: false };
+  }
+
+  findBySlug(slug: string): Promise<Organization | undefined> {
+    return this.db
+      .selectFrom("organizations")
+      .select(["id", "slug", "createdAt"])
+      .where("slug", "=", slug)
+      .executeTakeFirst();
+  }
+
+  list(): Promise<Organization[]> {
+    return this.db
+      .selectFrom("organizations")
+      .select(["id", "slug", "createdAt"])
+      .orderBy("slug")
+      .execute();
+  }
+
+  async count(): Promise<number> {
+    const row = await this.db
+      .selectFrom("organizations")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async insertToken(token: NewApiToken): Promise<void> {
+    await this.db
+      .insertInto("apiTokens")
+      .values({ ...token, revokedAt: null })
+      .execute();
+  }
+
+  /** Any token with this hash, revoked or not (to detect a bootstrap token reused elsewhere). */
+  findTokenByHash(tokenHash: string): Promise<ApiTokenRecord | undefined> {
+    return this.db
+      .selectFrom("apiTokens")
+      .select(["id", "organizationId", "name", "tokenHint", "createdAt", "revokedAt"])
+      .where("tokenHash", "=", tokenHash)
+      .executeTakeFirst();
+  }
+
+  findActiveTokenOwner(tokenHash: string): Promise<TokenOwner | undefined> {
+    return this.db
+      .selectFrom("apiTokens")
+      .innerJoin("organizations", "organizations.id", "apiTokens.organizationId")
+      .select([
+        "apiTokens.id as tokenId",
+        "apiTokens.tokenHash as tokenHash",
+        "organizations.id as organizationId",
+        "organizations.slug as organizationSlug",
+      ])
+      .where("apiTokens.tokenHash", "=", tokenHash)
+      .where("apiTokens.revokedAt", "is", null)
+      .executeTakeFirst();
+  }
+
+  listTokens(organizationId: string): Promise<ApiTokenRecord[]> {
+    return this.db
+      .selectFrom("apiTokens")
+      .select(["id", "organizationId", "name", "tokenHint", "createdAt", "revokedAt"])
+      .where("organizationId", "=", organizationId)
+      .orderBy("createdAt")
+      .orderBy("id")
+      .execute();
+  }
+
+  findToken(tokenId: string): Promise<ApiTokenRecord | undefined> {
+    return this.db
+      .selectFrom("apiTokens")
+      .select(["id", "organizationId", "name", "tokenHint", "createdAt", "revokedAt"])
+      .where("id", "=", tokenId)
+      .executeTakeFirst();
+  }
+
+  /** Revokes an active token; false when it does not exist or was already revoked. */
+  async revokeToken(tokenId: string, now: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable("apiTokens")
+      .set({ revokedAt: now })
+      .where("id", "=", tokenId)
+      .where("revokedAt", "is", null)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+}

@@ -1,0 +1,61 @@
+import { randomUUID } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { Database } from "../schema.js";
+
+/** `{host, owner, name}` as clients send it in every request. */
+export interface RepoRef {
+  host: string;
+  owner: string;
+  name: string;
+}
+
+export interface Repository extends RepoRef {
+  id: string;
+  organizationId: string;
+  createdAt: number;
+}
+
+export function repositoryLookupKey(ref: RepoRef): string {
+  return `${ref.host}/${ref.owner}/${ref.name}`.toLowerCase();
+}
+
+const COLUMNS = ["id", "organizationId", "host", "owner", "name", "createdAt"] as const;
+
+/** Repositories of an organization, looked up case-insensitively by host/owner/name. */
+export class RepositoryStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  find(organizationId: string, ref: RepoRef): Promise<Repository | undefined> {
+    return this.db
+      .selectFrom("repositories")
+      .select(COLUMNS)
+      .where("organizationId", "=", organizationId)
+      .where("lookupKey", "=", repositoryLookupKey(ref))
+      .executeTakeFirst();
+  }
+
+  /** Returns the repository, creating it with the given spelling if it is new. */
+  async ensure(organizationId: string, ref: RepoRef, now: number): Promise<Repository> {
+    const existing = await this.find(organizationId, ref);
+    if (existing) return existing;
+    const inserted = await this.db
+      .insertInto("repositories")
+      .values({
+        id: randomUUID(),
+        organizationId,
+        host: ref.host,
+        owner: ref.owner,
+        name: ref.name,
+        lookupKey: repositoryLookupKey(ref),
+        createdAt: now,
+      })
+      .onConflict((oc) => oc.columns(["organizationId", "lookupKey"]).doNothing())
+      .returning(COLUMNS)
+      .executeTakeFirst();
+    if (inserted) return inserted;
+    // Another request created it between our read and our insert.
+    const raced = await this.find(organizationId, ref);
+    if (!raced) throw new Error("repository vanished while being created");
+    return raced;
+  }
+}

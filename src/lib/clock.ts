@@ -1,0 +1,11 @@
+/** Time is injected everywhere so that domain logic and tests never read the wall clock directly. */
+export interface Clock {
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** RFC 3339, UTC, milliseconds (contract §1). */
+export function isoTime(epochMs: number): string {
+  return new Date(epochMs).toISOString();
+}

@@ -1,0 +1,157 @@
+import { randomUUID } from "node:crypto";
+import { ApiError } from "../lib/errors.js";
+import type { Clock } from "../lib/clock.js";
+import type { MergeQueueRecord, MergeQueueStore } from "../db/stores/merge-queues.js";
+import type { RepoRef, Repository, RepositoryStore } from "../db/stores/repositories.js";
+import type { Principal } from "../organizations/service.js";
+import {
+  applySettingsUpdate,
+  initialConfiguration,
+  type QueueMode,
+  type QueueSettingsPatch,
+} from "./settings.js";
+
+/** A pull request waiting in a queue, as getQueue lists it (filled in by the queue engine). */
+export interface EnqueuedPullRequest {
+  id: string;
+  state: string;
+  prNumber: number;
+  prTitle: string;
+  prSha: string;
+  prBaseBranch: string;
+  prAuthor: string;
+  stateChangedAt: number;
+  priorityValue: number;
+  priorityName: string;
+  usedDefaultPriorityName: string;
+  skipTheLine: boolean;
+  noBatch: boolean;
+}
+
+/** What the queue service needs to know about the pull requests of a queue. */
+export interface QueueContents {
+  enqueued(queueId: string): Promise<EnqueuedPullRequest[]>;
+}
+
+/** Until the queue engine exists, queues hold no pull requests. */
+export const emptyQueueContents: QueueContents = { enqueued: () => Promise.resolve([]) };
+
+export interface QueueAddress {
+  repo: RepoRef;
+  targetBranch: string;
+}
+
+const MAX_WRITE_ATTEMPTS = 5;
+
+function describe(address: QueueAddress): string {
+  const { host, owner, name } = address.repo;
+  return `branch ${address.targetBranch} of ${host}/${owner}/${name}`;
+}
+
+/** createQueue / getQueue / updateQueue / deleteQueue (contract §5). */
+export class MergeQueueService {
+  constructor(
+    private readonly deps: {
+      repositories: Pick<RepositoryStore, "find" | "ensure">;
+      queues: MergeQueueStore;
+      contents: QueueContents;
+      clock: Clock;
+    },
+  ) {}
+
+  async create(
+    principal: Principal,
+    address: QueueAddress,
+    options: { mode?: QueueMode; concurrency?: number },
+  ): Promise<MergeQueueRecord> {
+    const now = this.deps.clock.now();
+    const repository = await this.deps.repositories.ensure(
+      principal.organizationId,
+      address.repo,
+      now,
+    );
+    const record = {
+      id: randomUUID(),
+      repositoryId: repository.id,
+      targetBranch: address.targetBranch,
+      configuration: initialConfiguration(options),
+      createdAt: now,
+    };
+    if (!(await this.deps.queues.insert(record))) {
+      throw new ApiError("conflict", `A merge queue already exists for ${describe(address)}.`);
+    }
+    return { ...record, updatedAt: now, version: 1 };
+  }
+
+  async get(
+    principal: Principal,
+    address: QueueAddress,
+  ): Promise<{ queue: MergeQueueRecord; enqueued: EnqueuedPullRequest[] }> {
+    const queue = await this.require(principal, address);
+    return { queue, enqueued: await this.deps.contents.enqueued(queue.id) };
+  }
+
+  async update(
+    principal: Principal,
+    address: QueueAddress,
+    patch: QueueSettingsPatch,
+  ): Promise<MergeQueueRecord> {
+    // Optimistic concurrency: read, decide with the pure rule, write if nobody wrote meanwhile.
+    for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
+      const queue = await this.require(principal, address);
+      const inFlight = (await this.deps.contents.enqueued(queue.id)).length > 0;
+      const outcome = applySettingsUpdate(queue.configuration, patch, inFlight);
+      if (!outcome.ok) {
+        if (outcome.reason === "conflicting_required_statuses") {
+          throw new ApiError(
+            "invalid_request",
+            "Send either requiredStatuses or deleteRequiredStatuses: true, not both.",
+            [
+              {
+                path: "deleteRequiredStatuses",
+                message: "cannot be true when requiredStatuses is given",
+              },
+            ],
+          );
+        }
+        throw new ApiError(
+          "conflict",
+          `The merge queue for ${describe(address)} is switching modes; its settings can change once it has drained.`,
+        );
+      }
+      const updated = await this.deps.queues.update(
+        queue.id,
+        queue.version,
+        outcome.configuration,
+        this.deps.clock.now(),
+      );
+      if (updated) return updated;
+    }
+    throw new ApiError(
+      "conflict",
+      `The merge queue for ${describe(address)} is being changed concurrently; retry the request.`,
+    );
+  }
+
+  async delete(principal: Principal, address: QueueAddress): Promise<void> {
+    const queue = await this.require(principal, address);
+    const enqueued = await this.deps.contents.enqueued(queue.id);
+    if (enqueued.length > 0) {
+      throw new ApiError(
+        "invalid_request",
+        `The merge queue for ${describe(address)} still holds ${enqueued.length} pull request(s); drain it first.`,
+      );
+    }
+    await this.deps.queues.delete(queue.id);
+  }
+
+  private async require(principal: Principal, address: QueueAddress): Promise<MergeQueueRecord> {
+    const repository: Repository | undefined = await this.deps.repositories.find(
+      principal.organizationId,
+      address.repo,
+    );
+    const queue = repository && (await this.deps.queues.find(repository.id, address.targetBranch));
+    if (!queue) throw new ApiError("not_found", `No merge queue for ${describe(address)}.`);
+    return queue;
+  }
+}

@@ -1,0 +1,175 @@
+import { randomUUID } from "node:crypto";
+import { ApiError } from "../lib/errors.js";
+import type { Clock } from "../lib/clock.js";
+import {
+  MIN_SUPPLIED_TOKEN_LENGTH,
+  digestsEqual,
+  generateToken,
+  hashToken,
+  publicId,
+  tokenHint,
+} from "../lib/tokens.js";
+import type {
+  ApiTokenRecord,
+  Organization,
+  OrganizationStore,
+  TokenOwner,
+} from "../db/stores/organizations.js";
+
+export const ORG_SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export const DEFAULT_ORGANIZATION = "default";
+
+/** Who made a request: the organization its token belongs to (contract §2). */
+export interface Principal {
+  organizationId: string;
+  organizationSlug: string;
+  tokenId: string;
+}
+
+export interface IssuedToken {
+  organization: Organization;
+  organizationCreated: boolean;
+  tokenId: string;
+  /** The secret itself: shown once, never stored. */
+  token: string;
+}
+
+export class OrganizationError extends Error {}
+
+export function assertValidSlug(slug: string): void {
+  if (!ORG_SLUG_PATTERN.test(slug)) {
+    throw new OrganizationError(
+      `Invalid organization slug "${slug}": use 1-63 lowercase letters, digits and dashes, starting with a letter or digit.`,
+    );
+  }
+}
+
+export class OrganizationService {
+  constructor(
+    private readonly store: OrganizationStore,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Creates the organization if needed, then issues a new token for it. */
+  async createOrganizationWithToken(slug: string, tokenName?: string): Promise<IssuedToken> {
+    assertValidSlug(slug);
+    const { organization, created } = await this.store.ensure({
+      id: randomUUID(),
+      slug,
+      createdAt: this.clock.now(),
+    });
+    const token = generateToken();
+    const tokenId = await this.storeToken(organization.id, token, tokenName ?? null);
+    return { organization, organizationCreated: created, tokenId, token };
+  }
+
+  async issueToken(slug: string, tokenName?: string): Promise<IssuedToken> {
+    const organization = await this.requireOrganization(slug);
+    const token = generateToken();
+    const tokenId = await this.storeToken(organization.id, token, tokenName ?? null);
+    return { organization, organizationCreated: false, tokenId, token };
+  }
+
+  async listTokens(slug: string): Promise<ApiTokenRecord[]> {
+    const organization = await this.requireOrganization(slug);
+    return this.store.listTokens(organization.id);
+  }
+
+  listOrganizations(): Promise<Organization[]> {
+    return this.store.list();
+  }
+
+  async revokeToken(tokenId: string): Promise<ApiTokenRecord> {
+    const token = await this.store.findToken(tokenId);
+    if (!token) throw new OrganizationError(`No token with id ${tokenId}.`);
+    if (token.revokedAt !== null) return token;
+    await this.store.revokeToken(tokenId, this.clock.now());
+    const revoked = await this.store.findToken(tokenId);
+    if (!revoked) throw new OrganizationError(`No token with id ${tokenId}.`);
+    return revoked;
+  }
+
+  /**
+   * `MAINLINE_BOOTSTRAP_ORG` + `MAINLINE_BOOTSTRAP_TOKEN`: makes sure the organization exists and
+   * accepts the token. Refuses a token that already belongs to another organization or was revoked.
+   */
+  async ensureBootstrap(slug: string, token: string): Promise<{ created: boolean }> {
+    assertValidSlug(slug);
+    if (token.length < MIN_SUPPLIED_TOKEN_LENGTH) {
+      throw new OrganizationError(
+        `MAINLINE_BOOTSTRAP_TOKEN must be at least ${MIN_SUPPLIED_TOKEN_LENGTH} characters long (generate one with: openssl rand -hex 32).`,
+      );
+    }
+    const { organization, created } = await this.store.ensure({
+      id: randomUUID(),
+      slug,
+      createdAt: this.clock.now(),
+    });
+    const existing = await this.store.findTokenByHash(hashToken(token));
+    if (existing) {
+      if (existing.organizationId !== organization.id) {
+        throw new OrganizationError(
+          "MAINLINE_BOOTSTRAP_TOKEN already belongs to another organization.",
+        );
+      }
+      if (existing.revokedAt !== null) {
+        throw new OrganizationError("MAINLINE_BOOTSTRAP_TOKEN was revoked; configure a new one.");
+      }
+      return { created };
+    }
+    await this.storeToken(organization.id, token, "bootstrap");
+    return { created };
+  }
+
+  /**
+   * First start on an empty database with no bootstrap settings: create the `default`
+   * organization so that a newcomer can call the API at once. Returns its token, or undefined
+   * when the database already holds an organization.
+   */
+  async ensureFirstStartOrganization(): Promise<IssuedToken | undefined> {
+    if ((await this.store.count()) > 0) return undefined;
+    const issued = await this.createOrganizationWithToken(DEFAULT_ORGANIZATION, "first start");
+    // Two processes starting at once on an empty database: only the creator reports a token.
+    return issued.organizationCreated ? issued : undefined;
+  }
+
+  /** Resolves an `x-api-token` header to its organization; 401 for anything else. */
+  async authenticate(presented: string | undefined): Promise<Principal> {
+    if (!presented) {
+      throw new ApiError("unauthorized", "Missing API token: send it in the x-api-token header.");
+    }
+    const digest = hashToken(presented);
+    const owner: TokenOwner | undefined = await this.store.findActiveTokenOwner(digest);
+    if (!owner || !digestsEqual(owner.tokenHash, digest)) {
+      throw new ApiError("unauthorized", "The API token is not valid or has been revoked.");
+    }
+    return {
+      organizationId: owner.organizationId,
+      organizationSlug: owner.organizationSlug,
+      tokenId: owner.tokenId,
+    };
+  }
+
+  private async requireOrganization(slug: string): Promise<Organization> {
+    const organization = await this.store.findBySlug(slug);
+    if (!organization) throw new OrganizationError(`No organization with slug "${slug}".`);
+    return organization;
+  }
+
+  private async storeToken(
+    organizationId: string,
+    token: string,
+    name: string | null,
+  ): Promise<string> {
+    const id = publicId("tok");
+    await this.store.insertToken({
+      id,
+      organizationId,
+      name,
+      tokenHash: hashToken(token),
+      tokenHint: tokenHint(token),
+      createdAt: this.clock.now(),
+    });
+    return id;
+  }
+}

@@ -1,0 +1,61 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { inject } from "vitest";
+import { openMigratedDatabase } from "../../src/app.js";
+import type { DatabaseHandle } from "../../src/db/connection.js";
+
+export const TEST_DIALECT = inject("testDatabase").dialect;
+
+export interface TestDatabase {
+  handle: DatabaseHandle;
+  /** What a child process needs to open the same database: DATABASE_URL (+ data dir). */
+  env: Record<string, string>;
+  dataDir: string;
+  cleanup(): Promise<void>;
+}
+
+/**
+ * A fresh, migrated database of the dialect under test: a SQLite file in a temporary directory,
+ * or a new schema in the run's throwaway PostgreSQL database.
+ */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const { dialect, postgresUrl } = inject("testDatabase");
+  const dataDir = mkdtempSync(path.join(tmpdir(), "mainline-test-"));
+  if (dialect === "sqlite") {
+    const handle = await openMigratedDatabase({ url: undefined, dataDir });
+    return {
+      handle,
+      dataDir,
+      env: { MAINLINE_DATA_DIR: dataDir },
+      cleanup: async () => {
+        await handle.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      },
+    };
+  }
+  if (!postgresUrl) throw new Error("no PostgreSQL test database was provided");
+  const schema = `s_${randomBytes(6).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: postgresUrl });
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
+  await admin.end();
+  const childUrl = `${postgresUrl}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  const handle = await openMigratedDatabase({
+    url: postgresUrl,
+    dataDir,
+    searchPath: schema,
+    poolSize: 4,
+  });
+  return {
+    handle,
+    dataDir,
+    env: { DATABASE_URL: childUrl, MAINLINE_DATA_DIR: dataDir },
+    cleanup: async () => {
+      await handle.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,45 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import type { TestProject } from "vitest/node";
+
+/**
+ * MAINLINE_TEST_DB selects the database every storage and HTTP test runs on: `sqlite` (default)
+ * or `postgres`. On PostgreSQL a throwaway database is created for the run and dropped after it;
+ * each test file then works in a schema of its own inside it.
+ */
+declare module "vitest" {
+  export interface ProvidedContext {
+    testDatabase: { dialect: "sqlite" | "postgres"; postgresUrl: string | null };
+  }
+}
+
+const ADMIN_URL =
+  process.env.MAINLINE_TEST_PG_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+export default async function setup(project: TestProject): Promise<(() => Promise<void>) | void> {
+  const dialect = process.env.MAINLINE_TEST_DB === "postgres" ? "postgres" : "sqlite";
+  if (dialect === "sqlite") {
+    project.provide("testDatabase", { dialect, postgresUrl: null });
+    return;
+  }
+  const name = `mainline_test_${Date.now()}_${randomBytes(3).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  try {
+    await admin.connect();
+  } catch (error) {
+    throw new Error(
+      `MAINLINE_TEST_DB=postgres but PostgreSQL is not reachable at ${ADMIN_URL}: ${(error as Error).message}`,
+    );
+  }
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  project.provide("testDatabase", { dialect, postgresUrl: url.toString() });
+  return async () => {
+    const cleanup = new pg.Client({ connectionString: ADMIN_URL });
+    await cleanup.connect();
+    await cleanup.query(`drop database if exists ${name} with (force)`);
+    await cleanup.end();
+  };
+}

@@ -1,0 +1,77 @@
+import type { AddressInfo } from "node:net";
+import { createHttpServer, createServices, type Services } from "../../src/app.js";
+import type { ApiApp } from "../../src/api/types.js";
+import { createTestDatabase, type TestDatabase } from "./database.js";
+
+export interface ApiResponse<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface TestServer {
+  url: string;
+  app: ApiApp;
+  services: Services;
+  database: TestDatabase;
+  /** A token of the organization `acme`. */
+  token: string;
+  /** POST a JSON body to `/v1/<operation>` with the given token (default: acme's). */
+  call<T = Record<string, unknown>>(
+    operation: string,
+    body: unknown,
+    options?: { token?: string | null; headers?: Record<string, string> },
+  ): Promise<ApiResponse<T>>;
+  /** Any request, raw. */
+  request(path: string, init?: RequestInit): Promise<ApiResponse>;
+  close(): Promise<void>;
+}
+
+async function read<T>(response: Response): Promise<ApiResponse<T>> {
+  const text = await response.text();
+  let body: unknown = text;
+  if (response.headers.get("content-type")?.includes("application/json")) body = JSON.parse(text);
+  return { status: response.status, headers: response.headers, body: body as T, text };
+}
+
+/** A real HTTP server on a loopback port, over a fresh database of the dialect under test. */
+export async function startTestServer(): Promise<TestServer> {
+  const database = await createTestDatabase();
+  const services = createServices(database.handle);
+  const { token } = await services.organizations.createOrganizationWithToken("acme");
+  const app = await createHttpServer(services, false);
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  return {
+    url,
+    app,
+    services,
+    database,
+    token,
+    async call(operation, body, options = {}) {
+      const headers: Record<string, string> = {
+        "content-type": "application/json",
+        ...options.headers,
+      };
+      const useToken = options.token === undefined ? token : options.token;
+      if (useToken !== null) headers["x-api-token"] = useToken;
+      return read(
+        await fetch(`${url}/v1/${operation}`, {
+          method: "POST",
+          headers,
+          body: JSON.stringify(body),
+        }),
+      );
+    },
+    async request(path, init) {
+      return read(await fetch(`${url}${path}`, init));
+    },
+    async close() {
+      await app.close();
+      await database.cleanup();
+    },
+  };
+}
+
+export const REPO = { host: "github.com", owner: "acme", name: "app" };
