@@ -53,6 +53,8 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // Every operation takes JSON; fastify's built-in text/plain parser would let other bodies in.
+  app.removeContentTypeParser("text/plain");
   app.decorateRequest("principal", null);
   app.addHook("onSend", (request, reply, payload, done) => {
     void reply.header("x-request-id", request.id);

@@ -1,4 +1,4 @@
-import { Migrator, type Kysely, type Migration, type MigrationResultSet } from "kysely";
+import { Migrator, sql, type Kysely, type Migration, type MigrationResultSet } from "kysely";
 import type { DatabaseHandle } from "./connection.js";
 import { initial } from "./migrations/0001_initial.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
@@ -26,9 +26,13 @@ export async function migrateToLatest(handle: DatabaseHandle): Promise<Migration
       down: (db) => migration.down(db, types),
     };
   }
+  const db = handle.db as unknown as Kysely<unknown>;
   const migrator = new Migrator({
-    db: handle.db as unknown as Kysely<unknown>,
+    db,
     provider: { getMigrations: () => Promise.resolve(migrations) },
+    // Kysely looks for its bookkeeping tables in every schema unless told which one; another
+    // schema's tables (a second instance in the same database) would then be taken for ours.
+    ...(handle.dialect === "postgres" ? { migrationTableSchema: await currentSchema(db) } : {}),
   });
   const result: MigrationResultSet = await migrator.migrateToLatest();
   if (result.error) {
@@ -43,6 +47,15 @@ export async function migrateToLatest(handle: DatabaseHandle): Promise<Migration
       .filter((r) => r.status === "Success")
       .map((r) => r.migrationName),
   };
+}
+
+async function currentSchema(db: Kysely<unknown>): Promise<string> {
+  const { rows } = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(
+    db,
+  );
+  const schema = rows[0]?.schema;
+  if (!schema) throw new Error("PostgreSQL has no current schema: check the search_path setting.");
+  return schema;
 }
 
 export type { Database };
