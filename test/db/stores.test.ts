@@ -1,0 +1,150 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createServices } from "../../src/app.js";
+import { openDatabase } from "../../src/db/connection.js";
+import { migrateToLatest } from "../../src/db/migrate.js";
+import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
+import { OrganizationStore } from "../../src/db/stores/organizations.js";
+import { RepositoryStore } from "../../src/db/stores/repositories.js";
+import { hashToken } from "../../src/lib/tokens.js";
+import { initialConfiguration } from "../../src/mergequeue/settings.js";
+import { OrganizationError } from "../../src/organizations/service.js";
+import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
+
+let database: TestDatabase;
+beforeEach(async () => {
+  database = await createTestDatabase();
+});
+afterEach(async () => {
+  await database.cleanup();
+});
+
+describe(`stores on ${TEST_DIALECT}`, () => {
+  it("migrations are idempotent", async () => {
+    expect(await migrateToLatest(database.handle)).toEqual({ applied: [] });
+  });
+
+  it("organizations: ensure is idempotent by slug", async () => {
+    const store = new OrganizationStore(database.handle.db);
+    const first = await store.ensure({ id: "o1", slug: "acme", createdAt: 1 });
+    const second = await store.ensure({ id: "o2", slug: "acme", createdAt: 2 });
+    expect(first).toEqual({ organization: { id: "o1", slug: "acme", createdAt: 1 }, created: true });
+    expect(second).toEqual({ organization: { id: "o1", slug: "acme", createdAt: 1 }, created: false });
+    expect(await store.count()).toBe(1);
+  });
+
+  it("tokens: active lookups skip revoked tokens; revoking twice reports false", async () => {
+    const store = new OrganizationStore(database.handle.db);
+    await store.ensure({ id: "o1", slug: "acme", createdAt: 1 });
+    await store.insertToken({ id: "tok_a", organizationId: "o1", name: null, tokenHash: hashToken("secret-a"), tokenHint: "mlt_abcd", createdAt: 5 });
+    expect(await store.findActiveTokenOwner(hashToken("secret-a"))).toEqual({
+      tokenId: "tok_a",
+      tokenHash: hashToken("secret-a"),
+      organizationId: "o1",
+      organizationSlug: "acme",
+    });
+    expect(await store.revokeToken("tok_a", 9)).toBe(true);
+    expect(await store.revokeToken("tok_a", 10)).toBe(false);
+    expect(await store.findActiveTokenOwner(hashToken("secret-a"))).toBeUndefined();
+    expect((await store.findToken("tok_a"))?.revokedAt).toBe(9);
+  });
+
+  it("repositories: case-insensitive, first spelling kept, concurrent ensures make one row", async () => {
+    await new OrganizationStore(database.handle.db).ensure({ id: "o1", slug: "acme", createdAt: 1 });
+    const store = new RepositoryStore(database.handle.db);
+    const refs = [
+      { host: "GitHub.com", owner: "Acme", name: "App" },
+      { host: "github.com", owner: "acme", name: "app" },
+      { host: "GITHUB.COM", owner: "ACME", name: "APP" },
+    ];
+    const results = await Promise.all(refs.flatMap((ref) => [store.ensure("o1", ref, 1), store.ensure("o1", ref, 2)]));
+    expect(new Set(results.map((r) => r.id)).size).toBe(1);
+    const found = await store.find("o1", { host: "github.COM", owner: "acme", name: "app" });
+    expect(found?.id).toBe(results[0]?.id);
+    expect([found?.owner, found?.name]).toSatisfy(([owner, name]) =>
+      refs.some((r) => r.owner === owner && r.name === name),
+    );
+  });
+
+  it("merge queues: every setting round-trips, inserts conflict, updates are compare-and-swap", async () => {
+    await new OrganizationStore(database.handle.db).ensure({ id: "o1", slug: "acme", createdAt: 1 });
+    const repository = await new RepositoryStore(database.handle.db).ensure("o1", { host: "h", owner: "o", name: "n" }, 1);
+    const store = new MergeQueueStore(database.handle.db);
+    const configuration = {
+      ...initialConfiguration({ mode: "parallel", concurrency: 4294967295 }),
+      canOptimisticallyMerge: true,
+      statusCheckEnabled: false,
+      requiredStatuses: ["a", "b \"quoted\"", "ü"],
+      pendingMode: null,
+    };
+    const record = { id: "q1", repositoryId: repository.id, targetBranch: "main", configuration, createdAt: 10 };
+    expect(await store.insert(record)).toBe(true);
+    expect(await store.insert({ ...record, id: "q2" })).toBe(false);
+    const stored = await store.find(repository.id, "main");
+    expect(stored).toEqual({ ...record, updatedAt: 10, version: 1 });
+
+    const changed = { ...configuration, requiredStatuses: [], state: "switching_modes" as const, pendingMode: "single" as const };
+    expect(await store.update("q1", 1, changed, 20)).toEqual({ ...record, configuration: changed, updatedAt: 20, version: 2 });
+    // A writer that read version 1 loses: its write is refused, nothing changes.
+    expect(await store.update("q1", 1, configuration, 30)).toBeUndefined();
+    expect((await store.find(repository.id, "main"))?.configuration).toEqual(changed);
+
+    expect(await store.delete("q1")).toBe(true);
+    expect(await store.delete("q1")).toBe(false);
+    expect(await store.find(repository.id, "main")).toBeUndefined();
+  });
+});
+
+describe(`organization service on ${TEST_DIALECT}`, () => {
+  it("bootstrap creates the organization and accepts the token, idempotently", async () => {
+    const { organizations } = createServices(database.handle);
+    const token = "b".repeat(40);
+    expect(await organizations.ensureBootstrap("ci", token)).toEqual({ created: true });
+    expect(await organizations.ensureBootstrap("ci", token)).toEqual({ created: false });
+    expect((await organizations.authenticate(token)).organizationSlug).toBe("ci");
+    expect(await organizations.listTokens("ci")).toHaveLength(1);
+  });
+
+  it("bootstrap refuses a short token, another organization's token, and a revoked one", async () => {
+    const { organizations } = createServices(database.handle);
+    await expect(organizations.ensureBootstrap("ci", "short")).rejects.toThrow(OrganizationError);
+    const token = "c".repeat(40);
+    await organizations.ensureBootstrap("one", token);
+    await expect(organizations.ensureBootstrap("two", token)).rejects.toThrow(/another organization/);
+    const [stored] = await organizations.listTokens("one");
+    await organizations.revokeToken(stored?.id ?? "");
+    await expect(organizations.ensureBootstrap("one", token)).rejects.toThrow(/revoked/);
+  });
+
+  it("the first-start organization is created once, only on an empty database", async () => {
+    const { organizations } = createServices(database.handle);
+    const issued = await organizations.ensureFirstStartOrganization();
+    expect(issued?.organization.slug).toBe("default");
+    expect((await organizations.authenticate(issued?.token)).organizationSlug).toBe("default");
+    expect(await organizations.ensureFirstStartOrganization()).toBeUndefined();
+  });
+
+  it("no first-start organization when another exists", async () => {
+    const { organizations } = createServices(database.handle);
+    await organizations.createOrganizationWithToken("acme");
+    expect(await organizations.ensureFirstStartOrganization()).toBeUndefined();
+  });
+
+  it("rejects slugs outside [a-z0-9][a-z0-9-]{0,62}", async () => {
+    const { organizations } = createServices(database.handle);
+    for (const slug of ["", "Acme", "-acme", "a_b", "a".repeat(64), "ä"]) {
+      await expect(organizations.createOrganizationWithToken(slug), slug).rejects.toThrow(OrganizationError);
+    }
+    expect((await organizations.createOrganizationWithToken("a".repeat(63))).organization.slug).toHaveLength(63);
+  });
+
+  it("two processes migrating the same database at once both succeed", async () => {
+    // The same database as a second process would open it, from its environment.
+    const second = openDatabase({ url: database.env.DATABASE_URL, dataDir: database.dataDir });
+    try {
+      const results = await Promise.all([migrateToLatest(database.handle), migrateToLatest(second)]);
+      expect(results).toEqual([{ applied: [] }, { applied: [] }]);
+    } finally {
+      await second.close();
+    }
+  });
+});

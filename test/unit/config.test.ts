@@ -1,0 +1,78 @@
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadServiceConfig } from "../../src/config.js";
+import { describeDatabaseUrl, redactUrl } from "../../src/db/connection.js";
+
+describe("service configuration", () => {
+  it("has defaults for everything", () => {
+    expect(loadServiceConfig({})).toEqual({
+      host: "127.0.0.1",
+      port: 8080,
+      databaseUrl: undefined,
+      dataDir: path.resolve("mainline-data"),
+      publicUrl: "http://127.0.0.1:8080",
+      logLevel: "info",
+      bootstrap: undefined,
+    });
+  });
+
+  it("reads every variable", () => {
+    const config = loadServiceConfig({
+      HOST: "0.0.0.0",
+      PORT: "9000",
+      DATABASE_URL: "postgres://db/mainline",
+      MAINLINE_DATA_DIR: "/var/lib/mainline",
+      MAINLINE_PUBLIC_URL: "https://mainline.example.com/",
+      LOG_LEVEL: "DEBUG",
+      MAINLINE_BOOTSTRAP_ORG: "ci",
+      MAINLINE_BOOTSTRAP_TOKEN: "t".repeat(32),
+    });
+    expect(config).toEqual({
+      host: "0.0.0.0",
+      port: 9000,
+      databaseUrl: "postgres://db/mainline",
+      dataDir: "/var/lib/mainline",
+      publicUrl: "https://mainline.example.com",
+      logLevel: "debug",
+      bootstrap: { organization: "ci", token: "t".repeat(32) },
+    });
+  });
+
+  it("links to localhost when listening on all interfaces", () => {
+    expect(loadServiceConfig({ HOST: "0.0.0.0", PORT: "81" }).publicUrl).toBe("http://localhost:81");
+    expect(loadServiceConfig({ HOST: "::1" }).publicUrl).toBe("http://[::1]:8080");
+  });
+
+  it.each([
+    [{ PORT: "http" }, /PORT/],
+    [{ PORT: "70000" }, /PORT/],
+    [{ PORT: "-1" }, /PORT/],
+    [{ LOG_LEVEL: "loud" }, /LOG_LEVEL/],
+    [{ MAINLINE_PUBLIC_URL: "not a url" }, /MAINLINE_PUBLIC_URL/],
+    [{ MAINLINE_PUBLIC_URL: "ftp://x" }, /MAINLINE_PUBLIC_URL/],
+    [{ MAINLINE_BOOTSTRAP_ORG: "ci" }, /MAINLINE_BOOTSTRAP_ORG and MAINLINE_BOOTSTRAP_TOKEN/],
+    [{ MAINLINE_BOOTSTRAP_TOKEN: "x".repeat(40) }, /MAINLINE_BOOTSTRAP_ORG and MAINLINE_BOOTSTRAP_TOKEN/],
+  ])("refuses %j", (env, message) => {
+    expect(() => loadServiceConfig(env)).toThrow(ConfigError);
+    expect(() => loadServiceConfig(env)).toThrow(message);
+  });
+});
+
+describe("DATABASE_URL", () => {
+  it("selects the dialect and location", () => {
+    expect(describeDatabaseUrl({ url: undefined, dataDir: "/d" })).toEqual({ dialect: "sqlite", target: "/d/mainline.db" });
+    expect(describeDatabaseUrl({ url: " ", dataDir: "/d" })).toEqual({ dialect: "sqlite", target: "/d/mainline.db" });
+    expect(describeDatabaseUrl({ url: "sqlite:/x/y.db", dataDir: "/d" })).toEqual({ dialect: "sqlite", target: "/x/y.db" });
+    expect(describeDatabaseUrl({ url: "sqlite::memory:", dataDir: "/d" })).toEqual({ dialect: "sqlite", target: ":memory:" });
+    expect(describeDatabaseUrl({ url: "postgresql://u@h/db", dataDir: "/d" })).toEqual({ dialect: "postgres", target: "postgresql://u@h/db" });
+  });
+
+  it("refuses other schemes, without echoing credentials", () => {
+    expect(() => describeDatabaseUrl({ url: "mysql://root:hunter2@h/db", dataDir: "/d" })).toThrow(/postgres:\/\/ or sqlite:/);
+    expect(() => describeDatabaseUrl({ url: "mysql://root:hunter2@h/db", dataDir: "/d" })).not.toThrow(/hunter2/);
+  });
+
+  it("hides passwords in logged URLs", () => {
+    expect(redactUrl("postgres://me:s3cret@db:5432/x")).toBe("postgres://me:***@db:5432/x");
+  });
+});
