@@ -12,9 +12,7 @@ export const PATTERN_MESSAGES = new Map<string, string>();
 
 function caseInsensitivePattern(values: readonly string[]): string {
   const letters = (value: string) =>
-    [...value]
-      .map((ch) => (/[a-z]/i.test(ch) ? `[${ch.toLowerCase()}${ch.toUpperCase()}]` : ch))
-      .join("");
+    value.replace(/[a-z]/gi, (ch) => `[${ch.toLowerCase()}${ch.toUpperCase()}]`);
   return `^(?:${values.map(letters).join("|")})$`;
 }
 

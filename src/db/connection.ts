@@ -69,13 +69,10 @@ function openSqlite(file: string): DatabaseHandle {
 }
 
 function openPostgres(url: string, options: OpenDatabaseOptions): DatabaseHandle {
-  // BIGINT (epoch ms, counts) fits in a double for every value we store.
-  const types = {
-    getTypeParser: ((oid: number, format?: "text" | "binary") =>
-      oid === INT8_OID || oid === NUMERIC_OID
-        ? (value: string) => Number(value)
-        : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-  };
+  // BIGINT (epoch ms, counts) and NUMERIC fit in a double for every value we store.
+  const types = new pg.TypeOverrides();
+  types.setTypeParser(INT8_OID, Number);
+  types.setTypeParser(NUMERIC_OID, Number);
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,

@@ -37,7 +37,8 @@ export async function migrateToLatest(handle: DatabaseHandle): Promise<Migration
   const result: MigrationResultSet = await migrator.migrateToLatest();
   if (result.error) {
     const failed = result.results?.find((r) => r.status === "Error")?.migrationName;
-    const cause = result.error instanceof Error ? result.error.message : String(result.error);
+    const cause =
+      result.error instanceof Error ? result.error.message : JSON.stringify(result.error);
     throw new Error(`Migration ${failed ?? "(unknown)"} failed: ${cause}`, {
       cause: result.error,
     });

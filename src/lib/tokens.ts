@@ -30,6 +30,6 @@ export function publicId(prefix: string): string {
   const alphabet = "0123456789abcdefghijkmnpqrstuvwxyz";
   const bytes = randomBytes(12);
   let id = "";
-  for (const byte of bytes) id += alphabet[byte % alphabet.length];
+  for (const byte of bytes) id += alphabet.charAt(byte % alphabet.length);
   return `${prefix}_${id}`;
 }

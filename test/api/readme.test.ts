@@ -38,7 +38,17 @@ async function bash(script: string): Promise<string> {
 describe("the README's examples", () => {
   it("has curl examples for every operation so far", () => {
     const all = curlBlocks.join("\n");
-    for (const endpoint of ["whoami", "createQueue", "getQueue", "updateQueue", "deleteQueue", "/healthz", "/v1/status", "/metrics", "/openapi.json"]) {
+    for (const endpoint of [
+      "whoami",
+      "createQueue",
+      "getQueue",
+      "updateQueue",
+      "deleteQueue",
+      "/healthz",
+      "/v1/status",
+      "/metrics",
+      "/openapi.json",
+    ]) {
       expect(all, endpoint).toContain(endpoint);
     }
   });
@@ -54,10 +64,24 @@ describe("the README's examples", () => {
       }
     }
     expect(answers).toContainEqual(
-      expect.objectContaining({ concurrency: 4, batch: true, state: "paused", requiredStatuses: ["build", "test"] }),
+      expect.objectContaining({
+        concurrency: 4,
+        batch: true,
+        state: "paused",
+        requiredStatuses: ["build", "test"],
+      }),
     );
-    expect(answers).toContainEqual(expect.objectContaining({ requiredStatuses: null, state: "running" }));
-    expect((await server.call("getQueue", { repo: { host: "github.com", owner: "acme", name: "app" }, targetBranch: "main" })).status).toBe(404);
+    expect(answers).toContainEqual(
+      expect.objectContaining({ requiredStatuses: null, state: "running" }),
+    );
+    expect(
+      (
+        await server.call("getQueue", {
+          repo: { host: "github.com", owner: "acme", name: "app" },
+          targetBranch: "main",
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it("run the CLI queue commands as written", async () => {

@@ -27,15 +27,28 @@ describe(`stores on ${TEST_DIALECT}`, () => {
     const store = new OrganizationStore(database.handle.db);
     const first = await store.ensure({ id: "o1", slug: "acme", createdAt: 1 });
     const second = await store.ensure({ id: "o2", slug: "acme", createdAt: 2 });
-    expect(first).toEqual({ organization: { id: "o1", slug: "acme", createdAt: 1 }, created: true });
-    expect(second).toEqual({ organization: { id: "o1", slug: "acme", createdAt: 1 }, created: false });
+    expect(first).toEqual({
+      organization: { id: "o1", slug: "acme", createdAt: 1 },
+      created: true,
+    });
+    expect(second).toEqual({
+      organization: { id: "o1", slug: "acme", createdAt: 1 },
+      created: false,
+    });
     expect(await store.count()).toBe(1);
   });
 
   it("tokens: active lookups skip revoked tokens; revoking twice reports false", async () => {
     const store = new OrganizationStore(database.handle.db);
     await store.ensure({ id: "o1", slug: "acme", createdAt: 1 });
-    await store.insertToken({ id: "tok_a", organizationId: "o1", name: null, tokenHash: hashToken("secret-a"), tokenHint: "mlt_abcd", createdAt: 5 });
+    await store.insertToken({
+      id: "tok_a",
+      organizationId: "o1",
+      name: null,
+      tokenHash: hashToken("secret-a"),
+      tokenHint: "mlt_abcd",
+      createdAt: 5,
+    });
     expect(await store.findActiveTokenOwner(hashToken("secret-a"))).toEqual({
       tokenId: "tok_a",
       tokenHash: hashToken("secret-a"),
@@ -49,14 +62,20 @@ describe(`stores on ${TEST_DIALECT}`, () => {
   });
 
   it("repositories: case-insensitive, first spelling kept, concurrent ensures make one row", async () => {
-    await new OrganizationStore(database.handle.db).ensure({ id: "o1", slug: "acme", createdAt: 1 });
+    await new OrganizationStore(database.handle.db).ensure({
+      id: "o1",
+      slug: "acme",
+      createdAt: 1,
+    });
     const store = new RepositoryStore(database.handle.db);
     const refs = [
       { host: "GitHub.com", owner: "Acme", name: "App" },
       { host: "github.com", owner: "acme", name: "app" },
       { host: "GITHUB.COM", owner: "ACME", name: "APP" },
     ];
-    const results = await Promise.all(refs.flatMap((ref) => [store.ensure("o1", ref, 1), store.ensure("o1", ref, 2)]));
+    const results = await Promise.all(
+      refs.flatMap((ref) => [store.ensure("o1", ref, 1), store.ensure("o1", ref, 2)]),
+    );
     expect(new Set(results.map((r) => r.id)).size).toBe(1);
     const found = await store.find("o1", { host: "github.COM", owner: "acme", name: "app" });
     expect(found?.id).toBe(results[0]?.id);
@@ -66,24 +85,48 @@ describe(`stores on ${TEST_DIALECT}`, () => {
   });
 
   it("merge queues: every setting round-trips, inserts conflict, updates are compare-and-swap", async () => {
-    await new OrganizationStore(database.handle.db).ensure({ id: "o1", slug: "acme", createdAt: 1 });
-    const repository = await new RepositoryStore(database.handle.db).ensure("o1", { host: "h", owner: "o", name: "n" }, 1);
+    await new OrganizationStore(database.handle.db).ensure({
+      id: "o1",
+      slug: "acme",
+      createdAt: 1,
+    });
+    const repository = await new RepositoryStore(database.handle.db).ensure(
+      "o1",
+      { host: "h", owner: "o", name: "n" },
+      1,
+    );
     const store = new MergeQueueStore(database.handle.db);
     const configuration = {
       ...initialConfiguration({ mode: "parallel", concurrency: 4294967295 }),
       canOptimisticallyMerge: true,
       statusCheckEnabled: false,
-      requiredStatuses: ["a", "b \"quoted\"", "ü"],
+      requiredStatuses: ["a", 'b "quoted"', "ü"],
       pendingMode: null,
     };
-    const record = { id: "q1", repositoryId: repository.id, targetBranch: "main", configuration, createdAt: 10 };
+    const record = {
+      id: "q1",
+      repositoryId: repository.id,
+      targetBranch: "main",
+      configuration,
+      createdAt: 10,
+    };
     expect(await store.insert(record)).toBe(true);
     expect(await store.insert({ ...record, id: "q2" })).toBe(false);
     const stored = await store.find(repository.id, "main");
     expect(stored).toEqual({ ...record, updatedAt: 10, version: 1 });
 
-    const changed = { ...configuration, requiredStatuses: [], state: "switching_modes" as const, pendingMode: "single" as const };
-    expect(await store.update("q1", 1, changed, 20)).toEqual({ ...record, configuration: changed, updatedAt: 20, version: 2 });
+    const changed = {
+      ...configuration,
+      requiredStatuses: [],
+      state: "switching_modes" as const,
+      pendingMode: "single" as const,
+    };
+    expect(await store.update("q1", 1, changed, 20)).toEqual({
+      ...record,
+      configuration: changed,
+      updatedAt: 20,
+      version: 2,
+    });
     // A writer that read version 1 loses: its write is refused, nothing changes.
     expect(await store.update("q1", 1, configuration, 30)).toBeUndefined();
     expect((await store.find(repository.id, "main"))?.configuration).toEqual(changed);
@@ -109,7 +152,9 @@ describe(`organization service on ${TEST_DIALECT}`, () => {
     await expect(organizations.ensureBootstrap("ci", "short")).rejects.toThrow(OrganizationError);
     const token = "c".repeat(40);
     await organizations.ensureBootstrap("one", token);
-    await expect(organizations.ensureBootstrap("two", token)).rejects.toThrow(/another organization/);
+    await expect(organizations.ensureBootstrap("two", token)).rejects.toThrow(
+      /another organization/,
+    );
     const [stored] = await organizations.listTokens("one");
     await organizations.revokeToken(stored?.id ?? "");
     await expect(organizations.ensureBootstrap("one", token)).rejects.toThrow(/revoked/);
@@ -132,16 +177,23 @@ describe(`organization service on ${TEST_DIALECT}`, () => {
   it("rejects slugs outside [a-z0-9][a-z0-9-]{0,62}", async () => {
     const { organizations } = createServices(database.handle);
     for (const slug of ["", "Acme", "-acme", "a_b", "a".repeat(64), "ä"]) {
-      await expect(organizations.createOrganizationWithToken(slug), slug).rejects.toThrow(OrganizationError);
+      await expect(organizations.createOrganizationWithToken(slug), slug).rejects.toThrow(
+        OrganizationError,
+      );
     }
-    expect((await organizations.createOrganizationWithToken("a".repeat(63))).organization.slug).toHaveLength(63);
+    expect(
+      (await organizations.createOrganizationWithToken("a".repeat(63))).organization.slug,
+    ).toHaveLength(63);
   });
 
   it("two processes migrating the same database at once both succeed", async () => {
     // The same database as a second process would open it, from its environment.
     const second = openDatabase({ url: database.env.DATABASE_URL, dataDir: database.dataDir });
     try {
-      const results = await Promise.all([migrateToLatest(database.handle), migrateToLatest(second)]);
+      const results = await Promise.all([
+        migrateToLatest(database.handle),
+        migrateToLatest(second),
+      ]);
       expect(results).toEqual([{ applied: [] }, { applied: [] }]);
     } finally {
       await second.close();

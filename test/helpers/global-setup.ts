@@ -16,11 +16,13 @@ declare module "vitest" {
 const ADMIN_URL =
   process.env.MAINLINE_TEST_PG_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
-export default async function setup(project: TestProject): Promise<(() => Promise<void>) | void> {
+export default async function setup(
+  project: TestProject,
+): Promise<(() => Promise<void>) | undefined> {
   const dialect = process.env.MAINLINE_TEST_DB === "postgres" ? "postgres" : "sqlite";
   if (dialect === "sqlite") {
     project.provide("testDatabase", { dialect, postgresUrl: null });
-    return;
+    return undefined;
   }
   const name = `mainline_test_${Date.now()}_${randomBytes(3).toString("hex")}`;
   const admin = new pg.Client({ connectionString: ADMIN_URL });
@@ -29,6 +31,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   } catch (error) {
     throw new Error(
       `MAINLINE_TEST_DB=postgres but PostgreSQL is not reachable at ${ADMIN_URL}: ${(error as Error).message}`,
+      { cause: error },
     );
   }
   await admin.query(`create database ${name}`);

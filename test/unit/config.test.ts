@@ -39,7 +39,9 @@ describe("service configuration", () => {
   });
 
   it("links to localhost when listening on all interfaces", () => {
-    expect(loadServiceConfig({ HOST: "0.0.0.0", PORT: "81" }).publicUrl).toBe("http://localhost:81");
+    expect(loadServiceConfig({ HOST: "0.0.0.0", PORT: "81" }).publicUrl).toBe(
+      "http://localhost:81",
+    );
     expect(loadServiceConfig({ HOST: "::1" }).publicUrl).toBe("http://[::1]:8080");
   });
 
@@ -51,7 +53,10 @@ describe("service configuration", () => {
     [{ MAINLINE_PUBLIC_URL: "not a url" }, /MAINLINE_PUBLIC_URL/],
     [{ MAINLINE_PUBLIC_URL: "ftp://x" }, /MAINLINE_PUBLIC_URL/],
     [{ MAINLINE_BOOTSTRAP_ORG: "ci" }, /MAINLINE_BOOTSTRAP_ORG and MAINLINE_BOOTSTRAP_TOKEN/],
-    [{ MAINLINE_BOOTSTRAP_TOKEN: "x".repeat(40) }, /MAINLINE_BOOTSTRAP_ORG and MAINLINE_BOOTSTRAP_TOKEN/],
+    [
+      { MAINLINE_BOOTSTRAP_TOKEN: "x".repeat(40) },
+      /MAINLINE_BOOTSTRAP_ORG and MAINLINE_BOOTSTRAP_TOKEN/,
+    ],
   ])("refuses %j", (env, message) => {
     expect(() => loadServiceConfig(env)).toThrow(ConfigError);
     expect(() => loadServiceConfig(env)).toThrow(message);
@@ -60,16 +65,35 @@ describe("service configuration", () => {
 
 describe("DATABASE_URL", () => {
   it("selects the dialect and location", () => {
-    expect(describeDatabaseUrl({ url: undefined, dataDir: "/d" })).toEqual({ dialect: "sqlite", target: "/d/mainline.db" });
-    expect(describeDatabaseUrl({ url: " ", dataDir: "/d" })).toEqual({ dialect: "sqlite", target: "/d/mainline.db" });
-    expect(describeDatabaseUrl({ url: "sqlite:/x/y.db", dataDir: "/d" })).toEqual({ dialect: "sqlite", target: "/x/y.db" });
-    expect(describeDatabaseUrl({ url: "sqlite::memory:", dataDir: "/d" })).toEqual({ dialect: "sqlite", target: ":memory:" });
-    expect(describeDatabaseUrl({ url: "postgresql://u@h/db", dataDir: "/d" })).toEqual({ dialect: "postgres", target: "postgresql://u@h/db" });
+    expect(describeDatabaseUrl({ url: undefined, dataDir: "/d" })).toEqual({
+      dialect: "sqlite",
+      target: "/d/mainline.db",
+    });
+    expect(describeDatabaseUrl({ url: " ", dataDir: "/d" })).toEqual({
+      dialect: "sqlite",
+      target: "/d/mainline.db",
+    });
+    expect(describeDatabaseUrl({ url: "sqlite:/x/y.db", dataDir: "/d" })).toEqual({
+      dialect: "sqlite",
+      target: "/x/y.db",
+    });
+    expect(describeDatabaseUrl({ url: "sqlite::memory:", dataDir: "/d" })).toEqual({
+      dialect: "sqlite",
+      target: ":memory:",
+    });
+    expect(describeDatabaseUrl({ url: "postgresql://u@h/db", dataDir: "/d" })).toEqual({
+      dialect: "postgres",
+      target: "postgresql://u@h/db",
+    });
   });
 
   it("refuses other schemes, without echoing credentials", () => {
-    expect(() => describeDatabaseUrl({ url: "mysql://root:hunter2@h/db", dataDir: "/d" })).toThrow(/postgres:\/\/ or sqlite:/);
-    expect(() => describeDatabaseUrl({ url: "mysql://root:hunter2@h/db", dataDir: "/d" })).not.toThrow(/hunter2/);
+    expect(() => describeDatabaseUrl({ url: "mysql://root:hunter2@h/db", dataDir: "/d" })).toThrow(
+      /postgres:\/\/ or sqlite:/,
+    );
+    expect(() =>
+      describeDatabaseUrl({ url: "mysql://root:hunter2@h/db", dataDir: "/d" }),
+    ).not.toThrow(/hunter2/);
   });
 
   it("hides passwords in logged URLs", () => {

@@ -103,8 +103,8 @@ export const SettingsInputFields = {
   notReadyTimeoutHours: Type.Optional(UInt32(0, Descriptions.notReadyTimeoutHours)),
 };
 
-export type SettingsInput = Static<typeof SettingsInputObject>;
-const SettingsInputObject = Type.Object(SettingsInputFields);
+export const SettingsInputSchema = Type.Object(SettingsInputFields);
+export type SettingsInput = Static<typeof SettingsInputSchema>;
 
 /** Every setting as answered by getQueue and updateQueue; all fields always present. */
 export const QueueSettingsFields = {

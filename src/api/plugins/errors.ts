@@ -203,7 +203,7 @@ export function installErrorHandling(
       return sendError(reply, error);
     }
     if (error.validation) {
-      return sendError(reply, validationError(error.validation as unknown as AjvIssue[]));
+      return sendError(reply, validationError(error.validation));
     }
     const clientError = frameworkError(error);
     if (clientError) return sendError(reply, clientError);

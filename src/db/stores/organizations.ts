@@ -72,7 +72,7 @@ export class OrganizationStore {
       .selectFrom("organizations")
       .select((eb) => eb.fn.countAll<number>().as("n"))
       .executeTakeFirstOrThrow();
-    return Number(row.n);
+    return row.n;
   }
 
   async insertToken(token: NewApiToken): Promise<void> {
