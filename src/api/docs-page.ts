@@ -1,3 +1,5 @@
+import { PATTERN_MESSAGES } from "./schemas.js";
+
 /**
  * Renders the API reference page (`GET /docs`) from the OpenAPI document, so the page can never
  * disagree with what the server validates. Plain HTML, no scripts, no external assets.
@@ -65,6 +67,8 @@ function rulesOf(schema: JsonSchema): string {
     rules.push(`length ${schema.minLength ?? 0} to ${schema.maxLength ?? "…"}`);
   }
   if (schema.maxItems !== undefined) rules.push(`at most ${schema.maxItems} items`);
+  const patternRule = schema.pattern && PATTERN_MESSAGES.get(schema.pattern);
+  if (patternRule) rules.push(escapeHtml(patternRule));
   if (
     schema.items &&
     (schema.items.minLength !== undefined || schema.items.maxLength !== undefined)
