@@ -4,6 +4,7 @@ import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
+import { ApiError } from "../lib/errors.js";
 import type { MergeQueueService } from "../mergequeue/queue-service.js";
 import type { OrganizationService } from "../organizations/service.js";
 import { renderDocsPage, type OpenApiDocument } from "./docs-page.js";
@@ -39,7 +40,8 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
       const given = request.headers["x-request-id"];
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    return503OnClosing: true,
+    // Requests that arrive while shutting down get our own 503 envelope (below), not fastify's.
+    return503OnClosing: false,
     ajv: {
       // Values are taken exactly as sent: no type coercion, no defaults filled in, every
       // problem reported. `verbose` lets errors name the bounds they broke.
@@ -56,6 +58,20 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   // Every operation takes JSON; fastify's built-in text/plain parser would let other bodies in.
   app.removeContentTypeParser("text/plain");
   app.decorateRequest("principal", null);
+
+  let closing = false;
+  app.addHook("preClose", (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook("onRequest", (_request, reply, done) => {
+    if (!closing) {
+      done();
+      return;
+    }
+    void reply.header("connection", "close");
+    done(new ApiError("unavailable", "The server is shutting down; retry in a moment."));
+  });
   app.addHook("onSend", (request, reply, payload, done) => {
     void reply.header("x-request-id", request.id);
     done(null, payload);
