@@ -1,0 +1,85 @@
+import { afterAll, describe, it } from "vitest";
+import { VERSION } from "../../src/version.js";
+import { runCli, stopAllProcesses } from "../helpers/process.js";
+
+afterAll(stopAllProcesses);
+
+const ADDRESS_OPTIONS = ["--repo <host/owner/name>", "--branch <branch>", "--url <url>", "--token"];
+const ADDRESS_ENV = ["MAINLINE_URL", "MAINLINE_TOKEN"];
+
+/** Every queue setting `queue update` must offer as a flag. */
+const UPDATE_SETTINGS = [
+  "--state",
+  "--mode",
+  "--concurrency",
+  "--bisection-concurrency",
+  "--testing-timeout-minutes",
+  "--pending-failure-depth",
+  "--can-optimistically-merge",
+  "--batch",
+  "--batching-max-wait-time-minutes",
+  "--batching-min-size",
+  "--merge-method",
+  "--comments-enabled",
+  "--commands-enabled",
+  "--create-prs-for-testing-branches",
+  "--status-check-enabled",
+  "--direct-merge-mode",
+  "--optimization-mode",
+  "--extension-enabled",
+  "--enqueueing-label",
+  "--label-commands-enabled",
+  "--state-labels-enabled",
+  "--not-ready-timeout-hours",
+  "--required-statuses <names>",
+  "--delete-required-statuses",
+  "--json",
+];
+
+const CASES: { command: string[]; mentions: string[] }[] = [
+  { command: [], mentions: ["serve", "migrate", "org", "token", "queue", "--version"] },
+  { command: ["serve"], mentions: ["Start the HTTP service"] },
+  { command: ["migrate"], mentions: ["Apply pending database migrations"] },
+  { command: ["org"], mentions: ["create", "list"] },
+  { command: ["org", "create"], mentions: ["<slug>", "--name <name>"] },
+  { command: ["org", "list"], mentions: ["--json"] },
+  { command: ["token"], mentions: ["create", "list", "revoke"] },
+  { command: ["token", "create"], mentions: ["--org <slug>", "--name <name>"] },
+  { command: ["token", "list"], mentions: ["--org <slug>", "--json"] },
+  { command: ["token", "revoke"], mentions: ["<token-id>"] },
+  { command: ["queue"], mentions: ["create", "get", "update", "delete"] },
+  {
+    command: ["queue", "create"],
+    mentions: [...ADDRESS_OPTIONS, ...ADDRESS_ENV, "--mode <mode>", "--concurrency <n>"],
+  },
+  { command: ["queue", "get"], mentions: [...ADDRESS_OPTIONS, ...ADDRESS_ENV, "--json"] },
+  { command: ["queue", "update"], mentions: [...ADDRESS_OPTIONS, ...UPDATE_SETTINGS] },
+  { command: ["queue", "delete"], mentions: [...ADDRESS_OPTIONS, ...ADDRESS_ENV] },
+];
+
+describe.concurrent("--help", () => {
+  for (const { command, mentions } of CASES) {
+    const name = ["mainline", ...command].join(" ");
+    it(`${name} --help exits 0 and describes its options`, async ({ expect }) => {
+      const result = await runCli([...command, "--help"]);
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      // The help of this very command, not of its parent.
+      expect(result.stdout).toMatch(new RegExp(`^Usage: ${name} `));
+      expect(result.stdout).toContain("-h, --help");
+      for (const mention of mentions) expect(result.stdout).toContain(mention);
+    });
+  }
+
+  it("mainline --version prints the version", async ({ expect }) => {
+    const result = await runCli(["--version"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe(`${VERSION}\n`);
+  });
+
+  it("an unknown command exits non-zero and says so", async ({ expect }) => {
+    const result = await runCli(["frobnicate"]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("unknown command 'frobnicate'");
+  });
+});

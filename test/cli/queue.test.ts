@@ -1,0 +1,274 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import {
+  freePort,
+  runCli,
+  startServer,
+  stopAllProcesses,
+  type CliResult,
+  type RunningServer,
+} from "../helpers/process.js";
+import { post } from "./support.js";
+
+let database: TestDatabase;
+let server: RunningServer;
+const TOKEN = randomBytes(32).toString("hex");
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  server = await startServer({
+    ...database.env,
+    MAINLINE_BOOTSTRAP_ORG: "acme",
+    MAINLINE_BOOTSTRAP_TOKEN: TOKEN,
+  });
+});
+
+afterAll(async () => {
+  await server.stop();
+  await stopAllProcesses();
+  await database.cleanup();
+});
+
+/** `mainline queue …` told where the server is with --url and --token. */
+const withFlags = (...args: string[]): Promise<CliResult> =>
+  runCli(["queue", ...args, "--url", server.url, "--token", TOKEN]);
+
+/** `mainline queue …` told where the server is with MAINLINE_URL and MAINLINE_TOKEN. */
+const withEnv = (args: string[], env: Record<string, string> = {}): Promise<CliResult> =>
+  runCli(["queue", ...args], { MAINLINE_URL: server.url, MAINLINE_TOKEN: TOKEN, ...env });
+
+function succeeded(result: CliResult): CliResult {
+  expect(result.stderr).not.toMatch(/^mainline: /m);
+  expect(result.code).toBe(0);
+  return result;
+}
+
+function failed(result: CliResult): string {
+  expect(result.timedOut).toBe(false);
+  expect(result.code).not.toBe(0);
+  expect(result.code).not.toBeNull();
+  expect(result.stdout).toBe("");
+  return result.stderr;
+}
+
+const parsed = (result: CliResult) =>
+  JSON.parse(succeeded(result).stdout) as Record<string, unknown>;
+
+const REPO = { host: "github.com", owner: "acme", name: "app" };
+
+/** getQueue straight over HTTP: what the CLI did, seen from the API. */
+async function httpQueue(
+  targetBranch: string,
+  repo: Record<string, string> = REPO,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const answer = await post(server.url, "getQueue", { repo, targetBranch }, TOKEN);
+  return { status: answer.status, body: answer.body as Record<string, unknown> };
+}
+
+const DEFAULTS = {
+  state: "running",
+  mode: "single",
+  concurrency: 1,
+  bisectionConcurrency: 1,
+  testingTimeoutMinutes: 60,
+  pendingFailureDepth: 0,
+  canOptimisticallyMerge: false,
+  batch: false,
+  batchingMaxWaitTimeMinutes: 5,
+  batchingMinSize: 4,
+  mergeMethod: "squash",
+  commentsEnabled: true,
+  commandsEnabled: true,
+  createPrsForTestingBranches: false,
+  statusCheckEnabled: true,
+  directMergeMode: "off",
+  optimizationMode: "off",
+  requiredStatuses: null,
+  extensionEnabled: true,
+  enqueueingLabel: "merge-queue-submit",
+  labelCommandsEnabled: true,
+  stateLabelsEnabled: false,
+  notReadyTimeoutHours: 24,
+};
+
+describe("queue commands with --url and --token", () => {
+  const at = ["--repo", "github.com/acme/app", "--branch", "flags"];
+
+  it("create, then get as text and as JSON", async () => {
+    const created = succeeded(await withFlags("create", ...at));
+    expect(created.stdout).toBe("");
+    expect(created.stderr).toContain("Created the merge queue for flags.");
+    expect((await httpQueue("flags")).status).toBe(200);
+
+    const [text, json] = await Promise.all([
+      withFlags("get", ...at),
+      withFlags("get", ...at, "--json"),
+    ]);
+    succeeded(text);
+    expect(text.stdout).toMatch(/^concurrency +1$/m);
+    expect(text.stdout).toMatch(/^state +"running"$/m);
+    expect(text.stdout).toMatch(/^requiredStatuses +null$/m);
+    expect(text.stdout).toMatch(/^enqueued +0 pull request\(s\)$/m);
+    expect(parsed(json)).toEqual({ ...DEFAULTS, branch: "flags", enqueuedPullRequests: [] });
+  });
+
+  it("update echoes the new settings, which the API then answers", async () => {
+    const update = await withFlags(
+      "update",
+      ...at,
+      "--concurrency",
+      "4",
+      "--state",
+      "paused",
+      "--required-statuses",
+      "build, test",
+      "--json",
+    );
+    const expected = { concurrency: 4, state: "paused", requiredStatuses: ["build", "test"] };
+    expect(parsed(update)).toMatchObject({ ...DEFAULTS, ...expected, branch: "flags" });
+    expect((await httpQueue("flags")).body).toMatchObject(expected);
+
+    const cleared = parsed(
+      await withFlags("update", ...at, "--delete-required-statuses", "--json"),
+    );
+    expect(cleared).toMatchObject({ concurrency: 4, state: "paused", requiredStatuses: null });
+    expect((await httpQueue("flags")).body).toMatchObject({ requiredStatuses: null });
+  });
+
+  it("a value the server refuses: non-zero exit with its field error, nothing changed", async () => {
+    const stderr = failed(await withFlags("update", ...at, "--concurrency", "0"));
+    expect(stderr).toMatch(/^mainline: .+\n {2}- [\w.]*concurrency: .+/m);
+    expect((await httpQueue("flags")).body).toMatchObject({ concurrency: 4 });
+  });
+
+  it("a value the CLI itself refuses never reaches the server", async () => {
+    const stderr = failed(await withFlags("update", ...at, "--concurrency", "four"));
+    expect(stderr).toContain("expected a whole number");
+    expect((await httpQueue("flags")).body).toMatchObject({ concurrency: 4 });
+  });
+
+  it("creating an existing queue fails with 'already exists'", async () => {
+    const stderr = failed(await withFlags("create", ...at, "--concurrency", "9"));
+    expect(stderr).toContain(
+      "mainline: A merge queue already exists for branch flags of github.com/acme/app.",
+    );
+    expect((await httpQueue("flags")).body).toMatchObject({ concurrency: 4 });
+  });
+
+  it("delete, then get fails with 'No merge queue'", async () => {
+    const deleted = succeeded(await withFlags("delete", ...at));
+    expect(deleted.stderr).toContain("Deleted the merge queue for flags.");
+    expect((await httpQueue("flags")).status).toBe(404);
+    const stderr = failed(await withFlags("get", ...at));
+    expect(stderr).toContain("mainline: No merge queue for branch flags of github.com/acme/app.");
+  });
+});
+
+describe("queue commands with MAINLINE_URL and MAINLINE_TOKEN", () => {
+  const at = ["--repo", "github.com/acme/app", "--branch", "from-env"];
+
+  it("create, get, update, delete", async () => {
+    succeeded(await withEnv(["create", ...at, "--mode", "parallel", "--concurrency", "3"]));
+    const read = parsed(await withEnv(["get", ...at, "--json"]));
+    expect(read).toEqual({
+      ...DEFAULTS,
+      mode: "parallel",
+      concurrency: 3,
+      branch: "from-env",
+      enqueuedPullRequests: [],
+    });
+
+    const updated = parsed(
+      await withEnv([
+        "update",
+        ...at,
+        "--testing-timeout-minutes",
+        "15",
+        "--batch",
+        "true",
+        "--json",
+      ]),
+    );
+    expect(updated).toMatchObject({ testingTimeoutMinutes: 15, batch: true, concurrency: 3 });
+    expect((await httpQueue("from-env")).body).toMatchObject({ testingTimeoutMinutes: 15 });
+
+    succeeded(await withEnv(["delete", ...at]));
+    expect(failed(await withEnv(["get", ...at]))).toContain("No merge queue for branch from-env");
+  });
+
+  it("the flags win over the environment", async () => {
+    const unused = await freePort();
+    const result = await withEnv(["create", ...at, "--url", server.url, "--token", TOKEN], {
+      MAINLINE_URL: `http://127.0.0.1:${unused}`,
+      MAINLINE_TOKEN: "wrong-token",
+    });
+    succeeded(result);
+    expect((await httpQueue("from-env")).status).toBe(200);
+  });
+});
+
+describe("--repo", () => {
+  it("owner/name means github.com", async () => {
+    succeeded(await withFlags("create", "--repo", "acme/short", "--branch", "short-form"));
+    const answer = await httpQueue("short-form", {
+      host: "github.com",
+      owner: "acme",
+      name: "short",
+    });
+    expect(answer.status).toBe(200);
+  });
+
+  it("gitlab.com/group/sub/app keeps the group path as the owner", async () => {
+    const repo = ["--repo", "gitlab.com/group/sub/app", "--branch", "nested"];
+    succeeded(await withFlags("create", ...repo));
+    const nested = { host: "gitlab.com", owner: "group/sub", name: "app" };
+    expect((await httpQueue("nested", nested)).status).toBe(200);
+    expect((await httpQueue("nested", { ...nested, owner: "group" })).status).toBe(404);
+    const read = parsed(await withFlags("get", ...repo, "--json"));
+    expect(read).toMatchObject({ branch: "nested", concurrency: 1 });
+  });
+
+  it("a single name is a usage error", async () => {
+    const stderr = failed(await withFlags("get", "--repo", "app"));
+    expect(stderr).toContain("expected host/owner/name");
+  });
+});
+
+describe("queue commands that cannot reach the API", () => {
+  it("without a token: a clear message", async () => {
+    const result = await runCli(["queue", "get", "--repo", "acme/app", "--url", server.url]);
+    expect(failed(result)).toContain("mainline: No API token: pass --token or set MAINLINE_TOKEN");
+  });
+
+  it("with a wrong token: the server's 401 message", async () => {
+    const result = await runCli([
+      "queue",
+      "get",
+      "--repo",
+      "acme/app",
+      "--url",
+      server.url,
+      "--token",
+      "wrong",
+    ]);
+    expect(failed(result)).toContain("mainline: The API token is not valid or has been revoked.");
+  });
+
+  it("with no server at the address: 'Cannot reach Mainline'", async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const result = await runCli([
+      "queue",
+      "get",
+      "--repo",
+      "acme/app",
+      "--url",
+      url,
+      "--token",
+      TOKEN,
+    ]);
+    const stderr = failed(result);
+    expect(stderr).toContain(`mainline: Cannot reach Mainline at ${url}`);
+    expect(stderr).toContain("ECONNREFUSED");
+  });
+});

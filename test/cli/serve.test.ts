@@ -1,0 +1,171 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import {
+  freePort,
+  runCli,
+  startServer,
+  stopAllProcesses,
+  waitFor,
+  type RunningServer,
+} from "../helpers/process.js";
+import { whoami } from "./support.js";
+
+/** Servers of the running test; stopped after it whatever happened. */
+const servers: RunningServer[] = [];
+async function serve(...args: Parameters<typeof startServer>): Promise<RunningServer> {
+  const server = await startServer(...args);
+  servers.push(server);
+  return server;
+}
+
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.stop("SIGKILL")));
+});
+afterAll(stopAllProcesses);
+
+let database: TestDatabase | undefined;
+afterEach(async () => {
+  await database?.cleanup();
+  database = undefined;
+});
+async function freshDatabase(): Promise<TestDatabase> {
+  database = await createTestDatabase();
+  return database;
+}
+
+const BANNER_TOKEN = /^ {4}(mlt_[A-Za-z0-9_-]{43})$/m;
+
+describe("first start", () => {
+  it("prints the default organization's token once; it works; a restart prints none", async () => {
+    const { env } = await freshDatabase();
+    const first = await serve(env);
+    await waitFor(() => BANNER_TOKEN.test(first.stderr), "the first-start banner");
+    expect(first.stderr).toContain('First start: created the organization "default"');
+    const token = BANNER_TOKEN.exec(first.stderr)?.[1] ?? "";
+    expect(first.stderr).toContain(`curl -H "x-api-token: ${token}"`);
+    expect(first.stderr).toContain(`${first.url}/v1/whoami`);
+    expect(first.stdout).not.toContain(token);
+    expect(await whoami(first.url, token)).toBe("default");
+    expect((await first.stop()).code).toBe(0);
+
+    const second = await serve(env);
+    expect(await whoami(second.url, token)).toBe("default");
+    expect((await second.stop()).code).toBe(0);
+    // Its output is complete once it has exited.
+    expect(second.stderr).not.toContain("First start");
+    expect(second.stderr).not.toContain("mlt_");
+    expect(second.stdout).not.toContain("mlt_");
+
+    const orgs = await runCli(["org", "list", "--json"], env);
+    expect((JSON.parse(orgs.stdout) as { slug: string }[]).map((o) => o.slug)).toEqual(["default"]);
+  });
+});
+
+describe("bootstrap organization and token", () => {
+  it("makes the configured token work for its organization, without a default one, idempotently", async () => {
+    const { env } = await freshDatabase();
+    const token = randomBytes(32).toString("hex");
+    const bootstrap = { ...env, MAINLINE_BOOTSTRAP_ORG: "ci", MAINLINE_BOOTSTRAP_TOKEN: token };
+
+    const first = await serve(bootstrap);
+    expect(await whoami(first.url, token)).toBe("ci");
+    const orgs = await runCli(["org", "list", "--json"], env);
+    expect((JSON.parse(orgs.stdout) as { slug: string }[]).map((o) => o.slug)).toEqual(["ci"]);
+    expect((await first.stop()).code).toBe(0);
+    expect(first.stderr).not.toContain("First start");
+    expect(first.stderr).not.toContain(token);
+
+    const again = await serve(bootstrap);
+    expect(await whoami(again.url, token)).toBe("ci");
+    const tokens = await runCli(["token", "list", "--org", "ci", "--json"], env);
+    const listed = JSON.parse(tokens.stdout) as { id: string; name: string | null }[];
+    expect(listed.map((t) => t.name)).toEqual(["bootstrap"]);
+    expect(tokens.stdout).not.toContain(token);
+    expect((await again.stop()).code).toBe(0);
+
+    // A revoked bootstrap token is refused at start rather than silently brought back.
+    const revoke = await runCli(["token", "revoke", listed[0]?.id ?? ""], env);
+    expect(revoke.code).toBe(0);
+    const port = String(await freePort());
+    const refused = await runCli(["serve"], { ...bootstrap, PORT: port, LOG_LEVEL: "warn" });
+    expect(refused.timedOut).toBe(false);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("MAINLINE_BOOTSTRAP_TOKEN was revoked");
+  });
+});
+
+describe("configuration errors stop serve at once", () => {
+  let env: Record<string, string>;
+  let port: string;
+  beforeAll(async () => {
+    // A database of its own, so that a server started by mistake touches nothing else.
+    const own = await createTestDatabase();
+    env = own.env;
+    port = String(await freePort());
+    return () => own.cleanup();
+  });
+
+  const serveWith = (extra: Record<string, string>) =>
+    runCli(["serve"], { ...env, PORT: port, LOG_LEVEL: "warn", ...extra });
+
+  it.each([
+    ["only MAINLINE_BOOTSTRAP_ORG", { MAINLINE_BOOTSTRAP_ORG: "ci" }],
+    ["only MAINLINE_BOOTSTRAP_TOKEN", { MAINLINE_BOOTSTRAP_TOKEN: "a".repeat(64) }],
+  ])("%s: exit code 2 naming both variables", async (_, extra) => {
+    const result = await serveWith(extra);
+    expect(result.timedOut).toBe(false);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("MAINLINE_BOOTSTRAP_ORG");
+    expect(result.stderr).toContain("MAINLINE_BOOTSTRAP_TOKEN");
+    expect(result.stderr).toMatch(/^mainline: Set both/m);
+  });
+
+  it("a bootstrap token shorter than 32 characters: non-zero exit, clear message", async () => {
+    const result = await serveWith({
+      MAINLINE_BOOTSTRAP_ORG: "ci",
+      MAINLINE_BOOTSTRAP_TOKEN: "a".repeat(31),
+    });
+    expect(result.timedOut).toBe(false);
+    expect(result.code).not.toBe(0);
+    expect(result.code).not.toBeNull();
+    expect(result.stderr).toContain(
+      "mainline: MAINLINE_BOOTSTRAP_TOKEN must be at least 32 characters long",
+    );
+  });
+
+  it("PORT=abc: exit code 2 and a message about PORT", async () => {
+    const result = await serveWith({ PORT: "abc" });
+    expect(result.timedOut).toBe(false);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      'mainline: PORT must be a whole number from 0 to 65535 (got "abc")',
+    );
+  });
+});
+
+describe("graceful shutdown", () => {
+  it.each(["SIGTERM", "SIGINT"] as const)(
+    "%s: exits 0 within a few seconds and logs the shutdown",
+    async (signal) => {
+      const { env } = await freshDatabase();
+      const server = await serve(env, { logLevel: "info" });
+      expect(await whoami(server.url, "not-a-token")).toBe(401);
+      const started = Date.now();
+      // stop() sends the signal and kills the process only if it is still running 5 s later.
+      expect(await server.stop(signal, 5_000)).toEqual({ code: 0, signal: null });
+      expect(Date.now() - started).toBeLessThan(5_000);
+      const logs = server.stdout
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { msg: string; signal?: string });
+      const shuttingDown = logs.findIndex((l) => l.msg.startsWith("shutting down"));
+      expect(shuttingDown).toBeGreaterThanOrEqual(0);
+      expect(logs[shuttingDown]?.signal).toBe(signal);
+      // "stopped" comes last: after the requests in flight and the database were closed.
+      expect(logs.at(-1)?.msg).toBe("stopped");
+      // The port is closed: nothing answers any more.
+      await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
+    },
+  );
+});

@@ -1,0 +1,92 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { inject } from "vitest";
+
+/** What a CLI-generated API token looks like: `mlt_` + 32 random bytes in base64url. */
+export const TOKEN_PATTERN = /^mlt_[A-Za-z0-9_-]{43}$/;
+
+export interface HttpAnswer {
+  status: number;
+  body: unknown;
+}
+
+/** `POST <url>/v1/<operation>` with a JSON body and (optionally) an API token. */
+export async function post(
+  url: string,
+  operation: string,
+  body: unknown,
+  token?: string,
+): Promise<HttpAnswer> {
+  const response = await fetch(`${url}/v1/${operation}`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      ...(token === undefined ? {} : { "x-api-token": token }),
+    },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? (JSON.parse(text) as unknown) : undefined };
+}
+
+/** The organization slug a token authenticates as, or the HTTP status when it does not. */
+export async function whoami(url: string, token: string): Promise<string | number> {
+  const answer = await post(url, "whoami", {}, token);
+  if (answer.status !== 200) return answer.status;
+  return (answer.body as { organization: { slug: string } }).organization.slug;
+}
+
+export interface EmptyDatabase {
+  /** What a child process needs to open it. */
+  env: Record<string, string>;
+  cleanup(): Promise<void>;
+}
+
+/**
+ * A database of the dialect under test that has never been migrated (createTestDatabase migrates
+ * its databases): an empty data directory, or a new empty PostgreSQL schema.
+ */
+export async function createEmptyDatabase(): Promise<EmptyDatabase> {
+  const { dialect, postgresUrl } = inject("testDatabase");
+  const dataDir = mkdtempSync(path.join(tmpdir(), "mainline-cli-"));
+  const removeDir = () => {
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  if (dialect === "sqlite") {
+    return {
+      env: { MAINLINE_DATA_DIR: dataDir },
+      cleanup: () => {
+        removeDir();
+        return Promise.resolve();
+      },
+    };
+  }
+  if (!postgresUrl) throw new Error("no PostgreSQL test database was provided");
+  const schema = `s_${randomBytes(6).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: postgresUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create schema ${schema}`);
+  } finally {
+    await admin.end();
+  }
+  return {
+    env: {
+      DATABASE_URL: `${postgresUrl}?options=${encodeURIComponent(`-c search_path=${schema}`)}`,
+      MAINLINE_DATA_DIR: dataDir,
+    },
+    cleanup: async () => {
+      removeDir();
+      const client = new pg.Client({ connectionString: postgresUrl });
+      await client.connect();
+      try {
+        await client.query(`drop schema if exists ${schema} cascade`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
