@@ -1,4 +1,6 @@
 import path from "node:path";
+import { MIN_SUPPLIED_TOKEN_LENGTH } from "./lib/tokens.js";
+import { ORG_SLUG_PATTERN } from "./organizations/slug.js";
 
 /** Everything `mainline serve` reads from its environment (README "Configuration"). */
 export interface ServiceConfig {
@@ -57,6 +59,16 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
   if ((bootstrapOrg === undefined) !== (bootstrapToken === undefined)) {
     throw new ConfigError(
       "Set both MAINLINE_BOOTSTRAP_ORG and MAINLINE_BOOTSTRAP_TOKEN, or neither.",
+    );
+  }
+  if (bootstrapOrg !== undefined && !ORG_SLUG_PATTERN.test(bootstrapOrg)) {
+    throw new ConfigError(
+      `MAINLINE_BOOTSTRAP_ORG must be 1-63 lowercase letters, digits and dashes (got "${bootstrapOrg}").`,
+    );
+  }
+  if (bootstrapToken !== undefined && bootstrapToken.length < MIN_SUPPLIED_TOKEN_LENGTH) {
+    throw new ConfigError(
+      `MAINLINE_BOOTSTRAP_TOKEN must be at least ${MIN_SUPPLIED_TOKEN_LENGTH} characters long (generate one with: openssl rand -hex 32).`,
     );
   }
   return {

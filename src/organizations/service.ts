@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { ApiError } from "../lib/errors.js";
 import type { Clock } from "../lib/clock.js";
+import { ORG_SLUG_PATTERN } from "./slug.js";
 import {
   MIN_SUPPLIED_TOKEN_LENGTH,
   digestsEqual,
@@ -16,7 +17,6 @@ import type {
   TokenOwner,
 } from "../db/stores/organizations.js";
 
-export const ORG_SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 export const DEFAULT_ORGANIZATION = "default";
 
 /** Who made a request: the organization its token belongs to (contract §2). */

@@ -38,7 +38,15 @@ const UPDATE_SETTINGS = [
 
 const CASES: { command: string[]; mentions: string[] }[] = [
   { command: [], mentions: ["serve", "migrate", "org", "token", "queue", "--version"] },
-  { command: ["serve"], mentions: ["Start the HTTP service"] },
+  {
+    command: ["serve"],
+    mentions: [
+      "Start the HTTP service",
+      "DATABASE_URL",
+      "MAINLINE_DATA_DIR",
+      "MAINLINE_BOOTSTRAP_TOKEN",
+    ],
+  },
   { command: ["migrate"], mentions: ["Apply pending database migrations"] },
   { command: ["org"], mentions: ["create", "list"] },
   { command: ["org", "create"], mentions: ["<slug>", "--name <name>"] },

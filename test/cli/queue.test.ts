@@ -148,6 +148,12 @@ describe("queue commands with --url and --token", () => {
     expect((await httpQueue("flags")).body).toMatchObject({ concurrency: 4 });
   });
 
+  it("an empty --required-statuses is refused instead of requiring nothing", async () => {
+    const stderr = failed(await withFlags("update", ...at, "--required-statuses", " , "));
+    expect(stderr).toContain("--delete-required-statuses");
+    expect((await httpQueue("flags")).body).toMatchObject({ requiredStatuses: null });
+  });
+
   it("creating an existing queue fails with 'already exists'", async () => {
     const stderr = failed(await withFlags("create", ...at, "--concurrency", "9"));
     expect(stderr).toContain(

@@ -121,14 +121,13 @@ describe("configuration errors stop serve at once", () => {
     expect(result.stderr).toMatch(/^mainline: Set both/m);
   });
 
-  it("a bootstrap token shorter than 32 characters: non-zero exit, clear message", async () => {
+  it("a bootstrap token shorter than 32 characters: exit code 2, clear message", async () => {
     const result = await serveWith({
       MAINLINE_BOOTSTRAP_ORG: "ci",
       MAINLINE_BOOTSTRAP_TOKEN: "a".repeat(31),
     });
     expect(result.timedOut).toBe(false);
-    expect(result.code).not.toBe(0);
-    expect(result.code).not.toBeNull();
+    expect(result.code).toBe(2);
     expect(result.stderr).toContain(
       "mainline: MAINLINE_BOOTSTRAP_TOKEN must be at least 32 characters long",
     );

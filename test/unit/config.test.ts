@@ -57,6 +57,11 @@ describe("service configuration", () => {
       { MAINLINE_BOOTSTRAP_TOKEN: "x".repeat(40) },
       /MAINLINE_BOOTSTRAP_ORG and MAINLINE_BOOTSTRAP_TOKEN/,
     ],
+    [{ MAINLINE_BOOTSTRAP_ORG: "ci", MAINLINE_BOOTSTRAP_TOKEN: "x".repeat(31) }, /at least 32/],
+    [
+      { MAINLINE_BOOTSTRAP_ORG: "Not_A_Slug", MAINLINE_BOOTSTRAP_TOKEN: "x".repeat(40) },
+      /MAINLINE_BOOTSTRAP_ORG must be/,
+    ],
   ])("refuses %j", (env, message) => {
     expect(() => loadServiceConfig(env)).toThrow(ConfigError);
     expect(() => loadServiceConfig(env)).toThrow(message);

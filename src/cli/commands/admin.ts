@@ -1,14 +1,14 @@
 import type { Command } from "commander";
-import { createServices, openMigratedDatabase, type Services } from "../../app.js";
+import type { Services } from "../../app.js";
 import { dataDirFrom } from "../../config.js";
-import { migrateToLatest } from "../../db/migrate.js";
-import { openDatabase } from "../../db/connection.js";
 import { isoTime } from "../../lib/clock.js";
 import { OrganizationError } from "../../organizations/service.js";
 import { CliError } from "../client.js";
 
 /** Runs an administrative command directly against the database named by the environment. */
 async function withServices<T>(work: (services: Services) => Promise<T>): Promise<T> {
+  // Loaded on use so that the CLI starts quickly for every other command.
+  const { createServices, openMigratedDatabase } = await import("../../app.js");
   const database = await openMigratedDatabase({
     url: process.env.DATABASE_URL,
     dataDir: dataDirFrom(process.env),
@@ -42,6 +42,10 @@ export function registerAdminCommands(program: Command): void {
     .command("migrate")
     .description("Apply pending database migrations (serve also does this at start)")
     .action(async () => {
+      const [{ openDatabase }, { migrateToLatest }] = await Promise.all([
+        import("../../db/connection.js"),
+        import("../../db/migrate.js"),
+      ]);
       const database = openDatabase({
         url: process.env.DATABASE_URL,
         dataDir: dataDirFrom(process.env),

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from "commander";
 import type { RepoRef } from "../../db/stores/repositories.js";
-import { callApi, type ClientOptions } from "../client.js";
+import { CliError, callApi, type ClientOptions } from "../client.js";
 import { parseRepoArg } from "../repo-arg.js";
 
 type Kind = "integer" | "boolean" | "text";
@@ -137,10 +137,17 @@ export function registerQueueCommands(program: Command): void {
         if (o[setting.key] !== undefined) body[setting.key] = o[setting.key];
       }
       if (typeof o.requiredStatuses === "string") {
-        body.requiredStatuses = o.requiredStatuses
+        const names = o.requiredStatuses
           .split(",")
           .map((s) => s.trim())
           .filter(Boolean);
+        if (names.length === 0) {
+          // An empty override would require nothing; that is never what an empty flag means.
+          throw new CliError(
+            "--required-statuses needs at least one name; use --delete-required-statuses to remove the override.",
+          );
+        }
+        body.requiredStatuses = names;
       }
       if (o.deleteRequiredStatuses === true) body.deleteRequiredStatuses = true;
       printSettings(await callApi(client(o), "updateQueue", body), o.json);

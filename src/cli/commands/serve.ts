@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { createHttpServer, createServices, openMigratedDatabase } from "../../app.js";
 import { loadServiceConfig } from "../../config.js";
 import { VERSION } from "../../version.js";
 
@@ -8,9 +7,25 @@ const SHUTDOWN_GRACE_MS = 10_000;
 export function registerServe(program: Command): void {
   program
     .command("serve")
-    .description("Start the HTTP service (configured by environment variables; see README)")
+    .description("Start the HTTP service (configured by environment variables)")
+    .addHelpText(
+      "after",
+      `
+Environment:
+  PORT                      TCP port (default 8080)
+  HOST                      address to listen on (default 127.0.0.1)
+  DATABASE_URL              postgres://… or sqlite:<file> (default: SQLite in the data directory)
+  MAINLINE_DATA_DIR         data directory (default ./mainline-data)
+  MAINLINE_PUBLIC_URL       address users reach the service at (default http://HOST:PORT)
+  LOG_LEVEL                 fatal|error|warn|info|debug|trace|silent (default info)
+  MAINLINE_BOOTSTRAP_ORG    with MAINLINE_BOOTSTRAP_TOKEN (32+ characters): make sure that
+  MAINLINE_BOOTSTRAP_TOKEN  organization exists and accepts that token`,
+    )
     .action(async () => {
       const config = loadServiceConfig(process.env);
+      // Loaded here so that other commands (and --help) start without the server's modules.
+      const { createHttpServer, createServices, openMigratedDatabase } =
+        await import("../../app.js");
       const database = await openMigratedDatabase({
         url: config.databaseUrl,
         dataDir: config.dataDir,
@@ -62,13 +77,19 @@ export function registerServe(program: Command): void {
           process.exit(1);
         }, SHUTDOWN_GRACE_MS);
         force.unref();
-        void app
+        app
           .close()
           .then(() => database.close())
-          .then(() => {
-            app.log.info("stopped");
-            process.exit(0);
-          });
+          .then(
+            () => {
+              app.log.info("stopped");
+              process.exit(0);
+            },
+            (error: unknown) => {
+              app.log.error({ err: error }, "shutdown failed");
+              process.exit(1);
+            },
+          );
       };
       process.on("SIGTERM", () => {
         shutdown("SIGTERM");
