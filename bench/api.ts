@@ -1,0 +1,420 @@
+/**
+ * API benchmark (docs/benchmarks.md, "API (issue: service foundation)"): throughput and latency of
+ * getQueue and updateQueue next to a trivial authenticated route, on SQLite and on PostgreSQL.
+ *
+ * Each database gets a real `mainline serve` child process; autocannon, in this process, drives it
+ * over loopback. Absolute figures depend on the machine; the ratios to the trivial route, measured
+ * against the same server seconds apart, are what to compare between runs.
+ *
+ * Usage: npm run bench:api   (BENCH_SECONDS=<1..30> sets the measured duration per route; default 5)
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { setTimeout as delay } from "node:timers/promises";
+import autocannon from "autocannon";
+import pg from "pg";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const RESULTS_FILE = path.join(ROOT, "bench", "results", "api.json");
+/** Loopback only: the benchmark must never load anything but the server it started. */
+const HOST = "127.0.0.1";
+const POSTGRES_ADMIN_URL = `postgres://postgres@${HOST}:5432/test`;
+
+const CONNECTIONS = 10;
+const WARMUP_SECONDS = 1;
+const MEASURED_SECONDS = secondsFromEnv(process.env.BENCH_SECONDS, 5);
+const STARTUP_TIMEOUT_MS = 30_000;
+/** Longer than the server's own 10 s shutdown grace, after which it exits by itself. */
+const SHUTDOWN_TIMEOUT_MS = 15_000;
+/** How much of the server's output (its tail) to show; at LOG_LEVEL=warn it should stay quiet. */
+const MAX_SERVER_OUTPUT_CHARS = 4000;
+
+const TARGET = { route: "getQueue", database: "sqlite", minimumRatio: 0.6 } as const;
+
+const REPO = { host: "github.com", owner: "bench", name: "app" };
+const QUEUE = { repo: REPO, targetBranch: "main" };
+
+/**
+ * Each connection writes to a queue of its own. On one shared queue, writers racing on its version
+ * get 409 after five lost races in a row (ADR 0003): that would measure contention, not a write.
+ */
+function writeQueue(connection: number): typeof QUEUE {
+  return { repo: REPO, targetBranch: `bench-writes-${connection}` };
+}
+
+const WRITE_QUEUES = Array.from({ length: CONNECTIONS }, (_, connection) => writeQueue(connection));
+
+interface Route {
+  name: string;
+  path: string;
+  /** The JSON bodies that connection number `connection` sends in turn, round and round. */
+  bodies(connection: number): object[];
+}
+
+const TRIVIAL_ROUTE: Route = { name: "whoami", path: "/v1/whoami", bodies: () => [{}] };
+
+const ROUTES: readonly Route[] = [
+  TRIVIAL_ROUTE,
+  { name: "getQueue", path: "/v1/getQueue", bodies: () => [QUEUE] },
+  {
+    name: "updateQueue",
+    path: "/v1/updateQueue",
+    // Successive writes to a queue store a different concurrency, so none is a no-op.
+    bodies: (connection) =>
+      [1, 2, 3, 4, 5, 6, 7, 8].map((concurrency) => ({ ...writeQueue(connection), concurrency })),
+  },
+];
+
+interface RouteResult {
+  route: string;
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** This route's requests/s divided by the trivial route's, on the same server. */
+  ratio: number;
+  requests: number;
+}
+
+interface DatabaseResult {
+  database: "sqlite" | "postgresql";
+  routes: RouteResult[];
+}
+
+interface RunningServer {
+  baseUrl: string;
+  /** What the server printed since the last call (the tail of it); empty when it stayed quiet. */
+  takeOutput(): string;
+  stop(): Promise<number | null>;
+}
+
+function secondsFromEnv(value: string | undefined, fallback: number): number {
+  if (value === undefined || value.trim() === "") return fallback;
+  const seconds = Number(value);
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > 30) {
+    throw new Error(`BENCH_SECONDS must be a whole number from 1 to 30 (got "${value}").`);
+  }
+  return seconds;
+}
+
+function jsonHeaders(token: string): Record<string, string> {
+  return { "x-api-token": token, "content-type": "application/json" };
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, HOST, resolve);
+  });
+  const address = server.address();
+  await new Promise<void>((resolve) => {
+    server.close(() => {
+      resolve();
+    });
+  });
+  if (address === null || typeof address === "string") throw new Error("No TCP port assigned.");
+  return address.port;
+}
+
+/** The parent's environment minus anything that would point the server at another database. */
+function serverEnvironment(settings: Record<string, string>): NodeJS.ProcessEnv {
+  const inherited = Object.entries(process.env).filter(
+    ([key]) => key !== "DATABASE_URL" && !key.startsWith("MAINLINE_"),
+  );
+  return { ...Object.fromEntries(inherited), ...settings };
+}
+
+function hasExited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+async function isHealthy(baseUrl: string): Promise<boolean> {
+  try {
+    const response = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2000) });
+    await response.arrayBuffer();
+    return response.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+async function waitUntilHealthy(server: RunningServer, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (hasExited(child)) {
+      throw new Error(`The server exited during startup:\n${server.takeOutput()}`);
+    }
+    if (await isHealthy(server.baseUrl)) return;
+    await delay(100);
+  }
+  throw new Error(
+    `The server was not healthy after ${STARTUP_TIMEOUT_MS} ms:\n${server.takeOutput()}`,
+  );
+}
+
+async function startServer(
+  token: string,
+  dataDir: string,
+  databaseUrl?: string,
+): Promise<RunningServer> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "serve"], {
+    cwd: ROOT,
+    env: serverEnvironment({
+      PORT: String(port),
+      HOST,
+      LOG_LEVEL: "warn",
+      MAINLINE_DATA_DIR: dataDir,
+      MAINLINE_BOOTSTRAP_ORG: "bench",
+      MAINLINE_BOOTSTRAP_TOKEN: token,
+      ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }),
+    }),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const exited = new Promise<number | null>((resolve) => {
+    child.once("exit", (code) => {
+      resolve(code);
+    });
+  });
+  let output = "";
+  const keep = (chunk: Buffer) => {
+    output += chunk.toString("utf8");
+    if (output.length > MAX_SERVER_OUTPUT_CHARS) {
+      const tail = output.slice(-MAX_SERVER_OUTPUT_CHARS);
+      output = tail.slice(tail.indexOf("\n") + 1); // whole lines only
+    }
+  };
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
+
+  const server: RunningServer = {
+    baseUrl: `http://${HOST}:${port}`,
+    takeOutput: () => {
+      const taken = output;
+      output = "";
+      return taken;
+    },
+    stop: async () => {
+      if (!hasExited(child)) child.kill("SIGTERM");
+      const force = setTimeout(() => child.kill("SIGKILL"), SHUTDOWN_TIMEOUT_MS);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(force);
+      }
+    },
+  };
+  try {
+    await waitUntilHealthy(server, child);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+  return server;
+}
+
+async function createQueue(baseUrl: string, token: string, address: typeof QUEUE): Promise<void> {
+  const response = await fetch(`${baseUrl}/v1/createQueue`, {
+    method: "POST",
+    headers: jsonHeaders(token),
+    body: JSON.stringify(address),
+  });
+  const text = await response.text();
+  if (response.status !== 200 || text !== "{}") {
+    throw new Error(`createQueue ${address.targetBranch} answered ${response.status}: ${text}`);
+  }
+}
+
+async function load(
+  baseUrl: string,
+  token: string,
+  route: Route,
+  seconds: number,
+): Promise<autocannon.Result> {
+  let connectionsSetUp = 0;
+  const result = await autocannon({
+    // The full URL: autocannon takes the request path from it (a top-level `path` is ignored).
+    url: `${baseUrl}${route.path}`,
+    method: "POST",
+    headers: jsonHeaders(token),
+    connections: CONNECTIONS,
+    duration: seconds,
+    setupClient: (client) => {
+      const bodies = route.bodies(connectionsSetUp++);
+      client.setRequests(bodies.map((body) => ({ body: JSON.stringify(body) })));
+    },
+  });
+  if (result.non2xx !== 0 || result.errors !== 0) {
+    throw new Error(
+      `${route.name}: ${result.non2xx} non-2xx responses (by status: ${JSON.stringify(result.statusCodeStats)}) and ${result.errors} errors (${result.timeouts} timeouts) in ${result.requests.sent} requests.`,
+    );
+  }
+  return result;
+}
+
+/** A warm-up run (JIT, caches, connection pool) and then the measured run, on one route. */
+async function measure(baseUrl: string, token: string, route: Route): Promise<autocannon.Result> {
+  await load(baseUrl, token, route, WARMUP_SECONDS);
+  return load(baseUrl, token, route, MEASURED_SECONDS);
+}
+
+async function measureRoutes(baseUrl: string, token: string): Promise<RouteResult[]> {
+  const measured: { route: Route; result: autocannon.Result }[] = [];
+  for (const route of ROUTES) {
+    process.stdout.write(`  ${route.name}…\n`);
+    measured.push({ route, result: await measure(baseUrl, token, route) });
+  }
+  const trivial = measured.find(({ route }) => route === TRIVIAL_ROUTE);
+  if (!trivial) throw new Error("The trivial route was not measured.");
+  return measured.map(({ route, result }) => ({
+    route: route.name,
+    requestsPerSecond: Math.round(result.requests.average),
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    ratio: round(result.requests.average / trivial.result.requests.average, 3),
+    requests: result.requests.total,
+  }));
+}
+
+function round(value: number, digits: number): number {
+  const scale = 10 ** digits;
+  return Math.round(value * scale) / scale;
+}
+
+/** At LOG_LEVEL=warn the server should stay quiet; anything it says is worth reading. */
+function showServerOutput(when: string, output: string): void {
+  if (output) process.stdout.write(`  server output ${when}:\n${output}\n`);
+}
+
+/** One fresh server (and data directory) on one database: create the queues, load each route. */
+async function benchDatabase(
+  database: DatabaseResult["database"],
+  token: string,
+  databaseUrl?: string,
+): Promise<DatabaseResult> {
+  process.stdout.write(`${database}:\n`);
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "mainline-bench-"));
+  try {
+    const server = await startServer(token, dataDir, databaseUrl);
+    try {
+      for (const address of [QUEUE, ...WRITE_QUEUES]) {
+        await createQueue(server.baseUrl, token, address);
+      }
+      return { database, routes: await measureRoutes(server.baseUrl, token) };
+    } finally {
+      showServerOutput("during the runs", server.takeOutput());
+      const code = await server.stop();
+      showServerOutput("at shutdown", server.takeOutput());
+      if (code !== 0) process.stdout.write(`  the server exited with ${code ?? "a signal"}\n`);
+    }
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+function ensurePostgres(): void {
+  const result = spawnSync("bash", ["scripts/ensure-postgres.sh"], { cwd: ROOT, stdio: "inherit" });
+  if (result.status !== 0) throw new Error("PostgreSQL is not available on 127.0.0.1:5432.");
+}
+
+async function withAdminClient(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Runs the benchmark on a throwaway PostgreSQL database, dropped afterwards whatever happens. */
+async function benchPostgres(token: string): Promise<DatabaseResult> {
+  ensurePostgres();
+  // Random hex only, so the name is safe to put into the statement as is.
+  const name = `mainline_bench_${randomBytes(6).toString("hex")}`;
+  await withAdminClient(`create database ${name}`);
+  try {
+    return await benchDatabase("postgresql", token, `postgres://postgres@${HOST}:5432/${name}`);
+  } finally {
+    // FORCE: a server killed by the timeout may have left connections behind.
+    await withAdminClient(`drop database if exists ${name} with (force)`);
+  }
+}
+
+function targetOutcome(results: readonly DatabaseResult[]) {
+  const ratio = results
+    .find(({ database }) => database === TARGET.database)
+    ?.routes.find(({ route }) => route === TARGET.route)?.ratio;
+  if (ratio === undefined) throw new Error("The target route was not measured.");
+  return { ...TARGET, ratio, pass: ratio >= TARGET.minimumRatio };
+}
+
+function formatTable(results: readonly DatabaseResult[]): string {
+  const header = ["database", "route", "req/s", "p50 ms", "p99 ms", `vs ${TRIVIAL_ROUTE.name}`];
+  const rows = results.flatMap(({ database, routes }) =>
+    routes.map((r) => [
+      database,
+      r.route,
+      String(r.requestsPerSecond),
+      String(r.p50Ms),
+      String(r.p99Ms),
+      `${Math.round(r.ratio * 100)}%`,
+    ]),
+  );
+  const widths = header.map((cell, column) =>
+    Math.max(cell.length, ...rows.map((row) => row[column]?.length ?? 0)),
+  );
+  // Names left-aligned, figures right-aligned.
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) =>
+        column < 2 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0),
+      )
+      .join("  ");
+  return [line(header), ...rows.map(line)].join("\n");
+}
+
+function report(results: readonly DatabaseResult[], loadAverageBefore: number): object {
+  const target = targetOutcome(results);
+  process.stdout.write(`\n${formatTable(results)}\n\n`);
+  process.stdout.write(
+    `Target: ${target.route} >= ${target.minimumRatio * 100}% of ${TRIVIAL_ROUTE.name} req/s on ${target.database}: ${Math.round(target.ratio * 100)}% ${target.pass ? "PASS" : "FAIL"}\n`,
+  );
+  return {
+    date: new Date().toISOString(),
+    machine: {
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? "unknown",
+      // Other work on the machine before the run (the server and load generator share it too).
+      loadAverage1mBefore: round(loadAverageBefore, 2),
+    },
+    node: process.version,
+    load: { connections: CONNECTIONS, warmupSeconds: WARMUP_SECONDS, seconds: MEASURED_SECONDS },
+    databases: results,
+    target,
+  };
+}
+
+async function main(): Promise<void> {
+  const loadAverageBefore = os.loadavg()[0] ?? 0;
+  const token = randomBytes(32).toString("hex");
+  const results = [await benchDatabase("sqlite", token), await benchPostgres(token)];
+  const json = report(results, loadAverageBefore);
+  await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
+  await writeFile(RESULTS_FILE, `${JSON.stringify(json, null, 2)}\n`);
+  process.stdout.write(`\nWrote ${path.relative(ROOT, RESULTS_FILE)}\n`);
+}
+
+try {
+  await main();
+} catch (error) {
+  process.stderr.write(
+    `bench:api failed: ${error instanceof Error ? error.message : String(error)}\n`,
+  );
+  process.exitCode = 1;
+}
