@@ -25,7 +25,7 @@ export function createServices(database: DatabaseHandle, clock: Clock = systemCl
     organizations: new OrganizationService(new OrganizationStore(db), clock),
     queues: new MergeQueueService({
       repositories: new RepositoryStore(db),
-      queues: new MergeQueueStore(db),
+      queues: new MergeQueueStore(db, database.dialect),
       contents: emptyQueueContents,
       clock,
     }),
@@ -42,6 +42,16 @@ export async function openMigratedDatabase(options: OpenDatabaseOptions): Promis
     await database.close();
     throw error;
   }
+}
+
+/**
+ * Graceful stop: no new requests, then the work of requests still running (even those whose
+ * client hung up), then the database.
+ */
+export async function stopService(app: ApiApp, database: DatabaseHandle): Promise<void> {
+  await app.close();
+  await app.inFlight.idle();
+  await database.close();
 }
 
 export function createHttpServer(

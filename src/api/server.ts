@@ -14,6 +14,7 @@ import { registerGetQueue } from "./mergequeue/getQueue.js";
 import { registerUpdateQueue } from "./mergequeue/updateQueue.js";
 import { requireApiToken } from "./plugins/auth.js";
 import { installErrorHandling } from "./plugins/errors.js";
+import { InFlightWork, trackHandlers } from "./plugins/in-flight.js";
 import { HttpMetrics, installMetrics } from "./plugins/metrics.js";
 import { registerServiceRoutes, registerWhoAmI } from "./service/routes.js";
 import type { ApiApp } from "./types.js";
@@ -77,6 +78,9 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     done(null, payload);
   });
 
+  const inFlight = new InFlightWork();
+  trackHandlers(app, inFlight);
+
   const routeMethods = new Map<string, Set<string>>();
   app.addHook("onRoute", (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
@@ -114,7 +118,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   });
 
   await app.register((scope: ApiApp, _options, done) => {
-    requireApiToken(scope, deps.organizations);
+    requireApiToken(scope, deps.organizations, inFlight);
     scope.addHook("onRoute", (route) => {
       route.schema = { ...route.schema, security: [{ ApiKeyAuth: [] }] };
     });

@@ -1,7 +1,14 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import BetterSqlite3 from "better-sqlite3";
-import { CamelCasePlugin, Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
+import {
+  CamelCasePlugin,
+  Kysely,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+  type SqliteDatabase,
+} from "kysely";
 import pg from "pg";
 import type { Database } from "./schema.js";
 
@@ -62,10 +69,42 @@ function openSqlite(file: string): DatabaseHandle {
   sqlite.pragma("busy_timeout = 5000");
   sqlite.pragma("foreign_keys = ON");
   const db = new Kysely<Database>({
-    dialect: new SqliteDialect({ database: sqlite }),
+    dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
     plugins: [new CamelCasePlugin()],
   });
-  return { db, dialect: "sqlite", location: file, close: () => db.destroy() };
+  return { db, dialect: "sqlite", location: file, close: closeOnce(db) };
+}
+
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * Kysely's SQLite driver prepares every query anew, which costs more than running it; queries
+ * repeat (the builder emits the same SQL text for the same shape), so prepared statements are
+ * kept, least recently used first out. A statement still being iterated is never handed out twice.
+ */
+function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    close: () => {
+      cache.clear();
+      sqlite.close();
+    },
+    prepare: (text: string) => {
+      const cached = cache.get(text);
+      if (cached && !cached.busy) {
+        cache.delete(text);
+        cache.set(text, cached);
+        return cached;
+      }
+      const statement = sqlite.prepare(text);
+      cache.set(text, statement);
+      if (cache.size > STATEMENT_CACHE_SIZE) {
+        const oldest = cache.keys().next();
+        if (!oldest.done) cache.delete(oldest.value);
+      }
+      return statement;
+    },
+  };
 }
 
 function openPostgres(url: string, options: OpenDatabaseOptions): DatabaseHandle {
@@ -85,7 +124,13 @@ function openPostgres(url: string, options: OpenDatabaseOptions): DatabaseHandle
     dialect: new PostgresDialect({ pool }),
     plugins: [new CamelCasePlugin()],
   });
-  return { db, dialect: "postgres", location: redactUrl(url), close: () => db.destroy() };
+  return { db, dialect: "postgres", location: redactUrl(url), close: closeOnce(db) };
+}
+
+/** Closing twice is harmless (shutdown paths may overlap). */
+function closeOnce(db: Kysely<Database>): () => Promise<void> {
+  let closing: Promise<void> | undefined;
+  return () => (closing ??= db.destroy());
 }
 
 export function redactUrl(url: string): string {

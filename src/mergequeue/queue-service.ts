@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { ApiError } from "../lib/errors.js";
 import type { Clock } from "../lib/clock.js";
 import type { MergeQueueRecord, MergeQueueStore } from "../db/stores/merge-queues.js";
-import type { RepoRef, Repository, RepositoryStore } from "../db/stores/repositories.js";
+import type { RepoRef, RepositoryStore } from "../db/stores/repositories.js";
 import type { Principal } from "../organizations/service.js";
 import {
   applySettingsUpdate,
@@ -41,8 +41,6 @@ export interface QueueAddress {
   targetBranch: string;
 }
 
-const MAX_WRITE_ATTEMPTS = 5;
-
 function describe(address: QueueAddress): string {
   const { host, owner, name } = address.repo;
   return `branch ${address.targetBranch} of ${host}/${owner}/${name}`;
@@ -52,7 +50,7 @@ function describe(address: QueueAddress): string {
 export class MergeQueueService {
   constructor(
     private readonly deps: {
-      repositories: Pick<RepositoryStore, "find" | "ensure">;
+      repositories: Pick<RepositoryStore, "ensure">;
       queues: MergeQueueStore;
       contents: QueueContents;
       clock: Clock;
@@ -96,12 +94,18 @@ export class MergeQueueService {
     address: QueueAddress,
     patch: QueueSettingsPatch,
   ): Promise<MergeQueueRecord> {
-    // Optimistic concurrency: read, decide with the pure rule, write if nobody wrote meanwhile.
-    for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
-      const queue = await this.require(principal, address);
-      const inFlight = (await this.deps.contents.enqueued(queue.id)).length > 0;
-      const outcome = applySettingsUpdate(queue.configuration, patch, inFlight);
-      if (!outcome.ok) {
+    const queue = await this.require(principal, address);
+    // Decided before the write: a pull request entering the queue meanwhile is planned with
+    // whichever mode the write leaves, which is harmless.
+    const inFlight = (await this.deps.contents.enqueued(queue.id)).length > 0;
+    const updated = await this.deps.queues.modify(
+      principal.organizationId,
+      address.repo,
+      address.targetBranch,
+      this.deps.clock.now(),
+      (current) => {
+        const outcome = applySettingsUpdate(current.configuration, patch, inFlight);
+        if (outcome.ok) return outcome.configuration;
         if (outcome.reason === "conflicting_required_statuses") {
           throw new ApiError(
             "invalid_request",
@@ -118,19 +122,10 @@ export class MergeQueueService {
           "conflict",
           `The merge queue for ${describe(address)} is switching modes; its settings can change once it has drained.`,
         );
-      }
-      const updated = await this.deps.queues.update(
-        queue.id,
-        queue.version,
-        outcome.configuration,
-        this.deps.clock.now(),
-      );
-      if (updated) return updated;
-    }
-    throw new ApiError(
-      "conflict",
-      `The merge queue for ${describe(address)} is being changed concurrently; retry the request.`,
+      },
     );
+    if (!updated) throw new ApiError("not_found", `No merge queue for ${describe(address)}.`);
+    return updated;
   }
 
   async delete(principal: Principal, address: QueueAddress): Promise<void> {
@@ -146,11 +141,11 @@ export class MergeQueueService {
   }
 
   private async require(principal: Principal, address: QueueAddress): Promise<MergeQueueRecord> {
-    const repository: Repository | undefined = await this.deps.repositories.find(
+    const queue = await this.deps.queues.find(
       principal.organizationId,
       address.repo,
+      address.targetBranch,
     );
-    const queue = repository && (await this.deps.queues.find(repository.id, address.targetBranch));
     if (!queue) throw new ApiError("not_found", `No merge queue for ${describe(address)}.`);
     return queue;
   }

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -25,14 +25,18 @@ beforeAll(async () => {
 
 async function bash(script: string): Promise<string> {
   const home = mkdtempSync(path.join(tmpdir(), "mainline-readme-"));
-  // One answer per line, so that each can be parsed; the README's commands stay as written.
-  writeFileSync(path.join(home, ".curlrc"), 'write-out = "\\n"\n');
-  const { stdout } = await run("bash", ["-euo", "pipefail", "-c", script], {
-    cwd: home,
-    env: { ...process.env, HOME: home, MAINLINE_URL: server.url, MAINLINE_TOKEN: server.token },
-    timeout: 60_000,
-  });
-  return stdout;
+  try {
+    // One answer per line, so that each can be parsed; the README's commands stay as written.
+    writeFileSync(path.join(home, ".curlrc"), 'write-out = "\\n"\n');
+    const { stdout } = await run("bash", ["-euo", "pipefail", "-c", script], {
+      cwd: home,
+      env: { ...process.env, HOME: home, MAINLINE_URL: server.url, MAINLINE_TOKEN: server.token },
+      timeout: 60_000,
+    });
+    return stdout;
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
 }
 
 describe("the README's examples", () => {

@@ -1,7 +1,14 @@
 import net from "node:net";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { startTestServer } from "../helpers/server.js";
+import { createHttpServer, createServices, stopService } from "../../src/app.js";
+import { openDatabase } from "../../src/db/connection.js";
+import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
+import { RepositoryStore } from "../../src/db/stores/repositories.js";
+import { systemClock } from "../../src/lib/clock.js";
+import { MergeQueueService, type QueueContents } from "../../src/mergequeue/queue-service.js";
+import { createTestDatabase } from "../helpers/database.js";
+import { REPO, startTestServer } from "../helpers/server.js";
 
 /** Reads from a socket until `done(text)` holds, or fails after a bounded wait. */
 function readUntil(socket: net.Socket, done: (text: string) => boolean): Promise<string> {
@@ -57,6 +64,79 @@ describe("graceful shutdown", () => {
     } finally {
       socket.destroy();
       await server.database.cleanup();
+    }
+  });
+});
+
+describe("stopping with work in flight", () => {
+  it("a handler whose client hung up finishes its write before the database closes", async () => {
+    const database = await createTestDatabase();
+    const { db, dialect } = database.handle;
+    let arrived = (): void => undefined;
+    const reached = new Promise<void>((resolve) => (arrived = resolve));
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    // The in-flight check of updateQueue waits on the gate: the request is mid-handler.
+    const contents: QueueContents = {
+      enqueued: async () => {
+        arrived();
+        await gate;
+        return [];
+      },
+    };
+    const services = {
+      ...createServices(database.handle),
+      queues: new MergeQueueService({
+        repositories: new RepositoryStore(db),
+        queues: new MergeQueueStore(db, dialect),
+        contents,
+        clock: systemClock,
+      }),
+    };
+    const { token, organization } =
+      await services.organizations.createOrganizationWithToken("acme");
+    const logs: string[] = [];
+    const app = await createHttpServer(services, {
+      level: "warn",
+      stream: { write: (line: string) => logs.push(line) },
+    });
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`;
+    const headers = { "content-type": "application/json", "x-api-token": token };
+    const address = { repo: REPO, targetBranch: "main" };
+    try {
+      await fetch(`${url}/createQueue`, { method: "POST", headers, body: JSON.stringify(address) });
+      const client = new AbortController();
+      const pending = fetch(`${url}/updateQueue`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ ...address, concurrency: 9 }),
+        signal: client.signal,
+      }).catch(() => undefined);
+      await reached;
+      client.abort();
+      await pending;
+      const stopping = stopService(app, database.handle);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(app.inFlight.size).toBe(1);
+      release();
+      await stopping;
+
+      expect(logs.filter((line) => /"level":(50|60)/.test(line))).toEqual([]);
+      const reopened = openDatabase({ url: database.env.DATABASE_URL, dataDir: database.dataDir });
+      try {
+        const stored = await new MergeQueueStore(reopened.db, reopened.dialect).find(
+          organization.id,
+          REPO,
+          "main",
+        );
+        expect(stored?.configuration.concurrency).toBe(9);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      release();
+      await database.cleanup();
     }
   });
 });

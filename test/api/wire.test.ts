@@ -226,7 +226,7 @@ describe("server faults", () => {
       expect(status.status).toBe(200);
       expect(status.body).toMatchObject({ overallStatus: { type: "impacted", color: "red" } });
     } finally {
-      await broken.app.close();
+      await broken.close();
     }
   });
 });

@@ -84,24 +84,18 @@ describe(`stores on ${TEST_DIALECT}`, () => {
     );
   });
 
-  it("merge queues: every setting round-trips, inserts conflict, updates are compare-and-swap", async () => {
-    await new OrganizationStore(database.handle.db).ensure({
-      id: "o1",
-      slug: "acme",
-      createdAt: 1,
-    });
-    const repository = await new RepositoryStore(database.handle.db).ensure(
-      "o1",
-      { host: "h", owner: "o", name: "n" },
-      1,
-    );
-    const store = new MergeQueueStore(database.handle.db);
+  it("merge queues: every setting round-trips; inserts conflict; lookups are by organization", async () => {
+    const orgs = new OrganizationStore(database.handle.db);
+    await orgs.ensure({ id: "o1", slug: "acme", createdAt: 1 });
+    await orgs.ensure({ id: "o2", slug: "globex", createdAt: 1 });
+    const ref = { host: "h", owner: "o", name: "n" };
+    const repository = await new RepositoryStore(database.handle.db).ensure("o1", ref, 1);
+    const store = new MergeQueueStore(database.handle.db, database.handle.dialect);
     const configuration = {
       ...initialConfiguration({ mode: "parallel", concurrency: 4294967295 }),
       canOptimisticallyMerge: true,
       statusCheckEnabled: false,
       requiredStatuses: ["a", 'b "quoted"', "ü"],
-      pendingMode: null,
     };
     const record = {
       id: "q1",
@@ -112,28 +106,90 @@ describe(`stores on ${TEST_DIALECT}`, () => {
     };
     expect(await store.insert(record)).toBe(true);
     expect(await store.insert({ ...record, id: "q2" })).toBe(false);
-    const stored = await store.find(repository.id, "main");
-    expect(stored).toEqual({ ...record, updatedAt: 10, version: 1 });
+    expect(await store.find("o1", { host: "H", owner: "O", name: "N" }, "main")).toEqual({
+      ...record,
+      updatedAt: 10,
+      version: 1,
+    });
+    expect(await store.find("o2", ref, "main")).toBeUndefined();
+    expect(await store.find("o1", ref, "Main")).toBeUndefined();
+
+    expect(await store.delete("q1")).toBe(true);
+    expect(await store.delete("q1")).toBe(false);
+    expect(await store.find("o1", ref, "main")).toBeUndefined();
+  });
+
+  it("merge queues: modify writes what decide returns, and a refusal changes nothing", async () => {
+    await new OrganizationStore(database.handle.db).ensure({
+      id: "o1",
+      slug: "acme",
+      createdAt: 1,
+    });
+    const ref = { host: "h", owner: "o", name: "n" };
+    const repository = await new RepositoryStore(database.handle.db).ensure("o1", ref, 1);
+    const store = new MergeQueueStore(database.handle.db, database.handle.dialect);
+    const configuration = initialConfiguration({});
+    await store.insert({
+      id: "q1",
+      repositoryId: repository.id,
+      targetBranch: "main",
+      configuration,
+      createdAt: 10,
+    });
 
     const changed = {
       ...configuration,
       requiredStatuses: [],
       state: "switching_modes" as const,
-      pendingMode: "single" as const,
+      pendingMode: "parallel" as const,
     };
-    expect(await store.update("q1", 1, changed, 20)).toEqual({
-      ...record,
-      configuration: changed,
-      updatedAt: 20,
-      version: 2,
+    const modified = await store.modify("o1", ref, "main", 20, (current) => {
+      expect(current.version).toBe(1);
+      return changed;
     });
-    // A writer that read version 1 loses: its write is refused, nothing changes.
-    expect(await store.update("q1", 1, configuration, 30)).toBeUndefined();
-    expect((await store.find(repository.id, "main"))?.configuration).toEqual(changed);
+    expect(modified).toMatchObject({ configuration: changed, updatedAt: 20, version: 2 });
 
-    expect(await store.delete("q1")).toBe(true);
-    expect(await store.delete("q1")).toBe(false);
-    expect(await store.find(repository.id, "main")).toBeUndefined();
+    await expect(
+      store.modify("o1", ref, "main", 30, () => {
+        throw new Error("refused");
+      }),
+    ).rejects.toThrow("refused");
+    expect(await store.find("o1", ref, "main")).toMatchObject({
+      configuration: changed,
+      version: 2,
+      updatedAt: 20,
+    });
+    expect(await store.modify("o1", ref, "other", 40, (c) => c.configuration)).toBeUndefined();
+  });
+
+  it("merge queues: concurrent read-modify-writes of one queue all land", async () => {
+    await new OrganizationStore(database.handle.db).ensure({
+      id: "o1",
+      slug: "acme",
+      createdAt: 1,
+    });
+    const ref = { host: "h", owner: "o", name: "n" };
+    const repository = await new RepositoryStore(database.handle.db).ensure("o1", ref, 1);
+    const store = new MergeQueueStore(database.handle.db, database.handle.dialect);
+    await store.insert({
+      id: "q1",
+      repositoryId: repository.id,
+      targetBranch: "main",
+      configuration: initialConfiguration({}),
+      createdAt: 1,
+    });
+    const writers = 20;
+    await Promise.all(
+      Array.from({ length: writers }, (_, i) =>
+        store.modify("o1", ref, "main", 100 + i, (current) => ({
+          ...current.configuration,
+          concurrency: current.configuration.concurrency + 1,
+        })),
+      ),
+    );
+    const final = await store.find("o1", ref, "main");
+    expect(final?.configuration.concurrency).toBe(1 + writers);
+    expect(final?.version).toBe(1 + writers);
   });
 });
 

@@ -1,5 +1,5 @@
 import type { AddressInfo } from "node:net";
-import { createHttpServer, createServices, type Services } from "../../src/app.js";
+import { createHttpServer, createServices, stopService, type Services } from "../../src/app.js";
 import type { ApiApp } from "../../src/api/types.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 
@@ -68,7 +68,7 @@ export async function startTestServer(): Promise<TestServer> {
       return read(await fetch(`${url}${path}`, init));
     },
     async close() {
-      await app.close();
+      await stopService(app, database.handle);
       await database.cleanup();
     },
   };

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ApiError } from "../../lib/errors.js";
 import type { OrganizationService, Principal } from "../../organizations/service.js";
+import type { InFlightWork } from "./in-flight.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -18,11 +19,15 @@ export function principalOf(request: FastifyRequest): Principal {
  * Authenticates every route registered in `scope` by its `x-api-token` header (contract §1).
  * Runs before the body is parsed: an unauthenticated client learns nothing about validation.
  */
-export function requireApiToken(scope: FastifyInstance, organizations: OrganizationService): void {
+export function requireApiToken(
+  scope: FastifyInstance,
+  organizations: OrganizationService,
+  inFlight: InFlightWork,
+): void {
   scope.addHook("onRequest", async (request) => {
     const header = request.headers["x-api-token"];
-    request.principal = await organizations.authenticate(
-      Array.isArray(header) ? header[0] : header,
+    request.principal = await inFlight.track(() =>
+      organizations.authenticate(Array.isArray(header) ? header[0] : header),
     );
   });
 }

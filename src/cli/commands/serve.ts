@@ -24,7 +24,7 @@ Environment:
     .action(async () => {
       const config = loadServiceConfig(process.env);
       // Loaded here so that other commands (and --help) start without the server's modules.
-      const { createHttpServer, createServices, openMigratedDatabase } =
+      const { createHttpServer, createServices, openMigratedDatabase, stopService } =
         await import("../../app.js");
       const database = await openMigratedDatabase({
         url: config.databaseUrl,
@@ -77,19 +77,16 @@ Environment:
           process.exit(1);
         }, SHUTDOWN_GRACE_MS);
         force.unref();
-        app
-          .close()
-          .then(() => database.close())
-          .then(
-            () => {
-              app.log.info("stopped");
-              process.exit(0);
-            },
-            (error: unknown) => {
-              app.log.error({ err: error }, "shutdown failed");
-              process.exit(1);
-            },
-          );
+        stopService(app, database).then(
+          () => {
+            app.log.info("stopped");
+            process.exit(0);
+          },
+          (error: unknown) => {
+            app.log.error({ err: error }, "shutdown failed");
+            process.exit(1);
+          },
+        );
       };
       process.on("SIGTERM", () => {
         shutdown("SIGTERM");

@@ -7,7 +7,9 @@ import type {
   QueueMode,
   QueueState,
 } from "../../mergequeue/settings.js";
+import type { DialectName } from "../connection.js";
 import type { Database, MergeQueuesTable } from "../schema.js";
+import { repositoryLookupKey, type RepoRef } from "./repositories.js";
 
 export interface MergeQueueRecord {
   id: string;
@@ -96,15 +98,23 @@ function toRecord(row: Selectable<MergeQueuesTable>): MergeQueueRecord {
 
 /** Merge queues (one per repository and target branch) and their settings. */
 export class MergeQueueStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: DialectName,
+  ) {}
 
-  async find(repositoryId: string, targetBranch: string): Promise<MergeQueueRecord | undefined> {
-    const row = await this.db
-      .selectFrom("mergeQueues")
-      .selectAll()
-      .where("repositoryId", "=", repositoryId)
-      .where("targetBranch", "=", targetBranch)
-      .executeTakeFirst();
+  /** The queue of `targetBranch` in an organization's repository, in one query. */
+  async find(
+    organizationId: string,
+    repo: RepoRef,
+    targetBranch: string,
+  ): Promise<MergeQueueRecord | undefined> {
+    const row = await this.selectByAddress(
+      this.db,
+      organizationId,
+      repo,
+      targetBranch,
+    ).executeTakeFirst();
     return row && toRecord(row);
   }
 
@@ -127,27 +137,51 @@ export class MergeQueueStore {
   }
 
   /**
-   * Writes a new configuration if the queue is still at `expectedVersion` (compare-and-swap);
-   * returns the stored record, or undefined when the queue changed or vanished meanwhile.
+   * Read, decide, write, as one transaction holding the queue's row: concurrent writers of the
+   * same queue wait for each other instead of failing (`FOR UPDATE` on PostgreSQL; SQLite has a
+   * single writer). `decide` may throw to refuse the change, which then leaves everything as it
+   * was. Undefined when there is no such queue.
    */
-  async update(
-    id: string,
-    expectedVersion: number,
-    configuration: QueueConfiguration,
+  modify(
+    organizationId: string,
+    repo: RepoRef,
+    targetBranch: string,
     now: number,
+    decide: (current: MergeQueueRecord) => QueueConfiguration,
   ): Promise<MergeQueueRecord | undefined> {
-    const row = await this.db
-      .updateTable("mergeQueues")
-      .set({ ...toColumns(configuration), updatedAt: now, version: expectedVersion + 1 })
-      .where("id", "=", id)
-      .where("version", "=", expectedVersion)
-      .returningAll()
-      .executeTakeFirst();
-    return row && toRecord(row);
+    return this.db.transaction().execute(async (trx) => {
+      const row = await this.selectByAddress(trx, organizationId, repo, targetBranch)
+        .$if(this.dialect === "postgres", (qb) => qb.forUpdate("mergeQueues"))
+        .executeTakeFirst();
+      if (!row) return undefined;
+      const current = toRecord(row);
+      const updated = await trx
+        .updateTable("mergeQueues")
+        .set({ ...toColumns(decide(current)), updatedAt: now, version: current.version + 1 })
+        .where("id", "=", current.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return toRecord(updated);
+    });
   }
 
   async delete(id: string): Promise<boolean> {
     const result = await this.db.deleteFrom("mergeQueues").where("id", "=", id).executeTakeFirst();
     return result.numDeletedRows > 0n;
+  }
+
+  private selectByAddress(
+    db: Kysely<Database>,
+    organizationId: string,
+    repo: RepoRef,
+    targetBranch: string,
+  ) {
+    return db
+      .selectFrom("mergeQueues")
+      .innerJoin("repositories", "repositories.id", "mergeQueues.repositoryId")
+      .selectAll("mergeQueues")
+      .where("repositories.organizationId", "=", organizationId)
+      .where("repositories.lookupKey", "=", repositoryLookupKey(repo))
+      .where("mergeQueues.targetBranch", "=", targetBranch);
   }
 }
