@@ -5,7 +5,7 @@ import { PATTERN_MESSAGES } from "./schemas.js";
  * disagree with what the server validates. Plain HTML, no scripts, no external assets.
  */
 interface JsonSchema {
-  type?: string;
+  type?: string | string[];
   description?: string;
   properties?: Record<string, JsonSchema>;
   required?: string[];
@@ -49,6 +49,9 @@ const prose = (text: string | undefined): string =>
 
 function typeOf(schema: JsonSchema): string {
   if (schema.anyOf) return schema.anyOf.map(typeOf).join(" or ");
+  if (Array.isArray(schema.type)) {
+    return schema.type.map((type) => typeOf({ ...schema, type })).join(" or ");
+  }
   if (schema.type === "array") return `array of ${schema.items ? typeOf(schema.items) : "any"}`;
   if (schema.const !== undefined) return JSON.stringify(schema.const);
   return schema.format ? `${schema.type ?? "any"} (${schema.format})` : (schema.type ?? "any");
@@ -86,7 +89,7 @@ function fieldRows(schema: JsonSchema, prefix = ""): string[] {
     rows.push(
       `<tr><td><code>${escapeHtml(path)}</code></td><td>${escapeHtml(typeOf(field))}</td><td>${required.has(name) ? "yes" : ""}</td><td>${rulesOf(field)}</td><td>${prose(field.description)}</td></tr>`,
     );
-    if (field.type === "object" && field.properties) rows.push(...fieldRows(field, `${path}.`));
+    if (field.properties) rows.push(...fieldRows(field, `${path}.`));
     if (field.type === "array" && field.items?.properties)
       rows.push(...fieldRows(field.items, `${path}[].`));
   }
@@ -102,7 +105,7 @@ function fieldTable(schema: JsonSchema | undefined): string {
 function example(schema: JsonSchema | undefined): unknown {
   if (!schema) return {};
   if (schema.anyOf?.[0]) return example(schema.anyOf[0]);
-  switch (schema.type) {
+  switch (Array.isArray(schema.type) ? schema.type[0] : schema.type) {
     case "object": {
       const out: Record<string, unknown> = {};
       for (const name of schema.required ?? []) {

@@ -133,7 +133,11 @@ export const QueueSettingsFields = {
   statusCheckEnabled: Type.Boolean({ description: Descriptions.statusCheckEnabled }),
   directMergeMode: OutputEnum(DIRECT_MERGE_MODES, "Direct merge mode."),
   optimizationMode: OutputEnum(OPTIMIZATION_MODES, "Optimization mode."),
-  requiredStatuses: Type.Union([Type.Array(Type.String()), Type.Null()], {
+  // One schema with two types rather than a union: the serializer handles it without trying
+  // each branch.
+  requiredStatuses: Type.Unsafe<string[] | null>({
+    type: ["array", "null"],
+    items: { type: "string" },
     description: "The override, or `null` when none is set.",
   }),
   extensionEnabled: Type.Boolean({ description: Descriptions.extensionEnabled }),

@@ -8,6 +8,7 @@ import type {
   QueueState,
 } from "../../mergequeue/settings.js";
 import type { DialectName } from "../connection.js";
+import { precompile, type PrecompiledQuery } from "../precompiled.js";
 import type { Database, MergeQueuesTable } from "../schema.js";
 import { repositoryLookupKey, type RepoRef } from "./repositories.js";
 
@@ -98,10 +99,22 @@ function toRecord(row: Selectable<MergeQueuesTable>): MergeQueueRecord {
 
 /** Merge queues (one per repository and target branch) and their settings. */
 export class MergeQueueStore {
+  private readonly queueByAddress: PrecompiledQuery<
+    [organizationId: string, lookupKey: string, targetBranch: string],
+    Selectable<MergeQueuesTable>
+  >;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
-  ) {}
+  ) {
+    this.queueByAddress = precompile(
+      db as Kysely<never>,
+      (organizationId: string, lookupKey: string, targetBranch: string) =>
+        this.selectByAddress(db, organizationId, lookupKey, targetBranch),
+      ["$organizationId", "$lookupKey", "$targetBranch"],
+    );
+  }
 
   /** The queue of `targetBranch` in an organization's repository, in one query. */
   async find(
@@ -109,12 +122,11 @@ export class MergeQueueStore {
     repo: RepoRef,
     targetBranch: string,
   ): Promise<MergeQueueRecord | undefined> {
-    const row = await this.selectByAddress(
-      this.db,
+    const [row] = await this.queueByAddress(
       organizationId,
-      repo,
+      repositoryLookupKey(repo),
       targetBranch,
-    ).executeTakeFirst();
+    );
     return row && toRecord(row);
   }
 
@@ -150,7 +162,12 @@ export class MergeQueueStore {
     decide: (current: MergeQueueRecord) => QueueConfiguration,
   ): Promise<MergeQueueRecord | undefined> {
     return this.db.transaction().execute(async (trx) => {
-      const row = await this.selectByAddress(trx, organizationId, repo, targetBranch)
+      const row = await this.selectByAddress(
+        trx,
+        organizationId,
+        repositoryLookupKey(repo),
+        targetBranch,
+      )
         .$if(this.dialect === "postgres", (qb) => qb.forUpdate("mergeQueues"))
         .executeTakeFirst();
       if (!row) return undefined;
@@ -173,7 +190,7 @@ export class MergeQueueStore {
   private selectByAddress(
     db: Kysely<Database>,
     organizationId: string,
-    repo: RepoRef,
+    lookupKey: string,
     targetBranch: string,
   ) {
     return db
@@ -181,7 +198,7 @@ export class MergeQueueStore {
       .innerJoin("repositories", "repositories.id", "mergeQueues.repositoryId")
       .selectAll("mergeQueues")
       .where("repositories.organizationId", "=", organizationId)
-      .where("repositories.lookupKey", "=", repositoryLookupKey(repo))
+      .where("repositories.lookupKey", "=", lookupKey)
       .where("mergeQueues.targetBranch", "=", targetBranch);
   }
 }

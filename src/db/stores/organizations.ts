@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { precompile, type PrecompiledQuery } from "../precompiled.js";
 import type { Database } from "../schema.js";
 
 export interface Organization {
@@ -35,7 +36,26 @@ export interface TokenOwner {
 
 /** Organizations and their API tokens (one aggregate: a token never outlives its organization). */
 export class OrganizationStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  private readonly activeTokenOwner: PrecompiledQuery<[tokenHash: string], TokenOwner>;
+
+  constructor(private readonly db: Kysely<Database>) {
+    this.activeTokenOwner = precompile(
+      db as Kysely<never>,
+      (tokenHash: string) =>
+        db
+          .selectFrom("apiTokens")
+          .innerJoin("organizations", "organizations.id", "apiTokens.organizationId")
+          .select([
+            "apiTokens.id as tokenId",
+            "apiTokens.tokenHash as tokenHash",
+            "organizations.id as organizationId",
+            "organizations.slug as organizationSlug",
+          ])
+          .where("apiTokens.tokenHash", "=", tokenHash)
+          .where("apiTokens.revokedAt", "is", null),
+      ["$tokenHash"],
+    );
+  }
 
   /** Inserts the organization unless one with this slug exists; returns the stored one. */
   async ensure(org: Organization): Promise<{ organization: Organization; created: boolean }> {
@@ -91,19 +111,10 @@ export class OrganizationStore {
       .executeTakeFirst();
   }
 
-  findActiveTokenOwner(tokenHash: string): Promise<TokenOwner | undefined> {
-    return this.db
-      .selectFrom("apiTokens")
-      .innerJoin("organizations", "organizations.id", "apiTokens.organizationId")
-      .select([
-        "apiTokens.id as tokenId",
-        "apiTokens.tokenHash as tokenHash",
-        "organizations.id as organizationId",
-        "organizations.slug as organizationSlug",
-      ])
-      .where("apiTokens.tokenHash", "=", tokenHash)
-      .where("apiTokens.revokedAt", "is", null)
-      .executeTakeFirst();
+  /** Runs on every authenticated request, hence compiled once. */
+  async findActiveTokenOwner(tokenHash: string): Promise<TokenOwner | undefined> {
+    const [owner] = await this.activeTokenOwner(tokenHash);
+    return owner;
   }
 
   listTokens(organizationId: string): Promise<ApiTokenRecord[]> {

@@ -1,0 +1,48 @@
+import type { Kysely } from "kysely";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { precompile } from "../../src/db/precompiled.js";
+import type { Database } from "../../src/db/schema.js";
+import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
+
+let database: TestDatabase;
+let db: Kysely<Database>;
+beforeEach(async () => {
+  database = await createTestDatabase();
+  db = database.handle.db;
+  await db
+    .insertInto("organizations")
+    .values([
+      { id: "o1", slug: "acme", createdAt: 1 },
+      { id: "o2", slug: "globex", createdAt: 2 },
+    ])
+    .execute();
+});
+afterEach(async () => {
+  await database.cleanup();
+});
+
+describe(`precompiled queries on ${TEST_DIALECT}`, () => {
+  it("runs with new parameters each time and shapes rows like the builder", async () => {
+    const bySlug = precompile(
+      db as Kysely<never>,
+      (slug: string) =>
+        db.selectFrom("organizations").select(["id", "createdAt"]).where("slug", "=", slug),
+      ["$slug"],
+    );
+    expect(await bySlug("acme")).toEqual([{ id: "o1", createdAt: 1 }]);
+    expect(await bySlug("globex")).toEqual([{ id: "o2", createdAt: 2 }]);
+    expect(await bySlug("nobody")).toEqual([]);
+  });
+
+  it("refuses a query whose parameters are not its arguments in order", () => {
+    const swapped = (a: string, b: string) =>
+      db.selectFrom("organizations").select("id").where("slug", "=", b).where("id", "=", a);
+    expect(() => precompile(db as Kysely<never>, swapped, ["$a", "$b"])).toThrow(/in order/);
+    const twice = (a: string) =>
+      db.selectFrom("organizations").select("id").where("slug", "=", a).where("id", "=", a);
+    expect(() => precompile(db as Kysely<never>, twice, ["$a"])).toThrow(/in order/);
+    const constant = (a: string) =>
+      db.selectFrom("organizations").select("id").where("slug", "=", a).where("createdAt", ">", 0);
+    expect(() => precompile(db as Kysely<never>, constant, ["$a"])).toThrow(/in order/);
+  });
+});
