@@ -3,10 +3,13 @@
  * getQueue and updateQueue next to a trivial authenticated route, on SQLite and on PostgreSQL.
  *
  * Each database gets a real `mainline serve` child process; autocannon, in this process, drives it
- * over loopback. Absolute figures depend on the machine; the ratios to the trivial route, measured
- * against the same server seconds apart, are what to compare between runs.
+ * over loopback. Absolute figures depend on the machine; the ratios to the trivial route are what to
+ * compare between runs. Routes are measured in interleaved rounds (every route once per round, back
+ * to back), a ratio is taken within each round, and the median over the rounds is reported, so
+ * that drift in the machine's speed during a run does not land on one route.
  *
- * Usage: npm run bench:api   (BENCH_SECONDS=<1..30> sets the measured duration per route; default 5)
+ * Usage: npm run bench:api   (BENCH_SECONDS=<1..30>: seconds per route per round, default 3;
+ *                             BENCH_ROUNDS=<1..30>: rounds, default 5)
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -27,7 +30,8 @@ const POSTGRES_ADMIN_URL = `postgres://postgres@${HOST}:5432/test`;
 
 const CONNECTIONS = 10;
 const WARMUP_SECONDS = 1;
-const MEASURED_SECONDS = secondsFromEnv(process.env.BENCH_SECONDS, 5);
+const MEASURED_SECONDS = secondsFromEnv(process.env.BENCH_SECONDS, 3);
+const ROUNDS = secondsFromEnv(process.env.BENCH_ROUNDS, 5);
 const STARTUP_TIMEOUT_MS = 30_000;
 /** Longer than the server's own 10 s shutdown grace, after which it exits by itself. */
 const SHUTDOWN_TIMEOUT_MS = 15_000;
@@ -40,8 +44,8 @@ const REPO = { host: "github.com", owner: "bench", name: "app" };
 const QUEUE = { repo: REPO, targetBranch: "main" };
 
 /**
- * Each connection writes to a queue of its own. On one shared queue, writers racing on its version
- * get 409 after five lost races in a row (ADR 0003): that would measure contention, not a write.
+ * Each connection writes to a queue of its own: writers of one queue wait for each other's row
+ * lock (ADR 0003), which would measure lock waits, not the cost of a write.
  */
 function writeQueue(connection: number): typeof QUEUE {
   return { repo: REPO, targetBranch: `bench-writes-${connection}` };
@@ -75,8 +79,10 @@ interface RouteResult {
   requestsPerSecond: number;
   p50Ms: number;
   p99Ms: number;
-  /** This route's requests/s divided by the trivial route's, on the same server. */
+  /** Median over the rounds of this route's requests/s divided by the trivial route's. */
   ratio: number;
+  /** The same ratio in each round, to show the spread. */
+  roundRatios: number[];
   requests: number;
 }
 
@@ -96,7 +102,9 @@ function secondsFromEnv(value: string | undefined, fallback: number): number {
   if (value === undefined || value.trim() === "") return fallback;
   const seconds = Number(value);
   if (!Number.isInteger(seconds) || seconds < 1 || seconds > 30) {
-    throw new Error(`BENCH_SECONDS must be a whole number from 1 to 30 (got "${value}").`);
+    throw new Error(
+      `BENCH_SECONDS and BENCH_ROUNDS take whole numbers from 1 to 30 (got "${value}").`,
+    );
   }
   return seconds;
 }
@@ -257,27 +265,49 @@ async function load(
   return result;
 }
 
-/** A warm-up run (JIT, caches, connection pool) and then the measured run, on one route. */
-async function measure(baseUrl: string, token: string, route: Route): Promise<autocannon.Result> {
-  await load(baseUrl, token, route, WARMUP_SECONDS);
-  return load(baseUrl, token, route, MEASURED_SECONDS);
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] ?? 0)
+    : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
 }
 
+/**
+ * A warm-up of every route (JIT, caches, connection pool), then ROUNDS rounds that each measure
+ * every route once. Per route: the median requests/s and latencies over the rounds, and the median
+ * of its per-round ratio to the trivial route.
+ */
 async function measureRoutes(baseUrl: string, token: string): Promise<RouteResult[]> {
-  const measured: { route: Route; result: autocannon.Result }[] = [];
-  for (const route of ROUTES) {
-    process.stdout.write(`  ${route.name}…\n`);
-    measured.push({ route, result: await measure(baseUrl, token, route) });
+  for (const route of ROUTES) await load(baseUrl, token, route, WARMUP_SECONDS);
+  const rounds: Map<Route, autocannon.Result>[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    process.stdout.write(`  round ${round}/${ROUNDS}…\n`);
+    const results = new Map<Route, autocannon.Result>();
+    for (const route of ROUTES)
+      results.set(route, await load(baseUrl, token, route, MEASURED_SECONDS));
+    rounds.push(results);
   }
-  const trivial = measured.find(({ route }) => route === TRIVIAL_ROUTE);
-  if (!trivial) throw new Error("The trivial route was not measured.");
-  return measured.map(({ route, result }) => ({
+  const of = (results: Map<Route, autocannon.Result>, route: Route): autocannon.Result => {
+    const result = results.get(route);
+    if (!result) throw new Error(`${route.name} was not measured.`);
+    return result;
+  };
+  return ROUTES.map((route) => ({
     route: route.name,
-    requestsPerSecond: Math.round(result.requests.average),
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    ratio: round(result.requests.average / trivial.result.requests.average, 3),
-    requests: result.requests.total,
+    requestsPerSecond: Math.round(median(rounds.map((r) => of(r, route).requests.average))),
+    p50Ms: median(rounds.map((r) => of(r, route).latency.p50)),
+    p99Ms: median(rounds.map((r) => of(r, route).latency.p99)),
+    ratio: round(
+      median(
+        rounds.map((r) => of(r, route).requests.average / of(r, TRIVIAL_ROUTE).requests.average),
+      ),
+      3,
+    ),
+    roundRatios: rounds.map((r) =>
+      round(of(r, route).requests.average / of(r, TRIVIAL_ROUTE).requests.average, 3),
+    ),
+    requests: rounds.reduce((sum, r) => sum + of(r, route).requests.total, 0),
   }));
 }
 
@@ -355,7 +385,15 @@ function targetOutcome(results: readonly DatabaseResult[]) {
 }
 
 function formatTable(results: readonly DatabaseResult[]): string {
-  const header = ["database", "route", "req/s", "p50 ms", "p99 ms", `vs ${TRIVIAL_ROUTE.name}`];
+  const header = [
+    "database",
+    "route",
+    "req/s",
+    "p50 ms",
+    "p99 ms",
+    `vs ${TRIVIAL_ROUTE.name}`,
+    "per round",
+  ];
   const rows = results.flatMap(({ database, routes }) =>
     routes.map((r) => [
       database,
@@ -364,6 +402,7 @@ function formatTable(results: readonly DatabaseResult[]): string {
       String(r.p50Ms),
       String(r.p99Ms),
       `${Math.round(r.ratio * 100)}%`,
+      r.roundRatios.map((ratio) => `${Math.round(ratio * 100)}`).join(" "),
     ]),
   );
   const widths = header.map((cell, column) =>
@@ -394,7 +433,12 @@ function report(results: readonly DatabaseResult[], loadAverageBefore: number): 
       loadAverage1mBefore: round(loadAverageBefore, 2),
     },
     node: process.version,
-    load: { connections: CONNECTIONS, warmupSeconds: WARMUP_SECONDS, seconds: MEASURED_SECONDS },
+    load: {
+      connections: CONNECTIONS,
+      warmupSeconds: WARMUP_SECONDS,
+      secondsPerRoutePerRound: MEASURED_SECONDS,
+      rounds: ROUNDS,
+    },
     databases: results,
     target,
   };

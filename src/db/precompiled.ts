@@ -1,25 +1,25 @@
-import { CompiledQuery, type Compilable, type Kysely } from "kysely";
+import { CompiledQuery, type Kysely } from "kysely";
 
 /**
  * A query compiled once and then run with new parameters. Kysely otherwise rebuilds the query,
  * runs its plugins over the tree and compiles it on every call, which on SQLite costs more than
- * executing it; hot lookups (a token on every request) use this instead. Plugins still shape the
- * result rows.
+ * executing it; hot lookups (a token on every request) use this instead.
  *
- * `build` is called once with `placeholders` (distinct sentinel values); the compiled query must
+ * `compile` is called once with `placeholders` (distinct sentinel values); the compiled query must
  * take exactly those as its parameters, in order, or this throws at startup rather than binding
- * values to the wrong places later.
+ * values to the wrong places later. `executor` runs it: with plugins, they shape the result rows
+ * as for any query; `db.withoutPlugins()` returns rows as the SQL names them.
  */
 export type PrecompiledQuery<Args extends readonly string[], Row> = (
   ...args: Args
 ) => Promise<Row[]>;
 
 export function precompile<Args extends readonly string[], Row>(
-  db: Kysely<never>,
-  build: (...args: Args) => Compilable<Row>,
+  executor: Kysely<never>,
+  compile: (...args: Args) => CompiledQuery<Row>,
   placeholders: Args,
 ): PrecompiledQuery<Args, Row> {
-  const compiled = build(...placeholders).compile();
+  const compiled = compile(...placeholders);
   const inOrder =
     compiled.parameters.length === placeholders.length &&
     compiled.parameters.every((value, i) => value === placeholders[i]);
@@ -29,7 +29,7 @@ export function precompile<Args extends readonly string[], Row>(
     );
   }
   return async (...args) => {
-    const result = await db.executeQuery<Row>(CompiledQuery.raw(compiled.sql, [...args]));
+    const result = await executor.executeQuery<Row>(CompiledQuery.raw(compiled.sql, [...args]));
     return result.rows;
   };
 }

@@ -26,7 +26,11 @@ describe(`precompiled queries on ${TEST_DIALECT}`, () => {
     const bySlug = precompile(
       db as Kysely<never>,
       (slug: string) =>
-        db.selectFrom("organizations").select(["id", "createdAt"]).where("slug", "=", slug),
+        db
+          .selectFrom("organizations")
+          .select(["id", "createdAt"])
+          .where("slug", "=", slug)
+          .compile(),
       ["$slug"],
     );
     expect(await bySlug("acme")).toEqual([{ id: "o1", createdAt: 1 }]);
@@ -36,13 +40,28 @@ describe(`precompiled queries on ${TEST_DIALECT}`, () => {
 
   it("refuses a query whose parameters are not its arguments in order", () => {
     const swapped = (a: string, b: string) =>
-      db.selectFrom("organizations").select("id").where("slug", "=", b).where("id", "=", a);
+      db
+        .selectFrom("organizations")
+        .select("id")
+        .where("slug", "=", b)
+        .where("id", "=", a)
+        .compile();
     expect(() => precompile(db as Kysely<never>, swapped, ["$a", "$b"])).toThrow(/in order/);
     const twice = (a: string) =>
-      db.selectFrom("organizations").select("id").where("slug", "=", a).where("id", "=", a);
+      db
+        .selectFrom("organizations")
+        .select("id")
+        .where("slug", "=", a)
+        .where("id", "=", a)
+        .compile();
     expect(() => precompile(db as Kysely<never>, twice, ["$a"])).toThrow(/in order/);
     const constant = (a: string) =>
-      db.selectFrom("organizations").select("id").where("slug", "=", a).where("createdAt", ">", 0);
+      db
+        .selectFrom("organizations")
+        .select("id")
+        .where("slug", "=", a)
+        .where("createdAt", ">", 0)
+        .compile();
     expect(() => precompile(db as Kysely<never>, constant, ["$a"])).toThrow(/in order/);
   });
 });

@@ -1,4 +1,4 @@
-import type { Insertable, Kysely, Selectable } from "kysely";
+import { sql, type Insertable, type Kysely, type Selectable } from "kysely";
 import type {
   DirectMergeMode,
   MergeMethod,
@@ -28,6 +28,42 @@ type ConfigurationColumns = Omit<
 >;
 
 const bit = (value: boolean): number => (value ? 1 : 0);
+
+/** Every column of `merge_queues`, checked by the compiler: none missing, none extra. */
+const MERGE_QUEUE_COLUMNS = Object.keys({
+  id: true,
+  repositoryId: true,
+  targetBranch: true,
+  state: true,
+  mode: true,
+  pendingMode: true,
+  concurrency: true,
+  bisectionConcurrency: true,
+  testingTimeoutMinutes: true,
+  pendingFailureDepth: true,
+  canOptimisticallyMerge: true,
+  batch: true,
+  batchingMaxWaitTimeMinutes: true,
+  batchingMinSize: true,
+  mergeMethod: true,
+  commentsEnabled: true,
+  commandsEnabled: true,
+  createPrsForTestingBranches: true,
+  statusCheckEnabled: true,
+  directMergeMode: true,
+  optimizationMode: true,
+  requiredStatuses: true,
+  extensionEnabled: true,
+  enqueueingLabel: true,
+  labelCommandsEnabled: true,
+  stateLabelsEnabled: true,
+  notReadyTimeoutHours: true,
+  createdAt: true,
+  updatedAt: true,
+  version: true,
+} satisfies Record<keyof MergeQueuesTable, true>);
+
+const snakeCase = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 function toColumns(c: QueueConfiguration): ConfigurationColumns {
   return {
@@ -108,10 +144,19 @@ export class MergeQueueStore {
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
   ) {
+    // The hottest read (getQueue): SQLite answers in the camelCase of the row type, so rows
+    // need no mapping by the CamelCasePlugin.
+    const plain = db.withoutPlugins();
+    const columns = sql.raw(
+      MERGE_QUEUE_COLUMNS.map((column) => `mq.${snakeCase(column)} as "${column}"`).join(", "),
+    );
     this.queueByAddress = precompile(
-      db as Kysely<never>,
+      plain as Kysely<never>,
       (organizationId: string, lookupKey: string, targetBranch: string) =>
-        this.selectByAddress(db, organizationId, lookupKey, targetBranch),
+        sql<Selectable<MergeQueuesTable>>`select ${columns} from merge_queues mq
+          inner join repositories r on r.id = mq.repository_id
+          where r.organization_id = ${organizationId} and r.lookup_key = ${lookupKey}
+          and mq.target_branch = ${targetBranch}`.compile(plain),
       ["$organizationId", "$lookupKey", "$targetBranch"],
     );
   }

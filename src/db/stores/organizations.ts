@@ -52,7 +52,8 @@ export class OrganizationStore {
             "organizations.slug as organizationSlug",
           ])
           .where("apiTokens.tokenHash", "=", tokenHash)
-          .where("apiTokens.revokedAt", "is", null),
+          .where("apiTokens.revokedAt", "is", null)
+          .compile(),
       ["$tokenHash"],
     );
   }
