@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import { QUEUE_DEFAULTS } from "../helpers/contract.js";
 import { REPO, startTestServer, type TestServer } from "../helpers/server.js";
 
 let server: TestServer;
@@ -18,32 +19,6 @@ async function freshQueue(extra: Body = {}): Promise<{ repo: typeof REPO; target
   return address;
 }
 
-const DEFAULTS = {
-  state: "running",
-  mode: "single",
-  concurrency: 1,
-  bisectionConcurrency: 1,
-  testingTimeoutMinutes: 60,
-  pendingFailureDepth: 0,
-  canOptimisticallyMerge: false,
-  batch: false,
-  batchingMaxWaitTimeMinutes: 5,
-  batchingMinSize: 4,
-  mergeMethod: "squash",
-  commentsEnabled: true,
-  commandsEnabled: true,
-  createPrsForTestingBranches: false,
-  statusCheckEnabled: true,
-  directMergeMode: "off",
-  optimizationMode: "off",
-  requiredStatuses: null,
-  extensionEnabled: true,
-  enqueueingLabel: "merge-queue-submit",
-  labelCommandsEnabled: true,
-  stateLabelsEnabled: false,
-  notReadyTimeoutHours: 24,
-};
-
 describe("createQueue", () => {
   it("creates a queue with the defaults and answers {}", async () => {
     const address = { repo: REPO, targetBranch: "create-defaults" };
@@ -53,7 +28,7 @@ describe("createQueue", () => {
     const read = await server.call("getQueue", address);
     expect(read.status).toBe(200);
     expect(read.body).toEqual({
-      ...DEFAULTS,
+      ...QUEUE_DEFAULTS,
       branch: "create-defaults",
       enqueuedPullRequests: [],
     });
@@ -208,7 +183,11 @@ describe("updateQueue", () => {
     const address = await freshQueue({ concurrency: 6 });
     const response = await server.call("updateQueue", address);
     expect(response.status).toBe(200);
-    expect(response.body).toEqual({ ...DEFAULTS, concurrency: 6, branch: address.targetBranch });
+    expect(response.body).toEqual({
+      ...QUEUE_DEFAULTS,
+      concurrency: 6,
+      branch: address.targetBranch,
+    });
   });
 
   it("accepts enum values in any letter case and answers them in lowercase", async () => {
@@ -325,7 +304,7 @@ describe("updateQueue", () => {
     expect(response.body.error.message).toContain(field);
     expect(response.body.error.details[0]?.path.startsWith(field)).toBe(true);
     expect((await server.call("getQueue", address)).body).toEqual({
-      ...DEFAULTS,
+      ...QUEUE_DEFAULTS,
       branch: address.targetBranch,
       enqueuedPullRequests: [],
     });

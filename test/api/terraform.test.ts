@@ -1,6 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../helpers/server.js";
+import { QUEUE_DEFAULTS } from "../helpers/contract.js";
 import {
+  STATE_ATTRIBUTES,
   TerraformProviderSubstitute,
   inconsistentAttributes,
   type QueueResourceConfig,
@@ -91,30 +93,15 @@ describe("Terraform provider lifecycle", () => {
 
   it("a minimal resource gets the documented defaults", async () => {
     const state = await provider.create({ repo, targetBranch: "minimal" });
-    expect(state).toEqual({
-      mode: "single",
-      concurrency: 1,
-      state: "running",
-      testingTimeoutMinutes: 60,
-      pendingFailureDepth: 0,
-      canOptimisticallyMerge: false,
-      batch: false,
-      batchingMaxWaitTimeMinutes: 5,
-      batchingMinSize: 4,
-      createPrsForTestingBranches: false,
-      mergeMethod: "squash",
-      commentsEnabled: true,
-      commandsEnabled: true,
-      statusCheckEnabled: true,
-      directMergeMode: "off",
-      optimizationMode: "off",
-      bisectionConcurrency: 1,
-      extensionEnabled: true,
-      enqueueingLabel: "merge-queue-submit",
-      labelCommandsEnabled: true,
-      stateLabelsEnabled: false,
-      requiredStatuses: null,
-    });
+    // Every attribute the provider reads, at the contract's default.
+    expect(state).toEqual(
+      Object.fromEntries(
+        Object.keys(STATE_ATTRIBUTES).map((key) => [
+          key,
+          QUEUE_DEFAULTS[key as keyof typeof QUEUE_DEFAULTS],
+        ]),
+      ),
+    );
   });
 
   it("import by host/owner/name/branch, with a slash in the branch", async () => {

@@ -9,6 +9,7 @@ import {
   type CliResult,
   type RunningServer,
 } from "../helpers/process.js";
+import { QUEUE_DEFAULTS } from "../helpers/contract.js";
 import { post } from "./support.js";
 
 let database: TestDatabase;
@@ -66,32 +67,6 @@ async function httpQueue(
   return { status: answer.status, body: answer.body as Record<string, unknown> };
 }
 
-const DEFAULTS = {
-  state: "running",
-  mode: "single",
-  concurrency: 1,
-  bisectionConcurrency: 1,
-  testingTimeoutMinutes: 60,
-  pendingFailureDepth: 0,
-  canOptimisticallyMerge: false,
-  batch: false,
-  batchingMaxWaitTimeMinutes: 5,
-  batchingMinSize: 4,
-  mergeMethod: "squash",
-  commentsEnabled: true,
-  commandsEnabled: true,
-  createPrsForTestingBranches: false,
-  statusCheckEnabled: true,
-  directMergeMode: "off",
-  optimizationMode: "off",
-  requiredStatuses: null,
-  extensionEnabled: true,
-  enqueueingLabel: "merge-queue-submit",
-  labelCommandsEnabled: true,
-  stateLabelsEnabled: false,
-  notReadyTimeoutHours: 24,
-};
-
 describe("queue commands with --url and --token", () => {
   const at = ["--repo", "github.com/acme/app", "--branch", "flags"];
 
@@ -110,7 +85,7 @@ describe("queue commands with --url and --token", () => {
     expect(text.stdout).toMatch(/^state +"running"$/m);
     expect(text.stdout).toMatch(/^requiredStatuses +null$/m);
     expect(text.stdout).toMatch(/^enqueued +0 pull request\(s\)$/m);
-    expect(parsed(json)).toEqual({ ...DEFAULTS, branch: "flags", enqueuedPullRequests: [] });
+    expect(parsed(json)).toEqual({ ...QUEUE_DEFAULTS, branch: "flags", enqueuedPullRequests: [] });
   });
 
   it("update echoes the new settings, which the API then answers", async () => {
@@ -126,7 +101,7 @@ describe("queue commands with --url and --token", () => {
       "--json",
     );
     const expected = { concurrency: 4, state: "paused", requiredStatuses: ["build", "test"] };
-    expect(parsed(update)).toMatchObject({ ...DEFAULTS, ...expected, branch: "flags" });
+    expect(parsed(update)).toMatchObject({ ...QUEUE_DEFAULTS, ...expected, branch: "flags" });
     expect((await httpQueue("flags")).body).toMatchObject(expected);
 
     const cleared = parsed(
@@ -178,7 +153,7 @@ describe("queue commands with MAINLINE_URL and MAINLINE_TOKEN", () => {
     succeeded(await withEnv(["create", ...at, "--mode", "parallel", "--concurrency", "3"]));
     const read = parsed(await withEnv(["get", ...at, "--json"]));
     expect(read).toEqual({
-      ...DEFAULTS,
+      ...QUEUE_DEFAULTS,
       mode: "parallel",
       concurrency: 3,
       branch: "from-env",

@@ -18,6 +18,18 @@ afterEach(async () => {
   await database.cleanup();
 });
 
+/** An organization `o1` with one repository, and the merge-queue store. */
+async function queueFixture() {
+  await new OrganizationStore(database.handle.db).ensure({ id: "o1", slug: "acme", createdAt: 1 });
+  const ref = { host: "h", owner: "o", name: "n" };
+  const repository = await new RepositoryStore(database.handle.db).ensure("o1", ref, 1);
+  return {
+    ref,
+    repository,
+    store: new MergeQueueStore(database.handle.db, database.handle.dialect),
+  };
+}
+
 describe(`stores on ${TEST_DIALECT}`, () => {
   it("migrations are idempotent", async () => {
     expect(await migrateToLatest(database.handle)).toEqual({ applied: [] });
@@ -85,12 +97,12 @@ describe(`stores on ${TEST_DIALECT}`, () => {
   });
 
   it("merge queues: every setting round-trips; inserts conflict; lookups are by organization", async () => {
-    const orgs = new OrganizationStore(database.handle.db);
-    await orgs.ensure({ id: "o1", slug: "acme", createdAt: 1 });
-    await orgs.ensure({ id: "o2", slug: "globex", createdAt: 1 });
-    const ref = { host: "h", owner: "o", name: "n" };
-    const repository = await new RepositoryStore(database.handle.db).ensure("o1", ref, 1);
-    const store = new MergeQueueStore(database.handle.db, database.handle.dialect);
+    const { ref, repository, store } = await queueFixture();
+    await new OrganizationStore(database.handle.db).ensure({
+      id: "o2",
+      slug: "globex",
+      createdAt: 1,
+    });
     const configuration = {
       ...initialConfiguration({ mode: "parallel", concurrency: 4294967295 }),
       canOptimisticallyMerge: true,
@@ -120,14 +132,7 @@ describe(`stores on ${TEST_DIALECT}`, () => {
   });
 
   it("merge queues: modify writes what decide returns, and a refusal changes nothing", async () => {
-    await new OrganizationStore(database.handle.db).ensure({
-      id: "o1",
-      slug: "acme",
-      createdAt: 1,
-    });
-    const ref = { host: "h", owner: "o", name: "n" };
-    const repository = await new RepositoryStore(database.handle.db).ensure("o1", ref, 1);
-    const store = new MergeQueueStore(database.handle.db, database.handle.dialect);
+    const { ref, repository, store } = await queueFixture();
     const configuration = initialConfiguration({});
     await store.insert({
       id: "q1",
@@ -163,14 +168,7 @@ describe(`stores on ${TEST_DIALECT}`, () => {
   });
 
   it("merge queues: concurrent read-modify-writes of one queue all land", async () => {
-    await new OrganizationStore(database.handle.db).ensure({
-      id: "o1",
-      slug: "acme",
-      createdAt: 1,
-    });
-    const ref = { host: "h", owner: "o", name: "n" };
-    const repository = await new RepositoryStore(database.handle.db).ensure("o1", ref, 1);
-    const store = new MergeQueueStore(database.handle.db, database.handle.dialect);
+    const { ref, repository, store } = await queueFixture();
     await store.insert({
       id: "q1",
       repositoryId: repository.id,
