@@ -77,14 +77,15 @@ Environment:
           process.exit(1);
         }, SHUTDOWN_GRACE_MS);
         force.unref();
+        // With the server and the database closed nothing is left to run, and the process ends
+        // by itself once the log lines are written; exiting here could cut the last ones off.
         stopService(app, database).then(
           () => {
             app.log.info("stopped");
-            process.exit(0);
           },
           (error: unknown) => {
             app.log.error({ err: error }, "shutdown failed");
-            process.exit(1);
+            process.exitCode = 1;
           },
         );
       };
