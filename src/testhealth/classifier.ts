@@ -1,0 +1,226 @@
+/**
+ * The health classifier (contract §3): a pure function from a test's recent runs, the
+ * repository's monitor settings and the monitors' previous states to each monitor's state and
+ * the test's status. No I/O, no clock: `now` is given.
+ */
+import {
+  inScope,
+  type FailureCountMonitor,
+  type FailureRateMonitor,
+  type HealthStatus,
+  type MonitorClassification,
+  type MonitorSettings,
+} from "./monitors.js";
+
+export interface ClassifierRun {
+  /** When the run happened, epoch ms. */
+  at: number;
+  status: "passed" | "failed" | "skipped";
+  commit: string;
+  branch: string;
+  prNumber: number | null;
+  /** Runs of an upload excluded by infrastructure-failure protection never count. */
+  excluded: boolean;
+}
+
+export interface MonitorState {
+  active: boolean;
+  /** Why it is active (or was, when it resolved). */
+  reason: string;
+  /** When `active` last changed, epoch ms. */
+  changedAt: number;
+}
+
+export type MonitorStates = Readonly<Record<string, MonitorState>>;
+
+export interface Classification {
+  status: HealthStatus;
+  /** The reason of the most severe active monitor; "" when healthy. */
+  reason: string;
+  monitors: Record<string, MonitorState>;
+}
+
+export const PASS_ON_RETRY = "pass-on-retry";
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/** How long ago runs can still matter for these settings (callers load at least this much). */
+export function lookbackMs(settings: MonitorSettings): number {
+  return Math.max(
+    settings.passOnRetry.enabled ? settings.passOnRetry.recoveryDays * DAY : 0,
+    ...settings.failureRate.map((m) => m.windowHours * HOUR),
+    ...settings.failureCount.map((m) => Math.max(m.windowHours, m.resolutionHours) * HOUR),
+  );
+}
+
+const counted = (run: ClassifierRun): boolean => !run.excluded && run.status !== "skipped";
+const percent = (fraction: number): string => `${Math.round(fraction * 100)}%`;
+const hours = (h: number): string => (h % 24 === 0 && h >= 48 ? `${h / 24} days` : `${h} h`);
+
+/** The branches runs were on, most frequent first: "main" or "main, master". */
+function branchesOf(runs: readonly ClassifierRun[]): string {
+  const counts = new Map<string, number>();
+  for (const run of runs) counts.set(run.branch, (counts.get(run.branch) ?? 0) + 1);
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .slice(0, 3)
+    .map(([branch]) => branch)
+    .join(", ");
+}
+
+function transition(
+  previous: MonitorState | undefined,
+  active: boolean,
+  reason: string,
+  now: number,
+): MonitorState {
+  if (previous && previous.active === active) {
+    return { active, reason: active ? reason : previous.reason, changedAt: previous.changedAt };
+  }
+  return { active, reason: active || !previous ? reason : previous.reason, changedAt: now };
+}
+
+/**
+ * Pass-on-retry: a commit with at least one failed and one passed run. It is detected when the
+ * second kind of result arrives, and resolves `recoveryDays` after the latest detection.
+ */
+function passOnRetry(
+  runs: readonly ClassifierRun[],
+  settings: MonitorSettings,
+  previous: MonitorState | undefined,
+  now: number,
+): MonitorState {
+  const byCommit = new Map<string, { firstPass?: ClassifierRun; firstFail?: ClassifierRun }>();
+  for (const run of runs) {
+    if (!counted(run)) continue;
+    const seen = byCommit.get(run.commit) ?? {};
+    const key = run.status === "passed" ? "firstPass" : "firstFail";
+    const first = seen[key];
+    if (!first || run.at < first.at) seen[key] = run;
+    byCommit.set(run.commit, seen);
+  }
+  let latest: { at: number; commit: string; run: ClassifierRun } | undefined;
+  for (const [commit, { firstPass, firstFail }] of byCommit) {
+    if (!firstPass || !firstFail) continue;
+    const detection = firstPass.at > firstFail.at ? firstPass : firstFail;
+    if (!latest || detection.at > latest.at) latest = { at: detection.at, commit, run: detection };
+  }
+  const recovery = settings.passOnRetry.recoveryDays * DAY;
+  const active = settings.passOnRetry.enabled && latest !== undefined && now - latest.at < recovery;
+  const where = latest
+    ? `branch ${latest.run.branch}${latest.run.prNumber !== null ? `, PR #${latest.run.prNumber}` : ""}`
+    : "";
+  const reason = latest
+    ? `Failed and passed on the same commit ${latest.commit.slice(0, 7)} (${where})`
+    : "";
+  return transition(previous, active, reason, now);
+}
+
+/** Failure rate over a rolling window, with hysteresis between activation and resolution. */
+function failureRate(
+  monitor: FailureRateMonitor,
+  runs: readonly ClassifierRun[],
+  settings: MonitorSettings,
+  previous: MonitorState | undefined,
+  now: number,
+): MonitorState {
+  const window = runs.filter(
+    (run) =>
+      counted(run) &&
+      run.at <= now &&
+      now - run.at < monitor.windowHours * HOUR &&
+      inScope(run.branch, monitor.scope, settings),
+  );
+  const failed = window.filter((run) => run.status === "failed").length;
+  const rate = window.length === 0 ? 0 : failed / window.length;
+  const enough = window.length >= monitor.minRuns;
+  const wasActive = monitor.enabled && previous?.active === true;
+  let active: boolean;
+  if (!monitor.enabled) active = false;
+  else if (!wasActive) active = enough && rate >= monitor.activation;
+  // Once active it stays so until the rate falls below resolution on enough runs, or the test
+  // stops running in scope for a whole window (stale).
+  else active = window.length > 0 && !(enough && rate < monitor.resolution);
+  const reason = `Failure rate ${percent(rate)} (${failed} of ${window.length} runs) over the last ${hours(monitor.windowHours)} on ${branchesOf(window) || "no branch"}`;
+  return transition(previous, active, reason, now);
+}
+
+/** N failures within a window; resolves after a quiet period with no failure. */
+function failureCount(
+  monitor: FailureCountMonitor,
+  runs: readonly ClassifierRun[],
+  settings: MonitorSettings,
+  previous: MonitorState | undefined,
+  now: number,
+): MonitorState {
+  const failures = runs
+    .filter(
+      (run) =>
+        counted(run) &&
+        run.status === "failed" &&
+        run.at <= now &&
+        inScope(run.branch, monitor.scope, settings),
+    )
+    .sort((a, b) => a.at - b.at);
+  const inWindow = failures.filter((run) => now - run.at < monitor.windowHours * HOUR);
+  const last = failures.at(-1);
+  const quietFor = last ? now - last.at : Infinity;
+  const wasActive = monitor.enabled && previous?.active === true;
+  const active =
+    monitor.enabled &&
+    (inWindow.length >= monitor.failures ||
+      (wasActive && quietFor < monitor.resolutionHours * HOUR));
+  const reason = `${inWindow.length} failure${inWindow.length === 1 ? "" : "s"} within ${hours(monitor.windowHours)} on ${branchesOf(inWindow) || "no branch"}`;
+  return transition(previous, active, reason, now);
+}
+
+const SEVERITY: Record<MonitorClassification, number> = { broken: 2, flaky: 1 };
+
+/** A total order, so that the outcome (reasons included) never depends on the input's order. */
+function compareRuns(a: ClassifierRun, b: ClassifierRun): number {
+  return (
+    a.at - b.at ||
+    a.commit.localeCompare(b.commit) ||
+    a.branch.localeCompare(b.branch) ||
+    a.status.localeCompare(b.status) ||
+    (a.prNumber ?? -1) - (b.prNumber ?? -1) ||
+    Number(a.excluded) - Number(b.excluded)
+  );
+}
+
+/** Evaluates every monitor; the status is the most severe active one (broken > flaky). */
+export function classify(
+  unordered: readonly ClassifierRun[],
+  settings: MonitorSettings,
+  previous: MonitorStates,
+  now: number,
+): Classification {
+  const runs = [...unordered].sort(compareRuns);
+  const monitors: Record<string, MonitorState> = {};
+  const classifications: { classification: MonitorClassification; state: MonitorState }[] = [];
+
+  const retry = passOnRetry(runs, settings, previous[PASS_ON_RETRY], now);
+  monitors[PASS_ON_RETRY] = retry;
+  classifications.push({ classification: "flaky", state: retry });
+  for (const monitor of settings.failureRate) {
+    const state = failureRate(monitor, runs, settings, previous[monitor.id], now);
+    monitors[monitor.id] = state;
+    classifications.push({ classification: monitor.classification, state });
+  }
+  for (const monitor of settings.failureCount) {
+    const state = failureCount(monitor, runs, settings, previous[monitor.id], now);
+    monitors[monitor.id] = state;
+    classifications.push({ classification: monitor.classification, state });
+  }
+
+  let status: HealthStatus = "healthy";
+  let reason = "";
+  for (const { classification, state } of classifications) {
+    if (!state.active) continue;
+    if (status === "healthy" || SEVERITY[classification] > SEVERITY[status]) {
+      status = classification;
+      reason = state.reason;
+    }
+  }
+  return { status, reason, monitors };
+}

@@ -1,0 +1,314 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import {
+  PASS_ON_RETRY,
+  classify,
+  lookbackMs,
+  type ClassifierRun,
+  type MonitorStates,
+} from "../../src/testhealth/classifier.js";
+import {
+  DEFAULT_MONITOR_SETTINGS,
+  branchGlob,
+  type MonitorSettings,
+} from "../../src/testhealth/monitors.js";
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const NOW = Date.UTC(2026, 10, 25, 12);
+const settings: MonitorSettings = DEFAULT_MONITOR_SETTINGS;
+
+let commitCounter = 0;
+function run(overrides: Partial<ClassifierRun> = {}): ClassifierRun {
+  return {
+    at: NOW - HOUR,
+    status: "passed",
+    commit: `c${String(++commitCounter).padStart(7, "0")}abc`,
+    branch: "main",
+    prNumber: null,
+    excluded: false,
+    ...overrides,
+  };
+}
+const times = (n: number, make: (i: number) => ClassifierRun): ClassifierRun[] =>
+  Array.from({ length: n }, (_, i) => make(i));
+
+/** Classifies a sequence of snapshots, carrying monitor states forward like the service does. */
+function replay(steps: { runs: ClassifierRun[]; now: number }[]) {
+  let states: MonitorStates = {};
+  return steps.map(({ runs, now }) => {
+    const result = classify(runs, settings, states, now);
+    states = result.monitors;
+    return result;
+  });
+}
+
+describe("pass-on-retry", () => {
+  it("a failed and a passed run of one commit make the test flaky, naming commit and branch", () => {
+    const runs = [
+      run({ commit: "1a2b3c4d5e", branch: "feature/login", status: "failed", at: NOW - 2 * HOUR }),
+      run({ commit: "1a2b3c4d5e", branch: "feature/login", status: "passed", at: NOW - HOUR }),
+    ];
+    expect(classify(runs, settings, {}, NOW)).toMatchObject({
+      status: "flaky",
+      reason: "Failed and passed on the same commit 1a2b3c4 (branch feature/login)",
+    });
+  });
+
+  it("names the pull request when there is one", () => {
+    const runs = [
+      run({ commit: "abcdef123", branch: "fix", prNumber: 42, status: "passed" }),
+      run({ commit: "abcdef123", branch: "fix", prNumber: 42, status: "failed", at: NOW - 1000 }),
+    ];
+    expect(classify(runs, settings, {}, NOW).reason).toBe(
+      "Failed and passed on the same commit abcdef1 (branch fix, PR #42)",
+    );
+  });
+
+  it("failures and passes on different commits of a pull request are no signal", () => {
+    const runs = [
+      run({ branch: "pr-branch", prNumber: 7, status: "failed" }),
+      run({ branch: "pr-branch", prNumber: 7, status: "passed" }),
+    ];
+    expect(classify(runs, settings, {}, NOW).status).toBe("healthy");
+  });
+
+  it("resolves seven days after the latest detection", () => {
+    const runs = [
+      run({ commit: "aaaaaaa", status: "failed", at: NOW - 2 * HOUR }),
+      run({ commit: "aaaaaaa", status: "passed", at: NOW - HOUR }),
+    ];
+    const [detected, stillActive, resolved] = replay([
+      { runs, now: NOW },
+      { runs, now: NOW - HOUR + 7 * DAY - 1 },
+      { runs, now: NOW - HOUR + 7 * DAY },
+    ]);
+    expect(detected?.status).toBe("flaky");
+    expect(stillActive?.status).toBe("flaky");
+    expect(resolved?.status).toBe("healthy");
+    expect(resolved?.monitors[PASS_ON_RETRY]).toMatchObject({
+      active: false,
+      changedAt: NOW - HOUR + 7 * DAY,
+    });
+  });
+
+  it("gives the same reason whatever the order of runs that tie in time", () => {
+    const runs = [
+      run({ commit: "eeeeeee", branch: "a", status: "failed", at: NOW - 2 * HOUR }),
+      run({ commit: "eeeeeee", branch: "b", status: "passed", at: NOW - HOUR }),
+      run({ commit: "eeeeeee", branch: "c", status: "passed", at: NOW - HOUR }),
+    ];
+    const forward = classify(runs, settings, {}, NOW).reason;
+    expect(classify([...runs].reverse(), settings, {}, NOW).reason).toBe(forward);
+  });
+
+  it("ignores skipped runs and runs of uploads excluded as infrastructure failures", () => {
+    const runs = [
+      run({ commit: "bbbbbbb", status: "failed", excluded: true }),
+      run({ commit: "bbbbbbb", status: "passed" }),
+      run({ commit: "ccccccc", status: "skipped" }),
+      run({ commit: "ccccccc", status: "passed" }),
+    ];
+    expect(classify(runs, settings, {}, NOW).status).toBe("healthy");
+  });
+});
+
+describe("failure rate", () => {
+  it("five failures out of five on main in 24 h: broken, with the evidence", () => {
+    const runs = times(5, (i) => run({ status: "failed", at: NOW - (i + 1) * HOUR }));
+    expect(classify(runs, settings, {}, NOW)).toMatchObject({
+      status: "broken",
+      reason: "Failure rate 100% (5 of 5 runs) over the last 24 h on main",
+    });
+  });
+
+  it("needs the minimum sample", () => {
+    const runs = times(4, (i) => run({ status: "failed", at: NOW - (i + 1) * HOUR }));
+    expect(classify(runs, settings, {}, NOW).status).toBe("healthy");
+  });
+
+  it("only counts runs inside the window and on the monitored branches", () => {
+    const old = times(5, (i) => run({ status: "failed", at: NOW - 25 * HOUR - i }));
+    const elsewhere = times(5, () => run({ status: "failed", branch: "feature/x" }));
+    expect(classify([...old, ...elsewhere], settings, {}, NOW).status).toBe("healthy");
+  });
+
+  it("flaky on main between activation and resolution keeps its state (hysteresis)", () => {
+    // 2 of 10 = 20%: activates. Later 3 of 20 = 15%: stays. Then 1 of 20 = 5%: resolves.
+    const first = times(10, (i) =>
+      run({ status: i < 2 ? "failed" : "passed", at: NOW - i * 60_000 }),
+    );
+    const second = times(20, (i) =>
+      run({ status: i < 3 ? "failed" : "passed", at: NOW + HOUR * 25 - i * 60_000 }),
+    );
+    const third = times(20, (i) =>
+      run({ status: i < 1 ? "failed" : "passed", at: NOW + HOUR * 50 - i * 60_000 }),
+    );
+    const [a, b, c] = replay([
+      { runs: first, now: NOW },
+      { runs: second, now: NOW + 25 * HOUR },
+      { runs: third, now: NOW + 50 * HOUR },
+    ]);
+    expect(a).toMatchObject({
+      status: "flaky",
+      reason: "Failure rate 20% (2 of 10 runs) over the last 24 h on main",
+    });
+    expect(b?.status).toBe("flaky");
+    expect(c?.status).toBe("healthy");
+    // Without the earlier activation, 15% would not have made it flaky.
+    expect(classify(second, settings, {}, NOW + 25 * HOUR).status).toBe("healthy");
+  });
+
+  it("an active monitor resolves when the test stops running for a whole window", () => {
+    const runs = times(5, (i) => run({ status: "failed", at: NOW - (i + 1) * HOUR }));
+    const [broken, stale] = replay([
+      { runs, now: NOW },
+      { runs, now: NOW + 24 * HOUR },
+    ]);
+    expect(broken?.status).toBe("broken");
+    expect(stale?.status).toBe("healthy");
+  });
+
+  it("watches merge-queue branches with their own thresholds", () => {
+    const runs = times(5, (i) =>
+      run({ branch: `trunk-merge/main/pr-${i}`, status: i === 0 ? "failed" : "passed" }),
+    );
+    expect(classify(runs, settings, {}, NOW)).toMatchObject({
+      status: "flaky",
+      reason: expect.stringContaining(
+        "Failure rate 20% (1 of 5 runs) over the last 12 h",
+      ) as unknown,
+    });
+  });
+
+  it("broken wins over flaky", () => {
+    const runs = [
+      ...times(6, (i) => run({ status: "failed", at: NOW - (i + 1) * HOUR })),
+      run({ commit: "ddddddd", branch: "feature", status: "failed" }),
+      run({ commit: "ddddddd", branch: "feature", status: "passed" }),
+    ];
+    const result = classify(runs, settings, {}, NOW);
+    expect(result.status).toBe("broken");
+    expect(result.monitors[PASS_ON_RETRY]?.active).toBe(true);
+  });
+
+  it("a disabled monitor never activates", () => {
+    const off: MonitorSettings = {
+      ...settings,
+      failureRate: settings.failureRate.map((m) => ({ ...m, enabled: false })),
+    };
+    const runs = times(10, () => run({ status: "failed" }));
+    expect(classify(runs, off, {}, NOW).status).toBe("healthy");
+  });
+});
+
+describe("failure count (off by default)", () => {
+  const counting: MonitorSettings = {
+    ...settings,
+    failureRate: [],
+    failureCount: [
+      {
+        id: "three-in-an-hour",
+        enabled: true,
+        classification: "broken",
+        scope: { globs: ["release/*"] },
+        failures: 3,
+        windowHours: 1,
+        resolutionHours: 6,
+      },
+    ],
+  };
+
+  it("activates at N failures in the window and resolves after the quiet period", () => {
+    const runs = times(3, (i) =>
+      run({ branch: "release/2026/11", status: "failed", at: NOW - i * 60_000 }),
+    );
+    let states: MonitorStates = {};
+    const active = classify(runs, counting, states, NOW);
+    expect(active).toMatchObject({
+      status: "broken",
+      reason: "3 failures within 1 h on release/2026/11",
+    });
+    states = active.monitors;
+    expect(classify(runs, counting, states, NOW + 5 * HOUR).status).toBe("broken");
+    expect(classify(runs, counting, states, NOW + 6 * HOUR).status).toBe("healthy");
+    expect(classify(runs.slice(1), counting, {}, NOW).status).toBe("healthy");
+  });
+});
+
+describe("branch globs", () => {
+  it("* matches any text including slashes, ? one character, the rest literally", () => {
+    expect(branchGlob("trunk-merge/*").test("trunk-merge/main/pr-1")).toBe(true);
+    expect(branchGlob("gtmq_*").test("gtmq_123")).toBe(true);
+    expect(branchGlob("release-?").test("release-1")).toBe(true);
+    expect(branchGlob("release-?").test("release-10")).toBe(false);
+    expect(branchGlob("v1.0").test("v1x0")).toBe(false);
+    expect(branchGlob("main").test("main2")).toBe(false);
+  });
+
+  it("runs far enough back for every monitor are loaded", () => {
+    expect(lookbackMs(settings)).toBe(7 * DAY);
+  });
+});
+
+describe("properties", () => {
+  const branch = fc.constantFrom(
+    "main",
+    "master",
+    "feature/a",
+    "trunk-merge/main/1",
+    "gtmq_9",
+    "release/1",
+  );
+  const anyRun = (status: fc.Arbitrary<ClassifierRun["status"]>) =>
+    fc.record({
+      // Few distinct times, so that ties are common.
+      at: fc.oneof(
+        fc.integer({ min: NOW - 10 * DAY, max: NOW }),
+        fc.constantFrom(NOW - HOUR, NOW - 2 * HOUR, NOW - DAY),
+      ),
+      status,
+      commit: fc.constantFrom("c1", "c2", "c3", "c4", "c5"),
+      branch,
+      prNumber: fc.option(fc.integer({ min: 1, max: 50 }), { nil: null }),
+      excluded: fc.boolean(),
+    });
+
+  it("a test that only ever passes (or skips) is never unhealthy", () => {
+    fc.assert(
+      fc.property(
+        fc.array(anyRun(fc.constantFrom("passed", "skipped")), { maxLength: 60 }),
+        (runs) => classify(runs, settings, {}, NOW).status === "healthy",
+      ),
+    );
+  });
+
+  it("a pass and a fail on the same new commit make a test flaky or worse", () => {
+    fc.assert(
+      fc.property(
+        fc.array(anyRun(fc.constantFrom("passed", "failed", "skipped")), { maxLength: 60 }),
+        branch,
+        (runs, where) => {
+          const added = [
+            run({ commit: "fresh01", branch: where, status: "failed", at: NOW - 2000 }),
+            run({ commit: "fresh01", branch: where, status: "passed", at: NOW - 1000 }),
+          ];
+          return classify([...runs, ...added], settings, {}, NOW).status !== "healthy";
+        },
+      ),
+    );
+  });
+
+  it("the order of the runs does not matter", () => {
+    fc.assert(
+      fc.property(
+        fc.array(anyRun(fc.constantFrom("passed", "failed")), { maxLength: 40 }),
+        (runs) => {
+          const forward = classify(runs, settings, {}, NOW);
+          const backward = classify([...runs].reverse(), settings, {}, NOW);
+          return forward.status === backward.status && forward.reason === backward.reason;
+        },
+      ),
+    );
+  });
+});
