@@ -1,0 +1,44 @@
+import { matchesAny, type MonitorSettings } from "./monitors.js";
+
+/**
+ * Rules about runs that ingestion applies (contract §3 "Runs and what counts").
+ */
+const DAY = 24 * 3_600_000;
+
+/**
+ * A run's time is its testcase's (else its suite's) timestamp when that lies within the 24 hours
+ * before the upload, else the upload's time: clocks of CI machines and stale report files must
+ * not move runs into the future or far into the past.
+ */
+export function runTime(reportedAt: number | null, uploadedAt: number): number {
+  if (reportedAt === null || !Number.isFinite(reportedAt)) return uploadedAt;
+  return reportedAt <= uploadedAt && uploadedAt - reportedAt <= DAY ? reportedAt : uploadedAt;
+}
+
+export const INFRASTRUCTURE_FAILURE_SHARE = 0.8;
+export const INFRASTRUCTURE_FAILURE_MIN_RUNS = 10;
+
+/**
+ * Infrastructure-failure protection: an upload in which at least 80% of at least 10 runs failed
+ * (skipped runs aside) says more about the machine than about the tests; it is stored and listed
+ * but excluded from detection and rates.
+ */
+export function isInfrastructureFailure(counts: { passed: number; failed: number }): boolean {
+  const runs = counts.passed + counts.failed;
+  return (
+    runs >= INFRASTRUCTURE_FAILURE_MIN_RUNS && counts.failed >= INFRASTRUCTURE_FAILURE_SHARE * runs
+  );
+}
+
+export type BranchClass = "stable" | "merge_queue" | "pull_request" | "other";
+
+/** Stable and merge-queue branches by the repository's globs; then any run with a PR number. */
+export function branchClass(
+  branch: string,
+  prNumber: number | null,
+  settings: Pick<MonitorSettings, "stableBranches" | "mergeQueueBranches">,
+): BranchClass {
+  if (matchesAny(branch, settings.mergeQueueBranches)) return "merge_queue";
+  if (matchesAny(branch, settings.stableBranches)) return "stable";
+  return prNumber !== null ? "pull_request" : "other";
+}
