@@ -3,7 +3,7 @@
  * either parses or is rejected with a JunitParseError, never anything else; the known-bad files
  * are rejected; a few files are checked field by field.
  */
-import { createReadStream, readdirSync, readFileSync } from "node:fs";
+import { createReadStream, existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -15,7 +15,14 @@ import {
 } from "../../src/testhealth/junit/index.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const corpusRoot = path.resolve(repoRoot, "../shared/fixtures/junit");
+/** `shared/` sits beside the checkout (for developers and CI); MAINLINE_SHARED_DIR overrides. */
+const sharedDir = process.env.MAINLINE_SHARED_DIR ?? path.resolve(repoRoot, "../shared");
+const corpusRoot = path.join(sharedDir, "fixtures/junit");
+if (!existsSync(corpusRoot)) {
+  throw new Error(
+    `The JUnit fixture corpus is not at ${corpusRoot}: put shared/ beside the checkout or set MAINLINE_SHARED_DIR.`,
+  );
+}
 
 function reportFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
