@@ -1,12 +1,14 @@
 import { Migrator, sql, type Kysely, type Migration, type MigrationResultSet } from "kysely";
 import type { DatabaseHandle } from "./connection.js";
 import { initial } from "./migrations/0001_initial.js";
+import { serverSecrets } from "./migrations/0002_server_secrets.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
 /** Every migration, in order. Names sort lexically; never rename or edit a released one. */
 const MIGRATIONS: Record<string, DialectMigration> = {
   "0001_initial": initial,
+  "0002_server_secrets": serverSecrets,
 };
 
 export interface MigrationReport {

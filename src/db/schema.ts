@@ -71,9 +71,17 @@ export interface MergeQueuesTable {
   version: Generated<number>;
 }
 
+export interface ServerSecretsTable {
+  name: string;
+  /** base64 */
+  value: string;
+  createdAt: number;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   apiTokens: ApiTokensTable;
   repositories: RepositoriesTable;
   mergeQueues: MergeQueuesTable;
+  serverSecrets: ServerSecretsTable;
 }
