@@ -1,5 +1,5 @@
 import { Type, type TSchema, type TUnsafe } from "typebox";
-import { ERROR_STATUS, type ErrorCode } from "../lib/errors.js";
+import { ERROR_STATUS } from "../lib/errors.js";
 
 /**
  * Schema pieces shared by every operation. Each route's schema is at once its request type, its
@@ -114,7 +114,3 @@ export function errorResponses(...statuses: number[]): Record<number, TSchema> {
 export const COMMON_ERRORS = [400, 401, 413, 415, 500] as const;
 
 export const EmptyObject = Type.Object({}, { description: "OK: an empty JSON object." });
-
-export function statusOf(code: ErrorCode): number {
-  return ERROR_STATUS[code];
-}

@@ -112,11 +112,3 @@ export function inScope(branch: string, scope: BranchScope, settings: MonitorSet
   if (scope === "merge_queue") return matchesAny(branch, settings.mergeQueueBranches);
   return matchesAny(branch, scope.globs);
 }
-
-/** Words for a scope in a status reason: "main", "merge-queue branches", "release/*". */
-export function describeScope(scope: BranchScope, settings: MonitorSettings): string {
-  if (scope === "any") return "any branch";
-  if (scope === "stable") return settings.stableBranches.join(", ");
-  if (scope === "merge_queue") return "merge-queue branches";
-  return scope.globs.join(", ");
-}

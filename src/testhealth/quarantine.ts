@@ -8,11 +8,6 @@ export interface QuarantineSettings {
   autoQuarantine: boolean;
 }
 
-export const DEFAULT_QUARANTINE_SETTINGS: Readonly<QuarantineSettings> = Object.freeze({
-  quarantiningEnabled: true,
-  autoQuarantine: true,
-});
-
 /** Why a test is quarantined, as list-quarantined-tests names it; null when it is not. */
 export type QuarantineSetting = "ALWAYS_QUARANTINE" | "AUTO_QUARANTINE" | null;
 

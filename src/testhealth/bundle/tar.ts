@@ -43,16 +43,24 @@ async function pump(bytes: AsyncIterable<Uint8Array>, extract: Extract): Promise
   }
 }
 
-function writableAgain(extract: Extract): Promise<void> {
-  if (extract.destroyed) return Promise.resolve();
+/** A stream that signals with "drain" when it can take writes again, and "close" when gone. */
+interface DrainableStream {
+  readonly destroyed: boolean;
+  on(event: "drain" | "close", listener: () => void): unknown;
+  removeListener(event: "drain" | "close", listener: () => void): unknown;
+}
+
+/** Resolves once `stream` accepts writes again (or is gone): backpressure for the loops here. */
+export function writableAgain(stream: DrainableStream): Promise<void> {
+  if (stream.destroyed) return Promise.resolve();
   return new Promise((resolve) => {
     const done = (): void => {
-      extract.removeListener("drain", done);
-      extract.removeListener("close", done);
+      stream.removeListener("drain", done);
+      stream.removeListener("close", done);
       resolve();
     };
-    extract.on("drain", done);
-    extract.on("close", done);
+    stream.on("drain", done);
+    stream.on("close", done);
   });
 }
 

@@ -10,6 +10,7 @@ import { Readable, pipeline } from "node:stream";
 import { createGzip } from "node:zlib";
 import { pack as tarPack, type Pack } from "tar-stream";
 import type { BundleRepoRef } from "./meta.js";
+import { writableAgain } from "./tar.js";
 
 /** A file's bytes, given directly or read from disk while the archive streams out. */
 export type FileContent = { data: Uint8Array | string } | { diskPath: string };
@@ -198,17 +199,4 @@ async function addDiskFile(pack: Pack, name: string, path: string, mtime: Date):
   }
   sink.end(null);
   await written;
-}
-
-function writableAgain(sink: ReturnType<Pack["entry"]>): Promise<void> {
-  if (sink.destroyed) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      sink.removeListener("drain", done);
-      sink.removeListener("close", done);
-      resolve();
-    };
-    sink.on("drain", done);
-    sink.on("close", done);
-  });
 }
