@@ -6,29 +6,124 @@ import { migrateToLatest } from "./db/migrate.js";
 import { MergeQueueStore } from "./db/stores/merge-queues.js";
 import { OrganizationStore } from "./db/stores/organizations.js";
 import { RepositoryStore } from "./db/stores/repositories.js";
+import { ServerSecretStore } from "./db/stores/server-secrets.js";
+import { TestCaseStore } from "./db/stores/test-cases.js";
+import { TestIngestStore } from "./db/stores/test-ingest.js";
+import { TestSettingsStore } from "./db/stores/test-settings.js";
+import { UploadStore } from "./db/stores/uploads.js";
 import { systemClock, type Clock } from "./lib/clock.js";
 import { MergeQueueService, emptyQueueContents } from "./mergequeue/queue-service.js";
 import { OrganizationService } from "./organizations/service.js";
+import { BundleStorage } from "./testhealth/ingest/bundle-storage.js";
+import { UploadProcessor } from "./testhealth/ingest/processor.js";
+import { IngestWorker, type WorkerLogger, type WorkerOptions } from "./testhealth/ingest/worker.js";
+import { Pager } from "./testhealth/pager.js";
+import { RepositoryAccess } from "./testhealth/repository-access.js";
+import { DEFAULT_MAX_BUNDLE_BYTES, UploadService } from "./testhealth/upload-service.js";
 import { VERSION } from "./version.js";
 
 /** The composition root: stores and services over one database. */
 export interface Services {
   database: DatabaseHandle;
+  clock: Clock;
   organizations: OrganizationService;
   queues: MergeQueueService;
+  uploads: UploadService;
+  pager: Pager;
+  access: RepositoryAccess;
+  stores: {
+    repositories: RepositoryStore;
+    testCases: TestCaseStore;
+    testSettings: TestSettingsStore;
+    ingest: TestIngestStore;
+    uploads: UploadStore;
+  };
+  /** Background processing of uploads; started by `mainline serve` (and tests that need it). */
+  worker: IngestWorker;
+  /** MAINLINE_PUBLIC_URL when set (upload URLs, test pages); else derived from each request. */
+  publicUrl: string | undefined;
 }
 
-export function createServices(database: DatabaseHandle, clock: Clock = systemClock): Services {
+export interface ServiceOptions {
+  clock?: Clock;
+  /** Where uploaded bundles are kept until processed (default: ./mainline-data). */
+  dataDir?: string;
+  publicUrl?: string | undefined;
+  maxBundleBytes?: number;
+  worker?: Partial<WorkerOptions>;
+  logger?: WorkerLogger;
+}
+
+const silentLogger: WorkerLogger = { info: () => undefined, error: () => undefined };
+
+export function createServices(database: DatabaseHandle, options: ServiceOptions = {}): Services {
   const { db } = database;
+  const clock = options.clock ?? systemClock;
+  const repositories = new RepositoryStore(db);
+  const testCases = new TestCaseStore(db);
+  const testSettings = new TestSettingsStore(db);
+  const ingest = new TestIngestStore(database);
+  const uploadStore = new UploadStore(db, database.dialect);
+  const secrets = new ServerSecretStore(db);
+  const bundles = new BundleStorage(options.dataDir ?? "./mainline-data");
+  const organizationStore = new OrganizationStore(db);
+  const access = new RepositoryAccess(repositories);
+  const processor = new UploadProcessor({
+    uploads: uploadStore,
+    ingest,
+    settings: testSettings,
+    bundles,
+    clock,
+    organizationSlug: async (organizationId) => {
+      const organization = await organizationStore.findById(organizationId);
+      if (!organization) throw new Error(`organization ${organizationId} vanished`);
+      return organization.slug;
+    },
+    repository: async (repositoryId) => {
+      const repository = await repositories.findById(repositoryId);
+      if (!repository) throw new Error(`repository ${repositoryId} vanished`);
+      return repository;
+    },
+  });
+  const worker = new IngestWorker(
+    {
+      uploads: uploadStore,
+      ingest,
+      settings: testSettings,
+      processor,
+      clock,
+      logger: options.logger ?? silentLogger,
+    },
+    options.worker,
+  );
   return {
     database,
-    organizations: new OrganizationService(new OrganizationStore(db), clock),
+    clock,
+    organizations: new OrganizationService(organizationStore, clock),
     queues: new MergeQueueService({
-      repositories: new RepositoryStore(db),
+      repositories,
       queues: new MergeQueueStore(db, database.dialect),
       contents: emptyQueueContents,
       clock,
     }),
+    uploads: new UploadService({
+      testCases,
+      uploads: uploadStore,
+      settings: testSettings,
+      secrets,
+      bundles,
+      access,
+      clock,
+      maxBundleBytes: options.maxBundleBytes ?? DEFAULT_MAX_BUNDLE_BYTES,
+      onBundleStored: () => {
+        worker.wake();
+      },
+    }),
+    pager: new Pager(secrets, clock),
+    access,
+    stores: { repositories, testCases, testSettings, ingest, uploads: uploadStore },
+    worker,
+    publicUrl: options.publicUrl,
   };
 }
 
@@ -48,9 +143,14 @@ export async function openMigratedDatabase(options: OpenDatabaseOptions): Promis
  * Graceful stop: no new requests, then the work of requests still running (even those whose
  * client hung up), then the database.
  */
-export async function stopService(app: ApiApp, database: DatabaseHandle): Promise<void> {
+export async function stopService(
+  app: ApiApp,
+  database: DatabaseHandle,
+  worker?: IngestWorker,
+): Promise<void> {
   await app.close();
   await app.inFlight.idle();
+  await worker?.stop();
   await database.close();
 }
 
@@ -62,6 +162,9 @@ export function createHttpServer(
     db: services.database.db,
     organizations: services.organizations,
     queues: services.queues,
+    uploads: services.uploads,
+    pager: services.pager,
+    publicUrl: services.publicUrl,
     logger,
     version: VERSION,
   });

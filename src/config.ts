@@ -10,7 +10,13 @@ export interface ServiceConfig {
   databaseUrl: string | undefined;
   dataDir: string;
   publicUrl: string;
+  /** MAINLINE_PUBLIC_URL when set: upload URLs use it; otherwise the address a request came to. */
+  explicitPublicUrl: string | undefined;
   logLevel: string;
+  /** Raw test runs older than this many days are pruned (aggregates stay). */
+  retentionDays: number;
+  /** Largest bundle a `PUT` may store. */
+  maxBundleBytes: number;
   bootstrap: { organization: string; token: string } | undefined;
 }
 
@@ -71,13 +77,30 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       `MAINLINE_BOOTSTRAP_TOKEN must be at least ${MIN_SUPPLIED_TOKEN_LENGTH} characters long (generate one with: openssl rand -hex 32).`,
     );
   }
+  const retentionText = nonEmpty(env.MAINLINE_RETENTION_DAYS) ?? "90";
+  const retentionDays = Number(retentionText);
+  if (!/^\d+$/.test(retentionText) || retentionDays < 8 || retentionDays > 36500) {
+    throw new ConfigError(
+      `MAINLINE_RETENTION_DAYS must be a whole number of days from 8 to 36500 (got "${retentionText}"); the API's windows need 7 days of runs.`,
+    );
+  }
+  const bundleText = nonEmpty(env.MAINLINE_MAX_BUNDLE_MB) ?? "1024";
+  const bundleMb = Number(bundleText);
+  if (!/^\d+$/.test(bundleText) || bundleMb < 1) {
+    throw new ConfigError(
+      `MAINLINE_MAX_BUNDLE_MB must be a whole number of megabytes, at least 1 (got "${bundleText}").`,
+    );
+  }
   return {
     host,
     port,
     databaseUrl: nonEmpty(env.DATABASE_URL),
     dataDir: dataDirFrom(env),
     publicUrl,
+    explicitPublicUrl: nonEmpty(env.MAINLINE_PUBLIC_URL) === undefined ? undefined : publicUrl,
     logLevel,
+    retentionDays,
+    maxBundleBytes: bundleMb * 1024 * 1024,
     bootstrap:
       bootstrapOrg && bootstrapToken
         ? { organization: bootstrapOrg, token: bootstrapToken }

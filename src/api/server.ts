@@ -17,6 +17,9 @@ import { installErrorHandling } from "./plugins/errors.js";
 import { InFlightWork, trackHandlers } from "./plugins/in-flight.js";
 import { HttpMetrics, installMetrics } from "./plugins/metrics.js";
 import { registerServiceRoutes, registerWhoAmI } from "./service/routes.js";
+import { registerUnauthenticatedUploadRoutes, registerUploadRoutes } from "./flakytests/uploads.js";
+import type { UploadService } from "../testhealth/upload-service.js";
+import type { Pager } from "../testhealth/pager.js";
 import type { ApiApp } from "./types.js";
 
 /** Contract §1: JSON bodies up to 20 MiB. */
@@ -26,6 +29,10 @@ export interface ServerDependencies {
   db: Kysely<Database>;
   organizations: OrganizationService;
   queues: MergeQueueService;
+  uploads: UploadService;
+  pager: Pager;
+  /** MAINLINE_PUBLIC_URL when set; otherwise links use the address each request came to. */
+  publicUrl: string | undefined;
   logger: FastifyServerOptions["logger"];
   version: string;
 }
@@ -117,6 +124,14 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     void reply.type("text/html; charset=utf-8").send(docsPage);
   });
 
+  const baseUrl = (request: { protocol: string; host: string }) =>
+    deps.publicUrl ?? `${request.protocol}://${request.host}`;
+
+  await app.register((scope: ApiApp, _options, done) => {
+    registerUnauthenticatedUploadRoutes(scope, deps.uploads);
+    done();
+  });
+
   await app.register((scope: ApiApp, _options, done) => {
     requireApiToken(scope, deps.organizations, inFlight);
     scope.addHook("onRoute", (route) => {
@@ -127,6 +142,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     registerGetQueue(scope, deps.queues);
     registerUpdateQueue(scope, deps.queues);
     registerDeleteQueue(scope, deps.queues);
+    registerUploadRoutes(scope, deps.uploads, deps.pager, baseUrl);
     done();
   });
 

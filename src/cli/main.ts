@@ -5,6 +5,8 @@ import { CliError } from "./client.js";
 import { registerAdminCommands } from "./commands/admin.js";
 import { registerQueueCommands } from "./commands/queue.js";
 import { registerServe } from "./commands/serve.js";
+import { registerTest } from "./commands/test.js";
+import { registerUpload } from "./commands/upload.js";
 
 export function buildProgram(): Command {
   const program = new Command()
@@ -15,6 +17,8 @@ export function buildProgram(): Command {
   registerServe(program);
   registerAdminCommands(program);
   registerQueueCommands(program);
+  registerUpload(program);
+  registerTest(program);
   return program;
 }
 

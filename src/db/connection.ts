@@ -20,6 +20,13 @@ export interface DatabaseHandle {
   /** Where the data lives, for logs: a file path or a URL without its password. */
   location: string;
   close(): Promise<void>;
+  /**
+   * The driver underneath, for bulk writes that the query builder would slow down (ingestion).
+   * SQLite's handle may only be used inside `db.connection().execute(...)`, which holds Kysely's
+   * connection lock, so that no other query interleaves.
+   */
+  raw:
+    { dialect: "sqlite"; sqlite: BetterSqlite3.Database } | { dialect: "postgres"; pool: pg.Pool };
 }
 
 export interface OpenDatabaseOptions {
@@ -72,7 +79,13 @@ function openSqlite(file: string): DatabaseHandle {
     dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
     plugins: [new CamelCasePlugin()],
   });
-  return { db, dialect: "sqlite", location: file, close: closeOnce(db) };
+  return {
+    db,
+    dialect: "sqlite",
+    location: file,
+    close: closeOnce(db),
+    raw: { dialect: "sqlite", sqlite },
+  };
 }
 
 const STATEMENT_CACHE_SIZE = 500;
@@ -124,7 +137,13 @@ function openPostgres(url: string, options: OpenDatabaseOptions): DatabaseHandle
     dialect: new PostgresDialect({ pool }),
     plugins: [new CamelCasePlugin()],
   });
-  return { db, dialect: "postgres", location: redactUrl(url), close: closeOnce(db) };
+  return {
+    db,
+    dialect: "postgres",
+    location: redactUrl(url),
+    close: closeOnce(db),
+    raw: { dialect: "postgres", pool },
+  };
 }
 
 /** Closing twice is harmless (shutdown paths may overlap). */

@@ -2,6 +2,7 @@ import { Migrator, sql, type Kysely, type Migration, type MigrationResultSet } f
 import type { DatabaseHandle } from "./connection.js";
 import { initial } from "./migrations/0001_initial.js";
 import { serverSecrets } from "./migrations/0002_server_secrets.js";
+import { testHealth } from "./migrations/0003_test_health.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -9,6 +10,7 @@ import type { Database } from "./schema.js";
 const MIGRATIONS: Record<string, DialectMigration> = {
   "0001_initial": initial,
   "0002_server_secrets": serverSecrets,
+  "0003_test_health": testHealth,
 };
 
 export interface MigrationReport {

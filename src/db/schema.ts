@@ -78,10 +78,146 @@ export interface ServerSecretsTable {
   createdAt: number;
 }
 
+export interface RepositoryTestSettingsTable {
+  repositoryId: string;
+  /** JSON of `MonitorSettings` (stable and merge-queue branches included). */
+  monitors: string;
+  quarantiningEnabled: DbBool;
+  autoQuarantine: DbBool;
+  ticketBaseUrl: string | null;
+  /** The latest CODEOWNERS text an upload carried. */
+  codeowners: string | null;
+  codeownersUpdatedAt: number | null;
+  updatedAt: number;
+  version: Generated<number>;
+}
+
+export interface UploadsTable {
+  key: Generated<number>;
+  id: string;
+  organizationId: string;
+  repositoryId: string;
+  /** `awaiting_bundle`, `pending`, `processing`, `processed`, `failed`. */
+  state: string;
+  reason: string | null;
+  clientVersion: string | null;
+  createdAt: number;
+  urlExpiresAt: number;
+  receivedAt: number | null;
+  bundlePath: string | null;
+  bundleBytes: number | null;
+  /** SHA-256 of the bundle's bytes: the same bundle is counted once per repository. */
+  contentHash: string | null;
+  leaseUntil: number | null;
+  attempts: ColumnType<number, number | undefined, number>;
+  processedAt: number | null;
+  duplicateOf: string | null;
+  commitSha: string | null;
+  branch: string | null;
+  prNumber: number | null;
+  jobName: string | null;
+  jobUrl: string | null;
+  variant: string | null;
+  uploadedAt: number | null;
+  filesTotal: ColumnType<number, number | undefined, number>;
+  filesFailed: ColumnType<number, number | undefined, number>;
+  /** JSON array of `{file, reason}`. */
+  fileErrors: string | null;
+  testsPassed: ColumnType<number, number | undefined, number>;
+  testsFailed: ColumnType<number, number | undefined, number>;
+  testsSkipped: ColumnType<number, number | undefined, number>;
+  infrastructureFailure: ColumnType<boolean | number, number | undefined, number>;
+}
+
+export interface TestCasesTable {
+  key: Generated<number>;
+  repositoryId: string;
+  /** Trunk's test UUID. */
+  id: string;
+  name: string;
+  classname: string | null;
+  parent: string | null;
+  file: string | null;
+  variant: string;
+  status: string;
+  statusReason: string;
+  statusChangedAt: number;
+  /** JSON of the classifier's `MonitorStates`. */
+  monitorStates: string;
+  monitorsActive: DbBool;
+  quarantineOverride: string;
+  overrideActor: string | null;
+  overrideReason: string | null;
+  overrideAt: number | null;
+  ticket: string | null;
+  ticketLinkedAt: number | null;
+  firstSeenAt: number;
+  lastRunAt: number | null;
+  lastFailureAt: number | null;
+}
+
+export interface TestRunsTable {
+  testKey: number;
+  uploadKey: number;
+  fileIndex: number;
+  at: number;
+  status: string;
+  attempt: string;
+  commitSha: string;
+  branch: string;
+  prNumber: number | null;
+  durationMs: number | null;
+  failureSignature: string | null;
+  failureSummary: string | null;
+  failureText: string | null;
+}
+
+export interface TestHourlyStatsTable {
+  testKey: number;
+  hour: number;
+  repositoryId: string;
+  passed: number;
+  failed: number;
+  excludedFailed: number;
+}
+
+export interface TestPrFailuresTable {
+  testKey: number;
+  prNumber: number;
+  lastFailedAt: number;
+}
+
+export interface TestFailureGroupsTable {
+  testKey: number;
+  hour: number;
+  signature: string;
+  occurrences: number;
+  lastAt: number;
+  summary: string;
+}
+
+export interface TestStatusHistoryTable {
+  testKey: number;
+  at: number;
+  status: string;
+  reason: string;
+  /** `status` (the classifier), `override` (a quarantine override), `ticket`. */
+  kind: string;
+  actor: string | null;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   apiTokens: ApiTokensTable;
   repositories: RepositoriesTable;
   mergeQueues: MergeQueuesTable;
   serverSecrets: ServerSecretsTable;
+  repositoryTestSettings: RepositoryTestSettingsTable;
+  uploads: UploadsTable;
+  testCases: TestCasesTable;
+  testRuns: TestRunsTable;
+  testHourlyStats: TestHourlyStatsTable;
+  testPrFailures: TestPrFailuresTable;
+  testFailureGroups: TestFailureGroupsTable;
+  testStatusHistory: TestStatusHistoryTable;
 }

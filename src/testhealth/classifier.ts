@@ -29,6 +29,11 @@ export interface MonitorState {
   reason: string;
   /** When `active` last changed, epoch ms. */
   changedAt: number;
+  /**
+   * Pass-on-retry only: the time of the latest detection. Carried forward so that callers need
+   * not load a week of runs: the runs of the current commits and of the rate windows suffice.
+   */
+  detectedAt?: number;
 }
 
 export type MonitorStates = Readonly<Record<string, MonitorState>>;
@@ -48,6 +53,19 @@ const DAY = 24 * HOUR;
 export function lookbackMs(settings: MonitorSettings): number {
   return Math.max(
     settings.passOnRetry.enabled ? settings.passOnRetry.recoveryDays * DAY : 0,
+    ...settings.failureRate.map((m) => m.windowHours * HOUR),
+    ...settings.failureCount.map((m) => Math.max(m.windowHours, m.resolutionHours) * HOUR),
+  );
+}
+
+/**
+ * How far back runs must be loaded when the monitors' previous states are given: the rate and
+ * count windows. Pass-on-retry needs, beyond these, only the runs of the commits being classified
+ * (its latest detection is carried in its state).
+ */
+export function windowLookbackMs(settings: MonitorSettings): number {
+  return Math.max(
+    0,
     ...settings.failureRate.map((m) => m.windowHours * HOUR),
     ...settings.failureCount.map((m) => Math.max(m.windowHours, m.resolutionHours) * HOUR),
   );
@@ -105,15 +123,24 @@ function passOnRetry(
     const detection = firstPass.at > firstFail.at ? firstPass : firstFail;
     if (!latest || detection.at > latest.at) latest = { at: detection.at, commit, run: detection };
   }
-  const recovery = settings.passOnRetry.recoveryDays * DAY;
-  const active = settings.passOnRetry.enabled && latest !== undefined && now - latest.at < recovery;
   const where = latest
     ? `branch ${latest.run.branch}${latest.run.prNumber !== null ? `, PR #${latest.run.prNumber}` : ""}`
     : "";
-  const reason = latest
+  let detectedAt = latest?.at;
+  let reason = latest
     ? `Failed and passed on the same commit ${latest.commit.slice(0, 7)} (${where})`
     : "";
-  return transition(previous, active, reason, now);
+  // A detection older than the runs given (or equal to one of them) is remembered in the state.
+  const carried = previous?.detectedAt;
+  if (carried !== undefined && (detectedAt === undefined || carried > detectedAt)) {
+    detectedAt = carried;
+    reason = previous?.reason ?? reason;
+  }
+  const recovery = settings.passOnRetry.recoveryDays * DAY;
+  const active =
+    settings.passOnRetry.enabled && detectedAt !== undefined && now - detectedAt < recovery;
+  const state = transition(previous, active, reason, now);
+  return detectedAt === undefined ? state : { ...state, detectedAt };
 }
 
 /** Failure rate over a rolling window, with hysteresis between activation and resolution. */

@@ -56,7 +56,9 @@ export function failureSignature(
   return `${occurrence.type?.trim() ?? ""}\u0000${line.replace(/\s+/g, " ")}`;
 }
 
-function summaryOf(occurrence: FailureOccurrence): string {
+export function failureSummary(
+  occurrence: Pick<FailureOccurrence, "type" | "message" | "text">,
+): string {
   const line = firstLine(occurrence) || occurrence.type?.trim() || "Failed";
   return line.length > SUMMARY_LIMIT ? `${line.slice(0, SUMMARY_LIMIT - 1)}…` : line;
 }
@@ -81,7 +83,7 @@ export function mostCommonFailures(
   }
   return [...groups.values()]
     .map(({ count, latest }) => ({
-      summary: summaryOf(latest),
+      summary: failureSummary(latest),
       occurrenceCount: count,
       lastOccurrence: latest.at,
     }))

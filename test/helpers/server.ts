@@ -1,5 +1,11 @@
 import type { AddressInfo } from "node:net";
-import { createHttpServer, createServices, stopService, type Services } from "../../src/app.js";
+import {
+  createHttpServer,
+  createServices,
+  stopService,
+  type ServiceOptions,
+  type Services,
+} from "../../src/app.js";
 import type { ApiApp } from "../../src/api/types.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 
@@ -36,13 +42,21 @@ async function read<T>(response: Response): Promise<ApiResponse<T>> {
 }
 
 /** A real HTTP server on a loopback port, over a fresh database of the dialect under test. */
-export async function startTestServer(): Promise<TestServer> {
+export async function startTestServer(
+  options: Omit<ServiceOptions, "dataDir"> & { worker?: boolean } = {},
+): Promise<TestServer> {
   const database = await createTestDatabase();
-  const services = createServices(database.handle);
+  const { worker: startWorker = true, ...serviceOptions } = options;
+  const services = createServices(database.handle, {
+    ...serviceOptions,
+    dataDir: database.dataDir,
+    worker: { pollIntervalMs: 200 },
+  });
   const { token } = await services.organizations.createOrganizationWithToken("acme");
   const app = await createHttpServer(services, false);
   await app.listen({ host: "127.0.0.1", port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  if (startWorker) services.worker.start();
   return {
     url,
     app,
@@ -68,7 +82,7 @@ export async function startTestServer(): Promise<TestServer> {
       return read(await fetch(`${url}${path}`, init));
     },
     async close() {
-      await stopService(app, database.handle);
+      await stopService(app, database.handle, services.worker);
       await database.cleanup();
     },
   };

@@ -18,6 +18,8 @@ Environment:
   MAINLINE_DATA_DIR         data directory (default ./mainline-data)
   MAINLINE_PUBLIC_URL       address users reach the service at (default http://HOST:PORT)
   LOG_LEVEL                 fatal|error|warn|info|debug|trace|silent (default info)
+  MAINLINE_RETENTION_DAYS   raw test runs older than this are pruned (default 90, min 8)
+  MAINLINE_MAX_BUNDLE_MB    largest test-results bundle accepted (default 1024)
   MAINLINE_BOOTSTRAP_ORG    with MAINLINE_BOOTSTRAP_TOKEN (32+ characters): make sure that
   MAINLINE_BOOTSTRAP_TOKEN  organization exists and accepts that token`,
     )
@@ -30,7 +32,18 @@ Environment:
         url: config.databaseUrl,
         dataDir: config.dataDir,
       });
-      const services = createServices(database);
+      let log: { info(o: object, m: string): void; error(o: object, m: string): void } | null =
+        null;
+      const services = createServices(database, {
+        dataDir: config.dataDir,
+        publicUrl: config.explicitPublicUrl,
+        maxBundleBytes: config.maxBundleBytes,
+        worker: { retentionDays: config.retentionDays },
+        logger: {
+          info: (fields, message) => log?.info(fields, message),
+          error: (fields, message) => log?.error(fields, message),
+        },
+      });
 
       if (config.bootstrap) {
         await services.organizations.ensureBootstrap(
@@ -59,6 +72,7 @@ Environment:
       }
 
       const app = await createHttpServer(services, { level: config.logLevel });
+      log = app.log;
       app.log.info(
         { database: database.location, dialect: database.dialect, version: VERSION },
         "database ready",
@@ -79,7 +93,7 @@ Environment:
         force.unref();
         // With the server and the database closed nothing is left to run, and the process ends
         // by itself once the log lines are written; exiting here could cut the last ones off.
-        stopService(app, database).then(
+        stopService(app, database, services.worker).then(
           () => {
             app.log.info("stopped");
           },
@@ -97,5 +111,7 @@ Environment:
       });
 
       await app.listen({ host: config.host, port: config.port });
+      // Bundles stored before a crash or restart are processed now.
+      services.worker.start();
     });
 }

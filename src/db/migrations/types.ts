@@ -5,12 +5,16 @@ import type { DialectName } from "../connection.js";
 export interface ColumnTypes {
   bool: "boolean" | "integer";
   bigint: "bigint" | "integer";
+  /** An integer primary key the database assigns (SQLite's rowid alias, PostgreSQL's bigserial). */
+  autoKey: "bigserial" | "integer";
+  /** Floating point. */
+  double: "double precision" | "real";
 }
 
 export function columnTypes(dialect: DialectName): ColumnTypes {
   return dialect === "postgres"
-    ? { bool: "boolean", bigint: "bigint" }
-    : { bool: "integer", bigint: "integer" };
+    ? { bool: "boolean", bigint: "bigint", autoKey: "bigserial", double: "double precision" }
+    : { bool: "integer", bigint: "integer", autoKey: "integer", double: "real" };
 }
 
 export interface DialectMigration {

@@ -113,6 +113,10 @@ export class OrganizationStore {
   }
 
   /** Runs on every authenticated request, hence compiled once. */
+  findById(id: string): Promise<Organization | undefined> {
+    return this.db.selectFrom("organizations").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
   async findActiveTokenOwner(tokenHash: string): Promise<TokenOwner | undefined> {
     const [owner] = await this.activeTokenOwner(tokenHash);
     return owner;

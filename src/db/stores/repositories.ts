@@ -34,6 +34,14 @@ export class RepositoryStore {
       .executeTakeFirst();
   }
 
+  findById(id: string): Promise<Repository | undefined> {
+    return this.db
+      .selectFrom("repositories")
+      .select(COLUMNS)
+      .where("id", "=", id)
+      .executeTakeFirst();
+  }
+
   /** Returns the repository, creating it with the given spelling if it is new. */
   async ensure(organizationId: string, ref: RepoRef, now: number): Promise<Repository> {
     const existing = await this.find(organizationId, ref);

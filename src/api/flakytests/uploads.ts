@@ -1,0 +1,277 @@
+import type { IncomingMessage } from "node:http";
+import { Type, type Static } from "typebox";
+import type { UploadRecord } from "../../db/stores/uploads.js";
+import { isoTime } from "../../lib/clock.js";
+import type { Pager } from "../../testhealth/pager.js";
+import type { UploadService } from "../../testhealth/upload-service.js";
+import { principalOf } from "../plugins/auth.js";
+import { COMMON_ERRORS, EmptyObject, errorResponses, RepoRefSchema } from "../schemas.js";
+import type { ApiApp } from "../types.js";
+import { DateTime, OrgRepoFields, PageQuerySchema, PageSchema } from "./schemas.js";
+
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+const CreateBundleUploadBody = Type.Object({
+  repo: RepoRefSchema,
+  orgUrlSlug: Type.Optional(Type.Union([Type.String({ maxLength: 63 }), Type.Null()])),
+  clientVersion: Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Null()])),
+  remoteUrls: Type.Optional(Type.Array(Type.String())),
+});
+
+const QuarantineConfigBody = Type.Object({
+  repo: RepoRefSchema,
+  orgUrlSlug: Type.Optional(Type.Union([Type.String({ maxLength: 63 }), Type.Null()])),
+  remoteUrls: Type.Optional(Type.Array(Type.String())),
+  testIdentifiers: Type.Optional(Type.Array(Type.Object({}))),
+});
+
+export const UploadSchema = Type.Object({
+  id: Type.String({ format: "uuid" }),
+  state: Type.String({
+    enum: ["pending", "processing", "processed", "failed"],
+    description:
+      "`pending`: stored, waiting; `processing`; `processed` (its runs count); `failed` (see `reason`).",
+  }),
+  reason: Type.Union([Type.String(), Type.Null()], {
+    description: "Why the upload failed, one sentence; null otherwise.",
+  }),
+  created_at: DateTime("When the upload URL was requested."),
+  received_at: Type.Union([DateTime("When the bundle was stored."), Type.Null()]),
+  processed_at: Type.Union([DateTime("When processing ended."), Type.Null()]),
+  bundle_bytes: Type.Union([Type.Integer(), Type.Null()]),
+  client_version: NullableString,
+  commit_sha: NullableString,
+  branch: NullableString,
+  pr_number: Type.Union([Type.Integer(), Type.Null()]),
+  job_name: NullableString,
+  job_url: NullableString,
+  variant: NullableString,
+  uploaded_at: Type.Union([
+    DateTime("The upload's time (runs without a usable timestamp get it)."),
+    Type.Null(),
+  ]),
+  files_total: Type.Integer(),
+  files_failed: Type.Integer(),
+  file_errors: Type.Array(Type.Object({ file: Type.String(), reason: Type.String() })),
+  tests_passed: Type.Integer(),
+  tests_failed: Type.Integer(),
+  tests_skipped: Type.Integer(),
+  infrastructure_failure: Type.Boolean({
+    description: "At least 80% of at least 10 runs failed: excluded from detection and rates.",
+  }),
+  duplicate_of: Type.Union([Type.String(), Type.Null()], {
+    description: "The earlier upload of the same bundle; this one counted nothing.",
+  }),
+});
+
+export function presentUpload(upload: UploadRecord): Static<typeof UploadSchema> {
+  const time = (at: number | null) => (at === null ? null : isoTime(at));
+  return {
+    id: upload.id,
+    state: upload.state === "awaiting_bundle" ? "pending" : upload.state,
+    reason: upload.reason,
+    created_at: isoTime(upload.createdAt),
+    received_at: time(upload.receivedAt),
+    processed_at: time(upload.processedAt),
+    bundle_bytes: upload.bundleBytes,
+    client_version: upload.clientVersion,
+    commit_sha: upload.commitSha,
+    branch: upload.branch,
+    pr_number: upload.prNumber,
+    job_name: upload.jobName,
+    job_url: upload.jobUrl,
+    variant: upload.variant,
+    uploaded_at: time(upload.uploadedAt),
+    files_total: upload.filesTotal,
+    files_failed: upload.filesFailed,
+    file_errors: upload.fileErrors,
+    tests_passed: upload.testsPassed,
+    tests_failed: upload.testsFailed,
+    tests_skipped: upload.testsSkipped,
+    infrastructure_failure: upload.infrastructureFailure,
+    duplicate_of: upload.duplicateOf,
+  };
+}
+
+/** The base URL clients reach us at: MAINLINE_PUBLIC_URL, else what the request was sent to. */
+export type BaseUrlResolver = (request: { protocol: string; host: string }) => string;
+
+/** Authenticated upload operations (Trunk's uploader protocol and the uploads listing). */
+export function registerUploadRoutes(
+  app: ApiApp,
+  uploads: UploadService,
+  pager: Pager,
+  baseUrl: BaseUrlResolver,
+): void {
+  app.post(
+    "/v1/metrics/createBundleUpload",
+    {
+      schema: {
+        tags: ["Uploads"],
+        summary: "Start an upload of test results",
+        description:
+          "Trunk's uploader protocol: answers a signed, single-use URL (valid one hour) to which the bundle (a tar archive, plain, gzip or zstd, with `meta.json` and JUnit files) is `PUT` without a token. The repository is created by its first upload.",
+        body: CreateBundleUploadBody,
+        response: {
+          200: Type.Object({
+            id: Type.String(),
+            idV2: Type.String(),
+            url: Type.String(),
+            key: Type.String(),
+          }),
+          ...errorResponses(...COMMON_ERRORS, 403),
+        },
+      },
+    },
+    async (request) =>
+      uploads.createBundleUpload(
+        principalOf(request),
+        {
+          repo: request.body.repo,
+          orgUrlSlug: request.body.orgUrlSlug ?? null,
+          clientVersion: request.body.clientVersion ?? null,
+        },
+        baseUrl(request),
+      ),
+  );
+
+  app.post(
+    "/v1/metrics/getQuarantineConfig",
+    {
+      schema: {
+        tags: ["Uploads"],
+        summary: "Quarantined tests of a repository",
+        description:
+          "Every quarantined test id of the repository, whatever `testIdentifiers` holds; `isDisabled` when quarantining is off. A repository that never uploaded has none.",
+        body: QuarantineConfigBody,
+        response: {
+          200: Type.Object({ isDisabled: Type.Boolean(), testIds: Type.Array(Type.String()) }),
+          ...errorResponses(...COMMON_ERRORS, 403),
+        },
+      },
+    },
+    async (request) =>
+      uploads.quarantineConfig(principalOf(request), {
+        repo: request.body.repo,
+        orgUrlSlug: request.body.orgUrlSlug ?? null,
+      }),
+  );
+
+  app.post(
+    "/v1/flaky-tests/list-uploads",
+    {
+      schema: {
+        tags: ["Uploads"],
+        summary: "Recent uploads of a repository",
+        description:
+          "Uploads with their state, counts and errors, newest first; paged like the test lists.",
+        body: Type.Object({ ...OrgRepoFields, page_query: PageQuerySchema }),
+        response: {
+          200: Type.Object({ uploads: Type.Array(UploadSchema), page: PageSchema }),
+          ...errorResponses(...COMMON_ERRORS, 403, 404),
+        },
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const { repo, org_url_slug, page_query } = request.body;
+      const repository = await uploads.repositoryOf(principal, org_url_slug, repo);
+      const scope = {
+        endpoint: "list-uploads",
+        organizationId: principal.organizationId,
+        repositoryId: repository.id,
+        filters: "",
+      };
+      const offset = await pager.offset(scope, page_query.page_token);
+      const page = await uploads.listUploads(repository.id, offset, page_query.page_size);
+      return {
+        uploads: page.uploads.map(presentUpload),
+        page: await pager.page(scope, offset, page_query.page_size, page.total),
+      };
+    },
+  );
+
+  app.post(
+    "/v1/flaky-tests/get-upload",
+    {
+      schema: {
+        tags: ["Uploads"],
+        summary: "One upload and its processing state",
+        body: Type.Object({ ...OrgRepoFields, upload_id: Type.String({ maxLength: 64 }) }),
+        response: {
+          200: Type.Object({ upload: UploadSchema }),
+          ...errorResponses(...COMMON_ERRORS, 403, 404),
+        },
+      },
+    },
+    async (request) => {
+      const { repo, org_url_slug, upload_id } = request.body;
+      const upload = await uploads.getUpload(principalOf(request), org_url_slug, repo, upload_id);
+      return { upload: presentUpload(upload) };
+    },
+  );
+}
+
+/**
+ * Unauthenticated: the signed bundle URL (its signature is the credential) and the uploader's
+ * telemetry, which is accepted and discarded. Bodies are streams, never parsed as JSON.
+ */
+export function registerUnauthenticatedUploadRoutes(app: ApiApp, uploads: UploadService): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", (_request, _payload, done) => {
+    done(null, undefined);
+  });
+
+  app.put(
+    "/v1/uploads/:id",
+    {
+      schema: {
+        tags: ["Uploads"],
+        summary: "Store a bundle (the signed URL of createBundleUpload)",
+        description:
+          "Any content type; no `x-api-token` (the URL's signature is the credential). 200 once the bundle is stored durably; processing follows in the background.",
+        params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+        querystring: Type.Object({
+          expires: Type.Optional(Type.String()),
+          signature: Type.Optional(Type.String()),
+        }),
+        response: {
+          200: Type.Object({ id: Type.String(), state: Type.String() }),
+          ...errorResponses(403, 404, 409, 413, 500),
+        },
+      },
+    },
+    async (request) => {
+      const upload = await uploads.receiveBundle(
+        request.params.id,
+        request.query,
+        request.raw satisfies IncomingMessage,
+      );
+      return {
+        id: upload.id,
+        state: upload.state === "awaiting_bundle" ? "pending" : upload.state,
+      };
+    },
+  );
+
+  for (const path of [
+    "/v1/flakytests-cli/upload-metrics",
+    "/v1/flakytests-uploader/upload-metrics",
+  ]) {
+    app.post(
+      path,
+      {
+        schema: {
+          tags: ["Uploads"],
+          summary: "Uploader telemetry (accepted and discarded)",
+          response: { 200: EmptyObject },
+        },
+      },
+      async (request) => {
+        request.raw.resume();
+        await new Promise((resolve) => request.raw.once("end", resolve).once("error", resolve));
+        return {};
+      },
+    );
+  }
+}

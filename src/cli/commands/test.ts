@@ -1,0 +1,186 @@
+import { spawn } from "node:child_process";
+import type { Command } from "commander";
+import {
+  addUploadOptions,
+  describeProcessing,
+  locate,
+  readAll,
+  resolveOrg,
+  send,
+  type Located,
+  type UploadFlags,
+} from "../upload/flow.js";
+import { getQuarantineConfig } from "../upload/protocol.js";
+import {
+  commandExitCode,
+  decideExit,
+  failedTestIdentifiers,
+  type CommandExit,
+  type QuarantineConfig,
+  type TestIdentifier,
+} from "../upload/quarantine.js";
+import type { ReportsSummary } from "../upload/reports.js";
+import { uploadIo } from "./upload.js";
+
+/** Signals passed on to the command; SIGINT from a terminal already reaches its whole group. */
+const FORWARDED: readonly NodeJS.Signals[] = ["SIGTERM", "SIGHUP"];
+const IGNORED_WHILE_RUNNING: readonly NodeJS.Signals[] = ["SIGINT", "SIGQUIT"];
+
+/**
+ * Runs the command with our standard streams. One argument is a shell command line (`"npm test
+ * && echo ok"`); several are a program and its arguments, run without a shell.
+ */
+function runCommand(argv: readonly string[]): Promise<CommandExit | { spawnError: string }> {
+  const [program = "", ...args] = argv;
+  const child =
+    argv.length === 1
+      ? spawn(program, { shell: true, stdio: "inherit" })
+      : spawn(program, args, { stdio: "inherit" });
+  const forward = (signal: NodeJS.Signals) => {
+    child.kill(signal);
+  };
+  const ignore = () => undefined;
+  for (const signal of FORWARDED) process.on(signal, forward);
+  for (const signal of IGNORED_WHILE_RUNNING) process.on(signal, ignore);
+  const stopListening = () => {
+    for (const signal of FORWARDED) process.off(signal, forward);
+    for (const signal of IGNORED_WHILE_RUNNING) process.off(signal, ignore);
+  };
+  return new Promise((resolve) => {
+    child.once("error", (error: NodeJS.ErrnoException) => {
+      stopListening();
+      resolve({ spawnError: error.code ?? error.message });
+    });
+    child.once("exit", (code, signal) => {
+      stopListening();
+      resolve({ code, signal });
+    });
+  });
+}
+
+const warn = (message: string) => process.stderr.write(`mainline: warning: ${message}\n`);
+const note = (message: string) => process.stderr.write(`mainline: ${message}\n`);
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+function describeTest(test: TestIdentifier): string {
+  const path = [test.parentName, test.className ?? "", test.name].filter((p) => p !== "");
+  return path.join(" › ");
+}
+
+/** Upload and quarantine lookup; every failure becomes a warning (the exit rule handles it). */
+async function uploadAndLookUp(
+  argv: readonly string[],
+  own: number,
+  flags: UploadFlags,
+): Promise<{
+  summary: ReportsSummary | null;
+  uploaded: boolean;
+  identifiers: TestIdentifier[];
+  quarantine: QuarantineConfig | null;
+}> {
+  const io = uploadIo(process.stderr);
+  let located: Located;
+  let summary: ReportsSummary;
+  try {
+    located = await locate(flags, io);
+    summary = await readAll(located, io);
+  } catch (error) {
+    warn(`no results uploaded: ${messageOf(error)}`);
+    return { summary: null, uploaded: false, identifiers: [], quarantine: null };
+  }
+  let org: string;
+  try {
+    org = await resolveOrg(flags, io);
+    const sent = await send({ ...located, org, summary }, flags, io, {
+      testCommand: argv.join(" "),
+    });
+    if (sent.processing !== null) io.out(describeProcessing(sent.processing));
+    if (sent.uploadId === null) {
+      return { summary, uploaded: false, identifiers: [], quarantine: null };
+    }
+  } catch (error) {
+    warn(`the upload failed: ${messageOf(error)}`);
+    return { summary, uploaded: false, identifiers: [], quarantine: null };
+  }
+  const identifiers = failedTestIdentifiers(summary.failed, {
+    org,
+    repo: located.context.repo,
+    variant: located.context.variant,
+  });
+  // Like Trunk's uploader, ask only when there are failures that could be excused.
+  if (own === 0 || identifiers.length === 0 || summary.unreadable.length > 0) {
+    return { summary, uploaded: true, identifiers, quarantine: null };
+  }
+  try {
+    const quarantine = await getQuarantineConfig(
+      { url: flags.url, token: flags.token },
+      {
+        repo: located.context.repo,
+        org,
+        remoteUrls: located.context.remoteUrl === null ? [] : [located.context.remoteUrl],
+        testIdentifiers: identifiers,
+      },
+    );
+    return { summary, uploaded: true, identifiers, quarantine };
+  } catch (error) {
+    warn(`the quarantine lookup failed: ${messageOf(error)}`);
+    return { summary, uploaded: true, identifiers, quarantine: null };
+  }
+}
+
+export function registerTest(program: Command): void {
+  addUploadOptions(
+    program
+      .command("test")
+      .description(
+        "Run a test command, upload its JUnit results, and pass when every failed test is quarantined",
+      )
+      .usage("--junit <globs...> [options] -- <command...>")
+      .argument("<command...>", "the test command (after --); a single argument runs in a shell"),
+  ).action(async (argv: string[], flags: UploadFlags) => {
+    const ran = await runCommand(argv);
+    if ("spawnError" in ran) {
+      note(`cannot run ${argv[0] ?? ""} (${ran.spawnError})`);
+      process.exitCode = 127;
+      return;
+    }
+    const own = commandExitCode(ran);
+    let exitCode: number;
+    try {
+      const looked = await uploadAndLookUp(argv, own, flags);
+      const decision = decideExit({
+        command: ran,
+        reports:
+          looked.summary === null
+            ? null
+            : {
+                failedTestIds: looked.identifiers.map((test) => test.id),
+                complete: looked.summary.unreadable.length === 0,
+              },
+        uploaded: looked.uploaded,
+        quarantine: looked.quarantine,
+      });
+      exitCode = decision.exitCode;
+      if (looked.quarantine !== null) {
+        const quarantined = new Set(decision.quarantined);
+        for (const test of looked.identifiers) {
+          note(
+            `${quarantined.has(test.id) ? "quarantined" : "not quarantined"}: ${describeTest(test)} (${test.id})`,
+          );
+        }
+      }
+      if (own !== 0) {
+        note(
+          decision.exitCode === 0
+            ? `${decision.reason ?? ""} Exiting 0 instead of ${own}.`
+            : `exit code ${own}: ${decision.reason ?? ""}`,
+        );
+      }
+    } catch (error) {
+      // Never let a fault on our side change the command's outcome.
+      warn(messageOf(error));
+      exitCode = own;
+    }
+    process.exitCode = exitCode;
+  });
+}

@@ -1,0 +1,42 @@
+import type { Command } from "commander";
+import { CliError } from "../client.js";
+import {
+  addUploadOptions,
+  describeProcessing,
+  locate,
+  readAll,
+  resolveOrg,
+  send,
+  type Io,
+  type UploadFlags,
+} from "../upload/flow.js";
+
+export function uploadIo(out: NodeJS.WritableStream): Io {
+  return {
+    cwd: process.cwd(),
+    env: process.env,
+    out: (line) => out.write(`${line}\n`),
+    err: process.stderr,
+  };
+}
+
+export function registerUpload(program: Command): void {
+  addUploadOptions(
+    program
+      .command("upload")
+      .description("Upload JUnit XML results to Mainline (Trunk's bundle format)"),
+  ).action(async (flags: UploadFlags) => {
+    const io = uploadIo(process.stdout);
+    const located = await locate(flags, io);
+    const org = await resolveOrg(flags, io);
+    const summary = await readAll(located, io);
+    const sent = await send({ ...located, org, summary }, flags, io);
+    if (sent.processing === null) return;
+    if (sent.processing.state === "failed") {
+      throw new CliError(
+        `Upload ${sent.uploadId ?? ""} failed: ${sent.processing.reason ?? "no reason given"}`,
+      );
+    }
+    io.out(describeProcessing(sent.processing));
+  });
+}

@@ -1,0 +1,182 @@
+/**
+ * Which repository, commit, branch, PR and job an upload is about: flags first, then the CI
+ * environment, then git. Pure: the environment and what git said are passed in.
+ */
+import { InvalidArgumentError } from "commander";
+import {
+  branchFromEnv,
+  cleanBranch,
+  jobNameFrom,
+  jobUrlFrom,
+  prNumberFrom,
+  type CiEnv,
+} from "../../testhealth/bundle/ci-env.js";
+import type { RepositoryName } from "../../testhealth/identity.js";
+import { CliError } from "../client.js";
+import { parseRepoArg } from "../repo-arg.js";
+
+/** What git told about the working directory; null where git had no answer. */
+export interface GitFacts {
+  topLevel: string | null;
+  /** `git remote get-url origin`. */
+  remoteUrl: string | null;
+  /** `git rev-parse HEAD`. */
+  headSha: string | null;
+  /** `git rev-parse --abbrev-ref HEAD`: `HEAD` when detached. */
+  headBranch: string | null;
+  /** First line of HEAD's commit message. */
+  headSubject: string | null;
+}
+
+export const NO_GIT: GitFacts = {
+  topLevel: null,
+  remoteUrl: null,
+  headSha: null,
+  headBranch: null,
+  headSubject: null,
+};
+
+/** The flags of `mainline upload` and `mainline test` that name the run. */
+export interface ContextFlags {
+  repo?: RepositoryName | undefined;
+  commit?: string | undefined;
+  branch?: string | undefined;
+  pr?: number | undefined;
+  jobName?: string | undefined;
+  jobUrl?: string | undefined;
+  variant?: string | undefined;
+}
+
+export interface UploadContext {
+  repo: RepositoryName;
+  /** The git remote's URL when known (sent as `remoteUrls` and meta.json's `repo_url`). */
+  remoteUrl: string | null;
+  commitSha: string;
+  branch: string | null;
+  prNumber: number | null;
+  jobName: string | null;
+  jobUrl: string | null;
+  /** "" when none. */
+  variant: string;
+}
+
+const SHA = /^[0-9a-f]{7,64}$/i;
+/** Trunk's limit, which the server applies when it reads meta.json. */
+export const VARIANT_LIMIT = 64;
+
+/**
+ * actions/checkout of a pull request checks out GitHub's merge commit, whose message is
+ * `Merge <PR head> into <base>`; the test results belong to the PR's head commit (Trunk reports it
+ * too). Read from the message, so it also works in a shallow clone that lacks the parents.
+ */
+export function githubMergeHead(subject: string | null): string | null {
+  const match = /^Merge ([0-9a-f]{40}) into ([0-9a-f]{40})$/.exec(subject?.trim() ?? "");
+  return match?.[1] ?? null;
+}
+
+export function resolveContext(flags: ContextFlags, env: CiEnv, git: GitFacts): UploadContext {
+  const remoteUrl = git.remoteUrl === null ? null : withoutCredentials(git.remoteUrl);
+  const repo = flags.repo ?? repoFromRemote(remoteUrl);
+  const commitSha = flags.commit ?? githubMergeHead(git.headSubject) ?? git.headSha;
+  if (commitSha === null) {
+    throw new CliError(
+      "Cannot tell the commit: this is not a git checkout with a commit; pass --commit <sha>.",
+    );
+  }
+  if (!SHA.test(commitSha)) throw new CliError(`Not a git commit SHA: ${commitSha}`);
+  const gitBranch = git.headBranch === "HEAD" ? null : git.headBranch; // detached
+  const branch =
+    cleanBranch(flags.branch ?? null) ?? branchFromEnv(env) ?? cleanBranch(gitBranch ?? null);
+  const prNumber = flags.pr ?? prNumberFrom(env);
+  const variant = flags.variant ?? "";
+  if (variant.length > VARIANT_LIMIT) {
+    throw new CliError(`--variant is longer than ${VARIANT_LIMIT} characters.`);
+  }
+  return {
+    repo,
+    remoteUrl,
+    commitSha: commitSha.toLowerCase(),
+    branch,
+    prNumber,
+    jobName: flags.jobName ?? jobNameFrom(env),
+    jobUrl: flags.jobUrl ?? jobUrlFrom(env, prNumber),
+    variant,
+  };
+}
+
+function repoFromRemote(remoteUrl: string | null): RepositoryName {
+  if (remoteUrl === null) {
+    throw new CliError(
+      "Cannot tell the repository: no git remote `origin` here; pass --repo <host/owner/name>.",
+    );
+  }
+  const unreadable = new CliError(
+    `Cannot tell the repository from the git remote ${remoteUrl}; pass --repo <host/owner/name>.`,
+  );
+  // Only a remote that names a host names a repository (a local path or file:// does not).
+  if (!NETWORK_REMOTE.test(remoteUrl.trim()) && !SCP_REMOTE.test(remoteUrl.trim())) {
+    throw unreadable;
+  }
+  try {
+    return parseRepoArg(remoteUrl);
+  } catch (error) {
+    if (!(error instanceof InvalidArgumentError)) throw error;
+    throw unreadable;
+  }
+}
+
+const NETWORK_REMOTE = /^(?:https?|ssh|git|git\+ssh|ssh\+git):\/\/[^/]+\//i;
+const SCP_REMOTE = /^[^@/:]+@[^:/]+:/;
+
+/**
+ * The remote URL without a password or token: CI systems put their job token in it
+ * (`https://gitlab-ci-token:<token>@gitlab.com/...`), and the URL is sent to the server. An
+ * http(s) URL loses its whole user part; other schemes keep the user name (`ssh://git@host/...`).
+ */
+export function withoutCredentials(remoteUrl: string): string {
+  const match = /^([a-z][a-z0-9+.-]*:\/\/)([^@/]*)@(.*)$/i.exec(remoteUrl.trim());
+  if (match === null) return remoteUrl.trim();
+  const [, scheme = "", userInfo = "", rest = ""] = match;
+  if (/^https?:\/\/$/i.test(scheme)) return `${scheme}${rest}`;
+  const user = userInfo.split(":")[0] ?? "";
+  return `${scheme}${user === "" ? "" : `${user}@`}${rest}`;
+}
+
+/**
+ * meta.json's `envs`: the resolved PR number, job name and URL under the variables that the
+ * server's reader (ci-env.ts) consults first, so that it reads exactly what was resolved here.
+ * Nothing else of the environment is sent (it may hold secrets).
+ */
+export function metaEnvs(context: UploadContext): Record<string, string> {
+  const envs: Record<string, string> = {};
+  if (context.prNumber !== null) envs.TRUNK_PR_NUMBER = String(context.prNumber);
+  if (context.jobName !== null) envs.JOB_NAME = context.jobName;
+  if (context.jobUrl !== null) envs.JOB_URL = context.jobUrl;
+  if (context.branch !== null) envs.COMMIT_BRANCH = context.branch;
+  return envs;
+}
+
+/** `--commit`: a hexadecimal SHA. */
+export function parseCommitArg(value: string): string {
+  if (!SHA.test(value.trim())) {
+    throw new InvalidArgumentError("expected a git commit SHA (7 to 64 hexadecimal digits)");
+  }
+  return value.trim();
+}
+
+/** `--pr`: a positive whole number. */
+export function parsePrArg(value: string): number {
+  const text = value.trim().replace(/^#/, "");
+  if (!/^\d{1,9}$/.test(text) || Number(text) === 0) {
+    throw new InvalidArgumentError("expected a pull request number, e.g. 42");
+  }
+  return Number(text);
+}
+
+/** `--variant`: at most 64 characters. */
+export function parseVariantArg(value: string): string {
+  if (value.length > VARIANT_LIMIT) {
+    throw new InvalidArgumentError(`at most ${VARIANT_LIMIT} characters`);
+  }
+  return value;
+}

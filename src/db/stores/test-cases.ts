@@ -1,0 +1,43 @@
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from "kysely";
+import type { QuarantineSettings } from "../../testhealth/quarantine.js";
+import type { Database } from "../schema.js";
+
+/**
+ * The rule of contract §3 as SQL over `test_cases`:
+ * `enabled && (override == ALWAYS || (override != NEVER && auto && status == flaky))`.
+ */
+export function quarantinedWhere(
+  eb: ExpressionBuilder<Database, "testCases">,
+  settings: QuarantineSettings,
+): Expression<SqlBool> {
+  if (!settings.quarantiningEnabled) return sql<SqlBool>`1 = 0`;
+  return eb.or([
+    eb("testCases.quarantineOverride", "=", "ALWAYS_QUARANTINE"),
+    ...(settings.autoQuarantine
+      ? [
+          eb.and([
+            eb("testCases.quarantineOverride", "<>", "NEVER_QUARANTINE"),
+            eb("testCases.status", "=", "flaky"),
+          ]),
+        ]
+      : []),
+  ]);
+}
+
+/** Test cases of repositories: what the Flaky Tests API reads and the overrides it writes. */
+export class TestCaseStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** Ids of every quarantined test of the repository (getQuarantineConfig). */
+  async quarantinedIds(repositoryId: string, settings: QuarantineSettings): Promise<string[]> {
+    if (!settings.quarantiningEnabled) return [];
+    const rows = await this.db
+      .selectFrom("testCases")
+      .select("id")
+      .where("repositoryId", "=", repositoryId)
+      .where((eb) => quarantinedWhere(eb, settings))
+      .orderBy("id")
+      .execute();
+    return rows.map((r) => r.id);
+  }
+}

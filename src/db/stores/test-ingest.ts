@@ -1,0 +1,474 @@
+import { sql, type Kysely, type RawBuilder, type Transaction } from "kysely";
+import type BetterSqlite3 from "better-sqlite3";
+import type { DatabaseHandle, DialectName } from "../connection.js";
+import type { Database } from "../schema.js";
+
+/**
+ * The write side of test health, built for throughput (ADR 0007): runs go in with prepared
+ * statements (SQLite) or `unnest` arrays (PostgreSQL), and every aggregate the API reads is
+ * derived from an upload's runs by set-based SQL inside the upload's final transaction.
+ */
+
+export interface NewTestCase {
+  id: string;
+  name: string;
+  classname: string | null;
+  parent: string | null;
+  file: string | null;
+  variant: string;
+}
+
+export interface RunRow {
+  testKey: number;
+  uploadKey: number;
+  fileIndex: number;
+  at: number;
+  status: "passed" | "failed" | "skipped";
+  attempt: "final" | "flaky" | "rerun";
+  commitSha: string;
+  branch: string;
+  prNumber: number | null;
+  durationMs: number | null;
+  failureSignature: string | null;
+  failureSummary: string | null;
+  failureText: string | null;
+}
+
+/** A test the classifier must look at, with what it needs from the test's row. */
+export interface ClassificationCandidate {
+  key: number;
+  repositoryId: string;
+  status: string;
+  statusReason: string;
+  statusChangedAt: number;
+  monitorStates: string;
+}
+
+export interface StoredRun {
+  at: number;
+  status: "passed" | "failed" | "skipped";
+  commit: string;
+  branch: string;
+  prNumber: number | null;
+  excluded: boolean;
+}
+
+export interface ClassificationUpdate {
+  key: number;
+  status: string;
+  reason: string;
+  /** Set when the status changed (a history row is written). */
+  changedAt: number | null;
+  monitorStates: string;
+  monitorsActive: boolean;
+}
+
+const RUN_COLUMNS = [
+  "test_key",
+  "upload_key",
+  "file_index",
+  "at",
+  "status",
+  "attempt",
+  "commit_sha",
+  "branch",
+  "pr_number",
+  "duration_ms",
+  "failure_signature",
+  "failure_summary",
+  "failure_text",
+] as const;
+
+const PG_RUN_TYPES = [
+  "bigint",
+  "bigint",
+  "bigint",
+  "bigint",
+  "text",
+  "text",
+  "text",
+  "text",
+  "bigint",
+  "bigint",
+  "text",
+  "text",
+  "text",
+] as const;
+
+const HOUR = 3_600_000;
+/** A literal, not a parameter: PostgreSQL must see the SELECT and GROUP BY expressions as equal. */
+const HOURS = sql.raw(String(HOUR));
+const KEY_CHUNK = 500;
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** An upload's final transaction: everything written through it lands together or not at all. */
+export interface IngestTransaction {
+  trx: Transaction<Database>;
+  insertRuns(rows: readonly RunRow[]): Promise<void>;
+}
+
+export class TestIngestStore {
+  private readonly db: Kysely<Database>;
+  private readonly dialect: DialectName;
+  private readonly sqlite: BetterSqlite3.Database | null;
+  private insertRunStatement: BetterSqlite3.Statement | null = null;
+
+  constructor(handle: DatabaseHandle) {
+    this.db = handle.db;
+    this.dialect = handle.dialect;
+    this.sqlite = handle.raw.dialect === "sqlite" ? handle.raw.sqlite : null;
+  }
+
+  /** Keys of the given tests, creating the ones this repository has never seen. */
+  async ensureTestCases(
+    repositoryId: string,
+    cases: readonly NewTestCase[],
+    now: number,
+  ): Promise<Map<string, number>> {
+    const keys = new Map<string, number>();
+    for (let at = 0; at < cases.length; at += KEY_CHUNK) {
+      const chunk = cases.slice(at, at + KEY_CHUNK);
+      const ids = chunk.map((c) => c.id);
+      for (const row of await this.keysOf(repositoryId, ids)) keys.set(row.id, row.key);
+      const missing = chunk.filter((c) => !keys.has(c.id));
+      if (missing.length === 0) continue;
+      const unique = [...new Map(missing.map((c) => [c.id, c])).values()];
+      await this.db
+        .insertInto("testCases")
+        .values(
+          unique.map((c) => ({
+            repositoryId,
+            id: c.id,
+            name: c.name,
+            classname: c.classname,
+            parent: c.parent,
+            file: c.file,
+            variant: c.variant,
+            status: "healthy",
+            statusReason: "",
+            statusChangedAt: now,
+            monitorStates: "{}",
+            monitorsActive: 0,
+            quarantineOverride: "UNSPECIFIED",
+            firstSeenAt: now,
+          })),
+        )
+        .onConflict((oc) => oc.columns(["repositoryId", "id"]).doNothing())
+        .execute();
+      const created = await this.keysOf(
+        repositoryId,
+        unique.map((c) => c.id),
+      );
+      for (const row of created) keys.set(row.id, row.key);
+    }
+    return keys;
+  }
+
+  private keysOf(repositoryId: string, ids: readonly string[]) {
+    return this.db
+      .selectFrom("testCases")
+      .select(["key", "id"])
+      .where("repositoryId", "=", repositoryId)
+      .where("id", "in", ids)
+      .execute();
+  }
+
+  /** Runs written ahead of an upload's final transaction (large uploads), in their own transaction. */
+  async insertRunsNow(rows: readonly RunRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.db.transaction().execute((trx) => this.insertRunsIn(trx, rows));
+  }
+
+  private async insertRunsIn(trx: Transaction<Database>, rows: readonly RunRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    if (this.sqlite) {
+      // Inside Kysely's transaction the connection is ours: synchronous inserts cannot interleave.
+      this.insertRunStatement ??= this.sqlite.prepare(
+        `insert into test_runs (${RUN_COLUMNS.join(", ")}) values (${RUN_COLUMNS.map(() => "?").join(", ")})`,
+      );
+      const statement = this.insertRunStatement;
+      for (const r of rows) {
+        statement.run(
+          r.testKey,
+          r.uploadKey,
+          r.fileIndex,
+          r.at,
+          r.status,
+          r.attempt,
+          r.commitSha,
+          r.branch,
+          r.prNumber,
+          r.durationMs,
+          r.failureSignature,
+          r.failureSummary,
+          r.failureText,
+        );
+      }
+      return;
+    }
+    const CHUNK = 10_000;
+    for (let at = 0; at < rows.length; at += CHUNK) {
+      const chunk = rows.slice(at, at + CHUNK);
+      const columns: unknown[][] = RUN_COLUMNS.map(() => new Array<unknown>(chunk.length));
+      chunk.forEach((r, i) => {
+        const values = [
+          r.testKey,
+          r.uploadKey,
+          r.fileIndex,
+          r.at,
+          r.status,
+          r.attempt,
+          r.commitSha,
+          r.branch,
+          r.prNumber,
+          r.durationMs,
+          r.failureSignature,
+          r.failureSummary,
+          r.failureText,
+        ];
+        values.forEach((value, c) => {
+          (columns[c] as unknown[])[i] = value;
+        });
+      });
+      const arrays = columns.map(
+        (values, c) => sql`${values}::${sql.raw(PG_RUN_TYPES[c] ?? "text")}[]`,
+      );
+      await sql`insert into test_runs (${sql.raw(RUN_COLUMNS.join(", "))})
+        select * from unnest(${sql.join(arrays)})`.execute(trx);
+    }
+  }
+
+  /** Removes what an upload (or one of its files) wrote before it failed or was retried. */
+  async deleteRuns(uploadKey: number, fileIndex?: number): Promise<void> {
+    let query = this.db.deleteFrom("testRuns").where("uploadKey", "=", uploadKey);
+    if (fileIndex !== undefined) query = query.where("fileIndex", "=", fileIndex);
+    await query.execute();
+  }
+
+  /**
+   * Runs `work` in one transaction; on PostgreSQL it first takes the repository's advisory lock
+   * so that two workers never aggregate or classify the same repository's tests at once.
+   */
+  async transaction<T>(
+    repositoryId: string,
+    work: (tx: IngestTransaction) => Promise<T>,
+  ): Promise<T> {
+    return this.db.transaction().execute(async (trx) => {
+      if (this.dialect === "postgres") {
+        await sql`select pg_advisory_xact_lock(hashtext(${`test-health:${repositoryId}`}))`.execute(
+          trx,
+        );
+      }
+      return work({ trx, insertRuns: (rows) => this.insertRunsIn(trx, rows) });
+    });
+  }
+
+  private greatest(a: RawBuilder<unknown>, b: RawBuilder<unknown>): RawBuilder<number> {
+    return this.dialect === "postgres" ? sql`greatest(${a}, ${b})` : sql`max(${a}, ${b})`;
+  }
+
+  /**
+   * Folds an upload's runs into the aggregates: hourly counts, PRs impacted, failure groups and
+   * each test's last run and failure. `excluded`: infrastructure-failure protection is on for
+   * this upload, so its runs count for nothing but the failing-tests list.
+   */
+  async aggregateUpload(
+    trx: Transaction<Database>,
+    upload: { key: number; repositoryId: string; prNumber: number | null; excluded: boolean },
+  ): Promise<void> {
+    const counted = upload.excluded ? sql`0` : sql`1`;
+    await sql`
+      insert into test_hourly_stats (test_key, hour, repository_id, passed, failed, excluded_failed)
+      select test_key, (at / ${HOURS}) * ${HOURS}, ${upload.repositoryId},
+        sum(case when status = 'passed' then ${counted} else 0 end),
+        sum(case when status = 'failed' then ${counted} else 0 end),
+        sum(case when status = 'failed' then 1 - ${counted} else 0 end)
+      from test_runs where upload_key = ${upload.key}
+      group by test_key, (at / ${HOURS}) * ${HOURS}
+      on conflict (test_key, hour) do update set
+        passed = test_hourly_stats.passed + excluded.passed,
+        failed = test_hourly_stats.failed + excluded.failed,
+        excluded_failed = test_hourly_stats.excluded_failed + excluded.excluded_failed`.execute(
+      trx,
+    );
+
+    if (!upload.excluded) {
+      if (upload.prNumber !== null) {
+        await sql`
+          insert into test_pr_failures (test_key, pr_number, last_failed_at)
+          select test_key, ${upload.prNumber}, max(at) from test_runs
+          where upload_key = ${upload.key} and status = 'failed'
+          group by test_key
+          on conflict (test_key, pr_number) do update set
+            last_failed_at = ${this.greatest(sql`test_pr_failures.last_failed_at`, sql`excluded.last_failed_at`)}`.execute(
+          trx,
+        );
+      }
+      await sql`
+        insert into test_failure_groups (test_key, hour, signature, occurrences, last_at, summary)
+        select test_key, (at / ${HOURS}) * ${HOURS}, failure_signature, count(*), max(at), max(failure_summary)
+        from test_runs
+        where upload_key = ${upload.key} and status = 'failed' and failure_signature is not null
+        group by test_key, (at / ${HOURS}) * ${HOURS}, failure_signature
+        on conflict (test_key, hour, signature) do update set
+          occurrences = test_failure_groups.occurrences + excluded.occurrences,
+          last_at = ${this.greatest(sql`test_failure_groups.last_at`, sql`excluded.last_at`)},
+          summary = case when excluded.last_at >= test_failure_groups.last_at
+            then excluded.summary else test_failure_groups.summary end`.execute(trx);
+    }
+
+    await sql`
+      update test_cases set
+        last_run_at = ${this.greatest(sql`coalesce(test_cases.last_run_at, 0)`, sql`s.last_run`)},
+        last_failure_at = case when s.last_failure is null then test_cases.last_failure_at
+          else ${this.greatest(sql`coalesce(test_cases.last_failure_at, 0)`, sql`s.last_failure`)} end
+      from (
+        select test_key, max(at) as last_run,
+          max(case when status = 'failed' then at end) as last_failure
+        from test_runs where upload_key = ${upload.key} group by test_key
+      ) as s
+      where test_cases.key = s.test_key`.execute(trx);
+  }
+
+  /**
+   * The upload's tests whose status could change: those with an active monitor, or with a
+   * failure at or after `failedSince` (older failures are out of every window, and none of
+   * them was on this upload's commit).
+   */
+  async candidatesOfUpload(
+    trx: Transaction<Database>,
+    uploadKey: number,
+    failedSince: number,
+  ): Promise<ClassificationCandidate[]> {
+    const { rows } = await sql<ClassificationCandidate>`
+      select t.key, t.repository_id, t.status, t.status_reason, t.status_changed_at, t.monitor_states
+      from test_cases t
+      where t.key in (select test_key from test_runs where upload_key = ${uploadKey})
+        and (t.monitors_active = ${this.true()} or t.last_failure_at >= ${failedSince})
+      order by t.key`.execute(trx);
+    return rows;
+  }
+
+  /** Tests with an active monitor (they may resolve as time passes), oldest change first. */
+  async activeCandidates(db: Db, repositoryId: string): Promise<ClassificationCandidate[]> {
+    const { rows } = await sql<ClassificationCandidate>`
+      select t.key, t.repository_id, t.status, t.status_reason, t.status_changed_at, t.monitor_states
+      from test_cases t
+      where t.monitors_active = ${this.true()} and t.repository_id = ${repositoryId}
+      order by t.key`.execute(db);
+    return rows;
+  }
+
+  async repositoriesWithActiveMonitors(): Promise<string[]> {
+    const { rows } = await sql<{ repositoryId: string }>`
+      select distinct repository_id from test_cases where monitors_active = ${this.true()}`.execute(
+      this.db,
+    );
+    return rows.map((r) => r.repositoryId);
+  }
+
+  private true(): RawBuilder<unknown> {
+    return this.dialect === "postgres" ? sql`true` : sql`1`;
+  }
+
+  /**
+   * Runs the classifier needs for these tests: those at or after `since`, and those of the given
+   * uploads (the commit's earlier uploads, for pass-on-retry). Runs of uploads still being
+   * processed by another worker are left out, except `currentUpload`'s.
+   */
+  async runsForClassification(
+    db: Db,
+    testKeys: readonly number[],
+    since: number,
+    commitUploads: readonly number[],
+    currentUpload: number | null,
+  ): Promise<Map<number, StoredRun[]>> {
+    const result = new Map<number, StoredRun[]>();
+    for (let at = 0; at < testKeys.length; at += KEY_CHUNK) {
+      const chunk = testKeys.slice(at, at + KEY_CHUNK);
+      const sameCommit =
+        commitUploads.length > 0 ? sql`or r.upload_key in (${sql.join(commitUploads)})` : sql``;
+      const { rows } = await sql<{
+        testKey: number;
+        at: number;
+        status: StoredRun["status"];
+        commitSha: string;
+        branch: string;
+        prNumber: number | null;
+        infrastructureFailure: boolean | number;
+      }>`
+        select r.test_key, r.at, r.status, r.commit_sha, r.branch, r.pr_number, u.infrastructure_failure
+        from test_runs r join uploads u on u.key = r.upload_key
+        where r.test_key in (${sql.join(chunk)})
+          and (r.at >= ${since} ${sameCommit})
+          and (u.state = 'processed' or u.key = ${currentUpload ?? -1})`.execute(db);
+      for (const row of rows) {
+        let runs = result.get(row.testKey);
+        if (!runs) result.set(row.testKey, (runs = []));
+        runs.push({
+          at: row.at,
+          status: row.status,
+          commit: row.commitSha,
+          branch: row.branch,
+          prNumber: row.prNumber,
+          excluded: Boolean(row.infrastructureFailure),
+        });
+      }
+    }
+    return result;
+  }
+
+  async applyClassifications(db: Db, updates: readonly ClassificationUpdate[]): Promise<void> {
+    for (const update of updates) {
+      await db
+        .updateTable("testCases")
+        .set({
+          status: update.status,
+          statusReason: update.reason,
+          monitorStates: update.monitorStates,
+          monitorsActive: update.monitorsActive ? 1 : 0,
+          ...(update.changedAt !== null ? { statusChangedAt: update.changedAt } : {}),
+        })
+        .where("key", "=", update.key)
+        .execute();
+    }
+    const changes = updates.filter((u) => u.changedAt !== null);
+    for (let at = 0; at < changes.length; at += KEY_CHUNK) {
+      await db
+        .insertInto("testStatusHistory")
+        .values(
+          changes.slice(at, at + KEY_CHUNK).map((u) => ({
+            testKey: u.key,
+            at: u.changedAt ?? 0,
+            status: u.status,
+            reason: u.reason,
+            kind: "status",
+            actor: null,
+          })),
+        )
+        .execute();
+    }
+  }
+
+  /** Retention: raw runs before `before` go; the aggregates keep what the API's windows need. */
+  async pruneRuns(before: number, batch = 50_000): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const result = await sql`
+        delete from test_runs where ${sql.raw(this.dialect === "postgres" ? "ctid" : "rowid")} in (
+          select ${sql.raw(this.dialect === "postgres" ? "ctid" : "rowid")} from test_runs
+          where at < ${before} limit ${batch})`.execute(this.db);
+      const deleted = Number(result.numAffectedRows ?? 0n);
+      total += deleted;
+      if (deleted < batch) return total;
+    }
+  }
+
+  /** Aggregates older than the API's longest window plus the retention age are dropped too. */
+  async pruneAggregates(before: number): Promise<void> {
+    await this.db.deleteFrom("testHourlyStats").where("hour", "<", before).execute();
+    await this.db.deleteFrom("testFailureGroups").where("hour", "<", before).execute();
+    await this.db.deleteFrom("testPrFailures").where("lastFailedAt", "<", before).execute();
+  }
+}

@@ -1,0 +1,89 @@
+import type { Kysely } from "kysely";
+import type { MonitorSettings } from "../../testhealth/monitors.js";
+import { defaultTestSettings, type RepositoryTestSettings } from "../../testhealth/settings.js";
+import type { Database } from "../schema.js";
+
+export interface StoredTestSettings extends RepositoryTestSettings {
+  codeowners: string | null;
+  codeownersUpdatedAt: number | null;
+  updatedAt: number | null;
+}
+
+const bit = (value: boolean): number => (value ? 1 : 0);
+
+/** `repository_test_settings`: one row per repository, created on first write (defaults before). */
+export class TestSettingsStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async get(repositoryId: string): Promise<StoredTestSettings> {
+    const row = await this.db
+      .selectFrom("repositoryTestSettings")
+      .selectAll()
+      .where("repositoryId", "=", repositoryId)
+      .executeTakeFirst();
+    if (!row) {
+      return {
+        ...defaultTestSettings(),
+        codeowners: null,
+        codeownersUpdatedAt: null,
+        updatedAt: null,
+      };
+    }
+    return {
+      monitors: JSON.parse(row.monitors) as MonitorSettings,
+      quarantine: {
+        quarantiningEnabled: Boolean(row.quarantiningEnabled),
+        autoQuarantine: Boolean(row.autoQuarantine),
+      },
+      ticketBaseUrl: row.ticketBaseUrl,
+      codeowners: row.codeowners,
+      codeownersUpdatedAt: row.codeownersUpdatedAt,
+      updatedAt: row.updatedAt,
+    };
+  }
+
+  /** Replaces the settings (the caller read, changed and validated them). */
+  async put(repositoryId: string, settings: RepositoryTestSettings, now: number): Promise<void> {
+    const values = {
+      monitors: JSON.stringify(settings.monitors),
+      quarantiningEnabled: bit(settings.quarantine.quarantiningEnabled),
+      autoQuarantine: bit(settings.quarantine.autoQuarantine),
+      ticketBaseUrl: settings.ticketBaseUrl,
+      updatedAt: now,
+    };
+    await this.db
+      .insertInto("repositoryTestSettings")
+      .values({ repositoryId, ...values, codeowners: null, codeownersUpdatedAt: null })
+      .onConflict((oc) => oc.column("repositoryId").doUpdateSet(values))
+      .execute();
+  }
+
+  /** Keeps the latest CODEOWNERS an upload carried (by upload time: an old bundle never wins). */
+  async putCodeowners(repositoryId: string, text: string, at: number): Promise<void> {
+    const defaults = defaultTestSettings();
+    await this.db
+      .insertInto("repositoryTestSettings")
+      .values({
+        repositoryId,
+        monitors: JSON.stringify(defaults.monitors),
+        quarantiningEnabled: 1,
+        autoQuarantine: 1,
+        ticketBaseUrl: null,
+        codeowners: text,
+        codeownersUpdatedAt: at,
+        updatedAt: at,
+      })
+      .onConflict((oc) =>
+        oc
+          .column("repositoryId")
+          .doUpdateSet({ codeowners: text, codeownersUpdatedAt: at })
+          .where((eb) =>
+            eb.or([
+              eb("repositoryTestSettings.codeownersUpdatedAt", "is", null),
+              eb("repositoryTestSettings.codeownersUpdatedAt", "<=", at),
+            ]),
+          ),
+      )
+      .execute();
+  }
+}

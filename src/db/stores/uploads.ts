@@ -1,0 +1,320 @@
+import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
+import type { DialectName } from "../connection.js";
+import type { Database, UploadsTable } from "../schema.js";
+
+/**
+ * `awaiting_bundle`: created, its URL not used yet. `pending`: the bundle is stored, waiting for a
+ * worker. `processing`: a worker holds its lease. `processed` / `failed`: done.
+ */
+export type UploadState = "awaiting_bundle" | "pending" | "processing" | "processed" | "failed";
+
+export interface FileError {
+  file: string;
+  reason: string;
+}
+
+export interface UploadRecord {
+  key: number;
+  id: string;
+  organizationId: string;
+  repositoryId: string;
+  state: UploadState;
+  reason: string | null;
+  clientVersion: string | null;
+  createdAt: number;
+  urlExpiresAt: number;
+  receivedAt: number | null;
+  bundlePath: string | null;
+  bundleBytes: number | null;
+  contentHash: string | null;
+  attempts: number;
+  processedAt: number | null;
+  duplicateOf: string | null;
+  commitSha: string | null;
+  branch: string | null;
+  prNumber: number | null;
+  jobName: string | null;
+  jobUrl: string | null;
+  variant: string | null;
+  uploadedAt: number | null;
+  filesTotal: number;
+  filesFailed: number;
+  fileErrors: FileError[];
+  testsPassed: number;
+  testsFailed: number;
+  testsSkipped: number;
+  infrastructureFailure: boolean;
+}
+
+/** What processing found, written when the upload is done. */
+export interface UploadOutcome {
+  commitSha: string;
+  branch: string;
+  prNumber: number | null;
+  jobName: string | null;
+  jobUrl: string | null;
+  variant: string;
+  uploadedAt: number;
+  filesTotal: number;
+  fileErrors: FileError[];
+  testsPassed: number;
+  testsFailed: number;
+  testsSkipped: number;
+  infrastructureFailure: boolean;
+}
+
+function toRecord(row: Selectable<UploadsTable>): UploadRecord {
+  return {
+    ...row,
+    state: row.state as UploadState,
+    fileErrors: row.fileErrors ? (JSON.parse(row.fileErrors) as FileError[]) : [],
+    infrastructureFailure: Boolean(row.infrastructureFailure),
+  };
+}
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** Uploads of bundles and their processing state (the work queue of the ingestion worker). */
+export class UploadStore {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: DialectName,
+  ) {}
+
+  async create(values: {
+    id: string;
+    organizationId: string;
+    repositoryId: string;
+    clientVersion: string | null;
+    createdAt: number;
+    urlExpiresAt: number;
+  }): Promise<void> {
+    await this.db
+      .insertInto("uploads")
+      .values({ ...values, state: "awaiting_bundle", reason: null })
+      .execute();
+  }
+
+  async find(id: string, organizationId?: string): Promise<UploadRecord | undefined> {
+    let query = this.db.selectFrom("uploads").selectAll().where("id", "=", id);
+    if (organizationId !== undefined) query = query.where("organizationId", "=", organizationId);
+    const row = await query.executeTakeFirst();
+    return row ? toRecord(row) : undefined;
+  }
+
+  async findByKey(key: number, db: Db = this.db): Promise<UploadRecord | undefined> {
+    const row = await db
+      .selectFrom("uploads")
+      .selectAll()
+      .where("key", "=", key)
+      .executeTakeFirst();
+    return row ? toRecord(row) : undefined;
+  }
+
+  /**
+   * The URL's one use: `awaiting_bundle` → `pending`, only before it expires. False when the
+   * upload was already received (or expired): the caller must then discard the bytes it stored.
+   */
+  async markReceived(
+    id: string,
+    values: { bundlePath: string; bundleBytes: number; contentHash: string; receivedAt: number },
+  ): Promise<boolean> {
+    const result = await this.db
+      .updateTable("uploads")
+      .set({ ...values, state: "pending" })
+      .where("id", "=", id)
+      .where("state", "=", "awaiting_bundle")
+      .where("urlExpiresAt", ">", values.receivedAt)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /**
+   * Takes the oldest upload waiting for a worker (or one whose worker's lease ran out: it
+   * crashed) and leases it until `leaseUntil`.
+   */
+  async claimNext(now: number, leaseUntil: number): Promise<UploadRecord | undefined> {
+    const ready = (db: Db) =>
+      db
+        .selectFrom("uploads")
+        .select("key")
+        .where((eb) =>
+          eb.or([
+            eb("state", "=", "pending"),
+            eb.and([eb("state", "=", "processing"), eb("leaseUntil", "<", now)]),
+          ]),
+        )
+        .orderBy("receivedAt")
+        .orderBy("key")
+        .limit(1);
+    if (this.dialect === "postgres") {
+      const row = await this.db
+        .updateTable("uploads")
+        .set((eb) => ({ state: "processing", leaseUntil, attempts: eb("attempts", "+", 1) }))
+        .where("key", "=", (eb) =>
+          eb.selectFrom(ready(this.db).forUpdate().skipLocked().as("r")).select("r.key"),
+        )
+        .returningAll()
+        .executeTakeFirst();
+      return row ? toRecord(row) : undefined;
+    }
+    // SQLite: one writer at a time; the state check makes the claim a compare-and-set.
+    const candidate = await ready(this.db).executeTakeFirst();
+    if (!candidate) return undefined;
+    const row = await this.db
+      .updateTable("uploads")
+      .set((eb) => ({ state: "processing", leaseUntil, attempts: eb("attempts", "+", 1) }))
+      .where("key", "=", candidate.key)
+      .where((eb) =>
+        eb.or([
+          eb("state", "=", "pending"),
+          eb.and([eb("state", "=", "processing"), eb("leaseUntil", "<", now)]),
+        ]),
+      )
+      .returningAll()
+      .executeTakeFirst();
+    return row ? toRecord(row) : undefined;
+  }
+
+  async extendLease(key: number, leaseUntil: number): Promise<void> {
+    await this.db
+      .updateTable("uploads")
+      .set({ leaseUntil })
+      .where("key", "=", key)
+      .where("state", "=", "processing")
+      .execute();
+  }
+
+  /** An earlier upload of the same bytes to the same repository that was (or is being) counted. */
+  async findDuplicate(upload: UploadRecord): Promise<string | undefined> {
+    if (!upload.contentHash) return undefined;
+    const row = await this.db
+      .selectFrom("uploads")
+      .select("id")
+      .where("repositoryId", "=", upload.repositoryId)
+      .where("contentHash", "=", upload.contentHash)
+      .where("key", "<>", upload.key)
+      .where("state", "in", ["processed", "processing", "pending"])
+      .where("duplicateOf", "is", null)
+      .where("key", "<", upload.key)
+      .orderBy("key")
+      .executeTakeFirst();
+    return row?.id;
+  }
+
+  /** Records the outcome; in the caller's transaction so it lands together with the data. */
+  async markProcessed(
+    db: Db,
+    key: number,
+    outcome: UploadOutcome,
+    now: number,
+    duplicateOf: string | null = null,
+  ): Promise<void> {
+    await db
+      .updateTable("uploads")
+      .set({
+        state: "processed",
+        reason: null,
+        processedAt: now,
+        leaseUntil: null,
+        duplicateOf,
+        commitSha: outcome.commitSha,
+        branch: outcome.branch,
+        prNumber: outcome.prNumber,
+        jobName: outcome.jobName,
+        jobUrl: outcome.jobUrl,
+        variant: outcome.variant,
+        uploadedAt: outcome.uploadedAt,
+        filesTotal: outcome.filesTotal,
+        filesFailed: outcome.fileErrors.length,
+        fileErrors: outcome.fileErrors.length > 0 ? JSON.stringify(outcome.fileErrors) : null,
+        testsPassed: outcome.testsPassed,
+        testsFailed: outcome.testsFailed,
+        testsSkipped: outcome.testsSkipped,
+        infrastructureFailure: outcome.infrastructureFailure ? 1 : 0,
+      })
+      .where("key", "=", key)
+      .execute();
+  }
+
+  async markFailed(
+    key: number,
+    reason: string,
+    now: number,
+    fileErrors: FileError[] = [],
+  ): Promise<void> {
+    await this.db
+      .updateTable("uploads")
+      .set({
+        state: "failed",
+        reason,
+        processedAt: now,
+        leaseUntil: null,
+        filesFailed: fileErrors.length,
+        fileErrors: fileErrors.length > 0 ? JSON.stringify(fileErrors) : null,
+      })
+      .where("key", "=", key)
+      .execute();
+  }
+
+  /** Keys of the repository's counted uploads of a commit (pass-on-retry looks at their runs). */
+  async sameCommit(
+    db: Db,
+    repositoryId: string,
+    commitSha: string,
+  ): Promise<{ key: number; uploadedAt: number }[]> {
+    const rows = await db
+      .selectFrom("uploads")
+      .select(["key", "uploadedAt"])
+      .where("repositoryId", "=", repositoryId)
+      .where("commitSha", "=", commitSha)
+      .where("state", "in", ["processed", "processing"])
+      .execute();
+    return rows.map((r) => ({ key: r.key, uploadedAt: r.uploadedAt ?? 0 }));
+  }
+
+  async list(
+    repositoryId: string,
+    offset: number,
+    limit: number,
+  ): Promise<{ total: number; uploads: UploadRecord[] }> {
+    const [count, rows] = await Promise.all([
+      this.db
+        .selectFrom("uploads")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("repositoryId", "=", repositoryId)
+        .where("state", "<>", "awaiting_bundle")
+        .executeTakeFirstOrThrow(),
+      this.db
+        .selectFrom("uploads")
+        .selectAll()
+        .where("repositoryId", "=", repositoryId)
+        .where("state", "<>", "awaiting_bundle")
+        .orderBy("createdAt", "desc")
+        .orderBy("key", "desc")
+        .offset(offset)
+        .limit(limit)
+        .execute(),
+    ]);
+    return { total: count.n, uploads: rows.map(toRecord) };
+  }
+
+  /** Uploads whose URL was never used and has expired: nothing to keep. */
+  async deleteExpiredUnused(now: number): Promise<number> {
+    const result = await this.db
+      .deleteFrom("uploads")
+      .where("state", "=", "awaiting_bundle")
+      .where("urlExpiresAt", "<", now)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  async countByState(): Promise<Record<string, number>> {
+    const rows = await this.db
+      .selectFrom("uploads")
+      .select(["state", sql<number>`count(*)`.as("n")])
+      .groupBy("state")
+      .execute();
+    return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+  }
+}

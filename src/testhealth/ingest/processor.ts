@@ -1,0 +1,435 @@
+/**
+ * Processing of one stored bundle (ADR 0007): stream it, parse every JUnit report, write the
+ * runs, fold them into the aggregates and re-classify the tests whose status could change, all
+ * of it idempotent: a retry first removes what an earlier attempt wrote, and the final
+ * transaction that counts the runs also marks the upload processed.
+ */
+import { createHash } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdir, rm } from "node:fs/promises";
+import path from "node:path";
+import { pipeline } from "node:stream/promises";
+import type { NewTestCase, RunRow, TestIngestStore } from "../../db/stores/test-ingest.js";
+import type { TestSettingsStore } from "../../db/stores/test-settings.js";
+import type {
+  FileError,
+  UploadOutcome,
+  UploadRecord,
+  UploadStore,
+} from "../../db/stores/uploads.js";
+import type { Clock } from "../../lib/clock.js";
+import { BundleError, readBundle, type BundleMeta } from "../bundle/index.js";
+import { windowLookbackMs } from "../classifier.js";
+import { failureSignature, failureSummary } from "../failure-signatures.js";
+import { repoFullName, testId } from "../identity.js";
+import {
+  JunitParseError,
+  mergeRepeatedTestcases,
+  parseJunit,
+  type ParsedTestCase,
+} from "../junit/index.js";
+import { isInfrastructureFailure, runTime } from "../runs.js";
+import type { BundleStorage } from "./bundle-storage.js";
+import { classifyCandidates } from "./classify-tests.js";
+
+const DAY = 24 * 3_600_000;
+/** Parsed test cases are merged (repeated records = attempts) and keyed in groups this large. */
+const CASE_BATCH = 5_000;
+/** Runs are written ahead of the final transaction once this many are waiting. */
+const RUN_FLUSH = 20_000;
+/** Test keys never change: a bounded cache saves a lookup per test per upload. */
+const KEY_CACHE_LIMIT = 200_000;
+
+export interface ProcessorDependencies {
+  uploads: UploadStore;
+  ingest: TestIngestStore;
+  settings: TestSettingsStore;
+  bundles: BundleStorage;
+  clock: Clock;
+  organizationSlug(organizationId: string): Promise<string>;
+  repository(repositoryId: string): Promise<{ host: string; owner: string; name: string }>;
+}
+
+export type ProcessResult = "processed" | "failed" | "duplicate";
+
+interface FileCounts {
+  passed: number;
+  failed: number;
+  skipped: number;
+  attemptsPassed: number;
+  attemptsFailed: number;
+}
+
+const zeroCounts = (): FileCounts => ({
+  passed: 0,
+  failed: 0,
+  skipped: 0,
+  attemptsPassed: 0,
+  attemptsFailed: 0,
+});
+
+export class UploadProcessor {
+  private readonly keyCache = new Map<string, number>();
+
+  constructor(private readonly deps: ProcessorDependencies) {}
+
+  async process(upload: UploadRecord): Promise<ProcessResult> {
+    const { uploads, ingest, bundles, clock } = this.deps;
+    if (!upload.bundlePath) {
+      await uploads.markFailed(upload.key, "The upload has no stored bundle.", clock.now());
+      return "failed";
+    }
+    const duplicateOf = await uploads.findDuplicate(upload);
+    if (duplicateOf !== undefined) {
+      const original = await uploads.find(duplicateOf);
+      await ingest.transaction(upload.repositoryId, async ({ trx }) => {
+        await uploads.markProcessed(trx, upload.key, outcomeOf(original), clock.now(), duplicateOf);
+      });
+      await bundles.remove(upload.bundlePath);
+      return "duplicate";
+    }
+    // A previous attempt may have written runs before it stopped.
+    if (upload.attempts > 1) await ingest.deleteRuns(upload.key);
+    const run = new BundleRun(this.deps, upload, this.keyCache);
+    try {
+      await run.read(bundles.open(upload.bundlePath));
+    } catch (error) {
+      if (!(error instanceof BundleError)) throw error;
+      await ingest.deleteRuns(upload.key);
+      await uploads.markFailed(upload.key, error.message, clock.now());
+      return "failed";
+    } finally {
+      await run.cleanup();
+    }
+    if (run.filesOk === 0 && run.fileErrors.length > 0) {
+      await ingest.deleteRuns(upload.key);
+      const first = run.fileErrors[0];
+      const reason =
+        run.fileErrors.length === 1
+          ? `${first?.file ?? "The JUnit report"}: ${first?.reason ?? "unreadable"}`
+          : `None of the ${run.fileErrors.length} JUnit reports could be read; the first, ${first?.file ?? ""}: ${first?.reason ?? ""}`;
+      await uploads.markFailed(upload.key, reason, clock.now(), run.fileErrors);
+      return "failed";
+    }
+    await run.finish();
+    await bundles.remove(upload.bundlePath);
+    if (this.keyCache.size > KEY_CACHE_LIMIT) this.keyCache.clear();
+    return "processed";
+  }
+}
+
+function outcomeOf(original: UploadRecord | undefined): UploadOutcome {
+  return {
+    commitSha: original?.commitSha ?? "",
+    branch: original?.branch ?? "",
+    prNumber: original?.prNumber ?? null,
+    jobName: original?.jobName ?? null,
+    jobUrl: original?.jobUrl ?? null,
+    variant: original?.variant ?? "",
+    uploadedAt: original?.uploadedAt ?? 0,
+    filesTotal: original?.filesTotal ?? 0,
+    fileErrors: [],
+    testsPassed: 0,
+    testsFailed: 0,
+    testsSkipped: 0,
+    infrastructureFailure: original?.infrastructureFailure ?? false,
+  };
+}
+
+interface Context {
+  meta: BundleMeta;
+  org: string;
+  repoFullName: string;
+  variant: string;
+  uploadedAt: number;
+  branch: string;
+}
+
+/** The state of reading one bundle. */
+class BundleRun {
+  filesOk = 0;
+  readonly fileErrors: FileError[] = [];
+  private filesTotal = 0;
+  private context: Context | null = null;
+  private readonly spooled: { index: number; name: string; file: string }[] = [];
+  private pendingRuns: RunRow[] = [];
+  private readonly flushedFiles = new Set<number>();
+  private readonly totals = zeroCounts();
+  private codeowners: string | null = null;
+
+  constructor(
+    private readonly deps: ProcessorDependencies,
+    private readonly upload: UploadRecord,
+    private readonly keyCache: Map<string, number>,
+  ) {}
+
+  async read(source: AsyncIterable<Uint8Array>): Promise<void> {
+    let index = 0;
+    for await (const entry of readBundle(source)) {
+      if (entry.kind === "meta") {
+        this.context = await this.contextOf(entry.meta);
+        for (const spooled of this.spooled) {
+          await this.readFile(spooled.index, spooled.name, createReadStream(spooled.file));
+        }
+      } else if (entry.kind === "codeowners") {
+        this.codeowners = entry.text;
+      } else {
+        const fileIndex = index++;
+        this.filesTotal += 1;
+        if (this.context) {
+          await this.readFile(fileIndex, entry.path, entry.stream);
+        } else {
+          // Trunk writes meta.json first; anything else is kept on disk until it arrives.
+          const file = this.deps.bundles.scratchPath(`${this.upload.id}-${fileIndex}`);
+          await mkdir(path.dirname(file), { recursive: true });
+          await pipeline(entry.stream, createWriteStream(file));
+          this.spooled.push({ index: fileIndex, name: entry.path, file });
+        }
+      }
+    }
+  }
+
+  async cleanup(): Promise<void> {
+    for (const spooled of this.spooled) await rm(spooled.file, { force: true });
+  }
+
+  private async contextOf(meta: BundleMeta): Promise<Context> {
+    const [org, repository] = await Promise.all([
+      this.deps.organizationSlug(this.upload.organizationId),
+      this.deps.repository(this.upload.repositoryId),
+    ]);
+    const receivedAt = this.upload.receivedAt ?? this.deps.clock.now();
+    // The uploader's clock is trusted for the past (back-filled results), never for the future.
+    const uploadedAt =
+      meta.uploadTimeMs !== null && meta.uploadTimeMs > 0
+        ? Math.min(meta.uploadTimeMs, receivedAt)
+        : receivedAt;
+    return {
+      meta,
+      org,
+      // Ids hash the repository as the uploader spelled it (contract §3), as Trunk does.
+      repoFullName: repoFullName(meta.repo.name ? meta.repo : repository),
+      variant: meta.variant ?? "",
+      uploadedAt,
+      branch: meta.branch ?? "",
+    };
+  }
+
+  private async readFile(
+    fileIndex: number,
+    name: string,
+    stream: AsyncIterable<Uint8Array>,
+  ): Promise<void> {
+    const counts = zeroCounts();
+    let batch: ParsedTestCase[] = [];
+    try {
+      for await (const testCase of parseJunit(stream)) {
+        batch.push(testCase);
+        if (batch.length >= CASE_BATCH) {
+          await this.addCases(batch, fileIndex, counts);
+          batch = [];
+        }
+      }
+      await this.addCases(batch, fileIndex, counts);
+    } catch (error) {
+      if (!(error instanceof JunitParseError)) throw error;
+      // All or nothing per file (ADR 0006).
+      this.pendingRuns = this.pendingRuns.filter((r) => r.fileIndex !== fileIndex);
+      if (this.flushedFiles.has(fileIndex)) {
+        await this.deps.ingest.deleteRuns(this.upload.key, fileIndex);
+      }
+      this.fileErrors.push({ file: this.displayName(fileIndex, name), reason: error.reason });
+      return;
+    }
+    this.filesOk += 1;
+    for (const key of Object.keys(counts) as (keyof FileCounts)[]) {
+      this.totals[key] += counts[key];
+    }
+  }
+
+  /** The path on the CI machine when meta.json names it, else the path inside the bundle. */
+  private displayName(fileIndex: number, bundlePath: string): string {
+    const files = this.context?.meta.fileSets.flatMap((set) => set.files) ?? [];
+    const known = files.find((f) => f.bundlePath === bundlePath);
+    return (
+      known?.originalPathRelative ?? known?.originalPath ?? (bundlePath || `file ${fileIndex}`)
+    );
+  }
+
+  private async addCases(
+    parsed: readonly ParsedTestCase[],
+    fileIndex: number,
+    counts: FileCounts,
+  ): Promise<void> {
+    const context = this.context;
+    if (!context || parsed.length === 0) return;
+    const cases = mergeRepeatedTestcases(parsed);
+    const ids = cases.map((c) =>
+      testId({
+        org: context.org,
+        repoFullName: context.repoFullName,
+        file: c.file,
+        classname: c.classname,
+        parent: c.parent,
+        name: c.name,
+        variant: context.variant,
+        idAttribute: c.idAttribute,
+      }),
+    );
+    const keys = await this.keysOf(cases, ids);
+    const { meta, uploadedAt, branch } = context;
+    cases.forEach((testCase, i) => {
+      const testKey = keys.get(ids[i] ?? "");
+      if (testKey === undefined) throw new Error("test case without a key");
+      const final = testCase.attempts.at(-1);
+      if (final?.status === "passed") counts.passed += 1;
+      else if (final?.status === "failed") counts.failed += 1;
+      else counts.skipped += 1;
+      for (const attempt of testCase.attempts) {
+        if (attempt.status === "passed") counts.attemptsPassed += 1;
+        else if (attempt.status === "failed") counts.attemptsFailed += 1;
+        const failure = attempt.status === "failed" ? (attempt.failure ?? emptyFailure) : null;
+        this.pendingRuns.push({
+          testKey,
+          uploadKey: this.upload.key,
+          fileIndex,
+          at: runTime(attempt.startedAt, uploadedAt),
+          status: attempt.status,
+          attempt: attempt.kind,
+          commitSha: meta.commitSha,
+          branch,
+          prNumber: meta.prNumber,
+          durationMs: attempt.durationMs === null ? null : Math.round(attempt.durationMs),
+          failureSignature: failure ? signatureKey(failureSignature(failure)) : null,
+          failureSummary: failure ? failureSummary(failure) : null,
+          failureText: failure ? failureText(failure) : null,
+        });
+      }
+    });
+    if (this.pendingRuns.length >= RUN_FLUSH) {
+      const rows = this.pendingRuns;
+      this.pendingRuns = [];
+      for (const row of rows) this.flushedFiles.add(row.fileIndex);
+      await this.deps.ingest.insertRunsNow(rows);
+    }
+  }
+
+  private async keysOf(
+    cases: readonly ParsedTestCase[],
+    ids: readonly string[],
+  ): Promise<Map<string, number>> {
+    const keys = new Map<string, number>();
+    const missing: NewTestCase[] = [];
+    const prefix = `${this.upload.repositoryId}:`;
+    cases.forEach((c, i) => {
+      const id = ids[i] ?? "";
+      const cached = this.keyCache.get(prefix + id);
+      if (cached !== undefined) keys.set(id, cached);
+      else {
+        missing.push({
+          id,
+          name: c.name,
+          classname: c.classname === "" ? null : c.classname,
+          parent: c.parent === "" ? null : c.parent,
+          file: c.file,
+          variant: this.context?.variant ?? "",
+        });
+      }
+    });
+    if (missing.length > 0) {
+      const found = await this.deps.ingest.ensureTestCases(
+        this.upload.repositoryId,
+        missing,
+        this.deps.clock.now(),
+      );
+      for (const [id, key] of found) {
+        keys.set(id, key);
+        this.keyCache.set(prefix + id, key);
+      }
+    }
+    return keys;
+  }
+
+  /** The final transaction: remaining runs, aggregates, classification, the upload's outcome. */
+  async finish(): Promise<void> {
+    const context = this.context;
+    if (!context) throw new BundleError("meta.json missing");
+    const { uploads, ingest, settings: settingsStore, clock } = this.deps;
+    const settings = await settingsStore.get(this.upload.repositoryId);
+    if (this.codeowners !== null) {
+      await settingsStore.putCodeowners(
+        this.upload.repositoryId,
+        this.codeowners,
+        context.uploadedAt,
+      );
+    }
+    const excluded = isInfrastructureFailure({
+      passed: this.totals.attemptsPassed,
+      failed: this.totals.attemptsFailed,
+    });
+    const outcome: UploadOutcome = {
+      commitSha: context.meta.commitSha,
+      branch: context.branch,
+      prNumber: context.meta.prNumber,
+      jobName: context.meta.jobName,
+      jobUrl: context.meta.jobUrl,
+      variant: context.variant,
+      uploadedAt: context.uploadedAt,
+      filesTotal: this.filesTotal,
+      fileErrors: this.fileErrors,
+      testsPassed: this.totals.passed,
+      testsFailed: this.totals.failed,
+      testsSkipped: this.totals.skipped,
+      infrastructureFailure: excluded,
+    };
+    const rows = this.pendingRuns;
+    this.pendingRuns = [];
+    await ingest.transaction(this.upload.repositoryId, async (tx) => {
+      const { trx } = tx;
+      const now = clock.now();
+      await tx.insertRuns(rows);
+      await uploads.markProcessed(trx, this.upload.key, outcome, now);
+      await ingest.aggregateUpload(trx, {
+        key: this.upload.key,
+        repositoryId: this.upload.repositoryId,
+        prNumber: context.meta.prNumber,
+        excluded,
+      });
+      if (excluded) return;
+      const window = windowLookbackMs(settings.monitors);
+      const sameCommit = await uploads.sameCommit(
+        trx,
+        this.upload.repositoryId,
+        context.meta.commitSha,
+      );
+      // Run times lie at most a day before their upload: an older failure cannot be on this
+      // commit, nor in any window.
+      const firstOfCommit = Math.min(context.uploadedAt, ...sameCommit.map((u) => u.uploadedAt));
+      const failedSince = Math.min(now - window, firstOfCommit - DAY);
+      const candidates = await ingest.candidatesOfUpload(trx, this.upload.key, failedSince);
+      if (candidates.length === 0) return;
+      const runs = await ingest.runsForClassification(
+        trx,
+        candidates.map((c) => c.key),
+        now - window,
+        sameCommit.map((u) => u.key),
+        this.upload.key,
+      );
+      const updates = classifyCandidates(candidates, runs, settings.monitors, now);
+      await ingest.applyClassifications(trx, updates);
+    });
+  }
+}
+
+const emptyFailure = { type: null, message: null, text: null };
+
+function signatureKey(signature: string): string {
+  return createHash("sha1").update(signature).digest("base64url").slice(0, 16);
+}
+
+function failureText(failure: { message: string | null; text: string | null }): string | null {
+  const parts = [failure.message, failure.text].filter((p): p is string => !!p);
+  if (parts.length === 2 && parts[1]?.includes(parts[0] ?? "")) parts.shift();
+  const text = parts.join("\n");
+  return text === "" ? null : text.slice(0, 8_000);
+}

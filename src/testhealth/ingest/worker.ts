@@ -1,0 +1,211 @@
+import type { TestIngestStore } from "../../db/stores/test-ingest.js";
+import type { TestSettingsStore } from "../../db/stores/test-settings.js";
+import type { UploadStore } from "../../db/stores/uploads.js";
+import type { Clock } from "../../lib/clock.js";
+import { windowLookbackMs } from "../classifier.js";
+import { classifyCandidates } from "./classify-tests.js";
+import type { UploadProcessor } from "./processor.js";
+
+const MINUTE = 60_000;
+const DAY = 24 * 60 * MINUTE;
+
+export interface WorkerOptions {
+  /** How long a claimed upload stays ours without renewal (a crashed worker's uploads resume after it). */
+  leaseMs: number;
+  /** Re-classification of tests with active monitors, so that they resolve as windows slide. */
+  sweepIntervalMs: number;
+  /** Raw runs older than this are pruned. */
+  retentionDays: number;
+  retentionIntervalMs: number;
+  /** How often to look for work when nobody wakes the worker. */
+  pollIntervalMs: number;
+}
+
+export const DEFAULT_WORKER_OPTIONS: WorkerOptions = {
+  leaseMs: 5 * MINUTE,
+  sweepIntervalMs: MINUTE,
+  retentionDays: 90,
+  retentionIntervalMs: 6 * 60 * MINUTE,
+  pollIntervalMs: 2_000,
+};
+
+export interface WorkerLogger {
+  info(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export interface WorkerDependencies {
+  uploads: UploadStore;
+  ingest: TestIngestStore;
+  settings: TestSettingsStore;
+  processor: UploadProcessor;
+  clock: Clock;
+  logger: WorkerLogger;
+}
+
+/**
+ * The background side of ingestion: processes stored bundles one at a time (resuming those a
+ * crash left behind), re-classifies tests whose windows slide, and prunes old runs.
+ */
+export class IngestWorker {
+  private readonly options: WorkerOptions;
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private wakeUp: (() => void) | null = null;
+  private woken = false;
+  private lastSweep = 0;
+  private lastRetention = 0;
+  /** Resolves when the queue is empty and nothing is being processed (tests, benchmarks). */
+  private idleWaiters: (() => void)[] = [];
+  private busy = false;
+
+  constructor(
+    private readonly deps: WorkerDependencies,
+    options: Partial<WorkerOptions> = {},
+  ) {
+    this.options = { ...DEFAULT_WORKER_OPTIONS, ...options };
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Finishes the upload in hand, then stops. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake();
+    await this.loop;
+    this.loop = null;
+  }
+
+  /** New work arrived (a bundle was stored). */
+  wake(): void {
+    this.woken = true;
+    this.wakeUp?.();
+  }
+
+  /** Waits until every stored bundle has been processed. */
+  idle(): Promise<void> {
+    if (!this.busy && !this.woken) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Read through a method: other callbacks change these flags while the loop awaits. */
+  private flags(): { running: boolean; woken: boolean } {
+    return { running: this.running, woken: this.woken };
+  }
+
+  private async run(): Promise<void> {
+    while (this.flags().running) {
+      this.woken = false;
+      this.busy = true;
+      try {
+        while (this.flags().running && (await this.processNext()));
+        await this.maintenance();
+      } catch (error) {
+        this.deps.logger.error({ err: error }, "test-health worker step failed");
+      }
+      this.busy = false;
+      const { running, woken } = this.flags();
+      if (!woken) {
+        for (const resolve of this.idleWaiters.splice(0)) resolve();
+      }
+      if (!running) break;
+      if (woken) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.options.pollIntervalMs);
+        this.wakeUp = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wakeUp = null;
+    }
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  /** Processes one upload; false when none is waiting. */
+  async processNext(): Promise<boolean> {
+    const { uploads, processor, clock, logger } = this.deps;
+    const now = clock.now();
+    const upload = await uploads.claimNext(now, now + this.options.leaseMs);
+    if (!upload) return false;
+    const renew = setInterval(() => {
+      const at = clock.now();
+      uploads.extendLease(upload.key, at + this.options.leaseMs).catch(() => undefined);
+    }, this.options.leaseMs / 3);
+    const started = performance.now();
+    try {
+      const result = await processor.process(upload);
+      logger.info(
+        { upload: upload.id, result, ms: Math.round(performance.now() - started) },
+        "upload processed",
+      );
+    } catch (error) {
+      // An unexpected fault (not a bad bundle): the lease runs out and another attempt follows,
+      // up to a limit, so that a poison bundle cannot loop forever.
+      logger.error({ err: error, upload: upload.id }, "upload processing failed");
+      if (upload.attempts >= 3) {
+        await uploads.markFailed(
+          upload.key,
+          "Processing failed three times with an internal error; see the server log.",
+          clock.now(),
+        );
+      } else {
+        await uploads.extendLease(upload.key, clock.now());
+      }
+    } finally {
+      clearInterval(renew);
+    }
+    return true;
+  }
+
+  private async maintenance(): Promise<void> {
+    const now = this.deps.clock.now();
+    if (now - this.lastSweep >= this.options.sweepIntervalMs) {
+      this.lastSweep = now;
+      await this.sweep();
+    }
+    if (now - this.lastRetention >= this.options.retentionIntervalMs) {
+      this.lastRetention = now;
+      await this.prune();
+    }
+  }
+
+  /** Re-classifies every test with an active monitor, with the current time. */
+  async sweep(): Promise<number> {
+    const { ingest, settings, clock } = this.deps;
+    let changed = 0;
+    for (const repositoryId of await ingest.repositoriesWithActiveMonitors()) {
+      const repositorySettings = await settings.get(repositoryId);
+      changed += await ingest.transaction(repositoryId, async ({ trx }) => {
+        const now = clock.now();
+        const candidates = await ingest.activeCandidates(trx, repositoryId);
+        const window = windowLookbackMs(repositorySettings.monitors);
+        const runs = await ingest.runsForClassification(
+          trx,
+          candidates.map((c) => c.key),
+          now - window,
+          [],
+          null,
+        );
+        const updates = classifyCandidates(candidates, runs, repositorySettings.monitors, now);
+        await ingest.applyClassifications(trx, updates);
+        return updates.length;
+      });
+    }
+    return changed;
+  }
+
+  async prune(): Promise<{ runs: number }> {
+    const { ingest, uploads, clock } = this.deps;
+    const now = clock.now();
+    const before = now - this.options.retentionDays * DAY;
+    const runs = await ingest.pruneRuns(before);
+    await ingest.pruneAggregates(before);
+    await uploads.deleteExpiredUnused(now - DAY);
+    return { runs };
+  }
+}

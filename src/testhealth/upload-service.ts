@@ -1,0 +1,194 @@
+import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
+import type { Readable } from "node:stream";
+import type { RepoRef, Repository } from "../db/stores/repositories.js";
+import type { TestCaseStore } from "../db/stores/test-cases.js";
+import type { ServerSecretStore } from "../db/stores/server-secrets.js";
+import type { TestSettingsStore } from "../db/stores/test-settings.js";
+import type { UploadRecord, UploadStore } from "../db/stores/uploads.js";
+import type { Clock } from "../lib/clock.js";
+import { ApiError } from "../lib/errors.js";
+import type { Principal } from "../organizations/service.js";
+import { BundleTooLargeError, type BundleStorage } from "./ingest/bundle-storage.js";
+import type { RepositoryAccess } from "./repository-access.js";
+
+export const UPLOAD_URL_TTL_MS = 60 * 60_000;
+export const DEFAULT_MAX_BUNDLE_BYTES = 1024 * 1024 * 1024;
+const SECRET_NAME = "upload-url-signing";
+
+export interface UploadServiceDependencies {
+  testCases: TestCaseStore;
+  uploads: UploadStore;
+  settings: TestSettingsStore;
+  secrets: ServerSecretStore;
+  bundles: BundleStorage;
+  access: RepositoryAccess;
+  clock: Clock;
+  maxBundleBytes: number;
+  /** Called once a bundle is stored, so that processing starts at once. */
+  onBundleStored: () => void;
+}
+
+export interface CreatedUpload {
+  id: string;
+  idV2: string;
+  url: string;
+  key: string;
+}
+
+/**
+ * Trunk's upload protocol (contract §4): `createBundleUpload` hands out a signed, single-use,
+ * expiring URL on this service; the bundle is `PUT` there without a token and is stored
+ * durably before the answer; a worker processes it in the background.
+ */
+export class UploadService {
+  private signingKey: Buffer | undefined;
+
+  constructor(private readonly deps: UploadServiceDependencies) {}
+
+  async createBundleUpload(
+    principal: Principal,
+    request: { repo: RepoRef; orgUrlSlug: string | null; clientVersion: string | null },
+    baseUrl: string,
+  ): Promise<CreatedUpload> {
+    const now = this.deps.clock.now();
+    const repository = await this.deps.access.ensure(
+      principal,
+      request.orgUrlSlug,
+      request.repo,
+      now,
+    );
+    const id = randomUUID();
+    const expires = now + UPLOAD_URL_TTL_MS;
+    await this.deps.uploads.create({
+      id,
+      organizationId: principal.organizationId,
+      repositoryId: repository.id,
+      clientVersion: request.clientVersion,
+      createdAt: now,
+      urlExpiresAt: expires,
+    });
+    const signature = await this.sign(id, expires);
+    const url = `${baseUrl.replace(/\/+$/, "")}/v1/uploads/${id}?expires=${expires}&signature=${signature}`;
+    return { id, idV2: id, url, key: `uploads/${principal.organizationSlug}/${id}.tar.zst` };
+  }
+
+  /** The `PUT` to a signed URL. Resolves once the bundle is on disk and recorded. */
+  async receiveBundle(
+    id: string,
+    query: { expires?: string | undefined; signature?: string | undefined },
+    body: Readable,
+  ): Promise<UploadRecord> {
+    const expires = Number(query.expires);
+    const given = Buffer.from(query.signature ?? "", "base64url");
+    const expected = Buffer.from(await this.sign(id, expires), "base64url");
+    if (
+      !Number.isSafeInteger(expires) ||
+      given.length !== expected.length ||
+      !timingSafeEqual(given, expected)
+    ) {
+      throw new ApiError(
+        "forbidden",
+        "The upload URL's signature is not valid; ask createBundleUpload for a new URL.",
+      );
+    }
+    const now = this.deps.clock.now();
+    if (expires <= now) {
+      throw new ApiError(
+        "forbidden",
+        "The upload URL has expired; ask createBundleUpload for a new one.",
+      );
+    }
+    const upload = await this.deps.uploads.find(id);
+    if (!upload) throw new ApiError("not_found", "No such upload.");
+    if (upload.state !== "awaiting_bundle") {
+      throw new ApiError(
+        "conflict",
+        "This upload URL was already used; each URL takes one bundle.",
+      );
+    }
+    let stored;
+    try {
+      stored = await this.deps.bundles.store(
+        upload.organizationId,
+        id,
+        body,
+        this.deps.maxBundleBytes,
+      );
+    } catch (error) {
+      if (error instanceof BundleTooLargeError) {
+        throw new ApiError("payload_too_large", `The bundle is larger than ${error.limit} bytes.`);
+      }
+      throw error;
+    }
+    const received = await this.deps.uploads.markReceived(id, {
+      bundlePath: stored.path,
+      bundleBytes: stored.bytes,
+      contentHash: stored.sha256,
+      receivedAt: this.deps.clock.now(),
+    });
+    if (!received) {
+      await this.deps.bundles.remove(stored.path);
+      throw new ApiError(
+        "conflict",
+        "This upload URL was already used; each URL takes one bundle.",
+      );
+    }
+    this.deps.onBundleStored();
+    return (await this.deps.uploads.find(id)) ?? upload;
+  }
+
+  /** Every quarantined test of the repository, whatever the client asked about (contract §4). */
+  async quarantineConfig(
+    principal: Principal,
+    request: { repo: RepoRef; orgUrlSlug: string | null },
+  ): Promise<{ isDisabled: boolean; testIds: string[] }> {
+    this.deps.access.checkOrganization(principal, request.orgUrlSlug);
+    let repository;
+    try {
+      repository = await this.deps.access.find(principal, request.orgUrlSlug, request.repo);
+    } catch (error) {
+      // A repository that never uploaded has nothing quarantined; the uploader must not fail.
+      if (error instanceof ApiError && error.code === "not_found") {
+        return { isDisabled: false, testIds: [] };
+      }
+      throw error;
+    }
+    const settings = await this.deps.settings.get(repository.id);
+    if (!settings.quarantine.quarantiningEnabled) return { isDisabled: true, testIds: [] };
+    const testIds = await this.deps.testCases.quarantinedIds(repository.id, settings.quarantine);
+    return { isDisabled: false, testIds };
+  }
+
+  async getUpload(
+    principal: Principal,
+    orgUrlSlug: string,
+    repo: RepoRef,
+    id: string,
+  ): Promise<UploadRecord> {
+    const repository = await this.deps.access.find(principal, orgUrlSlug, repo);
+    const upload = await this.deps.uploads.find(id, principal.organizationId);
+    if (!upload || upload.repositoryId !== repository.id) {
+      throw new ApiError("not_found", `No upload ${id} in this repository.`);
+    }
+    return upload;
+  }
+
+  repositoryOf(principal: Principal, orgUrlSlug: string, repo: RepoRef): Promise<Repository> {
+    return this.deps.access.find(principal, orgUrlSlug, repo);
+  }
+
+  listUploads(
+    repositoryId: string,
+    offset: number,
+    limit: number,
+  ): Promise<{ total: number; uploads: UploadRecord[] }> {
+    return this.deps.uploads.list(repositoryId, offset, limit);
+  }
+
+  private async sign(id: string, expires: number): Promise<string> {
+    this.signingKey ??= await this.deps.secrets.getOrCreate(SECRET_NAME, this.deps.clock.now());
+    return createHmac("sha256", this.signingKey)
+      .update(`${id}\u0000${expires}`)
+      .digest("base64url");
+  }
+}

@@ -1,0 +1,517 @@
+import { execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { createReadStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CliError } from "../../src/cli/client.js";
+import { createBundleUpload, putBundle } from "../../src/cli/upload/protocol.js";
+import { testId } from "../../src/testhealth/identity.js";
+import { readBundle, type BundleMeta } from "../../src/testhealth/bundle/index.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import {
+  REPO_ROOT,
+  freePort,
+  startServer,
+  stopAllProcesses,
+  type RunningServer,
+} from "../helpers/process.js";
+import { post } from "./support.js";
+
+let database: TestDatabase;
+let server: RunningServer;
+let work: string;
+let checkout: string;
+let headSha: string;
+const TOKEN = randomBytes(32).toString("hex");
+const REPO = { host: "github.com", owner: "acme", name: "app" };
+
+const PASSING_REPORT = `<?xml version="1.0" encoding="UTF-8"?>
+<testsuites>
+  <testsuite name="math" file="src/math.test.ts">
+    <testcase name="adds" classname="Math" time="0.01"/>
+    <testcase name="subtracts" classname="Math" time="0.02"/>
+    <testcase name="divides by zero" classname="Math"><skipped/></testcase>
+  </testsuite>
+</testsuites>`;
+
+const FAILING_REPORT = `<?xml version="1.0" encoding="UTF-8"?>
+<testsuites>
+  <testsuite name="auth" file="src/auth.test.ts">
+    <testcase name="logs in" classname="Auth" time="0.3">
+      <failure message="expected 200, got 500" type="AssertionError">at login (auth.ts:3)</failure>
+    </testcase>
+    <testcase name="logs out" classname="Auth" time="0.1"/>
+  </testsuite>
+</testsuites>`;
+
+/** The id the server gives the failing test (org acme, github.com/acme/app, no variant). */
+const FAILING_ID = testId({
+  org: "acme",
+  repoFullName: "github.com/acme/app",
+  file: "src/auth.test.ts",
+  classname: "Auth",
+  parent: "auth",
+  name: "logs in",
+});
+
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync("git", args, { cwd, encoding: "utf8", env: gitEnv() }).trim();
+
+function gitEnv(): NodeJS.ProcessEnv {
+  return {
+    PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ""}`,
+    HOME: work,
+    LANG: "C",
+    GIT_CONFIG_NOSYSTEM: "1",
+  };
+}
+
+interface Result {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+const TSX = pathToFileURL(path.join(REPO_ROOT, "node_modules/tsx/dist/loader.mjs")).href;
+const CLI = path.join(REPO_ROOT, "src/cli/main.ts");
+
+/**
+ * `mainline <args>` run in `cwd` (test/helpers/process.ts runs in the repository root). The
+ * environment is built from scratch, so no CI variable of the machine running the tests leaks in.
+ */
+function runIn(cwd: string, args: string[], env: Record<string, string> = {}): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", TSX, CLI, ...args], {
+      cwd,
+      env: { ...gitEnv(), ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    child.once("error", reject);
+    child.once("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+const remote = (args: string[], env: Record<string, string> = {}) =>
+  runIn(checkout, args, { MAINLINE_URL: server.url, MAINLINE_TOKEN: TOKEN, ...env });
+
+function succeeded(result: Result): Result {
+  expect(result.stderr).not.toMatch(/^mainline: (?!warning)/m);
+  expect(result.code).toBe(0);
+  return result;
+}
+
+beforeAll(async () => {
+  work = mkdtempSync(path.join(tmpdir(), "mainline-upload-e2e-"));
+  checkout = path.join(work, "app");
+  mkdirSync(checkout);
+  git(checkout, "init", "--quiet", "--initial-branch=main");
+  git(checkout, "config", "user.name", "Ada");
+  git(checkout, "config", "user.email", "ada@example.com");
+  mkdirSync(path.join(checkout, ".github"));
+  writeFileSync(path.join(checkout, ".github/CODEOWNERS"), "src/auth* @acme/auth\n");
+  writeFileSync(path.join(checkout, "README.md"), "app\n");
+  git(checkout, "add", ".");
+  git(checkout, "commit", "--quiet", "-m", "First commit");
+  git(checkout, "remote", "add", "origin", "https://github.com/acme/app.git");
+  headSha = git(checkout, "rev-parse", "HEAD");
+  mkdirSync(path.join(checkout, "test-results/unit"), { recursive: true });
+  writeFileSync(path.join(checkout, "test-results/unit/math.xml"), PASSING_REPORT);
+  writeFileSync(path.join(checkout, "test-results/auth.xml"), FAILING_REPORT);
+  mkdirSync(path.join(checkout, "passing"));
+  writeFileSync(path.join(checkout, "passing/math.xml"), PASSING_REPORT);
+
+  database = await createTestDatabase();
+  server = await startServer({
+    ...database.env,
+    MAINLINE_BOOTSTRAP_ORG: "acme",
+    MAINLINE_BOOTSTRAP_TOKEN: TOKEN,
+  });
+});
+
+afterAll(async () => {
+  rmSync(work, { recursive: true, force: true });
+  await (server as RunningServer | undefined)?.stop();
+  await stopAllProcesses();
+  await (database as TestDatabase | undefined)?.cleanup();
+});
+
+async function bundleContents(file: string): Promise<{ meta: BundleMeta; names: string[] }> {
+  let meta: BundleMeta | undefined;
+  const names: string[] = [];
+  for await (const entry of readBundle(createReadStream(file))) {
+    names.push(entry.path);
+    if (entry.kind === "meta") meta = entry.meta;
+    if (entry.kind === "junit") {
+      let bytes = 0;
+      for await (const chunk of entry.stream) bytes += chunk.length;
+      expect(bytes).toBe(entry.size);
+    }
+  }
+  if (meta === undefined) throw new Error("no meta.json");
+  return { meta, names };
+}
+
+describe("help", () => {
+  it("mainline --help lists upload and test; each shows its options", async () => {
+    expect((await runIn(work, ["--help"])).stdout).toMatch(/^ {2}upload .*\n(?:.*\n)*? {2}test /m);
+    for (const command of ["upload", "test"]) {
+      const { stdout, code } = await runIn(work, [command, "--help"]);
+      expect(code).toBe(0);
+      for (const option of [
+        "--junit <globs...>",
+        "--repo <host/owner/name>",
+        "--org <slug>",
+        "--commit <sha>",
+        "--branch <name>",
+        "--pr <number>",
+        "--job-name <name>",
+        "--job-url <url>",
+        "--variant <variant>",
+        "--codeowners <path>",
+        "--dry-run",
+        "--output <file>",
+        "--wait",
+        "MAINLINE_URL",
+        "MAINLINE_TOKEN",
+      ]) {
+        expect(stdout).toContain(option);
+      }
+    }
+    const test = await runIn(work, ["test", "--help"]);
+    expect(test.stdout).toContain(
+      "Usage: mainline test --junit <globs...> [options] -- <command...>",
+    );
+  });
+});
+
+describe("mainline upload --dry-run", () => {
+  it("shows what would be uploaded and saves a bundle the server's reader accepts", async () => {
+    const output = path.join(work, "dry.tar.gz");
+    const result = succeeded(
+      await runIn(checkout, [
+        "upload",
+        "--junit",
+        "test-results/**/*.xml",
+        "--org",
+        "acme",
+        "--dry-run",
+        "--output",
+        output,
+        "--pr",
+        "12",
+        "--job-name",
+        "unit tests",
+      ]),
+    );
+    const { stdout } = result;
+    expect(stdout).toContain("Dry run: nothing was uploaded.");
+    expect(stdout).toMatch(/^repository +github\.com\/acme\/app$/m);
+    expect(stdout).toMatch(/^organization +acme$/m);
+    expect(stdout).toMatch(new RegExp(`^commit +${headSha}$`, "m"));
+    expect(stdout).toMatch(/^branch +main$/m);
+    expect(stdout).toMatch(/^pull request +12$/m);
+    expect(stdout).toMatch(/^codeowners +\.github\/CODEOWNERS$/m);
+    expect(stdout).toMatch(/^tests +5 tests \(3 passed, 1 failed, 1 skipped\)$/m);
+    expect(stdout).toMatch(/^files +2$/m);
+    expect(stdout).toContain("  test-results/auth.xml\n  test-results/unit/math.xml\n");
+
+    const { meta, names } = await bundleContents(output);
+    expect(names).toEqual(["meta.json", "junit/0", "junit/1", "CODEOWNERS"]);
+    expect(meta).toMatchObject({
+      orgSlug: "acme",
+      repo: REPO,
+      repoUrl: "https://github.com/acme/app.git",
+      commitSha: headSha,
+      branch: "main",
+      commitMessage: "First commit",
+      authorName: "Ada",
+      prNumber: 12,
+      jobName: "unit tests",
+      variant: null,
+    });
+    expect(meta.fileSets[0]?.files.map((f) => f.originalPathRelative)).toEqual([
+      "test-results/auth.xml",
+      "test-results/unit/math.xml",
+    ]);
+  });
+
+  it("needs no server and no token", async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const result = succeeded(
+      await runIn(checkout, ["upload", "--junit", "passing/*.xml", "--dry-run", "--url", url]),
+    );
+    expect(result.stdout).toMatch(/^organization +\(the token's/m);
+    expect(result.stdout).toMatch(/^tests +3 tests/m);
+  });
+
+  it("no file matches: a one-line error and exit 1", async () => {
+    const result = await runIn(checkout, ["upload", "--junit", "nowhere/**/*.xml", "--dry-run"]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toBe(
+      `mainline: No file matches --junit 'nowhere/**/*.xml' (in ${checkout}).\n`,
+    );
+  });
+
+  it("outside a git checkout --repo and --commit are asked for", async () => {
+    const outside = path.join(work, "outside");
+    mkdirSync(outside, { recursive: true });
+    writeFileSync(path.join(outside, "r.xml"), PASSING_REPORT);
+    const result = await runIn(outside, ["upload", "--junit", "r.xml", "--dry-run"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/pass --repo/);
+    const named = succeeded(
+      await runIn(outside, [
+        "upload",
+        "--junit",
+        "r.xml",
+        "--dry-run",
+        "--repo",
+        "gitlab.com/group/sub/app",
+        "--commit",
+        headSha,
+      ]),
+    );
+    expect(named.stdout).toMatch(/^repository +gitlab\.com\/group\/sub\/app$/m);
+  });
+});
+
+describe("mainline upload and test without the server's consent", () => {
+  it("a wrong token: upload fails with the server's message", async () => {
+    const result = await remote(["upload", "--junit", "passing/*.xml"], { MAINLINE_TOKEN: "no" });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("mainline: The API token is not valid or has been revoked.");
+  });
+
+  it("an unreachable server never changes the command's exit code", async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    for (const [script, expected] of [
+      ["process.exit(3)", 3],
+      ["process.exit(0)", 0],
+    ] as const) {
+      const result = await remote([
+        "test",
+        "--junit",
+        "test-results/**/*.xml",
+        "--url",
+        url,
+        "--",
+        "node",
+        "-e",
+        script,
+      ]);
+      expect(result.code).toBe(expected);
+      expect(result.stderr).toContain(
+        "mainline: warning: the upload failed: Cannot reach Mainline",
+      );
+    }
+  });
+
+  it("a signal that ended the command: 128 + its number", async () => {
+    const result = await runIn(checkout, [
+      "test",
+      "--junit",
+      "passing/*.xml",
+      "--dry-run",
+      "--",
+      "node",
+      "-e",
+      "process.kill(process.pid, 'SIGTERM')",
+    ]);
+    expect(result.code).toBe(143);
+  });
+
+  it("a command that cannot start: 127", async () => {
+    const result = await runIn(checkout, [
+      "test",
+      "--junit",
+      "passing/*.xml",
+      "--dry-run",
+      "--",
+      "mainline-no-such-command",
+      "x",
+    ]);
+    expect(result.code).toBe(127);
+    expect(result.stderr).toContain("cannot run mainline-no-such-command (ENOENT)");
+  });
+
+  it("no report found: the command's exit code, with a warning", async () => {
+    const result = await remote([
+      "test",
+      "--junit",
+      "nowhere/*.xml",
+      "--",
+      "node",
+      "-e",
+      "process.exit(5)",
+    ]);
+    expect(result.code).toBe(5);
+    expect(result.stderr).toContain("mainline: warning: no results uploaded: No file matches");
+  });
+
+  it("a single argument runs in a shell", async () => {
+    const result = await runIn(checkout, [
+      "test",
+      "--junit",
+      "passing/*.xml",
+      "--dry-run",
+      "--",
+      "echo from-shell && exit 4",
+    ]);
+    expect(result.stdout).toContain("from-shell");
+    expect(result.code).toBe(4);
+  });
+});
+
+/** The upload endpoints (src/api/flakytests/) are being written at the same time as this file. */
+describe("uploads to a real server", () => {
+  async function upload(extra: string[] = []): Promise<string> {
+    const result = succeeded(
+      await remote(["upload", "--junit", "test-results/**/*.xml", ...extra]),
+    );
+    const match =
+      /^Uploaded ([0-9a-f-]{36}): 2 file\(s\), 5 tests \(3 passed, 1 failed, 1 skipped\) for github\.com\/acme\/app at [0-9a-f]{12}\.$/m.exec(
+        result.stdout,
+      );
+    expect(match, result.stdout).not.toBeNull();
+    return match?.[1] ?? "";
+  }
+
+  it("upload: createBundleUpload, PUT, then the upload is known to the server", async () => {
+    const id = await upload();
+    const answer = await post(
+      server.url,
+      "flaky-tests/get-upload",
+      { repo: REPO, org_url_slug: "acme", upload_id: id },
+      TOKEN,
+    );
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ upload: { id } });
+  });
+
+  it("upload --wait: the server's processed counts", async () => {
+    const result = succeeded(
+      await remote([
+        "upload",
+        "--junit",
+        "test-results/**/*.xml",
+        "--wait",
+        "--wait-timeout",
+        "60",
+      ]),
+    );
+    expect(result.stdout).toContain("Processed: 5 tests (3 passed, 1 failed, 1 skipped).");
+  });
+
+  it("test: a failing command whose failed test is not quarantined keeps its exit code", async () => {
+    const result = await remote([
+      "test",
+      "--junit",
+      "test-results/**/*.xml",
+      "--",
+      "node",
+      "-e",
+      "process.exit(3)",
+    ]);
+    expect(result.code).toBe(3);
+    expect(result.stderr).toMatch(/^Uploaded [0-9a-f-]{36}: 2 file\(s\)/m);
+    expect(result.stderr).toContain(
+      `mainline: not quarantined: auth › Auth › logs in (${FAILING_ID})`,
+    );
+    expect(result.stderr).toContain(
+      "mainline: exit code 3: 1 of 1 failed test(s) are not quarantined.",
+    );
+  });
+
+  it("test: a passing command exits 0 and still uploads", async () => {
+    const result = await remote(["test", "--junit", "passing/*.xml", "--", "node", "-e", ""]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/^Uploaded [0-9a-f-]{36}: 1 file\(s\), 3 tests/m);
+  });
+
+  it("test: exit 0 when every failed test is quarantined, with the ids the server computed", async () => {
+    const run = (globs: string[], extra: string[] = []) =>
+      remote(["test", "--junit", ...globs, ...extra, "--", "node", "-e", "process.exit(3)"]);
+    // --wait: the failed test exists on the server once its upload is processed.
+    const first = await run(["test-results/**/*.xml"], ["--wait"]);
+    expect(first.code).toBe(3);
+    expect(first.stderr).toContain("Processed: 5 tests (3 passed, 1 failed, 1 skipped).");
+
+    // Until the API can set a test's quarantine override, set it in the database. Exactly one
+    // row matching the id computed here shows that the CLI and the server agree on test ids.
+    const updated = await database.handle.db
+      .updateTable("testCases")
+      .set({ quarantineOverride: "ALWAYS_QUARANTINE" })
+      .where("id", "=", FAILING_ID)
+      .executeTakeFirst();
+    expect(updated.numUpdatedRows).toBe(1n);
+
+    const quarantined = await run(["test-results/**/*.xml"]);
+    expect(quarantined.code).toBe(0);
+    expect(quarantined.stderr).toContain(
+      `mainline: quarantined: auth › Auth › logs in (${FAILING_ID})`,
+    );
+    expect(quarantined.stderr).toContain(
+      "mainline: All 1 failed test(s) are quarantined. Exiting 0 instead of 3.",
+    );
+
+    // Another failure that is not quarantined: the command's exit code again.
+    const more = path.join(checkout, "more");
+    mkdirSync(more, { recursive: true });
+    writeFileSync(
+      path.join(more, "billing.xml"),
+      FAILING_REPORT.replaceAll("auth", "billing").replaceAll("Auth", "Billing"),
+    );
+    const mixed = await run(["test-results/**/*.xml", "more/*.xml"]);
+    expect(mixed.code).toBe(3);
+    expect(mixed.stderr).toContain("mainline: quarantined: auth › Auth › logs in");
+    expect(mixed.stderr).toContain("mainline: not quarantined: billing › Billing › logs in");
+    expect(mixed.stderr).toContain("exit code 3: 1 of 2 failed test(s) are not quarantined.");
+  });
+
+  it("upload --wait: processing that failed exits 1 with the server's reason", async () => {
+    const broken = path.join(checkout, "broken");
+    mkdirSync(broken, { recursive: true });
+    writeFileSync(path.join(broken, "cut.xml"), FAILING_REPORT.slice(0, 120));
+    const result = await remote(["upload", "--junit", "broken/*.xml", "--wait"]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/^Uploaded [0-9a-f-]{36}: 1 file\(s\), 0 tests/m);
+    expect(result.stderr).toContain(
+      "mainline: warning: broken/cut.xml is not a readable JUnit report",
+    );
+    expect(result.stderr).toMatch(/^mainline: Upload [0-9a-f-]{36} failed: .*cut\.xml/m);
+  });
+
+  it("a PUT the server refuses (the URL is single-use): the server's message", async () => {
+    const client = { url: server.url, token: TOKEN };
+    const created = await createBundleUpload(client, { repo: REPO, org: "acme", remoteUrls: [] });
+    const output = path.join(work, "again.tar.gz");
+    succeeded(
+      await runIn(checkout, [
+        "upload",
+        "--junit",
+        "passing/*.xml",
+        "--org",
+        "acme",
+        "--dry-run",
+        "--output",
+        output,
+      ]),
+    );
+    expect(await putBundle(created.url, output)).toMatchObject({ id: created.id });
+    const again = putBundle(created.url, output);
+    await expect(again).rejects.toBeInstanceOf(CliError);
+    await expect(again).rejects.toThrow(/^The server refused the bundle \(HTTP 4\d\d\): \S/);
+  });
+});

@@ -1,0 +1,117 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REPO, startTestServer, type TestServer } from "../helpers/server.js";
+import { bundle, ingest, junit, uploadState } from "../helpers/uploads.js";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(async () => {
+  await server.close();
+});
+
+describe("upload protocol", () => {
+  it("stores a bundle, processes it in the background and counts its tests", async () => {
+    const id = await ingest(
+      server,
+      await bundle({
+        files: [
+          junit([
+            { name: "passes" },
+            { name: "fails", status: "failed" },
+            { name: "skipped", status: "skipped" },
+          ]),
+        ],
+      }),
+    );
+    const upload = await uploadState(server, id);
+    expect(upload).toMatchObject({
+      id,
+      state: "processed",
+      reason: null,
+      tests_passed: 1,
+      tests_failed: 1,
+      tests_skipped: 1,
+      files_total: 1,
+      files_failed: 0,
+      branch: "main",
+      infrastructure_failure: false,
+    });
+  });
+
+  it("records a bad bundle as failed with a clear reason", async () => {
+    const id = await ingest(server, Buffer.from("this is not a tar archive at all"));
+    const upload = await uploadState(server, id);
+    expect(upload.state).toBe("failed");
+    expect(upload.reason).toMatch(/tar|compress|archive/i);
+  });
+
+  it("records invalid XML as a failed upload", async () => {
+    const id = await ingest(server, await bundle({ files: ["<testsuites><testsuite>"] }));
+    const upload = await uploadState(server, id);
+    expect(upload.state).toBe("failed");
+    expect(upload.file_errors).toHaveLength(1);
+  });
+
+  it("counts the same bundle once", async () => {
+    const body = await bundle({
+      files: [junit([{ name: "dup", status: "failed" }])],
+      commit: "ab".repeat(20),
+    });
+    const first = await ingest(server, body);
+    const second = await ingest(server, body);
+    expect(await uploadState(server, first)).toMatchObject({ state: "processed", tests_failed: 1 });
+    expect(await uploadState(server, second)).toMatchObject({
+      state: "processed",
+      duplicate_of: first,
+      tests_failed: 0,
+    });
+  });
+
+  it("lists uploads newest first with all six page fields", async () => {
+    const answer = await server.call<{ uploads: { id: string }[]; page: Record<string, unknown> }>(
+      "flaky-tests/list-uploads",
+      { repo: REPO, org_url_slug: "acme", page_query: { page_size: 2 } },
+    );
+    expect(answer.status).toBe(200);
+    expect(answer.body.uploads).toHaveLength(2);
+    expect(Object.keys(answer.body.page).sort()).toEqual([
+      "last_page_token",
+      "next_page_token",
+      "page_index",
+      "prev_page_token",
+      "total_pages",
+      "total_rows",
+    ]);
+  });
+
+  it("answers quarantined ids of a flaky test through getQuarantineConfig", async () => {
+    const commit = "cd".repeat(20);
+    await ingest(
+      server,
+      await bundle({ commit, files: [junit([{ name: "flip", status: "failed" }])] }),
+    );
+    await ingest(server, await bundle({ commit, files: [junit([{ name: "flip" }])] }));
+    const config = await server.call<{ isDisabled: boolean; testIds: string[] }>(
+      "metrics/getQuarantineConfig",
+      { repo: REPO, orgUrlSlug: "acme", testIdentifiers: [] },
+    );
+    expect(config.status).toBe(200);
+    expect(config.body.isDisabled).toBe(false);
+    expect(config.body.testIds).toHaveLength(1);
+  });
+
+  it("refuses a reused, tampered or expired URL", async () => {
+    const created = await server.call<{ url: string }>("metrics/createBundleUpload", {
+      repo: REPO,
+      orgUrlSlug: "acme",
+    });
+    const body = await bundle({ files: [junit([{ name: "x" }])] });
+    const tampered = created.body.url.replace(/signature=./, "signature=A");
+    expect((await fetch(tampered, { method: "PUT", body })).status).toBe(403);
+    expect((await fetch(created.body.url, { method: "PUT", body })).status).toBe(200);
+    const again = await fetch(created.body.url, { method: "PUT", body });
+    expect(again.status).toBe(409);
+    expect(((await again.json()) as { error: { code: string } }).error.code).toBe("conflict");
+  });
+});
