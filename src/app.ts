@@ -10,6 +10,7 @@ import { ServerSecretStore } from "./db/stores/server-secrets.js";
 import { TestCaseStore } from "./db/stores/test-cases.js";
 import { TestIngestStore } from "./db/stores/test-ingest.js";
 import { TestSettingsStore } from "./db/stores/test-settings.js";
+import { TestViewStore } from "./db/stores/test-views.js";
 import { UploadStore } from "./db/stores/uploads.js";
 import { systemClock, type Clock } from "./lib/clock.js";
 import { MergeQueueService, emptyQueueContents } from "./mergequeue/queue-service.js";
@@ -37,6 +38,7 @@ export interface Services {
     testSettings: TestSettingsStore;
     ingest: TestIngestStore;
     uploads: UploadStore;
+    testViews: TestViewStore;
   };
   /** Background processing of uploads; started by `mainline serve` (and tests that need it). */
   worker: IngestWorker;
@@ -121,7 +123,14 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     }),
     pager: new Pager(secrets, clock),
     access,
-    stores: { repositories, testCases, testSettings, ingest, uploads: uploadStore },
+    stores: {
+      repositories,
+      testCases,
+      testSettings,
+      ingest,
+      uploads: uploadStore,
+      testViews: new TestViewStore(db, database.dialect),
+    },
     worker,
     publicUrl: options.publicUrl,
   };
