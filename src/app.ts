@@ -173,6 +173,7 @@ export function createHttpServer(
     queues: services.queues,
     uploads: services.uploads,
     pager: services.pager,
+    services,
     publicUrl: services.publicUrl,
     logger,
     version: VERSION,

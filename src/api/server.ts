@@ -20,6 +20,10 @@ import { registerServiceRoutes, registerWhoAmI } from "./service/routes.js";
 import { registerUnauthenticatedUploadRoutes, registerUploadRoutes } from "./flakytests/uploads.js";
 import type { UploadService } from "../testhealth/upload-service.js";
 import type { Pager } from "../testhealth/pager.js";
+import type { Services } from "../app.js";
+import { registerListRoutes } from "./flakytests/lists.js";
+import { registerTestPage } from "./flakytests/test-page.js";
+import { registerTestRoutes } from "./flakytests/tests.js";
 import type { ApiApp } from "./types.js";
 
 /** Contract §1: JSON bodies up to 20 MiB. */
@@ -31,6 +35,8 @@ export interface ServerDependencies {
   queues: MergeQueueService;
   uploads: UploadService;
   pager: Pager;
+  /** Everything else the test-health routes read and write. */
+  services: Services;
   /** MAINLINE_PUBLIC_URL when set; otherwise links use the address each request came to. */
   publicUrl: string | undefined;
   logger: FastifyServerOptions["logger"];
@@ -133,6 +139,11 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   });
 
   await app.register((scope: ApiApp, _options, done) => {
+    registerTestPage(scope, deps.services);
+    done();
+  });
+
+  await app.register((scope: ApiApp, _options, done) => {
     requireApiToken(scope, deps.organizations, inFlight);
     scope.addHook("onRoute", (route) => {
       route.schema = { ...route.schema, security: [{ ApiKeyAuth: [] }] };
@@ -143,6 +154,8 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     registerUpdateQueue(scope, deps.queues);
     registerDeleteQueue(scope, deps.queues);
     registerUploadRoutes(scope, deps.uploads, deps.pager, baseUrl);
+    registerListRoutes(scope, deps.services);
+    registerTestRoutes(scope, deps.services);
     done();
   });
 
