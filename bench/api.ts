@@ -11,32 +11,19 @@
  * Usage: npm run bench:api   (BENCH_SECONDS=<1..30>: seconds per route per round, default 3;
  *                             BENCH_ROUNDS=<1..30>: rounds, default 5)
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { setTimeout as delay } from "node:timers/promises";
 import autocannon from "autocannon";
-import pg from "pg";
+import { ROOT, showServerOutput, startServer, withThrowawayPostgres } from "./support/server.js";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "api.json");
-/** Loopback only: the benchmark must never load anything but the server it started. */
-const HOST = "127.0.0.1";
-const POSTGRES_ADMIN_URL = `postgres://postgres@${HOST}:5432/test`;
 
 const CONNECTIONS = 10;
 const WARMUP_SECONDS = 1;
 const MEASURED_SECONDS = secondsFromEnv(process.env.BENCH_SECONDS, 3);
 const ROUNDS = secondsFromEnv(process.env.BENCH_ROUNDS, 5);
-const STARTUP_TIMEOUT_MS = 30_000;
-/** Longer than the server's own 10 s shutdown grace, after which it exits by itself. */
-const SHUTDOWN_TIMEOUT_MS = 15_000;
-/** How much of the server's output (its tail) to show; at LOG_LEVEL=warn it should stay quiet. */
-const MAX_SERVER_OUTPUT_CHARS = 4000;
 
 const TARGET = { route: "getQueue", database: "sqlite", minimumRatio: 0.6 } as const;
 
@@ -91,13 +78,6 @@ interface DatabaseResult {
   routes: RouteResult[];
 }
 
-interface RunningServer {
-  baseUrl: string;
-  /** What the server printed since the last call (the tail of it); empty when it stayed quiet. */
-  takeOutput(): string;
-  stop(): Promise<number | null>;
-}
-
 function secondsFromEnv(value: string | undefined, fallback: number): number {
   if (value === undefined || value.trim() === "") return fallback;
   const seconds = Number(value);
@@ -111,119 +91,6 @@ function secondsFromEnv(value: string | undefined, fallback: number): number {
 
 function jsonHeaders(token: string): Record<string, string> {
   return { "x-api-token": token, "content-type": "application/json" };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, HOST, resolve);
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => {
-    server.close(() => {
-      resolve();
-    });
-  });
-  if (address === null || typeof address === "string") throw new Error("No TCP port assigned.");
-  return address.port;
-}
-
-/** The parent's environment minus anything that would point the server at another database. */
-function serverEnvironment(settings: Record<string, string>): NodeJS.ProcessEnv {
-  const inherited = Object.entries(process.env).filter(
-    ([key]) => key !== "DATABASE_URL" && !key.startsWith("MAINLINE_"),
-  );
-  return { ...Object.fromEntries(inherited), ...settings };
-}
-
-function hasExited(child: ChildProcess): boolean {
-  return child.exitCode !== null || child.signalCode !== null;
-}
-
-async function isHealthy(baseUrl: string): Promise<boolean> {
-  try {
-    const response = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2000) });
-    await response.arrayBuffer();
-    return response.status === 200;
-  } catch {
-    return false;
-  }
-}
-
-async function waitUntilHealthy(server: RunningServer, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    if (hasExited(child)) {
-      throw new Error(`The server exited during startup:\n${server.takeOutput()}`);
-    }
-    if (await isHealthy(server.baseUrl)) return;
-    await delay(100);
-  }
-  throw new Error(
-    `The server was not healthy after ${STARTUP_TIMEOUT_MS} ms:\n${server.takeOutput()}`,
-  );
-}
-
-async function startServer(
-  token: string,
-  dataDir: string,
-  databaseUrl?: string,
-): Promise<RunningServer> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "serve"], {
-    cwd: ROOT,
-    env: serverEnvironment({
-      PORT: String(port),
-      HOST,
-      LOG_LEVEL: "warn",
-      MAINLINE_DATA_DIR: dataDir,
-      MAINLINE_BOOTSTRAP_ORG: "bench",
-      MAINLINE_BOOTSTRAP_TOKEN: token,
-      ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }),
-    }),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const exited = new Promise<number | null>((resolve) => {
-    child.once("exit", (code) => {
-      resolve(code);
-    });
-  });
-  let output = "";
-  const keep = (chunk: Buffer) => {
-    output += chunk.toString("utf8");
-    if (output.length > MAX_SERVER_OUTPUT_CHARS) {
-      const tail = output.slice(-MAX_SERVER_OUTPUT_CHARS);
-      output = tail.slice(tail.indexOf("\n") + 1); // whole lines only
-    }
-  };
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
-
-  const server: RunningServer = {
-    baseUrl: `http://${HOST}:${port}`,
-    takeOutput: () => {
-      const taken = output;
-      output = "";
-      return taken;
-    },
-    stop: async () => {
-      if (!hasExited(child)) child.kill("SIGTERM");
-      const force = setTimeout(() => child.kill("SIGKILL"), SHUTDOWN_TIMEOUT_MS);
-      try {
-        return await exited;
-      } finally {
-        clearTimeout(force);
-      }
-    },
-  };
-  try {
-    await waitUntilHealthy(server, child);
-  } catch (error) {
-    await server.stop();
-    throw error;
-  }
-  return server;
 }
 
 async function createQueue(baseUrl: string, token: string, address: typeof QUEUE): Promise<void> {
@@ -316,11 +183,6 @@ function round(value: number, digits: number): number {
   return Math.round(value * scale) / scale;
 }
 
-/** At LOG_LEVEL=warn the server should stay quiet; anything it says is worth reading. */
-function showServerOutput(when: string, output: string): void {
-  if (output) process.stdout.write(`  server output ${when}:\n${output}\n`);
-}
-
 /** One fresh server (and data directory) on one database: create the queues, load each route. */
 async function benchDatabase(
   database: DatabaseResult["database"],
@@ -330,7 +192,7 @@ async function benchDatabase(
   process.stdout.write(`${database}:\n`);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "mainline-bench-"));
   try {
-    const server = await startServer(token, dataDir, databaseUrl);
+    const server = await startServer({ token, dataDir, databaseUrl });
     try {
       for (const address of [QUEUE, ...WRITE_QUEUES]) {
         await createQueue(server.baseUrl, token, address);
@@ -347,33 +209,9 @@ async function benchDatabase(
   }
 }
 
-function ensurePostgres(): void {
-  const result = spawnSync("bash", ["scripts/ensure-postgres.sh"], { cwd: ROOT, stdio: "inherit" });
-  if (result.status !== 0) throw new Error("PostgreSQL is not available on 127.0.0.1:5432.");
-}
-
-async function withAdminClient(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
-
 /** Runs the benchmark on a throwaway PostgreSQL database, dropped afterwards whatever happens. */
-async function benchPostgres(token: string): Promise<DatabaseResult> {
-  ensurePostgres();
-  // Random hex only, so the name is safe to put into the statement as is.
-  const name = `mainline_bench_${randomBytes(6).toString("hex")}`;
-  await withAdminClient(`create database ${name}`);
-  try {
-    return await benchDatabase("postgresql", token, `postgres://postgres@${HOST}:5432/${name}`);
-  } finally {
-    // FORCE: a server killed by the timeout may have left connections behind.
-    await withAdminClient(`drop database if exists ${name} with (force)`);
-  }
+function benchPostgres(token: string): Promise<DatabaseResult> {
+  return withThrowawayPostgres((databaseUrl) => benchDatabase("postgresql", token, databaseUrl));
 }
 
 function targetOutcome(results: readonly DatabaseResult[]) {

@@ -3,9 +3,8 @@
  * either parses or is rejected with a JunitParseError, never anything else; the known-bad files
  * are rejected; a few files are checked field by field.
  */
-import { createReadStream, existsSync, readdirSync, readFileSync } from "node:fs";
+import { createReadStream } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import {
   JunitParseError,
@@ -13,24 +12,7 @@ import {
   parseJunit,
   type ParsedTestCase,
 } from "../../src/testhealth/junit/index.js";
-
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-/** `shared/` sits beside the checkout (for developers and CI); MAINLINE_SHARED_DIR overrides. */
-const sharedDir = process.env.MAINLINE_SHARED_DIR ?? path.resolve(repoRoot, "../shared");
-const corpusRoot = path.join(sharedDir, "fixtures/junit");
-if (!existsSync(corpusRoot)) {
-  throw new Error(
-    `The JUnit fixture corpus is not at ${corpusRoot}: put shared/ beside the checkout or set MAINLINE_SHARED_DIR.`,
-  );
-}
-
-function reportFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) return reportFiles(full);
-    return entry.name.endsWith(".md") ? [] : [path.relative(corpusRoot, full)];
-  });
-}
+import { corpusRoot, KNOWN_BAD, manifestCounts, reportFiles } from "../helpers/corpus.js";
 
 type Outcome = { cases: ParsedTestCase[] } | { rejected: string };
 
@@ -53,43 +35,8 @@ async function casesOf(relative: string): Promise<ParsedTestCase[]> {
   return outcome.cases;
 }
 
-/** The corpus README's "Not well-formed" and "Well-formed but not JUnit" lists. */
-const KNOWN_BAD = [
-  "enricomi-publish-unit-test-result-action/junit-xml/pytest/corrupt-xml.xml",
-  "enricomi-publish-unit-test-result-action/xml/empty.xml",
-  "enricomi-publish-unit-test-result-action/xml/non-xml.xml",
-  "mikepenz-action-junit-report/corrupt-junit/e2e-tests/corrupt/target/sf-reports/TEST-test.CorruptTest.xml",
-  "mikepenz-action-junit-report/junit-web-test/expected.xml",
-  "mikepenz-action-junit-report/junit-web-test/expectedRetries.xml",
-  "jenkinsci-junit-plugin/testXxe-xxe.xml",
-  "launchableinc-cli/broken_xml/broken.xml",
-  "launchableinc-cli/cucumber/report/dummy.xml",
-  "datadog-datadog-ci/empty.xml",
-  "enricomi-publish-unit-test-result-action/junit-xml/non-junit.xml",
-  "allure-framework-allure2/invalid.xml",
-  "launchableinc-cli/maven/reports/dummy.xml",
-  "datadog-datadog-ci/invalid.xml",
-];
-
-/** "Testcases" column of each folder's MANIFEST.md (counted by the corpus builder, independently of us). */
-function manifestCounts(): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const folder of readdirSync(corpusRoot, { withFileTypes: true })) {
-    if (!folder.isDirectory()) continue;
-    const manifest = readFileSync(path.join(corpusRoot, folder.name, "MANIFEST.md"), "utf8");
-    for (const row of manifest.split("\n")) {
-      const file = /^\| `([^`]+)` \|/.exec(row)?.[1];
-      const count = row.split(" | ")[6]?.trim();
-      if (file !== undefined && count !== undefined && /^\d+$/.test(count)) {
-        counts.set(path.join(folder.name, file), Number(count));
-      }
-    }
-  }
-  return counts;
-}
-
 describe("JUnit fixture corpus", () => {
-  const files = reportFiles(corpusRoot);
+  const files = reportFiles();
 
   it("has the files the corpus README announces", () => {
     expect(files.length).toBe(274);
