@@ -5,6 +5,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { createWriteStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
@@ -41,6 +42,8 @@ export interface ServerOptions {
   env?: Readonly<Record<string, string>>;
   /** How much of the output to keep (default 4000 characters). */
   maxOutputChars?: number;
+  /** Also append everything the server prints to this file (e.g. its logs at LOG_LEVEL=info). */
+  outputFile?: string | undefined;
 }
 
 export async function freePort(): Promise<number> {
@@ -119,8 +122,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       resolve(code);
     });
   });
+  const copy =
+    options.outputFile === undefined ? null : createWriteStream(options.outputFile, { flags: "a" });
+  if (copy !== null) {
+    copy.on("error", () => undefined); // a copy for reading later: losing it must not stop a run
+    child.once("close", () => copy.end());
+  }
   let output = "";
   const keep = (chunk: Buffer) => {
+    copy?.write(chunk);
     output += chunk.toString("utf8");
     if (output.length > maxOutputChars) {
       const tail = output.slice(-maxOutputChars);
@@ -162,16 +172,27 @@ export function showServerOutput(when: string, output: string): void {
   if (output) process.stdout.write(`  server output ${when}:\n${output}\n`);
 }
 
-/**
- * Memory of a running process from /proc (Linux): `VmRSS` now and `VmHWM`, the peak resident set
- * since it started, in bytes; null where /proc is not available.
- */
-export async function processMemory(
-  pid: number,
-): Promise<{ rssBytes: number; peakRssBytes: number } | null> {
+export interface ProcessStats {
+  /** Resident set now (`VmRSS`), bytes. */
+  rssBytes: number;
+  /** Peak resident set since the process started (`VmHWM`), bytes. */
+  peakRssBytes: number;
+  /** CPU time used so far, user and system, all threads, seconds. */
+  cpuSeconds: number;
+}
+
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ: 100 on every Linux we run on). */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** Memory and CPU time of a running process from /proc (Linux); null where it cannot be read. */
+export async function processStats(pid: number): Promise<ProcessStats | null> {
   let status: string;
+  let stat: string;
   try {
-    status = await readFile(`/proc/${pid}/status`, "utf8");
+    [status, stat] = await Promise.all([
+      readFile(`/proc/${pid}/status`, "utf8"),
+      readFile(`/proc/${pid}/stat`, "utf8"),
+    ]);
   } catch {
     return null;
   }
@@ -179,9 +200,14 @@ export async function processMemory(
     const match = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status);
     return match?.[1] === undefined ? null : Number(match[1]) * 1024;
   };
+  // After the command name (in parentheses, which may hold spaces): fields 3 onwards; utime and
+  // stime are fields 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
   const rssBytes = kilobytes("VmRSS");
   const peakRssBytes = kilobytes("VmHWM");
-  return rssBytes === null || peakRssBytes === null ? null : { rssBytes, peakRssBytes };
+  if (rssBytes === null || peakRssBytes === null || !Number.isFinite(ticks)) return null;
+  return { rssBytes, peakRssBytes, cpuSeconds: ticks / CLOCK_TICKS_PER_SECOND };
 }
 
 /** Starts the local PostgreSQL cluster when it is down (scripts/ensure-postgres.sh). */

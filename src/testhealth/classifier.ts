@@ -99,8 +99,11 @@ function transition(
 }
 
 /**
- * Pass-on-retry: a commit with at least one failed and one passed run. It is detected when the
- * second kind of result arrives, and resolves `recoveryDays` after the latest detection.
+ * Pass-on-retry: a commit with at least one failed and one passed run. Every run that completes
+ * such a pair (its commit already had the opposite result) is a detection; the monitor resolves
+ * `recoveryDays` after the latest one. Defined run by run, so a caller that loads only the
+ * windows and the current commit's runs, and carries `detectedAt`, gets the same answer as one
+ * that loads everything (the runs of older commits were complete when they were classified).
  */
 function passOnRetry(
   runs: readonly ClassifierRun[],
@@ -108,20 +111,18 @@ function passOnRetry(
   previous: MonitorState | undefined,
   now: number,
 ): MonitorState {
-  const byCommit = new Map<string, { firstPass?: ClassifierRun; firstFail?: ClassifierRun }>();
+  const seen = new Map<string, { passed: boolean; failed: boolean }>();
+  let latest: { at: number; commit: string; run: ClassifierRun } | undefined;
   for (const run of runs) {
     if (!counted(run)) continue;
-    const seen = byCommit.get(run.commit) ?? {};
-    const key = run.status === "passed" ? "firstPass" : "firstFail";
-    const first = seen[key];
-    if (!first || run.at < first.at) seen[key] = run;
-    byCommit.set(run.commit, seen);
-  }
-  let latest: { at: number; commit: string; run: ClassifierRun } | undefined;
-  for (const [commit, { firstPass, firstFail }] of byCommit) {
-    if (!firstPass || !firstFail) continue;
-    const detection = firstPass.at > firstFail.at ? firstPass : firstFail;
-    if (!latest || detection.at > latest.at) latest = { at: detection.at, commit, run: detection };
+    const results = seen.get(run.commit) ?? { passed: false, failed: false };
+    const completes = run.status === "passed" ? results.failed : results.passed;
+    if (run.status === "passed") results.passed = true;
+    else results.failed = true;
+    seen.set(run.commit, results);
+    if (completes && (!latest || run.at >= latest.at)) {
+      latest = { at: run.at, commit: run.commit, run };
+    }
   }
   const where = latest
     ? `branch ${latest.run.branch}${latest.run.prNumber !== null ? `, PR #${latest.run.prNumber}` : ""}`

@@ -4,6 +4,7 @@ import {
   PASS_ON_RETRY,
   classify,
   lookbackMs,
+  windowLookbackMs,
   type ClassifierRun,
   type MonitorStates,
 } from "../../src/testhealth/classifier.js";
@@ -309,6 +310,83 @@ describe("properties", () => {
           return forward.status === backward.status && forward.reason === backward.reason;
         },
       ),
+    );
+  });
+});
+
+describe("incremental classification (what ingestion loads)", () => {
+  /**
+   * Ingestion classifies a test with only the runs of the rate windows and of the upload's
+   * commit, carrying pass-on-retry's last detection in the state, and skips tests with no active
+   * monitor whose last failure is older than the windows and than the commit's first upload (the
+   * sweep re-classifies tests with an active monitor). At every step that must agree with
+   * classifying every run so far.
+   */
+  const upload = fc.record({
+    gapMinutes: fc.integer({ min: 0, max: 36 * 60 }),
+    commit: fc.constantFrom("c1", "c2", "c3", "c4"),
+    branch: fc.constantFrom("main", "feature/a", "trunk-merge/main/1"),
+    prNumber: fc.option(fc.integer({ min: 1, max: 5 }), { nil: null }),
+    statuses: fc.array(
+      fc.constantFrom("passed", "failed", "skipped") as fc.Arbitrary<ClassifierRun["status"]>,
+      {
+        minLength: 1,
+        maxLength: 3,
+      },
+    ),
+    excluded: fc.boolean(),
+  });
+
+  it("agrees with classifying every run", () => {
+    const window = windowLookbackMs(settings);
+    fc.assert(
+      fc.property(fc.array(upload, { minLength: 1, maxLength: 40 }), (uploads) => {
+        const all: ClassifierRun[] = [];
+        const firstUploadOf = new Map<string, number>();
+        let fullStates: MonitorStates = {};
+        let partialStates: MonitorStates = {};
+        let lastFailure: number | undefined;
+        let at = NOW - 30 * DAY;
+        for (const u of uploads) {
+          at += u.gapMinutes * 60_000 + 1;
+          if (!firstUploadOf.has(u.commit)) firstUploadOf.set(u.commit, at);
+          const runs = u.statuses.map((status) => ({
+            at,
+            status,
+            commit: u.commit,
+            branch: u.branch,
+            prNumber: u.prNumber,
+            excluded: u.excluded,
+          }));
+          all.push(...runs);
+          if (runs.some((r) => r.status === "failed")) lastFailure = at;
+          const full = classify(all, settings, fullStates, at);
+          fullStates = full.monitors;
+          const active = Object.values(partialStates).some((s) => s.active);
+          const failedSince = Math.min(at - window, (firstUploadOf.get(u.commit) ?? at) - DAY);
+          const candidate =
+            !u.excluded && (active || (lastFailure !== undefined && lastFailure >= failedSince));
+          if (candidate) {
+            const loaded = all.filter((r) => r.at >= at - window || r.commit === u.commit);
+            partialStates = classify(loaded, settings, partialStates, at).monitors;
+          } else if (active) {
+            // The worker's sweep: tests with an active monitor, window runs only.
+            const loaded = all.filter((r) => r.at >= at - window);
+            partialStates = classify(loaded, settings, partialStates, at).monitors;
+          }
+          const partialStatus = Object.entries(partialStates).some(([, s]) => s.active);
+          const fullStatus = full.status !== "healthy";
+          if (partialStatus !== fullStatus) return false;
+          // Same monitors active, with the same reasons.
+          for (const [id, state] of Object.entries(full.monitors)) {
+            const other = partialStates[id];
+            if (state.active !== (other?.active ?? false)) return false;
+            if (state.active && state.reason !== other?.reason) return false;
+          }
+        }
+        return true;
+      }),
+      { numRuns: 1000 },
     );
   });
 });

@@ -78,7 +78,11 @@ export class TestListStore {
   ): Promise<ListedPage<FailingEntry>> {
     const counted = this.failureCounts(repositoryId, window.start, window.end);
     if (counted === null) return { total: 0, rows: [] };
-    const { rows } = await sql<{ key: number; failures: number | string; totalRows: number }>`
+    const { rows } = await sql<{
+      key: number;
+      failures: number | string;
+      totalRows: number | string;
+    }>`
       with failures as (${counted})
       select f.test_key as key, f.failures, count(*) over () as total_rows
       from failures f join test_cases t on t.key = f.test_key
@@ -94,7 +98,11 @@ export class TestListStore {
   }
 
   /** `select test_key, failures` for the window, or null when the window is empty. */
-  private failureCounts(repositoryId: string, start: number, end: number): RawBuilder<unknown> | null {
+  private failureCounts(
+    repositoryId: string,
+    start: number,
+    end: number,
+  ): RawBuilder<unknown> | null {
     const { hours, edges } = splitWindow(start, end);
     const parts: RawBuilder<unknown>[] = [];
     if (hours) {
@@ -129,7 +137,11 @@ export class TestListStore {
     limit: number,
   ): Promise<ListedPage<UnhealthyEntry>> {
     const since = now - 7 * DAY;
-    const { rows } = await sql<{ key: number; prsImpacted: number | string; totalRows: number }>`
+    const { rows } = await sql<{
+      key: number;
+      prsImpacted: number | string;
+      totalRows: number | string;
+    }>`
       select t.key,
         (select count(*) from test_pr_failures p
           where p.test_key = t.key and p.last_failed_at >= ${since}) as prs_impacted,
@@ -190,14 +202,14 @@ export class TestListStore {
     }
     return {
       total: Number(total),
-      rows: rows.map((r) => ({ key: r.key, quarantinedAt: Number(r.quarantinedAt) })),
+      rows: rows.map((r) => ({ key: r.key, quarantinedAt: r.quarantinedAt })),
     };
   }
 
   private async count(query: RawBuilder<unknown>): Promise<number> {
-    const { rows } = await sql<{ n: number | string }>`select count(*) as n from (${query}) as q`.execute(
-      this.db,
-    );
+    const { rows } = await sql<{
+      n: number | string;
+    }>`select count(*) as n from (${query}) as q`.execute(this.db);
     return Number(rows[0]?.n ?? 0);
   }
 }

@@ -1,0 +1,256 @@
+import { sql, type Kysely } from "kysely";
+import type { QuarantineOverride } from "../../testhealth/quarantine.js";
+import type { RepositoryTestSettings } from "../../testhealth/settings.js";
+import type { DialectName } from "../connection.js";
+import type { Repository } from "./repositories.js";
+import type { Database } from "../schema.js";
+import { TestSettingsStore, type StoredTestSettings } from "./test-settings.js";
+import type { TestCaseRow } from "./test-views.js";
+
+/** One run of a test as its run history shows it. */
+export interface RunRecord {
+  at: number;
+  status: string;
+  attempt: string;
+  commitSha: string;
+  branch: string;
+  prNumber: number | null;
+  durationMs: number | null;
+  uploadId: string;
+  failureSummary: string | null;
+  failureText: string | null;
+  /** The upload was excluded by infrastructure-failure protection: its runs count for nothing. */
+  excluded: boolean;
+}
+
+export interface HistoryRecord {
+  at: number;
+  status: string;
+  reason: string;
+  kind: string;
+  actor: string | null;
+}
+
+export interface OverrideChange {
+  override: QuarantineOverride;
+  actor: string;
+  reason: string | null;
+  at: number;
+}
+
+export interface TicketChange {
+  /** The linked id or URL; null unlinks. */
+  ticket: string | null;
+  actor: string;
+  at: number;
+}
+
+const REPOSITORY_COLUMNS = ["id", "organizationId", "host", "owner", "name", "createdAt"] as const;
+
+/**
+ * A test's page and its writes: run history (processed uploads only, newest first, in a total
+ * order so that offset pages never skip or repeat a row), status history, and the two per-test
+ * writes (quarantine override, ticket), each in one transaction with its history row.
+ */
+export class TestDetailsStore {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: DialectName,
+  ) {}
+
+  /** Runs of processed uploads, newest first; `total` counts them all. */
+  async runsPage(
+    testKey: number,
+    offset: number,
+    limit: number,
+  ): Promise<{ total: number; runs: RunRecord[] }> {
+    const base = this.db
+      .selectFrom("testRuns as r")
+      .innerJoin("uploads as u", "u.key", "r.uploadKey")
+      .where("r.testKey", "=", testKey)
+      .where("u.state", "=", "processed");
+    const [count, rows] = await Promise.all([
+      base.select((eb) => eb.fn.countAll<number | string>().as("n")).executeTakeFirst(),
+      base
+        .select([
+          "r.at",
+          "r.status",
+          "r.attempt",
+          "r.commitSha",
+          "r.branch",
+          "r.prNumber",
+          "r.durationMs",
+          "u.id as uploadId",
+          "r.failureSummary",
+          "r.failureText",
+          "u.infrastructureFailure",
+        ])
+        // A total order: runs of one upload share its time; the columns after the upload tell
+        // apart the attempts of one test inside it (rows equal on all of them are identical).
+        .orderBy("r.at", "desc")
+        .orderBy("r.uploadKey", "desc")
+        .orderBy("r.fileIndex", "asc")
+        .orderBy("r.attempt", "asc")
+        .orderBy("r.status", "asc")
+        .orderBy(sql`coalesce(r.duration_ms, -1)`, "asc")
+        .orderBy(sql`coalesce(r.failure_signature, '')`, "asc")
+        .orderBy(sql`coalesce(r.failure_summary, '')`, "asc")
+        .orderBy(sql`coalesce(r.failure_text, '')`, "asc")
+        .limit(limit)
+        .offset(offset)
+        .execute(),
+    ]);
+    return {
+      total: Number(count?.n ?? 0),
+      runs: rows.map(({ infrastructureFailure, ...run }) => ({
+        ...run,
+        excluded: Boolean(infrastructureFailure),
+      })),
+    };
+  }
+
+  /** Status changes, overrides and ticket links, newest first. */
+  async statusHistory(testKey: number, limit: number): Promise<HistoryRecord[]> {
+    return this.db
+      .selectFrom("testStatusHistory")
+      .select(["at", "status", "reason", "kind", "actor"])
+      .where("testKey", "=", testKey)
+      .orderBy("at", "desc")
+      .orderBy("kind", "asc")
+      .orderBy("status", "asc")
+      .orderBy("reason", "asc")
+      .limit(limit)
+      .execute();
+  }
+
+  /** Sets a test's quarantine override (with who, why, when) and records it in its history. */
+  async setOverride(
+    testKey: number,
+    change: OverrideChange,
+    describe: (row: TestCaseRow) => string,
+  ): Promise<TestCaseRow | undefined> {
+    return this.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable("testCases")
+        .set({
+          quarantineOverride: change.override,
+          overrideActor: change.actor,
+          overrideReason: change.reason,
+          overrideAt: change.at,
+        })
+        .where("key", "=", testKey)
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) return undefined;
+      await trx
+        .insertInto("testStatusHistory")
+        .values({
+          testKey,
+          at: change.at,
+          status: row.status,
+          reason: describe(row),
+          kind: "override",
+          actor: change.actor,
+        })
+        .execute();
+      return row;
+    });
+  }
+
+  /** Links (or with null, unlinks) a ticket and records it in the test's history. */
+  async setTicket(
+    testKey: number,
+    change: TicketChange,
+    describe: (previous: string | null) => string,
+  ): Promise<TestCaseRow | undefined> {
+    return this.db.transaction().execute(async (trx) => {
+      const previous = await trx
+        .selectFrom("testCases")
+        .select("ticket")
+        .where("key", "=", testKey)
+        .$if(this.dialect === "postgres", (qb) => qb.forNoKeyUpdate())
+        .executeTakeFirst();
+      if (!previous) return undefined;
+      const row = await trx
+        .updateTable("testCases")
+        .set({ ticket: change.ticket, ticketLinkedAt: change.ticket === null ? null : change.at })
+        .where("key", "=", testKey)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await trx
+        .insertInto("testStatusHistory")
+        .values({
+          testKey,
+          at: change.at,
+          status: row.status,
+          reason: describe(previous.ticket),
+          kind: "ticket",
+          actor: change.actor,
+        })
+        .execute();
+      return row;
+    });
+  }
+
+  /**
+   * Read, change, write a repository's settings in one transaction, serialized per repository
+   * (an advisory lock on PostgreSQL; SQLite has one writer), so that two partial updates of
+   * different fields never lose one another.
+   */
+  async modifySettings(
+    repositoryId: string,
+    now: number,
+    change: (current: StoredTestSettings) => RepositoryTestSettings,
+  ): Promise<StoredTestSettings> {
+    return this.db.transaction().execute(async (trx) => {
+      if (this.dialect === "postgres") {
+        await sql`select pg_advisory_xact_lock(hashtext(${`test-settings:${repositoryId}`}))`.execute(
+          trx,
+        );
+      }
+      const store = new TestSettingsStore(trx);
+      const current = await store.get(repositoryId);
+      const next = change(current);
+      await store.put(repositoryId, next, now);
+      return { ...current, ...next, updatedAt: now };
+    });
+  }
+
+  /**
+   * The test `testId` of the organization's repository named `owner/name` (any host; the test id
+   * tells the hosts apart, the first host in order wins if ever two hold it), or of exactly
+   * `host/owner/name` when `host` is given. Matching is case-insensitive, as repositories are.
+   */
+  async findTestByRepositoryName(
+    organizationId: string,
+    testId: string,
+    repo: { owner: string; name: string; host?: string | undefined },
+  ): Promise<{ repository: Repository; test: TestCaseRow } | undefined> {
+    const owner = repo.owner.toLowerCase();
+    const name = repo.name.toLowerCase();
+    const host = repo.host?.toLowerCase();
+    const repositories = await this.db
+      .selectFrom("repositories")
+      .select(REPOSITORY_COLUMNS)
+      .where("organizationId", "=", organizationId)
+      .$if(host !== undefined, (qb) =>
+        qb.where("lookupKey", "=", `${host ?? ""}/${owner}/${name}`),
+      )
+      .orderBy("host")
+      .orderBy("id")
+      .execute();
+    for (const repository of repositories) {
+      if (repository.owner.toLowerCase() !== owner || repository.name.toLowerCase() !== name) {
+        continue;
+      }
+      const test = await this.db
+        .selectFrom("testCases")
+        .selectAll()
+        .where("repositoryId", "=", repository.id)
+        .where("id", "=", testId)
+        .executeTakeFirst();
+      if (test) return { repository, test };
+    }
+    return undefined;
+  }
+}
