@@ -327,13 +327,10 @@ describe("incremental classification (what ingestion loads)", () => {
     commit: fc.constantFrom("c1", "c2", "c3", "c4"),
     branch: fc.constantFrom("main", "feature/a", "trunk-merge/main/1"),
     prNumber: fc.option(fc.integer({ min: 1, max: 5 }), { nil: null }),
-    statuses: fc.array(
-      fc.constantFrom("passed", "failed", "skipped") as fc.Arbitrary<ClassifierRun["status"]>,
-      {
-        minLength: 1,
-        maxLength: 3,
-      },
-    ),
+    statuses: fc.array(fc.constantFrom<ClassifierRun["status"][]>("passed", "failed", "skipped"), {
+      minLength: 1,
+      maxLength: 3,
+    }),
     excluded: fc.boolean(),
   });
 

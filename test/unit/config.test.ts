@@ -11,9 +11,18 @@ describe("service configuration", () => {
       databaseUrl: undefined,
       dataDir: path.resolve("mainline-data"),
       publicUrl: "http://127.0.0.1:8080",
+      explicitPublicUrl: undefined,
       logLevel: "info",
+      retentionDays: 90,
+      maxBundleBytes: 1024 * 1024 * 1024,
       bootstrap: undefined,
     });
+  });
+
+  it("refuses a retention shorter than the API's 7-day windows, and a zero bundle limit", () => {
+    expect(() => loadServiceConfig({ MAINLINE_RETENTION_DAYS: "7" })).toThrow(/8 to 36500/);
+    expect(() => loadServiceConfig({ MAINLINE_RETENTION_DAYS: "ninety" })).toThrow(/whole number/);
+    expect(() => loadServiceConfig({ MAINLINE_MAX_BUNDLE_MB: "0" })).toThrow(/at least 1/);
   });
 
   it("reads every variable", () => {
@@ -24,6 +33,8 @@ describe("service configuration", () => {
       MAINLINE_DATA_DIR: "/var/lib/mainline",
       MAINLINE_PUBLIC_URL: "https://mainline.example.com/",
       LOG_LEVEL: "DEBUG",
+      MAINLINE_RETENTION_DAYS: "30",
+      MAINLINE_MAX_BUNDLE_MB: "64",
       MAINLINE_BOOTSTRAP_ORG: "ci",
       MAINLINE_BOOTSTRAP_TOKEN: "t".repeat(32),
     });
@@ -33,7 +44,10 @@ describe("service configuration", () => {
       databaseUrl: "postgres://db/mainline",
       dataDir: "/var/lib/mainline",
       publicUrl: "https://mainline.example.com",
+      explicitPublicUrl: "https://mainline.example.com",
       logLevel: "debug",
+      retentionDays: 30,
+      maxBundleBytes: 64 * 1024 * 1024,
       bootstrap: { organization: "ci", token: "t".repeat(32) },
     });
   });

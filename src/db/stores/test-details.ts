@@ -2,7 +2,7 @@ import { sql, type Kysely } from "kysely";
 import type { QuarantineOverride } from "../../testhealth/quarantine.js";
 import type { RepositoryTestSettings } from "../../testhealth/settings.js";
 import type { DialectName } from "../connection.js";
-import type { Repository } from "./repositories.js";
+import { repositoryLookupKey, type Repository } from "./repositories.js";
 import type { Database } from "../schema.js";
 import { TestSettingsStore, type StoredTestSettings } from "./test-settings.js";
 import type { TestCaseRow } from "./test-views.js";
@@ -228,13 +228,12 @@ export class TestDetailsStore {
   ): Promise<{ repository: Repository; test: TestCaseRow } | undefined> {
     const owner = repo.owner.toLowerCase();
     const name = repo.name.toLowerCase();
-    const host = repo.host?.toLowerCase();
     const repositories = await this.db
       .selectFrom("repositories")
       .select(REPOSITORY_COLUMNS)
       .where("organizationId", "=", organizationId)
-      .$if(host !== undefined, (qb) =>
-        qb.where("lookupKey", "=", `${host ?? ""}/${owner}/${name}`),
+      .$if(repo.host !== undefined, (qb) =>
+        qb.where("lookupKey", "=", repositoryLookupKey({ host: repo.host ?? "", owner, name })),
       )
       .orderBy("host")
       .orderBy("id")
