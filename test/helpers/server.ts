@@ -43,14 +43,14 @@ async function read<T>(response: Response): Promise<ApiResponse<T>> {
 
 /** A real HTTP server on a loopback port, over a fresh database of the dialect under test. */
 export async function startTestServer(
-  options: Omit<ServiceOptions, "dataDir"> & { worker?: boolean } = {},
+  options: Omit<ServiceOptions, "dataDir"> & { startWorker?: boolean } = {},
 ): Promise<TestServer> {
   const database = await createTestDatabase();
-  const { worker: startWorker = true, ...serviceOptions } = options;
+  const { startWorker = true, ...serviceOptions } = options;
   const services = createServices(database.handle, {
     ...serviceOptions,
     dataDir: database.dataDir,
-    worker: { pollIntervalMs: 200 },
+    worker: { pollIntervalMs: 200, ...serviceOptions.worker },
   });
   const { token } = await services.organizations.createOrganizationWithToken("acme");
   const app = await createHttpServer(services, false);

@@ -183,7 +183,7 @@ describe("detection through the upload protocol", () => {
 
 describe("durability", () => {
   it("a bundle stored while no worker runs is processed when one starts, once", async () => {
-    const stopped = await startTestServer({ clock, worker: false });
+    const stopped = await startTestServer({ clock, startWorker: false });
     try {
       const id = await putBundle(
         stopped,

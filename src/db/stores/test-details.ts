@@ -127,7 +127,7 @@ export class TestDetailsStore {
   async setOverride(
     testKey: number,
     change: OverrideChange,
-    describe: (row: TestCaseRow) => string,
+    description: string,
   ): Promise<TestCaseRow | undefined> {
     return this.db.transaction().execute(async (trx) => {
       const row = await trx
@@ -148,7 +148,7 @@ export class TestDetailsStore {
           testKey,
           at: change.at,
           status: row.status,
-          reason: describe(row),
+          reason: description,
           kind: "override",
           actor: change.actor,
         })
@@ -157,20 +157,24 @@ export class TestDetailsStore {
     });
   }
 
-  /** Links (or with null, unlinks) a ticket and records it in the test's history. */
+  /**
+   * Links (or with null, unlinks) a ticket and records it in the test's history. Linking the
+   * ticket already linked (or unlinking when none is) changes and records nothing.
+   */
   async setTicket(
     testKey: number,
     change: TicketChange,
     describe: (previous: string | null) => string,
   ): Promise<TestCaseRow | undefined> {
     return this.db.transaction().execute(async (trx) => {
-      const previous = await trx
+      const current = await trx
         .selectFrom("testCases")
-        .select("ticket")
+        .selectAll()
         .where("key", "=", testKey)
         .$if(this.dialect === "postgres", (qb) => qb.forNoKeyUpdate())
         .executeTakeFirst();
-      if (!previous) return undefined;
+      if (!current) return undefined;
+      if (current.ticket === change.ticket) return current;
       const row = await trx
         .updateTable("testCases")
         .set({ ticket: change.ticket, ticketLinkedAt: change.ticket === null ? null : change.at })
@@ -183,7 +187,7 @@ export class TestDetailsStore {
           testKey,
           at: change.at,
           status: row.status,
-          reason: describe(previous.ticket),
+          reason: describe(current.ticket),
           kind: "ticket",
           actor: change.actor,
         })
