@@ -22,7 +22,10 @@
  *   BENCH_TIMEOUT_SECONDS (240) how long each ingestion may take before the run is called off
  *   BENCH_SERVER_LOG_LEVEL      the server's LOG_LEVEL (default warn; "info" logs each upload's ms)
  *   BENCH_SERVER_LOG_DIR        keep each server's whole output in <dir>/<part>.log
- *   BENCH_SERVER_NODE_OPTIONS   NODE_OPTIONS of the server only (e.g. "--cpu-prof --cpu-prof-dir=…")
+ *   BENCH_SERVER_NODE_ARGS      options of the server's node, space-separated (e.g. "--cpu-prof
+ *                               --cpu-prof-dir=/tmp/prof": a profile per server, written at exit)
+ *   BENCH_SERVER_ENTRY          a built cli/main.js (e.g. dist/cli/main.js) to run instead of the
+ *                               sources through tsx, whose loader adds ~40 MiB to the server's RSS
  */
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
@@ -61,7 +64,8 @@ const BIG_DATABASES = databasesFromEnv("BENCH_BIG_DATABASES", ["sqlite"]);
 const TIMEOUT_MS = integerFromEnv("BENCH_TIMEOUT_SECONDS", 240, 10, 3600) * 1000;
 const SERVER_LOG_LEVEL = process.env.BENCH_SERVER_LOG_LEVEL?.trim() || "warn";
 const SERVER_LOG_DIR = process.env.BENCH_SERVER_LOG_DIR?.trim() || undefined;
-const SERVER_NODE_OPTIONS = process.env.BENCH_SERVER_NODE_OPTIONS?.trim() || undefined;
+const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter(Boolean);
+const SERVER_ENTRY = process.env.BENCH_SERVER_ENTRY?.trim() || undefined;
 
 const MIB = 1024 * 1024;
 const TARGETS = {
@@ -105,8 +109,11 @@ const say = (line: string): void => {
 const seconds = (ms: number): number => Math.round(ms) / 1000;
 const perSecond = (count: number, ms: number): number =>
   ms > 0 ? Math.round((count * 1000) / ms) : 0;
-const mib = (bytes: number | null | undefined): string =>
-  bytes === null || bytes === undefined ? "?" : `${Math.round(bytes / MIB)} MiB`;
+function mib(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined) return "?";
+  const value = bytes / MIB;
+  return `${value < 10 ? value.toFixed(1) : Math.round(value)} MiB`;
+}
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -399,13 +406,6 @@ class Client {
   }
 }
 
-function serverEnv(): Record<string, string> {
-  return {
-    LOG_LEVEL: SERVER_LOG_LEVEL,
-    ...(SERVER_NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS: SERVER_NODE_OPTIONS }),
-  };
-}
-
 /** A fresh server on a fresh data directory (and the given database); stopped and removed after. */
 async function withServer<T>(
   part: string,
@@ -420,7 +420,9 @@ async function withServer<T>(
       token,
       dataDir,
       databaseUrl,
-      env: serverEnv(),
+      env: { LOG_LEVEL: SERVER_LOG_LEVEL },
+      nodeArgs: SERVER_NODE_ARGS,
+      builtEntry: SERVER_ENTRY,
       outputFile:
         SERVER_LOG_DIR === undefined ? undefined : path.join(SERVER_LOG_DIR, `${part}.log`),
     });
@@ -967,7 +969,8 @@ async function main(): Promise<number> {
     settings: {
       clients: CLIENTS,
       serverLogLevel: SERVER_LOG_LEVEL,
-      serverNodeOptions: SERVER_NODE_OPTIONS ?? null,
+      serverNodeArgs: SERVER_NODE_ARGS,
+      serverEntry: SERVER_ENTRY ?? "src/cli/main.ts (tsx)",
       timeoutSeconds: TIMEOUT_MS / 1000,
     },
     workload: summary,

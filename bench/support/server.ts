@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:net";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { setTimeout as delay } from "node:timers/promises";
 import pg from "pg";
@@ -44,6 +45,13 @@ export interface ServerOptions {
   maxOutputChars?: number;
   /** Also append everything the server prints to this file (e.g. its logs at LOG_LEVEL=info). */
   outputFile?: string | undefined;
+  /**
+   * A built `cli/main.js` to run instead of the sources through tsx (whose loader alone adds
+   * some 40 MiB to the server's memory).
+   */
+  builtEntry?: string | undefined;
+  /** Options for the server's `node` (e.g. `--cpu-prof`, which NODE_OPTIONS does not take). */
+  nodeArgs?: readonly string[];
 }
 
 export async function freePort(): Promise<number> {
@@ -98,12 +106,16 @@ export async function waitUntilHealthy(server: RunningServer, child: ChildProces
   );
 }
 
-/** Starts `mainline serve` (from source, through tsx) and resolves once it answers /healthz. */
+/** Starts `mainline serve` (from source, through tsx, by default) and resolves once it answers /healthz. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { token, dataDir, databaseUrl, env = {} } = options;
   const maxOutputChars = options.maxOutputChars ?? MAX_SERVER_OUTPUT_CHARS;
   const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "serve"], {
+  const entry =
+    options.builtEntry === undefined
+      ? ["--import", "tsx", "src/cli/main.ts"]
+      : [path.resolve(ROOT, options.builtEntry)];
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry, "serve"], {
     cwd: ROOT,
     env: serverEnvironment({
       PORT: String(port),

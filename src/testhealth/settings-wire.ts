@@ -184,7 +184,9 @@ function scopeOf(problems: Problems, path: string, value: WireScope): BranchScop
   return { globs: [...value.globs] };
 }
 
-function checkId(problems: Problems, path: string, id: string, seen: Map<string, string>): void {
+/** `monitor` is the monitor's path; `seen` maps the ids so far to their monitors' paths. */
+function checkId(problems: Problems, monitor: string, id: string, seen: Map<string, string>): void {
+  const path = `${monitor}.id`;
   if (!SETTINGS_LIMITS.monitorId.test(id)) {
     problems.add(
       path,
@@ -201,7 +203,7 @@ function checkId(problems: Problems, path: string, id: string, seen: Map<string,
     problems.add(path, `repeats the id "${id}" of ${earlier}; monitor ids must be unique`);
     return;
   }
-  seen.set(id, path);
+  seen.set(id, monitor);
 }
 
 function rateMonitor(
@@ -211,7 +213,7 @@ function rateMonitor(
   seen: Map<string, string>,
 ): FailureRateMonitor | undefined {
   const before = problems.details.length;
-  checkId(problems, `${path}.id`, m.id, seen);
+  checkId(problems, path, m.id, seen);
   const classification = classificationOf(problems, `${path}.classification`, m.classification);
   const scope = scopeOf(problems, `${path}.scope`, m.scope);
   problems.integer(`${path}.window_hours`, m.window_hours, SETTINGS_LIMITS.windowHours);
@@ -248,7 +250,7 @@ function countMonitor(
   seen: Map<string, string>,
 ): FailureCountMonitor | undefined {
   const before = problems.details.length;
-  checkId(problems, `${path}.id`, m.id, seen);
+  checkId(problems, path, m.id, seen);
   const classification = classificationOf(problems, `${path}.classification`, m.classification);
   const scope = scopeOf(problems, `${path}.scope`, m.scope);
   problems.integer(`${path}.failures`, m.failures, SETTINGS_LIMITS.count);

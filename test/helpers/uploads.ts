@@ -1,5 +1,6 @@
 import { expect } from "vitest";
 import { writeBundleBuffer, type BundleInputFile } from "../../src/testhealth/bundle/index.js";
+import { repoFullName, testId } from "../../src/testhealth/identity.js";
 import { REPO, type TestServer } from "./server.js";
 
 export interface CaseSpec {
@@ -118,4 +119,24 @@ export async function uploadState(server: TestServer, id: string) {
   });
   expect(answer.status).toBe(200);
   return answer.body.upload;
+}
+
+/** The id the server gives a test uploaded with `junit()` defaults (org acme, suite "suite"). */
+export function testIdOf(spec: {
+  name: string;
+  classname?: string;
+  file?: string;
+  suite?: string;
+  variant?: string;
+  repo?: { host: string; owner: string; name: string };
+}): string {
+  return testId({
+    org: "acme",
+    repoFullName: repoFullName(spec.repo ?? REPO),
+    file: spec.file ?? null,
+    classname: spec.classname ?? "pkg.Class",
+    parent: spec.suite ?? "suite",
+    name: spec.name,
+    variant: spec.variant ?? null,
+  });
 }

@@ -13,11 +13,7 @@ import {
   type QuarantineOverride,
   type QuarantineSettings,
 } from "../../testhealth/quarantine.js";
-import {
-  CLASSIFICATIONS,
-  NAMED_SCOPES,
-  SETTINGS_LIMITS,
-} from "../../testhealth/settings-wire.js";
+import { CLASSIFICATIONS, NAMED_SCOPES, SETTINGS_LIMITS } from "../../testhealth/settings-wire.js";
 import { CaseInsensitiveEnum, PATTERN_MESSAGES, RepoRefSchema } from "../schemas.js";
 import { DateTime, OrgRepoFields, PageQuerySchema, PageSchema } from "./schemas.js";
 import { FailingTestSchema } from "./test-schemas.js";
@@ -285,7 +281,8 @@ export const UpdateTestSettingsBody = Type.Object({
       Type.String({
         maxLength: SETTINGS_LIMITS.ticketBaseUrlLength,
         pattern: "^[hH][tT][tT][pP][sS]?://",
-        description: "Prefix of ticket ids that are not URLs, e.g. `https://linear.app/acme/issue/`.",
+        description:
+          "Prefix of ticket ids that are not URLs, e.g. `https://linear.app/acme/issue/`.",
       }),
     ),
   ),

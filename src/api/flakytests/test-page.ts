@@ -1,7 +1,290 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { Type } from "typebox";
 import type { Services } from "../../app.js";
+import { ApiError } from "../../lib/errors.js";
+import type { Principal } from "../../organizations/service.js";
+import { cachedCodeowners, type PresentationContext } from "../../testhealth/test-presenter.js";
+import {
+  renderLoginPage,
+  renderMessagePage,
+  renderTestPage,
+} from "../../testhealth/test-page-html.js";
 import type { ApiApp } from "../types.js";
+import { baseUrlOf } from "./context.js";
+import { presentRun } from "./test-detail-schemas.js";
+import { loadTestDetails, testDetailsStore } from "./tests.js";
 
-/** The HTML page of a test, `/{org}/flaky-tests/test/{id}?repo=owner/name` (being written). */
-export function registerTestPage(_app: ApiApp, _services: Services): void {
-  // filled in by the test-details work
+export const TOKEN_COOKIE = "mainline_token";
+const COOKIE_MAX_AGE_S = 30 * 24 * 3600;
+const PAGE_RUNS = 50;
+const FORM_BODY_LIMIT = 16 * 1024;
+
+const PAGE_PATH = "/:org/flaky-tests/test/:id";
+const PageParams = Type.Object({
+  org: Type.String({ maxLength: 63 }),
+  id: Type.String({ maxLength: 64 }),
+});
+const PageQuery = Type.Object({
+  repo: Type.Optional(Type.String({ maxLength: 600 })),
+  host: Type.Optional(Type.String({ maxLength: 255 })),
+});
+
+/** Test data is private: the page must not be framed, cached, or run anything. */
+const HTML_HEADERS = {
+  "content-type": "text/html; charset=utf-8",
+  "cache-control": "no-store",
+  "content-security-policy":
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "referrer-policy": "no-referrer",
+};
+
+function sendPage(reply: FastifyReply, status: number, page: string): FastifyReply {
+  return reply.status(status).headers(HTML_HEADERS).send(page);
+}
+
+function cookieValue(request: FastifyRequest, name: string): string | undefined {
+  const header = request.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(";")) {
+    const at = part.indexOf("=");
+    if (at === -1 || part.slice(0, at).trim() !== name) continue;
+    try {
+      return decodeURIComponent(part.slice(at + 1).trim());
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+/** The page's canonical path and query, rebuilt from what was parsed (never echoed raw). */
+function pagePath(params: { org: string; id: string }, query: { repo?: string; host?: string }) {
+  const search = new URLSearchParams();
+  if (query.repo !== undefined) search.set("repo", query.repo);
+  if (query.host !== undefined) search.set("host", query.host);
+  const qs = search.toString().replace(/%2F/gi, "/");
+  return `/${encodeURIComponent(params.org)}/flaky-tests/test/${encodeURIComponent(params.id)}${qs ? `?${qs}` : ""}`;
+}
+
+function tokenCookie(
+  services: Pick<Services, "publicUrl">,
+  request: FastifyRequest,
+  org: string,
+  token: string,
+  maxAge: number,
+): string {
+  const secure =
+    request.protocol === "https" || (services.publicUrl?.startsWith("https:") ?? false);
+  return [
+    `${TOKEN_COOKIE}=${encodeURIComponent(token)}`,
+    `Path=/${encodeURIComponent(org)}/flaky-tests`,
+    `Max-Age=${maxAge}`,
+    "HttpOnly",
+    "SameSite=Strict",
+    ...(secure ? ["Secure"] : []),
+  ].join("; ");
+}
+
+/** `owner/name` (GitLab owners may hold slashes: the name is after the last one). */
+function parseRepo(repo: string | undefined): { owner: string; name: string } | undefined {
+  if (repo === undefined) return undefined;
+  const at = repo.lastIndexOf("/");
+  if (at <= 0 || at === repo.length - 1) return undefined;
+  return { owner: repo.slice(0, at), name: repo.slice(at + 1) };
+}
+
+/**
+ * The HTML page of a test, `GET /{org}/flaky-tests/test/{id}?repo={owner}/{name}` (the
+ * `html_url` of every test). Outside the token-checked scope because a browser cannot send
+ * `x-api-token`: the page takes that header or the `mainline_token` cookie, and without a valid
+ * one answers 401 with a sign-in form that posts the token to the same URL, which sets the
+ * cookie (HttpOnly, SameSite=Strict, scoped to the organization's pages) and redirects back.
+ */
+export function registerTestPage(app: ApiApp, services: Services): void {
+  const details = testDetailsStore(services);
+
+  // The sign-in form's body; only in this scope.
+  app.addContentTypeParser(
+    "application/x-www-form-urlencoded",
+    { parseAs: "string", bodyLimit: FORM_BODY_LIMIT },
+    (_request, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(String(body))));
+    },
+  );
+
+  // Errors of this scope are pages too, not JSON envelopes.
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof ApiError) {
+      if (error.status >= 500) request.log.error({ err: error }, "test page failed");
+      return sendPage(reply, error.status, renderMessagePage(error.message, error.message));
+    }
+    const status = error.statusCode ?? 500;
+    if (error.validation || (status >= 400 && status < 500)) {
+      const code = error.validation ? 400 : status;
+      return sendPage(
+        reply,
+        code,
+        renderMessagePage("Bad request", "This address or form is not one the page understands."),
+      );
+    }
+    request.log.error({ err: error }, "test page failed");
+    return sendPage(
+      reply,
+      500,
+      renderMessagePage(
+        "Something went wrong",
+        `The server log has the details under request id ${request.id}.`,
+      ),
+    );
+  });
+
+  type PageRequest = FastifyRequest<{
+    Params: { org: string; id: string };
+    Querystring: { repo?: string; host?: string };
+  }>;
+
+  /** 401/403 pages, or the caller's principal. */
+  async function authenticate(
+    request: PageRequest,
+    reply: FastifyReply,
+    token: string | undefined,
+    problem: string | undefined,
+  ): Promise<Principal | undefined> {
+    const action = pagePath(request.params, request.query);
+    let principal: Principal | undefined;
+    if (token) {
+      try {
+        principal = await services.organizations.authenticate(token);
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.code !== "unauthorized") throw error;
+      }
+    }
+    if (!principal) {
+      if (token && cookieValue(request, TOKEN_COOKIE) === token) {
+        void reply.header("set-cookie", tokenCookie(services, request, request.params.org, "", 0));
+      }
+      await sendPage(
+        reply,
+        401,
+        renderLoginPage({
+          action,
+          orgSlug: request.params.org,
+          problem: token ? (problem ?? "That token is not valid or was revoked.") : problem,
+        }),
+      );
+      return undefined;
+    }
+    try {
+      services.access.checkOrganization(principal, request.params.org);
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.code !== "forbidden") throw error;
+      await sendPage(
+        reply,
+        403,
+        renderLoginPage({
+          action,
+          orgSlug: request.params.org,
+          title: "This test belongs to another organization",
+          problem: `${error.message} Sign in with a token of "${request.params.org}" to see it.`,
+        }),
+      );
+      return undefined;
+    }
+    return principal;
+  }
+
+  app.get(
+    PAGE_PATH,
+    { schema: { hide: true, params: PageParams, querystring: PageQuery } },
+    async (request, reply) => {
+      const header = request.headers["x-api-token"];
+      const token =
+        (Array.isArray(header) ? header[0] : header) ?? cookieValue(request, TOKEN_COOKIE);
+      const principal = await authenticate(request, reply, token, undefined);
+      if (!principal) return reply;
+
+      const repo = parseRepo(request.query.repo);
+      if (!repo) {
+        return sendPage(
+          reply,
+          400,
+          renderMessagePage(
+            "Which repository?",
+            "Add ?repo=owner/name to the address (the test's html_url carries it).",
+          ),
+        );
+      }
+      const found = await details.findTestByRepositoryName(
+        principal.organizationId,
+        request.params.id.toLowerCase(),
+        { ...repo, host: request.query.host },
+      );
+      if (!found) {
+        return sendPage(
+          reply,
+          404,
+          renderMessagePage(
+            "Test not found",
+            `No test ${request.params.id} in repository ${repo.owner}/${repo.name} of organization "${principal.organizationSlug}".`,
+          ),
+        );
+      }
+      const { repository, test } = found;
+      const settings = await services.stores.testSettings.get(repository.id);
+      const presentation: PresentationContext = {
+        orgSlug: principal.organizationSlug,
+        repo: { host: repository.host, owner: repository.owner, name: repository.name },
+        baseUrl: baseUrlOf(services, request),
+        quarantine: settings.quarantine,
+        ticketBaseUrl: settings.ticketBaseUrl,
+        codeowners: cachedCodeowners(settings.codeowners),
+      };
+      const [view, runs] = await Promise.all([
+        loadTestDetails(services, details, test, settings, presentation),
+        details.runsPage(test.key, 0, PAGE_RUNS),
+      ]);
+      return sendPage(
+        reply,
+        200,
+        renderTestPage({
+          orgSlug: principal.organizationSlug,
+          repositoryName: `${repository.owner}/${repository.name}`,
+          test: view.test,
+          quarantine: view.quarantine,
+          history: view.status_history,
+          monitors: view.monitors,
+          runs: runs.runs.map(presentRun),
+          totalRuns: runs.total,
+          now: services.clock.now(),
+        }),
+      );
+    },
+  );
+
+  // The sign-in form posts here: a valid token of this organization becomes the cookie.
+  app.post(
+    PAGE_PATH,
+    { schema: { hide: true, params: PageParams, querystring: PageQuery } },
+    async (request, reply) => {
+      const body = request.body as Record<string, unknown> | null | undefined;
+      const given = typeof body?.token === "string" ? body.token.trim() : "";
+      const principal = await authenticate(
+        request,
+        reply,
+        given || undefined,
+        given ? undefined : "Enter an API token.",
+      );
+      if (!principal) return reply;
+      return reply
+        .status(303)
+        .headers({ ...HTML_HEADERS, location: pagePath(request.params, request.query) })
+        .header(
+          "set-cookie",
+          tokenCookie(services, request, request.params.org, given, COOKIE_MAX_AGE_S),
+        )
+        .send(renderMessagePage("Signed in", "Continue to the test page."));
+    },
+  );
 }

@@ -17,6 +17,7 @@ import {
   presentFailingTest,
   ticketUrl,
   type PresentationContext,
+  type PresentedFailingTest,
 } from "../../testhealth/test-presenter.js";
 import { COMMON_ERRORS, errorResponses } from "../schemas.js";
 import type { ApiApp } from "../types.js";
@@ -37,6 +38,9 @@ import {
   presentMonitorStates,
   presentQuarantine,
   presentRun,
+  type PresentedHistoryEntry,
+  type PresentedMonitorState,
+  type PresentedQuarantine,
 } from "./test-detail-schemas.js";
 
 const TAGS = ["Flaky tests"];
@@ -65,6 +69,13 @@ export async function findTest(
   return row;
 }
 
+export interface LoadedTestDetails {
+  test: PresentedFailingTest;
+  quarantine: PresentedQuarantine;
+  status_history: PresentedHistoryEntry[];
+  monitors: PresentedMonitorState[];
+}
+
 /** Everything get-test-details answers (also what the test's HTML page shows). */
 export async function loadTestDetails(
   services: Pick<Services, "stores" | "clock">,
@@ -72,7 +83,7 @@ export async function loadTestDetails(
   row: TestCaseRow,
   settings: StoredTestSettings,
   presentation: PresentationContext,
-): Promise<Static<typeof TestDetailsResponse>> {
+): Promise<LoadedTestDetails> {
   const [figures, history] = await Promise.all([
     services.stores.testViews.figures([row.key], services.clock.now()),
     details.statusHistory(row.key, HISTORY_LIMIT),

@@ -318,14 +318,18 @@ export class TestIngestStore {
             then excluded.summary else test_failure_groups.summary end`.execute(trx);
     }
 
+    // Failures of an excluded upload never count for detection, so they do not make a test a
+    // candidate for classification either.
+    const lastFailure = upload.excluded
+      ? sql`null`
+      : sql`max(case when status = 'failed' then at end)`;
     await sql`
       update test_cases set
         last_run_at = ${this.greatest(sql`coalesce(test_cases.last_run_at, 0)`, sql`s.last_run`)},
         last_failure_at = case when s.last_failure is null then test_cases.last_failure_at
           else ${this.greatest(sql`coalesce(test_cases.last_failure_at, 0)`, sql`s.last_failure`)} end
       from (
-        select test_key, max(at) as last_run,
-          max(case when status = 'failed' then at end) as last_failure
+        select test_key, max(at) as last_run, ${lastFailure} as last_failure
         from test_runs where upload_key = ${upload.key} group by test_key
       ) as s
       where test_cases.key = s.test_key`.execute(trx);
@@ -385,35 +389,46 @@ export class TestIngestStore {
     currentUpload: number | null,
   ): Promise<Map<number, StoredRun[]>> {
     const result = new Map<number, StoredRun[]>();
+    type Row = {
+      testKey: number;
+      at: number;
+      status: StoredRun["status"];
+      commitSha: string;
+      branch: string;
+      prNumber: number | null;
+      infrastructureFailure: boolean | number;
+    };
+    const add = (row: Row) => {
+      let runs = result.get(row.testKey);
+      if (!runs) result.set(row.testKey, (runs = []));
+      runs.push({
+        at: row.at,
+        status: row.status,
+        commit: row.commitSha,
+        branch: row.branch,
+        prNumber: row.prNumber,
+        excluded: Boolean(row.infrastructureFailure),
+      });
+    };
+    const visible = sql`(u.state = 'processed' or u.key = ${currentUpload ?? -1})`;
+    const windowStart = since;
     for (let at = 0; at < testKeys.length; at += KEY_CHUNK) {
       const chunk = testKeys.slice(at, at + KEY_CHUNK);
-      const sameCommit =
-        commitUploads.length > 0 ? sql`or r.upload_key in (${sql.join(commitUploads)})` : sql``;
-      const { rows } = await sql<{
-        testKey: number;
-        at: number;
-        status: StoredRun["status"];
-        commitSha: string;
-        branch: string;
-        prNumber: number | null;
-        infrastructureFailure: boolean | number;
-      }>`
+      // Two index range scans rather than one OR, which would read each test's whole history.
+      const { rows } = await sql<Row>`
         select r.test_key, r.at, r.status, r.commit_sha, r.branch, r.pr_number, u.infrastructure_failure
         from test_runs r join uploads u on u.key = r.upload_key
-        where r.test_key in (${sql.join(chunk)})
-          and (r.at >= ${since} ${sameCommit})
-          and (u.state = 'processed' or u.key = ${currentUpload ?? -1})`.execute(db);
-      for (const row of rows) {
-        let runs = result.get(row.testKey);
-        if (!runs) result.set(row.testKey, (runs = []));
-        runs.push({
-          at: row.at,
-          status: row.status,
-          commit: row.commitSha,
-          branch: row.branch,
-          prNumber: row.prNumber,
-          excluded: Boolean(row.infrastructureFailure),
-        });
+        where r.test_key in (${sql.join(chunk)}) and r.at >= ${windowStart} and ${visible}`.execute(
+        db,
+      );
+      rows.forEach(add);
+      if (commitUploads.length > 0) {
+        const same = await sql<Row>`
+          select r.test_key, r.at, r.status, r.commit_sha, r.branch, r.pr_number, u.infrastructure_failure
+          from test_runs r join uploads u on u.key = r.upload_key
+          where r.upload_key in (${sql.join(commitUploads)}) and r.test_key in (${sql.join(chunk)})
+            and r.at < ${windowStart} and ${visible}`.execute(db);
+        same.rows.forEach(add);
       }
     }
     return result;

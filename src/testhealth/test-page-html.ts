@@ -1,0 +1,485 @@
+/**
+ * The HTML page of a test (`html_url` of every test, contract §3) and the pages around it
+ * (sign-in form, errors). Pure functions from view data to an HTML string: no JavaScript, inline
+ * CSS, and every interpolated value escaped by the `html` template unless it is itself `SafeHtml`.
+ */
+import type { PresentedFailingTest } from "./test-presenter.js";
+
+/** Markup that is already safe: produced by `html`, never by concatenating raw input. */
+export class SafeHtml {
+  constructor(readonly value: string) {}
+  toString(): string {
+    return this.value;
+  }
+}
+
+const ESCAPES: Record<string, string> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+};
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (ch) => ESCAPES[ch] ?? ch);
+}
+
+type Interpolation =
+  SafeHtml | string | number | boolean | null | undefined | readonly Interpolation[];
+
+function render(value: Interpolation): string {
+  if (value === null || value === undefined || value === false || value === true) return "";
+  if (value instanceof SafeHtml) return value.value;
+  if (typeof value === "number") return escapeHtml(String(value));
+  if (typeof value === "string") return escapeHtml(value);
+  return value.map(render).join("");
+}
+
+/** A template whose every interpolation is escaped (arrays are joined; booleans render nothing). */
+export function html(strings: TemplateStringsArray, ...values: Interpolation[]): SafeHtml {
+  let out = strings[0] ?? "";
+  values.forEach((value, i) => {
+    out += render(value) + (strings[i + 1] ?? "");
+  });
+  return new SafeHtml(out);
+}
+
+// ---- view data (the wire shapes of get-test-details and list-test-runs) ----------------------
+
+export interface PageQuarantine {
+  setting: string | null;
+  override: string;
+  override_actor: string | null;
+  override_reason: string | null;
+  override_at: string | null;
+}
+
+export interface PageHistoryEntry {
+  status: string;
+  reason: string;
+  at: string;
+  kind: string;
+  actor: string | null;
+}
+
+export interface PageMonitor {
+  id: string;
+  classification: string | null;
+  active: boolean;
+  reason: string;
+  changed_at: string;
+}
+
+export interface PageRun {
+  at: string;
+  status: string;
+  attempt: string;
+  commit_sha: string;
+  branch: string;
+  pr_number: number | null;
+  duration_ms: number | null;
+  failure_summary: string | null;
+  failure_text: string | null;
+  infrastructure_failure: boolean;
+}
+
+export interface TestPageView {
+  orgSlug: string;
+  /** `owner/name` */
+  repositoryName: string;
+  test: PresentedFailingTest;
+  quarantine: PageQuarantine;
+  history: readonly PageHistoryEntry[];
+  monitors: readonly PageMonitor[];
+  /** The latest runs, newest first. */
+  runs: readonly PageRun[];
+  totalRuns: number;
+  /** Epoch ms, for "3 h ago". */
+  now: number;
+}
+
+// ---- formatting -----------------------------------------------------------------------------
+
+export function formatPercent(fraction: number): string {
+  const percent = Math.round(fraction * 1000) / 10;
+  return `${Number.isInteger(percent) ? percent.toFixed(0) : percent.toFixed(1)}%`;
+}
+
+export function formatAge(thenIso: string, now: number): string {
+  const ms = now - Date.parse(thenIso);
+  if (!Number.isFinite(ms)) return "";
+  if (ms < 60_000) return "just now";
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours} h ago`;
+  return `${Math.floor(hours / 24)} days ago`;
+}
+
+function formatDuration(ms: number | null): string {
+  if (ms === null) return "";
+  if (ms < 1000) return `${ms} ms`;
+  return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+}
+
+/** A link only for http(s) URLs; anything else is shown as text. */
+function link(url: string, text: string): SafeHtml {
+  return /^https?:\/\//i.test(url)
+    ? html`<a href="${url}" rel="noreferrer noopener">${text}</a>`
+    : html`${text}`;
+}
+
+function time(iso: string, now: number): SafeHtml {
+  return html`<time datetime="${iso}" title="${iso}"
+      >${iso.replace("T", " ").replace(/\.\d+Z$/, "Z")}</time
+    >
+    <span class="muted">(${formatAge(iso, now)})</span>`;
+}
+
+function badge(kind: string, text: string): SafeHtml {
+  const known = ["healthy", "flaky", "broken", "quarantined", "passed", "failed", "skipped"];
+  return html`<span class="badge ${known.includes(kind) ? kind : "other"}">${text}</span>`;
+}
+
+const STYLE = `
+:root{color-scheme:light dark;--fg:#1f2328;--muted:#656d76;--line:#d0d7de;--bg:#fff;--soft:#f6f8fa}
+@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--bg:#0d1117;--soft:#151b23}}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg)}
+header,main,footer{max-width:1100px;margin:0 auto;padding:12px 20px}
+header{border-bottom:1px solid var(--line);color:var(--muted)}
+h1{font-size:22px;margin:8px 0;word-break:break-word}
+h2{font-size:16px;margin:24px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
+a{color:#0969da}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;margin:0}
+dt{color:var(--muted)}dd{margin:0;word-break:break-word}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line);vertical-align:top}
+th{background:var(--soft);font-weight:600}
+td.num,th.num{text-align:right}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
+pre{white-space:pre-wrap;word-break:break-word;background:var(--soft);padding:8px;margin:4px 0;max-height:320px;overflow:auto}
+.muted{color:var(--muted)}
+.badge{display:inline-block;padding:0 8px;border-radius:10px;font-size:12px;font-weight:600;border:1px solid var(--line)}
+.healthy,.passed{background:#dafbe1;color:#116329}.flaky{background:#fff8c5;color:#7d4e00}
+.broken,.failed{background:#ffebe9;color:#a40e26}.quarantined{background:#ddf4ff;color:#0550ae}
+.skipped,.other{background:var(--soft);color:var(--muted)}
+.figures{display:flex;gap:24px;flex-wrap:wrap}.figures div{min-width:140px}
+.figures strong{display:block;font-size:20px}
+form.login{max-width:420px;display:grid;gap:8px;margin-top:16px}
+form.login input{padding:6px 8px;font:inherit;border:1px solid var(--line);border-radius:6px;background:var(--bg);color:var(--fg)}
+form.login button{padding:6px 12px;font:inherit;border-radius:6px;border:1px solid var(--line);background:var(--soft);color:var(--fg);cursor:pointer}
+.error{color:#a40e26}
+`;
+
+function layout(title: string, header: SafeHtml, body: SafeHtml): string {
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="robots" content="noindex" />
+        <title>${title}</title>
+        <style>
+          ${new SafeHtml(STYLE)}
+        </style>
+      </head>
+      <body>
+        <header>${header}</header>
+        <main>${body}</main>
+        <footer class="muted">Mainline · test health</footer>
+      </body>
+    </html> `.value;
+}
+
+// ---- the test page ----------------------------------------------------------------------------
+
+function overview(view: TestPageView): SafeHtml {
+  const { test } = view;
+  return html`<dl>
+    <dt>Suite</dt>
+    <dd>${test.parent || html`<span class="muted">none</span>`}</dd>
+    <dt>Class</dt>
+    <dd>${test.classname || html`<span class="muted">none</span>`}</dd>
+    <dt>File</dt>
+    <dd>
+      ${test.file_path ? html`<code>${test.file_path}</code>` : html`<span class="muted">unknown</span>`}
+    </dd>
+    <dt>Variant</dt>
+    <dd>${test.variant || html`<span class="muted">none</span>`}</dd>
+    <dt>Code owners</dt>
+    <dd>
+      ${test.codeowners.length > 0 ? test.codeowners.join(", ") : html`<span class="muted">unknown</span>`}
+    </dd>
+    <dt>Ticket</dt>
+    <dd>
+      ${test.ticket ? link(test.ticket.html_url, test.ticket.html_url) : html`<span class="muted">none linked</span>`}
+    </dd>
+    <dt>Test id</dt>
+    <dd><code>${test.id}</code></dd>
+  </dl>`;
+}
+
+function statusSection(view: TestPageView): SafeHtml {
+  const { status } = view.test;
+  return html`<h2>Status</h2>
+    <dl>
+      <dt>Status</dt>
+      <dd>${badge(status.value, status.value)}</dd>
+      <dt>Reason</dt>
+      <dd>${status.reason || html`<span class="muted">none</span>`}</dd>
+      <dt>Since</dt>
+      <dd>${time(status.timestamp, view.now)}</dd>
+    </dl>`;
+}
+
+const SETTING_WORDS: Record<string, string> = {
+  ALWAYS_QUARANTINE: "by its override (always quarantine)",
+  AUTO_QUARANTINE: "automatically, as a flaky test",
+};
+
+function quarantineSection(view: TestPageView): SafeHtml {
+  const q = view.quarantine;
+  const state = q.setting
+    ? html`${badge("quarantined", "quarantined")} ${SETTING_WORDS[q.setting] ?? q.setting}`
+    : html`not quarantined`;
+  const override =
+    q.override === "UNSPECIFIED"
+      ? html`none <span class="muted">(the repository's rule applies)</span>`
+      : html`<code>${q.override}</code>`;
+  const who =
+    q.override_at !== null
+      ? html`${q.override_actor ?? "unknown"},
+        ${time(q.override_at, view.now)}${q.override_reason ? html` — ${q.override_reason}` : ""}`
+      : null;
+  return html`<h2>Quarantine</h2>
+    <dl>
+      <dt>State</dt>
+      <dd>${state}</dd>
+      <dt>Override</dt>
+      <dd>${override}</dd>
+      ${
+        who
+          ? html` <dt>Last set by</dt>
+              <dd>${who}</dd>`
+          : ""
+      }
+    </dl>`;
+}
+
+function figuresSection(view: TestPageView): SafeHtml {
+  const { test } = view;
+  return html`<h2>Last 7 days</h2>
+    <div class="figures">
+      <div>
+        <strong>${formatPercent(test.failure_rate_last_24h)}</strong
+        ><span class="muted">failure rate, 24 h</span>
+      </div>
+      <div>
+        <strong>${formatPercent(test.failure_rate_last_7d)}</strong
+        ><span class="muted">failure rate, 7 days</span>
+      </div>
+      <div>
+        <strong>${test.pull_requests_impacted_last_7d}</strong
+        ><span class="muted">PRs impacted, 7 days</span>
+      </div>
+    </div>`;
+}
+
+function failuresSection(view: TestPageView): SafeHtml {
+  const failures = view.test.most_common_failures;
+  if (failures.length === 0) {
+    return html`<h2>Most common failures</h2>
+      <p class="muted">No failures in the last 7 days.</p>`;
+  }
+  return html`<h2>Most common failures</h2>
+    <table>
+      <thead>
+        <tr>
+          <th>Failure</th>
+          <th class="num">Count</th>
+          <th>Last</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${failures.map(
+          (f) =>
+            html`<tr>
+              <td><code>${f.summary}</code></td>
+              <td class="num">${f.occurrence_count}</td>
+              <td>${time(f.last_occurrence, view.now)}</td>
+            </tr> `,
+        )}
+      </tbody>
+    </table>`;
+}
+
+function monitorsSection(view: TestPageView): SafeHtml {
+  if (view.monitors.length === 0) {
+    return html`<h2>Monitors</h2>
+      <p class="muted">No monitor has looked at this test yet.</p>`;
+  }
+  return html`<h2>Monitors</h2>
+    <table>
+      <thead>
+        <tr>
+          <th>Monitor</th>
+          <th>Flags</th>
+          <th>State</th>
+          <th>Reason</th>
+          <th>Since</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${view.monitors.map(
+          (m) =>
+            html`<tr>
+              <td><code>${m.id}</code></td>
+              <td>${m.classification ?? html`<span class="muted">no longer configured</span>`}</td>
+              <td>${m.active ? badge(m.classification ?? "other", "active") : "inactive"}</td>
+              <td>${m.reason}</td>
+              <td>${time(m.changed_at, view.now)}</td>
+            </tr> `,
+        )}
+      </tbody>
+    </table>`;
+}
+
+function runsSection(view: TestPageView): SafeHtml {
+  const heading =
+    view.totalRuns > view.runs.length
+      ? html`<h2>
+          Latest runs <span class="muted">(${view.runs.length} of ${view.totalRuns})</span>
+        </h2>`
+      : html`<h2>Runs <span class="muted">(${view.runs.length})</span></h2>`;
+  if (view.runs.length === 0)
+    return html`${heading}
+      <p class="muted">No runs recorded.</p>`;
+  return html`${heading}
+    <table>
+      <thead>
+        <tr>
+          <th>Time</th>
+          <th>Result</th>
+          <th>Branch</th>
+          <th>Commit</th>
+          <th>PR</th>
+          <th class="num">Duration</th>
+          <th>Failure</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${view.runs.map(
+          (r) =>
+            html`<tr>
+              <td>${time(r.at, view.now)}</td>
+              <td>
+                ${badge(r.status, r.status)}${
+                  r.attempt !== "final"
+                    ? html` <span class="muted">(${r.attempt} attempt)</span>`
+                    : ""
+                }${r.infrastructure_failure ? html` <span class="muted" title="excluded by infrastructure-failure protection">(excluded)</span>` : ""}
+              </td>
+              <td>${r.branch}</td>
+              <td><code title="${r.commit_sha}">${r.commit_sha.slice(0, 7)}</code></td>
+              <td>${r.pr_number !== null ? `#${r.pr_number}` : ""}</td>
+              <td class="num">${formatDuration(r.duration_ms)}</td>
+              <td>
+                ${
+                  r.failure_text
+                    ? html`<details>
+                        <summary>${r.failure_summary ?? "failure"}</summary>
+                        <pre>${r.failure_text}</pre>
+                      </details>`
+                    : (r.failure_summary ?? "")
+                }
+              </td>
+            </tr> `,
+        )}
+      </tbody>
+    </table>`;
+}
+
+function historySection(view: TestPageView): SafeHtml {
+  if (view.history.length === 0) {
+    return html`<h2>History</h2>
+      <p class="muted">No changes recorded yet.</p>`;
+  }
+  return html`<h2>History</h2>
+    <table>
+      <thead>
+        <tr>
+          <th>Time</th>
+          <th>Change</th>
+          <th>Status</th>
+          <th>Reason</th>
+          <th>By</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${view.history.map(
+          (h) =>
+            html`<tr>
+              <td>${time(h.at, view.now)}</td>
+              <td>${h.kind}</td>
+              <td>${badge(h.status, h.status)}</td>
+              <td>${h.reason}</td>
+              <td>${h.actor ?? html`<span class="muted">monitors</span>`}</td>
+            </tr> `,
+        )}
+      </tbody>
+    </table>`;
+}
+
+export function renderTestPage(view: TestPageView): string {
+  const { test } = view;
+  const header = html`<span>${view.orgSlug}</span> /
+    ${link(test.repository.html_url, view.repositoryName)} / flaky tests`;
+  const body = html`<h1>${test.name}</h1>
+    <p>
+      ${badge(test.status.value, test.status.value)}${
+        test.quarantined ? html` ${badge("quarantined", "quarantined")}` : ""
+      }
+    </p>
+    ${overview(view)} ${statusSection(view)} ${quarantineSection(view)} ${figuresSection(view)}
+    ${failuresSection(view)} ${monitorsSection(view)} ${runsSection(view)} ${historySection(view)}`;
+  return layout(`${test.name} · ${view.repositoryName} · flaky tests`, header, body);
+}
+
+// ---- sign-in and error pages ------------------------------------------------------------------
+
+export interface LoginPageOptions {
+  /** Where the form posts: the page's own path and query. */
+  action: string;
+  orgSlug: string;
+  /** Shown above the form, e.g. why the last token was refused. */
+  problem?: string | undefined;
+  title?: string | undefined;
+}
+
+export function renderLoginPage(options: LoginPageOptions): string {
+  const title = options.title ?? "Sign in to see this test";
+  const body = html`<h1>${title}</h1>
+    <p>
+      Test results are private. Enter an API token of the organization
+      <strong>${options.orgSlug}</strong> (<code>mainline org create ${options.orgSlug}</code>
+      prints one). It is kept in an HttpOnly cookie for this organization's test pages.
+    </p>
+    ${options.problem ? html`<p class="error" role="alert">${options.problem}</p>` : ""}
+    <form class="login" method="post" action="${options.action}">
+      <label for="token">API token</label>
+      <input id="token" name="token" type="password" autocomplete="off" required />
+      <button type="submit">Sign in</button>
+    </form>`;
+  return layout(title, html`Mainline`, body);
+}
+
+export function renderMessagePage(title: string, message: string): string {
+  return layout(
+    title,
+    html`Mainline`,
+    html`<h1>${title}</h1>
+      <p>${message}</p>`,
+  );
+}

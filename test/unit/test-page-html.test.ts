@@ -1,0 +1,226 @@
+import { describe, expect, it } from "vitest";
+import {
+  SafeHtml,
+  escapeHtml,
+  formatAge,
+  formatPercent,
+  html,
+  renderLoginPage,
+  renderMessagePage,
+  renderTestPage,
+  type TestPageView,
+} from "../../src/testhealth/test-page-html.js";
+
+const EVIL = `<img src=x onerror="alert('x')">&amp;`;
+const NOW = Date.parse("2026-03-10T12:00:00.000Z");
+
+function view(overrides: Partial<TestPageView> = {}): TestPageView {
+  return {
+    orgSlug: "acme",
+    repositoryName: "acme/app",
+    test: {
+      id: "06cb6db5-f807-5198-b072-af67a0636f8a",
+      repository: { html_url: "https://github.com/acme/app" },
+      html_url: "http://localhost/acme/flaky-tests/test/06cb6db5?repo=acme/app",
+      name: EVIL,
+      variant: EVIL,
+      status: { value: "flaky", reason: EVIL, timestamp: "2026-03-10T09:00:00.000Z" },
+      codeowners: [EVIL, "@acme/web"],
+      pull_requests_impacted_last_7d: 3,
+      quarantined: true,
+      file_path: EVIL,
+      parent: EVIL,
+      classname: EVIL,
+      ticket: { html_url: "javascript:alert(1)" },
+      most_common_failures: [
+        { summary: EVIL, occurrence_count: 4, last_occurrence: "2026-03-10T11:00:00.000Z" },
+      ],
+      failure_rate_last_7d: 0.125,
+      failure_rate_last_24h: 1 / 3,
+    },
+    quarantine: {
+      setting: "ALWAYS_QUARANTINE",
+      override: "ALWAYS_QUARANTINE",
+      override_actor: EVIL,
+      override_reason: EVIL,
+      override_at: "2026-03-09T12:00:00.000Z",
+    },
+    history: [
+      {
+        status: "flaky",
+        reason: EVIL,
+        at: "2026-03-10T09:00:00.000Z",
+        kind: "override",
+        actor: EVIL,
+      },
+    ],
+    monitors: [
+      {
+        id: EVIL,
+        classification: null,
+        active: true,
+        reason: EVIL,
+        changed_at: "2026-03-10T09:00:00.000Z",
+      },
+    ],
+    runs: [
+      {
+        at: "2026-03-10T11:30:00.000Z",
+        status: "failed",
+        attempt: "rerun",
+        commit_sha: EVIL,
+        branch: EVIL,
+        pr_number: 42,
+        duration_ms: 1234,
+        failure_summary: EVIL,
+        failure_text: `${EVIL}\n</pre><script>alert(2)</script>`,
+        infrastructure_failure: true,
+      },
+    ],
+    totalRuns: 80,
+    now: NOW,
+    ...overrides,
+  };
+}
+
+describe("html escaping", () => {
+  it("escapes the five characters that matter", () => {
+    expect(escapeHtml(`<a href="x" title='y'>&</a>`)).toBe(
+      "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;",
+    );
+  });
+
+  it("escapes every interpolation except SafeHtml, joining arrays", () => {
+    const inner = html`<b>${"<i>"}</b>`;
+    const out = html`<p title="${`"x"`}">
+      ${inner}${["<", new SafeHtml("<br>"), 3]}${null}${undefined}${false}
+    </p>`;
+    expect(out).toBeInstanceOf(SafeHtml);
+    expect(out.value).toBe('<p title="&quot;x&quot;"><b>&lt;i&gt;</b>&lt;<br>3</p>');
+    expect(String(out)).toBe(out.value);
+  });
+});
+
+describe("the test page", () => {
+  const page = renderTestPage(view());
+
+  it("never lets a hostile value through", () => {
+    expect(page).not.toContain("<img");
+    expect(page).not.toContain("<script");
+    expect(page).not.toContain('onerror="');
+    expect(page).toContain("&lt;img src=x onerror=&quot;alert(&#39;x&#39;)&quot;&gt;&amp;amp;");
+    expect(page).toContain("&lt;/pre&gt;&lt;script&gt;alert(2)&lt;/script&gt;");
+    expect(page).toMatch(/<title>&lt;img src=x/);
+  });
+
+  it("links only http(s) URLs", () => {
+    expect(page).not.toContain('href="javascript:');
+    expect(page).toContain("javascript:alert(1)");
+    expect(page).toContain('<a href="https://github.com/acme/app" rel="noreferrer noopener">');
+    const linked = renderTestPage(
+      view({
+        test: {
+          ...view().test,
+          ticket: { html_url: 'https://linear.app/acme/issue/ENG-1?a=1&b="' },
+        },
+      }),
+    );
+    expect(linked).toContain('href="https://linear.app/acme/issue/ENG-1?a=1&amp;b=&quot;"');
+  });
+
+  it("shows the status, quarantine, figures, runs and history", () => {
+    expect(page).toContain('<span class="badge flaky">flaky</span>');
+    expect(page).toContain('<span class="badge quarantined">quarantined</span>');
+    expect(page).toContain("by its override (always quarantine)");
+    expect(page).toContain("33.3%");
+    expect(page).toContain("12.5%");
+    expect(page).toContain("<strong>3</strong>");
+    expect(page).toContain("(1 of 80)");
+    expect(page).toContain("(rerun attempt)");
+    expect(page).toContain("(excluded)");
+    expect(page).toContain("#42");
+    expect(page).toContain("1.23 s");
+    expect(page).toContain("3 h ago");
+    expect(page).toContain("no longer configured");
+    expect(page).toContain("<td>override</td>");
+  });
+
+  it("says so when there is nothing to show", () => {
+    const empty = renderTestPage(
+      view({
+        test: {
+          ...view().test,
+          name: "plain",
+          status: { value: "healthy", reason: "", timestamp: "2026-03-01T00:00:00.000Z" },
+          quarantined: false,
+          most_common_failures: [],
+          codeowners: [],
+          parent: "",
+          file_path: "",
+        },
+        quarantine: {
+          setting: null,
+          override: "UNSPECIFIED",
+          override_actor: null,
+          override_reason: null,
+          override_at: null,
+        },
+        history: [],
+        monitors: [],
+        runs: [],
+        totalRuns: 0,
+      }),
+    );
+    expect(empty).toContain("<h1>plain</h1>");
+    expect(empty).toContain("not quarantined");
+    expect(empty).toContain("the repository's rule applies");
+    expect(empty).toContain("No failures in the last 7 days.");
+    expect(empty).toContain("No runs recorded.");
+    expect(empty).toContain("No changes recorded yet.");
+    expect(empty).not.toContain("Last set by");
+    expect(empty).toContain("9 days ago");
+  });
+});
+
+describe("sign-in and message pages", () => {
+  it("posts the form back to the page, escaped", () => {
+    const login = renderLoginPage({
+      action: '/acme/flaky-tests/test/x?repo=a/b&host="h"',
+      orgSlug: "<acme>",
+      problem: EVIL,
+    });
+    expect(login).toContain(
+      '<form class="login" method="post" action="/acme/flaky-tests/test/x?repo=a/b&amp;host=&quot;h&quot;">',
+    );
+    expect(login).toContain('<input id="token" name="token" type="password"');
+    expect(login).toContain("&lt;acme&gt;");
+    expect(login).not.toContain("<img");
+    expect(login).toContain('role="alert"');
+    expect(renderLoginPage({ action: "/", orgSlug: "acme" })).not.toContain('role="alert"');
+  });
+
+  it("escapes message pages", () => {
+    const page = renderMessagePage(EVIL, EVIL);
+    expect(page).not.toContain("<img");
+    expect(page).toContain("<h1>&lt;img");
+  });
+});
+
+describe("formatting", () => {
+  it("formats rates as percentages with at most one decimal", () => {
+    expect(formatPercent(0)).toBe("0%");
+    expect(formatPercent(1)).toBe("100%");
+    expect(formatPercent(0.5)).toBe("50%");
+    expect(formatPercent(2 / 3)).toBe("66.7%");
+    expect(formatPercent(0.0004)).toBe("0%");
+  });
+
+  it("formats ages", () => {
+    const at = (ms: number) => new Date(NOW - ms).toISOString();
+    expect(formatAge(at(10_000), NOW)).toBe("just now");
+    expect(formatAge(at(5 * 60_000), NOW)).toBe("5 min ago");
+    expect(formatAge(at(47 * 3_600_000), NOW)).toBe("47 h ago");
+    expect(formatAge(at(3 * 86_400_000), NOW)).toBe("3 days ago");
+    expect(formatAge("not a time", NOW)).toBe("");
+  });
+});
