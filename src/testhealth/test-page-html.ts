@@ -1,11 +1,11 @@
 /**
  * The HTML page of a test (`html_url` of every test, contract §3) and the pages around it
  * (sign-in form, errors). Pure functions from view data to an HTML string: no JavaScript, inline
- * CSS, and every interpolated value escaped by the `html` template unless it is itself `SafeHtml`.
+ * CSS, and every interpolated value escaped by the `markup` template unless it is itself `SafeHtml`.
  */
 import type { PresentedFailingTest } from "./test-presenter.js";
 
-/** Markup that is already safe: produced by `html`, never by concatenating raw input. */
+/** Markup that is already safe: produced by `markup`, never by concatenating raw input. */
 export class SafeHtml {
   constructor(readonly value: string) {}
   toString(): string {
@@ -36,8 +36,11 @@ function render(value: Interpolation): string {
   return value.map(render).join("");
 }
 
-/** A template whose every interpolation is escaped (arrays are joined; booleans render nothing). */
-export function html(strings: TemplateStringsArray, ...values: Interpolation[]): SafeHtml {
+/**
+ * A template whose every interpolation is escaped (arrays are joined; booleans render nothing).
+ * Named `markup`, not `html`, so that formatters leave the markup of templates exactly as written.
+ */
+export function markup(strings: TemplateStringsArray, ...values: Interpolation[]): SafeHtml {
   let out = strings[0] ?? "";
   values.forEach((value, i) => {
     out += render(value) + (strings[i + 1] ?? "");
@@ -126,21 +129,30 @@ function formatDuration(ms: number | null): string {
 /** A link only for http(s) URLs; anything else is shown as text. */
 function link(url: string, text: string): SafeHtml {
   return /^https?:\/\//i.test(url)
-    ? html`<a href="${url}" rel="noreferrer noopener">${text}</a>`
-    : html`${text}`;
+    ? markup`<a href="${url}" rel="noreferrer noopener">${text}</a>`
+    : markup`${text}`;
 }
 
 function time(iso: string, now: number): SafeHtml {
-  return html`<time datetime="${iso}" title="${iso}"
-      >${iso.replace("T", " ").replace(/\.\d+Z$/, "Z")}</time
-    >
-    <span class="muted">(${formatAge(iso, now)})</span>`;
+  const shown = iso.replace("T", " ").replace(/\.\d+Z$/, "Z");
+  return markup`<time datetime="${iso}" title="${iso}">${shown}</time> <span class="muted">(${formatAge(iso, now)})</span>`;
 }
 
+const BADGES = new Set([
+  "healthy",
+  "flaky",
+  "broken",
+  "quarantined",
+  "passed",
+  "failed",
+  "skipped",
+]);
+
 function badge(kind: string, text: string): SafeHtml {
-  const known = ["healthy", "flaky", "broken", "quarantined", "passed", "failed", "skipped"];
-  return html`<span class="badge ${known.includes(kind) ? kind : "other"}">${text}</span>`;
+  return markup`<span class="badge ${BADGES.has(kind) ? kind : "other"}">${text}</span>`;
 }
+
+const none = (text: string) => markup`<span class="muted">${text}</span>`;
 
 const STYLE = `
 :root{color-scheme:light dark;--fg:#1f2328;--muted:#656d76;--line:#d0d7de;--bg:#fff;--soft:#f6f8fa}
@@ -174,64 +186,54 @@ form.login button{padding:6px 12px;font:inherit;border-radius:6px;border:1px sol
 `;
 
 function layout(title: string, header: SafeHtml, body: SafeHtml): string {
-  return html`<!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="robots" content="noindex" />
-        <title>${title}</title>
-        <style>
-          ${new SafeHtml(STYLE)}
-        </style>
-      </head>
-      <body>
-        <header>${header}</header>
-        <main>${body}</main>
-        <footer class="muted">Mainline · test health</footer>
-      </body>
-    </html> `.value;
+  return markup`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>${title}</title>
+<style>${new SafeHtml(STYLE)}</style>
+</head>
+<body>
+<header>${header}</header>
+<main>
+${body}
+</main>
+<footer class="muted">Mainline · test health</footer>
+</body>
+</html>
+`.value;
 }
 
 // ---- the test page ----------------------------------------------------------------------------
 
 function overview(view: TestPageView): SafeHtml {
   const { test } = view;
-  return html`<dl>
-    <dt>Suite</dt>
-    <dd>${test.parent || html`<span class="muted">none</span>`}</dd>
-    <dt>Class</dt>
-    <dd>${test.classname || html`<span class="muted">none</span>`}</dd>
-    <dt>File</dt>
-    <dd>
-      ${test.file_path ? html`<code>${test.file_path}</code>` : html`<span class="muted">unknown</span>`}
-    </dd>
-    <dt>Variant</dt>
-    <dd>${test.variant || html`<span class="muted">none</span>`}</dd>
-    <dt>Code owners</dt>
-    <dd>
-      ${test.codeowners.length > 0 ? test.codeowners.join(", ") : html`<span class="muted">unknown</span>`}
-    </dd>
-    <dt>Ticket</dt>
-    <dd>
-      ${test.ticket ? link(test.ticket.html_url, test.ticket.html_url) : html`<span class="muted">none linked</span>`}
-    </dd>
-    <dt>Test id</dt>
-    <dd><code>${test.id}</code></dd>
-  </dl>`;
+  const file = test.file_path ? markup`<code>${test.file_path}</code>` : none("unknown");
+  const owners = test.codeowners.length > 0 ? test.codeowners.join(", ") : none("unknown");
+  const ticket = test.ticket
+    ? link(test.ticket.html_url, test.ticket.html_url)
+    : none("none linked");
+  return markup`<dl>
+  <dt>Suite</dt><dd>${test.parent || none("none")}</dd>
+  <dt>Class</dt><dd>${test.classname || none("none")}</dd>
+  <dt>File</dt><dd>${file}</dd>
+  <dt>Variant</dt><dd>${test.variant || none("none")}</dd>
+  <dt>Code owners</dt><dd>${owners}</dd>
+  <dt>Ticket</dt><dd>${ticket}</dd>
+  <dt>Test id</dt><dd><code>${test.id}</code></dd>
+</dl>`;
 }
 
 function statusSection(view: TestPageView): SafeHtml {
   const { status } = view.test;
-  return html`<h2>Status</h2>
-    <dl>
-      <dt>Status</dt>
-      <dd>${badge(status.value, status.value)}</dd>
-      <dt>Reason</dt>
-      <dd>${status.reason || html`<span class="muted">none</span>`}</dd>
-      <dt>Since</dt>
-      <dd>${time(status.timestamp, view.now)}</dd>
-    </dl>`;
+  return markup`<h2>Status</h2>
+<dl>
+  <dt>Status</dt><dd>${badge(status.value, status.value)}</dd>
+  <dt>Reason</dt><dd>${status.reason || none("none")}</dd>
+  <dt>Since</dt><dd>${time(status.timestamp, view.now)}</dd>
+</dl>`;
 }
 
 const SETTING_WORDS: Record<string, string> = {
@@ -242,208 +244,129 @@ const SETTING_WORDS: Record<string, string> = {
 function quarantineSection(view: TestPageView): SafeHtml {
   const q = view.quarantine;
   const state = q.setting
-    ? html`${badge("quarantined", "quarantined")} ${SETTING_WORDS[q.setting] ?? q.setting}`
-    : html`not quarantined`;
+    ? markup`${badge("quarantined", "quarantined")} ${SETTING_WORDS[q.setting] ?? q.setting}`
+    : markup`not quarantined`;
   const override =
     q.override === "UNSPECIFIED"
-      ? html`none <span class="muted">(the repository's rule applies)</span>`
-      : html`<code>${q.override}</code>`;
+      ? markup`none <span class="muted">(the repository's rule applies)</span>`
+      : markup`<code>${q.override}</code>`;
+  const reason = q.override_reason ? markup` — ${q.override_reason}` : "";
   const who =
     q.override_at !== null
-      ? html`${q.override_actor ?? "unknown"},
-        ${time(q.override_at, view.now)}${q.override_reason ? html` — ${q.override_reason}` : ""}`
-      : null;
-  return html`<h2>Quarantine</h2>
-    <dl>
-      <dt>State</dt>
-      <dd>${state}</dd>
-      <dt>Override</dt>
-      <dd>${override}</dd>
-      ${
-        who
-          ? html` <dt>Last set by</dt>
-              <dd>${who}</dd>`
-          : ""
-      }
-    </dl>`;
+      ? markup`
+  <dt>Last set by</dt><dd>${q.override_actor ?? "unknown"}, ${time(q.override_at, view.now)}${reason}</dd>`
+      : "";
+  return markup`<h2>Quarantine</h2>
+<dl>
+  <dt>State</dt><dd>${state}</dd>
+  <dt>Override</dt><dd>${override}</dd>${who}
+</dl>`;
 }
 
 function figuresSection(view: TestPageView): SafeHtml {
   const { test } = view;
-  return html`<h2>Last 7 days</h2>
-    <div class="figures">
-      <div>
-        <strong>${formatPercent(test.failure_rate_last_24h)}</strong
-        ><span class="muted">failure rate, 24 h</span>
-      </div>
-      <div>
-        <strong>${formatPercent(test.failure_rate_last_7d)}</strong
-        ><span class="muted">failure rate, 7 days</span>
-      </div>
-      <div>
-        <strong>${test.pull_requests_impacted_last_7d}</strong
-        ><span class="muted">PRs impacted, 7 days</span>
-      </div>
-    </div>`;
+  return markup`<h2>Last 7 days</h2>
+<div class="figures">
+  <div><strong>${formatPercent(test.failure_rate_last_24h)}</strong><span class="muted">failure rate, 24 h</span></div>
+  <div><strong>${formatPercent(test.failure_rate_last_7d)}</strong><span class="muted">failure rate, 7 days</span></div>
+  <div><strong>${test.pull_requests_impacted_last_7d}</strong><span class="muted">PRs impacted, 7 days</span></div>
+</div>`;
 }
 
 function failuresSection(view: TestPageView): SafeHtml {
   const failures = view.test.most_common_failures;
   if (failures.length === 0) {
-    return html`<h2>Most common failures</h2>
-      <p class="muted">No failures in the last 7 days.</p>`;
+    return markup`<h2>Most common failures</h2><p class="muted">No failures in the last 7 days.</p>`;
   }
-  return html`<h2>Most common failures</h2>
-    <table>
-      <thead>
-        <tr>
-          <th>Failure</th>
-          <th class="num">Count</th>
-          <th>Last</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${failures.map(
-          (f) =>
-            html`<tr>
-              <td><code>${f.summary}</code></td>
-              <td class="num">${f.occurrence_count}</td>
-              <td>${time(f.last_occurrence, view.now)}</td>
-            </tr> `,
-        )}
-      </tbody>
-    </table>`;
+  const rows = failures.map(
+    (f) =>
+      markup`<tr><td><code>${f.summary}</code></td><td class="num">${f.occurrence_count}</td><td>${time(f.last_occurrence, view.now)}</td></tr>
+`,
+  );
+  return markup`<h2>Most common failures</h2>
+<table>
+<thead><tr><th>Failure</th><th class="num">Count</th><th>Last</th></tr></thead>
+<tbody>
+${rows}</tbody>
+</table>`;
 }
 
 function monitorsSection(view: TestPageView): SafeHtml {
   if (view.monitors.length === 0) {
-    return html`<h2>Monitors</h2>
-      <p class="muted">No monitor has looked at this test yet.</p>`;
+    return markup`<h2>Monitors</h2><p class="muted">No monitor has looked at this test yet.</p>`;
   }
-  return html`<h2>Monitors</h2>
-    <table>
-      <thead>
-        <tr>
-          <th>Monitor</th>
-          <th>Flags</th>
-          <th>State</th>
-          <th>Reason</th>
-          <th>Since</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${view.monitors.map(
-          (m) =>
-            html`<tr>
-              <td><code>${m.id}</code></td>
-              <td>${m.classification ?? html`<span class="muted">no longer configured</span>`}</td>
-              <td>${m.active ? badge(m.classification ?? "other", "active") : "inactive"}</td>
-              <td>${m.reason}</td>
-              <td>${time(m.changed_at, view.now)}</td>
-            </tr> `,
-        )}
-      </tbody>
-    </table>`;
+  const rows = view.monitors.map((m) => {
+    const flags = m.classification ?? none("no longer configured");
+    const state = m.active ? badge(m.classification ?? "other", "active") : "inactive";
+    return markup`<tr><td><code>${m.id}</code></td><td>${flags}</td><td>${state}</td><td>${m.reason}</td><td>${time(m.changed_at, view.now)}</td></tr>
+`;
+  });
+  return markup`<h2>Monitors</h2>
+<table>
+<thead><tr><th>Monitor</th><th>Flags</th><th>State</th><th>Reason</th><th>Since</th></tr></thead>
+<tbody>
+${rows}</tbody>
+</table>`;
+}
+
+function runRow(run: PageRun, now: number): SafeHtml {
+  const attempt = run.attempt !== "final" ? markup` ${none(`(${run.attempt} attempt)`)}` : "";
+  const excluded = run.infrastructure_failure
+    ? markup` <span class="muted" title="excluded by infrastructure-failure protection">(excluded)</span>`
+    : "";
+  const failure = run.failure_text
+    ? markup`<details><summary>${run.failure_summary ?? "failure"}</summary><pre>${run.failure_text}</pre></details>`
+    : (run.failure_summary ?? "");
+  const pr = run.pr_number !== null ? `#${run.pr_number}` : "";
+  return markup`<tr><td>${time(run.at, now)}</td><td>${badge(run.status, run.status)}${attempt}${excluded}</td><td>${run.branch}</td><td><code title="${run.commit_sha}">${run.commit_sha.slice(0, 7)}</code></td><td>${pr}</td><td class="num">${formatDuration(run.duration_ms)}</td><td>${failure}</td></tr>
+`;
 }
 
 function runsSection(view: TestPageView): SafeHtml {
   const heading =
     view.totalRuns > view.runs.length
-      ? html`<h2>
-          Latest runs <span class="muted">(${view.runs.length} of ${view.totalRuns})</span>
-        </h2>`
-      : html`<h2>Runs <span class="muted">(${view.runs.length})</span></h2>`;
-  if (view.runs.length === 0)
-    return html`${heading}
-      <p class="muted">No runs recorded.</p>`;
-  return html`${heading}
-    <table>
-      <thead>
-        <tr>
-          <th>Time</th>
-          <th>Result</th>
-          <th>Branch</th>
-          <th>Commit</th>
-          <th>PR</th>
-          <th class="num">Duration</th>
-          <th>Failure</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${view.runs.map(
-          (r) =>
-            html`<tr>
-              <td>${time(r.at, view.now)}</td>
-              <td>
-                ${badge(r.status, r.status)}${
-                  r.attempt !== "final"
-                    ? html` <span class="muted">(${r.attempt} attempt)</span>`
-                    : ""
-                }${r.infrastructure_failure ? html` <span class="muted" title="excluded by infrastructure-failure protection">(excluded)</span>` : ""}
-              </td>
-              <td>${r.branch}</td>
-              <td><code title="${r.commit_sha}">${r.commit_sha.slice(0, 7)}</code></td>
-              <td>${r.pr_number !== null ? `#${r.pr_number}` : ""}</td>
-              <td class="num">${formatDuration(r.duration_ms)}</td>
-              <td>
-                ${
-                  r.failure_text
-                    ? html`<details>
-                        <summary>${r.failure_summary ?? "failure"}</summary>
-                        <pre>${r.failure_text}</pre>
-                      </details>`
-                    : (r.failure_summary ?? "")
-                }
-              </td>
-            </tr> `,
-        )}
-      </tbody>
-    </table>`;
+      ? markup`<h2>Latest runs <span class="muted">(${view.runs.length} of ${view.totalRuns})</span></h2>`
+      : markup`<h2>Runs <span class="muted">(${view.runs.length})</span></h2>`;
+  if (view.runs.length === 0) return markup`${heading}<p class="muted">No runs recorded.</p>`;
+  return markup`${heading}
+<table>
+<thead><tr><th>Time</th><th>Result</th><th>Branch</th><th>Commit</th><th>PR</th><th class="num">Duration</th><th>Failure</th></tr></thead>
+<tbody>
+${view.runs.map((run) => runRow(run, view.now))}</tbody>
+</table>`;
 }
 
 function historySection(view: TestPageView): SafeHtml {
   if (view.history.length === 0) {
-    return html`<h2>History</h2>
-      <p class="muted">No changes recorded yet.</p>`;
+    return markup`<h2>History</h2><p class="muted">No changes recorded yet.</p>`;
   }
-  return html`<h2>History</h2>
-    <table>
-      <thead>
-        <tr>
-          <th>Time</th>
-          <th>Change</th>
-          <th>Status</th>
-          <th>Reason</th>
-          <th>By</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${view.history.map(
-          (h) =>
-            html`<tr>
-              <td>${time(h.at, view.now)}</td>
-              <td>${h.kind}</td>
-              <td>${badge(h.status, h.status)}</td>
-              <td>${h.reason}</td>
-              <td>${h.actor ?? html`<span class="muted">monitors</span>`}</td>
-            </tr> `,
-        )}
-      </tbody>
-    </table>`;
+  const rows = view.history.map(
+    (h) =>
+      markup`<tr><td>${time(h.at, view.now)}</td><td>${h.kind}</td><td>${badge(h.status, h.status)}</td><td>${h.reason}</td><td>${h.actor ?? none("monitors")}</td></tr>
+`,
+  );
+  return markup`<h2>History</h2>
+<table>
+<thead><tr><th>Time</th><th>Change</th><th>Status</th><th>Reason</th><th>By</th></tr></thead>
+<tbody>
+${rows}</tbody>
+</table>`;
 }
 
 export function renderTestPage(view: TestPageView): string {
   const { test } = view;
-  const header = html`<span>${view.orgSlug}</span> /
-    ${link(test.repository.html_url, view.repositoryName)} / flaky tests`;
-  const body = html`<h1>${test.name}</h1>
-    <p>
-      ${badge(test.status.value, test.status.value)}${
-        test.quarantined ? html` ${badge("quarantined", "quarantined")}` : ""
-      }
-    </p>
-    ${overview(view)} ${statusSection(view)} ${quarantineSection(view)} ${figuresSection(view)}
-    ${failuresSection(view)} ${monitorsSection(view)} ${runsSection(view)} ${historySection(view)}`;
+  const header = markup`<span>${view.orgSlug}</span> / ${link(test.repository.html_url, view.repositoryName)} / flaky tests`;
+  const quarantined = test.quarantined ? markup` ${badge("quarantined", "quarantined")}` : "";
+  const body = markup`<h1>${test.name}</h1>
+<p>${badge(test.status.value, test.status.value)}${quarantined}</p>
+${overview(view)}
+${statusSection(view)}
+${quarantineSection(view)}
+${figuresSection(view)}
+${failuresSection(view)}
+${monitorsSection(view)}
+${runsSection(view)}
+${historySection(view)}`;
   return layout(`${test.name} · ${view.repositoryName} · flaky tests`, header, body);
 }
 
@@ -460,26 +383,22 @@ export interface LoginPageOptions {
 
 export function renderLoginPage(options: LoginPageOptions): string {
   const title = options.title ?? "Sign in to see this test";
-  const body = html`<h1>${title}</h1>
-    <p>
-      Test results are private. Enter an API token of the organization
-      <strong>${options.orgSlug}</strong> (<code>mainline org create ${options.orgSlug}</code>
-      prints one). It is kept in an HttpOnly cookie for this organization's test pages.
-    </p>
-    ${options.problem ? html`<p class="error" role="alert">${options.problem}</p>` : ""}
-    <form class="login" method="post" action="${options.action}">
-      <label for="token">API token</label>
-      <input id="token" name="token" type="password" autocomplete="off" required />
-      <button type="submit">Sign in</button>
-    </form>`;
-  return layout(title, html`Mainline`, body);
+  const problem = options.problem
+    ? markup`<p class="error" role="alert">${options.problem}</p>`
+    : "";
+  const body = markup`<h1>${title}</h1>
+<p>Test results are private. Enter an API token of the organization <strong>${options.orgSlug}</strong>
+(<code>mainline org create ${options.orgSlug}</code> prints one). It is kept in an HttpOnly cookie
+for this organization's test pages.</p>
+${problem}
+<form class="login" method="post" action="${options.action}">
+  <label for="token">API token</label>
+  <input id="token" name="token" type="password" autocomplete="off" required>
+  <button type="submit">Sign in</button>
+</form>`;
+  return layout(title, markup`Mainline`, body);
 }
 
 export function renderMessagePage(title: string, message: string): string {
-  return layout(
-    title,
-    html`Mainline`,
-    html`<h1>${title}</h1>
-      <p>${message}</p>`,
-  );
+  return layout(title, markup`Mainline`, markup`<h1>${title}</h1><p>${message}</p>`);
 }

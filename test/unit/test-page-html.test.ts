@@ -4,7 +4,7 @@ import {
   escapeHtml,
   formatAge,
   formatPercent,
-  html,
+  markup,
   renderLoginPage,
   renderMessagePage,
   renderTestPage,
@@ -91,10 +91,8 @@ describe("html escaping", () => {
   });
 
   it("escapes every interpolation except SafeHtml, joining arrays", () => {
-    const inner = html`<b>${"<i>"}</b>`;
-    const out = html`<p title="${`"x"`}">
-      ${inner}${["<", new SafeHtml("<br>"), 3]}${null}${undefined}${false}
-    </p>`;
+    const inner = markup`<b>${"<i>"}</b>`;
+    const out = markup`<p title="${`"x"`}">${inner}${["<", new SafeHtml("<br>"), 3]}${null}${undefined}${false}</p>`;
     expect(out).toBeInstanceOf(SafeHtml);
     expect(out.value).toBe('<p title="&quot;x&quot;"><b>&lt;i&gt;</b>&lt;<br>3</p>');
     expect(String(out)).toBe(out.value);
