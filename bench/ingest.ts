@@ -19,7 +19,8 @@
  *   BENCH_BIG (1)               0 skips the large-file part
  *   BENCH_BIG_MB (300)          size of the large JUnit file, MiB
  *   BENCH_BIG_DATABASES         where the large file is ingested (default "sqlite")
- *   BENCH_TIMEOUT_SECONDS (240) how long each ingestion may take before the run is called off
+ *   BENCH_TIMEOUT_SECONDS (240) how long each ingestion may take: then the runs processed so far
+ *                               give the figure, marked "timed out" (a missed target, not an error)
  *   BENCH_SERVER_LOG_LEVEL      the server's LOG_LEVEL (default warn; "info" logs each upload's ms)
  *   BENCH_SERVER_LOG_DIR        keep each server's whole output in <dir>/<part>.log
  *   BENCH_SERVER_NODE_ARGS      options of the server's node, space-separated (e.g. "--cpu-prof
@@ -466,6 +467,8 @@ function problemOf(upload: UploadState, expectedRuns: number | undefined): strin
 interface EndToEndResult {
   database: DatabaseName;
   uploads: number;
+  /** Processed or failed before the timeout (all of them unless `timedOut`). */
+  processedUploads: number;
   runs: number;
   /** From the first createBundleUpload to the last PUT answered. */
   uploadSeconds: number;
@@ -533,9 +536,11 @@ async function benchEndToEnd(
       const after = await processStats(server.pid);
 
       let runs = 0;
+      let processedUploads = 0;
       let lastProcessedAt = uploadedAt;
       for (const upload of uploads) {
         if (!isFinal(upload)) continue;
+        processedUploads += 1;
         const problem = problemOf(upload, expectedRuns.get(upload.id));
         if (problem !== null) fail(problem);
         else runs += expectedRuns.get(upload.id) ?? 0;
@@ -555,6 +560,7 @@ async function benchEndToEnd(
       return {
         database,
         uploads: sent.length,
+        processedUploads,
         runs,
         uploadSeconds: seconds(uploadedAt - startedAt),
         seconds: seconds(ms),
@@ -834,14 +840,15 @@ async function benchBigFile(
 // ---------------------------------------------------------------------------------------------
 // Report
 
-function formatTable(header: string[], rows: string[][], leftColumns: number): string {
+/** Names left-aligned (the columns in `left`), figures right-aligned. */
+function formatTable(header: string[], rows: string[][], left: readonly number[]): string {
   const widths = header.map((cell, column) =>
     Math.max(cell.length, ...rows.map((row) => row[column]?.length ?? 0)),
   );
   const line = (cells: string[]) =>
     cells
       .map((cell, column) =>
-        column < leftColumns
+        left.includes(column)
           ? cell.padEnd(widths[column] ?? 0)
           : cell.padStart(widths[column] ?? 0),
       )
@@ -865,6 +872,7 @@ function report(
       "-",
       "-",
       "0",
+      "same process, same data",
     ],
     ...endToEnd.map((r) => [
       "end to end",
@@ -876,6 +884,9 @@ function report(
       mib(r.serverPeakRssBytes),
       r.serverCpuSeconds === null ? "?" : String(r.serverCpuSeconds),
       String(r.uploadFailures),
+      r.timedOut
+        ? `timed out: ${r.processedUploads}/${r.uploads} uploads processed`
+        : `${r.uploads} uploads`,
     ]),
     ...big.map((r) => [
       `big file (${mib(r.junitBytes)})`,
@@ -887,6 +898,7 @@ function report(
       mib(r.serverPeakRssBytes),
       r.serverCpuSeconds === null ? "?" : String(r.serverCpuSeconds),
       String(r.uploadFailures),
+      r.timedOut ? "timed out" : `PUT ${r.putSeconds} s, bundle ${mib(r.bundleBytes)}`,
     ]),
   ];
   const table = formatTable(
@@ -900,9 +912,10 @@ function report(
       "peak RSS",
       "server CPU s",
       "failed",
+      "note",
     ],
     rows,
-    2,
+    [0, 1, 9],
   );
   const targets = [
     ...endToEnd.map(
@@ -999,11 +1012,8 @@ async function main(): Promise<number> {
   const failed =
     endToEnd.reduce((sum, r) => sum + r.uploadFailures, 0) +
     big.reduce((sum, r) => sum + r.uploadFailures, 0);
-  const timedOut = [...endToEnd, ...big].filter((r) => r.timedOut).length;
-  if (failed > 0 || timedOut > 0) {
-    process.stderr.write(
-      `bench:ingest: ${failed} upload(s) failed, ${timedOut} part(s) timed out (see above).\n`,
-    );
+  if (failed > 0) {
+    process.stderr.write(`bench:ingest: ${failed} upload(s) failed (see above).\n`);
     return 1;
   }
   return 0;

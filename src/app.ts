@@ -39,6 +39,7 @@ export interface Services {
     ingest: TestIngestStore;
     uploads: UploadStore;
     testViews: TestViewStore;
+    bundles: BundleStorage;
   };
   /** Background processing of uploads; started by `mainline serve` (and tests that need it). */
   worker: IngestWorker;
@@ -93,6 +94,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
       ingest,
       settings: testSettings,
       processor,
+      bundles,
       clock,
       logger: options.logger ?? silentLogger,
     },
@@ -130,6 +132,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
       ingest,
       uploads: uploadStore,
       testViews: new TestViewStore(db, database.dialect),
+      bundles,
     },
     worker,
     publicUrl: options.publicUrl,

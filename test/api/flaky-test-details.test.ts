@@ -51,8 +51,8 @@ interface Details {
     most_common_failures: { summary: string; occurrence_count: number }[];
     ticket?: { html_url: string };
     html_url: string;
+    quarantine: Quarantine;
   };
-  quarantine: Quarantine;
   status_history: {
     status: string;
     reason: string;
@@ -180,11 +180,29 @@ describe("get-test-details", () => {
       failure_rate_last_7d: 0.5,
       pull_requests_impacted_last_7d: 1,
     });
+    expect(Object.keys(body.test).sort()).toEqual([
+      "classname",
+      "codeowners",
+      "failure_rate_last_24h",
+      "failure_rate_last_7d",
+      "file_path",
+      "html_url",
+      "id",
+      "most_common_failures",
+      "name",
+      "parent",
+      "pull_requests_impacted_last_7d",
+      "quarantine",
+      "quarantined",
+      "repository",
+      "status",
+      "variant",
+    ]);
     expect(body.test.status.reason).toMatch(/same commit aaaaaaa/);
     expect(body.test.most_common_failures).toHaveLength(1);
     expect(body.test.most_common_failures[0]?.summary).toMatch(/timeout/);
     expect(body.test.html_url).toContain(`/acme/flaky-tests/test/${ids.flip}?repo=acme/app`);
-    expect(body.quarantine).toEqual({
+    expect(body.test.quarantine).toEqual({
       setting: "AUTO_QUARANTINE",
       override: "UNSPECIFIED",
       override_actor: null,
@@ -202,7 +220,7 @@ describe("get-test-details", () => {
   it("accepts the id in upper case", async () => {
     const body = await details(ids.steady.toUpperCase());
     expect(body.test).toMatchObject({ id: ids.steady, status: { value: "healthy" } });
-    expect(body.quarantine.setting).toBeNull();
+    expect(body.test.quarantine.setting).toBeNull();
   });
 
   it("answers 404 for an unknown test, 400 for a malformed id", async () => {
@@ -301,6 +319,51 @@ describe("list-test-runs", () => {
     expect(answer.body.runs.filter((r) => r.status === "skipped")).toHaveLength(4);
   });
 
+  it("leaves out runs of uploads not yet processed", async () => {
+    const { db } = server.services.database;
+    const repository = await db
+      .selectFrom("repositories")
+      .select(["id", "organizationId"])
+      .where("lookupKey", "=", "github.com/acme/app")
+      .executeTakeFirstOrThrow();
+    const test = await server.services.stores.testViews.findById(repository.id, ids.paged);
+    if (!test) throw new Error("no test");
+    const now = Date.now();
+    const upload = await db
+      .insertInto("uploads")
+      .values({
+        id: randomUUID(),
+        organizationId: repository.organizationId,
+        repositoryId: repository.id,
+        state: "processing",
+        createdAt: now,
+        urlExpiresAt: now,
+      })
+      .returning("key")
+      .executeTakeFirstOrThrow();
+    await db
+      .insertInto("testRuns")
+      .values({
+        testKey: test.key,
+        uploadKey: upload.key,
+        fileIndex: 0,
+        at: now + 60_000,
+        status: "failed",
+        attempt: "final",
+        commitSha: "f".repeat(40),
+        branch: "main",
+      })
+      .execute();
+    try {
+      const answer = await runs(ids.paged, 100);
+      expect(answer.body.page.total_rows).toBe(11);
+      expect(answer.body.runs.some((r) => r.commit_sha === "f".repeat(40))).toBe(false);
+    } finally {
+      await db.deleteFrom("testRuns").where("uploadKey", "=", upload.key).execute();
+      await db.deleteFrom("uploads").where("key", "=", upload.key).execute();
+    }
+  });
+
   it("refuses a tampered token or one minted for another test", async () => {
     const first = await runs(ids.paged, 2);
     const next = first.body.page.next_page_token;
@@ -355,7 +418,7 @@ describe("set-quarantine-override", () => {
 
     const body = await details(ids.steady);
     expect(body.test.quarantined).toBe(true);
-    expect(body.quarantine.override_actor).toBe("alice@example.com");
+    expect(body.test.quarantine.override_actor).toBe("alice@example.com");
     expect(body.status_history[0]).toMatchObject({
       kind: "override",
       status: "healthy",
@@ -724,7 +787,7 @@ describe("test settings", () => {
     expect(config.testIds).not.toContain(ids.flip);
     expect(config.testIds).toContain(ids.steady); // ALWAYS_QUARANTINE, set above
     const flip = await details(ids.flip);
-    expect(flip.quarantine.setting).toBeNull();
+    expect(flip.test.quarantine.setting).toBeNull();
     expect(flip.test.quarantined).toBe(false);
     expect((await updateSettings({ auto_quarantine: true })).status).toBe(200);
     expect((await quarantineConfig()).testIds).toContain(ids.flip);

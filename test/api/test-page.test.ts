@@ -33,10 +33,10 @@ async function get(path: string, headers: Record<string, string> = {}) {
   return server.request(path, { headers, redirect: "manual" });
 }
 
-async function signIn(path: string, token: string) {
+async function signIn(path: string, token: string, headers: Record<string, string> = {}) {
   return server.request(path, {
     method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
+    headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
     body: new URLSearchParams({ token }).toString(),
     redirect: "manual",
   });
@@ -122,6 +122,28 @@ describe("the test page", () => {
     const page = await get(pagePath, { cookie: `theme=dark; ${pair}` });
     expect(page.status).toBe(200);
     expect(page.text).toContain("<h1>checkout works</h1>");
+  });
+
+  it("accepts the form from its own origin only", async () => {
+    const own = await signIn(pagePath, server.token, { origin: server.url });
+    expect(own.status).toBe(303);
+    const foreign = await signIn(pagePath, server.token, { origin: "https://evil.example" });
+    expect(foreign.status).toBe(403);
+    expect(foreign.headers.get("set-cookie")).toBeNull();
+    expect((await signIn(pagePath, server.token, { origin: "null" })).status).toBe(403);
+  });
+
+  it("answers the form's other problems as pages", async () => {
+    const plain = await server.request(pagePath, {
+      method: "POST",
+      headers: { "content-type": "text/plain" },
+      body: "token=x",
+    });
+    expect(plain.status).toBe(415);
+    expect(plain.headers.get("content-type")).toMatch(/^text\/html/);
+    const huge = await signIn(pagePath, "x".repeat(20_000));
+    expect(huge.status).toBe(413);
+    expect(huge.headers.get("content-type")).toMatch(/^text\/html/);
   });
 
   it("refuses a wrong token in the form and clears a stale cookie", async () => {

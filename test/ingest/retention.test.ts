@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../helpers/server.js";
@@ -24,6 +25,11 @@ async function count(table: "test_runs" | "test_hourly_stats" | "test_failure_gr
 describe("retention", () => {
   it("prunes raw runs older than the retention age and keeps what the 7-day windows need", async () => {
     const start = clock.at;
+    const broken = await ingest(server, Buffer.from("not a bundle"));
+    const brokenRow = await server.services.stores.uploads.find(broken);
+    const brokenFile = server.services.stores.bundles.resolve(brokenRow?.bundlePath ?? "");
+    // A failed upload keeps its bundle for inspection…
+    expect(existsSync(brokenFile)).toBe(true);
     for (let day = 0; day < 12; day++) {
       clock.at = start + day * DAY;
       await ingest(
@@ -39,6 +45,9 @@ describe("retention", () => {
     // 0..2 are older than 8 days.
     expect(await count("test_runs")).toBe(9);
     expect((await server.services.worker.prune()).runs).toBe(0);
+    // … until the retention age.
+    expect(existsSync(brokenFile)).toBe(false);
+    expect((await server.services.stores.uploads.find(broken))?.bundlePath).toBeNull();
     expect(await count("test_hourly_stats")).toBe(9);
     const key = (
       await server.services.database.db

@@ -82,9 +82,13 @@ export const MonitorStateSchema = Type.Object({
   changed_at: DateTime("When `active` last changed."),
 });
 
+export const TestDetailSchema = Type.Object(
+  { ...FailingTestSchema.properties, quarantine: QuarantineSchema },
+  { description: "The test as list-failing-tests shows it, plus its quarantine object." },
+);
+
 export const TestDetailsResponse = Type.Object({
-  test: FailingTestSchema,
-  quarantine: QuarantineSchema,
+  test: TestDetailSchema,
   status_history: Type.Array(HistoryEntrySchema, {
     maxItems: 100,
     description: "Newest first, at most 100 entries.",

@@ -87,6 +87,28 @@ function tokenCookie(
   ].join("; ");
 }
 
+/**
+ * A browser's sign-in must come from our own page (no login CSRF): an `Origin` header, when sent,
+ * must name this host (or MAINLINE_PUBLIC_URL's). Clients that send none (curl) are let through.
+ */
+function sameOrigin(services: Pick<Services, "publicUrl">, request: FastifyRequest): boolean {
+  const origin = request.headers.origin;
+  if (origin === undefined) return true;
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    return false;
+  }
+  if (host === "") return false;
+  if (host === request.host) return true;
+  try {
+    return services.publicUrl !== undefined && new URL(services.publicUrl).host === host;
+  } catch {
+    return false;
+  }
+}
+
 /** `owner/name` (GitLab owners may hold slashes: the name is after the last one). */
 function parseRepo(repo: string | undefined): { owner: string; name: string } | undefined {
   if (repo === undefined) return undefined;
@@ -118,14 +140,14 @@ export function registerTestPage(app: ApiApp, services: Services): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof ApiError) {
       if (error.status >= 500) request.log.error({ err: error }, "test page failed");
-      return sendPage(reply, error.status, renderMessagePage(error.message, error.message));
+      const title = error.status === 503 ? "Unavailable" : "Something went wrong";
+      return sendPage(reply, error.status, renderMessagePage(title, error.message));
     }
-    const status = error.statusCode ?? 500;
-    if (error.validation || (status >= 400 && status < 500)) {
-      const code = error.validation ? 400 : status;
+    const status = error.validation ? 400 : (error.statusCode ?? 500);
+    if (status >= 400 && status < 500) {
       return sendPage(
         reply,
-        code,
+        status,
         renderMessagePage("Bad request", "This address or form is not one the page understands."),
       );
     }
@@ -252,7 +274,7 @@ export function registerTestPage(app: ApiApp, services: Services): void {
           orgSlug: principal.organizationSlug,
           repositoryName: `${repository.owner}/${repository.name}`,
           test: view.test,
-          quarantine: view.quarantine,
+          quarantine: view.test.quarantine,
           history: view.status_history,
           monitors: view.monitors,
           runs: runs.runs.map(presentRun),
@@ -268,6 +290,16 @@ export function registerTestPage(app: ApiApp, services: Services): void {
     PAGE_PATH,
     { schema: { hide: true, params: PageParams, querystring: PageQuery } },
     async (request, reply) => {
+      if (!sameOrigin(services, request)) {
+        return sendPage(
+          reply,
+          403,
+          renderMessagePage(
+            "Sign-in refused",
+            "The sign-in form was sent from another site; sign in from the test page itself.",
+          ),
+        );
+      }
       const body = request.body as Record<string, unknown> | null | undefined;
       const given = typeof body?.token === "string" ? body.token.trim() : "";
       const principal = await authenticate(

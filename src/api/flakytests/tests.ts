@@ -70,8 +70,7 @@ export async function findTest(
 }
 
 export interface LoadedTestDetails {
-  test: PresentedFailingTest;
-  quarantine: PresentedQuarantine;
+  test: PresentedFailingTest & { quarantine: PresentedQuarantine };
   status_history: PresentedHistoryEntry[];
   monitors: PresentedMonitorState[];
 }
@@ -89,8 +88,10 @@ export async function loadTestDetails(
     details.statusHistory(row.key, HISTORY_LIMIT),
   ]);
   return {
-    test: presentFailingTest(row, figures.get(row.key) ?? NO_FIGURES, presentation),
-    quarantine: presentQuarantine(row, settings.quarantine),
+    test: {
+      ...presentFailingTest(row, figures.get(row.key) ?? NO_FIGURES, presentation),
+      quarantine: presentQuarantine(row, settings.quarantine),
+    },
     status_history: history.map(presentHistoryEntry),
     monitors: presentMonitorStates(row, settings.monitors),
   };
@@ -124,7 +125,7 @@ export function registerTestRoutes(app: ApiApp, services: Services): void {
         tags: TAGS,
         summary: "The details of a test",
         description:
-          "The test as list-failing-tests shows it, plus its quarantine state and override, its status history (newest first, at most 100 entries) and its monitors' states. 404 for an unknown test.",
+          "The test as list-failing-tests shows it plus `quarantine` (its quarantine state and override, with who, why and when), its status history (newest first, at most 100 entries) and its monitors' states. 404 for an unknown test.",
         body: GetTestDetailsBody,
         response: { 200: TestDetailsResponse, ...errorResponses(...COMMON_ERRORS, 403, 404) },
       },

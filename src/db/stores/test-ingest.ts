@@ -321,7 +321,7 @@ export class TestIngestStore {
     // Failures of an excluded upload never count for detection, so they do not make a test a
     // candidate for classification either.
     const lastFailure = upload.excluded
-      ? sql`null`
+      ? sql`cast(null as bigint)`
       : sql`max(case when status = 'failed' then at end)`;
     await sql`
       update test_cases set

@@ -299,6 +299,25 @@ export class UploadStore {
     return { total: count.n, uploads: rows.map(toRecord) };
   }
 
+  /** Bundles still on disk of uploads that ended before `before` (failed ones keep theirs). */
+  async oldBundles(before: number, limit = 1000): Promise<{ key: number; bundlePath: string }[]> {
+    const rows = await this.db
+      .selectFrom("uploads")
+      .select(["key", "bundlePath"])
+      .where("state", "in", ["processed", "failed"])
+      .where("processedAt", "<", before)
+      .where("bundlePath", "is not", null)
+      .limit(limit)
+      .execute();
+    return rows.flatMap((r) =>
+      r.bundlePath === null ? [] : [{ key: r.key, bundlePath: r.bundlePath }],
+    );
+  }
+
+  async forgetBundle(key: number): Promise<void> {
+    await this.db.updateTable("uploads").set({ bundlePath: null }).where("key", "=", key).execute();
+  }
+
   /** Uploads whose URL was never used and has expired: nothing to keep. */
   async deleteExpiredUnused(now: number): Promise<number> {
     const result = await this.db

@@ -86,6 +86,7 @@ export class UploadProcessor {
         await uploads.markProcessed(trx, upload.key, outcomeOf(original), clock.now(), duplicateOf);
       });
       await bundles.remove(upload.bundlePath);
+      await uploads.forgetBundle(upload.key);
       return "duplicate";
     }
     // A previous attempt may have written runs before it stopped.
@@ -113,6 +114,7 @@ export class UploadProcessor {
     }
     await run.finish();
     await bundles.remove(upload.bundlePath);
+    await uploads.forgetBundle(upload.key);
     if (this.keyCache.size > KEY_CACHE_LIMIT) this.keyCache.clear();
     return "processed";
   }

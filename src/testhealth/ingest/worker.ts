@@ -1,6 +1,7 @@
 import type { TestIngestStore } from "../../db/stores/test-ingest.js";
 import type { TestSettingsStore } from "../../db/stores/test-settings.js";
 import type { UploadStore } from "../../db/stores/uploads.js";
+import type { BundleStorage } from "./bundle-storage.js";
 import type { Clock } from "../../lib/clock.js";
 import { windowLookbackMs } from "../classifier.js";
 import { classifyCandidates } from "./classify-tests.js";
@@ -39,6 +40,7 @@ export interface WorkerDependencies {
   ingest: TestIngestStore;
   settings: TestSettingsStore;
   processor: UploadProcessor;
+  bundles: BundleStorage;
   clock: Clock;
   logger: WorkerLogger;
 }
@@ -206,6 +208,10 @@ export class IngestWorker {
     const runs = await ingest.pruneRuns(before);
     await ingest.pruneAggregates(before);
     await uploads.deleteExpiredUnused(now - DAY);
+    for (const old of await uploads.oldBundles(before)) {
+      await this.deps.bundles.remove(old.bundlePath);
+      await uploads.forgetBundle(old.key);
+    }
     return { runs };
   }
 }

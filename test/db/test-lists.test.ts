@@ -1,0 +1,241 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { OrganizationStore } from "../../src/db/stores/organizations.js";
+import { RepositoryStore } from "../../src/db/stores/repositories.js";
+import { splitWindow, TestListStore } from "../../src/db/stores/test-lists.js";
+import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
+
+const HOUR = 3_600_000;
+const T = Date.parse("2026-11-20T00:00:00.000Z");
+
+let database: TestDatabase;
+let store: TestListStore;
+let repositoryId: string;
+let otherRepositoryId: string;
+
+beforeEach(async () => {
+  database = await createTestDatabase();
+  store = new TestListStore(database.handle.db);
+  await new OrganizationStore(database.handle.db).ensure({ id: "o1", slug: "acme", createdAt: 1 });
+  const repositories = new RepositoryStore(database.handle.db);
+  repositoryId = (await repositories.ensure("o1", { host: "h", owner: "o", name: "n" }, 1)).id;
+  otherRepositoryId = (await repositories.ensure("o1", { host: "h", owner: "o", name: "m" }, 1)).id;
+});
+afterEach(async () => {
+  await database.cleanup();
+});
+
+async function testCase(
+  id: string,
+  values: Record<string, unknown> = {},
+  repository = repositoryId,
+) {
+  const row = await database.handle.db
+    .insertInto("testCases")
+    .values({
+      repositoryId: repository,
+      id,
+      name: id,
+      classname: null,
+      parent: null,
+      file: null,
+      variant: "",
+      status: "healthy",
+      statusReason: "",
+      statusChangedAt: T,
+      monitorStates: "{}",
+      monitorsActive: 0,
+      quarantineOverride: "UNSPECIFIED",
+      firstSeenAt: T,
+      ...values,
+    })
+    .returning("key")
+    .executeTakeFirstOrThrow();
+  return row.key;
+}
+
+let uploadCounter = 0;
+async function upload(state: string, repository = repositoryId): Promise<number> {
+  const row = await database.handle.db
+    .insertInto("uploads")
+    .values({
+      id: `u${++uploadCounter}`,
+      organizationId: "o1",
+      repositoryId: repository,
+      state,
+      reason: null,
+      createdAt: T,
+      urlExpiresAt: T + HOUR,
+    })
+    .returning("key")
+    .executeTakeFirstOrThrow();
+  return row.key;
+}
+
+async function failedRun(testKey: number, uploadKey: number, at: number) {
+  await database.handle.db
+    .insertInto("testRuns")
+    .values({
+      testKey,
+      uploadKey,
+      fileIndex: 0,
+      at,
+      status: "failed",
+      attempt: "final",
+      commitSha: "c",
+      branch: "main",
+      prNumber: null,
+      durationMs: null,
+      failureSignature: null,
+      failureSummary: null,
+      failureText: null,
+    })
+    .execute();
+}
+
+async function hourly(
+  testKey: number,
+  hour: number,
+  failed: number,
+  excludedFailed = 0,
+  repository = repositoryId,
+) {
+  await database.handle.db
+    .insertInto("testHourlyStats")
+    .values({ testKey, hour, repositoryId: repository, passed: 1, failed, excludedFailed })
+    .execute();
+}
+
+describe("splitWindow", () => {
+  it("splits a window into whole hours and partial edges", () => {
+    expect(splitWindow(T, T + 2 * HOUR)).toEqual({ hours: [T, T + 2 * HOUR], edges: [] });
+    // No whole hour inside: raw runs only (never more than two partial hours).
+    expect(splitWindow(T + 1, T + 2 * HOUR - 1)).toEqual({
+      hours: null,
+      edges: [[T + 1, T + 2 * HOUR - 1]],
+    });
+    expect(splitWindow(T + 1, T + 3 * HOUR - 1)).toEqual({
+      hours: [T + HOUR, T + 2 * HOUR],
+      edges: [
+        [T + 1, T + HOUR],
+        [T + 2 * HOUR, T + 3 * HOUR - 1],
+      ],
+    });
+    expect(splitWindow(T + 10, T + 20)).toEqual({ hours: null, edges: [[T + 10, T + 20]] });
+    expect(splitWindow(T + HOUR - 1, T + HOUR + 1)).toEqual({
+      hours: null,
+      edges: [[T + HOUR - 1, T + HOUR + 1]],
+    });
+  });
+});
+
+describe(`TestListStore on ${TEST_DIALECT}`, () => {
+  it("failing: whole hours from the aggregates, edges from processed uploads' failed runs only", async () => {
+    const a = await testCase("a");
+    const b = await testCase("b");
+    const c = await testCase("c");
+    const d = await testCase("d");
+    const elsewhere = await testCase("z", {}, otherRepositoryId);
+    const processed = await upload("processed");
+    const processing = await upload("processing");
+    // Whole hour T+1h: a 2 failures + 1 excluded, b 1; a healthy hour row of c counts nothing.
+    await hourly(a, T + HOUR, 2, 1);
+    await hourly(b, T + HOUR, 1);
+    await hourly(c, T + HOUR, 0);
+    await hourly(elsewhere, T + HOUR, 5, 0, otherRepositoryId);
+    // Edges [T+30m, T+1h) and [T+2h, T+2h30m).
+    await failedRun(b, processed, T + 30 * 60_000);
+    await failedRun(b, processed, T + 2 * HOUR);
+    await failedRun(c, processed, T + 2 * HOUR + 30 * 60_000 - 1);
+    await failedRun(c, processed, T + 2 * HOUR + 30 * 60_000); // at the end: out
+    await failedRun(d, processing, T + 2 * HOUR + 60_000); // not processed: out
+    await failedRun(d, processed, T + 30 * 60_000 - 1); // before the start: out
+
+    const window = { start: T + 30 * 60_000, end: T + 2 * HOUR + 30 * 60_000 };
+    const page = await store.failing(repositoryId, window, 0, 10);
+    expect(page).toEqual({
+      total: 3,
+      rows: [
+        { key: a, failures: 3 },
+        { key: b, failures: 3 },
+        { key: c, failures: 1 },
+      ],
+    });
+    expect(await store.failing(repositoryId, window, 1, 1)).toEqual({
+      total: 3,
+      rows: [{ key: b, failures: 3 }],
+    });
+    // An offset past the end: no rows, the right total.
+    expect(await store.failing(repositoryId, window, 10, 5)).toEqual({ total: 3, rows: [] });
+    expect(await store.failing(repositoryId, { start: T, end: T + 1 }, 0, 5)).toEqual({
+      total: 0,
+      rows: [],
+    });
+  });
+
+  it("unhealthy: by PRs impacted since now - 7 days, then by id", async () => {
+    const now = T + 10 * 24 * HOUR;
+    const x = await testCase("x", { status: "flaky" });
+    const y = await testCase("y", { status: "flaky" });
+    const w = await testCase("w", { status: "flaky" });
+    await testCase("v", { status: "broken" });
+    await testCase("u", { status: "healthy" });
+    const prs = [
+      { testKey: y, prNumber: 1, lastFailedAt: now - 1 },
+      { testKey: y, prNumber: 2, lastFailedAt: now - 7 * 24 * HOUR },
+      { testKey: x, prNumber: 3, lastFailedAt: now - 7 * 24 * HOUR - 1 }, // too old
+      { testKey: w, prNumber: 3, lastFailedAt: now },
+    ];
+    await database.handle.db.insertInto("testPrFailures").values(prs).execute();
+    expect(await store.unhealthy(repositoryId, "flaky", now, 0, 10)).toEqual({
+      total: 3,
+      rows: [
+        { key: y, prsImpacted7d: 2 },
+        { key: w, prsImpacted7d: 1 },
+        { key: x, prsImpacted7d: 0 },
+      ],
+    });
+    expect(await store.unhealthy(repositoryId, "flaky", now, 5, 10)).toEqual({
+      total: 3,
+      rows: [],
+    });
+    expect((await store.unhealthy(repositoryId, "broken", now, 0, 10)).total).toBe(1);
+  });
+
+  it("quarantined: the rule of the settings, most recently quarantined first, then by id", async () => {
+    const always = await testCase("q1", {
+      quarantineOverride: "ALWAYS_QUARANTINE",
+      overrideAt: T + 5,
+      statusChangedAt: T + 100,
+    });
+    const auto1 = await testCase("q3", { status: "flaky", statusChangedAt: T + 7 });
+    const auto2 = await testCase("q2", { status: "flaky", statusChangedAt: T + 7 });
+    await testCase("q4", { status: "flaky", quarantineOverride: "NEVER_QUARANTINE" });
+    await testCase("q5", { status: "broken", statusChangedAt: T + 50 });
+    const on = { quarantiningEnabled: true, autoQuarantine: true };
+    expect(await store.quarantined(repositoryId, on, 0, 10)).toEqual({
+      total: 3,
+      rows: [
+        { key: auto2, quarantinedAt: T + 7 },
+        { key: auto1, quarantinedAt: T + 7 },
+        { key: always, quarantinedAt: T + 5 },
+      ],
+    });
+    expect(
+      await store.quarantined(
+        repositoryId,
+        { quarantiningEnabled: true, autoQuarantine: false },
+        0,
+        10,
+      ),
+    ).toEqual({ total: 1, rows: [{ key: always, quarantinedAt: T + 5 }] });
+    expect(
+      await store.quarantined(
+        repositoryId,
+        { quarantiningEnabled: false, autoQuarantine: true },
+        0,
+        10,
+      ),
+    ).toEqual({ total: 0, rows: [] });
+    expect(await store.quarantined(repositoryId, on, 3, 10)).toEqual({ total: 3, rows: [] });
+  });
+});
