@@ -19,7 +19,8 @@ const cliQueueBlock = blocks.find((b) => b.includes("npx mainline queue"));
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer();
+  // The organization a first start creates, as the README's examples assume.
+  server = await startTestServer({ org: "default" });
   return () => server.close();
 });
 
@@ -52,6 +53,10 @@ describe("the README's examples", () => {
       "/v1/status",
       "/metrics",
       "/openapi.json",
+      "list-uploads",
+      "list-failing-tests",
+      "list-unhealthy-tests",
+      "list-quarantined-tests",
     ]) {
       expect(all, endpoint).toContain(endpoint);
     }

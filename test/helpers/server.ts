@@ -43,16 +43,16 @@ async function read<T>(response: Response): Promise<ApiResponse<T>> {
 
 /** A real HTTP server on a loopback port, over a fresh database of the dialect under test. */
 export async function startTestServer(
-  options: Omit<ServiceOptions, "dataDir"> & { startWorker?: boolean } = {},
+  options: Omit<ServiceOptions, "dataDir"> & { startWorker?: boolean; org?: string } = {},
 ): Promise<TestServer> {
   const database = await createTestDatabase();
-  const { startWorker = true, ...serviceOptions } = options;
+  const { startWorker = true, org = "acme", ...serviceOptions } = options;
   const services = createServices(database.handle, {
     ...serviceOptions,
     dataDir: database.dataDir,
     worker: { pollIntervalMs: 200, ...serviceOptions.worker },
   });
-  const { token } = await services.organizations.createOrganizationWithToken("acme");
+  const { token } = await services.organizations.createOrganizationWithToken(org);
   const app = await createHttpServer(services, false);
   await app.listen({ host: "127.0.0.1", port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
