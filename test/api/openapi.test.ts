@@ -60,6 +60,23 @@ describe("the OpenAPI document", () => {
       "POST /v1/getQueue": true,
       "POST /v1/updateQueue": true,
       "POST /v1/deleteQueue": true,
+      "POST /v1/metrics/createBundleUpload": true,
+      "POST /v1/metrics/getQuarantineConfig": true,
+      // The signed URL is the credential; telemetry is accepted and discarded.
+      "PUT /v1/uploads/{id}": false,
+      "POST /v1/flakytests-cli/upload-metrics": false,
+      "POST /v1/flakytests-uploader/upload-metrics": false,
+      "POST /v1/flaky-tests/list-uploads": true,
+      "POST /v1/flaky-tests/get-upload": true,
+      "POST /v1/flaky-tests/list-failing-tests": true,
+      "POST /v1/flaky-tests/list-unhealthy-tests": true,
+      "POST /v1/flaky-tests/list-quarantined-tests": true,
+      "POST /v1/flaky-tests/get-test-details": true,
+      "POST /v1/flaky-tests/list-test-runs": true,
+      "POST /v1/flaky-tests/link-ticket-to-test-case": true,
+      "POST /v1/flaky-tests/set-quarantine-override": true,
+      "POST /v1/flaky-tests/get-test-settings": true,
+      "POST /v1/flaky-tests/update-test-settings": true,
     });
   });
 
@@ -159,6 +176,32 @@ describe("the server accepts exactly what the document describes", () => {
         else expect(response.status).toBe(400);
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("list-unhealthy-tests (status, page size, slug)", async () => {
+    const validate = requestValidator("/v1/flaky-tests/list-unhealthy-tests");
+    const validResponse = responseValidator("/v1/flaky-tests/list-unhealthy-tests", 200);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.option(fc.oneof(anyValue, fc.constantFrom("FLAKY", "broken", "Flaky", "HEALTHY"))),
+        fc.option(fc.oneof(anyValue, fc.integer({ min: -1, max: 102 }))),
+        fc.option(fc.constantFrom("acme", "", 7)),
+        async (status, pageSize, slug) => {
+          const body = {
+            repo: REPO,
+            ...(slug === null ? {} : { org_url_slug: slug }),
+            ...(status === null ? {} : { status }),
+            page_query: pageSize === null ? {} : { page_size: pageSize },
+          };
+          const response = await server.call("flaky-tests/list-unhealthy-tests", body);
+          expect(response.status === 200, JSON.stringify(body)).toBe(validate(body));
+          if (response.status === 200) expect(validResponse(response.body)).toBe(true);
+          // An empty slug passes the schema's type but is no organization: 403.
+          else expect([400, 403]).toContain(response.status);
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 

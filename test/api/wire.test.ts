@@ -213,7 +213,9 @@ describe("service endpoints", () => {
 
 describe("server faults", () => {
   it("answers 500 with a request id and no internals, and 503 from health, when the database is gone", async () => {
-    const broken = await startTestServer();
+    // No ingestion worker: closing the pool under a connection request still waiting (pg-pool
+    // never answers those after end()) would hang its loop; a real outage makes queries fail.
+    const broken = await startTestServer({ startWorker: false });
     try {
       await broken.database.handle.close();
       const response = await broken.call("getQueue", getQueue);
