@@ -173,6 +173,56 @@ describe("detection through the upload protocol", () => {
     expect((await testRow("infra_0")).status).toBe("healthy");
   });
 
+  it("a change of monitor settings re-classifies the repository's tests at once", async () => {
+    for (let i = 0; i < 12; i++) {
+      clock.at += 10 * 60_000;
+      const status = i === 0 || i === 11 ? ("failed" as const) : ("passed" as const);
+      await ingest(
+        server,
+        await bundle({
+          commit: nextCommit(),
+          uploadedAt: clock.at,
+          branch: "main",
+          files: [junit([{ name: "sometimes_red", status }])],
+        }),
+      );
+    }
+    // 2 of 12 runs failed (17%): below the default 20% activation.
+    expect((await testRow("sometimes_red")).status).toBe("healthy");
+    const updated = await server.call("flaky-tests/update-test-settings", {
+      repo: REPO,
+      org_url_slug: "acme",
+      failure_rate_monitors: [
+        {
+          id: "flaky-on-stable",
+          enabled: true,
+          classification: "flaky",
+          scope: "stable",
+          window_hours: 24,
+          activation: 0.15,
+          resolution: 0.1,
+          min_runs: 10,
+        },
+      ],
+    });
+    expect(updated.status, updated.text).toBe(200);
+    await server.services.worker.idle();
+    const row = await testRow("sometimes_red");
+    expect(row.status).toBe("flaky");
+    expect(row.statusReason).toBe("Failure rate 17% (2 of 12 runs) over the last 24 h on main");
+    // Back to the defaults for the tests that follow.
+    await server.call("flaky-tests/update-test-settings", {
+      repo: REPO,
+      org_url_slug: "acme",
+      failure_rate_monitors: (
+        await server.call<{ failure_rate_monitors: unknown[] }>("flaky-tests/get-test-settings", {
+          repo: REPO,
+          org_url_slug: "acme",
+        })
+      ).body.failure_rate_monitors,
+    });
+  });
+
   it("a flaky test recovers once pass-on-retry is 7 days old (the sweep)", async () => {
     clock.at += 8 * DAY;
     await server.services.worker.sweep();

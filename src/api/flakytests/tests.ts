@@ -266,7 +266,7 @@ export function registerTestRoutes(app: ApiApp, services: Services): void {
         tags: TAGS,
         summary: "Change a repository's test-health settings",
         description:
-          "Partial update: absent fields stay as they are; a present field replaces the current value whole (monitor lists included), except `pass_on_retry`, merged field by field. Enums take any letter case. Answers the resulting settings. Quarantine switches apply at once; monitor changes apply as tests are next classified (at the next upload or sweep).",
+          "Partial update: absent fields stay as they are; a present field replaces the current value whole (monitor lists included), except `pass_on_retry`, merged field by field. Enums take any letter case. Answers the resulting settings. Quarantine switches apply at once; the repository's tests are re-classified with new monitor settings in the background within seconds.",
         body: UpdateTestSettingsBody,
         response: { 200: TestSettingsResponse, ...errorResponses(...COMMON_ERRORS, 403, 404) },
       },
@@ -281,6 +281,8 @@ export function registerTestRoutes(app: ApiApp, services: Services): void {
         services.clock.now(),
         (current) => applySettingsPatch(current, wirePatch),
       );
+      // New monitor settings apply to the tests at once, not at their next upload.
+      services.worker.reclassify(context.repository.id);
       return presentSettings(updated);
     },
   );

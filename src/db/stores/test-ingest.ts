@@ -354,12 +354,21 @@ export class TestIngestStore {
     return rows;
   }
 
-  /** Tests with an active monitor (they may resolve as time passes), oldest change first. */
-  async activeCandidates(db: Db, repositoryId: string): Promise<ClassificationCandidate[]> {
+  /**
+   * Tests with an active monitor (they may resolve as time passes); with `failedSince`, also
+   * those with a counted failure since then (after the monitor settings changed).
+   */
+  async activeCandidates(
+    db: Db,
+    repositoryId: string,
+    failedSince?: number,
+  ): Promise<ClassificationCandidate[]> {
+    const recent = failedSince === undefined ? sql`` : sql`or t.last_failure_at >= ${failedSince}`;
     const { rows } = await sql<ClassificationCandidate>`
       select t.key, t.repository_id, t.status, t.status_reason, t.status_changed_at, t.monitor_states
       from test_cases t
-      where t.monitors_active = ${this.true()} and t.repository_id = ${repositoryId}
+      where t.repository_id = ${repositoryId}
+        and (t.monitors_active = ${this.true()} ${recent})
       order by t.key`.execute(db);
     return rows;
   }

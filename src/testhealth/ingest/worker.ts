@@ -59,6 +59,8 @@ export class IngestWorker {
   private lastRetention = 0;
   /** Resolves when the queue is empty and nothing is being processed (tests, benchmarks). */
   private idleWaiters: (() => void)[] = [];
+  /** Repositories whose monitor settings changed: all their recent tests are re-classified. */
+  private readonly reclassifyQueue = new Set<string>();
   private busy = false;
 
   constructor(
@@ -86,6 +88,12 @@ export class IngestWorker {
   wake(): void {
     this.woken = true;
     this.wakeUp?.();
+  }
+
+  /** A repository's monitor settings changed: re-classify its tests soon (in the worker). */
+  reclassify(repositoryId: string): void {
+    this.reclassifyQueue.add(repositoryId);
+    this.wake();
   }
 
   /** Waits until every stored bundle has been processed. */
@@ -165,6 +173,10 @@ export class IngestWorker {
   }
 
   private async maintenance(): Promise<void> {
+    for (const repositoryId of [...this.reclassifyQueue]) {
+      this.reclassifyQueue.delete(repositoryId);
+      await this.classifyRepository(repositoryId, true);
+    }
     const now = this.deps.clock.now();
     if (now - this.lastSweep >= this.options.sweepIntervalMs) {
       this.lastSweep = now;
@@ -178,27 +190,39 @@ export class IngestWorker {
 
   /** Re-classifies every test with an active monitor, with the current time. */
   async sweep(): Promise<number> {
-    const { ingest, settings, clock } = this.deps;
     let changed = 0;
-    for (const repositoryId of await ingest.repositoriesWithActiveMonitors()) {
-      const repositorySettings = await settings.get(repositoryId);
-      changed += await ingest.transaction(repositoryId, async ({ trx }) => {
-        const now = clock.now();
-        const candidates = await ingest.activeCandidates(trx, repositoryId);
-        const window = windowLookbackMs(repositorySettings.monitors);
-        const runs = await ingest.runsForClassification(
-          trx,
-          candidates.map((c) => c.key),
-          now - window,
-          [],
-          null,
-        );
-        const updates = classifyCandidates(candidates, runs, repositorySettings.monitors, now);
-        await ingest.applyClassifications(trx, updates);
-        return updates.length;
-      });
+    for (const repositoryId of await this.deps.ingest.repositoriesWithActiveMonitors()) {
+      changed += await this.classifyRepository(repositoryId, false);
     }
     return changed;
+  }
+
+  /**
+   * Classifies a repository's tests with an active monitor and, when `recentFailures`, also those
+   * with a counted failure within the windows (what a change of monitor settings can affect).
+   */
+  async classifyRepository(repositoryId: string, recentFailures: boolean): Promise<number> {
+    const { ingest, settings, clock } = this.deps;
+    const repositorySettings = await settings.get(repositoryId);
+    const window = windowLookbackMs(repositorySettings.monitors);
+    return ingest.transaction(repositoryId, async ({ trx }) => {
+      const now = clock.now();
+      const candidates = await ingest.activeCandidates(
+        trx,
+        repositoryId,
+        recentFailures ? now - window : undefined,
+      );
+      const runs = await ingest.runsForClassification(
+        trx,
+        candidates.map((c) => c.key),
+        now - window,
+        [],
+        null,
+      );
+      const updates = classifyCandidates(candidates, runs, repositorySettings.monitors, now);
+      await ingest.applyClassifications(trx, updates);
+      return updates.length;
+    });
   }
 
   async prune(): Promise<{ runs: number }> {
