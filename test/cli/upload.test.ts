@@ -448,14 +448,20 @@ describe("uploads to a real server", () => {
     expect(first.code).toBe(3);
     expect(first.stderr).toContain("Processed: 5 tests (3 passed, 1 failed, 1 skipped).");
 
-    // Until the API can set a test's quarantine override, set it in the database. Exactly one
-    // row matching the id computed here shows that the CLI and the server agree on test ids.
-    const updated = await database.handle.db
-      .updateTable("testCases")
-      .set({ quarantineOverride: "ALWAYS_QUARANTINE" })
-      .where("id", "=", FAILING_ID)
-      .executeTakeFirst();
-    expect(updated.numUpdatedRows).toBe(1n);
+    // Quarantine it through the API by the id computed here: a 200 (not a 404) shows that the
+    // CLI and the server agree on test ids.
+    const override = await fetch(`${server.url}/v1/flaky-tests/set-quarantine-override`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-token": TOKEN },
+      body: JSON.stringify({
+        repo: REPO,
+        org_url_slug: "acme",
+        test_id: FAILING_ID,
+        override: "ALWAYS_QUARANTINE",
+        reason: "known flaky login test",
+      }),
+    });
+    expect(override.status, await override.clone().text()).toBe(200);
 
     const quarantined = await run(["test-results/**/*.xml"]);
     expect(quarantined.code).toBe(0);
