@@ -95,6 +95,25 @@ const PG_RUN_TYPES = [
   "text",
 ] as const;
 
+/** A run's values in `RUN_COLUMNS` order. */
+function runValues(r: RunRow): unknown[] {
+  return [
+    r.testKey,
+    r.uploadKey,
+    r.fileIndex,
+    r.at,
+    r.status,
+    r.attempt,
+    r.commitSha,
+    r.branch,
+    r.prNumber,
+    r.durationMs,
+    r.failureSignature,
+    r.failureSummary,
+    r.failureText,
+  ];
+}
+
 const HOUR = 3_600_000;
 /** A literal, not a parameter: PostgreSQL must see the SELECT and GROUP BY expressions as equal. */
 const HOURS = sql.raw(String(HOUR));
@@ -188,23 +207,7 @@ export class TestIngestStore {
         `insert into test_runs (${RUN_COLUMNS.join(", ")}) values (${RUN_COLUMNS.map(() => "?").join(", ")})`,
       );
       const statement = this.insertRunStatement;
-      for (const r of rows) {
-        statement.run(
-          r.testKey,
-          r.uploadKey,
-          r.fileIndex,
-          r.at,
-          r.status,
-          r.attempt,
-          r.commitSha,
-          r.branch,
-          r.prNumber,
-          r.durationMs,
-          r.failureSignature,
-          r.failureSummary,
-          r.failureText,
-        );
-      }
+      for (const r of rows) statement.run(runValues(r));
       return;
     }
     const CHUNK = 10_000;
@@ -212,22 +215,7 @@ export class TestIngestStore {
       const chunk = rows.slice(at, at + CHUNK);
       const columns: unknown[][] = RUN_COLUMNS.map(() => new Array<unknown>(chunk.length));
       chunk.forEach((r, i) => {
-        const values = [
-          r.testKey,
-          r.uploadKey,
-          r.fileIndex,
-          r.at,
-          r.status,
-          r.attempt,
-          r.commitSha,
-          r.branch,
-          r.prNumber,
-          r.durationMs,
-          r.failureSignature,
-          r.failureSummary,
-          r.failureText,
-        ];
-        values.forEach((value, c) => {
+        runValues(r).forEach((value, c) => {
           (columns[c] as unknown[])[i] = value;
         });
       });
