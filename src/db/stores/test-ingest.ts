@@ -242,13 +242,28 @@ export class TestIngestStore {
     repositoryId: string,
     work: (tx: IngestTransaction) => Promise<T>,
   ): Promise<T> {
-    return this.db.transaction().execute(async (trx) => {
-      if (this.dialect === "postgres") {
+    if (this.dialect === "postgres") {
+      return this.db.transaction().execute(async (trx) => {
         await sql`select pg_advisory_xact_lock(hashtext(${`test-health:${repositoryId}`}))`.execute(
           trx,
         );
+        return work({ trx, insertRuns: (rows) => this.insertRunsIn(trx, rows) });
+      });
+    }
+    // SQLite: derived data is written without waiting for the disk (synchronous=NORMAL for this
+    // transaction only; WAL keeps it consistent). A power loss can undo the last of these
+    // transactions, never an acknowledged upload: the upload then is still `processing`, its
+    // lease runs out and it is processed again (idempotently). The connection is held
+    // throughout, so no other write commits under the relaxed setting.
+    return this.db.connection().execute(async (connection) => {
+      await sql`pragma synchronous = NORMAL`.execute(connection);
+      try {
+        return await connection
+          .transaction()
+          .execute((trx) => work({ trx, insertRuns: (rows) => this.insertRunsIn(trx, rows) }));
+      } finally {
+        await sql`pragma synchronous = FULL`.execute(connection);
       }
-      return work({ trx, insertRuns: (rows) => this.insertRunsIn(trx, rows) });
     });
   }
 

@@ -37,8 +37,11 @@ const DAY = 24 * 3_600_000;
 const CASE_BATCH = 5_000;
 /** Runs are written ahead of the final transaction once this many are waiting. */
 const RUN_FLUSH = 20_000;
-/** Test keys never change: a bounded cache saves a lookup per test per upload. */
-const KEY_CACHE_LIMIT = 200_000;
+/**
+ * Test keys never change: a bounded cache saves a lookup per test per upload. Bounded while an
+ * upload is read too (a report of a million distinct tests must not hold them all).
+ */
+const KEY_CACHE_LIMIT = 50_000;
 
 export interface ProcessorDependencies {
   uploads: UploadStore;
@@ -115,7 +118,6 @@ export class UploadProcessor {
     await run.finish();
     await bundles.remove(upload.bundlePath);
     await uploads.forgetBundle(upload.key);
-    if (this.keyCache.size > KEY_CACHE_LIMIT) this.keyCache.clear();
     return "processed";
   }
 }
@@ -344,6 +346,7 @@ class BundleRun {
         missing,
         this.deps.clock.now(),
       );
+      if (this.keyCache.size + found.size > KEY_CACHE_LIMIT) this.keyCache.clear();
       for (const [id, key] of found) {
         keys.set(id, key);
         this.keyCache.set(prefix + id, key);
