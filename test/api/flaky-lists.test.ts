@@ -516,11 +516,10 @@ describe(`list-unhealthy-tests and list-quarantined-tests on ${TEST_DIALECT}`, (
       page_query,
     }) as Promise<ListAnswer>;
   const quarantined = (page_query: Record<string, unknown> = { page_size: 100 }) =>
-    server.call("flaky-tests/list-quarantined-tests", {
-      repo: REPO,
-      org_url_slug: "acme",
-      page_query,
-    }) as Promise<ApiResponse<{ quarantined_tests: QuarantinedTest[]; page: Page } & ErrorBody>>;
+    server.call<{ quarantined_tests: QuarantinedTest[]; page: Page } & ErrorBody>(
+      "flaky-tests/list-quarantined-tests",
+      { repo: REPO, org_url_slug: "acme", page_query },
+    );
 
   /** Failed, then passed on the same commit: pass-on-retry makes the tests flaky. */
   async function retried(
