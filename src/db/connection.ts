@@ -11,6 +11,7 @@ import {
 } from "kysely";
 import pg from "pg";
 import type { Database } from "./schema.js";
+import { SqliteCheckpointer } from "./sqlite-checkpointer.js";
 
 export type DialectName = "sqlite" | "postgres";
 
@@ -20,6 +21,11 @@ export interface DatabaseHandle {
   /** Where the data lives, for logs: a file path or a URL without its password. */
   location: string;
   close(): Promise<void>;
+  /**
+   * SQLite files: WAL checkpoints move to a thread of their own from now on (a long-running
+   * server calls it; nothing else needs it). No effect on PostgreSQL or an in-memory database.
+   */
+  checkpointInBackground(): void;
   /**
    * The driver underneath, for bulk writes that the query builder would slow down (ingestion).
    * SQLite's handle may only be used inside `db.connection().execute(...)`, which holds Kysely's
@@ -79,16 +85,29 @@ function openSqlite(file: string): DatabaseHandle {
     dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
     plugins: [new CamelCasePlugin()],
   });
+  let checkpointer: SqliteCheckpointer | null = null;
+  const closeDb = closeOnce(db);
   return {
     db,
     dialect: "sqlite",
     location: file,
-    close: closeOnce(db),
+    close: async () => {
+      await closeDb();
+      await checkpointer?.stop();
+    },
+    checkpointInBackground: () => {
+      if (checkpointer || file === ":memory:") return;
+      checkpointer = new SqliteCheckpointer(file);
+      // Only a fallback now: a commit checkpoints by itself once the WAL holds this many pages.
+      sqlite.pragma(`wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES}`);
+    },
     raw: { dialect: "sqlite", sqlite },
   };
 }
 
 const STATEMENT_CACHE_SIZE = 500;
+/** 64 MiB of 4 KiB pages: far beyond what the background checkpoints let the WAL reach. */
+const FALLBACK_CHECKPOINT_PAGES = 16_384;
 
 /**
  * Kysely's SQLite driver prepares every query anew, which costs more than running it; queries
@@ -142,6 +161,7 @@ function openPostgres(url: string, options: OpenDatabaseOptions): DatabaseHandle
     dialect: "postgres",
     location: redactUrl(url),
     close: closeOnce(db),
+    checkpointInBackground: () => undefined,
     raw: { dialect: "postgres", pool },
   };
 }

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from "kysely";
 import type BetterSqlite3 from "better-sqlite3";
 import type { DatabaseHandle, DialectName } from "../connection.js";
+import { relaxedTransaction } from "../relaxed.js";
 import type { Database } from "../schema.js";
 
 /**
@@ -53,6 +54,13 @@ export interface StoredRun {
   excluded: boolean;
 }
 
+interface RunUpload {
+  commitSha: string;
+  branch: string;
+  prNumber: number | null;
+  excluded: boolean;
+}
+
 export interface ClassificationUpdate {
   key: number;
   status: string;
@@ -97,22 +105,30 @@ const PG_RUN_TYPES = [
 
 /** A run's values in `RUN_COLUMNS` order. */
 function runValues(r: RunRow): unknown[] {
-  return [
-    r.testKey,
-    r.uploadKey,
-    r.fileIndex,
-    r.at,
-    r.status,
-    r.attempt,
-    r.commitSha,
-    r.branch,
-    r.prNumber,
-    r.durationMs,
-    r.failureSignature,
-    r.failureSummary,
-    r.failureText,
-  ];
+  const values = new Array<unknown>(RUN_COLUMNS.length);
+  putRunValues(values, 0, r);
+  return values;
 }
+
+/** Writes a run's values into `target` from `offset` on, in `RUN_COLUMNS` order. */
+function putRunValues(target: unknown[], offset: number, r: RunRow): void {
+  target[offset] = r.testKey;
+  target[offset + 1] = r.uploadKey;
+  target[offset + 2] = r.fileIndex;
+  target[offset + 3] = r.at;
+  target[offset + 4] = r.status;
+  target[offset + 5] = r.attempt;
+  target[offset + 6] = r.commitSha;
+  target[offset + 7] = r.branch;
+  target[offset + 8] = r.prNumber;
+  target[offset + 9] = r.durationMs;
+  target[offset + 10] = r.failureSignature;
+  target[offset + 11] = r.failureSummary;
+  target[offset + 12] = r.failureText;
+}
+
+/** Runs per SQLite insert statement. */
+const ROWS_PER_INSERT = 50;
 
 const HOUR = 3_600_000;
 /** A literal, not a parameter: PostgreSQL must see the SELECT and GROUP BY expressions as equal. */
@@ -120,6 +136,13 @@ const HOURS = sql.raw(String(HOUR));
 const KEY_CHUNK = 500;
 
 type Db = Kysely<Database> | Transaction<Database>;
+
+export interface AggregatedUpload {
+  key: number;
+  repositoryId: string;
+  prNumber: number | null;
+  excluded: boolean;
+}
 
 /** An upload's final transaction: everything written through it lands together or not at all. */
 export interface IngestTransaction {
@@ -132,6 +155,7 @@ export class TestIngestStore {
   private readonly dialect: DialectName;
   private readonly sqlite: BetterSqlite3.Database | null;
   private insertRunStatement: BetterSqlite3.Statement | null = null;
+  private insertOneRunStatement: BetterSqlite3.Statement | null = null;
 
   constructor(handle: DatabaseHandle) {
     this.db = handle.db;
@@ -196,18 +220,41 @@ export class TestIngestStore {
   /** Runs written ahead of an upload's final transaction (large uploads), in their own transaction. */
   async insertRunsNow(rows: readonly RunRow[]): Promise<void> {
     if (rows.length === 0) return;
-    await this.db.transaction().execute((trx) => this.insertRunsIn(trx, rows));
+    await relaxedTransaction(this.db, this.dialect, (trx) => this.insertRunsIn(trx, rows));
   }
 
   private async insertRunsIn(trx: Transaction<Database>, rows: readonly RunRow[]): Promise<void> {
     if (rows.length === 0) return;
     if (this.sqlite) {
       // Inside Kysely's transaction the connection is ours: synchronous inserts cannot interleave.
-      this.insertRunStatement ??= this.sqlite.prepare(
-        `insert into test_runs (${RUN_COLUMNS.join(", ")}) values (${RUN_COLUMNS.map(() => "?").join(", ")})`,
-      );
-      const statement = this.insertRunStatement;
-      for (const r of rows) statement.run(runValues(r));
+      // Many rows per statement: one call into the driver per ROWS_PER_INSERT runs.
+      const sqlite = this.sqlite;
+      const statementFor = (count: number) =>
+        sqlite.prepare(
+          `insert into test_runs (${RUN_COLUMNS.join(", ")}) values ${Array.from(
+            { length: count },
+            () => `(${RUN_COLUMNS.map(() => "?").join(", ")})`,
+          ).join(", ")}`,
+        );
+      this.insertRunStatement ??= statementFor(ROWS_PER_INSERT);
+      const many = this.insertRunStatement;
+      const values = new Array<unknown>(ROWS_PER_INSERT * RUN_COLUMNS.length);
+      let at = 0;
+      for (; at + ROWS_PER_INSERT <= rows.length; at += ROWS_PER_INSERT) {
+        for (let i = 0; i < ROWS_PER_INSERT; i++) {
+          putRunValues(values, i * RUN_COLUMNS.length, rows[at + i] as RunRow);
+        }
+        many.run(values);
+      }
+      if (at < rows.length) {
+        this.insertOneRunStatement ??= statementFor(1);
+        const one = this.insertOneRunStatement;
+        const single = new Array<unknown>(RUN_COLUMNS.length);
+        for (; at < rows.length; at++) {
+          putRunValues(single, 0, rows[at] as RunRow);
+          one.run(single);
+        }
+      }
       return;
     }
     const CHUNK = 10_000;
@@ -235,35 +282,23 @@ export class TestIngestStore {
   }
 
   /**
-   * Runs `work` in one transaction; on PostgreSQL it first takes the repository's advisory lock
-   * so that two workers never aggregate or classify the same repository's tests at once.
+   * Runs `work` in one transaction that does not wait for the disk (everything in it is derived
+   * from stored bundles and redone after a power loss: the uploads are then still `processing`,
+   * their lease runs out and they are processed again, idempotently). On PostgreSQL it first
+   * takes the repository's advisory lock so that two workers never aggregate or classify the
+   * same repository's tests at once.
    */
   async transaction<T>(
     repositoryId: string,
     work: (tx: IngestTransaction) => Promise<T>,
   ): Promise<T> {
-    if (this.dialect === "postgres") {
-      return this.db.transaction().execute(async (trx) => {
+    return relaxedTransaction(this.db, this.dialect, async (trx) => {
+      if (this.dialect === "postgres") {
         await sql`select pg_advisory_xact_lock(hashtext(${`test-health:${repositoryId}`}))`.execute(
           trx,
         );
-        return work({ trx, insertRuns: (rows) => this.insertRunsIn(trx, rows) });
-      });
-    }
-    // SQLite: derived data is written without waiting for the disk (synchronous=NORMAL for this
-    // transaction only; WAL keeps it consistent). A power loss can undo the last of these
-    // transactions, never an acknowledged upload: the upload then is still `processing`, its
-    // lease runs out and it is processed again (idempotently). The connection is held
-    // throughout, so no other write commits under the relaxed setting.
-    return this.db.connection().execute(async (connection) => {
-      await sql`pragma synchronous = NORMAL`.execute(connection);
-      try {
-        return await connection
-          .transaction()
-          .execute((trx) => work({ trx, insertRuns: (rows) => this.insertRunsIn(trx, rows) }));
-      } finally {
-        await sql`pragma synchronous = FULL`.execute(connection);
       }
+      return work({ trx, insertRuns: (rows) => this.insertRunsIn(trx, rows) });
     });
   }
 
@@ -271,23 +306,41 @@ export class TestIngestStore {
     return this.dialect === "postgres" ? sql`greatest(${a}, ${b})` : sql`max(${a}, ${b})`;
   }
 
+  /** `aggregateUploads` of one upload. */
+  async aggregateUpload(trx: Transaction<Database>, upload: AggregatedUpload): Promise<void> {
+    await this.aggregateUploads(trx, upload.repositoryId, [upload]);
+  }
+
   /**
-   * Folds an upload's runs into the aggregates: hourly counts, PRs impacted, failure groups and
-   * each test's last run and failure. `excluded`: infrastructure-failure protection is on for
-   * this upload, so its runs count for nothing but the failing-tests list.
+   * Folds uploads' runs into the aggregates: hourly counts, PRs impacted, failure groups and
+   * each test's last run and failure, one statement each for all the uploads (a test run by
+   * many uploads of the same hour is one row to update, not one per upload). An `excluded`
+   * upload has infrastructure-failure protection on: its runs count for nothing but the
+   * failing-tests list.
    */
-  async aggregateUpload(
+  async aggregateUploads(
     trx: Transaction<Database>,
-    upload: { key: number; repositoryId: string; prNumber: number | null; excluded: boolean },
+    repositoryId: string,
+    uploads: readonly AggregatedUpload[],
   ): Promise<void> {
-    const counted = upload.excluded ? sql`0` : sql`1`;
+    if (uploads.length === 0) return;
+    const all = sql.join(uploads.map((u) => u.key));
+    const excludedKeys = uploads.filter((u) => u.excluded).map((u) => u.key);
+    const countedKeys = uploads.filter((u) => !u.excluded).map((u) => u.key);
+    // 1 when the run's upload counts, else 0.
+    const counted =
+      excludedKeys.length === 0
+        ? sql`1`
+        : countedKeys.length === 0
+          ? sql`0`
+          : sql`(case when upload_key in (${sql.join(excludedKeys)}) then 0 else 1 end)`;
     await sql`
       insert into test_hourly_stats (test_key, hour, repository_id, passed, failed, excluded_failed)
-      select test_key, (at / ${HOURS}) * ${HOURS}, ${upload.repositoryId},
+      select test_key, (at / ${HOURS}) * ${HOURS}, ${repositoryId},
         sum(case when status = 'passed' then ${counted} else 0 end),
         sum(case when status = 'failed' then ${counted} else 0 end),
         sum(case when status = 'failed' then 1 - ${counted} else 0 end)
-      from test_runs where upload_key = ${upload.key}
+      from test_runs where upload_key in (${all})
       group by test_key, (at / ${HOURS}) * ${HOURS}
       on conflict (test_key, hour) do update set
         passed = test_hourly_stats.passed + excluded.passed,
@@ -296,13 +349,14 @@ export class TestIngestStore {
       trx,
     );
 
-    if (!upload.excluded) {
-      if (upload.prNumber !== null) {
+    if (countedKeys.length > 0) {
+      const countedList = sql.join(countedKeys);
+      if (uploads.some((u) => !u.excluded && u.prNumber !== null)) {
         await sql`
           insert into test_pr_failures (test_key, pr_number, last_failed_at)
-          select test_key, ${upload.prNumber}, max(at) from test_runs
-          where upload_key = ${upload.key} and status = 'failed'
-          group by test_key
+          select test_key, pr_number, max(at) from test_runs
+          where upload_key in (${countedList}) and status = 'failed' and pr_number is not null
+          group by test_key, pr_number
           on conflict (test_key, pr_number) do update set
             last_failed_at = ${this.greatest(sql`test_pr_failures.last_failed_at`, sql`excluded.last_failed_at`)}`.execute(
           trx,
@@ -312,7 +366,7 @@ export class TestIngestStore {
         insert into test_failure_groups (test_key, hour, signature, occurrences, last_at, summary)
         select test_key, (at / ${HOURS}) * ${HOURS}, failure_signature, count(*), max(at), max(failure_summary)
         from test_runs
-        where upload_key = ${upload.key} and status = 'failed' and failure_signature is not null
+        where upload_key in (${countedList}) and status = 'failed' and failure_signature is not null
         group by test_key, (at / ${HOURS}) * ${HOURS}, failure_signature
         on conflict (test_key, hour, signature) do update set
           occurrences = test_failure_groups.occurrences + excluded.occurrences,
@@ -323,9 +377,10 @@ export class TestIngestStore {
 
     // Failures of an excluded upload never count for detection, so they do not make a test a
     // candidate for classification either.
-    const lastFailure = upload.excluded
-      ? sql`cast(null as bigint)`
-      : sql`max(case when status = 'failed' then at end)`;
+    const lastFailure =
+      countedKeys.length === 0
+        ? sql`cast(null as bigint)`
+        : sql`max(case when status = 'failed' and ${counted} = 1 then at end)`;
     await sql`
       update test_cases set
         last_run_at = ${this.greatest(sql`coalesce(test_cases.last_run_at, 0)`, sql`s.last_run`)},
@@ -333,25 +388,26 @@ export class TestIngestStore {
           else ${this.greatest(sql`coalesce(test_cases.last_failure_at, 0)`, sql`s.last_failure`)} end
       from (
         select test_key, max(at) as last_run, ${lastFailure} as last_failure
-        from test_runs where upload_key = ${upload.key} group by test_key
+        from test_runs where upload_key in (${all}) group by test_key
       ) as s
       where test_cases.key = s.test_key`.execute(trx);
   }
 
   /**
-   * The upload's tests whose status could change: those with an active monitor, or with a
+   * The uploads' tests whose status could change: those with an active monitor, or with a
    * failure at or after `failedSince` (older failures are out of every window, and none of
-   * them was on this upload's commit).
+   * them was on these uploads' commits).
    */
-  async candidatesOfUpload(
+  async candidatesOfUploads(
     trx: Transaction<Database>,
-    uploadKey: number,
+    uploadKeys: readonly number[],
     failedSince: number,
   ): Promise<ClassificationCandidate[]> {
+    if (uploadKeys.length === 0) return [];
     const { rows } = await sql<ClassificationCandidate>`
       select t.key, t.repository_id, t.status, t.status_reason, t.status_changed_at, t.monitor_states
       from test_cases t
-      where t.key in (select test_key from test_runs where upload_key = ${uploadKey})
+      where t.key in (select test_key from test_runs where upload_key in (${sql.join(uploadKeys)}))
         and (t.monitors_active = ${this.true()} or t.last_failure_at >= ${failedSince})
       order by t.key`.execute(trx);
     return rows;
@@ -390,60 +446,80 @@ export class TestIngestStore {
 
   /**
    * Runs the classifier needs for these tests: those at or after `since`, and those of the given
-   * uploads (the commit's earlier uploads, for pass-on-retry). Runs of uploads still being
-   * processed by another worker are left out, except `currentUpload`'s.
+   * uploads (the commits' earlier uploads, for pass-on-retry). Runs of uploads still being
+   * processed by another worker are left out, except those of `currentUploads`.
    */
   async runsForClassification(
     db: Db,
     testKeys: readonly number[],
     since: number,
     commitUploads: readonly number[],
-    currentUpload: number | null,
+    currentUploads: readonly number[],
   ): Promise<Map<number, StoredRun[]>> {
+    type Row = { testKey: number; at: number; status: StoredRun["status"]; uploadKey: number };
+    const rows: Row[] = [];
+    for (let at = 0; at < testKeys.length; at += KEY_CHUNK) {
+      const chunk = sql.join(testKeys.slice(at, at + KEY_CHUNK));
+      // Index only (test, time, status, upload): the table is not read.
+      const inWindow = await sql<Row>`
+        select test_key, at, status, upload_key from test_runs
+        where test_key in (${chunk}) and at >= ${since}`.execute(db);
+      rows.push(...inWindow.rows);
+      if (commitUploads.length > 0) {
+        // The commits' runs before the window, by upload: a separate range scan rather than
+        // an OR, which would read each test's whole history.
+        const same = await sql<Row>`
+          select test_key, at, status, upload_key from test_runs
+          where upload_key in (${sql.join(commitUploads)}) and test_key in (${chunk})
+            and at < ${since}`.execute(db);
+        rows.push(...same.rows);
+      }
+    }
+    const uploads = await this.uploadsOfRuns(db, rows, currentUploads);
     const result = new Map<number, StoredRun[]>();
-    type Row = {
-      testKey: number;
-      at: number;
-      status: StoredRun["status"];
-      commitSha: string;
-      branch: string;
-      prNumber: number | null;
-      infrastructureFailure: boolean | number;
-    };
-    const add = (row: Row) => {
+    for (const row of rows) {
+      const upload = uploads.get(row.uploadKey);
+      if (!upload) continue; // still being processed by another worker
       let runs = result.get(row.testKey);
       if (!runs) result.set(row.testKey, (runs = []));
       runs.push({
         at: row.at,
         status: row.status,
-        commit: row.commitSha,
-        branch: row.branch,
-        prNumber: row.prNumber,
-        excluded: Boolean(row.infrastructureFailure),
+        commit: upload.commitSha,
+        branch: upload.branch,
+        prNumber: upload.prNumber,
+        excluded: upload.excluded,
       });
-    };
-    const visible = sql`(u.state = 'processed' or u.key = ${currentUpload ?? -1})`;
-    const windowStart = since;
-    for (let at = 0; at < testKeys.length; at += KEY_CHUNK) {
-      const chunk = testKeys.slice(at, at + KEY_CHUNK);
-      // Two index range scans rather than one OR, which would read each test's whole history.
-      const { rows } = await sql<Row>`
-        select r.test_key, r.at, r.status, r.commit_sha, r.branch, r.pr_number, u.infrastructure_failure
-        from test_runs r join uploads u on u.key = r.upload_key
-        where r.test_key in (${sql.join(chunk)}) and r.at >= ${windowStart} and ${visible}`.execute(
-        db,
-      );
-      rows.forEach(add);
-      if (commitUploads.length > 0) {
-        const same = await sql<Row>`
-          select r.test_key, r.at, r.status, r.commit_sha, r.branch, r.pr_number, u.infrastructure_failure
-          from test_runs r join uploads u on u.key = r.upload_key
-          where r.upload_key in (${sql.join(commitUploads)}) and r.test_key in (${sql.join(chunk)})
-            and r.at < ${windowStart} and ${visible}`.execute(db);
-        same.rows.forEach(add);
-      }
     }
     return result;
+  }
+
+  /** What the classifier needs of the runs' uploads: those processed, and `currentUploads`. */
+  private async uploadsOfRuns(
+    db: Db,
+    rows: readonly { uploadKey: number }[],
+    currentUploads: readonly number[],
+  ): Promise<Map<number, RunUpload>> {
+    const keys = [...new Set(rows.map((r) => r.uploadKey))];
+    const current = new Set(currentUploads);
+    const uploads = new Map<number, RunUpload>();
+    for (let at = 0; at < keys.length; at += KEY_CHUNK) {
+      const found = await db
+        .selectFrom("uploads")
+        .select(["key", "state", "commitSha", "branch", "prNumber", "infrastructureFailure"])
+        .where("key", "in", keys.slice(at, at + KEY_CHUNK))
+        .execute();
+      for (const u of found) {
+        if (u.state !== "processed" && !current.has(u.key)) continue;
+        uploads.set(u.key, {
+          commitSha: u.commitSha ?? "",
+          branch: u.branch ?? "",
+          prNumber: u.prNumber,
+          excluded: Boolean(u.infrastructureFailure),
+        });
+      }
+    }
+    return uploads;
   }
 
   async applyClassifications(db: Db, updates: readonly ClassificationUpdate[]): Promise<void> {

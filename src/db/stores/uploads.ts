@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import type { DialectName } from "../connection.js";
+import { relaxedTransaction } from "../relaxed.js";
 import type { Database, UploadsTable } from "../schema.js";
 
 /**
@@ -134,10 +135,22 @@ export class UploadStore {
    * crashed) and leases it until `leaseUntil`.
    */
   async claimNext(now: number, leaseUntil: number): Promise<UploadRecord | undefined> {
+    const [first] = await this.claimBatch(now, leaseUntil, 1);
+    return first;
+  }
+
+  /**
+   * Claims the oldest ready upload and, when it is on its first attempt, up to `limit - 1`
+   * more pending first attempts of the same repository, oldest first: a worker processes them
+   * together (one final transaction). A retried upload is claimed alone, so that a bundle that
+   * keeps failing never takes others down with it. The claim's commit does not wait for the
+   * disk: a lost claim leaves the uploads pending, to be claimed again.
+   */
+  async claimBatch(now: number, leaseUntil: number, limit: number): Promise<UploadRecord[]> {
     const ready = (db: Db) =>
       db
         .selectFrom("uploads")
-        .select("key")
+        .select(["key", "repositoryId", "attempts"])
         .where((eb) =>
           eb.or([
             eb("state", "=", "pending"),
@@ -147,33 +160,49 @@ export class UploadStore {
         .orderBy("receivedAt")
         .orderBy("key")
         .limit(1);
-    if (this.dialect === "postgres") {
-      const row = await this.db
+    const claim = (db: Db, keys: number[]) =>
+      db
         .updateTable("uploads")
         .set((eb) => ({ state: "processing", leaseUntil, attempts: eb("attempts", "+", 1) }))
-        .where("key", "=", (eb) =>
-          eb.selectFrom(ready(this.db).forUpdate().skipLocked().as("r")).select("r.key"),
+        .where("key", "in", keys)
+        .where((eb) =>
+          eb.or([
+            eb("state", "=", "pending"),
+            eb.and([eb("state", "=", "processing"), eb("leaseUntil", "<", now)]),
+          ]),
         )
         .returningAll()
-        .executeTakeFirst();
-      return row ? toRecord(row) : undefined;
-    }
-    // SQLite: one writer at a time; the state check makes the claim a compare-and-set.
-    const candidate = await ready(this.db).executeTakeFirst();
-    if (!candidate) return undefined;
-    const row = await this.db
-      .updateTable("uploads")
-      .set((eb) => ({ state: "processing", leaseUntil, attempts: eb("attempts", "+", 1) }))
-      .where("key", "=", candidate.key)
-      .where((eb) =>
-        eb.or([
-          eb("state", "=", "pending"),
-          eb.and([eb("state", "=", "processing"), eb("leaseUntil", "<", now)]),
-        ]),
-      )
-      .returningAll()
-      .executeTakeFirst();
-    return row ? toRecord(row) : undefined;
+        .execute();
+    const companions = (db: Db, first: { key: number; repositoryId: string }) =>
+      db
+        .selectFrom("uploads")
+        .select("key")
+        .where("repositoryId", "=", first.repositoryId)
+        .where("state", "=", "pending")
+        .where("attempts", "=", 0)
+        .where("key", "<>", first.key)
+        .orderBy("receivedAt")
+        .orderBy("key")
+        .limit(limit - 1);
+    const rows = await relaxedTransaction(this.db, this.dialect, async (trx) => {
+      const firstQuery = ready(trx);
+      const first = await (
+        this.dialect === "postgres" ? firstQuery.forUpdate().skipLocked() : firstQuery
+      ).executeTakeFirst();
+      if (!first) return [];
+      const keys = [first.key];
+      if (first.attempts === 0 && limit > 1) {
+        const more = companions(trx, first);
+        const found = await (
+          this.dialect === "postgres" ? more.forUpdate().skipLocked() : more
+        ).execute();
+        keys.push(...found.map((r) => r.key));
+      }
+      return claim(trx, keys);
+    });
+    return rows
+      .map(toRecord)
+      .sort((a, b) => (a.receivedAt ?? 0) - (b.receivedAt ?? 0) || a.key - b.key);
   }
 
   async extendLease(key: number, leaseUntil: number): Promise<void> {
@@ -257,20 +286,25 @@ export class UploadStore {
       .execute();
   }
 
-  /** Keys of the repository's counted uploads of a commit (pass-on-retry looks at their runs). */
+  /** Keys of the repository's counted uploads of these commits (pass-on-retry looks at their runs). */
   async sameCommit(
     db: Db,
     repositoryId: string,
-    commitSha: string,
-  ): Promise<{ key: number; uploadedAt: number }[]> {
+    commitShas: readonly string[],
+  ): Promise<{ key: number; commitSha: string; uploadedAt: number }[]> {
+    if (commitShas.length === 0) return [];
     const rows = await db
       .selectFrom("uploads")
-      .select(["key", "uploadedAt"])
+      .select(["key", "commitSha", "uploadedAt"])
       .where("repositoryId", "=", repositoryId)
-      .where("commitSha", "=", commitSha)
+      .where("commitSha", "in", commitShas)
       .where("state", "in", ["processed", "processing"])
       .execute();
-    return rows.map((r) => ({ key: r.key, uploadedAt: r.uploadedAt ?? 0 }));
+    return rows.map((r) => ({
+      key: r.key,
+      commitSha: r.commitSha ?? "",
+      uploadedAt: r.uploadedAt ?? 0,
+    }));
   }
 
   async list(
@@ -314,8 +348,13 @@ export class UploadStore {
     );
   }
 
-  async forgetBundle(key: number): Promise<void> {
-    await this.db.updateTable("uploads").set({ bundlePath: null }).where("key", "=", key).execute();
+  /** The bundle's file is gone (after processing or retention); not waiting for the disk. */
+  async forgetBundle(keys: number | readonly number[]): Promise<void> {
+    const list = typeof keys === "number" ? [keys] : keys;
+    if (list.length === 0) return;
+    await relaxedTransaction(this.db, this.dialect, (trx) =>
+      trx.updateTable("uploads").set({ bundlePath: null }).where("key", "in", list).execute(),
+    );
   }
 
   /** Uploads whose URL was never used and has expired: nothing to keep. */

@@ -3,7 +3,7 @@
  * sends), gzip (what our own uploader sends) or an uncompressed tar, told apart by magic numbers.
  */
 import { Readable, pipeline } from "node:stream";
-import { createGunzip } from "node:zlib";
+import { createGunzip, gunzipSync } from "node:zlib";
 import { Decompress } from "fzstd";
 import { peekBytes } from "./bytes.js";
 import { BundleError, messageOf } from "./errors.js";
@@ -64,7 +64,72 @@ async function* capBytes(
   }
 }
 
+/** A compressed bundle this small is inflated in one call rather than through the thread pool. */
+const SMALL_GZIP_BYTES = 1024 * 1024;
+/** What one-call inflating may produce before it hands over to streaming (which caps the total). */
+const SMALL_GZIP_OUTPUT = 64 * 1024 * 1024;
+const SLICE_BYTES = 256 * 1024;
+
 async function* gunzip(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  // Typical bundles are a few KiB to a few hundred: reading them whole and inflating them in
+  // one synchronous call saves a round trip through libuv's pool per chunk (where it would
+  // wait behind other requests' fsyncs).
+  const iterator = chunks[Symbol.asyncIterator]();
+  const head: Uint8Array[] = [];
+  let headBytes = 0;
+  let ended = false;
+  while (headBytes <= SMALL_GZIP_BYTES) {
+    const next = await iterator.next();
+    if (next.done) {
+      ended = true;
+      break;
+    }
+    head.push(next.value);
+    headBytes += next.value.length;
+  }
+  if (ended) {
+    let inflated: Buffer | null = null;
+    try {
+      inflated = gunzipSync(Buffer.concat(head), { maxOutputLength: SMALL_GZIP_OUTPUT });
+    } catch (error) {
+      // Larger than one call may produce: streaming below applies the real cap.
+      if (!(error instanceof RangeError)) {
+        throw new BundleError(`bad gzip data: ${messageOf(error)}`, { cause: error });
+      }
+    }
+    if (inflated) {
+      for (let at = 0; at < inflated.length; at += SLICE_BYTES) {
+        yield inflated.subarray(at, at + SLICE_BYTES);
+      }
+      return;
+    }
+  }
+  yield* gunzipStream(resumed(head, ended ? null : iterator));
+}
+
+async function* resumed(
+  head: readonly Uint8Array[],
+  rest: AsyncIterator<Uint8Array> | null,
+): AsyncGenerator<Uint8Array> {
+  let finished = rest === null;
+  try {
+    yield* head;
+    if (!rest) return;
+    for (;;) {
+      const next = await rest.next();
+      if (next.done) {
+        finished = true;
+        return;
+      }
+      yield next.value;
+    }
+  } finally {
+    // Stopped early (an error downstream): release the source.
+    if (!finished) await rest?.return?.();
+  }
+}
+
+async function* gunzipStream(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
   // pipeline() destroys every stage on error or early exit, so the request stream is released too.
   const output = pipeline(Readable.from(chunks), createGunzip(), () => undefined);
   try {

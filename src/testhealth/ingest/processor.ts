@@ -9,6 +9,7 @@ import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
+import { setImmediate } from "node:timers/promises";
 import type { NewTestCase, RunRow, TestIngestStore } from "../../db/stores/test-ingest.js";
 import type { TestSettingsStore } from "../../db/stores/test-settings.js";
 import type {
@@ -34,9 +35,11 @@ import { classifyCandidates } from "./classify-tests.js";
 
 const DAY = 24 * 3_600_000;
 /** Parsed test cases are merged (repeated records = attempts) and keyed in groups this large. */
-const CASE_BATCH = 5_000;
+const CASE_BATCH = 2_000;
 /** Runs are written ahead of the final transaction once this many are waiting. */
-const RUN_FLUSH = 20_000;
+const RUN_FLUSH = 10_000;
+/** Runs of a batch written ahead of its final transaction once this many are waiting. */
+const BATCH_FLUSH = 40_000;
 /**
  * Test keys never change: a bounded cache saves a lookup per test per upload. Bounded while an
  * upload is read too (a report of a million distinct tests must not hold them all).
@@ -73,10 +76,54 @@ const zeroCounts = (): FileCounts => ({
 
 export class UploadProcessor {
   private readonly keyCache = new Map<string, number>();
+  private readonly idCache = new Map<string, string>();
 
   constructor(private readonly deps: ProcessorDependencies) {}
 
   async process(upload: UploadRecord): Promise<ProcessResult> {
+    const [result] = await this.processBatch([upload]);
+    if (result === undefined) throw new Error("no result for the upload");
+    return result;
+  }
+
+  /**
+   * Processes uploads of one repository together: each bundle is read on its own (a bad one
+   * fails alone), then one final transaction counts all the good ones and classifies their
+   * tests once. Results are in the order of `batch`.
+   */
+  async processBatch(batch: readonly UploadRecord[]): Promise<ProcessResult[]> {
+    const repositoryId = batch[0]?.repositoryId;
+    if (batch.some((u) => u.repositoryId !== repositoryId)) {
+      throw new Error("a batch holds the uploads of one repository");
+    }
+    const results: ProcessResult[] = [];
+    const ready: BundleRun[] = [];
+    for (const upload of batch) {
+      // Let waiting requests in (uploads arriving meanwhile join the next batch): reading is
+      // synchronous work on the only JavaScript thread.
+      await setImmediate();
+      const outcome = await this.read(upload);
+      if (outcome instanceof BundleRun) {
+        ready.push(outcome);
+        results.push("processed");
+        // Runs of the batch wait in memory for the final transaction, up to a bound.
+        if (ready.reduce((sum, r) => sum + r.pendingCount, 0) >= BATCH_FLUSH) {
+          await flushAll(this.deps, ready);
+        }
+      } else {
+        results.push(outcome);
+      }
+    }
+    if (ready.length > 0) {
+      await finishBatch(this.deps, ready);
+      for (const run of ready) await this.deps.bundles.remove(run.bundlePath);
+      await this.deps.uploads.forgetBundle(ready.map((r) => r.upload.key));
+    }
+    return results;
+  }
+
+  /** Reads one upload's bundle: a run ready for the final transaction, or how it ended. */
+  private async read(upload: UploadRecord): Promise<BundleRun | "failed" | "duplicate"> {
     const { uploads, ingest, bundles, clock } = this.deps;
     if (!upload.bundlePath) {
       await uploads.markFailed(upload.key, "The upload has no stored bundle.", clock.now());
@@ -94,7 +141,7 @@ export class UploadProcessor {
     }
     // A previous attempt may have written runs before it stopped.
     if (upload.attempts > 1) await ingest.deleteRuns(upload.key);
-    const run = new BundleRun(this.deps, upload, this.keyCache);
+    const run = new BundleRun(this.deps, upload, upload.bundlePath, this.keyCache, this.idCache);
     try {
       await run.read(bundles.open(upload.bundlePath));
     } catch (error) {
@@ -115,11 +162,88 @@ export class UploadProcessor {
       await uploads.markFailed(upload.key, reason, clock.now(), run.fileErrors);
       return "failed";
     }
-    await run.finish();
-    await bundles.remove(upload.bundlePath);
-    await uploads.forgetBundle(upload.key);
-    return "processed";
+    if (!run.hasContext) {
+      await ingest.deleteRuns(upload.key);
+      await uploads.markFailed(upload.key, "The bundle has no meta.json.", clock.now());
+      return "failed";
+    }
+    return run;
   }
+}
+
+/** The runs the batch's bundles have read so far, in one transaction. */
+async function flushAll(deps: ProcessorDependencies, runs: readonly BundleRun[]): Promise<void> {
+  const rows: RunRow[] = [];
+  for (const run of runs) {
+    for (const row of run.takePending()) {
+      run.markFlushed(row.fileIndex);
+      rows.push(row);
+    }
+  }
+  await deps.ingest.insertRunsNow(rows);
+}
+
+/**
+ * The final transaction of a batch: remaining runs, aggregates and outcome of every upload, then
+ * one classification of the tests whose status could change.
+ */
+async function finishBatch(deps: ProcessorDependencies, runs: readonly BundleRun[]): Promise<void> {
+  const { uploads, ingest, settings: settingsStore, clock } = deps;
+  const repositoryId = runs[0]?.upload.repositoryId;
+  if (repositoryId === undefined) return;
+  const settings = await settingsStore.get(repositoryId);
+  for (const run of runs) {
+    if (run.codeowners !== null) {
+      await settingsStore.putCodeowners(repositoryId, run.codeowners, run.context.uploadedAt);
+    }
+  }
+  const pending = runs.map((run) => run.takePending());
+  await ingest.transaction(repositoryId, async (tx) => {
+    const { trx } = tx;
+    const now = clock.now();
+    for (const [index, run] of runs.entries()) {
+      await tx.insertRuns(pending[index] ?? []);
+      await uploads.markProcessed(trx, run.upload.key, run.outcome(), now);
+    }
+    await ingest.aggregateUploads(
+      trx,
+      repositoryId,
+      runs.map((run) => ({
+        key: run.upload.key,
+        repositoryId,
+        prNumber: run.context.meta.prNumber,
+        excluded: run.excluded,
+      })),
+    );
+    const counted = runs.filter((run) => !run.excluded);
+    if (counted.length === 0) return;
+    const window = windowLookbackMs(settings.monitors);
+    const commits = [...new Set(counted.map((run) => run.context.meta.commitSha))];
+    const sameCommit = await uploads.sameCommit(trx, repositoryId, commits);
+    // Run times lie at most a day before their upload: an older failure cannot be on these
+    // commits, nor in any window.
+    let failedSince = now - window;
+    for (const run of counted) {
+      failedSince = Math.min(failedSince, run.context.uploadedAt - DAY);
+    }
+    for (const upload of sameCommit) failedSince = Math.min(failedSince, upload.uploadedAt - DAY);
+    const keys = runs.map((run) => run.upload.key);
+    const candidates = await ingest.candidatesOfUploads(
+      trx,
+      counted.map((run) => run.upload.key),
+      failedSince,
+    );
+    if (candidates.length === 0) return;
+    const stored = await ingest.runsForClassification(
+      trx,
+      candidates.map((c) => c.key),
+      now - window,
+      sameCommit.map((u) => u.key),
+      keys,
+    );
+    const updates = classifyCandidates(candidates, stored, settings.monitors, now);
+    await ingest.applyClassifications(trx, updates);
+  });
 }
 
 function outcomeOf(original: UploadRecord | undefined): UploadOutcome {
@@ -154,24 +278,84 @@ class BundleRun {
   filesOk = 0;
   readonly fileErrors: FileError[] = [];
   private filesTotal = 0;
-  private context: Context | null = null;
+  private contextValue: Context | null = null;
   private readonly spooled: { index: number; name: string; file: string }[] = [];
   private pendingRuns: RunRow[] = [];
   private readonly flushedFiles = new Set<number>();
   private readonly totals = zeroCounts();
-  private codeowners: string | null = null;
+  codeowners: string | null = null;
 
   constructor(
     private readonly deps: ProcessorDependencies,
-    private readonly upload: UploadRecord,
+    readonly upload: UploadRecord,
+    readonly bundlePath: string,
     private readonly keyCache: Map<string, number>,
+    private readonly idCache: Map<string, string>,
   ) {}
+
+  get hasContext(): boolean {
+    return this.contextValue !== null;
+  }
+
+  get context(): Context {
+    if (!this.contextValue) throw new BundleError("meta.json missing");
+    return this.contextValue;
+  }
+
+  get pendingCount(): number {
+    return this.pendingRuns.length;
+  }
+
+  /** Writes the runs read so far ahead of the final transaction (they stay invisible until it). */
+  async flush(): Promise<void> {
+    const rows = this.takePending();
+    if (rows.length === 0) return;
+    for (const row of rows) this.flushedFiles.add(row.fileIndex);
+    await this.deps.ingest.insertRunsNow(rows);
+  }
+
+  markFlushed(fileIndex: number): void {
+    this.flushedFiles.add(fileIndex);
+  }
+
+  takePending(): RunRow[] {
+    const rows = this.pendingRuns;
+    this.pendingRuns = [];
+    return rows;
+  }
+
+  /** Infrastructure-failure protection: this upload's failures count for no monitor. */
+  get excluded(): boolean {
+    return isInfrastructureFailure({
+      passed: this.totals.attemptsPassed,
+      failed: this.totals.attemptsFailed,
+    });
+  }
+
+  outcome(): UploadOutcome {
+    const context = this.context;
+    return {
+      commitSha: context.meta.commitSha,
+      branch: context.branch,
+      prNumber: context.meta.prNumber,
+      jobName: context.meta.jobName,
+      jobUrl: context.meta.jobUrl,
+      variant: context.variant,
+      uploadedAt: context.uploadedAt,
+      filesTotal: this.filesTotal,
+      fileErrors: this.fileErrors,
+      testsPassed: this.totals.passed,
+      testsFailed: this.totals.failed,
+      testsSkipped: this.totals.skipped,
+      infrastructureFailure: this.excluded,
+    };
+  }
 
   async read(source: AsyncIterable<Uint8Array>): Promise<void> {
     let index = 0;
     for await (const entry of readBundle(source)) {
       if (entry.kind === "meta") {
-        this.context = await this.contextOf(entry.meta);
+        this.contextValue = await this.contextOf(entry.meta);
         for (const spooled of this.spooled) {
           await this.readFile(spooled.index, spooled.name, createReadStream(spooled.file));
         }
@@ -180,7 +364,7 @@ class BundleRun {
       } else {
         const fileIndex = index++;
         this.filesTotal += 1;
-        if (this.context) {
+        if (this.contextValue) {
           await this.readFile(fileIndex, entry.path, entry.stream);
         } else {
           // Trunk writes meta.json first; anything else is kept on disk until it arrives.
@@ -253,7 +437,7 @@ class BundleRun {
 
   /** The path on the CI machine when meta.json names it, else the path inside the bundle. */
   private displayName(fileIndex: number, bundlePath: string): string {
-    const files = this.context?.meta.fileSets.flatMap((set) => set.files) ?? [];
+    const files = this.contextValue?.meta.fileSets.flatMap((set) => set.files) ?? [];
     const known = files.find((f) => f.bundlePath === bundlePath);
     return (
       known?.originalPathRelative ?? known?.originalPath ?? (bundlePath || `file ${fileIndex}`)
@@ -265,21 +449,10 @@ class BundleRun {
     fileIndex: number,
     counts: FileCounts,
   ): Promise<void> {
-    const context = this.context;
+    const context = this.contextValue;
     if (!context || parsed.length === 0) return;
     const cases = mergeRepeatedTestcases(parsed);
-    const ids = cases.map((c) =>
-      testId({
-        org: context.org,
-        repoFullName: context.repoFullName,
-        file: c.file,
-        classname: c.classname,
-        parent: c.parent,
-        name: c.name,
-        variant: context.variant,
-        idAttribute: c.idAttribute,
-      }),
-    );
+    const ids = cases.map((c) => this.idOf(context, c));
     const keys = await this.keysOf(cases, ids);
     const { meta, uploadedAt, branch } = context;
     cases.forEach((testCase, i) => {
@@ -310,12 +483,36 @@ class BundleRun {
         });
       }
     });
-    if (this.pendingRuns.length >= RUN_FLUSH) {
-      const rows = this.pendingRuns;
-      this.pendingRuns = [];
-      for (const row of rows) this.flushedFiles.add(row.fileIndex);
-      await this.deps.ingest.insertRunsNow(rows);
-    }
+    if (this.pendingRuns.length >= RUN_FLUSH) await this.flush();
+  }
+
+  /** The test's id (contract §3), remembered: hashing it costs more than the lookup. */
+  private idOf(context: Context, c: ParsedTestCase): string {
+    const identity = [
+      context.org,
+      context.repoFullName,
+      context.variant,
+      c.file ?? "",
+      c.classname,
+      c.parent,
+      c.name,
+      c.idAttribute ?? "",
+    ].join("\u0000");
+    const known = this.idCache.get(identity);
+    if (known !== undefined) return known;
+    const id = testId({
+      org: context.org,
+      repoFullName: context.repoFullName,
+      file: c.file,
+      classname: c.classname,
+      parent: c.parent,
+      name: c.name,
+      variant: context.variant,
+      idAttribute: c.idAttribute,
+    });
+    if (this.idCache.size >= KEY_CACHE_LIMIT) this.idCache.clear();
+    this.idCache.set(identity, id);
+    return id;
   }
 
   private async keysOf(
@@ -336,7 +533,7 @@ class BundleRun {
           classname: c.classname === "" ? null : c.classname,
           parent: c.parent === "" ? null : c.parent,
           file: c.file,
-          variant: this.context?.variant ?? "",
+          variant: this.contextValue?.variant ?? "",
         });
       }
     });
@@ -353,76 +550,6 @@ class BundleRun {
       }
     }
     return keys;
-  }
-
-  /** The final transaction: remaining runs, aggregates, classification, the upload's outcome. */
-  async finish(): Promise<void> {
-    const context = this.context;
-    if (!context) throw new BundleError("meta.json missing");
-    const { uploads, ingest, settings: settingsStore, clock } = this.deps;
-    const settings = await settingsStore.get(this.upload.repositoryId);
-    if (this.codeowners !== null) {
-      await settingsStore.putCodeowners(
-        this.upload.repositoryId,
-        this.codeowners,
-        context.uploadedAt,
-      );
-    }
-    const excluded = isInfrastructureFailure({
-      passed: this.totals.attemptsPassed,
-      failed: this.totals.attemptsFailed,
-    });
-    const outcome: UploadOutcome = {
-      commitSha: context.meta.commitSha,
-      branch: context.branch,
-      prNumber: context.meta.prNumber,
-      jobName: context.meta.jobName,
-      jobUrl: context.meta.jobUrl,
-      variant: context.variant,
-      uploadedAt: context.uploadedAt,
-      filesTotal: this.filesTotal,
-      fileErrors: this.fileErrors,
-      testsPassed: this.totals.passed,
-      testsFailed: this.totals.failed,
-      testsSkipped: this.totals.skipped,
-      infrastructureFailure: excluded,
-    };
-    const rows = this.pendingRuns;
-    this.pendingRuns = [];
-    await ingest.transaction(this.upload.repositoryId, async (tx) => {
-      const { trx } = tx;
-      const now = clock.now();
-      await tx.insertRuns(rows);
-      await uploads.markProcessed(trx, this.upload.key, outcome, now);
-      await ingest.aggregateUpload(trx, {
-        key: this.upload.key,
-        repositoryId: this.upload.repositoryId,
-        prNumber: context.meta.prNumber,
-        excluded,
-      });
-      if (excluded) return;
-      const window = windowLookbackMs(settings.monitors);
-      const sameCommit = await uploads.sameCommit(
-        trx,
-        this.upload.repositoryId,
-        context.meta.commitSha,
-      );
-      // Run times lie at most a day before their upload: an older failure cannot be on this
-      // commit, nor in any window.
-      const firstOfCommit = Math.min(context.uploadedAt, ...sameCommit.map((u) => u.uploadedAt));
-      const failedSince = Math.min(now - window, firstOfCommit - DAY);
-      const candidates = await ingest.candidatesOfUpload(trx, this.upload.key, failedSince);
-      if (candidates.length === 0) return;
-      const runs = await ingest.runsForClassification(
-        trx,
-        candidates.map((c) => c.key),
-        now - window,
-        sameCommit.map((u) => u.key),
-        this.upload.key,
-      );
-      const updates = classifyCandidates(candidates, runs, settings.monitors, now);
-      await ingest.applyClassifications(trx, updates);
-    });
   }
 }
 

@@ -20,6 +20,8 @@ export interface WorkerOptions {
   retentionIntervalMs: number;
   /** How often to look for work when nobody wakes the worker. */
   pollIntervalMs: number;
+  /** Uploads of one repository processed together (one final transaction, one classification). */
+  batchSize: number;
 }
 
 export const DEFAULT_WORKER_OPTIONS: WorkerOptions = {
@@ -28,6 +30,7 @@ export const DEFAULT_WORKER_OPTIONS: WorkerOptions = {
   retentionDays: 90,
   retentionIntervalMs: 6 * 60 * MINUTE,
   pollIntervalMs: 2_000,
+  batchSize: 16,
 };
 
 export interface WorkerLogger {
@@ -136,35 +139,39 @@ export class IngestWorker {
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
-  /** Processes one upload; false when none is waiting. */
+  /** Processes the next batch of waiting uploads; false when none is waiting. */
   async processNext(): Promise<boolean> {
     const { uploads, processor, clock, logger } = this.deps;
     const now = clock.now();
-    const upload = await uploads.claimNext(now, now + this.options.leaseMs);
-    if (!upload) return false;
+    const batch = await uploads.claimBatch(now, now + this.options.leaseMs, this.options.batchSize);
+    if (batch.length === 0) return false;
     const renew = setInterval(() => {
       const at = clock.now();
-      uploads.extendLease(upload.key, at + this.options.leaseMs).catch(() => undefined);
+      for (const upload of batch) {
+        uploads.extendLease(upload.key, at + this.options.leaseMs).catch(() => undefined);
+      }
     }, this.options.leaseMs / 3);
     const started = performance.now();
     try {
-      const result = await processor.process(upload);
-      logger.info(
-        { upload: upload.id, result, ms: Math.round(performance.now() - started) },
-        "upload processed",
-      );
+      const results = await processor.processBatch(batch);
+      const ms = Math.round(performance.now() - started);
+      batch.forEach((upload, index) => {
+        logger.info({ upload: upload.id, result: results[index], ms }, "upload processed");
+      });
     } catch (error) {
       // An unexpected fault (not a bad bundle): the lease runs out and another attempt follows,
-      // up to a limit, so that a poison bundle cannot loop forever.
-      logger.error({ err: error, upload: upload.id }, "upload processing failed");
-      if (upload.attempts >= 3) {
-        await uploads.markFailed(
-          upload.key,
-          "Processing failed three times with an internal error; see the server log.",
-          clock.now(),
-        );
-      } else {
-        await uploads.extendLease(upload.key, clock.now());
+      // each upload alone, up to a limit, so that a poison bundle cannot loop forever.
+      for (const upload of batch) {
+        logger.error({ err: error, upload: upload.id }, "upload processing failed");
+        if (upload.attempts >= 3) {
+          await uploads.markFailed(
+            upload.key,
+            "Processing failed three times with an internal error; see the server log.",
+            clock.now(),
+          );
+        } else {
+          await uploads.extendLease(upload.key, clock.now());
+        }
       }
     } finally {
       clearInterval(renew);
@@ -217,7 +224,7 @@ export class IngestWorker {
         candidates.map((c) => c.key),
         now - window,
         [],
-        null,
+        [],
       );
       const updates = classifyCandidates(candidates, runs, repositorySettings.monitors, now);
       await ingest.applyClassifications(trx, updates);
