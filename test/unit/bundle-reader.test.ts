@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -230,6 +231,48 @@ describe("readBundle: plain tar and zstd", () => {
       expect(entry.kind).toBe("meta");
       break;
     }
+  });
+});
+
+describe("readBundle: gzip of every size", () => {
+  // Small bundles are inflated in one call, others streamed: both must give the same bytes.
+  const cases = (suite: string, count: number) =>
+    junit(suite, Array.from({ length: count }, (_, i) => `<testcase name="t${i}"/>`).join(""));
+
+  it("streams a bundle whose compressed bytes pass the one-call size (1 MiB)", async () => {
+    // Incompressible system-out keeps the gzip above 1 MiB.
+    const noise = randomBytes(1_200_000).toString("base64");
+    const xml = junit("Big", `<testcase name="noisy"><system-out>${noise}</system-out></testcase>`);
+    const bytes = await archive(
+      [
+        { name: "meta.json", content: { data: validMeta } },
+        { name: "junit/0", content: { data: xml } },
+        { name: "junit/1", content: { data: cases("After", 300) } },
+      ],
+      true,
+    );
+    expect(bytes.length).toBeGreaterThan(1024 * 1024);
+    const seen = await readAll(chunked(bytes, 64 * 1024));
+    expect(seen.map((s) => s.cases.length)).toEqual([0, 1, 300]);
+  });
+
+  it("streams a small bundle that inflates beyond what one call may produce", async () => {
+    const padding = Buffer.alloc(70 * 1024 * 1024, 0x20).toString("latin1");
+    const bytes = await archive(
+      [
+        { name: "meta.json", content: { data: validMeta } },
+        { name: "junit/0", content: { data: junit("Padded", `${padding}<testcase name="p"/>`) } },
+      ],
+      true,
+    );
+    expect(bytes.length).toBeLessThan(1024 * 1024);
+    const seen = await readAll(Readable.from([bytes]));
+    expect(seen.map((s) => s.cases.map((c) => c.name))).toEqual([[], ["p"]]);
+    // The cap still applies on that path.
+    const reason = await rejection(Readable.from([bytes]), {
+      maxDecompressedBytes: 65 * 1024 * 1024,
+    });
+    expect(reason).toBe("the bundle is larger than 68157440 bytes once decompressed");
   });
 });
 
