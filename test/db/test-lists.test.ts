@@ -14,7 +14,7 @@ let otherRepositoryId: string;
 
 beforeEach(async () => {
   database = await createTestDatabase();
-  store = new TestListStore(database.handle.db);
+  store = new TestListStore(database.handle.db, database.handle.dialect);
   await new OrganizationStore(database.handle.db).ensure({ id: "o1", slug: "acme", createdAt: 1 });
   const repositories = new RepositoryStore(database.handle.db);
   repositoryId = (await repositories.ensure("o1", { host: "h", owner: "o", name: "n" }, 1)).id;
@@ -169,6 +169,53 @@ describe(`TestListStore on ${TEST_DIALECT}`, () => {
     expect(await store.failing(repositoryId, { start: T, end: T + 1 }, 0, 5)).toEqual({
       total: 0,
       rows: [],
+    });
+  });
+
+  it("failing: sees hours changed since an earlier answer", async () => {
+    const a = await testCase("a");
+    const b = await testCase("b");
+    await hourly(a, T, 1);
+    const window = { start: T, end: T + 3 * HOUR };
+    expect(await store.failing(repositoryId, window, 0, 10)).toEqual({
+      total: 1,
+      rows: [{ key: a, failures: 1 }],
+    });
+    // One more failure in a known row, a new failing row, a new hour.
+    await database.handle.db
+      .updateTable("testHourlyStats")
+      .set({ failed: 2 })
+      .where("testKey", "=", a)
+      .execute();
+    await hourly(b, T, 0, 1);
+    await hourly(b, T + 2 * HOUR, 3);
+    expect(await store.failing(repositoryId, window, 0, 10)).toEqual({
+      total: 2,
+      rows: [
+        { key: b, failures: 4 },
+        { key: a, failures: 2 },
+      ],
+    });
+    // Retention removes a whole hour.
+    await database.handle.db.deleteFrom("testHourlyStats").where("hour", "=", T).execute();
+    expect(await store.failing(repositoryId, window, 0, 10)).toEqual({
+      total: 1,
+      rows: [{ key: b, failures: 3 }],
+    });
+  });
+
+  it("failing: orders huge counts too", async () => {
+    const keys = [await testCase("c"), await testCase("b"), await testCase("a")];
+    await hourly(keys[0] ?? 0, T, 5_000_000);
+    await hourly(keys[1] ?? 0, T, 7);
+    await hourly(keys[2] ?? 0, T, 7);
+    expect(await store.failing(repositoryId, { start: T, end: T + HOUR }, 0, 10)).toEqual({
+      total: 3,
+      rows: [
+        { key: keys[0], failures: 5_000_000 },
+        { key: keys[2], failures: 7 },
+        { key: keys[1], failures: 7 },
+      ],
     });
   });
 
