@@ -181,6 +181,16 @@ export interface TestHourlyStatsTable {
   excludedFailed: number;
 }
 
+/** `test_hourly_stats` rolled up by UTC day (`day` = start of the day, epoch ms). */
+export interface TestDailyStatsTable {
+  testKey: number;
+  day: number;
+  repositoryId: string;
+  passed: number;
+  failed: number;
+  excludedFailed: number;
+}
+
 export interface TestPrFailuresTable {
   testKey: number;
   prNumber: number;
@@ -217,6 +227,7 @@ export interface Database {
   testCases: TestCasesTable;
   testRuns: TestRunsTable;
   testHourlyStats: TestHourlyStatsTable;
+  testDailyStats: TestDailyStatsTable;
   testPrFailures: TestPrFailuresTable;
   testFailureGroups: TestFailureGroupsTable;
   testStatusHistory: TestStatusHistoryTable;

@@ -56,19 +56,45 @@ export function splitWindow(start: number, end: number): { hours: Range | null; 
   return { hours: [firstHour, lastHour], edges };
 }
 
-/** Failing rows of one whole hour of a repository: dense test indices and their failures. */
+/**
+ * How whole hours `[from, to)` split into whole UTC days (read from `test_daily_stats`) and the
+ * hours before the first and after the last of them (read from `test_hourly_stats`): at most 46
+ * hours are read hour by hour, however long the window.
+ */
+export function splitHours([from, to]: Range): { days: Range | null; hours: Range[] } {
+  const firstDay = Math.ceil(from / DAY) * DAY;
+  const lastDay = Math.floor(to / DAY) * DAY;
+  if (firstDay >= lastDay) return { days: null, hours: from < to ? [[from, to]] : [] };
+  const hours: Range[] = [];
+  if (from < firstDay) hours.push([from, firstDay]);
+  if (lastDay < to) hours.push([lastDay, to]);
+  return { days: [firstDay, lastDay], hours };
+}
+
+/** Where whole units of time are read: a table of per-test counts and its time column. */
+interface UnitSource {
+  table: "test_daily_stats" | "test_hourly_stats";
+  column: "day" | "hour";
+  /** What a unit's key in memory starts with (a day and its first hour start at one time). */
+  prefix: "d" | "h";
+}
+
+const DAYS: UnitSource = { table: "test_daily_stats", column: "day", prefix: "d" };
+const HOURS: UnitSource = { table: "test_hourly_stats", column: "hour", prefix: "h" };
+
+/** Failing rows of one whole day or hour of a repository: dense test indices and failures. */
 interface HourFailures {
-  /** `rows:failures` of the hour as read: ingestion only ever adds failures to an hour. */
+  /** `rows:failures` of the unit as read: ingestion only ever adds failures to a unit. */
   signature: string;
   tests: Int32Array;
   failures: Int32Array;
 }
 
 /**
- * What a process keeps, least recently used out: per repository, two weeks of hours and at most
- * a million failing rows (8 MB); 16 repositories.
+ * What a process keeps, least recently used out: per repository, two weeks of hours (days count
+ * as one each) and at most a million failing rows (8 MB); 16 repositories.
  */
-const HOURS_KEPT = 14 * 24;
+const UNITS_KEPT = 14 * 24;
 const ROWS_KEPT = 1_000_000;
 const REPOSITORIES_KEPT = 16;
 const KEY_CHUNK = 500;
@@ -81,7 +107,8 @@ class RepositoryFailures {
   readonly keys: number[] = [];
   readonly ids: string[] = [];
   readonly dense = new Map<number, number>();
-  readonly hours = new Map<number, HourFailures>();
+  /** By unit key: `d<day>` or `h<hour>`. */
+  readonly units = new Map<string, HourFailures>();
   private rows = 0;
   private order: Int32Array | null = null;
 
@@ -102,29 +129,29 @@ class RepositoryFailures {
     return order;
   }
 
-  /** An hour read from the database, most recently used. */
-  remember(hour: number, failures: HourFailures): void {
-    this.forget(hour);
-    this.hours.set(hour, failures);
+  /** A unit read from the database, most recently used. */
+  remember(unit: string, failures: HourFailures): void {
+    this.forget(unit);
+    this.units.set(unit, failures);
     this.rows += failures.tests.length;
-    while (this.hours.size > HOURS_KEPT || this.rows > ROWS_KEPT) {
-      const oldest = this.hours.keys().next();
+    while (this.units.size > UNITS_KEPT || this.rows > ROWS_KEPT) {
+      const oldest = this.units.keys().next();
       if (oldest.done) break;
       this.forget(oldest.value);
     }
   }
 
-  /** An hour found unchanged: most recently used. */
-  touch(hour: number, failures: HourFailures): void {
-    this.hours.delete(hour);
-    this.hours.set(hour, failures);
+  /** A unit found unchanged: most recently used. */
+  touch(unit: string, failures: HourFailures): void {
+    this.units.delete(unit);
+    this.units.set(unit, failures);
   }
 
-  private forget(hour: number): void {
-    const known = this.hours.get(hour);
+  private forget(unit: string): void {
+    const known = this.units.get(unit);
     if (!known) return;
     this.rows -= known.tests.length;
-    this.hours.delete(hour);
+    this.units.delete(unit);
   }
 }
 
@@ -186,13 +213,15 @@ function rankByCount(counts: Int32Array, order: Int32Array): Int32Array {
  * list order, and how many there are. Every list orders on a figure, then on the test id, and
  * pages over that total order; the caller reads the rows and figures of the page's tests by key.
  *
- * list-failing-tests ranks every test that failed in a window of up to 7 days: some 100,000
- * failing (test, hour) aggregates for 20,000 tests, too many to group on every request (SQLite
- * sorts to group). So the store keeps each whole hour's failing rows in memory, and checks them
- * on every request against the hour's count of failing rows and sum of failures in the database
- * (one scan of a covering index, no sort): ingestion only ever adds failures to an hour, and
- * retention removes whole hours, so an hour whose signature did not change holds the same rows.
- * Changed hours are read again; the partial hours at the edges always come from raw runs.
+ * list-failing-tests ranks every test that failed in a window of up to 7 days: at 20,000 tests
+ * some 100,000 failing (test, hour) aggregates, too many to group on every request. So a window
+ * is read as whole UTC days (`test_daily_stats`), the whole hours around them (at most 46,
+ * `test_hourly_stats`) and the partial hours at its edges (raw runs), and the store keeps each
+ * whole day's and hour's failing rows in memory (ADR 0008). It checks them on every request
+ * against the unit's count of failing rows and sum of failures in the database (one scan of a
+ * covering index, no sort, some 25,000 entries for a week): ingestion only ever adds failures to
+ * a unit and retention removes whole units, so a unit whose signature did not change holds the
+ * same rows. Changed units are read again; the partial hours always come from raw runs.
  */
 export class TestListStore {
   private readonly repositories = new Map<string, RepositoryFailures>();
@@ -214,8 +243,13 @@ export class TestListStore {
   ): Promise<ListedPage<FailingEntry>> {
     const repository = this.repositoryFailures(repositoryId);
     const { hours, edges } = splitWindow(window.start, window.end);
+    const { days, hours: hourRanges } = hours ? splitHours(hours) : { days: null, hours: [] };
     const { hourData, edgeRows } = await this.reading(async (db) => {
-      const hourData = hours ? await this.wholeHours(db, repositoryId, repository, hours) : [];
+      const hourData: HourFailures[] = [];
+      if (days) hourData.push(...(await this.wholeUnits(db, repositoryId, repository, DAYS, days)));
+      for (const range of hourRanges) {
+        hourData.push(...(await this.wholeUnits(db, repositoryId, repository, HOURS, range)));
+      }
       const edgeRows = await this.edgeFailures(db, repositoryId, edges);
       await this.learnTests(
         db,
@@ -276,34 +310,39 @@ export class TestListStore {
   }
 
   /**
-   * The failing rows of each whole hour in `[from, to)`: from memory when the hour's signature
-   * in the database is the one remembered, else read again (with the signature of what was read,
-   * so that rows added meanwhile are read on the next request).
+   * The failing rows of each whole unit (day or hour) in `[from, to)`: from memory when the
+   * unit's signature in the database is the one remembered, else read again (with the signature
+   * of what was read, so that rows added meanwhile are read on the next request).
    */
-  private async wholeHours(
+  private async wholeUnits(
     db: Kysely<Database>,
     repositoryId: string,
     repository: RepositoryFailures,
+    source: UnitSource,
     [from, to]: Range,
   ): Promise<HourFailures[]> {
+    const table = sql.table(source.table);
+    const unit = sql.ref(source.column);
     const { rows: signatures } = await sql<{
-      hour: number;
+      unit: number;
       failingRows: number | string;
       failures: number | string;
     }>`
-      select hour, count(*) as failing_rows, sum(failed + excluded_failed) as failures
-      from test_hourly_stats
-      where repository_id = ${repositoryId} and hour >= ${from} and hour < ${to} and ${FAILING_HOUR}
-      group by hour`.execute(db);
+      select ${unit} as unit, count(*) as failing_rows, sum(failed + excluded_failed) as failures
+      from ${table}
+      where repository_id = ${repositoryId} and ${unit} >= ${from} and ${unit} < ${to}
+        and ${FAILING_HOUR}
+      group by ${unit}`.execute(db);
     const result: HourFailures[] = [];
     const stale: number[] = [];
     for (const row of signatures) {
-      const known = repository.hours.get(row.hour);
+      const key = `${source.prefix}${String(row.unit)}`;
+      const known = repository.units.get(key);
       if (known?.signature === signatureOf(row.failingRows, row.failures)) {
-        repository.touch(row.hour, known);
+        repository.touch(key, known);
         result.push(known);
       } else {
-        stale.push(row.hour);
+        stale.push(row.unit);
       }
     }
     const arrays =
@@ -315,13 +354,14 @@ export class TestListStore {
     for (let at = 0; at < stale.length; at += KEY_CHUNK) {
       // The range lets PostgreSQL seek in the index; the list filters.
       const chunk = stale.slice(at, at + KEY_CHUNK);
-      const { rows } = await sql<{ hour: number; tests: unknown; failures: unknown }>`
-        select hour, ${arrays} from test_hourly_stats
-        where repository_id = ${repositoryId} and hour >= ${Math.min(...chunk)}
-          and hour <= ${Math.max(...chunk)} and hour in (${sql.join(chunk)}) and ${FAILING_HOUR}
-        group by hour`.execute(db);
+      const { rows } = await sql<{ unit: number; tests: unknown; failures: unknown }>`
+        select ${unit} as unit, ${arrays} from ${table}
+        where repository_id = ${repositoryId} and ${unit} >= ${Math.min(...chunk)}
+          and ${unit} <= ${Math.max(...chunk)} and ${unit} in (${sql.join(chunk)})
+          and ${FAILING_HOUR}
+        group by ${unit}`.execute(db);
       const read = rows.map((row) => ({
-        hour: row.hour,
+        unit: row.unit,
         tests: numbers(row.tests),
         failures: numbers(row.failures),
       }));
@@ -331,7 +371,7 @@ export class TestListStore {
         repository,
         read.flatMap((r) => r.tests),
       );
-      for (const { hour, tests, failures } of read) {
+      for (const { unit: start, tests, failures } of read) {
         // A test deleted meanwhile has no index: its rows are left out.
         const kept = tests.flatMap((key, i) => {
           const index = repository.dense.get(key);
@@ -345,7 +385,7 @@ export class TestListStore {
           tests: Int32Array.from(kept, (i) => repository.dense.get(tests[i] ?? 0) ?? 0),
           failures: Int32Array.from(kept, (i) => failures[i] ?? 0),
         };
-        repository.remember(hour, data);
+        repository.remember(`${source.prefix}${String(start)}`, data);
         result.push(data);
       }
     }
