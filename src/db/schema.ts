@@ -191,6 +191,15 @@ export interface TestDailyStatsTable {
   excludedFailed: number;
 }
 
+/** `test_failure_groups` rolled up by UTC day, without summaries (read from the hour). */
+export interface TestDailyFailureGroupsTable {
+  testKey: number;
+  day: number;
+  signature: string;
+  occurrences: number;
+  lastAt: number;
+}
+
 export interface TestPrFailuresTable {
   testKey: number;
   prNumber: number;
@@ -228,6 +237,7 @@ export interface Database {
   testRuns: TestRunsTable;
   testHourlyStats: TestHourlyStatsTable;
   testDailyStats: TestDailyStatsTable;
+  testDailyFailureGroups: TestDailyFailureGroupsTable;
   testPrFailures: TestPrFailuresTable;
   testFailureGroups: TestFailureGroupsTable;
   testStatusHistory: TestStatusHistoryTable;

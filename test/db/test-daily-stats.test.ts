@@ -77,8 +77,8 @@ async function upload(runs: [number, number, string][], excluded = false): Promi
         branch: "main",
         prNumber: null,
         durationMs: 1,
-        failureSignature: null,
-        failureSummary: null,
+        failureSignature: status === "failed" ? "sig" : null,
+        failureSummary: status === "failed" ? `failed at ${String(at)}` : null,
         failureText: null,
       })),
     );
@@ -99,8 +99,29 @@ async function bothWays() {
     .orderBy("day")
     .execute();
   const numbers = (row: Record<string, unknown>) =>
-    Object.fromEntries(Object.entries(row).map(([k, v]) => [k, Number(v)]));
-  return { rolledUp: rows.map(numbers), daily: days.map(numbers) };
+    Object.fromEntries(
+      Object.entries(row).map(([k, v]) => [
+        k,
+        typeof v === "string" && k !== "signature" ? Number(v) : v,
+      ]),
+    );
+  const { rows: groupRows } = await sql<Record<string, number | string>>`
+    select test_key, (hour / ${sql.lit(DAY)}) * ${sql.lit(DAY)} as day, signature,
+      sum(occurrences) as occurrences, max(last_at) as last_at
+    from test_failure_groups group by 1, 2, 3 order by 1, 2, 3`.execute(database.handle.db);
+  const dailyGroups = await database.handle.db
+    .selectFrom("testDailyFailureGroups")
+    .select(["testKey", "day", "signature", "occurrences", "lastAt"])
+    .orderBy("testKey")
+    .orderBy("day")
+    .orderBy("signature")
+    .execute();
+  return {
+    rolledUp: rows.map(numbers),
+    daily: days.map(numbers),
+    groupsRolledUp: groupRows.map(numbers),
+    dailyGroups: dailyGroups.map(numbers),
+  };
 }
 
 describe(`test_daily_stats on ${TEST_DIALECT}`, () => {
@@ -125,8 +146,16 @@ describe(`test_daily_stats on ${TEST_DIALECT}`, () => {
       ],
       true,
     );
-    const { rolledUp, daily } = await bothWays();
+    const { rolledUp, daily, groupsRolledUp, dailyGroups } = await bothWays();
     expect(daily).toEqual(rolledUp);
+    expect(dailyGroups).toEqual(groupsRolledUp);
+    expect(dailyGroups).toContainEqual({
+      testKey: a,
+      day: T,
+      signature: "sig",
+      occurrences: 2,
+      lastAt: T + 3 * HOUR,
+    });
     expect(daily).toContainEqual({
       testKey: a,
       day: T,

@@ -157,10 +157,22 @@ describe(`TestViewStore.figures on ${TEST_DIALECT}`, () => {
     for (const [i, signature] of ["p", "q", "r", "s"].entries()) {
       await group(a, firstHour + 3 * HOUR, signature, 1, firstHour + 3 * HOUR + i);
     }
+    // Whole days after the week's start come from the daily groups (as the ingestion rolls them
+    // up); the summary still from the hour of the latest failure.
+    const day = Math.ceil(weekStart / DAY) * DAY;
+    await group(a, day + HOUR, "y", 1, day + HOUR + 5);
+    await group(a, day + 30 * HOUR, "y", 1, day + 30 * HOUR + 8);
+    await database.handle.db
+      .insertInto("testDailyFailureGroups")
+      .values([
+        { testKey: a, day, signature: "y", occurrences: 1, lastAt: day + HOUR + 5 },
+        { testKey: a, day: day + DAY, signature: "y", occurrences: 1, lastAt: day + 30 * HOUR + 8 },
+      ])
+      .execute();
     const groups = (await views.figures([a], NOW)).get(a)?.mostCommonFailures;
     expect(groups).toEqual([
+      { summary: "y at 8", occurrenceCount: 8, lastOccurrence: day + 30 * HOUR + 8 },
       { summary: "x at 10", occurrenceCount: 6, lastOccurrence: firstHour + 5 * HOUR + 10 },
-      { summary: "y at 7", occurrenceCount: 6, lastOccurrence: firstHour + 2 * HOUR + 7 },
       // Ties on count: the latest first.
       { summary: "s at 3", occurrenceCount: 1, lastOccurrence: firstHour + 3 * HOUR + 3 },
       { summary: "r at 2", occurrenceCount: 1, lastOccurrence: firstHour + 3 * HOUR + 2 },

@@ -4,7 +4,7 @@ import type { DialectMigration } from "./types.js";
 const DAY = sql.raw(String(24 * 3_600_000));
 
 /**
- * `test_daily_stats` (ADR 0008), and indexes for the list endpoints (ADR 0007's aggregates, read as the lists need them). Each one
+ * `test_daily_stats` and `test_daily_failure_groups` (ADR 0008), and indexes for the list endpoints (ADR 0007's aggregates, read as the lists need them). Each one
  * lets a list read index entries stored side by side instead of a table row per entry (the rows
  * of a test are spread over the table in the order they were written, one page per hour):
  * - list-failing-tests reads, on every request, each failing day's and hour's count of rows and
@@ -34,6 +34,21 @@ export const testLists: DialectMigration = {
       select test_key, (hour / ${DAY}) * ${DAY}, min(repository_id), sum(passed), sum(failed),
         sum(excluded_failed)
       from test_hourly_stats group by test_key, (hour / ${DAY}) * ${DAY}`.execute(db);
+    await db.schema
+      .createTable("test_daily_failure_groups")
+      .addColumn("test_key", t.bigint, (c) =>
+        c.notNull().references("test_cases.key").onDelete("cascade"),
+      )
+      .addColumn("day", t.bigint, (c) => c.notNull())
+      .addColumn("signature", "text", (c) => c.notNull())
+      .addColumn("occurrences", t.bigint, (c) => c.notNull())
+      .addColumn("last_at", t.bigint, (c) => c.notNull())
+      .addPrimaryKeyConstraint("test_daily_failure_groups_pk", ["test_key", "day", "signature"])
+      .execute();
+    await sql`
+      insert into test_daily_failure_groups (test_key, day, signature, occurrences, last_at)
+      select test_key, (hour / ${DAY}) * ${DAY}, signature, sum(occurrences), max(last_at)
+      from test_failure_groups group by test_key, (hour / ${DAY}) * ${DAY}, signature`.execute(db);
     await db.schema
       .createIndex("test_daily_stats_failing_idx")
       .on("test_daily_stats")
@@ -74,6 +89,7 @@ export const testLists: DialectMigration = {
       .where(sql`failed + excluded_failed`, ">", 0)
       .execute();
     await db.schema.dropIndex("test_hourly_stats_failing_cover_idx").execute();
+    await db.schema.dropTable("test_daily_failure_groups").execute();
     await db.schema.dropTable("test_daily_stats").execute();
   },
 };

@@ -167,7 +167,8 @@ export class TestViewStore {
 
   /**
    * Failure groups of the window (to the hour), at most five per test, most frequent first.
-   * Summed in the database (a broken test has a row per hour and signature); the summary is the
+   * Summed in the database from hours up to the first whole day after `since`, then days (ADR
+   * 0008; a broken test has a row per hour and signature); the summary is the
    * one of the latest hour, whose row is found again by the hour of its `last_at` (a lookup by
    * key per group: joined, PostgreSQL would hash the whole table).
    */
@@ -175,6 +176,8 @@ export class TestViewStore {
     keys: readonly number[],
     since: number,
   ): Promise<Map<number, FailureGroupRow[]>> {
+    // Whole days from `test_daily_failure_groups` (every row of a day after `since` counts).
+    const firstDay = Math.ceil(since / DAY) * DAY;
     const { rows } = await sql<{
       testKey: number;
       signature: string;
@@ -188,9 +191,14 @@ export class TestViewStore {
             and s.signature = g.signature) as summary
       from (
         select test_key, signature, sum(occurrences) as occurrences, max(last_at) as last_at
-        from test_failure_groups
-        where test_key in (${sql.join(keys)}) and hour >= ${Math.floor(since / HOUR) * HOUR}
-          and last_at >= ${since}
+        from (
+          select test_key, signature, occurrences, last_at from test_failure_groups
+          where test_key in (${sql.join(keys)}) and hour >= ${Math.floor(since / HOUR) * HOUR}
+            and hour < ${firstDay} and last_at >= ${since}
+          union all
+          select test_key, signature, occurrences, last_at from test_daily_failure_groups
+          where test_key in (${sql.join(keys)}) and day >= ${firstDay}
+        ) as hours_and_days
         group by test_key, signature
       ) as g`.execute(this.db);
     const byTest = new Map<number, FailureGroupRow[]>();
