@@ -3,6 +3,7 @@ import type { DatabaseHandle } from "./connection.js";
 import { initial } from "./migrations/0001_initial.js";
 import { serverSecrets } from "./migrations/0002_server_secrets.js";
 import { testHealth } from "./migrations/0003_test_health.js";
+import { testLists } from "./migrations/0004_test_lists.js";
 import { coveringRunIndex } from "./migrations/0005_covering_run_index.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
@@ -12,6 +13,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0001_initial": initial,
   "0002_server_secrets": serverSecrets,
   "0003_test_health": testHealth,
+  "0004_test_lists": testLists,
   "0005_covering_run_index": coveringRunIndex,
 };
 

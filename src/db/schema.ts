@@ -181,6 +181,25 @@ export interface TestHourlyStatsTable {
   excludedFailed: number;
 }
 
+/** `test_hourly_stats` rolled up by UTC day (`day` = start of the day, epoch ms). */
+export interface TestDailyStatsTable {
+  testKey: number;
+  day: number;
+  repositoryId: string;
+  passed: number;
+  failed: number;
+  excludedFailed: number;
+}
+
+/** `test_failure_groups` rolled up by UTC day, without summaries (read from the hour). */
+export interface TestDailyFailureGroupsTable {
+  testKey: number;
+  day: number;
+  signature: string;
+  occurrences: number;
+  lastAt: number;
+}
+
 export interface TestPrFailuresTable {
   testKey: number;
   prNumber: number;
@@ -217,6 +236,8 @@ export interface Database {
   testCases: TestCasesTable;
   testRuns: TestRunsTable;
   testHourlyStats: TestHourlyStatsTable;
+  testDailyStats: TestDailyStatsTable;
+  testDailyFailureGroups: TestDailyFailureGroupsTable;
   testPrFailures: TestPrFailuresTable;
   testFailureGroups: TestFailureGroupsTable;
   testStatusHistory: TestStatusHistoryTable;

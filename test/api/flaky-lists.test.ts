@@ -60,7 +60,8 @@ interface ErrorBody {
   error: { code: string; message: string; details?: { path: string; message: string }[] };
 }
 
-type ListAnswer<T = FailingTest> = ApiResponse<{ tests: T[]; page: Page } & ErrorBody>;
+type ListBody = { tests: FailingTest[]; page: Page } & ErrorBody;
+type QuarantinedBody = { quarantined_tests: QuarantinedTest[]; page: Page } & ErrorBody;
 
 /** The page of a list that fits on one page: no next or previous page, and a last page token. */
 function expectSinglePage(page: Page, totalRows: number): void {
@@ -162,14 +163,14 @@ describe(`list-failing-tests on ${TEST_DIALECT}`, () => {
     body: Record<string, unknown>,
     page_query: Record<string, unknown> = { page_size: 100 },
   ) =>
-    server.call("flaky-tests/list-failing-tests", {
+    server.call<ListBody>("flaky-tests/list-failing-tests", {
       repo: REPO,
       org_url_slug: "acme",
       start_time: iso(START),
       end_time: iso(END),
       page_query,
       ...body,
-    }) as Promise<ListAnswer>;
+    });
 
   beforeAll(async () => {
     server = await startTestServer({ clock: time.clock });
@@ -413,6 +414,14 @@ describe(`list-failing-tests on ${TEST_DIALECT}`, () => {
       "start_time",
     );
     expectInvalid(await list({ start_time: "yesterday" }), "invalid_request", "start_time");
+    // RFC 3339 allows a leap second; no date library reads it.
+    expectInvalid(
+      await list({ start_time: "2026-11-20T07:59:60Z" }),
+      "invalid_request",
+      "start_time",
+    );
+    // Lowercase separators are RFC 3339 too.
+    expect((await list({ start_time: "2026-11-20t07:30:00z" })).body.page.total_rows).toBe(16);
     expectInvalid(await list({ end_time: undefined }), "invalid_request", "end_time");
   });
 
@@ -453,6 +462,26 @@ describe(`list-failing-tests on ${TEST_DIALECT}`, () => {
     );
     expect(same.status, same.text).toBe(200);
     expect(same.body.page.page_index).toBe(1);
+  });
+
+  it("counts uploads processed after an earlier answer (whole and partial hours)", async () => {
+    expect((await list({})).body.page.total_rows).toBe(16);
+    // Into hours already read: 08:00 (whole) and 07:30 (partial); `late` is a new test.
+    await upload(server, at("11:50"), [
+      failAt("two_b", at("08:40")),
+      failAt("late", at("07:50")),
+      passAt("passes", at("08:40")),
+      passAt("passes_2", at("08:40")),
+    ]);
+    const answer = await list({});
+    const late = (await list({ start_time: iso(at("07:50")), end_time: iso(at("07:51")) })).body
+      .tests[0];
+    expect(late?.name).toBe("late");
+    ids.set("late", late?.id ?? "");
+    expect(answer.body.tests.map((t) => t.name)).toEqual(
+      expectedOrder({ ...WINDOW_COUNTS, two_b: 3, late: 1 }, idOf),
+    );
+    expect(answer.body.page.total_rows).toBe(17);
   });
 
   it("refuses a token of another repository, another organization's slug and unknown repositories", async () => {
@@ -498,7 +527,6 @@ describe(`list-unhealthy-tests and list-quarantined-tests on ${TEST_DIALECT}`, (
   const T0 = Date.parse("2026-11-20T12:00:00.000Z");
   const time = movableClock(T0);
   let server: TestServer;
-  let repositoryId = "";
   const ids = new Map<string, string>();
   const idOf = (name: string) => {
     const id = ids.get(name);
@@ -509,17 +537,18 @@ describe(`list-unhealthy-tests and list-quarantined-tests on ${TEST_DIALECT}`, (
   const flakySince = new Map<string, number>();
 
   const unhealthy = (status: string, page_query: Record<string, unknown> = { page_size: 100 }) =>
-    server.call("flaky-tests/list-unhealthy-tests", {
+    server.call<ListBody>("flaky-tests/list-unhealthy-tests", {
       repo: REPO,
       org_url_slug: "acme",
       status,
       page_query,
-    }) as Promise<ListAnswer>;
+    });
   const quarantined = (page_query: Record<string, unknown> = { page_size: 100 }) =>
-    server.call<{ quarantined_tests: QuarantinedTest[]; page: Page } & ErrorBody>(
-      "flaky-tests/list-quarantined-tests",
-      { repo: REPO, org_url_slug: "acme", page_query },
-    );
+    server.call<QuarantinedBody>("flaky-tests/list-quarantined-tests", {
+      repo: REPO,
+      org_url_slug: "acme",
+      page_query,
+    });
 
   /** Failed, then passed on the same commit: pass-on-retry makes the tests flaky. */
   async function retried(
@@ -547,14 +576,29 @@ describe(`list-unhealthy-tests and list-quarantined-tests on ${TEST_DIALECT}`, (
     for (const c of names) if (!flakySince.has(c.name)) flakySince.set(c.name, clockAt);
   }
 
-  async function setOverride(name: string, override: string, overrideAt: number | null) {
-    // No override endpoint yet: the override is written straight into test_cases.
-    await server.services.database.db
-      .updateTable("testCases")
-      .set({ quarantineOverride: override, overrideAt })
-      .where("repositoryId", "=", repositoryId)
-      .where("id", "=", idOf(name))
-      .execute();
+  /** set-quarantine-override, with the server's clock at `at` (the override's time). */
+  async function setOverride(name: string, override: string, at: number) {
+    time.set(at);
+    const answer = await server.call("flaky-tests/set-quarantine-override", {
+      repo: REPO,
+      org_url_slug: "acme",
+      test_id: idOf(name),
+      override,
+    });
+    time.set(T0);
+    expect(answer.status, answer.text).toBe(200);
+  }
+
+  /** update-test-settings with the quarantine switches. */
+  async function quarantineSwitches(quarantining_enabled: boolean, auto_quarantine: boolean) {
+    const answer = await server.call("flaky-tests/update-test-settings", {
+      repo: REPO,
+      org_url_slug: "acme",
+      quarantining_enabled,
+      auto_quarantine,
+    });
+    expect(answer.status, answer.text).toBe(200);
+    await server.services.worker.idle();
   }
 
   beforeAll(async () => {
@@ -599,16 +643,16 @@ describe(`list-unhealthy-tests and list-quarantined-tests on ${TEST_DIALECT}`, (
     });
     time.set(T0);
 
+    // Test ids by name, read from the database (`healthy` never failed, so no list has it yet).
     const repository = await server.services.database.db
       .selectFrom("repositories")
       .select("id")
       .where("name", "=", REPO.name)
       .executeTakeFirstOrThrow();
-    repositoryId = repository.id;
     const tests = await server.services.database.db
       .selectFrom("testCases")
       .select(["id", "name"])
-      .where("repositoryId", "=", repositoryId)
+      .where("repositoryId", "=", repository.id)
       .execute();
     for (const test of tests) ids.set(test.name, test.id);
   });
@@ -720,16 +764,10 @@ describe(`list-unhealthy-tests and list-quarantined-tests on ${TEST_DIALECT}`, (
   });
 
   it("follows the repository's quarantine settings; an offset past the end is an empty page", async () => {
-    const settings = server.services.stores.testSettings;
-    const original = await settings.get(repositoryId);
     const last = (await quarantined({ page_size: 1 })).body.page.last_page_token;
     try {
       // Auto quarantine off: only the ALWAYS overrides.
-      await settings.put(
-        repositoryId,
-        { ...original, quarantine: { quarantiningEnabled: true, autoQuarantine: false } },
-        T0,
-      );
+      await quarantineSwitches(true, false);
       const overrides = await quarantined();
       expect(overrides.body.quarantined_tests.map((r) => r.name)).toEqual(["healthy", "broken_x"]);
       // A token for the 5th row, now that there are 2: no rows, right totals.
@@ -743,16 +781,12 @@ describe(`list-unhealthy-tests and list-quarantined-tests on ${TEST_DIALECT}`, (
       });
       expect(beyond.body.page.last_page_token).not.toBe("");
       // Quarantining off: nothing.
-      await settings.put(
-        repositoryId,
-        { ...original, quarantine: { quarantiningEnabled: false, autoQuarantine: true } },
-        T0,
-      );
+      await quarantineSwitches(false, true);
       expect((await quarantined()).body).toEqual({ quarantined_tests: [], page: EMPTY_PAGE });
       const empty = await quarantined({ page_size: 1, page_token: last });
       expect(empty.body).toEqual({ quarantined_tests: [], page: EMPTY_PAGE });
     } finally {
-      await settings.put(repositoryId, original, T0);
+      await quarantineSwitches(true, true);
     }
     expect((await quarantined()).body.page.total_rows).toBe(5);
   });

@@ -1,10 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { OrganizationStore } from "../../src/db/stores/organizations.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
-import { splitWindow, TestListStore } from "../../src/db/stores/test-lists.js";
+import { splitHours, splitWindow, TestListStore } from "../../src/db/stores/test-lists.js";
 import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
 
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 const T = Date.parse("2026-11-20T00:00:00.000Z");
 
 let database: TestDatabase;
@@ -14,7 +15,7 @@ let otherRepositoryId: string;
 
 beforeEach(async () => {
   database = await createTestDatabase();
-  store = new TestListStore(database.handle.db);
+  store = new TestListStore(database.handle.db, database.handle.dialect);
   await new OrganizationStore(database.handle.db).ensure({ id: "o1", slug: "acme", createdAt: 1 });
   const repositories = new RepositoryStore(database.handle.db);
   repositoryId = (await repositories.ensure("o1", { host: "h", owner: "o", name: "n" }, 1)).id;
@@ -105,6 +106,14 @@ async function hourly(
     .execute();
 }
 
+/** A row of `test_daily_stats` (what the ingestion derives along with the hourly rows). */
+async function daily(testKey: number, day: number, failed: number, excludedFailed = 0) {
+  await database.handle.db
+    .insertInto("testDailyStats")
+    .values({ testKey, day, repositoryId, passed: 1, failed, excludedFailed })
+    .execute();
+}
+
 describe("splitWindow", () => {
   it("splits a window into whole hours and partial edges", () => {
     expect(splitWindow(T, T + 2 * HOUR)).toEqual({ hours: [T, T + 2 * HOUR], edges: [] });
@@ -125,6 +134,25 @@ describe("splitWindow", () => {
       hours: null,
       edges: [[T + HOUR - 1, T + HOUR + 1]],
     });
+  });
+});
+
+describe("splitHours", () => {
+  it("splits whole hours into whole days and the hours around them", () => {
+    expect(splitHours([T, T + 3 * HOUR])).toEqual({ days: null, hours: [[T, T + 3 * HOUR]] });
+    expect(splitHours([T, T + DAY])).toEqual({ days: [T, T + DAY], hours: [] });
+    expect(splitHours([T - 2 * HOUR, T + 2 * DAY + HOUR])).toEqual({
+      days: [T, T + 2 * DAY],
+      hours: [
+        [T - 2 * HOUR, T],
+        [T + 2 * DAY, T + 2 * DAY + HOUR],
+      ],
+    });
+    expect(splitHours([T + HOUR, T + DAY + HOUR])).toEqual({
+      days: null,
+      hours: [[T + HOUR, T + DAY + HOUR]],
+    });
+    expect(splitHours([T, T])).toEqual({ days: null, hours: [] });
   });
 });
 
@@ -169,6 +197,167 @@ describe(`TestListStore on ${TEST_DIALECT}`, () => {
     expect(await store.failing(repositoryId, { start: T, end: T + 1 }, 0, 5)).toEqual({
       total: 0,
       rows: [],
+    });
+  });
+
+  it("failing: sees hours changed since an earlier answer", async () => {
+    const a = await testCase("a");
+    const b = await testCase("b");
+    await hourly(a, T, 1);
+    const window = { start: T, end: T + 3 * HOUR };
+    expect(await store.failing(repositoryId, window, 0, 10)).toEqual({
+      total: 1,
+      rows: [{ key: a, failures: 1 }],
+    });
+    // One more failure in a known row, a new failing row, a new hour.
+    await database.handle.db
+      .updateTable("testHourlyStats")
+      .set({ failed: 2 })
+      .where("testKey", "=", a)
+      .execute();
+    await hourly(b, T, 0, 1);
+    await hourly(b, T + 2 * HOUR, 3);
+    expect(await store.failing(repositoryId, window, 0, 10)).toEqual({
+      total: 2,
+      rows: [
+        { key: b, failures: 4 },
+        { key: a, failures: 2 },
+      ],
+    });
+    // Retention removes a whole hour.
+    await database.handle.db.deleteFrom("testHourlyStats").where("hour", "=", T).execute();
+    expect(await store.failing(repositoryId, window, 0, 10)).toEqual({
+      total: 1,
+      rows: [{ key: b, failures: 3 }],
+    });
+  });
+
+  it("failing: pages over one order (failures, then id), whether the hours are known or not", async () => {
+    // Ids inserted out of id order, many ties; hours read cold, warm, and after a change.
+    const names = Array.from(
+      { length: 40 },
+      (_, i) => `t${String((i * 17) % 40).padStart(2, "0")}`,
+    );
+    const keys = new Map<string, number>();
+    for (const name of names) keys.set(name, await testCase(name));
+    for (const [i, name] of names.entries()) {
+      const key = keys.get(name) ?? 0;
+      await hourly(key, T, 1 + (i % 3));
+      if (i % 4 === 0) await hourly(key, T + HOUR, 1, i % 8 === 0 ? 1 : 0);
+    }
+    const window = { start: T, end: T + 2 * HOUR };
+    const expected = async () => {
+      const rows = await database.handle.db
+        .selectFrom("testHourlyStats")
+        .innerJoin("testCases", "testCases.key", "testHourlyStats.testKey")
+        .select(["testCases.id", "testHourlyStats.testKey", "failed", "excludedFailed"])
+        .where("testHourlyStats.repositoryId", "=", repositoryId)
+        .execute();
+      const totals = new Map<number, { id: string; failures: number }>();
+      for (const row of rows) {
+        const total = totals.get(row.testKey) ?? { id: row.id, failures: 0 };
+        total.failures += row.failed + row.excludedFailed;
+        totals.set(row.testKey, total);
+      }
+      return [...totals]
+        .filter(([, t]) => t.failures > 0)
+        .sort(([, a], [, b]) => b.failures - a.failures || (a.id < b.id ? -1 : 1))
+        .map(([key, t]) => ({ key, failures: t.failures }));
+    };
+    const walk = async (pages: TestListStore, size: number) => {
+      const rows = [];
+      for (let offset = 0; ; offset += size) {
+        const page = await pages.failing(repositoryId, window, offset, size);
+        expect(page.total).toBe(40);
+        rows.push(...page.rows);
+        if (page.rows.length < size) return rows;
+      }
+    };
+    const order = await expected();
+    expect(await walk(store, 7)).toEqual(order); // cold, then warm page by page
+    expect(await walk(store, 40)).toEqual(order);
+    // Another process (a store of its own) answers the same pages.
+    expect(await walk(new TestListStore(database.handle.db, database.handle.dialect), 3)).toEqual(
+      order,
+    );
+    // A new test with a tie and one more failure for a known one: the same order as computed.
+    await hourly(await testCase("t15a"), T + HOUR, 2);
+    await database.handle.db
+      .updateTable("testHourlyStats")
+      .set({ failed: 9 })
+      .where("testKey", "=", keys.get("t39") ?? 0)
+      .where("hour", "=", T)
+      .execute();
+    const changed = await expected();
+    expect(changed[0]).toMatchObject({ key: keys.get("t39") });
+    const rows = [];
+    for (let offset = 0; offset < 41; offset += 6) {
+      const page = await store.failing(repositoryId, window, offset, 6);
+      expect(page.total).toBe(41);
+      rows.push(...page.rows);
+    }
+    expect(rows).toEqual(changed);
+  });
+
+  it("failing: whole days from the daily counts, the hours around them hourly, edges raw", async () => {
+    const a = await testCase("a");
+    const b = await testCase("b");
+    const c = await testCase("c");
+    const processed = await upload("processed");
+    // Window [T - 90 min, T + 2 days + 90 min): hours [T - 1h, T) and [T + 2d, T + 2d + 1h),
+    // days T and T + 1d, raw edges [T - 90m, T - 1h) and [T + 2d + 1h, T + 2d + 90m).
+    const window = { start: T - 90 * 60_000, end: T + 2 * DAY + 90 * 60_000 };
+    await daily(a, T, 2, 1);
+    await daily(a, T + DAY, 1);
+    await daily(b, T + DAY, 0); // a healthy day counts nothing
+    await daily(c, T + 2 * DAY, 9); // the day after the window's last whole day: its hours count
+    await daily(c, T - DAY, 9); // the day before: its hours count
+    await hourly(b, T - HOUR, 2);
+    await hourly(c, T - 2 * HOUR, 5); // before the window's first whole hour: out
+    await hourly(c, T + 2 * DAY, 1);
+    await hourly(c, T + 2 * DAY + HOUR, 7); // partial at the end: raw runs decide
+    await failedRun(c, processed, T - 90 * 60_000);
+    await failedRun(c, processed, T + 2 * DAY + 90 * 60_000 - 1);
+    await failedRun(b, processed, T + 2 * DAY + 90 * 60_000); // at the end: out
+    const expected = {
+      total: 3,
+      rows: [
+        { key: a, failures: 4 },
+        { key: c, failures: 3 },
+        { key: b, failures: 2 },
+      ],
+    };
+    expect(await store.failing(repositoryId, window, 0, 10)).toEqual(expected);
+    expect(await store.failing(repositoryId, window, 0, 10)).toEqual(expected); // from memory
+    // A day that changed is read again.
+    await database.handle.db
+      .updateTable("testDailyStats")
+      .set({ failed: 6 })
+      .where("testKey", "=", b)
+      .where("day", "=", T + DAY)
+      .execute();
+    expect(await store.failing(repositoryId, window, 0, 10)).toEqual({
+      total: 3,
+      rows: [
+        { key: b, failures: 8 },
+        { key: a, failures: 4 },
+        { key: c, failures: 3 },
+      ],
+    });
+  });
+
+  it("failing: orders huge counts too", async () => {
+    const keys = [await testCase("c"), await testCase("b"), await testCase("a")];
+    await hourly(keys[0] ?? 0, T, 5_000_000);
+    await hourly(keys[1] ?? 0, T, 7);
+    await hourly(keys[2] ?? 0, T, 7);
+    expect(await store.failing(repositoryId, { start: T, end: T + HOUR }, 0, 10)).toEqual({
+      total: 3,
+      rows: [
+        { key: keys[0], failures: 5_000_000 },
+        { key: keys[2], failures: 7 },
+        { key: keys[1], failures: 7 },
+      ],
     });
   });
 

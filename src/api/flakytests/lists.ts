@@ -60,7 +60,10 @@ function failingWindow(body: { start_time: string; end_time: string }): {
 } {
   const start = parseTime(body.start_time);
   const end = parseTime(body.end_time);
-  if (!(start < end)) {
+  // The schema checked the format; a leap second (":60") is the one form left that has no time.
+  if (Number.isNaN(start)) throw ApiError.invalid("start_time", "is not a time this service reads");
+  if (Number.isNaN(end)) throw ApiError.invalid("end_time", "is not a time this service reads");
+  if (start >= end) {
     throw new ApiError("invalid_request", "start_time must be earlier than end_time.", [
       { path: "start_time", message: "must be earlier than end_time" },
     ]);
@@ -135,7 +138,7 @@ function presentQuarantinedTest(
 
 /** list-failing-tests, list-unhealthy-tests, list-quarantined-tests (api.md, contract §3). */
 export function registerListRoutes(app: ApiApp, services: Services): void {
-  const lists = new TestListStore(services.database.db);
+  const lists = new TestListStore(services.database.db, services.database.dialect);
   const views = services.stores.testViews;
 
   app.post(

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from "kysely";
 import type { QuarantineSettings } from "../../testhealth/quarantine.js";
+import type { DialectName } from "../connection.js";
 import type { Database } from "../schema.js";
 import { quarantinedWhere } from "./test-cases.js";
 
@@ -56,19 +57,183 @@ export function splitWindow(start: number, end: number): { hours: Range | null; 
 }
 
 /**
+ * How whole hours `[from, to)` split into whole UTC days (read from `test_daily_stats`) and the
+ * hours before the first and after the last of them (read from `test_hourly_stats`): at most 46
+ * hours are read hour by hour, however long the window.
+ */
+export function splitHours([from, to]: Range): { days: Range | null; hours: Range[] } {
+  const firstDay = Math.ceil(from / DAY) * DAY;
+  const lastDay = Math.floor(to / DAY) * DAY;
+  if (firstDay >= lastDay) return { days: null, hours: from < to ? [[from, to]] : [] };
+  const hours: Range[] = [];
+  if (from < firstDay) hours.push([from, firstDay]);
+  if (lastDay < to) hours.push([lastDay, to]);
+  return { days: [firstDay, lastDay], hours };
+}
+
+/** Where whole units of time are read: a table of per-test counts and its time column. */
+interface UnitSource {
+  table: "test_daily_stats" | "test_hourly_stats";
+  column: "day" | "hour";
+  /** What a unit's key in memory starts with (a day and its first hour start at one time). */
+  prefix: "d" | "h";
+}
+
+const DAYS: UnitSource = { table: "test_daily_stats", column: "day", prefix: "d" };
+const HOURS: UnitSource = { table: "test_hourly_stats", column: "hour", prefix: "h" };
+
+/** Failing rows of one whole day or hour of a repository: dense test indices and failures. */
+interface HourFailures {
+  /** `rows:failures` of the unit as read: ingestion only ever adds failures to a unit. */
+  signature: string;
+  tests: Int32Array;
+  failures: Int32Array;
+}
+
+/**
+ * What a process keeps, least recently used out: per repository, two weeks of hours (days count
+ * as one each) and at most a million failing rows (8 MB); 16 repositories.
+ */
+const UNITS_KEPT = 14 * 24;
+const ROWS_KEPT = 1_000_000;
+const REPOSITORIES_KEPT = 16;
+const KEY_CHUNK = 500;
+
+/**
+ * What one process keeps of a repository's failing hours. Tests get dense indices, in order of
+ * first sight, so that counting is array arithmetic; their ids (for ties) never change.
+ */
+class RepositoryFailures {
+  readonly keys: number[] = [];
+  readonly ids: string[] = [];
+  readonly dense = new Map<number, number>();
+  /** By unit key: `d<day>` or `h<hour>`. */
+  readonly units = new Map<string, HourFailures>();
+  private rows = 0;
+  private order: Int32Array | null = null;
+
+  add(key: number, id: string): void {
+    if (this.dense.has(key)) return;
+    this.dense.set(key, this.keys.length);
+    this.keys.push(key);
+    this.ids.push(id);
+    this.order = null;
+  }
+
+  /** Dense indices in test-id order. */
+  idOrder(): Int32Array {
+    if (this.order?.length === this.ids.length) return this.order;
+    const ids = this.ids;
+    const order = Int32Array.from(ids.map((_, i) => i).sort((a, b) => compareText(ids[a], ids[b])));
+    this.order = order;
+    return order;
+  }
+
+  /** A unit read from the database, most recently used. */
+  remember(unit: string, failures: HourFailures): void {
+    this.forget(unit);
+    this.units.set(unit, failures);
+    this.rows += failures.tests.length;
+    while (this.units.size > UNITS_KEPT || this.rows > ROWS_KEPT) {
+      const oldest = this.units.keys().next();
+      if (oldest.done) break;
+      this.forget(oldest.value);
+    }
+  }
+
+  /** A unit found unchanged: most recently used. */
+  touch(unit: string, failures: HourFailures): void {
+    this.units.delete(unit);
+    this.units.set(unit, failures);
+  }
+
+  private forget(unit: string): void {
+    const known = this.units.get(unit);
+    if (!known) return;
+    this.rows -= known.tests.length;
+    this.units.delete(unit);
+  }
+}
+
+/** Code-unit order, as SQLite's BINARY collation for the ASCII ids (UUIDs) of tests. */
+function compareText(a: string | undefined, b: string | undefined): number {
+  if (a === b) return 0;
+  return (a ?? "") < (b ?? "") ? -1 : 1;
+}
+
+/** What an hour's failing rows are compared by: their number and their sum of failures. */
+function signatureOf(rows: number | string, failures: number | string): string {
+  return `${String(rows)}:${String(failures)}`;
+}
+
+/** A JSON array from the database: parsed by pg (json), text on SQLite. */
+function numbers(value: unknown): number[] {
+  return (typeof value === "string" ? JSON.parse(value) : value) as number[];
+}
+
+/**
+ * Indices with a count above zero, most first, ties in `order` (test-id order): a counting sort,
+ * linear in the number of tests, where sorting 20,000 tests with a comparator takes ~10 ms.
+ */
+function rankByCount(counts: Int32Array, order: Int32Array): Int32Array {
+  let max = 0;
+  let listed = 0;
+  for (const n of counts) {
+    if (n > 0) listed += 1;
+    if (n > max) max = n;
+  }
+  if (max > 8 * counts.length + 1024) {
+    // Very large counts: a comparison sort instead of a huge table of slots.
+    const position = new Int32Array(order.length);
+    order.forEach((index, at) => {
+      position[index] = at;
+    });
+    const listedIndices = Int32Array.from(counts.keys()).filter((i) => (counts[i] ?? 0) > 0);
+    return listedIndices.sort(
+      (a, b) => (counts[b] ?? 0) - (counts[a] ?? 0) || (position[a] ?? 0) - (position[b] ?? 0),
+    );
+  }
+  // Slots per count, from the highest count down.
+  const start = new Int32Array(max + 2);
+  for (const n of counts) if (n > 0) start[max - n + 1] = (start[max - n + 1] ?? 0) + 1;
+  for (let c = 1; c < start.length; c++) start[c] = (start[c] ?? 0) + (start[c - 1] ?? 0);
+  const result = new Int32Array(listed);
+  for (const index of order) {
+    const n = counts[index] ?? 0;
+    if (n <= 0) continue;
+    const slot = max - n;
+    result[start[slot] ?? 0] = index;
+    start[slot] = (start[slot] ?? 0) + 1;
+  }
+  return result;
+}
+
+/**
  * The read side of the three test lists (api.md, contract §3): which tests are on a page, in
  * list order, and how many there are. Every list orders on a figure, then on the test id, and
- * pages with LIMIT/OFFSET over that total order; the caller reads the rows and figures of the
- * page's tests by key.
+ * pages over that total order; the caller reads the rows and figures of the page's tests by key.
+ *
+ * list-failing-tests ranks every test that failed in a window of up to 7 days: at 20,000 tests
+ * some 100,000 failing (test, hour) aggregates, too many to group on every request. So a window
+ * is read as whole UTC days (`test_daily_stats`), the whole hours around them (at most 46,
+ * `test_hourly_stats`) and the partial hours at its edges (raw runs), and the store keeps each
+ * whole day's and hour's failing rows in memory (ADR 0008). It checks them on every request
+ * against the unit's count of failing rows and sum of failures in the database (one scan of a
+ * covering index, no sort, some 25,000 entries for a week): ingestion only ever adds failures to
+ * a unit and retention removes whole units, so a unit whose signature did not change holds the
+ * same rows. Changed units are read again; the partial hours always come from raw runs.
  */
 export class TestListStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  private readonly repositories = new Map<string, RepositoryFailures>();
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: DialectName,
+  ) {}
 
   /**
-   * Tests with at least one failed run at a time in `[start, end)`, most failures first. The
-   * count is exact: whole hours come from `test_hourly_stats` (counted and excluded failures,
-   * through its partial index of failing hours), the partial hours at both edges from the
-   * processed uploads' failed runs (through the partial index of failed runs by time).
+   * Tests with at least one failed run at a time in `[start, end)` (every failed attempt of a
+   * processed upload, infrastructure failures included), most failures first, ties by test id.
    */
   async failing(
     repositoryId: string,
@@ -76,53 +241,207 @@ export class TestListStore {
     offset: number,
     limit: number,
   ): Promise<ListedPage<FailingEntry>> {
-    const counted = this.failureCounts(repositoryId, window.start, window.end);
-    if (counted === null) return { total: 0, rows: [] };
-    const { rows } = await sql<{
-      key: number;
-      failures: number | string;
-      totalRows: number | string;
-    }>`
-      with failures as (${counted})
-      select f.test_key as key, f.failures, count(*) over () as total_rows
-      from failures f join test_cases t on t.key = f.test_key
-      order by f.failures desc, t.id
-      limit ${limit} offset ${offset}`.execute(this.db);
-    const total =
-      rows[0]?.totalRows ??
-      (offset === 0 ? 0 : await this.count(sql`select test_key from (${counted}) as c`));
+    const repository = this.repositoryFailures(repositoryId);
+    const { hours, edges } = splitWindow(window.start, window.end);
+    const { days, hours: hourRanges } = hours ? splitHours(hours) : { days: null, hours: [] };
+    const { hourData, edgeRows } = await this.reading(async (db) => {
+      const hourData: HourFailures[] = [];
+      if (days) hourData.push(...(await this.wholeUnits(db, repositoryId, repository, DAYS, days)));
+      for (const range of hourRanges) {
+        hourData.push(...(await this.wholeUnits(db, repositoryId, repository, HOURS, range)));
+      }
+      const edgeRows = await this.edgeFailures(db, repositoryId, edges);
+      await this.learnTests(
+        db,
+        repositoryId,
+        repository,
+        edgeRows.map((r) => r.testKey),
+      );
+      return { hourData, edgeRows };
+    });
+
+    const totals = new Int32Array(repository.keys.length);
+    for (const hour of hourData) {
+      const { tests, failures } = hour;
+      for (let i = 0; i < tests.length; i++) {
+        const index = tests[i] ?? 0;
+        totals[index] = (totals[index] ?? 0) + (failures[i] ?? 0);
+      }
+    }
+    for (const row of edgeRows) {
+      const index = repository.dense.get(row.testKey);
+      if (index !== undefined) totals[index] = (totals[index] ?? 0) + Number(row.failures);
+    }
+    const listed = rankByCount(totals, repository.idOrder());
     return {
-      total: Number(total),
-      rows: rows.map((r) => ({ key: r.key, failures: Number(r.failures) })),
+      total: listed.length,
+      rows: Array.from(listed.subarray(offset, offset + limit), (index) => ({
+        key: repository.keys[index] ?? 0,
+        failures: totals[index] ?? 0,
+      })),
     };
   }
 
-  /** `select test_key, failures` for the window, or null when the window is empty. */
-  private failureCounts(
+  /**
+   * Runs the reads of a list. On PostgreSQL, in a transaction without parallel workers: the
+   * scans here take a few milliseconds, less than starting workers does on a busy machine.
+   */
+  private async reading<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T> {
+    if (this.dialect !== "postgres") return work(this.db);
+    return this.db.transaction().execute(async (trx) => {
+      await sql`set local max_parallel_workers_per_gather = 0`.execute(trx);
+      return work(trx);
+    });
+  }
+
+  private repositoryFailures(repositoryId: string): RepositoryFailures {
+    let repository = this.repositories.get(repositoryId);
+    if (repository) {
+      this.repositories.delete(repositoryId);
+    } else {
+      repository = new RepositoryFailures();
+      if (this.repositories.size >= REPOSITORIES_KEPT) {
+        const oldest = this.repositories.keys().next();
+        if (!oldest.done) this.repositories.delete(oldest.value);
+      }
+    }
+    this.repositories.set(repositoryId, repository);
+    return repository;
+  }
+
+  /**
+   * The failing rows of each whole unit (day or hour) in `[from, to)`: from memory when the
+   * unit's signature in the database is the one remembered, else read again (with the signature
+   * of what was read, so that rows added meanwhile are read on the next request).
+   */
+  private async wholeUnits(
+    db: Kysely<Database>,
     repositoryId: string,
-    start: number,
-    end: number,
-  ): RawBuilder<unknown> | null {
-    const { hours, edges } = splitWindow(start, end);
-    const parts: RawBuilder<unknown>[] = [];
-    if (hours) {
-      parts.push(sql`
-        select test_key, failed + excluded_failed as n from test_hourly_stats
-        where repository_id = ${repositoryId} and hour >= ${hours[0]} and hour < ${hours[1]}
-          and ${FAILING_HOUR}`);
+    repository: RepositoryFailures,
+    source: UnitSource,
+    [from, to]: Range,
+  ): Promise<HourFailures[]> {
+    const table = sql.table(source.table);
+    const unit = sql.ref(source.column);
+    const { rows: signatures } = await sql<{
+      unit: number;
+      failingRows: number | string;
+      failures: number | string;
+    }>`
+      select ${unit} as unit, count(*) as failing_rows, sum(failed + excluded_failed) as failures
+      from ${table}
+      where repository_id = ${repositoryId} and ${unit} >= ${from} and ${unit} < ${to}
+        and ${FAILING_HOUR}
+      group by ${unit}`.execute(db);
+    const result: HourFailures[] = [];
+    const stale: number[] = [];
+    for (const row of signatures) {
+      const key = `${source.prefix}${String(row.unit)}`;
+      const known = repository.units.get(key);
+      if (known?.signature === signatureOf(row.failingRows, row.failures)) {
+        repository.touch(key, known);
+        result.push(known);
+      } else {
+        stale.push(row.unit);
+      }
     }
-    for (const [from, to] of edges) {
-      parts.push(sql`
-        select r.test_key, 1 as n
-        from test_runs r
-          join test_cases t on t.key = r.test_key
-          join uploads u on u.key = r.upload_key
-        where r.status = ${FAILED} and r.at >= ${from} and r.at < ${to}
-          and t.repository_id = ${repositoryId} and u.state = ${PROCESSED}`);
+    const arrays =
+      this.dialect === "postgres"
+        ? sql`json_agg(test_key order by test_key) as tests,
+            json_agg(failed + excluded_failed order by test_key) as failures`
+        : sql`json_group_array(test_key) as tests,
+            json_group_array(failed + excluded_failed) as failures`;
+    for (let at = 0; at < stale.length; at += KEY_CHUNK) {
+      // The range lets PostgreSQL seek in the index; the list filters.
+      const chunk = stale.slice(at, at + KEY_CHUNK);
+      const { rows } = await sql<{ unit: number; tests: unknown; failures: unknown }>`
+        select ${unit} as unit, ${arrays} from ${table}
+        where repository_id = ${repositoryId} and ${unit} >= ${Math.min(...chunk)}
+          and ${unit} <= ${Math.max(...chunk)} and ${unit} in (${sql.join(chunk)})
+          and ${FAILING_HOUR}
+        group by ${unit}`.execute(db);
+      const read = rows.map((row) => ({
+        unit: row.unit,
+        tests: numbers(row.tests),
+        failures: numbers(row.failures),
+      }));
+      await this.learnTests(
+        db,
+        repositoryId,
+        repository,
+        read.flatMap((r) => r.tests),
+      );
+      for (const { unit: start, tests, failures } of read) {
+        // A test deleted meanwhile has no index: its rows are left out.
+        const kept = tests.flatMap((key, i) => {
+          const index = repository.dense.get(key);
+          return index === undefined ? [] : [i];
+        });
+        const data: HourFailures = {
+          signature: signatureOf(
+            tests.length,
+            failures.reduce((sum, n) => sum + n, 0),
+          ),
+          tests: Int32Array.from(kept, (i) => repository.dense.get(tests[i] ?? 0) ?? 0),
+          failures: Int32Array.from(kept, (i) => failures[i] ?? 0),
+        };
+        repository.remember(`${source.prefix}${String(start)}`, data);
+        result.push(data);
+      }
     }
-    if (parts.length === 0) return null;
-    return sql`select test_key, sum(n) as failures from (${sql.join(parts, sql` union all `)}) as counted
-      group by test_key`;
+    return result;
+  }
+
+  /**
+   * Failed runs of processed uploads in the partial hours at the window's edges, per test. The
+   * runs are found by time (partial index of failed runs), then their uploads by key: `cross join`
+   * keeps SQLite from starting at the repository's uploads and reading all of their runs.
+   */
+  private async edgeFailures(
+    db: Kysely<Database>,
+    repositoryId: string,
+    edges: readonly Range[],
+  ): Promise<{ testKey: number; failures: number | string }[]> {
+    if (edges.length === 0) return [];
+    const parts = edges.map(
+      ([from, to]) => sql`
+        select r.test_key from test_runs r cross join uploads u
+        where u.key = r.upload_key and r.status = ${FAILED} and r.at >= ${from} and r.at < ${to}
+          and u.repository_id = ${repositoryId} and u.state = ${PROCESSED}`,
+    );
+    const { rows } = await sql<{ testKey: number; failures: number | string }>`
+      select test_key, count(*) as failures from (${sql.join(parts, sql` union all `)}) as edge
+      group by test_key`.execute(db);
+    return rows;
+  }
+
+  /**
+   * Dense indices and ids of tests seen for the first time: all of the repository's tests at
+   * once when many are new (a first request), else those by key.
+   */
+  private async learnTests(
+    db: Kysely<Database>,
+    repositoryId: string,
+    repository: RepositoryFailures,
+    keys: readonly number[],
+  ): Promise<void> {
+    const unknown = [...new Set(keys.filter((key) => !repository.dense.has(key)))];
+    if (unknown.length > KEY_CHUNK) {
+      const rows = await db
+        .selectFrom("testCases")
+        .select(["key", "id"])
+        .where("repositoryId", "=", repositoryId)
+        .execute();
+      for (const row of rows) repository.add(row.key, row.id);
+      return;
+    }
+    if (unknown.length === 0) return;
+    const rows = await db
+      .selectFrom("testCases")
+      .select(["key", "id"])
+      .where("key", "in", unknown)
+      .execute();
+    for (const row of rows) repository.add(row.key, row.id);
   }
 
   /**
