@@ -8,8 +8,7 @@ import { OrganizationStore } from "./db/stores/organizations.js";
 import { RepositoryStore } from "./db/stores/repositories.js";
 import { ServerSecretStore } from "./db/stores/server-secrets.js";
 import { TestCaseStore } from "./db/stores/test-cases.js";
-import { DailyStatsIngestStore } from "./db/stores/test-daily-stats.js";
-import type { TestIngestStore } from "./db/stores/test-ingest.js";
+import { TestIngestStore } from "./db/stores/test-ingest.js";
 import { TestSettingsStore } from "./db/stores/test-settings.js";
 import { TestViewStore } from "./db/stores/test-views.js";
 import { UploadStore } from "./db/stores/uploads.js";
@@ -66,8 +65,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
   const repositories = new RepositoryStore(db);
   const testCases = new TestCaseStore(db);
   const testSettings = new TestSettingsStore(db);
-  // The daily counts of the failing list ride along with the ingestion's aggregates (ADR 0008).
-  const ingest: TestIngestStore = new DailyStatsIngestStore(database);
+  const ingest = new TestIngestStore(database);
   const uploadStore = new UploadStore(db, database.dialect);
   const secrets = new ServerSecretStore(db);
   const bundles = new BundleStorage(options.dataDir ?? "./mainline-data");

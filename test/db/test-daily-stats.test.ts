@@ -2,7 +2,7 @@ import { sql } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { OrganizationStore } from "../../src/db/stores/organizations.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
-import { DailyStatsIngestStore } from "../../src/db/stores/test-daily-stats.js";
+import { TestIngestStore } from "../../src/db/stores/test-ingest.js";
 import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
 
 const HOUR = 3_600_000;
@@ -10,12 +10,12 @@ const DAY = 24 * HOUR;
 const T = Date.parse("2026-11-20T00:00:00.000Z");
 
 let database: TestDatabase;
-let ingest: DailyStatsIngestStore;
+let ingest: TestIngestStore;
 let repositoryId: string;
 
 beforeEach(async () => {
   database = await createTestDatabase();
-  ingest = new DailyStatsIngestStore(database.handle);
+  ingest = new TestIngestStore(database.handle);
   await new OrganizationStore(database.handle.db).ensure({ id: "o1", slug: "acme", createdAt: 1 });
   const repositories = new RepositoryStore(database.handle.db);
   repositoryId = (await repositories.ensure("o1", { host: "h", owner: "o", name: "n" }, 1)).id;

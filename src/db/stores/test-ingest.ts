@@ -133,6 +133,8 @@ const ROWS_PER_INSERT = 50;
 const HOUR = 3_600_000;
 /** A literal, not a parameter: PostgreSQL must see the SELECT and GROUP BY expressions as equal. */
 const HOURS = sql.raw(String(HOUR));
+const DAY = 24 * HOUR;
+const DAYS = sql.raw(String(DAY));
 const KEY_CHUNK = 500;
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -349,6 +351,20 @@ export class TestIngestStore {
       trx,
     );
 
+    // The same by UTC day (ADR 0008): the failing list reads a week as days plus edge hours.
+    await sql`
+      insert into test_daily_stats (test_key, day, repository_id, passed, failed, excluded_failed)
+      select test_key, (at / ${DAYS}) * ${DAYS}, ${repositoryId},
+        sum(case when status = 'passed' then ${counted} else 0 end),
+        sum(case when status = 'failed' then ${counted} else 0 end),
+        sum(case when status = 'failed' then 1 - ${counted} else 0 end)
+      from test_runs where upload_key in (${all})
+      group by test_key, (at / ${DAYS}) * ${DAYS}
+      on conflict (test_key, day) do update set
+        passed = test_daily_stats.passed + excluded.passed,
+        failed = test_daily_stats.failed + excluded.failed,
+        excluded_failed = test_daily_stats.excluded_failed + excluded.excluded_failed`.execute(trx);
+
     if (countedKeys.length > 0) {
       const countedList = sql.join(countedKeys);
       if (uploads.some((u) => !u.excluded && u.prNumber !== null)) {
@@ -373,6 +389,18 @@ export class TestIngestStore {
           last_at = ${this.greatest(sql`test_failure_groups.last_at`, sql`excluded.last_at`)},
           summary = case when excluded.last_at >= test_failure_groups.last_at
             then excluded.summary else test_failure_groups.summary end`.execute(trx);
+      // By day too, without summaries (those are read from the hour of the latest failure).
+      await sql`
+        insert into test_daily_failure_groups (test_key, day, signature, occurrences, last_at)
+        select test_key, (at / ${DAYS}) * ${DAYS}, failure_signature, count(*), max(at)
+        from test_runs
+        where upload_key in (${countedList}) and status = 'failed' and failure_signature is not null
+        group by test_key, (at / ${DAYS}) * ${DAYS}, failure_signature
+        on conflict (test_key, day, signature) do update set
+          occurrences = test_daily_failure_groups.occurrences + excluded.occurrences,
+          last_at = ${this.greatest(sql`test_daily_failure_groups.last_at`, sql`excluded.last_at`)}`.execute(
+        trx,
+      );
     }
 
     // Failures of an excluded upload never count for detection, so they do not make a test a
@@ -573,5 +601,14 @@ export class TestIngestStore {
     await this.db.deleteFrom("testHourlyStats").where("hour", "<", before).execute();
     await this.db.deleteFrom("testFailureGroups").where("hour", "<", before).execute();
     await this.db.deleteFrom("testPrFailures").where("lastFailedAt", "<", before).execute();
+    // A day goes once all of its hours are gone, so that it never lacks what they still count.
+    await this.db
+      .deleteFrom("testDailyStats")
+      .where("day", "<=", before - DAY)
+      .execute();
+    await this.db
+      .deleteFrom("testDailyFailureGroups")
+      .where("day", "<=", before - DAY)
+      .execute();
   }
 }
