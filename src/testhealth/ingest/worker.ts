@@ -30,7 +30,7 @@ export const DEFAULT_WORKER_OPTIONS: WorkerOptions = {
   retentionDays: 90,
   retentionIntervalMs: 6 * 60 * MINUTE,
   pollIntervalMs: 2_000,
-  batchSize: 16,
+  batchSize: 32,
 };
 
 export interface WorkerLogger {
