@@ -121,14 +121,14 @@ async function seed(database: DatabaseHandle, token: string, now: number): Promi
   const draw = sql`((t.key * 7919 + u.key * 104729 + t.key * u.key) % 1000)`;
   const t0 = performance.now();
   await sql`
-    insert into test_runs (test_key, upload_key, file_index, at, status, attempt, commit_sha,
-      branch, pr_number, duration_ms, failure_signature, failure_summary, failure_text)
-    select key, upload_key, 0, at, status, 'final', commit_sha, branch, pr_number, 120,
+    insert into test_runs (test_key, upload_key, file_index, at, status, attempt, duration_ms,
+      failure_signature, failure_summary, failure_text)
+    select key, upload_key, 0, at, status, 'final', 120,
       case when status = 'failed' then 'sig' || (upload_key % 3) end,
       case when status = 'failed' then 'AssertionError: expected 200 to equal 500' end,
       case when status = 'failed' then 'AssertionError: expected 200 to equal 500' end
     from (
-      select t.key, u.key as upload_key, u.uploaded_at as at, u.commit_sha, u.branch, u.pr_number,
+      select t.key, u.key as upload_key, u.uploaded_at as at,
         case when ${draw} < (case t.status when 'flaky' then 100 when 'broken' then 900 else 1 end)
           then 'failed' else 'passed' end as status
       from test_cases t cross join uploads u

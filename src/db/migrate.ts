@@ -5,6 +5,7 @@ import { serverSecrets } from "./migrations/0002_server_secrets.js";
 import { testHealth } from "./migrations/0003_test_health.js";
 import { testLists } from "./migrations/0004_test_lists.js";
 import { coveringRunIndex } from "./migrations/0005_covering_run_index.js";
+import { runsWithoutUploadFields } from "./migrations/0006_runs_without_upload_fields.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -15,6 +16,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0003_test_health": testHealth,
   "0004_test_lists": testLists,
   "0005_covering_run_index": coveringRunIndex,
+  "0006_runs_without_upload_fields": runsWithoutUploadFields,
 };
 
 export interface MigrationReport {

@@ -163,9 +163,6 @@ export interface TestRunsTable {
   at: number;
   status: string;
   attempt: string;
-  commitSha: string;
-  branch: string;
-  prNumber: number | null;
   durationMs: number | null;
   failureSignature: string | null;
   failureSummary: string | null;

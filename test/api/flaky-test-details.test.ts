@@ -336,6 +336,7 @@ describe("list-test-runs", () => {
         organizationId: repository.organizationId,
         repositoryId: repository.id,
         state: "processing",
+        commitSha: "f".repeat(40),
         createdAt: now,
         urlExpiresAt: now,
       })
@@ -350,8 +351,6 @@ describe("list-test-runs", () => {
         at: now + 60_000,
         status: "failed",
         attempt: "final",
-        commitSha: "f".repeat(40),
-        branch: "main",
       })
       .execute();
     try {

@@ -76,9 +76,9 @@ export class TestDetailsStore {
           "r.at",
           "r.status",
           "r.attempt",
-          "r.commitSha",
-          "r.branch",
-          "r.prNumber",
+          "u.commitSha",
+          "u.branch",
+          "u.prNumber",
           "r.durationMs",
           "u.id as uploadId",
           "r.failureSummary",
@@ -102,8 +102,10 @@ export class TestDetailsStore {
     ]);
     return {
       total: Number(count?.n ?? 0),
-      runs: rows.map(({ infrastructureFailure, ...run }) => ({
+      runs: rows.map(({ infrastructureFailure, commitSha, branch, ...run }) => ({
         ...run,
+        commitSha: commitSha ?? "",
+        branch: branch ?? "",
         excluded: Boolean(infrastructureFailure),
       })),
     };

@@ -26,9 +26,6 @@ export interface RunRow {
   at: number;
   status: "passed" | "failed" | "skipped";
   attempt: "final" | "flaky" | "rerun";
-  commitSha: string;
-  branch: string;
-  prNumber: number | null;
   durationMs: number | null;
   failureSignature: string | null;
   failureSummary: string | null;
@@ -78,9 +75,6 @@ const RUN_COLUMNS = [
   "at",
   "status",
   "attempt",
-  "commit_sha",
-  "branch",
-  "pr_number",
   "duration_ms",
   "failure_signature",
   "failure_summary",
@@ -94,9 +88,6 @@ const PG_RUN_TYPES = [
   "bigint",
   "text",
   "text",
-  "text",
-  "text",
-  "bigint",
   "bigint",
   "text",
   "text",
@@ -118,13 +109,10 @@ function putRunValues(target: unknown[], offset: number, r: RunRow): void {
   target[offset + 3] = r.at;
   target[offset + 4] = r.status;
   target[offset + 5] = r.attempt;
-  target[offset + 6] = r.commitSha;
-  target[offset + 7] = r.branch;
-  target[offset + 8] = r.prNumber;
-  target[offset + 9] = r.durationMs;
-  target[offset + 10] = r.failureSignature;
-  target[offset + 11] = r.failureSummary;
-  target[offset + 12] = r.failureText;
+  target[offset + 6] = r.durationMs;
+  target[offset + 7] = r.failureSignature;
+  target[offset + 8] = r.failureSummary;
+  target[offset + 9] = r.failureText;
 }
 
 /** Runs per SQLite insert statement. */
@@ -370,9 +358,10 @@ export class TestIngestStore {
       if (uploads.some((u) => !u.excluded && u.prNumber !== null)) {
         await sql`
           insert into test_pr_failures (test_key, pr_number, last_failed_at)
-          select test_key, pr_number, max(at) from test_runs
-          where upload_key in (${countedList}) and status = 'failed' and pr_number is not null
-          group by test_key, pr_number
+          select r.test_key, u.pr_number, max(r.at)
+          from test_runs r join uploads u on u.key = r.upload_key
+          where r.upload_key in (${countedList}) and r.status = 'failed' and u.pr_number is not null
+          group by r.test_key, u.pr_number
           on conflict (test_key, pr_number) do update set
             last_failed_at = ${this.greatest(sql`test_pr_failures.last_failed_at`, sql`excluded.last_failed_at`)}`.execute(
           trx,

@@ -454,7 +454,7 @@ class BundleRun {
     const cases = mergeRepeatedTestcases(parsed);
     const ids = cases.map((c) => this.idOf(context, c));
     const keys = await this.keysOf(cases, ids);
-    const { meta, uploadedAt, branch } = context;
+    const { uploadedAt } = context;
     cases.forEach((testCase, i) => {
       const testKey = keys.get(ids[i] ?? "");
       if (testKey === undefined) throw new Error("test case without a key");
@@ -473,9 +473,6 @@ class BundleRun {
           at: runTime(attempt.startedAt, uploadedAt),
           status: attempt.status,
           attempt: attempt.kind,
-          commitSha: meta.commitSha,
-          branch,
-          prNumber: meta.prNumber,
           durationMs: attempt.durationMs === null ? null : Math.round(attempt.durationMs),
           failureSignature: failure ? signatureKey(failureSignature(failure)) : null,
           failureSummary: failure ? failureSummary(failure) : null,
