@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { OrganizationStore } from "../../src/db/stores/organizations.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import { splitHours, splitWindow, TestListStore } from "../../src/db/stores/test-lists.js";
 import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { insertTestCase, seedRepository } from "../helpers/test-cases.js";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -16,9 +16,8 @@ let otherRepositoryId: string;
 beforeEach(async () => {
   database = await createTestDatabase();
   store = new TestListStore(database.handle.db, database.handle.dialect);
-  await new OrganizationStore(database.handle.db).ensure({ id: "o1", slug: "acme", createdAt: 1 });
+  repositoryId = await seedRepository(database.handle.db);
   const repositories = new RepositoryStore(database.handle.db);
-  repositoryId = (await repositories.ensure("o1", { host: "h", owner: "o", name: "n" }, 1)).id;
   otherRepositoryId = (await repositories.ensure("o1", { host: "h", owner: "o", name: "m" }, 1)).id;
 });
 afterEach(async () => {
@@ -29,29 +28,8 @@ async function testCase(
   id: string,
   values: Record<string, unknown> = {},
   repository = repositoryId,
-) {
-  const row = await database.handle.db
-    .insertInto("testCases")
-    .values({
-      repositoryId: repository,
-      id,
-      name: id,
-      classname: null,
-      parent: null,
-      file: null,
-      variant: "",
-      status: "healthy",
-      statusReason: "",
-      statusChangedAt: T,
-      monitorStates: "{}",
-      monitorsActive: 0,
-      quarantineOverride: "UNSPECIFIED",
-      firstSeenAt: T,
-      ...values,
-    })
-    .returning("key")
-    .executeTakeFirstOrThrow();
-  return row.key;
+): Promise<number> {
+  return insertTestCase(database.handle.db, repository, id, T, values);
 }
 
 let uploadCounter = 0;

@@ -1,8 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { OrganizationStore } from "../../src/db/stores/organizations.js";
-import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import { TestViewStore } from "../../src/db/stores/test-views.js";
 import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { insertTestCase, seedRepository } from "../helpers/test-cases.js";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -17,36 +16,14 @@ let repositoryId: string;
 beforeEach(async () => {
   database = await createTestDatabase();
   views = new TestViewStore(database.handle.db, database.handle.dialect);
-  await new OrganizationStore(database.handle.db).ensure({ id: "o1", slug: "acme", createdAt: 1 });
-  const repositories = new RepositoryStore(database.handle.db);
-  repositoryId = (await repositories.ensure("o1", { host: "h", owner: "o", name: "n" }, 1)).id;
+  repositoryId = await seedRepository(database.handle.db);
 });
 afterEach(async () => {
   await database.cleanup();
 });
 
 async function testCase(id: string): Promise<number> {
-  const row = await database.handle.db
-    .insertInto("testCases")
-    .values({
-      repositoryId,
-      id,
-      name: id,
-      classname: null,
-      parent: null,
-      file: null,
-      variant: "",
-      status: "healthy",
-      statusReason: "",
-      statusChangedAt: T,
-      monitorStates: "{}",
-      monitorsActive: 0,
-      quarantineOverride: "UNSPECIFIED",
-      firstSeenAt: T,
-    })
-    .returning("key")
-    .executeTakeFirstOrThrow();
-  return row.key;
+  return insertTestCase(database.handle.db, repositoryId, id, T);
 }
 
 let uploads = 0;

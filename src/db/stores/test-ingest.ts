@@ -324,34 +324,10 @@ export class TestIngestStore {
         : countedKeys.length === 0
           ? sql`0`
           : sql`(case when upload_key in (${sql.join(excludedKeys)}) then 0 else 1 end)`;
-    await sql`
-      insert into test_hourly_stats (test_key, hour, repository_id, passed, failed, excluded_failed)
-      select test_key, (at / ${HOURS}) * ${HOURS}, ${repositoryId},
-        sum(case when status = 'passed' then ${counted} else 0 end),
-        sum(case when status = 'failed' then ${counted} else 0 end),
-        sum(case when status = 'failed' then 1 - ${counted} else 0 end)
-      from test_runs where upload_key in (${all})
-      group by test_key, (at / ${HOURS}) * ${HOURS}
-      on conflict (test_key, hour) do update set
-        passed = test_hourly_stats.passed + excluded.passed,
-        failed = test_hourly_stats.failed + excluded.failed,
-        excluded_failed = test_hourly_stats.excluded_failed + excluded.excluded_failed`.execute(
-      trx,
-    );
-
-    // The same by UTC day (ADR 0008): the failing list reads a week as days plus edge hours.
-    await sql`
-      insert into test_daily_stats (test_key, day, repository_id, passed, failed, excluded_failed)
-      select test_key, (at / ${DAYS}) * ${DAYS}, ${repositoryId},
-        sum(case when status = 'passed' then ${counted} else 0 end),
-        sum(case when status = 'failed' then ${counted} else 0 end),
-        sum(case when status = 'failed' then 1 - ${counted} else 0 end)
-      from test_runs where upload_key in (${all})
-      group by test_key, (at / ${DAYS}) * ${DAYS}
-      on conflict (test_key, day) do update set
-        passed = test_daily_stats.passed + excluded.passed,
-        failed = test_daily_stats.failed + excluded.failed,
-        excluded_failed = test_daily_stats.excluded_failed + excluded.excluded_failed`.execute(trx);
+    // By hour, and the same by UTC day (ADR 0008: the failing list reads a week as days plus
+    // edge hours).
+    await this.foldCounts(trx, "test_hourly_stats", "hour", HOURS, repositoryId, all, counted);
+    await this.foldCounts(trx, "test_daily_stats", "day", DAYS, repositoryId, all, counted);
 
     if (countedKeys.length > 0) {
       const countedList = sql.join(countedKeys);
@@ -408,6 +384,32 @@ export class TestIngestStore {
         from test_runs where upload_key in (${all}) group by test_key
       ) as s
       where test_cases.key = s.test_key`.execute(trx);
+  }
+
+  /** Adds the uploads' pass/fail counts per test and time unit (an hour or a day) to `table`. */
+  private async foldCounts(
+    trx: Transaction<Database>,
+    table: "test_hourly_stats" | "test_daily_stats",
+    unit: "hour" | "day",
+    unitMs: RawBuilder<unknown>,
+    repositoryId: string,
+    uploadKeys: RawBuilder<unknown>,
+    counted: RawBuilder<unknown>,
+  ): Promise<void> {
+    const into = sql.raw(table);
+    const column = sql.raw(unit);
+    await sql`
+      insert into ${into} (test_key, ${column}, repository_id, passed, failed, excluded_failed)
+      select test_key, (at / ${unitMs}) * ${unitMs}, ${repositoryId},
+        sum(case when status = 'passed' then ${counted} else 0 end),
+        sum(case when status = 'failed' then ${counted} else 0 end),
+        sum(case when status = 'failed' then 1 - ${counted} else 0 end)
+      from test_runs where upload_key in (${uploadKeys})
+      group by test_key, (at / ${unitMs}) * ${unitMs}
+      on conflict (test_key, ${column}) do update set
+        passed = ${into}.passed + excluded.passed,
+        failed = ${into}.failed + excluded.failed,
+        excluded_failed = ${into}.excluded_failed + excluded.excluded_failed`.execute(trx);
   }
 
   /**

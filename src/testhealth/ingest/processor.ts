@@ -173,14 +173,7 @@ export class UploadProcessor {
 
 /** The runs the batch's bundles have read so far, in one transaction. */
 async function flushAll(deps: ProcessorDependencies, runs: readonly BundleRun[]): Promise<void> {
-  const rows: RunRow[] = [];
-  for (const run of runs) {
-    for (const row of run.takePending()) {
-      run.markFlushed(row.fileIndex);
-      rows.push(row);
-    }
-  }
-  await deps.ingest.insertRunsNow(rows);
+  await deps.ingest.insertRunsNow(runs.flatMap((run) => run.takeForFlush()));
 }
 
 /**
@@ -308,14 +301,14 @@ class BundleRun {
 
   /** Writes the runs read so far ahead of the final transaction (they stay invisible until it). */
   async flush(): Promise<void> {
-    const rows = this.takePending();
-    if (rows.length === 0) return;
-    for (const row of rows) this.flushedFiles.add(row.fileIndex);
-    await this.deps.ingest.insertRunsNow(rows);
+    await this.deps.ingest.insertRunsNow(this.takeForFlush());
   }
 
-  markFlushed(fileIndex: number): void {
-    this.flushedFiles.add(fileIndex);
+  /** The runs read so far, to be written ahead; their files now have runs in the database. */
+  takeForFlush(): RunRow[] {
+    const rows = this.takePending();
+    for (const row of rows) this.flushedFiles.add(row.fileIndex);
+    return rows;
   }
 
   takePending(): RunRow[] {
