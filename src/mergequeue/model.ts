@@ -1,0 +1,282 @@
+/**
+ * The merge queue's vocabulary and the planner's plain data: pull-request entries, test runs,
+ * the queue's state, the events it reacts to and the decisions it takes. No I/O here; everything
+ * is JSON-serializable so that the state can be stored and replayed.
+ */
+import type { QueueConfiguration } from "./settings.js";
+
+export const PR_STATES = [
+  "not_ready",
+  "pending",
+  "testing",
+  "tests_passed",
+  "pending_failure",
+  "merged",
+  "failed",
+  "cancelled",
+] as const;
+export type PrState = (typeof PR_STATES)[number];
+export const TERMINAL_PR_STATES: readonly PrState[] = ["merged", "failed", "cancelled"];
+export const isTerminal = (state: PrState): boolean => TERMINAL_PR_STATES.includes(state);
+
+/**
+ * Why a pull request changed state. Trunk's vocabulary where it has a word (research
+ * merge-queue §2.4, trunk-api §3.4), ours where it has none.
+ */
+export const TRANSITION_REASONS = [
+  // entering and leaving the queue
+  "submitted",
+  "resubmitted",
+  "ready",
+  "not_mergeable",
+  "base_branch_mismatch",
+  "awaiting_impacted_targets",
+  "not_ready_timeout",
+  // testing
+  "test_run_started",
+  "tests_passed",
+  "restarted_by_user",
+  "restarted_on_new_base",
+  "preempted_by_urgent",
+  "prerequisite_merge_item_failed",
+  "prerequisite_merge_item_removed",
+  "retried_flaky_failure",
+  "bisection_passed",
+  "bisection_started",
+  "settings_changed",
+  // failures
+  "failing_required_check",
+  "test_run_timeout",
+  "merge_conflict",
+  "no_required_statuses",
+  "config_parsing_failure",
+  "merge_failed",
+  // merges
+  "merged_by_queue",
+  "merged_optimistically",
+  "merged_directly",
+  "merged_manually",
+  // cancellations
+  "cancelled_by_user",
+  "pr_closed",
+  "pr_pushed_to",
+  "pr_draft",
+  "pr_base_branch_changed",
+] as const;
+export type TransitionReason = (typeof TRANSITION_REASONS)[number];
+
+/** Who caused a transition: a user (by name or token), the queue itself, or the git host. */
+export type Actor = { kind: "user"; name: string } | { kind: "queue" } | { kind: "git_host" };
+
+export const QUEUE_ACTOR: Actor = Object.freeze({ kind: "queue" });
+
+export type Mergeability = "unspecified" | "in_progress" | "mergeable" | "not_mergeable";
+
+/** `"ALL"`: depends on everything; `[]`: on nothing (research merge-queue §2.8). */
+export type ImpactedTargets = "ALL" | string[];
+
+/** What the git host says about a pull request; refreshed by `pr_updated` events. */
+export interface PullRequestInfo {
+  number: number;
+  title: string;
+  author: string;
+  headSha: string;
+  headBranch: string;
+  /** The branch the PR wants to merge into. */
+  baseBranch: string;
+  mergeability: Mergeability;
+  /** For direct merge: the PR contains the target branch's current head. */
+  upToDate: boolean;
+  /** For direct merge: the PR's own required checks passed at `headSha`. */
+  checksPassed: boolean;
+  state: "open" | "closed" | "merged";
+  draft: boolean;
+}
+
+/** One submission of a pull request to a queue, from submit until merged, failed or cancelled. */
+export interface Entry {
+  id: string;
+  pr: PullRequestInfo;
+  state: PrState;
+  stateChangedAt: number;
+  submittedAt: number;
+  /** When the entry last became ready (pending); time in queue counts from here. */
+  readyAt: number | null;
+  /** Submission order, for first come, first served within a priority. */
+  seq: number;
+  priorityValue: number;
+  /** Set when the submission named no priority. */
+  usedDefaultPriority: boolean;
+  noBatch: boolean;
+  /** Targets uploaded for `pr.headSha` (parallel mode); null until uploaded. */
+  impactedTargets: ImpactedTargets | null;
+  /** The run that currently covers this entry as part of its unit, if any. */
+  runId: string | null;
+  /** The unit this entry was tested in last: the entries tested together, in order. */
+  unit: string[];
+  /** The failed run that put the entry in `pending_failure`, and what failed. */
+  failure: { runId: string; reason: TransitionReason; checks: string[] } | null;
+  /** Same-combination retries used for failures known to be flaky (at most one). */
+  flakyRetries: number;
+  /** Bisection bookkeeping while a failed batch is split: the group it belongs to. */
+  bisection: { groupId: string } | null;
+}
+
+export type RunKind = "main" | "bisection";
+export type RunStatus = "running" | "passed" | "failed" | "cancelled";
+
+/**
+ * One CI run: the base commit plus pull requests merged on top of it in order. `unit` are the
+ * entries the run decides about; `ahead` are entries it includes because they are ahead of them.
+ */
+export interface TestRun {
+  id: string;
+  kind: RunKind;
+  status: RunStatus;
+  baseSha: string;
+  /** Every PR merged onto the base, in order: `ahead` first, then `unit`. */
+  prs: { entryId: string; number: number; headSha: string }[];
+  ahead: string[];
+  unit: string[];
+  startedAt: number;
+  finishedAt: number | null;
+  /** Bisection group this run belongs to. */
+  bisectionGroup: string | null;
+  failingChecks: string[];
+  attempt: number;
+}
+
+/** A failed batch being split to find its culprits (research merge-queue §2.7). */
+export interface BisectionGroup {
+  id: string;
+  /** Entries still under suspicion, in queue order. */
+  suspects: string[];
+  /** Sets of entries known to fail together (from runs), for skipping redundant tests. */
+  knownFailing: string[][];
+}
+
+/**
+ * The target branch as the queue knows it: its head, and the queue's own merges since the last
+ * change that came from elsewhere (so that a run's base can be related to the head).
+ */
+export interface BaseLineage {
+  headSha: string;
+  /** Oldest first: each queue merge and the head it produced. */
+  merges: { entryId: string; number: number; sha: string }[];
+  /** The head before the first of `merges`. */
+  anchorSha: string;
+}
+
+/** Everything the planner knows about one queue. */
+export interface QueueSnapshot {
+  queueId: string;
+  targetBranch: string;
+  configuration: QueueConfiguration;
+  base: BaseLineage;
+  /** Every entry that is not terminal, in no particular order. */
+  entries: Record<string, Entry>;
+  /** Queue order of entries that are ready (pending or further), front first. */
+  order: string[];
+  runs: Record<string, TestRun>;
+  bisections: Record<string, BisectionGroup>;
+  /** Entry being merged right now (merges happen one at a time, in order). */
+  merging: string | null;
+  nextSeq: number;
+  /** Counter for ids the planner assigns (runs, entries, bisection groups). */
+  nextId: number;
+}
+
+/** A PR number plus the name of the submitter, for transitions. */
+interface Command {
+  actor: Actor;
+}
+
+export type QueueEvent =
+  | (Command & {
+      type: "submit";
+      pr: PullRequestInfo;
+      /** Parsed priority, or null for the default. */
+      priority: number | null;
+      noBatch: boolean;
+    })
+  | (Command & { type: "cancel"; prNumber: number })
+  | (Command & { type: "restart"; prNumber: number })
+  | { type: "set_impacted_targets"; prNumber: number; headSha: string; targets: ImpactedTargets }
+  | {
+      type: "run_finished";
+      runId: string;
+      outcome: "passed" | "failed";
+      failingChecks: string[];
+      /** The reason of a failure (default `failing_required_check`). */
+      reason?: TransitionReason;
+      /** Every failure was a known flaky or quarantined test: worth one retry. */
+      flakyOnly?: boolean;
+    }
+  | { type: "merge_finished"; entryId: string; newHeadSha: string }
+  | { type: "merge_failed"; entryId: string; reason: TransitionReason; message: string }
+  | { type: "pr_updated"; pr: PullRequestInfo }
+  | { type: "base_pushed"; headSha: string }
+  | { type: "settings_changed"; configuration: QueueConfiguration }
+  | { type: "tick" };
+
+export type Decision =
+  | { type: "start_run"; run: TestRun }
+  | { type: "cancel_run"; runId: string; reason: TransitionReason }
+  | {
+      type: "merge";
+      entryId: string;
+      prNumber: number;
+      headSha: string;
+      /** The target branch must still be at this commit (compare-and-swap). */
+      expectedBaseSha: string;
+      method: QueueConfiguration["mergeMethod"];
+      /** The passed run that cleared this merge. */
+      runId: string | null;
+      reason: "merged_by_queue" | "merged_optimistically" | "merged_directly";
+    }
+  | {
+      type: "transition";
+      entryId: string;
+      prNumber: number;
+      from: PrState | null;
+      to: PrState;
+      reason: TransitionReason;
+      actor: Actor;
+      runId: string | null;
+      detail: string | null;
+    }
+  | { type: "queue_state"; configuration: QueueConfiguration };
+
+export interface PlanResult {
+  snapshot: QueueSnapshot;
+  decisions: Decision[];
+  /** When the planner next needs a `tick` (timeouts, batching waits); null: no timer. */
+  wakeAt: number | null;
+}
+
+// ---- priorities (contract §5) -----------------------------------------------------------------
+
+export const PRIORITY_NAMES = { urgent: 0, high: 10, medium: 100, low: 200 } as const;
+export type PriorityName = keyof typeof PRIORITY_NAMES;
+export const DEFAULT_PRIORITY: PriorityName = "medium";
+export const URGENT_PRIORITY = 0;
+
+/** A name (any case) or a whole number 0..255; undefined when it is neither. */
+export function parsePriority(input: string | number): number | undefined {
+  if (typeof input === "number") {
+    return Number.isInteger(input) && input >= 0 && input <= 255 ? input : undefined;
+  }
+  const key = input.trim().toLowerCase();
+  if (key in PRIORITY_NAMES) return PRIORITY_NAMES[key as PriorityName];
+  if (/^\d{1,3}$/.test(key)) return parsePriority(Number(key));
+  return undefined;
+}
+
+/** The named level nearest a value; ties go to the more urgent name. */
+export function priorityName(value: number): PriorityName {
+  let best: PriorityName = "urgent";
+  for (const [name, level] of Object.entries(PRIORITY_NAMES) as [PriorityName, number][]) {
+    if (Math.abs(level - value) < Math.abs(PRIORITY_NAMES[best] - value)) best = name;
+  }
+  return best;
+}

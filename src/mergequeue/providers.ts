@@ -1,0 +1,119 @@
+/**
+ * What the queue driver needs from the outside world. Two implementations of each are planned:
+ * the local git host and built-in runner (one machine), and GitHub (research github-provider.md):
+ * the shapes below are chosen so that both fit. The simulator implements them on virtual time.
+ */
+import type { MergeMethod } from "./settings.js";
+import type { PullRequestInfo, TransitionReason } from "./model.js";
+
+/** A repository as the git host addresses it. */
+export interface HostedRepository {
+  host: string;
+  owner: string;
+  name: string;
+}
+
+export interface TestBranchRequest {
+  repo: HostedRepository;
+  targetBranch: string;
+  runId: string;
+  /** The commit the run is based on (the target branch's head when planned). */
+  baseSha: string;
+  /** Merged onto the base in this order. */
+  prs: { number: number; headSha: string }[];
+}
+
+export type TestBranchResult =
+  | { ok: true; branch: string; sha: string }
+  | {
+      ok: false;
+      reason: "merge_conflict";
+      /** The PR that could not be merged onto the others, and where. */
+      prNumber: number;
+      files: string[];
+      message: string;
+    };
+
+export interface MergeRequest {
+  repo: HostedRepository;
+  targetBranch: string;
+  prNumber: number;
+  /** The PR must still be at this commit (GitHub: `sha` of `PUT /pulls/{n}/merge`). */
+  headSha: string;
+  /** The target branch must still be here (a compare-and-swap where the host can do one). */
+  expectedBaseSha: string;
+  method: MergeMethod;
+  title: string;
+}
+
+export type MergeResult =
+  | { ok: true; sha: string }
+  | {
+      ok: false;
+      /** `base_moved`/`head_moved`: retry after re-reading; the rest fail the entry. */
+      reason: "base_moved" | "head_moved" | "merge_conflict" | "rejected";
+      message: string;
+    };
+
+/**
+ * A git host: reads pull requests and branches, builds test branches, merges. Every mutating call
+ * is idempotent for the same arguments (a retried merge of an already merged PR reports success
+ * with the commit it produced), so the driver may repeat a step after a crash.
+ */
+export interface GitHost {
+  pullRequest(repo: HostedRepository, number: number): Promise<PullRequestInfo | undefined>;
+  branchHead(repo: HostedRepository, branch: string): Promise<string | undefined>;
+  createTestBranch(request: TestBranchRequest): Promise<TestBranchResult>;
+  deleteTestBranch(repo: HostedRepository, branch: string): Promise<void>;
+  merge(request: MergeRequest): Promise<MergeResult>;
+  /** A file's contents at a commit (`.mainline.yml`, `.trunk/trunk.yaml`), undefined if absent. */
+  readFile(repo: HostedRepository, sha: string, path: string): Promise<string | undefined>;
+}
+
+export interface CiRunRequest {
+  repo: HostedRepository;
+  queueId: string;
+  runId: string;
+  targetBranch: string;
+  testBranch: string;
+  sha: string;
+  prNumbers: number[];
+  requiredStatuses: string[];
+}
+
+export type CheckConclusion = "success" | "failure" | "cancelled" | "timed_out" | "skipped";
+
+export interface CiRunResult {
+  queueId: string;
+  runId: string;
+  checks: { name: string; conclusion: CheckConclusion; url?: string }[];
+  /** Set when the run could not even start (bad config, no required statuses). */
+  error?: { reason: TransitionReason; message: string };
+  /** Every failing test was known flaky or quarantined (from test health). */
+  flakyOnly?: boolean;
+}
+
+/**
+ * A CI system. Results arrive through the listener, possibly duplicated or out of order; the
+ * driver ignores results of runs it no longer waits for.
+ */
+export interface CiProvider {
+  start(request: CiRunRequest): Promise<void>;
+  cancel(queueId: string, runId: string): Promise<void>;
+  onResult(listener: (result: CiRunResult) => void): () => void;
+}
+
+/** Whether the required checks of a finished run all passed, and which did not. */
+export function judgeChecks(
+  required: string[],
+  checks: CiRunResult["checks"],
+): { passed: boolean; failing: string[] } {
+  const failing: string[] = [];
+  for (const name of required) {
+    const check = checks.find((c) => c.name === name);
+    if (!check || (check.conclusion !== "success" && check.conclusion !== "skipped")) {
+      failing.push(name);
+    }
+  }
+  return { passed: failing.length === 0, failing };
+}

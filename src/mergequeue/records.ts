@@ -1,0 +1,151 @@
+/**
+ * What the merge-queue engine keeps in storage, as the stores hand it out. The planner's own
+ * state is one JSON snapshot per queue (replaying it gives the same decisions); entries,
+ * transitions and runs are also written as rows so that the API can list and page them.
+ */
+import type { Actor, ImpactedTargets, Mergeability, PrState, RunKind, RunStatus } from "./model.js";
+
+/** One submission of a pull request, as listed by the API (kept after it concludes). */
+export interface EntryRecord {
+  id: string;
+  queueId: string;
+  prNumber: number;
+  prTitle: string;
+  prSha: string;
+  prHeadBranch: string;
+  prBaseBranch: string;
+  prAuthor: string;
+  state: PrState;
+  stateChangedAt: number;
+  submittedAt: number;
+  /** Set when the entry reached merged, failed or cancelled. */
+  concludedAt: number | null;
+  priorityValue: number;
+  usedDefaultPriority: boolean;
+  noBatch: boolean;
+  /** Submission order within the queue; also the listing cursor. */
+  seq: number;
+  readiness: {
+    mergeability: Mergeability;
+    baseBranchMatches: boolean;
+    requiresImpactedTargets: boolean;
+    impactedTargets: ImpactedTargets | null;
+  };
+  /** The reason of the last transition. */
+  lastReason: string;
+}
+
+export interface TransitionRecord {
+  entryId: string;
+  queueId: string;
+  at: number;
+  from: PrState | null;
+  to: PrState;
+  reason: string;
+  actor: Actor;
+  runId: string | null;
+  detail: string | null;
+}
+
+export interface RunRecord {
+  id: string;
+  queueId: string;
+  kind: RunKind;
+  status: RunStatus;
+  baseSha: string;
+  testBranch: string | null;
+  testBranchSha: string | null;
+  /** Every PR merged onto the base, in order. */
+  prs: { entryId: string; number: number; headSha: string }[];
+  /** Entries the run decides about (the rest are ahead of them). */
+  unit: string[];
+  requiredStatuses: string[];
+  requiredStatusesSource: "merge_instance" | "mainline_config" | "trunk_config" | null;
+  checks: { name: string; conclusion: string | null; url: string | null }[];
+  startedAt: number;
+  finishedAt: number | null;
+}
+
+/** A request to change a queue, waiting for the queue's driver (the single writer). */
+export interface CommandRecord {
+  id: number;
+  queueId: string;
+  /** The event, as JSON (a `QueueEvent` without its planner-assigned parts). */
+  payload: unknown;
+  createdAt: number;
+  appliedAt: number | null;
+  /** What the driver answered: ok, or an API error code and message. */
+  result: CommandResult | null;
+}
+
+export type CommandResult =
+  { ok: true } | { ok: false; code: "not_found" | "conflict" | "invalid_request"; message: string };
+
+/** The lease that makes one process the queue's only writer (research stack §5). */
+export interface Lease {
+  queueId: string;
+  owner: string;
+  /** Fencing counter: bumped on every takeover; every write checks it. */
+  epoch: number;
+  expiresAt: number;
+}
+
+/** Everything one step of the driver writes, in one transaction, fenced by the lease epoch. */
+export interface DriverCommit {
+  queueId: string;
+  epoch: number;
+  now: number;
+  snapshot: unknown;
+  wakeAt: number | null;
+  entries: EntryRecord[];
+  transitions: TransitionRecord[];
+  runs: RunRecord[];
+  appliedCommands: { id: number; result: CommandResult }[];
+}
+
+/** Listing filters of `listPullRequests` (research trunk-api §3.6). */
+export interface EntryListQuery {
+  state?: PrState;
+  /** Entries that concluded at or after this time. */
+  concludedSince?: number;
+  /** Entries with `seq` greater than this (the cursor). */
+  afterSeq?: number;
+  take: number;
+}
+
+/**
+ * The engine's storage (implemented by `db/stores/merge-queue-runtime.ts` on both dialects).
+ * Reads need no lease; every write of driver state is fenced by the lease epoch.
+ */
+export interface RuntimeStore {
+  /** Takes or renews the lease: renewal by the owner keeps the epoch, a takeover bumps it. */
+  acquireLease(
+    queueId: string,
+    owner: string,
+    now: number,
+    ttlMs: number,
+  ): Promise<Lease | undefined>;
+  releaseLease(queueId: string, owner: string, epoch: number): Promise<void>;
+  /** The stored planner snapshot, or undefined for a queue that never ran. */
+  loadSnapshot(queueId: string): Promise<{ snapshot: unknown; wakeAt: number | null } | undefined>;
+  /** One driver step, atomically; false (and nothing written) when the epoch is stale. */
+  commit(step: DriverCommit): Promise<boolean>;
+
+  enqueueCommand(queueId: string, payload: unknown, now: number): Promise<number>;
+  pendingCommands(queueId: string, limit: number): Promise<CommandRecord[]>;
+  command(id: number): Promise<CommandRecord | undefined>;
+  /** Queues with pending commands or a wake-up time at or before `now`. */
+  dueQueues(now: number): Promise<string[]>;
+
+  /** The latest submission of a PR to the queue. */
+  latestEntry(queueId: string, prNumber: number): Promise<EntryRecord | undefined>;
+  /** The latest submission from a head branch: open ones first, else the last concluded. */
+  latestEntryByBranch(queueId: string, headBranch: string): Promise<EntryRecord | undefined>;
+  /** Entries not yet concluded, in submission order. */
+  activeEntries(queueId: string): Promise<EntryRecord[]>;
+  listEntries(queueId: string, query: EntryListQuery): Promise<EntryRecord[]>;
+  transitions(entryId: string): Promise<TransitionRecord[]>;
+  run(queueId: string, runId: string): Promise<RunRecord | undefined>;
+  /** Transitions since a time, for metrics (rolling windows). */
+  transitionsSince(queueId: string, since: number): Promise<TransitionRecord[]>;
+}
