@@ -280,3 +280,15 @@ export function priorityName(value: number): PriorityName {
   }
   return best;
 }
+
+/**
+ * A request from the API or CLI, stored in the queue's command inbox until its driver applies it.
+ * The driver turns it into a planner event (looking the pull request up on the git host).
+ */
+export type QueueCommand =
+  | { type: "submit"; prNumber: number; priority: number | null; noBatch: boolean; actor: Actor }
+  | { type: "cancel"; prNumber: number; actor: Actor }
+  | { type: "restart"; prNumber: number; actor: Actor }
+  | { type: "set_impacted_targets"; prNumber: number; headSha: string; targets: ImpactedTargets }
+  /** The queue's settings changed in storage; the driver reloads them. */
+  | { type: "reload_settings" };
