@@ -120,6 +120,8 @@ export interface Entry {
   flakyRetries: number;
   /** Bisection bookkeeping while a failed batch is split: the group it belongs to. */
   bisection: { groupId: string } | null;
+  /** Has been tested at its position at least once (keeps its place ahead of later arrivals). */
+  positioned: boolean;
 }
 
 export type RunKind = "main" | "bisection";
@@ -146,13 +148,21 @@ export interface TestRun {
   attempt: number;
 }
 
+/** A part of a failed batch under bisection, and what is known about it. */
+export interface BisectionSegment {
+  entries: string[];
+  status: "untested" | "testing" | "passed" | "failed";
+  runId: string | null;
+  /** Known to fail without a run of its own (a failed parent and a passing sibling). */
+  inferred: boolean;
+}
+
 /** A failed batch being split to find its culprits (research merge-queue §2.7). */
 export interface BisectionGroup {
   id: string;
-  /** Entries still under suspicion, in queue order. */
-  suspects: string[];
-  /** Sets of entries known to fail together (from runs), for skipping redundant tests. */
-  knownFailing: string[][];
+  /** The failed run that started it. */
+  runId: string;
+  segments: BisectionSegment[];
 }
 
 /**
@@ -161,8 +171,8 @@ export interface BisectionGroup {
  */
 export interface BaseLineage {
   headSha: string;
-  /** Oldest first: each queue merge and the head it produced. */
-  merges: { entryId: string; number: number; sha: string }[];
+  /** Oldest first: each queue merge, the head it produced and the PR's impacted targets. */
+  merges: { entryId: string; number: number; sha: string; targets: ImpactedTargets }[];
   /** The head before the first of `merges`. */
   anchorSha: string;
 }
@@ -179,8 +189,12 @@ export interface QueueSnapshot {
   order: string[];
   runs: Record<string, TestRun>;
   bisections: Record<string, BisectionGroup>;
-  /** Entry being merged right now (merges happen one at a time, in order). */
-  merging: string | null;
+  /** The merge in flight (merges happen one at a time, in order), and what cleared it. */
+  merging: {
+    entryId: string;
+    runId: string | null;
+    reason: "merged_by_queue" | "merged_optimistically" | "merged_directly";
+  } | null;
   nextSeq: number;
   /** Counter for ids the planner assigns (runs, entries, bisection groups). */
   nextId: number;
@@ -198,6 +212,8 @@ export type QueueEvent =
       /** Parsed priority, or null for the default. */
       priority: number | null;
       noBatch: boolean;
+      /** The new entry's id (assigned by the driver, so that replays give the same ids). */
+      entryId?: string;
     })
   | (Command & { type: "cancel"; prNumber: number })
   | (Command & { type: "restart"; prNumber: number })
@@ -252,6 +268,8 @@ export interface PlanResult {
   decisions: Decision[];
   /** When the planner next needs a `tick` (timeouts, batching waits); null: no timer. */
   wakeAt: number | null;
+  /** Set when a command was refused (nothing changed): the API's error code and sentence. */
+  rejection: { code: "not_found" | "conflict"; message: string } | null;
 }
 
 // ---- priorities (contract §5) -----------------------------------------------------------------

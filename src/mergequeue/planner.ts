@@ -1,0 +1,1278 @@
+/**
+ * The merge-queue planner: a pure function from a queue's state and one event to the decisions
+ * to carry out (start runs, cancel runs, merge, change states). It implements Trunk's semantics
+ * (research merge-queue §2): predictive testing, pending failure and its depth, optimistic
+ * merging, batching with bisection, priorities with urgent preemption, timeouts, queue states,
+ * parallel lanes from impacted targets and direct merge. No I/O, no clock, no randomness: the same
+ * state and event always give the same result.
+ *
+ * `plan` changes the snapshot it is given and returns it; callers continue with the result.
+ */
+import { finishModeSwitch, type QueueConfiguration } from "./settings.js";
+import {
+  QUEUE_ACTOR,
+  URGENT_PRIORITY,
+  DEFAULT_PRIORITY,
+  PRIORITY_NAMES,
+  type Actor,
+  type BisectionGroup,
+  type Decision,
+  type Entry,
+  type ImpactedTargets,
+  type PlanResult,
+  type PrState,
+  type PullRequestInfo,
+  type QueueEvent,
+  type QueueSnapshot,
+  type TestRun,
+  type TransitionReason,
+} from "./model.js";
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+export function initialSnapshot(input: {
+  queueId: string;
+  targetBranch: string;
+  configuration: QueueConfiguration;
+  headSha: string;
+}): QueueSnapshot {
+  return {
+    queueId: input.queueId,
+    targetBranch: input.targetBranch,
+    configuration: input.configuration,
+    base: { headSha: input.headSha, merges: [], anchorSha: input.headSha },
+    entries: {},
+    order: [],
+    runs: {},
+    bisections: {},
+    merging: null,
+    nextSeq: 1,
+    nextId: 1,
+  };
+}
+
+export function plan(snapshot: QueueSnapshot, event: QueueEvent, now: number): PlanResult {
+  const planning = new Planning(snapshot, now);
+  planning.apply(event);
+  if (!planning.rejection) planning.settle();
+  return {
+    snapshot,
+    decisions: planning.decisions,
+    wakeAt: planning.wakeAt(),
+    rejection: planning.rejection,
+  };
+}
+
+/** Two target sets overlap: `ALL` overlaps everything but `[]`, `[]` overlaps nothing. */
+export function targetsOverlap(a: ImpactedTargets, b: ImpactedTargets): boolean {
+  if (Array.isArray(a) && a.length === 0) return false;
+  if (Array.isArray(b) && b.length === 0) return false;
+  if (a === "ALL" || b === "ALL") return true;
+  const set = new Set(a);
+  return b.some((target) => set.has(target));
+}
+
+class Planning {
+  readonly decisions: Decision[] = [];
+  rejection: PlanResult["rejection"] = null;
+  private readonly s: QueueSnapshot;
+  /** Earliest time a batch that is filling up must start anyway. */
+  private batchDeadline: number | null = null;
+
+  constructor(
+    snapshot: QueueSnapshot,
+    private readonly now: number,
+  ) {
+    this.s = snapshot;
+  }
+
+  /** An entry the caller knows is queued. */
+  private entry(id: string): Entry {
+    const entry = this.s.entries[id];
+    if (!entry) throw new Error(`planner: unknown entry ${id}`);
+    return entry;
+  }
+
+  private get config(): QueueConfiguration {
+    return this.s.configuration;
+  }
+
+  // ---- events --------------------------------------------------------------------------------
+
+  apply(event: QueueEvent): void {
+    switch (event.type) {
+      case "submit":
+        this.submit(event.pr, event.priority, event.noBatch, event.actor, event.entryId);
+        return;
+      case "cancel": {
+        const entry = this.byNumber(event.prNumber);
+        if (!entry) {
+          this.reject("not_found", this.notQueued(event.prNumber));
+          return;
+        }
+        if (this.s.merging?.entryId === entry.id) {
+          this.reject("conflict", `Pull request #${event.prNumber} is being merged.`);
+          return;
+        }
+        this.conclude(entry, "cancelled", "cancelled_by_user", event.actor);
+        return;
+      }
+      case "restart":
+        this.restart(event.prNumber, event.actor);
+        return;
+      case "set_impacted_targets": {
+        const entry = this.byNumber(event.prNumber);
+        if (!entry) {
+          this.reject("not_found", this.notQueued(event.prNumber));
+          return;
+        }
+        if (entry.pr.headSha !== event.headSha) {
+          this.reject(
+            "conflict",
+            `Pull request #${event.prNumber} is at ${entry.pr.headSha}, not ${event.headSha}.`,
+          );
+          return;
+        }
+        entry.impactedTargets = event.targets;
+        return;
+      }
+      case "run_finished":
+        this.runFinished(event);
+        return;
+      case "merge_finished":
+        this.mergeFinished(event.entryId, event.newHeadSha);
+        return;
+      case "merge_failed": {
+        const entry = this.s.entries[event.entryId];
+        if (!entry || this.s.merging?.entryId !== entry.id) return;
+        this.s.merging = null;
+        this.conclude(entry, "failed", event.reason, QUEUE_ACTOR, null, event.message);
+        return;
+      }
+      case "pr_updated":
+        this.prUpdated(event.pr);
+        return;
+      case "base_pushed":
+        this.basePushed(event.headSha);
+        return;
+      case "settings_changed":
+        this.s.configuration = event.configuration;
+        return;
+      case "tick":
+        this.tick();
+        return;
+    }
+  }
+
+  private reject(code: "not_found" | "conflict", message: string): void {
+    this.rejection = { code, message };
+  }
+
+  private notQueued(prNumber: number): string {
+    return `Pull request #${prNumber} is not in the merge queue for ${this.s.targetBranch}.`;
+  }
+
+  private byNumber(prNumber: number): Entry | undefined {
+    for (const entry of Object.values(this.s.entries)) {
+      if (entry.pr.number === prNumber) return entry;
+    }
+    return undefined;
+  }
+
+  private submit(
+    pr: PullRequestInfo,
+    priority: number | null,
+    noBatch: boolean,
+    actor: Actor,
+    entryId: string | undefined,
+  ): void {
+    const existing = this.byNumber(pr.number);
+    if (existing) {
+      // Resubmission updates priority and batching (contract §5); an unstarted entry moves.
+      existing.priorityValue = priority ?? PRIORITY_NAMES[DEFAULT_PRIORITY];
+      existing.usedDefaultPriority = priority === null;
+      existing.noBatch = noBatch;
+      this.record(existing, existing.state, "resubmitted", actor);
+      if (existing.state === "pending" && !existing.positioned) {
+        this.removeFromOrder(existing.id);
+        this.insertIntoOrder(existing);
+      }
+      return;
+    }
+    const id = entryId ?? `${this.s.queueId}:${this.s.nextId++}`;
+    const entry: Entry = {
+      id,
+      pr,
+      state: "not_ready",
+      stateChangedAt: this.now,
+      submittedAt: this.now,
+      readyAt: null,
+      seq: this.s.nextSeq++,
+      priorityValue: priority ?? PRIORITY_NAMES[DEFAULT_PRIORITY],
+      usedDefaultPriority: priority === null,
+      noBatch,
+      impactedTargets: null,
+      runId: null,
+      unit: [],
+      failure: null,
+      flakyRetries: 0,
+      bisection: null,
+      positioned: false,
+    };
+    this.s.entries[id] = entry;
+    this.decisions.push({
+      type: "transition",
+      entryId: id,
+      prNumber: pr.number,
+      from: null,
+      to: "not_ready",
+      reason: "submitted",
+      actor,
+      runId: null,
+      detail: null,
+    });
+    this.checkPullRequest(entry);
+  }
+
+  private restart(prNumber: number, actor: Actor): void {
+    const entry = this.byNumber(prNumber);
+    if (!entry) {
+      this.reject("not_found", this.notQueued(prNumber));
+      return;
+    }
+    if (this.s.merging?.entryId === entry.id) {
+      this.reject("conflict", `Pull request #${prNumber} is being merged.`);
+      return;
+    }
+    if (entry.bisection) {
+      this.reject(
+        "conflict",
+        `Pull request #${prNumber} is being bisected with its batch; it restarts when that ends.`,
+      );
+      return;
+    }
+    if (entry.state === "testing" || entry.state === "tests_passed") {
+      const run = entry.runId ? this.s.runs[entry.runId] : undefined;
+      if (run) this.invalidateRun(run, "restarted_by_user", actor);
+    } else if (entry.state === "pending_failure") {
+      this.toPending(entry, "restarted_by_user", actor);
+    }
+  }
+
+  private runFinished(event: Extract<QueueEvent, { type: "run_finished" }>): void {
+    const run = this.s.runs[event.runId];
+    // Unknown, finished or cancelled runs: a duplicate or late report.
+    if (!run || run.status !== "running") return;
+    if (event.outcome === "passed") {
+      run.status = "passed";
+      run.finishedAt = this.now;
+      if (run.kind === "bisection") {
+        this.bisectionResult(run, true);
+        return;
+      }
+      for (const id of run.unit) {
+        const entry = this.s.entries[id];
+        if (entry?.runId === run.id) this.transition(entry, "tests_passed", "tests_passed", run.id);
+      }
+      return;
+    }
+    const reason = event.reason ?? "failing_required_check";
+    this.failRun(run, reason, event.failingChecks, event.flakyOnly === true);
+  }
+
+  private failRun(
+    run: TestRun,
+    reason: TransitionReason,
+    failingChecks: string[],
+    flakyOnly: boolean,
+  ): void {
+    run.status = "failed";
+    run.finishedAt = this.now;
+    run.failingChecks = failingChecks;
+    if (run.kind === "bisection") {
+      this.bisectionResult(run, false);
+      return;
+    }
+    const unit = run.unit.map((id) => this.s.entries[id]).filter((e) => e?.runId === run.id);
+    // A failure made only of known flaky tests gets one more run of the same combination.
+    if (flakyOnly && unit.every((e) => e !== undefined && e.flakyRetries === 0)) {
+      const retry = this.newRun({ ...run, attempt: run.attempt + 1 });
+      for (const entry of unit as Entry[]) {
+        entry.flakyRetries += 1;
+        entry.runId = retry.id;
+        this.record(
+          entry,
+          "testing",
+          "retried_flaky_failure",
+          QUEUE_ACTOR,
+          retry.id,
+          `only known flaky tests failed in run ${run.id}; retrying once`,
+        );
+      }
+      return;
+    }
+    for (const entry of unit as Entry[]) {
+      entry.failure = { runId: run.id, reason, checks: failingChecks };
+      this.transition(
+        entry,
+        "pending_failure",
+        reason,
+        run.id,
+        failingChecks.length > 0 ? `failed: ${failingChecks.join(", ")}` : null,
+      );
+    }
+  }
+
+  private mergeFinished(entryId: string, newHeadSha: string): void {
+    const entry = this.s.entries[entryId];
+    const merging = this.s.merging;
+    if (!entry || merging?.entryId !== entryId) return;
+    this.s.merging = null;
+    this.s.base.merges.push({
+      entryId,
+      number: entry.pr.number,
+      sha: newHeadSha,
+      targets: this.targetsOf(entry),
+    });
+    this.s.base.headSha = newHeadSha;
+    this.conclude(entry, "merged", merging.reason, QUEUE_ACTOR, merging.runId);
+  }
+
+  private prUpdated(pr: PullRequestInfo): void {
+    const entry = this.byNumber(pr.number);
+    if (!entry) return;
+    const before = entry.pr;
+    if (this.s.merging?.entryId === entry.id) {
+      entry.pr = { ...pr, headSha: before.headSha };
+      return;
+    }
+    if (pr.state === "merged") {
+      entry.pr = pr;
+      this.conclude(entry, "merged", "merged_manually", { kind: "git_host" });
+      return;
+    }
+    if (pr.state === "closed") {
+      this.conclude(entry, "cancelled", "pr_closed", { kind: "git_host" });
+      return;
+    }
+    if (pr.headSha !== before.headSha) {
+      entry.pr = pr;
+      this.conclude(entry, "cancelled", "pr_pushed_to", { kind: "git_host" }, null, pr.headSha);
+      return;
+    }
+    if (pr.draft) {
+      this.conclude(entry, "cancelled", "pr_draft", { kind: "git_host" });
+      return;
+    }
+    if (pr.baseBranch !== before.baseBranch && entry.state !== "not_ready") {
+      this.conclude(entry, "cancelled", "pr_base_branch_changed", { kind: "git_host" });
+      return;
+    }
+    entry.pr = pr;
+    this.checkPullRequest(entry);
+  }
+
+  private basePushed(headSha: string): void {
+    const base = this.s.base;
+    if (headSha === base.headSha) return;
+    // A report of a head the queue itself produced earlier arrives late: nothing changed.
+    if (headSha === base.anchorSha || base.merges.some((m) => m.sha === headSha)) return;
+    this.s.base = { headSha, merges: [], anchorSha: headSha };
+    // Trunk restarts everything in flight on an outside push (research merge-queue §2.4).
+    for (const group of Object.values(this.s.bisections)) this.dissolveBisection(group);
+    for (const run of Object.values(this.s.runs)) {
+      if (run.status === "running" || run.status === "passed") {
+        this.invalidateRun(run, "restarted_on_new_base", QUEUE_ACTOR);
+      }
+    }
+    for (const id of [...this.s.order]) {
+      const entry = this.s.entries[id];
+      if (entry?.state === "pending_failure" && this.s.merging?.entryId !== id) {
+        this.toPending(entry, "restarted_on_new_base", QUEUE_ACTOR);
+      }
+    }
+  }
+
+  private tick(): void {
+    const timeout = this.config.testingTimeoutMinutes;
+    if (timeout > 0) {
+      for (const run of Object.values(this.s.runs)) {
+        if (run.status === "running" && this.now >= run.startedAt + timeout * MINUTE) {
+          this.decisions.push({ type: "cancel_run", runId: run.id, reason: "test_run_timeout" });
+          this.failRun(run, "test_run_timeout", [], false);
+        }
+      }
+    }
+    const notReadyHours = this.config.notReadyTimeoutHours;
+    if (notReadyHours > 0) {
+      for (const entry of Object.values(this.s.entries)) {
+        if (
+          entry.state === "not_ready" &&
+          this.now >= entry.stateChangedAt + notReadyHours * HOUR
+        ) {
+          this.conclude(entry, "cancelled", "not_ready_timeout", QUEUE_ACTOR);
+        }
+      }
+    }
+  }
+
+  // ---- readiness -------------------------------------------------------------------------------
+
+  /** Why an entry cannot be tested yet, or null when it is ready. */
+  private notReadyReason(entry: Entry): TransitionReason | null {
+    const pr = entry.pr;
+    if (pr.baseBranch !== this.s.targetBranch) return "base_branch_mismatch";
+    if (pr.mergeability === "not_mergeable") return "not_mergeable";
+    // Entries already admitted keep their place while the host recomputes mergeability.
+    if (entry.state === "not_ready" && pr.mergeability !== "mergeable") return "not_mergeable";
+    if (this.config.mode === "parallel" && entry.impactedTargets === null) {
+      return "awaiting_impacted_targets";
+    }
+    return null;
+  }
+
+  private checkPullRequest(entry: Entry): void {
+    if (entry.pr.state === "closed") {
+      this.conclude(entry, "cancelled", "pr_closed", { kind: "git_host" });
+      return;
+    }
+    if (entry.pr.state === "merged") {
+      this.conclude(entry, "merged", "merged_manually", { kind: "git_host" });
+      return;
+    }
+    if (entry.pr.draft) {
+      this.conclude(entry, "cancelled", "pr_draft", { kind: "git_host" });
+      return;
+    }
+    const reason = this.notReadyReason(entry);
+    if (reason === null && entry.state === "not_ready") {
+      entry.readyAt = this.now;
+      this.transition(entry, "pending", "ready");
+      this.insertIntoOrder(entry);
+    } else if (reason !== null && entry.state !== "not_ready") {
+      this.leaveOrder(entry, reason);
+      entry.readyAt = null;
+      this.transition(entry, "not_ready", reason);
+    }
+  }
+
+  // ---- queue order -----------------------------------------------------------------------------
+
+  private insertIntoOrder(entry: Entry): void {
+    const order = this.s.order;
+    let index: number;
+    if (entry.priorityValue === URGENT_PRIORITY) {
+      // Urgent goes ahead of everything not yet passed, behind earlier urgent entries.
+      index = order.findIndex((id) => {
+        const other = this.entry(id);
+        return (
+          (other.state === "pending" || other.state === "testing") &&
+          other.priorityValue !== URGENT_PRIORITY &&
+          other.bisection === null
+        );
+      });
+      if (index === -1) index = order.length;
+    } else {
+      // Behind everything already tested at its position; by priority among the rest.
+      let firstFree = 0;
+      for (let i = order.length - 1; i >= 0; i--) {
+        if (this.entry(at(order, i)).positioned) {
+          firstFree = i + 1;
+          break;
+        }
+      }
+      index = order.length;
+      for (let i = firstFree; i < order.length; i++) {
+        if (this.entry(at(order, i)).priorityValue > entry.priorityValue) {
+          index = i;
+          break;
+        }
+      }
+    }
+    order.splice(index, 0, entry.id);
+    if (index < order.length - 1) {
+      // Everything behind that included the entries ahead of it is now tested on the wrong base.
+      for (const run of Object.values(this.s.runs)) {
+        if ((run.status === "running" || run.status === "passed") && run.kind === "main") {
+          if (this.dependsOnEntry(run, entry)) {
+            this.invalidateRun(run, "preempted_by_urgent", QUEUE_ACTOR);
+          }
+        }
+      }
+    }
+  }
+
+  /** Whether a run's unit comes after `entry` in the order and depends on it. */
+  private dependsOnEntry(run: TestRun, entry: Entry): boolean {
+    const position = this.s.order.indexOf(entry.id);
+    return run.unit.some((id) => {
+      const unitEntry = this.s.entries[id];
+      if (!unitEntry || unitEntry.runId !== run.id) return false;
+      return (
+        this.s.order.indexOf(id) > position &&
+        targetsOverlap(this.targetsOf(unitEntry), this.targetsOf(entry))
+      );
+    });
+  }
+
+  private removeFromOrder(id: string): void {
+    const index = this.s.order.indexOf(id);
+    if (index >= 0) this.s.order.splice(index, 1);
+  }
+
+  /** An entry stops being ready (or concludes): its runs end and dependents are replanned. */
+  private leaveOrder(entry: Entry, reason: TransitionReason): void {
+    this.removeFromOrder(entry.id);
+    if (entry.bisection) {
+      const group = this.s.bisections[entry.bisection.groupId];
+      if (group) this.dropFromBisection(group, entry.id);
+      entry.bisection = null;
+    }
+    const dependentReason: TransitionReason =
+      reason === "failing_required_check" ||
+      reason === "test_run_timeout" ||
+      reason === "merge_conflict" ||
+      reason === "merge_failed" ||
+      reason === "no_required_statuses" ||
+      reason === "config_parsing_failure"
+        ? "prerequisite_merge_item_failed"
+        : "prerequisite_merge_item_removed";
+    for (const run of Object.values(this.s.runs)) {
+      if (run.status === "cancelled") continue;
+      if (!run.prs.some((pr) => pr.entryId === entry.id)) continue;
+      if (run.status === "running" || run.status === "passed") {
+        this.invalidateRun(run, dependentReason, QUEUE_ACTOR, entry.id);
+      } else {
+        // A failure that included this entry may have been its fault: test the others again.
+        for (const id of run.unit) {
+          const other = this.s.entries[id];
+          if (
+            other &&
+            other.id !== entry.id &&
+            other.failure?.runId === run.id &&
+            !other.bisection
+          ) {
+            this.toPending(other, dependentReason, QUEUE_ACTOR);
+          }
+        }
+      }
+    }
+    entry.runId = null;
+  }
+
+  // ---- state changes ---------------------------------------------------------------------------
+
+  private record(
+    entry: Entry,
+    to: PrState,
+    reason: TransitionReason,
+    actor: Actor = QUEUE_ACTOR,
+    runId: string | null = null,
+    detail: string | null = null,
+  ): void {
+    this.decisions.push({
+      type: "transition",
+      entryId: entry.id,
+      prNumber: entry.pr.number,
+      from: entry.state,
+      to,
+      reason,
+      actor,
+      runId,
+      detail,
+    });
+  }
+
+  private transition(
+    entry: Entry,
+    to: PrState,
+    reason: TransitionReason,
+    runId: string | null = null,
+    detail: string | null = null,
+    actor: Actor = QUEUE_ACTOR,
+  ): void {
+    this.record(entry, to, reason, actor, runId, detail);
+    entry.state = to;
+    entry.stateChangedAt = this.now;
+  }
+
+  /** Back to `pending` at the same position, to be tested again. */
+  private toPending(entry: Entry, reason: TransitionReason, actor: Actor): void {
+    if (entry.state === "pending" || entry.state === "not_ready") return;
+    const run = entry.runId ? this.s.runs[entry.runId] : undefined;
+    if (run?.status === "running" && run.unit.every((id) => id === entry.id)) {
+      run.status = "cancelled";
+      this.decisions.push({ type: "cancel_run", runId: run.id, reason });
+    }
+    entry.runId = null;
+    entry.failure = null;
+    this.transition(entry, "pending", reason, null, null, actor);
+  }
+
+  /** A run no longer tests what would land: cancel it and send its unit back to pending. */
+  private invalidateRun(
+    run: TestRun,
+    reason: TransitionReason,
+    actor: Actor,
+    causeEntryId: string | null = null,
+  ): void {
+    if (run.status === "running") {
+      this.decisions.push({ type: "cancel_run", runId: run.id, reason });
+    }
+    run.status = "cancelled";
+    run.finishedAt = this.now;
+    for (const id of run.unit) {
+      const entry = this.s.entries[id];
+      if (!entry || entry.id === causeEntryId || entry.runId !== run.id) continue;
+      if (this.s.merging?.entryId === entry.id) continue;
+      if (entry.bisection) continue;
+      entry.runId = null;
+      this.transition(entry, "pending", reason, null, null, actor);
+    }
+  }
+
+  /** merged, failed or cancelled: the entry leaves the queue. */
+  private conclude(
+    entry: Entry,
+    to: "merged" | "failed" | "cancelled",
+    reason: TransitionReason,
+    actor: Actor,
+    runId: string | null = null,
+    detail: string | null = null,
+  ): void {
+    const byQueue =
+      reason === "merged_by_queue" ||
+      reason === "merged_optimistically" ||
+      reason === "merged_directly";
+    // A queue merge keeps the runs that included it (they tested what landed); anything else
+    // leaving the queue takes its runs and their dependents' runs with it.
+    if (byQueue) this.removeFromOrder(entry.id);
+    else this.leaveOrder(entry, reason);
+    this.transition(entry, to, reason, runId, detail, actor);
+    Reflect.deleteProperty(this.s.entries, entry.id);
+  }
+
+  // ---- settling ------------------------------------------------------------------------------
+
+  settle(): void {
+    for (let round = 0; round < 10_000; round++) {
+      const before = this.decisions.length;
+      this.revalidate();
+      this.resolveFailures();
+      this.progressBisections();
+      this.mergeNext();
+      this.startRuns();
+      this.finishModeSwitchIfEmpty();
+      if (this.decisions.length === before) break;
+    }
+    this.collectGarbage();
+  }
+
+  /**
+   * Runs planned on a base that has since changed in a way they did not include (a bisected PR
+   * landed ahead of them, a merge in another lane touched their targets) test the wrong thing.
+   */
+  private revalidate(): void {
+    for (const run of Object.values(this.s.runs)) {
+      if (run.kind !== "main" && run.status !== "passed") continue;
+      if (run.status === "running" || run.status === "passed") {
+        if (this.landingOf(run) === undefined) {
+          this.invalidateRun(run, "restarted_on_new_base", QUEUE_ACTOR);
+        }
+      } else if (run.status === "failed" && this.landedSince(run.baseSha) === undefined) {
+        for (const id of run.unit) {
+          const entry = this.s.entries[id];
+          if (entry?.failure?.runId === run.id && !entry.bisection) {
+            this.toPending(entry, "restarted_on_new_base", QUEUE_ACTOR);
+          }
+        }
+      }
+    }
+  }
+
+  private finishModeSwitchIfEmpty(): void {
+    if (this.config.state !== "switching_modes") return;
+    if (Object.keys(this.s.entries).length > 0) return;
+    this.s.configuration = finishModeSwitch(this.config);
+    this.decisions.push({ type: "queue_state", configuration: this.s.configuration });
+  }
+
+  /** Impacted targets of an entry; in single mode everything depends on everything. */
+  private targetsOf(entry: Entry): ImpactedTargets {
+    if (this.config.mode !== "parallel") return "ALL";
+    return entry.impactedTargets ?? "ALL";
+  }
+
+  /**
+   * The entries ahead of `index` in the order that an entry with `targets` depends on, directly
+   * or through each other (a dependency's own dependencies are part of its tested base).
+   */
+  private dependenciesAt(index: number, targets: ImpactedTargets): string[] {
+    const order = this.s.order;
+    if (this.config.mode !== "parallel") return order.slice(0, index);
+    const chosen = new Set<string>();
+    let frontier: ImpactedTargets[] = [targets];
+    // Walk backwards once: an earlier entry is needed if it overlaps anything already needed.
+    for (let i = index - 1; i >= 0; i--) {
+      const id = at(order, i);
+      const other = this.targetsOf(this.entry(id));
+      if (frontier.some((t) => targetsOverlap(t, other))) {
+        chosen.add(id);
+        frontier = [...frontier, other];
+      }
+    }
+    return order.slice(0, index).filter((id) => chosen.has(id));
+  }
+
+  /** Entries whose changes a new run includes: those in flight, not those being bisected. */
+  private inFlight(entry: Entry): boolean {
+    return (
+      entry.bisection === null &&
+      (entry.state === "testing" ||
+        entry.state === "tests_passed" ||
+        entry.state === "pending_failure")
+    );
+  }
+
+  private startRuns(): void {
+    this.batchDeadline = null;
+    const state = this.config.state;
+    if (state === "paused") return;
+    let slots =
+      this.config.concurrency -
+      Object.values(this.s.runs).filter((r) => r.status === "running" && r.kind === "main").length;
+    const order = this.s.order;
+    const blockedTargets: ImpactedTargets[] = [];
+    for (let i = 0; i < order.length && slots > 0; i++) {
+      const entry = this.entry(at(order, i));
+      if (entry.state !== "pending") continue;
+      const targets = this.targetsOf(entry);
+      // Something ahead that it depends on is still waiting: it must wait too (order).
+      if (blockedTargets.some((t) => targetsOverlap(t, targets))) {
+        if (this.config.mode !== "parallel") break;
+        blockedTargets.push(targets);
+        continue;
+      }
+      const deps = this.dependenciesAt(i, targets);
+      const depsReady = deps.every((id) => {
+        const dep = this.entry(id);
+        return this.inFlight(dep) || dep.bisection !== null;
+      });
+      if (!depsReady) {
+        blockedTargets.push(targets);
+        continue;
+      }
+      if (this.tryDirectMerge(entry, deps)) return;
+      const unit = this.formUnit(i);
+      if (unit === null) {
+        blockedTargets.push(targets);
+        continue;
+      }
+      this.startMainRun(unit);
+      slots -= 1;
+      i = order.indexOf(at(unit, unit.length - 1));
+    }
+  }
+
+  /**
+   * The entries tested together starting at `index`: one, or with batching up to the target
+   * size of consecutive ready entries. Null while a batch is still filling up.
+   */
+  private formUnit(index: number): string[] | null {
+    const order = this.s.order;
+    const first = this.entry(at(order, index));
+    if (!this.config.batch || first.noBatch) return [first.id];
+    const size = Math.max(1, this.config.batchingMinSize);
+    const unit: string[] = [];
+    let oldestReady = Infinity;
+    for (let i = index; i < order.length && unit.length < size; i++) {
+      const entry = this.entry(at(order, i));
+      if (entry.state !== "pending" || entry.noBatch) break;
+      unit.push(entry.id);
+      oldestReady = Math.min(oldestReady, entry.readyAt ?? this.now);
+    }
+    if (unit.length >= size) return unit;
+    const urgent = unit.some((id) => this.entry(id).priorityValue === URGENT_PRIORITY);
+    const deadline = oldestReady + this.config.batchingMaxWaitTimeMinutes * MINUTE;
+    if (urgent || this.now >= deadline || this.config.state !== "running") return unit;
+    this.batchDeadline = Math.min(this.batchDeadline ?? Infinity, deadline);
+    return null;
+  }
+
+  private startMainRun(unitIds: string[]): void {
+    const order = this.s.order;
+    const firstIndex = order.indexOf(at(unitIds, 0));
+    const unitSet = new Set(unitIds);
+    const ahead = new Set<string>();
+    for (const id of unitIds) {
+      const entry = this.entry(id);
+      const deps = this.dependenciesAt(order.indexOf(id), this.targetsOf(entry));
+      for (const dep of deps) {
+        if (!unitSet.has(dep) && this.inFlight(this.entry(dep))) ahead.add(dep);
+      }
+    }
+    const aheadIds = order.slice(0, firstIndex + unitIds.length).filter((id) => ahead.has(id));
+    const run = this.newRun({
+      kind: "main",
+      ahead: aheadIds,
+      unit: unitIds,
+      attempt: 1,
+      bisectionGroup: null,
+    });
+    for (const id of unitIds) {
+      const entry = this.entry(id);
+      entry.runId = run.id;
+      entry.unit = unitIds;
+      entry.positioned = true;
+      this.transition(entry, "testing", "test_run_started", run.id);
+    }
+  }
+
+  private newRun(
+    spec: Pick<TestRun, "kind" | "ahead" | "unit" | "attempt" | "bisectionGroup">,
+  ): TestRun {
+    const id = `${this.s.nextId++}`;
+    const prs = [...spec.ahead, ...spec.unit].map((entryId) => {
+      const entry = this.entry(entryId);
+      return { entryId, number: entry.pr.number, headSha: entry.pr.headSha };
+    });
+    const run: TestRun = {
+      id,
+      kind: spec.kind,
+      status: "running",
+      baseSha: this.s.base.headSha,
+      prs,
+      ahead: [...spec.ahead],
+      unit: [...spec.unit],
+      startedAt: this.now,
+      finishedAt: null,
+      bisectionGroup: spec.bisectionGroup,
+      failingChecks: [],
+      attempt: spec.attempt,
+    };
+    this.s.runs[id] = run;
+    this.decisions.push({ type: "start_run", run: structuredCloneRun(run) });
+    return run;
+  }
+
+  // ---- pending failure -------------------------------------------------------------------------
+
+  private resolveFailures(): void {
+    const seen = new Set<string>();
+    for (const id of [...this.s.order]) {
+      const entry = this.s.entries[id];
+      if (!entry || entry.state !== "pending_failure" || entry.bisection || !entry.failure)
+        continue;
+      const runId = entry.failure.runId;
+      if (seen.has(runId)) continue;
+      seen.add(runId);
+      const run = this.s.runs[runId];
+      if (!run) continue;
+      const unit = run.unit
+        .map((u) => this.s.entries[u])
+        .filter((e): e is Entry => e?.failure?.runId === runId && e.bisection === null);
+      if (unit.length === 0) continue;
+      // Wait for every predecessor the run included: a failure among them explains this one.
+      if (run.ahead.some((a) => this.s.entries[a] !== undefined)) continue;
+      if (this.s.merging !== null && unit.some((e) => e.id === this.s.merging?.entryId)) continue;
+      if (this.waitingForSuccessors(unit)) continue;
+      // With optimistic merging, a passed successor clears it: the merge step does that.
+      if (this.config.canOptimisticallyMerge && this.clearingRun(at(unit, 0)) !== null) continue;
+      if (unit.length === 1) {
+        const only = at(unit, 0);
+        const failure = only.failure ?? entry.failure;
+        this.conclude(
+          only,
+          "failed",
+          failure.reason,
+          QUEUE_ACTOR,
+          runId,
+          failure.checks.length > 0 ? `failed: ${failure.checks.join(", ")}` : null,
+        );
+      } else {
+        this.startBisection(run, unit);
+      }
+    }
+  }
+
+  /** `pendingFailureDepth`: successors within that many levels still testing with this unit. */
+  private waitingForSuccessors(unit: Entry[]): boolean {
+    const depth = this.config.pendingFailureDepth;
+    if (depth <= 0) return false;
+    const ids = new Set(unit.map((e) => e.id));
+    const successorRuns = new Map<string, TestRun>();
+    const order = this.s.order;
+    const start = Math.max(...unit.map((e) => order.indexOf(e.id)));
+    for (let i = start + 1; i < order.length && successorRuns.size < depth; i++) {
+      const entry = this.entry(at(order, i));
+      const run = entry.runId ? this.s.runs[entry.runId] : undefined;
+      if (!run || run.kind !== "main" || ids.has(entry.id)) continue;
+      if (!run.prs.some((pr) => ids.has(pr.entryId))) continue;
+      successorRuns.set(run.id, run);
+    }
+    return [...successorRuns.values()].some((run) => run.status === "running");
+  }
+
+  // ---- bisection -----------------------------------------------------------------------------
+
+  private startBisection(run: TestRun, unit: Entry[]): void {
+    const id = `b${this.s.nextId++}`;
+    const group: BisectionGroup = {
+      id,
+      runId: run.id,
+      segments: [
+        { entries: unit.map((e) => e.id), status: "failed", runId: run.id, inferred: false },
+      ],
+    };
+    this.s.bisections[id] = group;
+    for (const entry of unit) {
+      entry.bisection = { groupId: id };
+      this.record(entry, "pending_failure", "bisection_started", QUEUE_ACTOR, run.id);
+    }
+    // Runs that counted on the batch no longer do: successors are tested without it.
+    for (const other of Object.values(this.s.runs)) {
+      if (other.id === run.id || other.kind !== "main") continue;
+      if (other.status !== "running" && other.status !== "passed") continue;
+      if (other.prs.some((pr) => unit.some((e) => e.id === pr.entryId))) {
+        this.invalidateRun(other, "prerequisite_merge_item_failed", QUEUE_ACTOR);
+      }
+    }
+  }
+
+  private progressBisections(): void {
+    if (Object.keys(this.s.bisections).length === 0) return;
+    const skip = this.config.optimizationMode === "bisection_skip_redundant_tests";
+    let slots =
+      this.config.bisectionConcurrency -
+      Object.values(this.s.runs).filter((r) => r.status === "running" && r.kind === "bisection")
+        .length;
+    for (const group of Object.values(this.s.bisections)) {
+      // Split failed segments; decide single culprits.
+      for (let i = 0; i < group.segments.length; i++) {
+        const segment = at(group.segments, i);
+        if (segment.status !== "failed") continue;
+        if (segment.entries.length === 1) {
+          group.segments.splice(i--, 1);
+          const culprit = this.s.entries[at(segment.entries, 0)];
+          if (culprit) {
+            const failedRun = segment.runId ? this.s.runs[segment.runId] : undefined;
+            culprit.bisection = null;
+            this.conclude(
+              culprit,
+              "failed",
+              culprit.failure?.reason ?? "failing_required_check",
+              QUEUE_ACTOR,
+              segment.runId,
+              segment.inferred
+                ? "bisection: its batch failed and the rest of the batch passed"
+                : `bisection: failed ${(failedRun?.failingChecks ?? culprit.failure?.checks ?? []).join(", ")}`,
+            );
+          }
+          continue;
+        }
+        const half = Math.ceil(segment.entries.length / 2);
+        const left = segment.entries.slice(0, half);
+        const right = segment.entries.slice(half);
+        group.segments.splice(
+          i,
+          1,
+          { entries: left, status: "untested", runId: null, inferred: false },
+          // With skip_redundant_tests the right half waits for the left one's verdict.
+          {
+            entries: right,
+            status: skip ? "testing" : "untested",
+            runId: skip ? `after:${left.join(",")}` : null,
+            inferred: false,
+          },
+        );
+        i--;
+      }
+      if (this.config.state === "paused") continue;
+      for (const segment of group.segments) {
+        if (slots <= 0) break;
+        if (segment.status !== "untested") continue;
+        const run = this.newRun({
+          kind: "bisection",
+          ahead: [],
+          unit: segment.entries,
+          attempt: 1,
+          bisectionGroup: group.id,
+        });
+        segment.status = "testing";
+        segment.runId = run.id;
+        slots -= 1;
+      }
+    }
+  }
+
+  private bisectionResult(run: TestRun, passed: boolean): void {
+    const group = run.bisectionGroup ? this.s.bisections[run.bisectionGroup] : undefined;
+    if (!group) return;
+    const index = group.segments.findIndex((s) => s.runId === run.id);
+    if (index < 0) return;
+    const segment = at(group.segments, index);
+    const waiting = group.segments.find((s) => s.runId === `after:${segment.entries.join(",")}`);
+    if (!passed) {
+      segment.status = "failed";
+      // The sibling is not implied by a failing left half: it needs its own run.
+      if (waiting) {
+        waiting.status = "untested";
+        waiting.runId = null;
+      }
+      return;
+    }
+    group.segments.splice(index, 1);
+    if (waiting) {
+      // A failed parent and a passing left half: the right half fails without a run.
+      waiting.status = "failed";
+      waiting.runId = run.id;
+      waiting.inferred = true;
+    }
+    // Proven good: back to the main queue, where this passed run can merge them directly if
+    // nothing changed underneath (they are at the front); otherwise they are tested again.
+    for (const id of segment.entries) {
+      const entry = this.s.entries[id];
+      if (!entry) continue;
+      entry.bisection = null;
+      entry.failure = null;
+      entry.runId = run.id;
+      entry.unit = [...segment.entries];
+      this.transition(entry, "tests_passed", "bisection_passed", run.id);
+    }
+    this.closeBisectionIfDone(group);
+  }
+
+  private dropFromBisection(group: BisectionGroup, entryId: string): void {
+    for (const segment of group.segments) {
+      segment.entries = segment.entries.filter((id) => id !== entryId);
+    }
+    group.segments = group.segments.filter((s) => s.entries.length > 0);
+    this.closeBisectionIfDone(group);
+  }
+
+  private closeBisectionIfDone(group: BisectionGroup): void {
+    if (group.segments.length === 0) Reflect.deleteProperty(this.s.bisections, group.id);
+  }
+
+  private dissolveBisection(group: BisectionGroup): void {
+    for (const segment of group.segments) {
+      const run = segment.runId ? this.s.runs[segment.runId] : undefined;
+      if (segment.runId && run?.status === "running") {
+        run.status = "cancelled";
+        this.decisions.push({
+          type: "cancel_run",
+          runId: segment.runId,
+          reason: "restarted_on_new_base",
+        });
+      }
+      for (const id of segment.entries) {
+        const entry = this.s.entries[id];
+        if (!entry) continue;
+        entry.bisection = null;
+        entry.failure = null;
+        entry.runId = null;
+        this.transition(entry, "pending", "restarted_on_new_base");
+      }
+    }
+    Reflect.deleteProperty(this.s.bisections, group.id);
+  }
+
+  // ---- merging -------------------------------------------------------------------------------
+
+  /** PRs the queue merged on top of a run's base since it started; undefined if unrelated. */
+  private landedSince(baseSha: string): QueueSnapshot["base"]["merges"] | undefined {
+    const base = this.s.base;
+    if (baseSha === base.anchorSha) return base.merges;
+    const index = base.merges.findIndex((m) => m.sha === baseSha);
+    return index < 0 ? undefined : base.merges.slice(index + 1);
+  }
+
+  /**
+   * What merging a passed run would land, if it is still exactly what the run tested: the
+   * queued entries of the run after what has already landed. Undefined when the run no longer
+   * matches the target branch (then it cannot clear anything).
+   */
+  private landingOf(run: TestRun): Entry[] | undefined {
+    const landed = this.landedSince(run.baseSha);
+    if (!landed) return undefined;
+    const included = new Set(run.prs.map((pr) => pr.entryId));
+    let position = 0;
+    for (const merge of landed) {
+      if (included.has(merge.entryId)) {
+        if (run.prs[position]?.entryId !== merge.entryId) return undefined;
+        position += 1;
+      } else {
+        // Something else landed in between: only harmless when it is independent of the run.
+        const runTargets = run.prs.map((pr) => {
+          const entry = this.s.entries[pr.entryId];
+          return entry ? this.targetsOf(entry) : ("ALL" as const);
+        });
+        if (runTargets.some((t) => targetsOverlap(t, merge.targets))) return undefined;
+      }
+    }
+    const rest: Entry[] = [];
+    for (const pr of run.prs.slice(position)) {
+      const entry = this.s.entries[pr.entryId];
+      if (!entry || entry.pr.headSha !== pr.headSha) return undefined;
+      rest.push(entry);
+    }
+    return rest;
+  }
+
+  /** A passed later run that contains `entry` and can clear it (optimistic merging). */
+  private clearingRun(entry: Entry): TestRun | null {
+    for (const run of Object.values(this.s.runs)) {
+      if (run.status !== "passed" || run.kind !== "main") continue;
+      const landing = this.landingOf(run);
+      if (landing && landing[0]?.id === entry.id) return run;
+    }
+    return null;
+  }
+
+  private mergeNext(): void {
+    if (this.s.merging !== null) return;
+    if (this.config.state === "paused") return;
+    const order = this.s.order;
+    const aheadTargets: ImpactedTargets[] = [];
+    for (let i = 0; i < order.length; i++) {
+      const entry = this.entry(at(order, i));
+      const targets = this.targetsOf(entry);
+      const blocked = aheadTargets.some((t) => targetsOverlap(t, targets));
+      aheadTargets.push(targets);
+      if (blocked) {
+        if (this.config.mode !== "parallel") return;
+        continue;
+      }
+      if (entry.state !== "tests_passed" && entry.state !== "pending_failure") continue;
+      const clearance = this.clearanceFor(entry);
+      if (clearance) {
+        this.s.merging = { entryId: entry.id, ...clearance };
+        this.decisions.push({
+          type: "merge",
+          entryId: entry.id,
+          prNumber: entry.pr.number,
+          headSha: entry.pr.headSha,
+          expectedBaseSha: this.s.base.headSha,
+          method: this.config.mergeMethod,
+          runId: clearance.runId,
+          reason: clearance.reason,
+        });
+        return;
+      }
+    }
+  }
+
+  /** The passed run that lets the front entry merge now, if there is one. */
+  private clearanceFor(
+    entry: Entry,
+  ): { runId: string | null; reason: "merged_by_queue" | "merged_optimistically" } | null {
+    const own = entry.runId ? this.s.runs[entry.runId] : undefined;
+    if (own?.status === "passed" && entry.state === "tests_passed") {
+      const landing = this.landingOf(own);
+      // Its own run: it lands exactly the unit that was tested (a batch lands PR by PR).
+      if (landing && landing[0]?.id === entry.id && landing.every((e) => own.unit.includes(e.id))) {
+        return { runId: own.id, reason: "merged_by_queue" };
+      }
+    }
+    if (!this.config.canOptimisticallyMerge) return null;
+    const clearing = this.clearingRun(entry);
+    if (!clearing) return null;
+    return {
+      runId: clearing.id,
+      reason: clearing.unit.includes(entry.id) ? "merged_by_queue" : "merged_optimistically",
+    };
+  }
+
+  /** `directMergeMode: always`: up to date, own checks green, nothing ahead: no queue run. */
+  private tryDirectMerge(entry: Entry, deps: string[]): boolean {
+    if (this.config.directMergeMode !== "always") return false;
+    if (this.s.merging !== null || entry.positioned) return false;
+    if (!entry.pr.upToDate || !entry.pr.checksPassed) return false;
+    if (entry.pr.headSha === this.s.base.headSha) return false;
+    if (deps.length > 0) return false;
+    if (this.config.mode !== "parallel") {
+      const busy = Object.values(this.s.runs).some((r) => r.status === "running");
+      if (busy || this.s.order[0] !== entry.id) return false;
+    }
+    this.s.merging = { entryId: entry.id, runId: null, reason: "merged_directly" };
+    this.decisions.push({
+      type: "merge",
+      entryId: entry.id,
+      prNumber: entry.pr.number,
+      headSha: entry.pr.headSha,
+      expectedBaseSha: this.s.base.headSha,
+      method: this.config.mergeMethod,
+      runId: null,
+      reason: "merged_directly",
+    });
+    return true;
+  }
+
+  // ---- housekeeping --------------------------------------------------------------------------
+
+  private collectGarbage(): void {
+    const referenced = new Set<string>();
+    for (const entry of Object.values(this.s.entries)) {
+      if (entry.runId) referenced.add(entry.runId);
+      if (entry.failure) referenced.add(entry.failure.runId);
+    }
+    for (const group of Object.values(this.s.bisections)) {
+      referenced.add(group.runId);
+      for (const segment of group.segments) if (segment.runId) referenced.add(segment.runId);
+    }
+    for (const run of Object.values(this.s.runs)) {
+      if (run.status === "passed" && this.landingOf(run)?.length) referenced.add(run.id);
+      if (run.status !== "running" && !referenced.has(run.id))
+        Reflect.deleteProperty(this.s.runs, run.id);
+    }
+    // Keep the lineage back to the oldest base a remaining run was planned on.
+    const base = this.s.base;
+    let keepFrom = base.merges.length;
+    for (const run of Object.values(this.s.runs)) {
+      if (run.baseSha === base.anchorSha) keepFrom = 0;
+      else {
+        const index = base.merges.findIndex((m) => m.sha === run.baseSha);
+        if (index >= 0) keepFrom = Math.min(keepFrom, index + 1);
+      }
+    }
+    if (keepFrom > 0) {
+      base.anchorSha = at(base.merges, keepFrom - 1).sha;
+      base.merges = base.merges.slice(keepFrom);
+    }
+  }
+
+  wakeAt(): number | null {
+    let wake = this.batchDeadline ?? Infinity;
+    const timeout = this.config.testingTimeoutMinutes;
+    for (const run of Object.values(this.s.runs)) {
+      if (timeout > 0 && run.status === "running") {
+        wake = Math.min(wake, run.startedAt + timeout * MINUTE);
+      }
+    }
+    const hours = this.config.notReadyTimeoutHours;
+    if (hours > 0) {
+      for (const entry of Object.values(this.s.entries)) {
+        if (entry.state === "not_ready") wake = Math.min(wake, entry.stateChangedAt + hours * HOUR);
+      }
+    }
+    return wake === Infinity ? null : wake;
+  }
+}
+
+/** The element at `index`, which the caller knows exists. */
+function at<T>(list: readonly T[], index: number): T {
+  const value = list[index];
+  if (value === undefined) throw new Error(`planner: no element at ${index}`);
+  return value;
+}
+
+function structuredCloneRun(run: TestRun): TestRun {
+  return {
+    ...run,
+    prs: run.prs.map((pr) => ({ ...pr })),
+    ahead: [...run.ahead],
+    unit: [...run.unit],
+    failingChecks: [...run.failingChecks],
+  };
+}
