@@ -222,6 +222,91 @@ export interface TestStatusHistoryTable {
   actor: string | null;
 }
 
+/** Per merge queue: the planner's snapshot and the lease of its only writer (its driver). */
+export interface MqRuntimeTable {
+  queueId: string;
+  /** JSON of the planner's `QueueSnapshot`; `null` until the first commit. */
+  snapshot: string;
+  wakeAt: number | null;
+  leaseOwner: string | null;
+  /** Fencing counter: bumped on every takeover of the lease. */
+  leaseEpoch: ColumnType<number, number | undefined, number>;
+  /** 0 when released. */
+  leaseExpiresAt: ColumnType<number, number | undefined, number>;
+  updatedAt: number;
+}
+
+/** One submission of a pull request to a queue (`EntryRecord`). */
+export interface MqEntriesTable {
+  id: string;
+  queueId: string;
+  seq: number;
+  prNumber: number;
+  prTitle: string;
+  prSha: string;
+  prHeadBranch: string;
+  prBaseBranch: string;
+  prAuthor: string;
+  state: string;
+  stateChangedAt: number;
+  submittedAt: number;
+  concludedAt: number | null;
+  priorityValue: number;
+  usedDefaultPriority: DbBool;
+  noBatch: DbBool;
+  /** JSON of `EntryRecord["readiness"]`. */
+  readiness: string;
+  lastReason: string;
+}
+
+export interface MqTransitionsTable {
+  id: Generated<number>;
+  queueId: string;
+  entryId: string;
+  at: number;
+  fromState: string | null;
+  toState: string;
+  reason: string;
+  /** JSON of the `Actor`. */
+  actor: string;
+  runId: string | null;
+  detail: string | null;
+}
+
+/** A queue's test run (`RunRecord`); ids are unique within the queue. */
+export interface MqRunsTable {
+  queueId: string;
+  id: string;
+  kind: string;
+  status: string;
+  baseSha: string;
+  testBranch: string | null;
+  testBranchSha: string | null;
+  /** JSON array of `{entryId, number, headSha}`. */
+  prs: string;
+  /** JSON array of entry ids. */
+  unit: string;
+  /** JSON array of strings. */
+  requiredStatuses: string;
+  requiredStatusesSource: string | null;
+  /** JSON array of `{name, conclusion, url}`. */
+  checks: string;
+  startedAt: number;
+  finishedAt: number | null;
+}
+
+/** A queue's inbox: requests waiting for its driver, kept with the answer once applied. */
+export interface MqCommandsTable {
+  id: Generated<number>;
+  queueId: string;
+  /** JSON of the command. */
+  payload: string;
+  createdAt: number;
+  appliedAt: number | null;
+  /** JSON of `CommandResult`, once applied. */
+  result: string | null;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   apiTokens: ApiTokensTable;
@@ -238,4 +323,9 @@ export interface Database {
   testPrFailures: TestPrFailuresTable;
   testFailureGroups: TestFailureGroupsTable;
   testStatusHistory: TestStatusHistoryTable;
+  mqRuntime: MqRuntimeTable;
+  mqEntries: MqEntriesTable;
+  mqTransitions: MqTransitionsTable;
+  mqRuns: MqRunsTable;
+  mqCommands: MqCommandsTable;
 }

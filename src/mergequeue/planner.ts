@@ -135,6 +135,7 @@ class Planning {
           return;
         }
         entry.impactedTargets = event.targets;
+        this.checkPullRequest(entry);
         return;
       }
       case "run_finished":
@@ -297,7 +298,12 @@ class Planning {
     const unit = run.unit.map((id) => this.s.entries[id]).filter((e) => e?.runId === run.id);
     // A failure made only of known flaky tests gets one more run of the same combination.
     if (flakyOnly && unit.every((e) => e !== undefined && e.flakyRetries === 0)) {
-      const retry = this.newRun({ ...run, attempt: run.attempt + 1 });
+      // The same tree: what landed meanwhile is now part of the head it starts on.
+      const retry = this.newRun({
+        ...run,
+        ahead: run.ahead.filter((id) => this.s.entries[id] !== undefined),
+        attempt: run.attempt + 1,
+      });
       for (const entry of unit as Entry[]) {
         entry.flakyRetries += 1;
         entry.runId = retry.id;
@@ -647,8 +653,19 @@ class Planning {
       reason === "merged_directly";
     // A queue merge keeps the runs that included it (they tested what landed); anything else
     // leaving the queue takes its runs and their dependents' runs with it.
-    if (byQueue) this.removeFromOrder(entry.id);
-    else this.leaveOrder(entry, reason);
+    if (byQueue) {
+      this.removeFromOrder(entry.id);
+      // Its own run is still going when a later run cleared it: no longer needed.
+      const own = entry.runId ? this.s.runs[entry.runId] : undefined;
+      if (own?.status === "running" && own.id !== runId) {
+        const rest = own.unit.filter((id) => id !== entry.id && this.s.entries[id]);
+        if (rest.length === 0) {
+          own.status = "cancelled";
+          own.finishedAt = this.now;
+          this.decisions.push({ type: "cancel_run", runId: own.id, reason });
+        }
+      }
+    } else this.leaveOrder(entry, reason);
     this.transition(entry, to, reason, runId, detail, actor);
     Reflect.deleteProperty(this.s.entries, entry.id);
   }
@@ -660,8 +677,8 @@ class Planning {
       const before = this.decisions.length;
       this.revalidate();
       this.resolveFailures();
-      this.progressBisections();
       this.mergeNext();
+      this.progressBisections();
       this.startRuns();
       this.finishModeSwitchIfEmpty();
       if (this.decisions.length === before) break;
@@ -737,8 +754,8 @@ class Planning {
 
   private startRuns(): void {
     this.batchDeadline = null;
-    const state = this.config.state;
-    if (state === "paused") return;
+    // Runs are planned on the branch as it is: not while a merge is moving it.
+    if (this.config.state === "paused" || this.s.merging !== null) return;
     let slots =
       this.config.concurrency -
       Object.values(this.s.runs).filter((r) => r.status === "running" && r.kind === "main").length;
@@ -988,13 +1005,19 @@ class Planning {
         );
         i--;
       }
-      if (this.config.state === "paused") continue;
+      if (this.config.state === "paused" || this.s.merging !== null) continue;
       for (const segment of group.segments) {
         if (slots <= 0) break;
         if (segment.status !== "untested") continue;
+        // On top of what will land before it (halves already proven good), so that the run
+        // still matches the branch when they have merged.
+        const first = this.s.order.indexOf(at(segment.entries, 0));
+        const ahead = this.s.order
+          .slice(0, Math.max(0, first))
+          .filter((id) => this.inFlight(this.entry(id)));
         const run = this.newRun({
           kind: "bisection",
-          ahead: [],
+          ahead,
           unit: segment.entries,
           attempt: 1,
           bisectionGroup: group.id,
@@ -1144,7 +1167,7 @@ class Planning {
         if (this.config.mode !== "parallel") return;
         continue;
       }
-      if (entry.state !== "tests_passed" && entry.state !== "pending_failure") continue;
+      if (entry.state === "pending" || entry.bisection !== null) continue;
       const clearance = this.clearanceFor(entry);
       if (clearance) {
         this.s.merging = { entryId: entry.id, ...clearance };

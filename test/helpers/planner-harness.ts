@@ -12,6 +12,12 @@ import { initialConfiguration, type QueueConfiguration } from "../../src/mergequ
 
 export const MINUTE = 60_000;
 
+/** The value, which a test has just established exists. */
+export function defined<T>(value: T | undefined | null, what = "value"): T {
+  if (value === undefined || value === null) throw new Error(`expected a ${what}`);
+  return value;
+}
+
 export function pullRequest(
   number: number,
   overrides: Partial<PullRequestInfo> = {},
@@ -165,7 +171,14 @@ export class PlannerHarness {
       .map((d) => `${d.to}:${d.reason}`);
   }
 
+  /** The pull request of a queued entry, by number. */
+  pr(number: number): PullRequestInfo {
+    const entry = Object.values(this.snapshot.entries).find((e) => e.pr.number === number);
+    if (!entry) throw new Error(`#${number} is not queued`);
+    return entry.pr;
+  }
+
   queueOrder(): number[] {
-    return this.snapshot.order.map((id) => this.snapshot.entries[id]!.pr.number);
+    return this.snapshot.order.map((id) => this.snapshot.entries[id]?.pr.number ?? -1);
   }
 }

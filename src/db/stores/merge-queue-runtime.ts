@@ -1,0 +1,519 @@
+import type { Insertable, Kysely, Selectable, Transaction } from "kysely";
+import type { Actor, PrState, RunKind, RunStatus } from "../../mergequeue/model.js";
+import type {
+  CommandRecord,
+  CommandResult,
+  DriverCommit,
+  EntryListQuery,
+  EntryRecord,
+  Lease,
+  RunRecord,
+  RuntimeStore,
+  TransitionRecord,
+} from "../../mergequeue/records.js";
+import type { DialectName } from "../connection.js";
+import type {
+  Database,
+  MqCommandsTable,
+  MqEntriesTable,
+  MqRunsTable,
+  MqRuntimeTable,
+  MqTransitionsTable,
+} from "../schema.js";
+
+/** Rows per multi-row insert: far below either dialect's limit on bound parameters. */
+const ROWS_PER_INSERT = 200;
+
+/** The snapshot of a runtime row that a lease created, before the queue's first commit. */
+const NO_SNAPSHOT = "null";
+
+const bit = (value: boolean): number => (value ? 1 : 0);
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const result: T[][] = [];
+  for (let i = 0; i < items.length; i += size) result.push(items.slice(i, i + size));
+  return result;
+}
+
+/** The last version of each record by key (one statement may not upsert a row twice). */
+function lastByKey<T>(items: readonly T[], key: (item: T) => string): T[] {
+  return [...new Map(items.map((item) => [key(item), item])).values()];
+}
+
+// ---- rows ⇄ records (enum and JSON columns are only ever written from the records' types) ------
+
+function toLease(
+  row: Pick<Selectable<MqRuntimeTable>, "queueId" | "leaseOwner" | "leaseEpoch" | "leaseExpiresAt">,
+): Lease {
+  if (row.leaseOwner === null) throw new Error(`queue ${row.queueId}: the lease has no owner`);
+  return {
+    queueId: row.queueId,
+    owner: row.leaseOwner,
+    epoch: row.leaseEpoch,
+    expiresAt: row.leaseExpiresAt,
+  };
+}
+
+function entryRow(entry: EntryRecord): Insertable<MqEntriesTable> {
+  return {
+    id: entry.id,
+    queueId: entry.queueId,
+    seq: entry.seq,
+    prNumber: entry.prNumber,
+    prTitle: entry.prTitle,
+    prSha: entry.prSha,
+    prHeadBranch: entry.prHeadBranch,
+    prBaseBranch: entry.prBaseBranch,
+    prAuthor: entry.prAuthor,
+    state: entry.state,
+    stateChangedAt: entry.stateChangedAt,
+    submittedAt: entry.submittedAt,
+    concludedAt: entry.concludedAt,
+    priorityValue: entry.priorityValue,
+    usedDefaultPriority: bit(entry.usedDefaultPriority),
+    noBatch: bit(entry.noBatch),
+    readiness: JSON.stringify(entry.readiness),
+    lastReason: entry.lastReason,
+  };
+}
+
+function toEntry(row: Selectable<MqEntriesTable>): EntryRecord {
+  return {
+    id: row.id,
+    queueId: row.queueId,
+    prNumber: row.prNumber,
+    prTitle: row.prTitle,
+    prSha: row.prSha,
+    prHeadBranch: row.prHeadBranch,
+    prBaseBranch: row.prBaseBranch,
+    prAuthor: row.prAuthor,
+    state: row.state as PrState,
+    stateChangedAt: row.stateChangedAt,
+    submittedAt: row.submittedAt,
+    concludedAt: row.concludedAt,
+    priorityValue: row.priorityValue,
+    usedDefaultPriority: Boolean(row.usedDefaultPriority),
+    noBatch: Boolean(row.noBatch),
+    seq: row.seq,
+    readiness: JSON.parse(row.readiness) as EntryRecord["readiness"],
+    lastReason: row.lastReason,
+  };
+}
+
+function transitionRow(transition: TransitionRecord): Insertable<MqTransitionsTable> {
+  return {
+    queueId: transition.queueId,
+    entryId: transition.entryId,
+    at: transition.at,
+    fromState: transition.from,
+    toState: transition.to,
+    reason: transition.reason,
+    actor: JSON.stringify(transition.actor),
+    runId: transition.runId,
+    detail: transition.detail,
+  };
+}
+
+function toTransition(row: Selectable<MqTransitionsTable>): TransitionRecord {
+  return {
+    entryId: row.entryId,
+    queueId: row.queueId,
+    at: row.at,
+    from: row.fromState as PrState | null,
+    to: row.toState as PrState,
+    reason: row.reason,
+    actor: JSON.parse(row.actor) as Actor,
+    runId: row.runId,
+    detail: row.detail,
+  };
+}
+
+function runRow(run: RunRecord): Insertable<MqRunsTable> {
+  return {
+    queueId: run.queueId,
+    id: run.id,
+    kind: run.kind,
+    status: run.status,
+    baseSha: run.baseSha,
+    testBranch: run.testBranch,
+    testBranchSha: run.testBranchSha,
+    prs: JSON.stringify(run.prs),
+    unit: JSON.stringify(run.unit),
+    requiredStatuses: JSON.stringify(run.requiredStatuses),
+    requiredStatusesSource: run.requiredStatusesSource,
+    checks: JSON.stringify(run.checks),
+    startedAt: run.startedAt,
+    finishedAt: run.finishedAt,
+  };
+}
+
+function toRun(row: Selectable<MqRunsTable>): RunRecord {
+  return {
+    id: row.id,
+    queueId: row.queueId,
+    kind: row.kind as RunKind,
+    status: row.status as RunStatus,
+    baseSha: row.baseSha,
+    testBranch: row.testBranch,
+    testBranchSha: row.testBranchSha,
+    prs: JSON.parse(row.prs) as RunRecord["prs"],
+    unit: JSON.parse(row.unit) as string[],
+    requiredStatuses: JSON.parse(row.requiredStatuses) as string[],
+    requiredStatusesSource: row.requiredStatusesSource as RunRecord["requiredStatusesSource"],
+    checks: JSON.parse(row.checks) as RunRecord["checks"],
+    startedAt: row.startedAt,
+    finishedAt: row.finishedAt,
+  };
+}
+
+function toCommand(row: Selectable<MqCommandsTable>): CommandRecord {
+  return {
+    id: row.id,
+    queueId: row.queueId,
+    payload: JSON.parse(row.payload) as unknown,
+    createdAt: row.createdAt,
+    appliedAt: row.appliedAt,
+    result: row.result === null ? null : (JSON.parse(row.result) as CommandResult),
+  };
+}
+
+/** Every record of a step must belong to the queue whose lease fences it. */
+function assertOneQueue(step: DriverCommit): void {
+  for (const record of [...step.entries, ...step.transitions, ...step.runs]) {
+    if (record.queueId !== step.queueId) {
+      throw new Error(
+        `a commit of queue ${step.queueId} cannot write records of queue ${record.queueId}`,
+      );
+    }
+  }
+}
+
+/**
+ * The merge-queue engine's storage (`RuntimeStore`): each queue's planner snapshot, fenced by
+ * the lease of its single writer, and the entries, transitions, runs and commands the API reads.
+ *
+ * The lease is a compare-and-set on the queue's `mq_runtime` row (one upsert, atomic on both
+ * dialects). A driver step is one durable transaction that first checks the lease epoch, holding
+ * the row (`FOR UPDATE` on PostgreSQL; SQLite's single connection serializes): a takeover waits
+ * for a step in progress, and a step that started after a takeover writes nothing.
+ */
+export class MergeQueueRuntimeStore implements RuntimeStore {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: DialectName,
+  ) {}
+
+  async acquireLease(
+    queueId: string,
+    owner: string,
+    now: number,
+    ttlMs: number,
+  ): Promise<Lease | undefined> {
+    const expiresAt = now + ttlMs;
+    // A new row is a takeover of the lease nobody held (epoch 0), hence epoch 1.
+    const row = await this.db
+      .insertInto("mqRuntime")
+      .values({
+        queueId,
+        snapshot: NO_SNAPSHOT,
+        wakeAt: null,
+        leaseOwner: owner,
+        leaseEpoch: 1,
+        leaseExpiresAt: expiresAt,
+        updatedAt: now,
+      })
+      .onConflict((oc) =>
+        oc
+          .column("queueId")
+          .doUpdateSet((eb) => ({
+            leaseOwner: eb.ref("excluded.leaseOwner"),
+            leaseExpiresAt: eb.ref("excluded.leaseExpiresAt"),
+            // Renewal (the owner, still in time) keeps the epoch; anything else is a takeover.
+            leaseEpoch: eb
+              .case()
+              .when(
+                eb.and([
+                  eb("mqRuntime.leaseOwner", "=", owner),
+                  eb("mqRuntime.leaseExpiresAt", ">", now),
+                ]),
+              )
+              .then(eb.ref("mqRuntime.leaseEpoch"))
+              .else(eb("mqRuntime.leaseEpoch", "+", 1))
+              .end(),
+          }))
+          .where((eb) =>
+            eb.or([
+              eb("mqRuntime.leaseOwner", "is", null),
+              eb("mqRuntime.leaseOwner", "=", owner),
+              eb("mqRuntime.leaseExpiresAt", "<=", now),
+            ]),
+          ),
+      )
+      .returning(["queueId", "leaseOwner", "leaseEpoch", "leaseExpiresAt"])
+      .executeTakeFirst();
+    return row && toLease(row);
+  }
+
+  async releaseLease(queueId: string, owner: string, epoch: number): Promise<void> {
+    await this.db
+      .updateTable("mqRuntime")
+      .set({ leaseExpiresAt: 0 })
+      .where("queueId", "=", queueId)
+      .where("leaseOwner", "=", owner)
+      .where("leaseEpoch", "=", epoch)
+      .execute();
+  }
+
+  async loadSnapshot(
+    queueId: string,
+  ): Promise<{ snapshot: unknown; wakeAt: number | null } | undefined> {
+    const row = await this.db
+      .selectFrom("mqRuntime")
+      .select(["snapshot", "wakeAt"])
+      .where("queueId", "=", queueId)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const snapshot = JSON.parse(row.snapshot) as unknown;
+    // A row created by a lease before any commit holds no snapshot.
+    return snapshot === null ? undefined : { snapshot, wakeAt: row.wakeAt };
+  }
+
+  async commit(step: DriverCommit): Promise<boolean> {
+    assertOneQueue(step);
+    return this.db.transaction().execute(async (trx) => {
+      const runtime = await trx
+        .selectFrom("mqRuntime")
+        .select("leaseEpoch")
+        .where("queueId", "=", step.queueId)
+        .$if(this.dialect === "postgres", (qb) => qb.forUpdate())
+        .executeTakeFirst();
+      if (runtime?.leaseEpoch !== step.epoch) return false;
+      await trx
+        .updateTable("mqRuntime")
+        .set({
+          snapshot: JSON.stringify(step.snapshot ?? null),
+          wakeAt: step.wakeAt,
+          updatedAt: step.now,
+        })
+        .where("queueId", "=", step.queueId)
+        .execute();
+      await this.upsertEntries(trx, step.queueId, step.entries);
+      for (const batch of chunks(step.transitions, ROWS_PER_INSERT)) {
+        await trx.insertInto("mqTransitions").values(batch.map(transitionRow)).execute();
+      }
+      await this.upsertRuns(trx, step.runs);
+      for (const { id, result } of step.appliedCommands) {
+        await trx
+          .updateTable("mqCommands")
+          .set({ appliedAt: step.now, result: JSON.stringify(result) })
+          .where("id", "=", id)
+          .where("queueId", "=", step.queueId)
+          .execute();
+      }
+      return true;
+    });
+  }
+
+  async enqueueCommand(queueId: string, payload: unknown, now: number): Promise<number> {
+    const row = await this.db
+      .insertInto("mqCommands")
+      .values({ queueId, payload: JSON.stringify(payload), createdAt: now })
+      .returning("id")
+      .executeTakeFirstOrThrow();
+    return row.id;
+  }
+
+  async pendingCommands(queueId: string, limit: number): Promise<CommandRecord[]> {
+    const rows = await this.db
+      .selectFrom("mqCommands")
+      .selectAll()
+      .where("queueId", "=", queueId)
+      .where("appliedAt", "is", null)
+      .orderBy("id")
+      .limit(limit)
+      .execute();
+    return rows.map(toCommand);
+  }
+
+  async command(id: number): Promise<CommandRecord | undefined> {
+    const row = await this.db
+      .selectFrom("mqCommands")
+      .selectAll()
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return row && toCommand(row);
+  }
+
+  async dueQueues(now: number): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom("mqCommands")
+      .select("queueId")
+      .where("appliedAt", "is", null)
+      .union(this.db.selectFrom("mqRuntime").select("queueId").where("wakeAt", "<=", now))
+      .execute();
+    return rows.map((r) => r.queueId).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  async latestEntry(queueId: string, prNumber: number): Promise<EntryRecord | undefined> {
+    const row = await this.db
+      .selectFrom("mqEntries")
+      .selectAll()
+      .where("queueId", "=", queueId)
+      .where("prNumber", "=", prNumber)
+      .orderBy("seq", "desc")
+      .limit(1)
+      .executeTakeFirst();
+    return row && toEntry(row);
+  }
+
+  async latestEntryByBranch(queueId: string, headBranch: string): Promise<EntryRecord | undefined> {
+    const row = await this.db
+      .selectFrom("mqEntries")
+      .selectAll()
+      .where("queueId", "=", queueId)
+      .where("prHeadBranch", "=", headBranch)
+      .orderBy((eb) => eb.case().when("concludedAt", "is", null).then(0).else(1).end())
+      .orderBy("seq", "desc")
+      .limit(1)
+      .executeTakeFirst();
+    return row && toEntry(row);
+  }
+
+  async activeEntries(queueId: string): Promise<EntryRecord[]> {
+    const rows = await this.db
+      .selectFrom("mqEntries")
+      .selectAll()
+      .where("queueId", "=", queueId)
+      .where("concludedAt", "is", null)
+      .orderBy("seq")
+      .execute();
+    return rows.map(toEntry);
+  }
+
+  async listEntries(queueId: string, query: EntryListQuery): Promise<EntryRecord[]> {
+    let select = this.db.selectFrom("mqEntries").selectAll().where("queueId", "=", queueId);
+    if (query.state !== undefined) select = select.where("state", "=", query.state);
+    if (query.concludedSince !== undefined) {
+      select = select.where("concludedAt", ">=", query.concludedSince);
+    }
+    if (query.afterSeq !== undefined) select = select.where("seq", ">", query.afterSeq);
+    const rows = await select.orderBy("seq").limit(query.take).execute();
+    return rows.map(toEntry);
+  }
+
+  async transitions(entryId: string): Promise<TransitionRecord[]> {
+    const rows = await this.db
+      .selectFrom("mqTransitions")
+      .selectAll()
+      .where("entryId", "=", entryId)
+      .orderBy("id")
+      .execute();
+    return rows.map(toTransition);
+  }
+
+  async run(queueId: string, runId: string): Promise<RunRecord | undefined> {
+    const row = await this.db
+      .selectFrom("mqRuns")
+      .selectAll()
+      .where("queueId", "=", queueId)
+      .where("id", "=", runId)
+      .executeTakeFirst();
+    return row && toRun(row);
+  }
+
+  async transitionsSince(queueId: string, since: number): Promise<TransitionRecord[]> {
+    const rows = await this.db
+      .selectFrom("mqTransitions")
+      .selectAll()
+      .where("queueId", "=", queueId)
+      .where("at", ">=", since)
+      .orderBy("id")
+      .execute();
+    return rows.map(toTransition);
+  }
+
+  /**
+   * Inserts or rewrites entries by id. Entry ids are unique across queues: an id that another
+   * queue already uses is refused (the transaction rolls back) rather than moved to this queue.
+   */
+  private async upsertEntries(
+    trx: Transaction<Database>,
+    queueId: string,
+    entries: readonly EntryRecord[],
+  ): Promise<void> {
+    for (const batch of chunks(
+      lastByKey(entries, (e) => e.id),
+      ROWS_PER_INSERT,
+    )) {
+      const written = await trx
+        .insertInto("mqEntries")
+        .values(batch.map(entryRow))
+        .onConflict((oc) =>
+          oc
+            .column("id")
+            .doUpdateSet(
+              (eb) =>
+                ({
+                  queueId: eb.ref("excluded.queueId"),
+                  seq: eb.ref("excluded.seq"),
+                  prNumber: eb.ref("excluded.prNumber"),
+                  prTitle: eb.ref("excluded.prTitle"),
+                  prSha: eb.ref("excluded.prSha"),
+                  prHeadBranch: eb.ref("excluded.prHeadBranch"),
+                  prBaseBranch: eb.ref("excluded.prBaseBranch"),
+                  prAuthor: eb.ref("excluded.prAuthor"),
+                  state: eb.ref("excluded.state"),
+                  stateChangedAt: eb.ref("excluded.stateChangedAt"),
+                  submittedAt: eb.ref("excluded.submittedAt"),
+                  concludedAt: eb.ref("excluded.concludedAt"),
+                  priorityValue: eb.ref("excluded.priorityValue"),
+                  usedDefaultPriority: eb.ref("excluded.usedDefaultPriority"),
+                  noBatch: eb.ref("excluded.noBatch"),
+                  readiness: eb.ref("excluded.readiness"),
+                  lastReason: eb.ref("excluded.lastReason"),
+                }) satisfies Record<Exclude<keyof MqEntriesTable, "id">, unknown>,
+            )
+            .where("mqEntries.queueId", "=", queueId),
+        )
+        .returning("id")
+        .execute();
+      if (written.length !== batch.length) {
+        const mine = new Set(written.map((r) => r.id));
+        const taken = batch.filter((e) => !mine.has(e.id)).map((e) => e.id);
+        throw new Error(`entry ids already used by another queue: ${taken.join(", ")}`);
+      }
+    }
+  }
+
+  /** Inserts or rewrites runs by (queue, id). */
+  private async upsertRuns(trx: Transaction<Database>, runs: readonly RunRecord[]): Promise<void> {
+    for (const batch of chunks(
+      lastByKey(runs, (r) => r.id),
+      ROWS_PER_INSERT,
+    )) {
+      await trx
+        .insertInto("mqRuns")
+        .values(batch.map(runRow))
+        .onConflict((oc) =>
+          oc.columns(["queueId", "id"]).doUpdateSet(
+            (eb) =>
+              ({
+                kind: eb.ref("excluded.kind"),
+                status: eb.ref("excluded.status"),
+                baseSha: eb.ref("excluded.baseSha"),
+                testBranch: eb.ref("excluded.testBranch"),
+                testBranchSha: eb.ref("excluded.testBranchSha"),
+                prs: eb.ref("excluded.prs"),
+                unit: eb.ref("excluded.unit"),
+                requiredStatuses: eb.ref("excluded.requiredStatuses"),
+                requiredStatusesSource: eb.ref("excluded.requiredStatusesSource"),
+                checks: eb.ref("excluded.checks"),
+                startedAt: eb.ref("excluded.startedAt"),
+                finishedAt: eb.ref("excluded.finishedAt"),
+              }) satisfies Record<Exclude<keyof MqRunsTable, "queueId" | "id">, unknown>,
+          ),
+        )
+        .execute();
+    }
+  }
+}

@@ -1,0 +1,544 @@
+import { describe, expect, it } from "vitest";
+import { parsePriority, priorityName } from "../../src/mergequeue/model.js";
+import { MINUTE, PlannerHarness, defined } from "../helpers/planner-harness.js";
+
+describe("predictive testing (research merge-queue §2.5)", () => {
+  it("tests each pull request on top of everything ahead and merges in order", () => {
+    const h = new PlannerHarness({ concurrency: 3 });
+    h.submit(1);
+    h.submit(2);
+    h.submit(3);
+    expect(h.started.map((r) => h.prsOf(r))).toEqual([[1], [1, 2], [1, 2, 3]]);
+    expect(h.started.every((r) => r.baseSha === "base0")).toBe(true);
+    h.at(30).pass(3);
+    expect(h.merged).toEqual([]); // without optimistic merging, 3 waits for 1 and 2
+    expect(h.state(3)).toBe("tests_passed");
+    h.pass(1);
+    expect(h.merged).toEqual([1]);
+    h.pass(2);
+    expect(h.merged).toEqual([1, 2, 3]);
+    expect(h.history(3)).toEqual([
+      "not_ready:submitted",
+      "pending:ready",
+      "testing:test_run_started",
+      "tests_passed:tests_passed",
+      "merged:merged_by_queue",
+    ]);
+  });
+
+  it("keeps no more runs than the concurrency and starts the next one when a slot frees", () => {
+    const h = new PlannerHarness({ concurrency: 2 });
+    for (const n of [1, 2, 3, 4]) h.submit(n);
+    expect(h.runningUnits()).toEqual([[1], [2]]);
+    h.pass(1);
+    expect(h.merged).toEqual([1]);
+    expect(h.runningUnits()).toEqual([[2], [3]]);
+    // Planned once the merge of 1 moved the branch: on the new head, with 2 ahead.
+    const run3 = h.run(3);
+    expect(run3.baseSha).toBe("m1");
+    expect(h.prsOf(run3)).toEqual([2, 3]);
+  });
+
+  it("waits in not_ready until the pull request is mergeable and targets the branch", () => {
+    const h = new PlannerHarness();
+    h.submit(1, { pr: { mergeability: "in_progress" } });
+    expect(h.state(1)).toBe("not_ready");
+    expect(h.runningUnits()).toEqual([]);
+    h.send({ type: "pr_updated", pr: { ...h.pr(1), mergeability: "mergeable" } });
+    expect(h.state(1)).toBe("testing");
+    h.submit(2, { pr: { baseBranch: "release" } });
+    expect(h.state(2)).toBe("not_ready");
+  });
+});
+
+describe("pending failure (research merge-queue §2.6)", () => {
+  it("holds a failure until the pull requests ahead finish, then evicts the culprit", () => {
+    const h = new PlannerHarness({ concurrency: 3 });
+    h.submit(1);
+    h.submit(2);
+    h.submit(3);
+    h.at(20).fail([2], { checks: ["unit"] });
+    expect(h.state(2)).toBe("pending_failure");
+    h.at(30).pass(1);
+    expect(h.merged).toEqual([1]);
+    expect(h.state(2)).toBe("failed");
+    expect(h.history(2).at(-1)).toBe("failed:failing_required_check");
+    // 3 was tested on top of 2; it is tested again without it, on the new head.
+    expect(h.history(3)).toContain("pending:prerequisite_merge_item_failed");
+    expect(h.prsOf(h.run(3))).toEqual([3]);
+    expect(h.run(3).baseSha).toBe("m1");
+    h.pass(3);
+    expect(h.merged).toEqual([1, 3]);
+  });
+
+  it("presumes a failure behind a failing pull request inherited and tests it again", () => {
+    const h = new PlannerHarness({ concurrency: 2 });
+    h.submit(1);
+    h.submit(2);
+    h.fail([2]);
+    h.fail([1]);
+    expect(h.state(1)).toBe("failed");
+    expect(h.state(2)).toBe("testing");
+    expect(h.prsOf(h.run(2))).toEqual([2]);
+    h.pass(2);
+    expect(h.merged).toEqual([2]);
+  });
+
+  it("names the failing checks and the run in the failed transition", () => {
+    const h = new PlannerHarness();
+    h.submit(7);
+    const runId = h.run(7).id;
+    h.fail([7], { checks: ["lint", "unit"] });
+    const failed = h.log.find((d) => d.type === "transition" && d.to === "failed");
+    expect(failed).toMatchObject({
+      reason: "failing_required_check",
+      runId,
+      detail: "failed: lint, unit",
+    });
+  });
+});
+
+describe("pending failure depth and optimistic merging (research merge-queue §2.6)", () => {
+  it("a passing successor clears a flaky failure when optimistic merging is on", () => {
+    const h = new PlannerHarness({
+      concurrency: 3,
+      pendingFailureDepth: 1,
+      canOptimisticallyMerge: true,
+    });
+    h.submit(1);
+    h.submit(2);
+    h.submit(3);
+    h.fail([1]);
+    expect(h.state(1)).toBe("pending_failure"); // depth 1: waits for 2
+    h.pass(2);
+    expect(h.merged).toEqual([1, 2]);
+    expect(h.history(1).at(-1)).toBe("merged:merged_optimistically");
+    expect(h.history(2).at(-1)).toBe("merged:merged_by_queue");
+  });
+
+  it("depth without optimistic merging only waits, then evicts and retests the successor", () => {
+    const h = new PlannerHarness({ concurrency: 2, pendingFailureDepth: 1 });
+    h.submit(1);
+    h.submit(2);
+    h.fail([1]);
+    expect(h.state(1)).toBe("pending_failure");
+    h.pass(2);
+    expect(h.state(1)).toBe("failed");
+    expect(h.merged).toEqual([]);
+    expect(h.prsOf(h.run(2))).toEqual([2]);
+  });
+
+  it("with depth 0 a failure at the front is evicted at once", () => {
+    const h = new PlannerHarness({ concurrency: 2, canOptimisticallyMerge: true });
+    h.submit(1);
+    h.submit(2);
+    h.fail([1]);
+    expect(h.state(1)).toBe("failed");
+  });
+
+  it("optimistic merging alone: a later pass merges everything ahead of it", () => {
+    const h = new PlannerHarness({ concurrency: 3, canOptimisticallyMerge: true });
+    h.submit(1);
+    h.submit(2);
+    h.submit(3);
+    h.pass(3);
+    expect(h.merged).toEqual([1, 2, 3]);
+    expect(h.history(1).at(-1)).toBe("merged:merged_optimistically");
+    // The runs of 1 and 2 are no longer needed: cancelled, and late reports are ignored.
+    expect(h.cancelled.size).toBe(2);
+    expect(h.snapshot.entries).toEqual({});
+    const before = h.log.length;
+    h.send({
+      type: "run_finished",
+      runId: defined(h.started[0]).id,
+      outcome: "failed",
+      failingChecks: ["x"],
+    });
+    expect(h.log.length).toBe(before);
+  });
+});
+
+describe("batching (research merge-queue §2.7)", () => {
+  it("starts a batch when the wait expires: A 0:00, B 1:00, C 2:30 → ABC at 5:00", () => {
+    const h = new PlannerHarness({
+      batch: true,
+      batchingMinSize: 4,
+      batchingMaxWaitTimeMinutes: 5,
+    });
+    h.at(0).submit(1);
+    expect(h.last?.wakeAt).toBe(5 * MINUTE);
+    h.at(1).submit(2);
+    h.at(2.5).submit(3);
+    expect(h.runningUnits()).toEqual([]);
+    h.tick(4.9);
+    expect(h.runningUnits()).toEqual([]);
+    h.tick(5);
+    expect(h.runningUnits()).toEqual([[1, 2, 3]]);
+  });
+
+  it("starts at once when the target size is reached, and merges a batch as one commit per PR", () => {
+    const h = new PlannerHarness({ batch: true, batchingMinSize: 2 });
+    h.submit(1);
+    h.submit(2);
+    h.submit(3);
+    expect(h.runningUnits()).toEqual([[1, 2]]);
+    h.pass(1, 2);
+    expect(h.merged).toEqual([1, 2]);
+  });
+
+  it("tests a noBatch pull request alone at its position", () => {
+    const h = new PlannerHarness({ batch: true, batchingMinSize: 3, concurrency: 3 });
+    h.submit(1);
+    h.submit(2, { noBatch: true });
+    h.submit(3);
+    h.tick(5);
+    expect(h.runningUnits()).toEqual([[1], [2], [3]]);
+  });
+
+  it("bisects a failed batch, merges the good half it proved and evicts the culprit", () => {
+    const h = new PlannerHarness({ batch: true, batchingMinSize: 4, bisectionConcurrency: 2 });
+    for (const n of [1, 2, 3, 4]) h.submit(n);
+    h.fail([1, 2, 3, 4]);
+    expect(h.runningUnits()).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+    expect(h.started.at(-1)?.kind).toBe("bisection");
+    h.pass(1, 2);
+    expect(h.merged).toEqual([1, 2]);
+    h.fail([3, 4]);
+    expect(h.runningUnits()).toEqual([[3], [4]]);
+    h.fail([4]);
+    h.pass(3);
+    expect(h.merged).toEqual([1, 2, 3]);
+    expect(h.state(4)).toBe("failed");
+    expect(h.started.filter((r) => r.kind === "bisection")).toHaveLength(4);
+  });
+
+  it("skips redundant bisection runs: a failed parent and a passing half convict the other", () => {
+    const h = new PlannerHarness({
+      batch: true,
+      batchingMinSize: 4,
+      bisectionConcurrency: 2,
+      optimizationMode: "bisection_skip_redundant_tests",
+    });
+    for (const n of [1, 2, 3, 4]) h.submit(n);
+    h.fail([1, 2, 3, 4]);
+    expect(h.runningUnits()).toEqual([[1, 2]]);
+    h.pass(1, 2);
+    // [3,4] failed by inference; only its left half needs a run.
+    expect(h.runningUnits()).toEqual([[3]]);
+    h.pass(3);
+    expect(h.state(4)).toBe("failed");
+    expect(h.merged).toEqual([1, 2, 3]);
+    expect(h.started.filter((r) => r.kind === "bisection")).toHaveLength(2);
+  });
+
+  it("keeps testing the queue behind a batch under bisection, without it", () => {
+    const h = new PlannerHarness({ batch: true, batchingMinSize: 2, concurrency: 2 });
+    for (const n of [1, 2, 3, 4]) h.submit(n);
+    expect(h.runningUnits()).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+    h.fail([1, 2]);
+    // [3,4] was tested on top of the failed batch: restarted without it.
+    expect(h.history(3)).toContain("pending:prerequisite_merge_item_failed");
+    const rerun = defined(h.started.at(-1));
+    expect(h.prsOf(rerun)).toEqual([3, 4]);
+  });
+});
+
+describe("priorities (research merge-queue §2.9, contract §5)", () => {
+  it("urgent tests now: A restarts behind it, B goes back to pending", () => {
+    const h = new PlannerHarness({ concurrency: 2 });
+    h.submit(1); // A
+    h.submit(2); // B
+    h.submit(3); // C
+    h.submit(4, { priority: 0 }); // D urgent
+    expect(h.queueOrder()).toEqual([4, 1, 2, 3]);
+    expect(h.runningUnits()).toEqual([[4], [1]]);
+    expect(h.prsOf(h.run(1))).toEqual([4, 1]);
+    expect(h.state(2)).toBe("pending");
+    expect(h.history(2)).toContain("pending:preempted_by_urgent");
+  });
+
+  it("high priority goes before pending pull requests but interrupts nothing", () => {
+    const h = new PlannerHarness({ concurrency: 2 });
+    h.submit(1);
+    h.submit(2);
+    h.submit(3);
+    h.submit(4, { priority: 10 });
+    expect(h.queueOrder()).toEqual([1, 2, 4, 3]);
+    expect(h.cancelled.size).toBe(0);
+    h.pass(1);
+    expect(h.runningUnits()).toEqual([[2], [4]]);
+  });
+
+  it("first come, first served within a priority; resubmission changes the priority", () => {
+    const h = new PlannerHarness({ concurrency: 1 });
+    h.submit(1);
+    h.submit(2, { priority: 200 });
+    h.submit(3, { priority: 200 });
+    h.submit(4);
+    expect(h.queueOrder()).toEqual([1, 4, 2, 3]);
+    h.submit(3, { priority: 10 });
+    expect(h.queueOrder()).toEqual([1, 3, 4, 2]);
+    expect(h.history(3).at(-1)).toBe("pending:resubmitted");
+  });
+
+  it("parses names and numbers; names the nearest level", () => {
+    expect(parsePriority("URGENT")).toBe(0);
+    expect(parsePriority("low")).toBe(200);
+    expect(parsePriority("42")).toBe(42);
+    expect(parsePriority(256)).toBeUndefined();
+    expect(parsePriority("soon")).toBeUndefined();
+    expect(priorityName(5)).toBe("urgent");
+    expect(priorityName(55)).toBe("high");
+    expect(priorityName(150)).toBe("medium");
+    expect(priorityName(255)).toBe("low");
+  });
+});
+
+describe("timeouts (research merge-queue §2.10)", () => {
+  it("a run past testingTimeoutMinutes is cancelled and counts as a failure", () => {
+    const h = new PlannerHarness({ testingTimeoutMinutes: 30 });
+    h.submit(1);
+    const runId = h.run(1).id;
+    expect(h.last?.wakeAt).toBe(30 * MINUTE);
+    h.tick(29);
+    expect(h.state(1)).toBe("testing");
+    h.tick(30);
+    expect(h.cancelled.has(runId)).toBe(true);
+    expect(h.history(1).at(-1)).toBe("failed:test_run_timeout");
+  });
+
+  it("a pull request not ready for notReadyTimeoutHours is cancelled", () => {
+    const h = new PlannerHarness({ notReadyTimeoutHours: 2 });
+    h.submit(1, { pr: { mergeability: "not_mergeable" } });
+    h.tick(119);
+    expect(h.state(1)).toBe("not_ready");
+    h.tick(120);
+    expect(h.history(1).at(-1)).toBe("cancelled:not_ready_timeout");
+  });
+});
+
+describe("queue states (contract §5)", () => {
+  it("paused: runs in flight finish and are recorded, nothing starts or merges; resume merges", () => {
+    const h = new PlannerHarness({ concurrency: 1 });
+    h.submit(1);
+    h.submit(2);
+    h.send({
+      type: "settings_changed",
+      configuration: { ...h.snapshot.configuration, state: "paused" },
+    });
+    h.pass(1);
+    expect(h.state(1)).toBe("tests_passed");
+    expect(h.merged).toEqual([]);
+    expect(h.runningUnits()).toEqual([]);
+    h.send({
+      type: "settings_changed",
+      configuration: { ...h.snapshot.configuration, state: "running" },
+    });
+    expect(h.merged).toEqual([1]);
+    expect(h.runningUnits()).toEqual([[2]]);
+  });
+
+  it("switching modes: drains, then the new mode applies and the queue runs", () => {
+    const h = new PlannerHarness();
+    h.submit(1);
+    h.send({
+      type: "settings_changed",
+      configuration: {
+        ...h.snapshot.configuration,
+        state: "switching_modes",
+        pendingMode: "parallel",
+      },
+    });
+    h.pass(1);
+    expect(h.merged).toEqual([1]);
+    const change = h.log.find((d) => d.type === "queue_state");
+    expect(change).toMatchObject({
+      configuration: { state: "running", mode: "parallel", pendingMode: null },
+    });
+    expect(h.snapshot.configuration.mode).toBe("parallel");
+  });
+});
+
+describe("parallel mode (research merge-queue §2.8)", () => {
+  it("builds lanes from impacted targets: C on top of A and B, D alone", () => {
+    const h = new PlannerHarness({ mode: "parallel", concurrency: 4 });
+    const targets: Record<number, string[] | "ALL"> = {
+      1: ["frontend"],
+      2: ["backend"],
+      3: ["frontend", "backend"],
+      4: ["docs"],
+    };
+    for (const n of [1, 2, 3, 4]) {
+      h.submit(n);
+      expect(h.state(n)).toBe("not_ready");
+      h.send({
+        type: "set_impacted_targets",
+        prNumber: n,
+        headSha: `h${n}`,
+        targets: targets[n] ?? [],
+      });
+    }
+    expect(h.started.map((r) => h.prsOf(r))).toEqual([[1], [2], [1, 2, 3], [4]]);
+    h.pass(4);
+    expect(h.merged).toEqual([4]); // independent lane merges without waiting for 1–3
+    h.pass(2);
+    expect(h.merged).toEqual([4, 2]);
+    h.pass(1);
+    h.pass(3);
+    expect(h.merged).toEqual([4, 2, 1, 3]);
+  });
+});
+
+describe("changes from outside the queue (research merge-queue §2.4)", () => {
+  it("a push to a queued pull request cancels it (pr_pushed_to) and retests those behind", () => {
+    const h = new PlannerHarness({ concurrency: 2 });
+    h.submit(1);
+    h.submit(2);
+    h.send({ type: "pr_updated", pr: { ...h.pr(1), headSha: "h1-new" } });
+    expect(h.history(1).at(-1)).toBe("cancelled:pr_pushed_to");
+    expect(h.history(2)).toContain("pending:prerequisite_merge_item_removed");
+    expect(h.prsOf(h.run(2))).toEqual([2]);
+  });
+
+  it("closing, drafting or retargeting a pull request cancels it", () => {
+    const h = new PlannerHarness({ concurrency: 3 });
+    h.submit(1);
+    h.submit(2);
+    h.submit(3);
+    h.send({ type: "pr_updated", pr: { ...h.pr(1), state: "closed" } });
+    h.send({ type: "pr_updated", pr: { ...h.pr(2), draft: true } });
+    h.send({ type: "pr_updated", pr: { ...h.pr(3), baseBranch: "release" } });
+    expect([h.history(1).at(-1), h.history(2).at(-1), h.history(3).at(-1)]).toEqual([
+      "cancelled:pr_closed",
+      "cancelled:pr_draft",
+      "cancelled:pr_base_branch_changed",
+    ]);
+  });
+
+  it("a push to the target branch restarts everything in flight on the new head", () => {
+    const h = new PlannerHarness({ concurrency: 2 });
+    h.submit(1);
+    h.submit(2);
+    h.fail([2]);
+    const before = h.started.map((r) => r.id);
+    h.send({ type: "base_pushed", headSha: "outside" });
+    expect(h.cancelled.has(defined(before[0]))).toBe(true);
+    expect(h.runningUnits()).toEqual([[1], [2]]);
+    expect(h.started.slice(-2).every((r) => r.baseSha === "outside")).toBe(true);
+    expect(h.history(2)).toContain("pending:restarted_on_new_base");
+    // The report of our own merge's head, late: nothing happens.
+    const log = h.log.length;
+    h.send({ type: "base_pushed", headSha: "outside" });
+    expect(h.log.length).toBe(log);
+  });
+
+  it("a pull request merged by hand is recorded as merged_manually", () => {
+    const h = new PlannerHarness();
+    h.submit(1);
+    h.send({ type: "pr_updated", pr: { ...h.pr(1), state: "merged" } });
+    expect(h.history(1).at(-1)).toBe("merged:merged_manually");
+  });
+});
+
+describe("commands", () => {
+  it("cancel removes a pull request; an unknown one is refused and changes nothing", () => {
+    const h = new PlannerHarness();
+    h.submit(1);
+    h.send({ type: "cancel", prNumber: 1, actor: { kind: "user", name: "ana" } });
+    const cancelled = h.log.at(-1);
+    expect(cancelled).toMatchObject({
+      to: "cancelled",
+      reason: "cancelled_by_user",
+      actor: { name: "ana" },
+    });
+    const result = h.send({ type: "cancel", prNumber: 1, actor: { kind: "user", name: "ana" } });
+    expect(result.rejection?.code).toBe("not_found");
+    expect(result.decisions).toEqual([]);
+  });
+
+  it("restart tests a pull request again in place, without moving it", () => {
+    const h = new PlannerHarness({ concurrency: 1 });
+    h.submit(1);
+    h.submit(2);
+    const first = h.run(1).id;
+    h.send({ type: "restart", prNumber: 1, actor: { kind: "user", name: "ana" } });
+    expect(h.cancelled.has(first)).toBe(true);
+    expect(h.run(1).id).not.toBe(first);
+    expect(h.queueOrder()).toEqual([1, 2]);
+    expect(h.history(1)).toContain("pending:restarted_by_user");
+  });
+
+  it("restart of a held failure tests it again", () => {
+    const h = new PlannerHarness({ concurrency: 2 });
+    h.submit(1);
+    h.submit(2);
+    h.fail([2]);
+    h.send({ type: "restart", prNumber: 2, actor: { kind: "user", name: "ana" } });
+    expect(h.state(2)).toBe("testing");
+  });
+
+  it("duplicate and unknown run reports are harmless", () => {
+    const h = new PlannerHarness();
+    h.submit(1);
+    const runId = h.run(1).id;
+    h.pass(1);
+    const log = h.log.length;
+    h.send({ type: "run_finished", runId, outcome: "failed", failingChecks: ["x"] });
+    h.send({ type: "run_finished", runId: "nope", outcome: "passed", failingChecks: [] });
+    expect(h.log.length).toBe(log);
+    expect(h.merged).toEqual([1]);
+  });
+});
+
+describe("flaky failures and merge failures", () => {
+  it("a failure made only of known flaky tests is retried once before pending_failure", () => {
+    const h = new PlannerHarness();
+    h.submit(1);
+    h.fail([1], { flakyOnly: true });
+    expect(h.state(1)).toBe("testing");
+    expect(h.history(1).at(-1)).toBe("testing:retried_flaky_failure");
+    h.fail([1], { flakyOnly: true });
+    expect(h.state(1)).toBe("failed");
+  });
+
+  it("a merge the host refuses fails the pull request and replans those behind", () => {
+    const h = new PlannerHarness({ concurrency: 2 });
+    h.autoMerge = false;
+    h.submit(1);
+    h.submit(2);
+    const result = h.pass(1);
+    const merge = defined(result.decisions.find((d) => d.type === "merge"));
+    expect(merge).toMatchObject({ prNumber: 1, expectedBaseSha: "base0", method: "squash" });
+    h.send({
+      type: "merge_failed",
+      entryId: "entryId" in merge ? merge.entryId : "",
+      reason: "merge_conflict",
+      message: "conflict in a.txt",
+    });
+    expect(h.history(1).at(-1)).toBe("failed:merge_conflict");
+    expect(h.prsOf(h.run(2))).toEqual([2]);
+  });
+});
+
+describe("direct merge (research merge-queue §2.11)", () => {
+  it("merges an up-to-date pull request with green checks into an empty queue without a run", () => {
+    const h = new PlannerHarness({ directMergeMode: "always" });
+    h.submit(1, { pr: { upToDate: true, checksPassed: true } });
+    expect(h.started).toEqual([]);
+    expect(h.history(1).at(-1)).toBe("merged:merged_directly");
+  });
+
+  it("tests it normally when it is behind, its checks are not green, or the queue is busy", () => {
+    const h = new PlannerHarness({ directMergeMode: "always", concurrency: 3 });
+    h.submit(1, { pr: { upToDate: false } });
+    h.submit(2, { pr: { upToDate: true, checksPassed: false } });
+    h.submit(3, { pr: { upToDate: true, checksPassed: true } });
+    expect(h.runningUnits()).toEqual([[1], [2], [3]]);
+  });
+});
