@@ -295,15 +295,9 @@ describe("a simulation", () => {
     ],
     ["pending failure depth", { pendingFailureDepth: "2" }],
     ["priorities", { priorities: "0.1x0,0.2x10,0.7x100" }],
+    ["parallel lanes", { targetsFanout: "0.75x1,0.15x2,0.09x3,0.01xALL" }],
   ])("%s: concludes every PR, merges no bad one, and breaks no rule", (_, flags) => {
     expectSound(run(flags), flags);
-  });
-
-  // Known planner bug: `set_impacted_targets` records the targets but does not re-check the
-  // entry, so parallel-mode PRs stay not_ready until not_ready_timeout cancels them all. This
-  // expectation starts passing (and `fails` then fails) once the planner is fixed: make it `it`.
-  it.fails("parallel lanes: concludes every PR, merges no bad one, and breaks no rule", () => {
-    expectSound(run({ targetsFanout: "0.75x1,0.15x2,0.09x3,0.01xALL" }), {});
   });
 
   function expectSound(report: SimulationReport, flags: Partial<SimulateFlags>): void {
