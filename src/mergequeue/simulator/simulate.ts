@@ -59,10 +59,22 @@ export interface SimulationHooks {
   /** Called every `progressEvery` events (default 2000). */
   onProgress?: (progress: SimulationProgress) => void;
   progressEvery?: number;
-  /** Called after every `plan` call with its wall time, and how many PRs were queued. */
-  onPlanTimed?: (event: QueueEvent["type"], ms: number, queued: number) => void;
+  /**
+   * Called after every `plan` call with its wall time and the process's CPU time during it
+   * (which other processes on the machine do not inflate), and how many PRs were queued.
+   */
+  onPlanTimed?: (
+    event: QueueEvent["type"],
+    time: { wallMs: number; cpuMs: number },
+    queued: number,
+  ) => void;
   /** Also send a `tick` every so many virtual minutes, whether the planner asked or not. */
   extraTickMinutes?: number;
+  /**
+   * Asked every 1000 events: true stops the simulation (`stopReason: "aborted"`), e.g. a
+   * benchmark's wall-time budget. Leave it out wherever the report must be deterministic.
+   */
+  shouldStop?: () => boolean;
 }
 
 export type StopReason =
@@ -73,7 +85,9 @@ export type StopReason =
   /** Nothing left to happen (no run, no wake-up, no arrival) while PRs were still queued. */
   | "stalled"
   /** The planner kept asking for wake-ups at the same instant. */
-  | "livelock";
+  | "livelock"
+  /** The caller's `shouldStop` said so. */
+  | "aborted";
 
 /** Things a correct planner never does; each counted, none stops the simulation. */
 export interface Anomalies {
@@ -266,8 +280,8 @@ export function simulate(
   if (extraTickMs > 0) heap.push({ at: extraTickMs, kind: "extra_tick" });
 
   const runs = new Map<string, RunRecord>();
-  /** Every run the planner started, as it described it (for checking merges). */
-  const snapshotRuns = new Map<string, TestRun>();
+  /** What each run that may still clear a merge tested: its base and its PRs' numbers. */
+  const tested = new Map<string, { baseSha: string; prs: Int32Array }>();
   const followUps: QueueEvent[] = [];
   let wakeGeneration = 0;
   let wakeAt: number | null = null;
@@ -287,6 +301,7 @@ export function simulate(
   const eventsByType: Record<string, number> = {};
   const transitions: Record<string, number> = {};
   let events = 0;
+  let iterations = 0;
   let ciRuns = 0;
   let ciRunsCancelled = 0;
   let bisectionRuns = 0;
@@ -361,12 +376,12 @@ export function simulate(
   /** The run that cleared a merge must contain every same-lane PR merged since its base. */
   const checkTested = (runId: string | null, pr: PrRecord) => {
     if (runId === null) return;
-    const run = snapshotRuns.get(runId);
+    const run = tested.get(runId);
     if (run === undefined) return;
     const base = commitIndex.get(run.baseSha);
     if (base === undefined) return;
-    const tested = new Set(run.prs.map((item) => item.number));
-    if (!tested.has(pr.sim.number)) {
+    const numbers = new Set(run.prs);
+    if (!numbers.has(pr.sim.number)) {
       anomalies.mergedUntestedCombination += 1;
       return;
     }
@@ -374,7 +389,7 @@ export function simulate(
       const number = lineage[k];
       if (number === null || number === undefined) continue;
       const earlier = prs.get(number);
-      if (earlier && overlaps(earlier.sim.targets, pr.sim.targets) && !tested.has(number)) {
+      if (earlier && overlaps(earlier.sim.targets, pr.sim.targets) && !numbers.has(number)) {
         anomalies.mergedUntestedCombination += 1;
         return;
       }
@@ -383,7 +398,10 @@ export function simulate(
   const apply = (decision: Decision) => {
     switch (decision.type) {
       case "start_run":
-        snapshotRuns.set(decision.run.id, decision.run);
+        tested.set(decision.run.id, {
+          baseSha: decision.run.baseSha,
+          prs: Int32Array.from(decision.run.prs, (item) => item.number),
+        });
         startRun(decision.run);
         return;
       case "cancel_run": {
@@ -393,6 +411,7 @@ export function simulate(
           return;
         }
         run.state = "cancelled";
+        tested.delete(decision.runId);
         ciRunsCancelled += 1;
         ciMs += now - run.startedAt;
         return;
@@ -456,9 +475,12 @@ export function simulate(
     eventsByType[event.type] = (eventsByType[event.type] ?? 0) + 1;
     let result: PlanResult;
     if (timed) {
+      const cpu = process.cpuUsage();
       const started = performance.now();
       result = planner.plan(snapshot, event, now);
-      timed(event.type, performance.now() - started, queued);
+      const wallMs = performance.now() - started;
+      const used = process.cpuUsage(cpu);
+      timed(event.type, { wallMs, cpuMs: (used.user + used.system) / 1000 }, queued);
     } else {
       result = planner.plan(snapshot, event, now);
     }
@@ -511,6 +533,7 @@ export function simulate(
         if (run === undefined || run.state !== "running") continue; // cancelled
         advance(next.at);
         run.state = "finished";
+        if (run.outcome === "failed") tested.delete(next.runId);
         ciMs += run.endsAt - run.startedAt;
         event = {
           type: "run_finished",
@@ -539,6 +562,11 @@ export function simulate(
     eventsAtInstant += 1;
     if (eventsAtInstant > MAX_EVENTS_AT_ONE_INSTANT) {
       stopReason = "livelock";
+      break;
+    }
+    iterations += 1;
+    if (iterations % 1000 === 0 && hooks.shouldStop?.() === true) {
+      stopReason = "aborted";
       break;
     }
     deliver(event);

@@ -1,0 +1,440 @@
+/**
+ * Merge-queue benchmark: the planner (src/mergequeue/planner.ts) driven by the simulator
+ * (src/mergequeue/simulator) on virtual time, against the throughput model of research
+ * merge-queue §5.2 and against latency and wall-time targets. Every scenario is seeded.
+ *
+ * 1. Single lane, T=30 min, p=0.05, C=10, no batching, Poisson arrivals at 40/h (the lane
+ *    saturates): merged per hour within 5% of the round model b·S(q,C)·60/T (15.25/h; the
+ *    research table's Monte Carlo gives 15.7/h), averaged over several seeds.
+ * 2. The same with batches of 4: CI runs per merged PR at most half of (1).
+ * 3. Flakes 10%, pending failure depth 2, optimistic merging, C=10: fewer than 1% of the good
+ *    PRs evicted.
+ * 4. Planner latency with 1,000 PRs queued: every `plan` call of a stream of submits, finished
+ *    runs, merges and ticks (a tick every virtual minute), timed: p99 under 5 ms.
+ * 5. A 10,000-PR day (Poisson at ~420/h, C=25, batches of 8): wall time under 60 s. A wall-time
+ *    budget stops it (a missed target, reported with how far it got).
+ *
+ * Usage: npm run bench:merge-queue
+ *   BENCH_SEEDS (5)                 seeds averaged in scenario 1 (seeds 1…n)
+ *   BENCH_PRS (3000)                PRs in scenarios 1-3
+ *   BENCH_SCENARIOS (1,2,3,4,5)     which scenarios to run
+ *   BENCH_DAY_BUDGET_SECONDS (300)  wall time after which scenario 5 stops
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import * as planner from "../src/mergequeue/planner.js";
+import type { QueueEvent } from "../src/mergequeue/model.js";
+import {
+  SIMULATION_DEFAULTS,
+  defaultTestingTimeoutMinutes,
+  simulate,
+  type SimulationHooks,
+  type SimulationOptions,
+  type SimulationReport,
+} from "../src/mergequeue/simulator/index.js";
+import { ROOT } from "./support/server.js";
+
+const RESULTS_FILE = path.join(ROOT, "bench", "results", "merge-queue.json");
+
+const SEEDS = integerFromEnv("BENCH_SEEDS", 5, 1, 100);
+const PRS = integerFromEnv("BENCH_PRS", 3000, 100, 1_000_000);
+const DAY_BUDGET_SECONDS = integerFromEnv("BENCH_DAY_BUDGET_SECONDS", 300, 10, 36_000);
+const SCENARIOS = new Set(
+  (process.env.BENCH_SCENARIOS ?? "1,2,3,4,5")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean),
+);
+
+const TARGETS = {
+  modelTolerance: 0.05,
+  /** The research table's Monte Carlo figure for p=0.05, C=10, T=30 (§5.2). */
+  tableMergedPerHour: 15.7,
+  batchRunsRatio: 0.5,
+  evictedShare: 0.01,
+  planP99Ms: 5,
+  daySeconds: 60,
+};
+
+function integerFromEnv(name: string, fallback: number, min: number, max: number): number {
+  const value = process.env[name];
+  if (value === undefined || value.trim() === "") return fallback;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < min || number > max) {
+    throw new Error(`${name} takes a whole number from ${min} to ${max} (got "${value}").`);
+  }
+  return number;
+}
+
+const say = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
+
+const round = (value: number, digits = 2): number => {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+};
+
+/** The common workload: a saturated single lane (research §5.2's table row p=0.05, C=10). */
+function options(overrides: Partial<SimulationOptions>): SimulationOptions {
+  const ciMinutes = overrides.ciMinutes ?? 30;
+  const ciJitter = overrides.ciJitter ?? SIMULATION_DEFAULTS.ciJitter;
+  return {
+    ...SIMULATION_DEFAULTS,
+    prs: PRS,
+    arrivals: { kind: "poisson", perHour: 40 },
+    ciMinutes,
+    failureRate: 0.05,
+    concurrency: 10,
+    batch: false,
+    optimistic: false,
+    testingTimeoutMinutes: defaultTestingTimeoutMinutes(ciMinutes, ciJitter),
+    priorities: null,
+    targetsFanout: null,
+    seed: 1,
+    ...overrides,
+  };
+}
+
+interface Measured {
+  scenario: string;
+  report: SimulationReport;
+  wallSeconds: number;
+}
+
+function run(scenario: string, o: SimulationOptions, hooks: SimulationHooks = {}): Measured {
+  const { report, wallSeconds } = simulate(o, planner, hooks);
+  say(
+    `  ${scenario} seed ${o.seed}: ${report.merged} merged, ${report.mergedPerHour}/h ` +
+      `(model ${report.expectedPerHour}/h), ${report.ciRunsPerMerged ?? "-"} runs/merged, ` +
+      `${report.goodPrsEvicted} good evicted, ${report.stopReason}, ${round(wallSeconds)} s`,
+  );
+  return { scenario, report, wallSeconds: round(wallSeconds, 3) };
+}
+
+interface Target {
+  name: string;
+  measured: string;
+  threshold: string;
+  pass: boolean;
+}
+
+/** Names left-aligned (the columns in `left`), figures right-aligned. */
+function formatTable(header: string[], rows: string[][], left: readonly number[]): string {
+  const widths = header.map((cell, column) =>
+    Math.max(cell.length, ...rows.map((row) => row[column]?.length ?? 0)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) =>
+        left.includes(column)
+          ? cell.padEnd(widths[column] ?? 0)
+          : cell.padStart(widths[column] ?? 0),
+      )
+      .join("  ")
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join("\n");
+}
+
+const mean = (values: readonly number[]): number =>
+  values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
+
+function percentileOf(sorted: readonly number[], fraction: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length, Math.max(1, Math.ceil(fraction * sorted.length))) - 1] ?? 0;
+}
+
+interface Distribution {
+  calls: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+}
+
+interface LatencyResult {
+  queuedMin: number;
+  queuedMax: number;
+  /** Wall time of each call (what the target is about). */
+  wall: Distribution;
+  /** The process's CPU time during each call: what the machine's other load does not inflate. */
+  cpu: Distribution;
+  byEvent: Record<string, { wall: Distribution; cpu: Distribution }>;
+  /** The 1,000 submits that fill the queue (not part of the figures above). */
+  backlogSubmit: Distribution;
+}
+
+function summarize(ms: number[]): Distribution {
+  const sorted = [...ms].sort((a, b) => a - b);
+  return {
+    calls: sorted.length,
+    p50Ms: round(percentileOf(sorted, 0.5), 3),
+    p99Ms: round(percentileOf(sorted, 0.99), 3),
+    maxMs: round(sorted[sorted.length - 1] ?? 0, 3),
+  };
+}
+
+/**
+ * Scenario 4: 1,000 PRs submitted at once, then arrivals a little faster than the lane merges
+ * (so the queue stays at about 1,000), a tick every virtual minute, for 12 virtual hours. Each
+ * `plan` call after the backlog is in is timed.
+ */
+function latency(): { measured: Measured; result: LatencyResult } {
+  // Warm up the JIT on the same kind of work.
+  simulate(options({ prs: 300, concurrency: 25, seed: 99 }), planner);
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  const backlog: number[] = [];
+  const byEvent = new Map<QueueEvent["type"], { wall: number[]; cpu: number[] }>();
+  let queuedMin = Infinity;
+  let queuedMax = 0;
+  let submits = 0;
+  const o = options({
+    prs: 1400,
+    arrivals: { kind: "poisson", perHour: 25, backlog: 1000 },
+    concurrency: 25,
+    failureRate: 0.05,
+    flakeRate: 0.05,
+    ciJitter: 0.2,
+    pendingFailureDepth: 1,
+    optimistic: true,
+    testingTimeoutMinutes: defaultTestingTimeoutMinutes(30, 0.2),
+    maxHours: 12,
+    seed: 4,
+  });
+  const measured = run("4 latency", o, {
+    extraTickMinutes: 1,
+    onPlanTimed(event, time, queued) {
+      if (event === "submit") submits += 1;
+      if (submits <= 1000 && event === "submit") {
+        backlog.push(time.wallMs);
+        return;
+      }
+      wall.push(time.wallMs);
+      cpu.push(time.cpuMs);
+      queuedMin = Math.min(queuedMin, queued);
+      queuedMax = Math.max(queuedMax, queued);
+      const lists = byEvent.get(event) ?? { wall: [], cpu: [] };
+      lists.wall.push(time.wallMs);
+      lists.cpu.push(time.cpuMs);
+      byEvent.set(event, lists);
+    },
+  });
+  return {
+    measured,
+    result: {
+      queuedMin: Number.isFinite(queuedMin) ? queuedMin : 0,
+      queuedMax,
+      wall: summarize(wall),
+      cpu: summarize(cpu),
+      byEvent: Object.fromEntries(
+        [...byEvent.entries()]
+          .sort(([a], [b]) => (a < b ? -1 : 1))
+          .map(([event, lists]) => [
+            event,
+            { wall: summarize(lists.wall), cpu: summarize(lists.cpu) },
+          ]),
+      ),
+      backlogSubmit: summarize(backlog),
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const loadAverageBefore = os.loadavg()[0] ?? 0;
+  say(`merge-queue benchmark: ${PRS} PRs per scenario, ${SEEDS} seed(s) in scenario 1`);
+  const measured: Measured[] = [];
+  const targets: Target[] = [];
+
+  // 1. The single lane against the round model.
+  let single: Measured | undefined;
+  if (SCENARIOS.has("1") || SCENARIOS.has("2")) {
+    const seeds = SCENARIOS.has("1") ? SEEDS : 1;
+    const runs: Measured[] = [];
+    for (let seed = 1; seed <= seeds; seed++) {
+      runs.push(run("1 single lane", options({ seed })));
+    }
+    measured.push(...runs);
+    single = runs[0];
+    if (SCENARIOS.has("1")) {
+      const rate = mean(runs.map((r) => r.report.mergedPerHour));
+      const expected = runs[0]?.report.expectedPerHour ?? 0;
+      const off = expected > 0 ? rate / expected - 1 : Infinity;
+      targets.push({
+        name: `1 merged/h vs round model (mean of ${runs.length} seeds)`,
+        measured: `${round(rate)}/h (${off >= 0 ? "+" : ""}${round(off * 100, 1)}%)`,
+        threshold: `${expected}/h ±${TARGETS.modelTolerance * 100}%`,
+        pass: Math.abs(off) <= TARGETS.modelTolerance,
+      });
+      const offTable = rate / TARGETS.tableMergedPerHour - 1;
+      targets.push({
+        name: "1 merged/h vs research table (Monte Carlo), for reference",
+        measured: `${round(rate)}/h (${offTable >= 0 ? "+" : ""}${round(offTable * 100, 1)}%)`,
+        threshold: `${TARGETS.tableMergedPerHour}/h ±${TARGETS.modelTolerance * 100}%`,
+        pass: Math.abs(offTable) <= TARGETS.modelTolerance,
+      });
+    }
+  }
+
+  // 2. Batches of 4: half the CI per merged PR.
+  if (SCENARIOS.has("2") && single) {
+    const batched = run("2 batches of 4", options({ batch: true, batchSize: 4 }));
+    measured.push(batched);
+    const base = single.report.ciRunsPerMerged ?? Infinity;
+    const mine = batched.report.ciRunsPerMerged ?? Infinity;
+    targets.push({
+      name: "2 CI runs/merged with batches of 4 vs (1)",
+      measured: `${mine} (${base > 0 ? round(mine / base, 2) : "-"}× of ${base})`,
+      threshold: `≤ ${round(base * TARGETS.batchRunsRatio, 3)}`,
+      pass: mine <= base * TARGETS.batchRunsRatio,
+    });
+  }
+
+  // 3. Anti-flake: pending failure depth 2 and optimistic merging.
+  if (SCENARIOS.has("3")) {
+    const flaky = run(
+      "3 flakes 10%, depth 2, optimistic",
+      options({ flakeRate: 0.1, pendingFailureDepth: 2, optimistic: true }),
+    );
+    measured.push(flaky);
+    const good = flaky.report.details.goodPrs;
+    const share = good > 0 ? flaky.report.goodPrsEvicted / good : 0;
+    targets.push({
+      name: "3 good PRs evicted (flakes 10%, depth 2, optimistic)",
+      measured: `${flaky.report.goodPrsEvicted}/${good} (${round(share * 100, 2)}%)`,
+      threshold: `< ${TARGETS.evictedShare * 100}%`,
+      pass: share < TARGETS.evictedShare,
+    });
+  }
+
+  // 4. Planner latency with 1,000 PRs queued.
+  let latencyResult: LatencyResult | null = null;
+  if (SCENARIOS.has("4")) {
+    const { measured: m, result } = latency();
+    measured.push(m);
+    latencyResult = result;
+    const { wall, cpu } = result;
+    say(
+      `  4 latency: ${wall.calls} plan calls with ${result.queuedMin}-${result.queuedMax} PRs ` +
+        `queued: wall p50 ${wall.p50Ms} ms, p99 ${wall.p99Ms} ms, max ${wall.maxMs} ms; ` +
+        `CPU p50 ${cpu.p50Ms} ms, p99 ${cpu.p99Ms} ms`,
+    );
+    targets.push({
+      name: `4 plan() p99 with ${result.queuedMin}-${result.queuedMax} PRs queued`,
+      measured: `${wall.p99Ms} ms (p50 ${wall.p50Ms} ms; CPU p99 ${cpu.p99Ms} ms)`,
+      threshold: `< ${TARGETS.planP99Ms} ms`,
+      pass: wall.p99Ms < TARGETS.planP99Ms,
+    });
+  }
+
+  // 5. A 10,000-PR day.
+  if (SCENARIOS.has("5")) {
+    const started = performance.now();
+    const day = run(
+      "5 10,000-PR day",
+      options({
+        prs: 10_000,
+        arrivals: { kind: "poisson", perHour: 420 },
+        concurrency: 25,
+        batch: true,
+        batchSize: 8,
+        failureRate: 0.01,
+        flakeRate: 0.01,
+        ciJitter: 0.2,
+        testingTimeoutMinutes: defaultTestingTimeoutMinutes(30, 0.2),
+        seed: 5,
+      }),
+      { shouldStop: () => performance.now() - started > DAY_BUDGET_SECONDS * 1000 },
+    );
+    measured.push(day);
+    const r = day.report;
+    const finished = r.stopReason === "completed";
+    targets.push({
+      name: "5 10,000-PR day, wall time",
+      measured: finished
+        ? `${round(day.wallSeconds, 1)} s`
+        : `stopped (${r.stopReason}) after ${round(day.wallSeconds, 1)} s: ` +
+          `${r.prs - r.unfinished}/${r.prs} PRs concluded, ${r.virtualHours} virtual h`,
+      threshold: `< ${TARGETS.daySeconds} s`,
+      pass: finished && day.wallSeconds < TARGETS.daySeconds,
+    });
+  }
+
+  const simulations = formatTable(
+    [
+      "scenario",
+      "seed",
+      "merged",
+      "failed",
+      "unfinished",
+      "merged/h",
+      "model/h",
+      "cap/h",
+      "runs/merged",
+      "p50 min",
+      "p95 min",
+      "good evicted",
+      "events",
+      "wall s",
+    ],
+    measured.map(({ scenario, report: r, wallSeconds }) => [
+      scenario,
+      String(r.settings.seed),
+      String(r.merged),
+      String(r.failed),
+      String(r.unfinished),
+      String(round(r.mergedPerHour)),
+      String(round(r.expectedPerHour)),
+      r.theoreticalCapPerHour === null ? "-" : String(round(r.theoreticalCapPerHour)),
+      r.ciRunsPerMerged === null ? "-" : String(round(r.ciRunsPerMerged)),
+      r.p50MinutesInQueue === null ? "-" : String(Math.round(r.p50MinutesInQueue)),
+      r.p95MinutesInQueue === null ? "-" : String(Math.round(r.p95MinutesInQueue)),
+      String(r.goodPrsEvicted),
+      String(r.events),
+      String(round(wallSeconds, 1)),
+    ]),
+    [0],
+  );
+  const verdicts = formatTable(
+    ["target", "measured", "threshold", "result"],
+    targets.map((t) => [t.name, t.measured, t.threshold, t.pass ? "PASS" : "FAIL"]),
+    [0, 1, 2, 3],
+  );
+  process.stdout.write(`\n${simulations}\n\n${verdicts}\n`);
+  await writeResults(measured, targets, latencyResult, loadAverageBefore);
+}
+
+async function writeResults(
+  measured: Measured[],
+  targets: Target[],
+  latencyResult: LatencyResult | null,
+  loadAverageBefore: number,
+): Promise<void> {
+  const json = {
+    measuredAt: new Date().toISOString(),
+    machine: {
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? "unknown",
+      // Other work on the machine before the run: it stretches wall times (scenarios 4, 5).
+      loadAverage1mBefore: round(loadAverageBefore, 2),
+      loadAverage1mAfter: round(os.loadavg()[0] ?? 0, 2),
+    },
+    node: process.version,
+    settings: { seeds: SEEDS, prs: PRS, daySeconds: DAY_BUDGET_SECONDS },
+    simulations: measured,
+    latency: latencyResult,
+    targets,
+  };
+  await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
+  await writeFile(RESULTS_FILE, `${JSON.stringify(json, null, 2)}\n`);
+  say(`\nWrote ${path.relative(ROOT, RESULTS_FILE)}`);
+}
+
+try {
+  await main();
+} catch (error) {
+  process.stderr.write(
+    `bench:merge-queue failed: ${error instanceof Error ? error.message : String(error)}\n`,
+  );
+  process.exitCode = 1;
+}
