@@ -148,6 +148,12 @@ class Planning {
         const entry = this.s.entries[event.entryId];
         if (!entry || this.s.merging?.entryId !== entry.id) return;
         this.s.merging = null;
+        // The branch or the PR moved under the merge: not the PR's fault; the event that
+        // follows (a base push or a PR update) replans it.
+        if (event.reason === "restarted_on_new_base") {
+          this.toPending(entry, event.reason, QUEUE_ACTOR);
+          return;
+        }
         this.conclude(entry, "failed", event.reason, QUEUE_ACTOR, null, event.message);
         return;
       }
