@@ -5,6 +5,7 @@ import { CliError } from "./client.js";
 import { registerAdminCommands } from "./commands/admin.js";
 import { registerQueueCommands } from "./commands/queue.js";
 import { registerServe } from "./commands/serve.js";
+import { registerSimulate } from "./commands/simulate.js";
 import { registerTest } from "./commands/test.js";
 import { registerUpload } from "./commands/upload.js";
 
@@ -19,6 +20,7 @@ export function buildProgram(): Command {
   registerQueueCommands(program);
   registerUpload(program);
   registerTest(program);
+  registerSimulate(program);
   return program;
 }
 

@@ -1,0 +1,6 @@
+export * from "./heap.js";
+export * from "./options.js";
+export * from "./random.js";
+export * from "./simulate.js";
+export * from "./theory.js";
+export * from "./workload.js";

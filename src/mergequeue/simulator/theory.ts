@@ -1,0 +1,48 @@
+/**
+ * The throughput model of research merge-queue §5.2 (a): one linear speculative lane, where a
+ * failure invalidates everything behind it. In a round of one CI duration `T` the queue merges
+ * the units ahead of the first failing one, at most `C` of them.
+ *
+ *   q = 1 - (1-p)^b                      a unit (a batch of b PRs) fails
+ *   S(q, C) = (1-q)(1-(1-q)^C) / q       expected units merged per T
+ *   merges per T = b·S(q, C)             → b(1-q)/q ≈ (1-p)/p as C → ∞
+ *
+ * Flakes count into p: a PR's effective failure probability is 1-(1-p)(1-f).
+ */
+
+/** The effective failure probability of a PR: a real failure or a flake. */
+export function effectiveFailureRate(failureRate: number, flakeRate: number): number {
+  return 1 - (1 - failureRate) * (1 - flakeRate);
+}
+
+/** Probability that a unit of `batchSize` PRs fails. */
+export function unitFailureRate(p: number, batchSize: number): number {
+  return 1 - Math.pow(1 - p, batchSize);
+}
+
+/** S(q, C): expected units merged per CI duration (C when nothing ever fails). */
+export function unitsPerRound(q: number, concurrency: number): number {
+  if (q <= 0) return concurrency;
+  // 1-(1-q)^C without cancellation for tiny q.
+  return ((1 - q) * -Math.expm1(concurrency * Math.log1p(-q))) / q;
+}
+
+/** Expected merged PRs per hour: b·S(q, C)·60/T. */
+export function expectedMergesPerHour(input: {
+  failureRate: number;
+  batchSize: number;
+  concurrency: number;
+  ciMinutes: number;
+}): number {
+  const q = unitFailureRate(input.failureRate, input.batchSize);
+  return (input.batchSize * unitsPerRound(q, input.concurrency) * 60) / input.ciMinutes;
+}
+
+/**
+ * The single-lane ceiling as C → ∞: (1-p)/p merges per CI duration, per hour. Infinite when
+ * nothing fails (then only concurrency and CI bound the queue).
+ */
+export function capMergesPerHour(failureRate: number, ciMinutes: number): number {
+  if (failureRate <= 0) return Number.POSITIVE_INFINITY;
+  return (((1 - failureRate) / failureRate) * 60) / ciMinutes;
+}

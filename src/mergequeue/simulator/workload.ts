@@ -1,0 +1,95 @@
+/**
+ * The simulated pull requests: when each arrives, whether it is bad, its priority and its
+ * impacted targets. Drawn up front from the seed, each property from its own stream.
+ */
+import type { ImpactedTargets } from "../model.js";
+import { Random } from "./random.js";
+import type { Arrivals, Distribution, FanOut, SimulationOptions } from "./options.js";
+
+const MS_PER_HOUR = 3_600_000;
+
+export interface SimulatedPr {
+  number: number;
+  /** Virtual time of submission, ms. */
+  arrivalAt: number;
+  /** Every run that contains a bad PR fails. */
+  bad: boolean;
+  /** null: the default priority. */
+  priority: number | null;
+  /** null: single mode (no targets uploaded). */
+  targets: ImpactedTargets | null;
+}
+
+const NATO = [
+  "alpha",
+  "bravo",
+  "charlie",
+  "delta",
+  "echo",
+  "foxtrot",
+  "golf",
+  "hotel",
+  "india",
+  "juliett",
+  "kilo",
+  "lima",
+  "mike",
+  "november",
+  "oscar",
+  "papa",
+  "quebec",
+  "romeo",
+  "sierra",
+  "tango",
+  "uniform",
+  "victor",
+  "whiskey",
+  "xray",
+  "yankee",
+  "zulu",
+];
+
+/** The names of `count` targets: alpha, bravo, … then target-27, target-28, … */
+export function targetNames(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => NATO[i] ?? `target-${i + 1}`);
+}
+
+/** Submission times, ms, in order: all at 0, or a Poisson process (after any backlog at 0). */
+export function arrivalTimes(arrivals: Arrivals, count: number, random: Random): number[] {
+  const times: number[] = [];
+  if (arrivals.kind === "burst") return new Array<number>(count).fill(0);
+  const backlog = Math.min(arrivals.backlog ?? 0, count);
+  for (let i = 0; i < backlog; i++) times.push(0);
+  const meanGap = MS_PER_HOUR / arrivals.perHour;
+  let at = 0;
+  while (times.length < count) {
+    at += random.exponential(meanGap);
+    times.push(Math.round(at));
+  }
+  return times;
+}
+
+export function generatePullRequests(o: SimulationOptions): SimulatedPr[] {
+  const arrivals = arrivalTimes(o.arrivals, o.prs, new Random(o.seed, "arrivals"));
+  const badness = new Random(o.seed, "bad");
+  const priorities = new Random(o.seed, "priorities");
+  const fanOut = new Random(o.seed, "targets");
+  const names = targetNames(o.targets);
+  return arrivals.map((arrivalAt, i) => ({
+    number: i + 1,
+    arrivalAt,
+    bad: badness.chance(o.failureRate),
+    priority: o.priorities === null ? null : priorities.weighted(o.priorities),
+    targets: o.targetsFanout === null ? null : drawTargets(o.targetsFanout, names, fanOut),
+  }));
+}
+
+function drawTargets(
+  fanOut: Distribution<FanOut>,
+  names: readonly string[],
+  random: Random,
+): ImpactedTargets {
+  const count = random.weighted(fanOut);
+  if (count === "ALL") return "ALL";
+  return random.sample(names, count);
+}
