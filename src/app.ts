@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import type { FastifyServerOptions } from "fastify";
 import { buildServer } from "./api/server.js";
 import type { ApiApp } from "./api/types.js";
@@ -13,6 +15,10 @@ import { TestSettingsStore } from "./db/stores/test-settings.js";
 import { TestViewStore } from "./db/stores/test-views.js";
 import { UploadStore } from "./db/stores/uploads.js";
 import { systemClock, type Clock } from "./lib/clock.js";
+import { MergeQueueRuntimeStore } from "./db/stores/merge-queue-runtime.js";
+import { MergeQueueEngine, type EngineOptions } from "./mergequeue/engine.js";
+import { MemoryCi, MemoryGitHost } from "./mergequeue/memory-host.js";
+import type { CiProvider, GitHost } from "./mergequeue/providers.js";
 import { MergeQueueService, emptyQueueContents } from "./mergequeue/queue-service.js";
 import { OrganizationService } from "./organizations/service.js";
 import { BundleStorage } from "./testhealth/ingest/bundle-storage.js";
@@ -43,6 +49,11 @@ export interface Services {
   };
   /** Background processing of uploads; started by `mainline serve` (and tests that need it). */
   worker: IngestWorker;
+  /** The merge-queue driver; started by `mainline serve` (and tests that need it). */
+  engine: MergeQueueEngine;
+  /** What the merge queue tests and merges through (in memory until a real host is set up). */
+  gitHost: GitHost;
+  ci: CiProvider;
   /** MAINLINE_PUBLIC_URL when set (upload URLs, test pages); else derived from each request. */
   publicUrl: string | undefined;
 }
@@ -55,6 +66,9 @@ export interface ServiceOptions {
   maxBundleBytes?: number;
   worker?: Partial<WorkerOptions>;
   logger?: WorkerLogger;
+  gitHost?: GitHost;
+  ci?: CiProvider;
+  engine?: Partial<EngineOptions>;
 }
 
 const silentLogger: WorkerLogger = { info: () => undefined, error: () => undefined };
@@ -100,13 +114,32 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     },
     options.worker,
   );
+  const mergeQueues = new MergeQueueStore(db, database.dialect);
+  const gitHost = options.gitHost ?? new MemoryGitHost();
+  const ci = options.ci ?? new MemoryCi();
+  const engine = new MergeQueueEngine(
+    {
+      runtime: new MergeQueueRuntimeStore(db, database.dialect),
+      queues: mergeQueues,
+      repositories,
+      gitHost,
+      ci,
+      clock,
+      logger: {
+        error: (message, error) => {
+          (options.logger ?? silentLogger).error({ err: error }, message);
+        },
+      },
+    },
+    { owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, ...options.engine },
+  );
   return {
     database,
     clock,
     organizations: new OrganizationService(organizationStore, clock),
     queues: new MergeQueueService({
       repositories,
-      queues: new MergeQueueStore(db, database.dialect),
+      queues: mergeQueues,
       contents: emptyQueueContents,
       clock,
     }),
@@ -135,6 +168,9 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
       bundles,
     },
     worker,
+    engine,
+    gitHost,
+    ci,
     publicUrl: options.publicUrl,
   };
 }
@@ -159,10 +195,12 @@ export async function stopService(
   app: ApiApp,
   database: DatabaseHandle,
   worker?: IngestWorker,
+  engine?: MergeQueueEngine,
 ): Promise<void> {
   await app.close();
   await app.inFlight.idle();
   await worker?.stop();
+  await engine?.stop();
   await database.close();
 }
 

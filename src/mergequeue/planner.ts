@@ -148,6 +148,12 @@ class Planning {
         const entry = this.s.entries[event.entryId];
         if (!entry || this.s.merging?.entryId !== entry.id) return;
         this.s.merging = null;
+        // The branch or the PR moved under the merge: not the PR's fault; the event that
+        // follows (a base push or a PR update) replans it.
+        if (event.reason === "restarted_on_new_base") {
+          this.toPending(entry, event.reason, QUEUE_ACTOR);
+          return;
+        }
         this.conclude(entry, "failed", event.reason, QUEUE_ACTOR, null, event.message);
         return;
       }
@@ -490,7 +496,11 @@ class Planning {
       }
       index = order.length;
       for (let i = firstFree; i < order.length; i++) {
-        if (this.entry(at(order, i)).priorityValue > entry.priorityValue) {
+        const other = this.entry(at(order, i));
+        if (
+          other.priorityValue > entry.priorityValue ||
+          (other.priorityValue === entry.priorityValue && other.seq > entry.seq)
+        ) {
           index = i;
           break;
         }
@@ -776,7 +786,8 @@ class Planning {
         const dep = this.entry(id);
         return this.inFlight(dep) || dep.bisection !== null;
       });
-      if (!depsReady) {
+      if (!depsReady || this.beyondFailureDepth(deps)) {
+        if (this.config.mode !== "parallel") break;
         blockedTargets.push(targets);
         continue;
       }
@@ -790,6 +801,30 @@ class Planning {
       slots -= 1;
       i = order.indexOf(at(unit, unit.length - 1));
     }
+  }
+
+  /**
+   * Whether a new run would sit on top of a held failure deeper than `pendingFailureDepth`
+   * successor levels: only that many successors can clear it, so a run further behind would most
+   * likely fail with it and be thrown away. It waits until the failure is resolved.
+   */
+  private beyondFailureDepth(deps: string[]): boolean {
+    const depth = this.config.pendingFailureDepth;
+    for (const id of deps) {
+      const held = this.entry(id);
+      if (held.state !== "pending_failure" || held.bisection !== null) continue;
+      let successors = 0;
+      for (const run of Object.values(this.s.runs)) {
+        // Successors that are testing, passed, or failed with it (and are held too).
+        if (run.kind !== "main" || run.status === "cancelled") continue;
+        if (run.unit.includes(id) || !run.prs.some((pr) => pr.entryId === id)) continue;
+        const held = run.unit.some((u) => this.s.entries[u]?.failure?.runId === run.id);
+        if (run.status === "failed" && !held) continue;
+        successors += 1;
+      }
+      if (successors >= depth) return true;
+    }
+    return false;
   }
 
   /**
@@ -943,16 +978,27 @@ class Planning {
       ],
     };
     this.s.bisections[id] = group;
+    // It goes to a queue of its own (research merge-queue §2.7): it no longer holds up the
+    // main queue, whose pull requests were or will be tested without it.
     for (const entry of unit) {
       entry.bisection = { groupId: id };
+      this.removeFromOrder(entry.id);
       this.record(entry, "pending_failure", "bisection_started", QUEUE_ACTOR, run.id);
     }
-    // Runs that counted on the batch no longer do: successors are tested without it.
+    // The batch leaves the main queue while it is bisected: runs that counted on it are tested
+    // again without it, and failures that included it were most likely its own.
     for (const other of Object.values(this.s.runs)) {
       if (other.id === run.id || other.kind !== "main") continue;
-      if (other.status !== "running" && other.status !== "passed") continue;
-      if (other.prs.some((pr) => unit.some((e) => e.id === pr.entryId))) {
+      if (!other.prs.some((pr) => unit.some((e) => e.id === pr.entryId))) continue;
+      if (other.status === "running" || other.status === "passed") {
         this.invalidateRun(other, "prerequisite_merge_item_failed", QUEUE_ACTOR);
+      } else if (other.status === "failed") {
+        for (const id of other.unit) {
+          const held = this.s.entries[id];
+          if (held && held.failure?.runId === other.id && !held.bisection) {
+            this.toPending(held, "prerequisite_merge_item_failed", QUEUE_ACTOR);
+          }
+        }
       }
     }
   }
@@ -1052,16 +1098,18 @@ class Planning {
       waiting.runId = run.id;
       waiting.inferred = true;
     }
-    // Proven good: back to the main queue, where this passed run can merge them directly if
-    // nothing changed underneath (they are at the front); otherwise they are tested again.
+    // Proven good: back to the main queue to be tested with what is ahead of them there. They go
+    // behind what is in flight (whose runs stay valid that way), ahead of later arrivals.
     for (const id of segment.entries) {
       const entry = this.s.entries[id];
       if (!entry) continue;
       entry.bisection = null;
       entry.failure = null;
-      entry.runId = run.id;
-      entry.unit = [...segment.entries];
-      this.transition(entry, "tests_passed", "bisection_passed", run.id);
+      entry.runId = null;
+      entry.positioned = false;
+      this.removeFromOrder(id);
+      this.transition(entry, "pending", "bisection_passed", run.id);
+      this.insertIntoOrder(entry);
     }
     this.closeBisectionIfDone(group);
   }
@@ -1095,7 +1143,9 @@ class Planning {
         entry.bisection = null;
         entry.failure = null;
         entry.runId = null;
+        entry.positioned = false;
         this.transition(entry, "pending", "restarted_on_new_base");
+        this.insertIntoOrder(entry);
       }
     }
     Reflect.deleteProperty(this.s.bisections, group.id);

@@ -82,7 +82,7 @@ export async function startTestServer(
       return read(await fetch(`${url}${path}`, init));
     },
     async close() {
-      await stopService(app, database.handle, services.worker);
+      await stopService(app, database.handle, services.worker, services.engine);
       await database.cleanup();
     },
   };

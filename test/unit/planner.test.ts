@@ -158,6 +158,32 @@ describe("pending failure depth and optimistic merging (research merge-queue §2
   });
 });
 
+describe("speculation on top of a held failure", () => {
+  it("starts no run deeper than pendingFailureDepth behind a held failure; resumes once it is resolved", () => {
+    const h = new PlannerHarness({ concurrency: 2, pendingFailureDepth: 1 });
+    for (const n of [1, 2, 3, 4]) h.submit(n);
+    h.fail([2]); // held: 1 is still testing
+    // One successor level may clear 2: 3 starts on top of it; 4 would be a second level.
+    expect(h.runningUnits()).toEqual([[1], [3]]);
+    expect(h.prsOf(h.run(3))).toEqual([1, 2, 3]);
+    h.fail([3]);
+    expect(h.runningUnits()).toEqual([[1]]);
+    h.pass(1);
+    expect(h.state(2)).toBe("failed");
+    expect(h.runningUnits()).toEqual([[3], [4]]);
+    expect(h.prsOf(h.run(4))).toEqual([3, 4]);
+  });
+
+  it("with depth 0 nothing new starts on top of a held failure", () => {
+    const h = new PlannerHarness({ concurrency: 3 });
+    for (const n of [1, 2, 3]) h.submit(n);
+    h.pass(3);
+    h.fail([2]);
+    h.submit(4);
+    expect(h.runningUnits()).toEqual([[1]]);
+  });
+});
+
 describe("batching (research merge-queue §2.7)", () => {
   it("starts a batch when the wait expires: A 0:00, B 1:00, C 2:30 → ABC at 5:00", () => {
     const h = new PlannerHarness({
@@ -195,7 +221,7 @@ describe("batching (research merge-queue §2.7)", () => {
     expect(h.runningUnits()).toEqual([[1], [2], [3]]);
   });
 
-  it("bisects a failed batch, merges the good half it proved and evicts the culprit", () => {
+  it("bisects a failed batch on its own slots; good halves go back to the queue, the culprit fails", () => {
     const h = new PlannerHarness({ batch: true, batchingMinSize: 4, bisectionConcurrency: 2 });
     for (const n of [1, 2, 3, 4]) h.submit(n);
     h.fail([1, 2, 3, 4]);
@@ -204,15 +230,20 @@ describe("batching (research merge-queue §2.7)", () => {
       [3, 4],
     ]);
     expect(h.started.at(-1)?.kind).toBe("bisection");
+    expect(h.prsOf(h.run(3, 4))).toEqual([3, 4]); // on plain main
     h.pass(1, 2);
-    expect(h.merged).toEqual([1, 2]);
+    // Proven good: back to the main queue, to be tested with what is ahead of them there.
+    expect(h.history(1).at(-1)).toBe("pending:bisection_passed");
     h.fail([3, 4]);
     expect(h.runningUnits()).toEqual([[3], [4]]);
     h.fail([4]);
     h.pass(3);
-    expect(h.merged).toEqual([1, 2, 3]);
     expect(h.state(4)).toBe("failed");
+    expect(h.history(4).at(-1)).toBe("failed:failing_required_check");
     expect(h.started.filter((r) => r.kind === "bisection")).toHaveLength(4);
+    h.tick(5); // the batch of the good ones waits for its target size, then its wait ends
+    h.pass(1, 2, 3);
+    expect(h.merged).toEqual([1, 2, 3]);
   });
 
   it("skips redundant bisection runs: a failed parent and a passing half convict the other", () => {
@@ -230,8 +261,21 @@ describe("batching (research merge-queue §2.7)", () => {
     expect(h.runningUnits()).toEqual([[3]]);
     h.pass(3);
     expect(h.state(4)).toBe("failed");
-    expect(h.merged).toEqual([1, 2, 3]);
+    expect(h.history(4).at(-1)).toBe("failed:failing_required_check");
     expect(h.started.filter((r) => r.kind === "bisection")).toHaveLength(2);
+    h.tick(5);
+    h.pass(1, 2, 3);
+    expect(h.merged).toEqual([1, 2, 3]);
+  });
+
+  it("a batch under bisection holds nothing up: the queue behind it merges meanwhile", () => {
+    const h = new PlannerHarness({ batch: true, batchingMinSize: 2, concurrency: 2 });
+    for (const n of [1, 2, 3, 4]) h.submit(n);
+    h.fail([1, 2]);
+    expect(h.prsOf(h.run(3, 4))).toEqual([3, 4]);
+    h.pass(3, 4);
+    expect(h.merged).toEqual([3, 4]);
+    expect(h.runningUnits()).toEqual([[1]]); // bisection continues on its own slot
   });
 
   it("keeps testing the queue behind a batch under bisection, without it", () => {

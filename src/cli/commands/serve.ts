@@ -101,7 +101,7 @@ Environment:
         force.unref();
         // With the server and the database closed nothing is left to run, and the process ends
         // by itself once the log lines are written; exiting here could cut the last ones off.
-        stopService(app, database, services.worker).then(
+        stopService(app, database, services.worker, services.engine).then(
           () => {
             app.log.info("stopped");
           },
@@ -122,5 +122,7 @@ Environment:
       database.checkpointInBackground();
       // Bundles stored before a crash or restart are processed now.
       services.worker.start();
+      // Queues resume where they were: timers, commands and CI results waiting in storage.
+      services.engine.start();
     });
 }

@@ -227,6 +227,32 @@ export class MergeQueueStore {
     });
   }
 
+  async findById(id: string): Promise<MergeQueueRecord | undefined> {
+    const row = await this.db
+      .selectFrom("mergeQueues")
+      .selectAll()
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return row && toRecord(row);
+  }
+
+  /** The engine's own settings changes (a mode switch that finished). */
+  async setConfiguration(
+    id: string,
+    configuration: QueueConfiguration,
+    now: number,
+  ): Promise<void> {
+    await this.db
+      .updateTable("mergeQueues")
+      .set((eb) => ({
+        ...toColumns(configuration),
+        updatedAt: now,
+        version: eb("version", "+", 1),
+      }))
+      .where("id", "=", id)
+      .execute();
+  }
+
   async delete(id: string): Promise<boolean> {
     const result = await this.db.deleteFrom("mergeQueues").where("id", "=", id).executeTakeFirst();
     return result.numDeletedRows > 0n;

@@ -1,0 +1,626 @@
+/**
+ * The merge-queue driver: the only writer of a queue. It holds the queue's lease, feeds the
+ * planner one event at a time (commands from the API, CI results, timer ticks, settings), carries
+ * out the decisions through the git host and the CI provider, and stores the outcome in one
+ * transaction fenced by the lease's epoch. Several server processes may run engines on one
+ * PostgreSQL: whoever holds the lease drives, the others only enqueue commands.
+ *
+ * Side effects happen before the commit and are idempotent (test branches are named by run id,
+ * merges pin both heads, a repeated merge of a merged PR reports its commit), so a crash between
+ * the two repeats them harmlessly when the stored state is replayed.
+ */
+import type { Clock } from "../lib/clock.js";
+import type { MergeQueueRecord } from "../db/stores/merge-queues.js";
+import type { Repository } from "../db/stores/repositories.js";
+import { initialSnapshot, plan } from "./planner.js";
+import {
+  isTerminal,
+  type Decision,
+  type Entry,
+  type QueueCommand,
+  type QueueEvent,
+  type QueueSnapshot,
+  type TestRun,
+} from "./model.js";
+import {
+  judgeChecks,
+  type CiProvider,
+  type CiRunResult,
+  type GitHost,
+  type HostedRepository,
+} from "./providers.js";
+import type {
+  CommandResult,
+  EntryRecord,
+  RunRecord,
+  RuntimeStore,
+  TransitionRecord,
+} from "./records.js";
+
+/** A CI result on its way through the command inbox (so that the lease holder applies it). */
+interface CiResultCommand {
+  type: "ci_result";
+  result: CiRunResult;
+}
+
+type InboxPayload = QueueCommand | CiResultCommand;
+
+export interface EngineLogger {
+  error(message: string, error?: unknown): void;
+}
+
+export interface EngineOptions {
+  /** This process, as named in leases. */
+  owner: string;
+  leaseMs: number;
+  /** How often due queues (timers, commands from other processes) are looked for. */
+  pollMs: number;
+  /** How long `execute` waits for the queue's driver to apply a command. */
+  commandTimeoutMs: number;
+}
+
+export interface EngineDeps {
+  runtime: RuntimeStore;
+  queues: {
+    findById(id: string): Promise<MergeQueueRecord | undefined>;
+    setConfiguration(
+      id: string,
+      configuration: MergeQueueRecord["configuration"],
+      now: number,
+    ): Promise<void>;
+  };
+  repositories: { findById(id: string): Promise<Repository | undefined> };
+  gitHost: GitHost;
+  ci: CiProvider;
+  clock: Clock;
+  logger?: EngineLogger;
+}
+
+const DEFAULTS: EngineOptions = {
+  owner: "mainline",
+  leaseMs: 30_000,
+  pollMs: 1_000,
+  commandTimeoutMs: 30_000,
+};
+
+export class MergeQueueEngine {
+  private readonly options: EngineOptions;
+  /** Per queue: the step in progress, and whether another was asked for meanwhile. */
+  private readonly steps = new Map<string, { running: Promise<void>; again: boolean }>();
+  private timer: NodeJS.Timeout | null = null;
+  private unsubscribe: (() => void) | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly deps: EngineDeps,
+    options: Partial<EngineOptions> = {},
+  ) {
+    this.options = { ...DEFAULTS, ...options };
+  }
+
+  /** Listens for CI results and looks for due queues until `stop`. */
+  start(): void {
+    this.stopped = false;
+    this.unsubscribe = this.deps.ci.onResult((result) => {
+      void this.enqueue(result.queueId, { type: "ci_result", result });
+    });
+    const poll = () => {
+      void this.pollDue().finally(() => {
+        if (!this.stopped) this.timer = setTimeout(poll, this.options.pollMs);
+      });
+    };
+    this.timer = setTimeout(poll, this.options.pollMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.unsubscribe?.();
+    await Promise.allSettled([...this.steps.values()].map((s) => s.running));
+  }
+
+  /**
+   * Applies a command to a queue and answers what the queue's driver said. The command is stored
+   * first (acknowledged work survives a crash); this process drives it if it holds or can take
+   * the lease, otherwise the lease holder does and this waits for its answer.
+   */
+  async execute(queueId: string, command: QueueCommand): Promise<CommandResult> {
+    const id = await this.enqueue(queueId, command);
+    const deadline = Date.now() + this.options.commandTimeoutMs;
+    for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
+      const record = await this.deps.runtime.command(id);
+      if (record?.result) return record.result;
+      if (Date.now() > deadline) {
+        throw new Error(`the merge queue did not apply command ${id} in time`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      this.kick(queueId);
+    }
+  }
+
+  private async enqueue(queueId: string, payload: InboxPayload): Promise<number> {
+    const id = await this.deps.runtime.enqueueCommand(queueId, payload, this.deps.clock.now());
+    this.kick(queueId);
+    return id;
+  }
+
+  /** Runs a step for the queue now, or right after the one in progress. */
+  kick(queueId: string): void {
+    const current = this.steps.get(queueId);
+    if (current) {
+      current.again = true;
+      return;
+    }
+    const state = { running: Promise.resolve(), again: false };
+    // Read through a function: `kick` sets it while the step awaits.
+    const askedAgain = () => state.again;
+    const loop = async () => {
+      do {
+        state.again = false;
+        try {
+          await this.step(queueId);
+        } catch (error) {
+          this.deps.logger?.error(`merge queue ${queueId}: step failed`, error);
+        }
+      } while (askedAgain() && !this.stopped);
+      this.steps.delete(queueId);
+    };
+    this.steps.set(queueId, state);
+    state.running = loop();
+  }
+
+  /** Waits until no step is running or asked for. */
+  async idle(): Promise<void> {
+    while (this.steps.size > 0) {
+      await Promise.allSettled([...this.steps.values()].map((s) => s.running));
+    }
+  }
+
+  private async pollDue(): Promise<void> {
+    try {
+      for (const queueId of await this.deps.runtime.dueQueues(this.deps.clock.now())) {
+        this.kick(queueId);
+      }
+    } catch (error) {
+      this.deps.logger?.error("merge queue: polling for due queues failed", error);
+    }
+  }
+
+  /** One driver step: everything waiting for the queue, then one fenced commit. */
+  async step(queueId: string): Promise<void> {
+    const { runtime, clock } = this.deps;
+    const lease = await runtime.acquireLease(
+      queueId,
+      this.options.owner,
+      clock.now(),
+      this.options.leaseMs,
+    );
+    if (!lease) return;
+    const queue = await this.deps.queues.findById(queueId);
+    if (!queue) return;
+    const repository = await this.deps.repositories.findById(queue.repositoryId);
+    if (!repository) return;
+    const repo: HostedRepository = {
+      host: repository.host,
+      owner: repository.owner,
+      name: repository.name,
+    };
+
+    const stored = await runtime.loadSnapshot(queueId);
+    let snapshot: QueueSnapshot;
+    const events: QueueEvent[] = [];
+    if (stored) {
+      snapshot = stored.snapshot as QueueSnapshot;
+    } else {
+      const head = (await this.deps.gitHost.branchHead(repo, queue.targetBranch)) ?? "";
+      snapshot = initialSnapshot({
+        queueId,
+        targetBranch: queue.targetBranch,
+        configuration: queue.configuration,
+        headSha: head,
+      });
+    }
+    const work = new StepWork(queueId, repo, queue.targetBranch, this.deps);
+    if (JSON.stringify(snapshot.configuration) !== JSON.stringify(queue.configuration)) {
+      events.push({ type: "settings_changed", configuration: queue.configuration });
+    }
+    const commands = await runtime.pendingCommands(queueId, 100);
+    const applied: { id: number; result: CommandResult }[] = [];
+
+    const run = async (event: QueueEvent): Promise<PlanResultSummary> => {
+      work.remember(snapshot);
+      const result = plan(snapshot, event, clock.now());
+      snapshot = result.snapshot;
+      await work.carryOut(result.decisions, snapshot, (follow) => {
+        followUps.push(follow);
+      });
+      while (followUps.length > 0) {
+        const next = followUps.shift();
+        if (next) await run(next);
+      }
+      return { rejection: result.rejection, wakeAt: result.wakeAt };
+    };
+    const followUps: QueueEvent[] = [];
+
+    let wakeAt: number | null = null;
+    for (const event of events) wakeAt = (await run(event)).wakeAt;
+    for (const command of commands) {
+      const payload = command.payload as InboxPayload;
+      const event = await work.toEvent(payload);
+      if ("error" in event) {
+        applied.push({ id: command.id, result: event.error });
+        continue;
+      }
+      const outcome = await run(event.event);
+      wakeAt = outcome.wakeAt;
+      applied.push({
+        id: command.id,
+        result: outcome.rejection ? { ok: false, ...outcome.rejection } : { ok: true },
+      });
+    }
+    if (stored?.wakeAt != null && stored.wakeAt <= clock.now()) {
+      wakeAt = (await run({ type: "tick" })).wakeAt;
+    } else if (commands.length === 0 && events.length === 0) {
+      wakeAt = stored?.wakeAt ?? null;
+    }
+
+    const committed = await runtime.commit({
+      queueId,
+      epoch: lease.epoch,
+      now: clock.now(),
+      snapshot,
+      wakeAt,
+      entries: work.entryRecords(),
+      transitions: work.transitions,
+      runs: [...work.runs.values()],
+      appliedCommands: applied,
+    });
+    if (!committed) return;
+    if (work.queueState) {
+      await this.deps.queues.setConfiguration(queueId, work.queueState, clock.now());
+    }
+    if (commands.length === 100) this.kick(queueId);
+  }
+}
+
+interface PlanResultSummary {
+  rejection: { code: "not_found" | "conflict"; message: string } | null;
+  wakeAt: number | null;
+}
+
+/** What one step carries out and then writes. */
+class StepWork {
+  readonly transitions: TransitionRecord[] = [];
+  readonly runs = new Map<string, RunRecord>();
+  private readonly entries = new Map<string, EntryRecord>();
+  queueState: MergeQueueRecord["configuration"] | null = null;
+
+  constructor(
+    private readonly queueId: string,
+    private readonly repo: HostedRepository,
+    private readonly targetBranch: string,
+    private readonly deps: EngineDeps,
+  ) {}
+
+  entryRecords(): EntryRecord[] {
+    return [...this.entries.values()];
+  }
+
+  /** Turns an inbox command into a planner event, looking the PR up where needed. */
+  async toEvent(
+    payload: InboxPayload,
+  ): Promise<{ event: QueueEvent } | { error: Exclude<CommandResult, { ok: true }> }> {
+    switch (payload.type) {
+      case "submit": {
+        const pr = await this.deps.gitHost.pullRequest(this.repo, payload.prNumber);
+        if (!pr) {
+          return {
+            error: {
+              ok: false,
+              code: "not_found",
+              message: `Pull request #${payload.prNumber} does not exist in ${this.repo.owner}/${this.repo.name}.`,
+            },
+          };
+        }
+        if (pr.state !== "open") {
+          return {
+            error: {
+              ok: false,
+              code: "conflict",
+              message: `Pull request #${payload.prNumber} is ${pr.state}; only open pull requests can be queued.`,
+            },
+          };
+        }
+        return {
+          event: {
+            type: "submit",
+            pr,
+            priority: payload.priority,
+            noBatch: payload.noBatch,
+            actor: payload.actor,
+            entryId: crypto.randomUUID(),
+          },
+        };
+      }
+      case "ci_result":
+        return { event: await this.ciEvent(payload.result) };
+      case "reload_settings": {
+        const queue = await this.deps.queues.findById(this.queueId);
+        return {
+          event: queue
+            ? { type: "settings_changed", configuration: queue.configuration }
+            : { type: "tick" },
+        };
+      }
+      default:
+        return { event: payload };
+    }
+  }
+
+  private async ciEvent(result: CiRunResult): Promise<QueueEvent> {
+    const record = await this.deps.runtime.run(this.queueId, result.runId);
+    if (record) {
+      this.runs.set(record.id, {
+        ...(this.runs.get(record.id) ?? record),
+        checks: result.checks.map((c) => ({
+          name: c.name,
+          conclusion: c.conclusion,
+          url: c.url ?? null,
+        })),
+      });
+    }
+    if (result.error) {
+      return {
+        type: "run_finished",
+        runId: result.runId,
+        outcome: "failed",
+        failingChecks: [],
+        reason: result.error.reason,
+      };
+    }
+    const required = record?.requiredStatuses ?? [];
+    const judged =
+      required.length > 0
+        ? judgeChecks(required, result.checks)
+        : {
+            passed: result.checks.every(
+              (c) => c.conclusion === "success" || c.conclusion === "skipped",
+            ),
+            failing: result.checks
+              .filter((c) => c.conclusion !== "success" && c.conclusion !== "skipped")
+              .map((c) => c.name),
+          };
+    return {
+      type: "run_finished",
+      runId: result.runId,
+      outcome: judged.passed ? "passed" : "failed",
+      failingChecks: judged.failing,
+      ...(result.flakyOnly ? { flakyOnly: true } : {}),
+    };
+  }
+
+  async carryOut(
+    decisions: Decision[],
+    snapshot: QueueSnapshot,
+    follow: (event: QueueEvent) => void,
+  ): Promise<void> {
+    const now = this.deps.clock.now();
+    for (const decision of decisions) {
+      switch (decision.type) {
+        case "transition":
+          this.transition(decision, snapshot, now);
+          break;
+        case "start_run":
+          await this.startRun(decision.run, snapshot, follow);
+          break;
+        case "cancel_run":
+          await this.cancelRun(decision.runId, now);
+          break;
+        case "merge":
+          await this.merge(decision, snapshot, follow);
+          break;
+        case "queue_state":
+          this.queueState = decision.configuration;
+          break;
+      }
+    }
+    // Runs that finished in this step: their branches go (contract §6).
+    for (const run of Object.values(snapshot.runs)) {
+      const record = this.runs.get(run.id);
+      if (record && run.status !== "running" && record.status === "running") {
+        this.runs.set(run.id, { ...record, status: run.status, finishedAt: run.finishedAt });
+        if (record.testBranch)
+          await this.deps.gitHost.deleteTestBranch(this.repo, record.testBranch);
+      }
+    }
+  }
+
+  private transition(
+    decision: Extract<Decision, { type: "transition" }>,
+    snapshot: QueueSnapshot,
+    now: number,
+  ): void {
+    this.transitions.push({
+      entryId: decision.entryId,
+      queueId: this.queueId,
+      at: now,
+      from: decision.from,
+      to: decision.to,
+      reason: decision.reason,
+      actor: decision.actor,
+      runId: decision.runId,
+      detail: decision.detail,
+    });
+    const entry = snapshot.entries[decision.entryId];
+    const previous = this.entries.get(decision.entryId);
+    const base = entry ? this.toRecord(entry, now) : previous;
+    if (!base) {
+      this.entries.set(decision.entryId, this.concludedRecord(decision, now));
+      return;
+    }
+    this.entries.set(decision.entryId, {
+      ...base,
+      state: decision.to,
+      stateChangedAt: now,
+      concludedAt: isTerminal(decision.to) ? now : null,
+      lastReason: decision.reason,
+    });
+  }
+
+  /** The record of an entry that concluded within the same plan it was last seen in. */
+  private concludedRecord(
+    decision: Extract<Decision, { type: "transition" }>,
+    now: number,
+  ): EntryRecord {
+    const last = this.lastSeen.get(decision.entryId);
+    if (!last) throw new Error(`entry ${decision.entryId} concluded without being seen`);
+    return {
+      ...this.toRecord(last, now),
+      state: decision.to,
+      stateChangedAt: now,
+      concludedAt: now,
+      lastReason: decision.reason,
+    };
+  }
+
+  /** Entries as last seen (the planner drops concluded ones from its snapshot). */
+  private readonly lastSeen = new Map<string, Entry>();
+
+  remember(snapshot: QueueSnapshot): void {
+    for (const entry of Object.values(snapshot.entries)) this.lastSeen.set(entry.id, entry);
+  }
+
+  private toRecord(entry: Entry, now: number): EntryRecord {
+    this.lastSeen.set(entry.id, entry);
+    return {
+      id: entry.id,
+      queueId: this.queueId,
+      prNumber: entry.pr.number,
+      prTitle: entry.pr.title,
+      prSha: entry.pr.headSha,
+      prHeadBranch: entry.pr.headBranch,
+      prBaseBranch: entry.pr.baseBranch,
+      prAuthor: entry.pr.author,
+      state: entry.state,
+      stateChangedAt: entry.stateChangedAt,
+      submittedAt: entry.submittedAt,
+      concludedAt: isTerminal(entry.state) ? now : null,
+      priorityValue: entry.priorityValue,
+      usedDefaultPriority: entry.usedDefaultPriority,
+      noBatch: entry.noBatch,
+      seq: entry.seq,
+      readiness: {
+        mergeability: entry.pr.mergeability,
+        baseBranchMatches: entry.pr.baseBranch === this.targetBranch,
+        requiresImpactedTargets: false,
+        impactedTargets: entry.impactedTargets,
+      },
+      lastReason: "",
+    };
+  }
+
+  private async startRun(
+    run: TestRun,
+    snapshot: QueueSnapshot,
+    follow: (event: QueueEvent) => void,
+  ): Promise<void> {
+    const { gitHost, ci } = this.deps;
+    const configured = snapshot.configuration.requiredStatuses;
+    const record: RunRecord = {
+      id: run.id,
+      queueId: this.queueId,
+      kind: run.kind,
+      status: "running",
+      baseSha: run.baseSha,
+      testBranch: null,
+      testBranchSha: null,
+      prs: run.prs,
+      unit: run.unit,
+      requiredStatuses: configured ?? [],
+      requiredStatusesSource: configured ? "merge_instance" : null,
+      checks: [],
+      startedAt: run.startedAt,
+      finishedAt: null,
+    };
+    this.runs.set(run.id, record);
+    const branch = await gitHost.createTestBranch({
+      repo: this.repo,
+      targetBranch: this.targetBranch,
+      runId: run.id,
+      baseSha: run.baseSha,
+      prs: run.prs.map((pr) => ({ number: pr.number, headSha: pr.headSha })),
+    });
+    if (!branch.ok) {
+      follow({
+        type: "run_finished",
+        runId: run.id,
+        outcome: "failed",
+        failingChecks: [],
+        reason: "merge_conflict",
+      });
+      return;
+    }
+    this.runs.set(run.id, { ...record, testBranch: branch.branch, testBranchSha: branch.sha });
+    await ci.start({
+      repo: this.repo,
+      queueId: this.queueId,
+      runId: run.id,
+      targetBranch: this.targetBranch,
+      testBranch: branch.branch,
+      sha: branch.sha,
+      prNumbers: run.prs.map((pr) => pr.number),
+      requiredStatuses: record.requiredStatuses,
+    });
+  }
+
+  private async cancelRun(runId: string, now: number): Promise<void> {
+    await this.deps.ci.cancel(this.queueId, runId);
+    const record = this.runs.get(runId) ?? (await this.deps.runtime.run(this.queueId, runId));
+    if (!record) return;
+    this.runs.set(runId, { ...record, status: "cancelled", finishedAt: now });
+    if (record.testBranch) await this.deps.gitHost.deleteTestBranch(this.repo, record.testBranch);
+  }
+
+  private async merge(
+    decision: Extract<Decision, { type: "merge" }>,
+    snapshot: QueueSnapshot,
+    follow: (event: QueueEvent) => void,
+  ): Promise<void> {
+    const entry = snapshot.entries[decision.entryId];
+    const result = await this.deps.gitHost.merge({
+      repo: this.repo,
+      targetBranch: this.targetBranch,
+      prNumber: decision.prNumber,
+      headSha: decision.headSha,
+      expectedBaseSha: decision.expectedBaseSha,
+      method: decision.method,
+      title: entry ? `${entry.pr.title} (#${decision.prNumber})` : `#${decision.prNumber}`,
+    });
+    if (result.ok) {
+      follow({ type: "merge_finished", entryId: decision.entryId, newHeadSha: result.sha });
+      return;
+    }
+    if (result.reason === "base_moved" || result.reason === "head_moved") {
+      follow({
+        type: "merge_failed",
+        entryId: decision.entryId,
+        reason: "restarted_on_new_base",
+        message: result.message,
+      });
+      if (result.reason === "base_moved") {
+        const head = await this.deps.gitHost.branchHead(this.repo, this.targetBranch);
+        if (head) follow({ type: "base_pushed", headSha: head });
+      } else {
+        const pr = await this.deps.gitHost.pullRequest(this.repo, decision.prNumber);
+        if (pr) follow({ type: "pr_updated", pr });
+      }
+      return;
+    }
+    follow({
+      type: "merge_failed",
+      entryId: decision.entryId,
+      reason: result.reason === "merge_conflict" ? "merge_conflict" : "merge_failed",
+      message: result.message,
+    });
+  }
+}

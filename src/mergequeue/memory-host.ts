@@ -1,0 +1,194 @@
+/**
+ * A typed, in-memory git host and CI: what the engine drives in tests and wherever no real host
+ * is configured. Commits are names, merges never conflict unless told to, and CI results are
+ * delivered when the test (or simulator) says so. It keeps the contracts the real hosts keep:
+ * merges check the expected heads (compare-and-swap), repeated merges of a merged PR report the
+ * commit they produced, and every mutating call is safe to repeat.
+ */
+import type {
+  CiProvider,
+  CiRunRequest,
+  CiRunResult,
+  GitHost,
+  HostedRepository,
+  MergeRequest,
+  MergeResult,
+  TestBranchRequest,
+  TestBranchResult,
+} from "./providers.js";
+import type { PullRequestInfo } from "./model.js";
+
+const key = (repo: HostedRepository) => `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
+
+interface MemoryRepository {
+  branches: Map<string, string>;
+  pullRequests: Map<number, PullRequestInfo>;
+  /** PR number → the commit its merge produced. */
+  merges: Map<number, string>;
+  /** Every merge call that changed the branch, in order (to prove nothing merged twice). */
+  mergeLog: number[];
+  /** PRs that conflict with anything merged before them. */
+  conflicting: Set<number>;
+  files: Map<string, string>;
+}
+
+export class MemoryGitHost implements GitHost {
+  private readonly repositories = new Map<string, MemoryRepository>();
+  private commits = 0;
+  readonly testBranches = new Set<string>();
+
+  repository(repo: HostedRepository, head = "root"): MemoryRepository {
+    let found = this.repositories.get(key(repo));
+    if (!found) {
+      found = {
+        branches: new Map([["main", head]]),
+        pullRequests: new Map(),
+        merges: new Map(),
+        mergeLog: [],
+        conflicting: new Set(),
+        files: new Map(),
+      };
+      this.repositories.set(key(repo), found);
+    }
+    return found;
+  }
+
+  openPullRequest(
+    repo: HostedRepository,
+    pr: Partial<PullRequestInfo> & { number: number },
+  ): PullRequestInfo {
+    const info: PullRequestInfo = {
+      title: `PR ${pr.number}`,
+      author: "dev",
+      headSha: `head-${pr.number}`,
+      headBranch: `feature-${pr.number}`,
+      baseBranch: "main",
+      mergeability: "mergeable",
+      upToDate: false,
+      checksPassed: true,
+      state: "open",
+      draft: false,
+      ...pr,
+    };
+    this.repository(repo).pullRequests.set(info.number, info);
+    return info;
+  }
+
+  updatePullRequest(repo: HostedRepository, number: number, change: Partial<PullRequestInfo>) {
+    const current = this.repository(repo).pullRequests.get(number);
+    if (!current) throw new Error(`no PR #${number}`);
+    const updated = { ...current, ...change };
+    this.repository(repo).pullRequests.set(number, updated);
+    return updated;
+  }
+
+  /** Someone pushes to a branch outside the queue. */
+  push(repo: HostedRepository, branch: string, sha = `push-${++this.commits}`): string {
+    this.repository(repo).branches.set(branch, sha);
+    return sha;
+  }
+
+  mergeLog(repo: HostedRepository): number[] {
+    return [...this.repository(repo).mergeLog];
+  }
+
+  pullRequest(repo: HostedRepository, number: number): Promise<PullRequestInfo | undefined> {
+    return Promise.resolve(this.repository(repo).pullRequests.get(number));
+  }
+
+  branchHead(repo: HostedRepository, branch: string): Promise<string | undefined> {
+    return Promise.resolve(this.repository(repo).branches.get(branch));
+  }
+
+  createTestBranch(request: TestBranchRequest): Promise<TestBranchResult> {
+    const repository = this.repository(request.repo);
+    const conflict = request.prs.find((pr, i) => i > 0 && repository.conflicting.has(pr.number));
+    if (conflict) {
+      return Promise.resolve({
+        ok: false,
+        reason: "merge_conflict",
+        prNumber: conflict.number,
+        files: ["conflict.txt"],
+        message: `#${conflict.number} conflicts with the pull requests ahead of it`,
+      });
+    }
+    const branch = `mainline-merge/${request.targetBranch}/${request.runId}`;
+    const sha = `test-${request.baseSha}+${request.prs.map((pr) => pr.number).join("+")}`;
+    repository.branches.set(branch, sha);
+    this.testBranches.add(`${key(request.repo)}:${branch}`);
+    return Promise.resolve({ ok: true, branch, sha });
+  }
+
+  deleteTestBranch(repo: HostedRepository, branch: string): Promise<void> {
+    this.repository(repo).branches.delete(branch);
+    this.testBranches.delete(`${key(repo)}:${branch}`);
+    return Promise.resolve();
+  }
+
+  merge(request: MergeRequest): Promise<MergeResult> {
+    const repository = this.repository(request.repo);
+    const done = repository.merges.get(request.prNumber);
+    if (done) return Promise.resolve({ ok: true, sha: done });
+    const pr = repository.pullRequests.get(request.prNumber);
+    if (!pr || pr.headSha !== request.headSha) {
+      return Promise.resolve({ ok: false, reason: "head_moved", message: "the head moved" });
+    }
+    const head = repository.branches.get(request.targetBranch);
+    if (head !== request.expectedBaseSha) {
+      return Promise.resolve({ ok: false, reason: "base_moved", message: "the base moved" });
+    }
+    const sha = `merge-${++this.commits}-pr${request.prNumber}`;
+    repository.branches.set(request.targetBranch, sha);
+    repository.merges.set(request.prNumber, sha);
+    repository.mergeLog.push(request.prNumber);
+    repository.pullRequests.set(request.prNumber, { ...pr, state: "merged" });
+    return Promise.resolve({ ok: true, sha });
+  }
+
+  readFile(repo: HostedRepository, _sha: string, path: string): Promise<string | undefined> {
+    return Promise.resolve(this.repository(repo).files.get(path));
+  }
+}
+
+/** CI whose runs finish when told to (`finish`), or by a rule given up front (`autoResult`). */
+export class MemoryCi implements CiProvider {
+  readonly started = new Map<string, CiRunRequest>();
+  readonly cancelled = new Set<string>();
+  private listeners: ((result: CiRunResult) => void)[] = [];
+  /** When set, every run is answered right after it starts. */
+  autoResult: ((request: CiRunRequest) => CiRunResult["checks"]) | null = null;
+
+  start(request: CiRunRequest): Promise<void> {
+    this.started.set(`${request.queueId}/${request.runId}`, request);
+    const auto = this.autoResult;
+    if (auto) {
+      setImmediate(() => {
+        this.finish(request.queueId, request.runId, auto(request));
+      });
+    }
+    return Promise.resolve();
+  }
+
+  cancel(queueId: string, runId: string): Promise<void> {
+    this.cancelled.add(`${queueId}/${runId}`);
+    return Promise.resolve();
+  }
+
+  onResult(listener: (result: CiRunResult) => void): () => void {
+    this.listeners.push(listener);
+    return () => {
+      this.listeners = this.listeners.filter((l) => l !== listener);
+    };
+  }
+
+  finish(queueId: string, runId: string, checks: CiRunResult["checks"]): void {
+    for (const listener of this.listeners) listener({ queueId, runId, checks });
+  }
+
+  /** Runs started for a queue whose PRs are exactly these, in order. */
+  runsFor(queueId: string, prNumbers: number[]): CiRunRequest[] {
+    return [...this.started.values()].filter(
+      (r) => r.queueId === queueId && r.prNumbers.join(",") === prNumbers.join(","),
+    );
+  }
+}

@@ -1,0 +1,230 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openDatabase, type DatabaseHandle } from "../../src/db/connection.js";
+import { MergeQueueRuntimeStore } from "../../src/db/stores/merge-queue-runtime.js";
+import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
+import { OrganizationStore } from "../../src/db/stores/organizations.js";
+import { RepositoryStore } from "../../src/db/stores/repositories.js";
+import { MergeQueueEngine } from "../../src/mergequeue/engine.js";
+import { MemoryCi, MemoryGitHost } from "../../src/mergequeue/memory-host.js";
+import type { QueueCommand } from "../../src/mergequeue/model.js";
+import { initialConfiguration, type QueueSettings } from "../../src/mergequeue/settings.js";
+import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { defined } from "../helpers/planner-harness.js";
+
+const repo = { host: "github.com", owner: "acme", name: "app" };
+const actor = { kind: "user" as const, name: "dev" };
+const submit = (prNumber: number): QueueCommand => ({
+  type: "submit",
+  prNumber,
+  priority: null,
+  noBatch: false,
+  actor,
+});
+
+let database: TestDatabase;
+let host: MemoryGitHost;
+let ci: MemoryCi;
+let queueId: string;
+const engines: MergeQueueEngine[] = [];
+const extraHandles: DatabaseHandle[] = [];
+
+async function createQueue(settings: Partial<QueueSettings> = {}): Promise<void> {
+  const db = database.handle.db;
+  await new OrganizationStore(db).ensure({ id: "o1", slug: "acme", createdAt: 1 });
+  const repository = await new RepositoryStore(db).ensure("o1", repo, 1);
+  queueId = "queue-1";
+  await new MergeQueueStore(db, database.handle.dialect).insert({
+    id: queueId,
+    repositoryId: repository.id,
+    targetBranch: "main",
+    configuration: { ...initialConfiguration({}), ...settings },
+    createdAt: 1,
+  });
+}
+
+function engine(
+  handle: DatabaseHandle = database.handle,
+  owner = "p1",
+  leaseMs = 30_000,
+): MergeQueueEngine {
+  const created = new MergeQueueEngine(
+    {
+      runtime: new MergeQueueRuntimeStore(handle.db, handle.dialect),
+      queues: new MergeQueueStore(handle.db, handle.dialect),
+      repositories: new RepositoryStore(handle.db),
+      gitHost: host,
+      ci,
+      clock: { now: () => Date.now() },
+    },
+    { owner, leaseMs, pollMs: 20 },
+  );
+  created.start();
+  engines.push(created);
+  return created;
+}
+
+beforeEach(async () => {
+  database = await createTestDatabase();
+  host = new MemoryGitHost();
+  ci = new MemoryCi();
+  host.repository(repo, "base0");
+  for (let n = 1; n <= 12; n++) host.openPullRequest(repo, { number: n });
+});
+
+afterEach(async () => {
+  for (const e of engines.splice(0)) await e.stop();
+  for (const h of extraHandles.splice(0)) await h.close();
+  await database.cleanup();
+});
+
+function runtime(): MergeQueueRuntimeStore {
+  return new MergeQueueRuntimeStore(database.handle.db, database.handle.dialect);
+}
+
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe("the merge-queue engine, on a real database", () => {
+  it("submits, tests on the git host and CI, merges in order, and records every step", async () => {
+    await createQueue({ concurrency: 3 });
+    const e = engine();
+    for (const n of [1, 2, 3]) expect(await e.execute(queueId, submit(n))).toEqual({ ok: true });
+    expect(ci.runsFor(queueId, [1, 2, 3])).toHaveLength(1);
+    const testBranch = defined(ci.runsFor(queueId, [1, 2])[0]).testBranch;
+    expect(testBranch).toMatch(/^mainline-merge\/main\//);
+    for (const prs of [[1], [1, 2], [1, 2, 3]]) {
+      ci.finish(queueId, defined(ci.runsFor(queueId, prs)[0]).runId, [
+        { name: "test", conclusion: "success" },
+      ]);
+    }
+    await until(() => host.mergeLog(repo).length === 3, "three merges");
+    expect(host.mergeLog(repo)).toEqual([1, 2, 3]);
+    await until(
+      async () => (await runtime().activeEntries(queueId)).length === 0,
+      "entries to conclude",
+    );
+    const merged = await runtime().latestEntry(queueId, 2);
+    expect(merged).toMatchObject({
+      state: "merged",
+      lastReason: "merged_by_queue",
+      prTitle: "PR 2",
+    });
+    const history = await runtime().transitions(defined(merged).id);
+    expect(history.map((t) => t.to)).toEqual([
+      "not_ready",
+      "pending",
+      "testing",
+      "tests_passed",
+      "merged",
+    ]);
+    const run = await runtime().run(queueId, defined(ci.runsFor(queueId, [1, 2])[0]).runId);
+    expect(run).toMatchObject({
+      status: "passed",
+      testBranch,
+      checks: [{ name: "test", conclusion: "success" }],
+    });
+    await until(() => host.testBranches.size === 0, "test branches to be removed");
+  });
+
+  it("answers refused commands with the planner's reason and changes nothing", async () => {
+    await createQueue();
+    const e = engine();
+    expect(await e.execute(queueId, { type: "cancel", prNumber: 5, actor })).toMatchObject({
+      ok: false,
+      code: "not_found",
+    });
+    expect(await e.execute(queueId, submit(99))).toMatchObject({ ok: false, code: "not_found" });
+    expect(await runtime().activeEntries(queueId)).toEqual([]);
+  });
+
+  it("a failing check fails the pull request with the check named", async () => {
+    await createQueue();
+    const e = engine();
+    await e.execute(queueId, submit(4));
+    ci.finish(queueId, defined(ci.runsFor(queueId, [4])[0]).runId, [
+      { name: "test", conclusion: "failure" },
+      { name: "lint", conclusion: "success" },
+    ]);
+    await until(
+      async () => (await runtime().latestEntry(queueId, 4))?.state === "failed",
+      "the failure",
+    );
+    const failed = await runtime().latestEntry(queueId, 4);
+    const history = await runtime().transitions(defined(failed).id);
+    expect(history.at(-1)).toMatchObject({
+      reason: "failing_required_check",
+      detail: "failed: test",
+    });
+  });
+
+  it("a restarted server continues the queue from storage: nothing lost, nothing merged twice", async () => {
+    await createQueue({ concurrency: 2 });
+    const first = engine();
+    for (const n of [1, 2, 3, 4]) await first.execute(queueId, submit(n));
+    await first.stop();
+    engines.splice(0);
+    // The first process is gone; its lease runs out and a new process takes over.
+    const second = engine(database.handle, "p2", 30_000);
+    await runtime().releaseLease(
+      queueId,
+      "p1",
+      defined(await runtime().acquireLease(queueId, "p1", Date.now(), 1)).epoch,
+    );
+    ci.autoResult = () => [{ name: "test", conclusion: "success" }];
+    // Results of runs the first process started arrive at the new one.
+    for (const prs of [[1], [1, 2]]) {
+      ci.finish(queueId, defined(ci.runsFor(queueId, prs)[0]).runId, [
+        { name: "test", conclusion: "success" },
+      ]);
+    }
+    second.kick(queueId);
+    await until(() => host.mergeLog(repo).length === 4, "all four merges");
+    expect(host.mergeLog(repo)).toEqual([1, 2, 3, 4]);
+  });
+
+  it("a stale writer cannot overwrite the queue after another process took over", async () => {
+    await createQueue();
+    const store = runtime();
+    const old = await store.acquireLease(queueId, "old", 1_000, 10);
+    const taken = await store.acquireLease(queueId, "new", 2_000, 10_000);
+    expect(defined(taken).epoch).toBe(defined(old).epoch + 1);
+    const wrote = await store.commit({
+      queueId,
+      epoch: defined(old).epoch,
+      now: 2_001,
+      snapshot: { stale: true },
+      wakeAt: null,
+      entries: [],
+      transitions: [],
+      runs: [],
+      appliedCommands: [],
+    });
+    expect(wrote).toBe(false);
+  });
+
+  it(`two server processes on one ${TEST_DIALECT} database drive the same queue without double merges or lost commands`, async () => {
+    await createQueue({ concurrency: 4 });
+    const other = openDatabase({ url: database.env.DATABASE_URL, dataDir: database.dataDir });
+    extraHandles.push(other);
+    const a = engine(database.handle, "process-a");
+    const b = engine(other, "process-b");
+    ci.autoResult = () => [{ name: "test", conclusion: "success" }];
+    const results = await Promise.all(
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12].map((n) =>
+        (n % 2 === 0 ? a : b).execute(queueId, submit(n)),
+      ),
+    );
+    expect(results.every((r) => r.ok)).toBe(true);
+    await until(() => host.mergeLog(repo).length === 12, "twelve merges");
+    const log = host.mergeLog(repo);
+    expect(new Set(log).size).toBe(12);
+    await until(async () => (await runtime().activeEntries(queueId)).length === 0, "all concluded");
+    const concluded = await runtime().listEntries(queueId, { take: 100 });
+    expect(concluded.map((e) => e.state)).toEqual(Array(12).fill("merged"));
+  });
+});
