@@ -71,6 +71,32 @@ export const RepoRefSchema = Type.Object(
 export const UInt32 = (min: 0 | 1, description: string) =>
   Type.Integer({ minimum: min, maximum: 4294967295, description });
 
+/**
+ * The digits of a whole number from 0 to 4294967295, without leading zeros: the pull-request
+ * numbers Trunk's merge-action sends as JSON strings.
+ */
+export const UINT32_DIGITS =
+  "^(?:0|[1-9][0-9]{0,8}|[1-3][0-9]{9}|4[01][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[01][0-9]{2}|42949672[0-8][0-9]|429496729[0-5])$";
+PATTERN_MESSAGES.set(UINT32_DIGITS, "must be a whole number from 0 to 4294967295");
+
+/**
+ * A pull-request number: an integer or a numeric string (contract §1). One schema with two types
+ * (bounds apply to numbers, the pattern to strings), so errors name the field once. Handlers
+ * read it with `prNumberOf`.
+ */
+export const PrNumber = (description = "Pull request number; an integer or a numeric string.") =>
+  Type.Unsafe<number | string>({
+    type: ["integer", "string"],
+    minimum: 0,
+    maximum: 4294967295,
+    pattern: UINT32_DIGITS,
+    description,
+    examples: [123],
+  });
+
+export const prNumberOf = (value: number | string): number =>
+  typeof value === "number" ? value : Number(value);
+
 export const ErrorEnvelope = Type.Object(
   {
     error: Type.Object({

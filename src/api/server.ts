@@ -5,12 +5,22 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import { ApiError } from "../lib/errors.js";
+import type { PullRequestService } from "../mergequeue/pull-request-service.js";
 import type { MergeQueueService } from "../mergequeue/queue-service.js";
 import type { OrganizationService } from "../organizations/service.js";
 import { renderDocsPage, type OpenApiDocument } from "./docs-page.js";
+import { registerCancelPullRequest } from "./mergequeue/cancelPullRequest.js";
 import { registerCreateQueue } from "./mergequeue/createQueue.js";
 import { registerDeleteQueue } from "./mergequeue/deleteQueue.js";
+import { registerGetMergeQueueMetrics } from "./mergequeue/getMergeQueueMetrics.js";
+import { registerGetMergeQueueTestingDetails } from "./mergequeue/getMergeQueueTestingDetails.js";
 import { registerGetQueue } from "./mergequeue/getQueue.js";
+import { registerGetSubmittedPullRequest } from "./mergequeue/getSubmittedPullRequest.js";
+import { registerGetSubmittedPullRequests } from "./mergequeue/getSubmittedPullRequests.js";
+import { registerListPullRequests } from "./mergequeue/listPullRequests.js";
+import { registerRestartTestsOnPullRequest } from "./mergequeue/restartTestsOnPullRequest.js";
+import { registerSetImpactedTargets } from "./mergequeue/setImpactedTargets.js";
+import { registerSubmitPullRequest } from "./mergequeue/submitPullRequest.js";
 import { registerUpdateQueue } from "./mergequeue/updateQueue.js";
 import { requireApiToken } from "./plugins/auth.js";
 import { installErrorHandling } from "./plugins/errors.js";
@@ -33,6 +43,8 @@ export interface ServerDependencies {
   db: Kysely<Database>;
   organizations: OrganizationService;
   queues: MergeQueueService;
+  /** The pull-request operations; their routes exist only when given (they need the engine). */
+  pullRequests?: PullRequestService | undefined;
   uploads: UploadService;
   pager: Pager;
   /** Everything else the test-health routes read and write. */
@@ -41,6 +53,19 @@ export interface ServerDependencies {
   publicUrl: string | undefined;
   logger: FastifyServerOptions["logger"];
   version: string;
+}
+
+/** submitPullRequest … getMergeQueueMetrics (research trunk-api §3). */
+function registerPullRequestRoutes(scope: ApiApp, pullRequests: PullRequestService): void {
+  registerSubmitPullRequest(scope, pullRequests);
+  registerCancelPullRequest(scope, pullRequests);
+  registerRestartTestsOnPullRequest(scope, pullRequests);
+  registerGetSubmittedPullRequest(scope, pullRequests);
+  registerGetSubmittedPullRequests(scope, pullRequests);
+  registerListPullRequests(scope, pullRequests);
+  registerSetImpactedTargets(scope, pullRequests);
+  registerGetMergeQueueTestingDetails(scope, pullRequests);
+  registerGetMergeQueueMetrics(scope, pullRequests);
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -65,6 +90,9 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
         removeAdditional: false,
         allErrors: true,
         verbose: true,
+        // `type: ["integer", "string"]` (a pull-request number sent either way) is one schema,
+        // so that an error names its field once instead of once per branch of a union.
+        allowUnionTypes: true,
       },
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -153,6 +181,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     registerGetQueue(scope, deps.queues);
     registerUpdateQueue(scope, deps.queues);
     registerDeleteQueue(scope, deps.queues);
+    if (deps.pullRequests) registerPullRequestRoutes(scope, deps.pullRequests);
     registerUploadRoutes(scope, deps.uploads, deps.pager, baseUrl);
     registerListRoutes(scope, deps.services);
     registerTestRoutes(scope, deps.services);

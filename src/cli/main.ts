@@ -3,6 +3,7 @@ import { ConfigError } from "../config.js";
 import { VERSION } from "../version.js";
 import { CliError } from "./client.js";
 import { registerAdminCommands } from "./commands/admin.js";
+import { registerPullRequestCommands } from "./commands/pr.js";
 import { registerQueueCommands } from "./commands/queue.js";
 import { registerServe } from "./commands/serve.js";
 import { registerSimulate } from "./commands/simulate.js";
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
   registerServe(program);
   registerAdminCommands(program);
   registerQueueCommands(program);
+  registerPullRequestCommands(program);
   registerUpload(program);
   registerTest(program);
   registerSimulate(program);

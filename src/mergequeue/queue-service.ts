@@ -4,6 +4,7 @@ import type { Clock } from "../lib/clock.js";
 import type { MergeQueueRecord, MergeQueueStore } from "../db/stores/merge-queues.js";
 import type { RepoRef, RepositoryStore } from "../db/stores/repositories.js";
 import type { Principal } from "../organizations/service.js";
+import type { PrState, PriorityName } from "./model.js";
 import {
   applySettingsUpdate,
   initialConfiguration,
@@ -11,10 +12,13 @@ import {
   type QueueSettingsPatch,
 } from "./settings.js";
 
-/** A pull request waiting in a queue, as getQueue lists it (filled in by the queue engine). */
+/**
+ * A submission of a pull request as getQueue and listPullRequests show it (Trunk's mergeItem).
+ * Times are epoch milliseconds.
+ */
 export interface EnqueuedPullRequest {
   id: string;
-  state: string;
+  state: PrState;
   prNumber: number;
   prTitle: string;
   prSha: string;
@@ -22,8 +26,9 @@ export interface EnqueuedPullRequest {
   prAuthor: string;
   stateChangedAt: number;
   priorityValue: number;
-  priorityName: string;
-  usedDefaultPriorityName: string;
+  priorityName: PriorityName;
+  /** `"medium"` when the submission named no priority; absent otherwise. */
+  usedDefaultPriorityName?: string;
   skipTheLine: boolean;
   noBatch: boolean;
 }
@@ -41,7 +46,8 @@ export interface QueueAddress {
   targetBranch: string;
 }
 
-function describe(address: QueueAddress): string {
+/** `branch main of github.com/acme/app`, for messages. */
+export function describeQueue(address: QueueAddress): string {
   const { host, owner, name } = address.repo;
   return `branch ${address.targetBranch} of ${host}/${owner}/${name}`;
 }
@@ -76,7 +82,7 @@ export class MergeQueueService {
       createdAt: now,
     };
     if (!(await this.deps.queues.insert(record))) {
-      throw new ApiError("conflict", `A merge queue already exists for ${describe(address)}.`);
+      throw new ApiError("conflict", `A merge queue already exists for ${describeQueue(address)}.`);
     }
     return { ...record, updatedAt: now, version: 1 };
   }
@@ -120,11 +126,11 @@ export class MergeQueueService {
         }
         throw new ApiError(
           "conflict",
-          `The merge queue for ${describe(address)} is switching modes; its settings can change once it has drained.`,
+          `The merge queue for ${describeQueue(address)} is switching modes; its settings can change once it has drained.`,
         );
       },
     );
-    if (!updated) throw new ApiError("not_found", `No merge queue for ${describe(address)}.`);
+    if (!updated) throw new ApiError("not_found", `No merge queue for ${describeQueue(address)}.`);
     return updated;
   }
 
@@ -134,7 +140,7 @@ export class MergeQueueService {
     if (enqueued.length > 0) {
       throw new ApiError(
         "invalid_request",
-        `The merge queue for ${describe(address)} still holds ${enqueued.length} pull request(s); drain it first.`,
+        `The merge queue for ${describeQueue(address)} still holds ${enqueued.length} pull request(s); drain it first.`,
       );
     }
     await this.deps.queues.delete(queue.id);
@@ -146,7 +152,7 @@ export class MergeQueueService {
       address.repo,
       address.targetBranch,
     );
-    if (!queue) throw new ApiError("not_found", `No merge queue for ${describe(address)}.`);
+    if (!queue) throw new ApiError("not_found", `No merge queue for ${describeQueue(address)}.`);
     return queue;
   }
 }

@@ -37,7 +37,7 @@ const UPDATE_SETTINGS = [
 ];
 
 const CASES: { command: string[]; mentions: string[] }[] = [
-  { command: [], mentions: ["serve", "migrate", "org", "token", "queue", "--version"] },
+  { command: [], mentions: ["serve", "migrate", "org", "token", "queue", "pr", "--version"] },
   {
     command: ["serve"],
     mentions: [
@@ -63,6 +63,42 @@ const CASES: { command: string[]; mentions: string[] }[] = [
   { command: ["queue", "get"], mentions: [...ADDRESS_OPTIONS, ...ADDRESS_ENV, "--json"] },
   { command: ["queue", "update"], mentions: [...ADDRESS_OPTIONS, ...UPDATE_SETTINGS] },
   { command: ["queue", "delete"], mentions: [...ADDRESS_OPTIONS, ...ADDRESS_ENV] },
+  { command: ["pr"], mentions: ["submit", "cancel", "restart", "status", "list"] },
+  {
+    command: ["pr", "submit"],
+    mentions: [
+      ...ADDRESS_OPTIONS,
+      ...ADDRESS_ENV,
+      "<number>",
+      "--priority <priority>",
+      "--no-batch",
+    ],
+  },
+  { command: ["pr", "cancel"], mentions: [...ADDRESS_OPTIONS, ...ADDRESS_ENV, "<number>"] },
+  { command: ["pr", "restart"], mentions: [...ADDRESS_OPTIONS, ...ADDRESS_ENV, "<number>"] },
+  {
+    command: ["pr", "status"],
+    mentions: [
+      ...ADDRESS_OPTIONS,
+      ...ADDRESS_ENV,
+      "[number]",
+      "--head <branch>",
+      "--timeline",
+      "--json",
+    ],
+  },
+  {
+    command: ["pr", "list"],
+    mentions: [
+      ...ADDRESS_OPTIONS,
+      ...ADDRESS_ENV,
+      "--state <state>",
+      "--since <time>",
+      "--take <n>",
+      "--cursor <cursor>",
+      "--json",
+    ],
+  },
 ];
 
 describe.concurrent("--help", () => {

@@ -131,6 +131,44 @@ describe(`stores on ${TEST_DIALECT}`, () => {
     expect(await store.find("o1", ref, "main")).toBeUndefined();
   });
 
+  it("merge queues: listForOrganization lists an organization's queues, all or of one repository", async () => {
+    const { ref, repository, store } = await queueFixture();
+    const repositories = new RepositoryStore(database.handle.db);
+    const other = await repositories.ensure("o1", { host: "h", owner: "o", name: "m" }, 1);
+    await new OrganizationStore(database.handle.db).ensure({
+      id: "o2",
+      slug: "globex",
+      createdAt: 1,
+    });
+    const foreign = await repositories.ensure("o2", ref, 1);
+    const queue = (id: string, repositoryId: string, targetBranch: string) => ({
+      id,
+      repositoryId,
+      targetBranch,
+      configuration: initialConfiguration({}),
+      createdAt: 1,
+    });
+    await store.insert(queue("q1", repository.id, "main"));
+    await store.insert(queue("q2", repository.id, "dev"));
+    await store.insert(queue("q3", other.id, "main"));
+    await store.insert(queue("q4", foreign.id, "main"));
+
+    expect(await store.listForOrganization("o1")).toEqual([
+      { id: "q3", targetBranch: "main", repo: { host: "h", owner: "o", name: "m" } },
+      { id: "q2", targetBranch: "dev", repo: ref },
+      { id: "q1", targetBranch: "main", repo: ref },
+    ]);
+    expect(await store.listForOrganization("o1", { host: "H", owner: "O", name: "N" })).toEqual([
+      { id: "q2", targetBranch: "dev", repo: ref },
+      { id: "q1", targetBranch: "main", repo: ref },
+    ]);
+    expect(await store.listForOrganization("o2")).toEqual([
+      { id: "q4", targetBranch: "main", repo: ref },
+    ]);
+    expect(await store.listForOrganization("o1", { ...ref, name: "none" })).toEqual([]);
+    expect(await store.listForOrganization("o3")).toEqual([]);
+  });
+
   it("merge queues: modify writes what decide returns, and a refusal changes nothing", async () => {
     const { ref, repository, store } = await queueFixture();
     const configuration = initialConfiguration({});

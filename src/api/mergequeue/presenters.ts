@@ -2,7 +2,23 @@ import type { MergeQueueRecord } from "../../db/stores/merge-queues.js";
 import { isoTime } from "../../lib/clock.js";
 import type { EnqueuedPullRequest } from "../../mergequeue/queue-service.js";
 import type { QueueMode, QueueSettingsPatch } from "../../mergequeue/settings.js";
-import type { GetQueueBody, QueueSettingsBody, SettingsInput } from "./schemas.js";
+import type { Actor } from "../../mergequeue/model.js";
+import type {
+  PullRequestView,
+  TestingDetails,
+  TimelineItem,
+} from "../../mergequeue/pull-request-service.js";
+import {
+  CHECK_RUN_CONCLUSIONS,
+  type GetQueueBody,
+  type MergeItemBody,
+  type PullRequestDetailsBody,
+  type QueueSettingsBody,
+  type SettingsInput,
+  type TestingDetailsBody,
+} from "./schemas.js";
+
+type TimelineBody = NonNullable<PullRequestDetailsBody["timeline"]>[number];
 
 export function presentQueueSettings(queue: MergeQueueRecord): QueueSettingsBody {
   const c = queue.configuration;
@@ -38,23 +54,96 @@ export function presentQueue(
   queue: MergeQueueRecord,
   enqueued: EnqueuedPullRequest[],
 ): GetQueueBody {
+  return { ...presentQueueSettings(queue), enqueuedPullRequests: enqueued.map(presentMergeItem) };
+}
+
+/** A submission as Trunk's mergeItem: RFC 3339 times, lowercase enums. */
+export function presentMergeItem(pr: EnqueuedPullRequest): MergeItemBody {
   return {
-    ...presentQueueSettings(queue),
-    enqueuedPullRequests: enqueued.map((pr) => ({
-      id: pr.id,
-      state: pr.state,
-      prNumber: pr.prNumber,
-      prTitle: pr.prTitle,
-      prSha: pr.prSha,
-      prBaseBranch: pr.prBaseBranch,
-      prAuthor: pr.prAuthor,
-      stateChangedAt: isoTime(pr.stateChangedAt),
-      priorityValue: pr.priorityValue,
-      priorityName: pr.priorityName,
-      usedDefaultPriorityName: pr.usedDefaultPriorityName,
-      skipTheLine: pr.skipTheLine,
-      noBatch: pr.noBatch,
-    })),
+    id: pr.id,
+    state: pr.state,
+    stateChangedAt: isoTime(pr.stateChangedAt),
+    priorityValue: pr.priorityValue,
+    priorityName: pr.priorityName,
+    ...(pr.usedDefaultPriorityName === undefined
+      ? {}
+      : { usedDefaultPriorityName: pr.usedDefaultPriorityName }),
+    skipTheLine: pr.skipTheLine,
+    noBatch: pr.noBatch,
+    prNumber: pr.prNumber,
+    prTitle: pr.prTitle,
+    prSha: pr.prSha,
+    prBaseBranch: pr.prBaseBranch,
+    prAuthor: pr.prAuthor,
+  };
+}
+
+export function presentActor(actor: Actor): TimelineBody["actor"] {
+  return actor.kind === "user" ? { kind: "user", name: actor.name } : { kind: actor.kind };
+}
+
+export function presentTimelineItem(item: TimelineItem): TimelineBody {
+  return {
+    at: isoTime(item.at),
+    fromState: item.fromState,
+    toState: item.toState,
+    reason: item.reason,
+    actor: presentActor(item.actor),
+    testRunId: item.testRunId,
+    detail: item.detail,
+  };
+}
+
+/** getSubmittedPullRequest: the mergeItem, readiness, and the timeline when it was read. */
+export function presentPullRequest(view: PullRequestView): PullRequestDetailsBody {
+  return {
+    ...presentMergeItem(view),
+    readiness: { ...view.readiness },
+    forceEnqueued: view.forceEnqueued,
+    isCurrentlySubmittedToQueue: view.isCurrentlySubmittedToQueue,
+    ...(view.timeline ? { timeline: view.timeline.map(presentTimelineItem) } : {}),
+  };
+}
+
+type CheckRunBody = TestingDetailsBody["checkSuites"][number]["checkRuns"][number];
+type CheckConclusionBody = NonNullable<CheckRunBody["conclusion"]>;
+
+/** A check of a run as a GitHub-style check run: a conclusion once it has one. */
+export function presentCheckRun(
+  check: TestingDetails["checks"][number],
+  runStatus: TestingDetails["status"],
+): CheckRunBody {
+  const base = { name: check.name, url: check.url ?? "" };
+  if (check.conclusion === null) {
+    // A check that never reported in a run that is over will not report any more.
+    return runStatus === "in_progress"
+      ? { ...base, status: "IN_PROGRESS" }
+      : { ...base, status: "COMPLETED", conclusion: "STALE" };
+  }
+  const upper = check.conclusion.toUpperCase();
+  const known = (CHECK_RUN_CONCLUSIONS as readonly string[]).includes(upper);
+  return {
+    ...base,
+    status: "COMPLETED",
+    ...(known ? { conclusion: upper as CheckConclusionBody } : {}),
+  };
+}
+
+/** getMergeQueueTestingDetails (research trunk-api §3.12). */
+export function presentTestingDetails(details: TestingDetails): TestingDetailsBody {
+  return {
+    requiredStatuses: details.requiredStatuses,
+    ...(details.requiredStatusesSource === null
+      ? {}
+      : { requiredStatusesSource: details.requiredStatusesSource }),
+    testBranch: details.testBranch ?? "",
+    testBranchSha: details.testBranchSha ?? "",
+    createdAt: isoTime(details.createdAt),
+    status: details.status,
+    checkSuites: [{ checkRuns: details.checks.map((c) => presentCheckRun(c, details.status)) }],
+    statusChecks: [],
+    testedPullRequests: details.testedPullRequests.map((pr) => ({ ...pr })),
+    dependentPrs: [...details.dependentPrs],
   };
 }
 

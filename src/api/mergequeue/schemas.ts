@@ -1,4 +1,5 @@
 import { Type, type Static } from "typebox";
+import type { PrState } from "../../mergequeue/model.js";
 import {
   DIRECT_MERGE_MODES,
   MERGE_METHODS,
@@ -7,7 +8,18 @@ import {
   QUEUE_STATES,
   WRITABLE_QUEUE_STATES,
 } from "../../mergequeue/settings.js";
-import { BranchName, CaseInsensitiveEnum, OutputEnum, RepoRefSchema, UInt32 } from "../schemas.js";
+import { PR_STATES, PRIORITY_NAMES } from "../../mergequeue/model.js";
+import {
+  BranchName,
+  CaseInsensitiveEnum,
+  OutputEnum,
+  PATTERN_MESSAGES,
+  PrNumber,
+  RepoRefSchema,
+  UInt32,
+} from "../schemas.js";
+
+const PRIORITY_NAME_VALUES = Object.keys(PRIORITY_NAMES) as (keyof typeof PRIORITY_NAMES)[];
 
 export const QueueAddressFields = {
   repo: RepoRefSchema,
@@ -151,23 +163,36 @@ export const QueueSettingsResponse = Type.Object(QueueSettingsFields, {
   description: "The queue's settings.",
 });
 
-export const EnqueuedPullRequestSchema = Type.Object({
-  id: Type.String(),
-  state: Type.String({
-    description: "Queue state of the pull request, e.g. `pending`, `testing`.",
-  }),
+/** Trunk's mergeItem: one submission of a pull request. */
+export const MergeItemFields = {
+  id: Type.String({ description: "Id of this submission (queue entry)." }),
+  state: OutputEnum(PR_STATES, "Queue state of the pull request."),
+  stateChangedAt: Type.String({ format: "date-time", description: "When `state` last changed." }),
+  priorityValue: Type.Integer({ description: "0 (most urgent) to 255." }),
+  priorityName: OutputEnum(
+    PRIORITY_NAME_VALUES,
+    "The named level nearest `priorityValue` (ties: the more urgent).",
+  ),
+  usedDefaultPriorityName: Type.Optional(
+    Type.String({
+      description: "`medium` when the submission named no priority; absent otherwise.",
+    }),
+  ),
+  skipTheLine: Type.Boolean({ description: "`priorityValue` is 0 (urgent)." }),
+  noBatch: Type.Boolean({ description: "The pull request is tested on its own, never batched." }),
   prNumber: Type.Integer(),
   prTitle: Type.String(),
-  prSha: Type.String(),
-  prBaseBranch: Type.String(),
+  prSha: Type.String({ description: "Head commit of the pull request." }),
+  prBaseBranch: Type.String({ description: "The branch the pull request targets." }),
   prAuthor: Type.String(),
-  stateChangedAt: Type.String({ format: "date-time" }),
-  priorityValue: Type.Integer({ description: "0 (most urgent) to 255." }),
-  priorityName: Type.String(),
-  usedDefaultPriorityName: Type.String(),
-  skipTheLine: Type.Boolean(),
-  noBatch: Type.Boolean(),
+};
+
+export const MergeItemSchema = Type.Object(MergeItemFields, {
+  description: "A submission of a pull request to the queue.",
 });
+export type MergeItemBody = Static<typeof MergeItemSchema>;
+
+export const EnqueuedPullRequestSchema = MergeItemSchema;
 
 export const GetQueueResponse = Type.Object(
   {
@@ -181,3 +206,166 @@ export const GetQueueResponse = Type.Object(
 
 export type QueueSettingsBody = Static<typeof QueueSettingsResponse>;
 export type GetQueueBody = Static<typeof GetQueueResponse>;
+
+// ---- pull requests ------------------------------------------------------------------------------
+
+/** A nullable value in one schema with two types (the serializer handles it without a union). */
+const Nullable = <T>(type: "string" | "integer", description: string) =>
+  Type.Unsafe<T | null>({ type: [type, "null"], description });
+
+export const PrRefSchema = Type.Object(
+  { number: PrNumber() },
+  { description: "The pull request, by number." },
+);
+
+export const PriorityInput = Type.Unsafe<number | string | null>({
+  type: ["integer", "string", "null"],
+  minimum: 0,
+  maximum: 4294967295,
+  maxLength: 32,
+  description:
+    "`urgent` (0), `high` (10), `medium` (100, the default), `low` (200), or a whole number from 0 to 255 (lower is more urgent); `null` or absent for the default. Names in any letter case.",
+  examples: ["high"],
+});
+
+const ALL_TARGETS_PATTERN = "^(?:[aA][lL][lL]|[iI][mM][pP][aA][cC][tT][sS]_[aA][lL][lL])$";
+PATTERN_MESSAGES.set(ALL_TARGETS_PATTERN, 'must be a list of targets or the string "ALL"');
+
+export const ImpactedTargetsInput = Type.Unsafe<string[] | string>({
+  type: ["array", "string"],
+  items: { type: "string", maxLength: 1024 },
+  pattern: ALL_TARGETS_PATTERN,
+  description:
+    'The targets the pull request affects, or `"ALL"` (also the legacy `"IMPACTS_ALL"`) when it affects everything.',
+});
+
+export const ReadinessSchema = Type.Object(
+  {
+    hasImpactedTargets: Type.Boolean({
+      description: "Impacted targets were uploaded for the head commit.",
+    }),
+    requiresImpactedTargets: Type.Boolean({
+      description: "The queue needs impacted targets before testing (parallel mode).",
+    }),
+    doesBaseBranchMatch: Type.Boolean({
+      description: "The pull request targets the queue's branch.",
+    }),
+    gitHubMergeability: OutputEnum(
+      ["unspecified", "in_progress", "mergeable", "not_mergeable"] as const,
+      "What the git host says about merging the pull request.",
+    ),
+  },
+  {
+    description:
+      "A pull request starts testing when the base branch matches, it is mergeable, and (if required) its impacted targets were uploaded.",
+  },
+);
+
+export const ActorSchema = Type.Object(
+  {
+    kind: OutputEnum(["user", "queue", "git_host"] as const, "Who caused the change."),
+    name: Type.Optional(Type.String({ description: "The user or API token (kind `user`)." })),
+  },
+  { description: "Who caused a transition." },
+);
+
+export const TimelineItemSchema = Type.Object({
+  at: Type.String({ format: "date-time" }),
+  fromState: Nullable<PrState>("string", "The state before; `null` for the submission."),
+  toState: OutputEnum(PR_STATES, "The state after."),
+  reason: Type.String({ description: "Reason code, e.g. `submitted`, `tests_passed`." }),
+  actor: ActorSchema,
+  testRunId: Nullable<string>("string", "The test run involved, if any."),
+  detail: Nullable<string>("string", "More about the reason, if any."),
+});
+
+export const PullRequestDetailsSchema = Type.Object(
+  {
+    ...MergeItemFields,
+    readiness: ReadinessSchema,
+    forceEnqueued: Type.Boolean({ description: "Always `false`: Mainline has no forced entries." }),
+    isCurrentlySubmittedToQueue: Type.Boolean({
+      description: "The submission has not concluded (merged, failed or cancelled).",
+    }),
+    timeline: Type.Optional(
+      Type.Array(TimelineItemSchema, {
+        description: "Every state change, oldest first (with `includeTimeline: true`).",
+      }),
+    ),
+  },
+  { description: "The latest submission of the pull request to the queue." },
+);
+export type PullRequestDetailsBody = Static<typeof PullRequestDetailsSchema>;
+
+export const ListPullRequestsResponse = Type.Object({
+  pullRequests: Type.Array(MergeItemSchema, { description: "In submission order." }),
+  nextCursor: Type.Optional(
+    Type.String({
+      format: "uuid",
+      description: "Pass as `cursor` for the next page; absent on the last page.",
+    }),
+  ),
+});
+
+export const GetSubmittedPullRequestsResponse = Type.Object({
+  pullRequests: Type.Array(PullRequestDetailsSchema),
+  notFound: Type.Array(Type.Object({ number: Type.Integer() }), {
+    description: "Pull requests never submitted to the queue.",
+  }),
+});
+
+const CHECK_RUN_STATUSES = ["QUEUED", "IN_PROGRESS", "COMPLETED"] as const;
+export const CHECK_RUN_CONCLUSIONS = [
+  "ACTION_REQUIRED",
+  "CANCELLED",
+  "FAILURE",
+  "NEUTRAL",
+  "SUCCESS",
+  "SKIPPED",
+  "STALE",
+  "TIMED_OUT",
+] as const;
+
+export const TestingDetailsResponse = Type.Object({
+  requiredStatuses: Type.Array(Type.String(), { description: "Statuses the run had to pass." }),
+  requiredStatusesSource: Type.Optional(
+    OutputEnum(
+      ["merge_instance", "trunk_config", "repo_provider_branch_protection"] as const,
+      "`merge_instance`: the queue's override; `trunk_config`: the repository's config file (`.mainline.yml` or `.trunk/trunk.yaml`); `repo_provider_branch_protection`: the git host.",
+    ),
+  ),
+  testBranch: Type.String({ description: 'The test branch; `""` before it was built.' }),
+  testBranchSha: Type.String({ description: 'Its commit; `""` before it was built.' }),
+  createdAt: Type.String({ format: "date-time" }),
+  status: OutputEnum(["in_progress", "failed", "cancelled", "succeeded"] as const, "Run status."),
+  checkSuites: Type.Array(
+    Type.Object({
+      checkRuns: Type.Array(
+        Type.Object({
+          name: Type.String(),
+          url: Type.String({ description: '`""` when the check has no page.' }),
+          status: Type.Optional(OutputEnum(CHECK_RUN_STATUSES, "Progress of the check.")),
+          conclusion: Type.Optional(OutputEnum(CHECK_RUN_CONCLUSIONS, "Outcome, once completed.")),
+        }),
+      ),
+    }),
+  ),
+  statusChecks: Type.Array(
+    Type.Object({
+      context: Type.String(),
+      url: Type.Optional(Type.String()),
+      state: Type.Optional(
+        OutputEnum(["ERROR", "FAILURE", "PENDING", "SUCCESS"] as const, "Commit status."),
+      ),
+    }),
+    { description: "Commit statuses; Mainline's checks are all check runs, so this is empty." },
+  ),
+  testedPullRequests: Type.Array(
+    Type.Object({ prNumber: Type.Integer(), prUrl: Type.String(), title: Type.String() }),
+    { description: "The pull requests this run decides about." },
+  ),
+  dependentPrs: Type.Array(Type.Integer(), {
+    description: "Pull requests ahead in the queue that the test branch also contains.",
+  }),
+});
+export type TestingDetailsBody = Static<typeof TestingDetailsResponse>;

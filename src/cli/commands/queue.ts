@@ -51,7 +51,7 @@ function parseValue(kind: Kind): (value: string) => unknown {
   }
 }
 
-interface QueueOptions {
+export interface QueueOptions {
   repo: RepoRef;
   branch: string;
   url: string;
@@ -59,7 +59,8 @@ interface QueueOptions {
   json?: boolean;
 }
 
-function addressOptions(command: Command): Command {
+/** --repo, --branch (the target branch), --url and --token, as every remote command takes them. */
+export function addressOptions(command: Command): Command {
   return command
     .requiredOption(
       "--repo <host/owner/name>",
@@ -75,8 +76,8 @@ function addressOptions(command: Command): Command {
     .addOption(new Option("--token <token>", "API token").env("MAINLINE_TOKEN"));
 }
 
-const client = (o: QueueOptions): ClientOptions => ({ url: o.url, token: o.token });
-const address = (o: QueueOptions) => ({ repo: o.repo, targetBranch: o.branch });
+export const client = (o: QueueOptions): ClientOptions => ({ url: o.url, token: o.token });
+export const address = (o: QueueOptions) => ({ repo: o.repo, targetBranch: o.branch });
 
 function printSettings(body: Record<string, unknown>, json: boolean | undefined): void {
   if (json) {

@@ -12,6 +12,13 @@ import { precompile, type PrecompiledQuery } from "../precompiled.js";
 import type { Database, MergeQueuesTable } from "../schema.js";
 import { repositoryLookupKey, type RepoRef } from "./repositories.js";
 
+/** A queue as listed for an organization: enough to address it and label its metrics. */
+export interface QueueListing {
+  id: string;
+  targetBranch: string;
+  repo: RepoRef;
+}
+
 export interface MergeQueueRecord {
   id: string;
   repositoryId: string;
@@ -173,6 +180,34 @@ export class MergeQueueStore {
       targetBranch,
     );
     return row && toRecord(row);
+  }
+
+  /**
+   * Every queue of an organization, or of one of its repositories (matched case-insensitively),
+   * ordered by repository and branch.
+   */
+  async listForOrganization(organizationId: string, repo?: RepoRef): Promise<QueueListing[]> {
+    let query = this.db
+      .selectFrom("mergeQueues")
+      .innerJoin("repositories", "repositories.id", "mergeQueues.repositoryId")
+      .select([
+        "mergeQueues.id",
+        "mergeQueues.targetBranch",
+        "repositories.host",
+        "repositories.owner",
+        "repositories.name",
+      ])
+      .where("repositories.organizationId", "=", organizationId);
+    if (repo) query = query.where("repositories.lookupKey", "=", repositoryLookupKey(repo));
+    const rows = await query
+      .orderBy("repositories.lookupKey")
+      .orderBy("mergeQueues.targetBranch")
+      .execute();
+    return rows.map((row) => ({
+      id: row.id,
+      targetBranch: row.targetBranch,
+      repo: { host: row.host, owner: row.owner, name: row.name },
+    }));
   }
 
   /** Inserts a new queue; false when the repository already has a queue for that branch. */

@@ -1,0 +1,229 @@
+import { InvalidArgumentError, type Command } from "commander";
+import { CliError, callApi } from "../client.js";
+import { address, addressOptions, client, type QueueOptions } from "./queue.js";
+
+/** A pull request number: digits (a leading `#` is allowed), at most 4294967295. */
+export function parsePrNumber(value: string): number {
+  const digits = value.trim().replace(/^#/, "");
+  if (!/^\d{1,10}$/.test(digits) || Number(digits) > 4294967295) {
+    throw new InvalidArgumentError("expected a pull request number, e.g. 123");
+  }
+  return Number(digits);
+}
+
+function parseTake(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError("expected a whole number from 1 to 100");
+  return Number(value);
+}
+
+/** The fields of a mergeItem the human output shows (the API's JSON has them all). */
+interface MergeItem {
+  id?: string;
+  state?: string;
+  stateChangedAt?: string;
+  priorityValue?: number;
+  priorityName?: string;
+  usedDefaultPriorityName?: string;
+  skipTheLine?: boolean;
+  noBatch?: boolean;
+  prNumber?: number;
+  prTitle?: string;
+  prSha?: string;
+  prBaseBranch?: string;
+  prAuthor?: string;
+}
+
+interface TimelineItem {
+  at: string;
+  fromState: string | null;
+  toState: string;
+  reason: string;
+  actor: { kind: string; name?: string };
+  testRunId: string | null;
+  detail: string | null;
+}
+
+interface PullRequestDetails extends MergeItem {
+  readiness?: Record<string, unknown>;
+  isCurrentlySubmittedToQueue?: boolean;
+  timeline?: TimelineItem[];
+}
+
+interface PullRequestPage {
+  pullRequests: MergeItem[];
+  nextCursor?: string;
+}
+
+const write = (text: string) => process.stdout.write(text);
+
+/** Rows as aligned columns; the last column is not padded. */
+export function formatTable(rows: string[][]): string {
+  const widths: number[] = [];
+  for (const row of rows) {
+    row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
+  }
+  return rows
+    .map((row) =>
+      row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+        .join("  ")
+        .trimEnd(),
+    )
+    .map((line) => line + "\n")
+    .join("");
+}
+
+export const describePriority = (pr: MergeItem): string =>
+  `${pr.priorityName ?? "?"} (${pr.priorityValue ?? "?"})${pr.usedDefaultPriorityName ? ", default" : ""}`;
+
+const describeActor = (actor: TimelineItem["actor"]): string =>
+  actor.kind === "user" ? (actor.name ?? "user") : actor.kind;
+
+/** `pr status`: one pull request as `key  value` lines, then its timeline as a table. */
+export function formatPullRequest(pr: PullRequestDetails): string {
+  const rows: [string, string][] = [
+    ["pr", `#${pr.prNumber ?? "?"} ${pr.prTitle ?? ""}`.trimEnd()],
+    ["author", pr.prAuthor ?? ""],
+    ["state", pr.state ?? ""],
+    ["stateChangedAt", pr.stateChangedAt ?? ""],
+    ["priority", describePriority(pr)],
+    ["skipTheLine", String(pr.skipTheLine)],
+    ["noBatch", String(pr.noBatch)],
+    ["inQueue", String(pr.isCurrentlySubmittedToQueue)],
+    ["sha", pr.prSha ?? ""],
+    ["baseBranch", pr.prBaseBranch ?? ""],
+  ];
+  for (const [key, value] of Object.entries(pr.readiness ?? {})) rows.push([key, String(value)]);
+  rows.push(["id", pr.id ?? ""]);
+  let text = formatTable(rows);
+  if (pr.timeline) {
+    text += "\ntimeline\n";
+    text += formatTable([
+      ["AT", "FROM", "TO", "REASON", "ACTOR", "RUN", "DETAIL"],
+      ...pr.timeline.map((t) => [
+        t.at,
+        t.fromState ?? "-",
+        t.toState,
+        t.reason,
+        describeActor(t.actor),
+        t.testRunId ?? "-",
+        t.detail ?? "",
+      ]),
+    ]);
+  }
+  return text;
+}
+
+/** `pr list`: one row per pull request. */
+export function formatPullRequestList(prs: MergeItem[]): string {
+  return formatTable([
+    ["PR", "STATE", "PRIORITY", "CHANGED", "AUTHOR", "TITLE"],
+    ...prs.map((pr) => [
+      `#${pr.prNumber ?? "?"}`,
+      pr.state ?? "",
+      describePriority(pr),
+      pr.stateChangedAt ?? "",
+      pr.prAuthor ?? "",
+      pr.prTitle ?? "",
+    ]),
+  ]);
+}
+
+const json = (body: unknown) => write(JSON.stringify(body, null, 2) + "\n");
+
+export function registerPullRequestCommands(program: Command): void {
+  const pr = program
+    .command("pr")
+    .description("Submit, cancel, restart and inspect pull requests in a merge queue (HTTP API)");
+
+  addressOptions(pr.command("submit").description("Submit a pull request to the merge queue"))
+    .argument("<number>", "the pull request number", parsePrNumber)
+    .option("--priority <priority>", "urgent | high | medium | low, or 0-255 (lower is sooner)")
+    .option("--no-batch", "test this pull request on its own, never in a batch")
+    .action(async (number: number, o: QueueOptions & { priority?: string; batch: boolean }) => {
+      // Names and numbers alike go as given: the server reads "high" and "10" the same way.
+      await callApi(client(o), "submitPullRequest", {
+        ...address(o),
+        pr: { number },
+        ...(o.priority === undefined ? {} : { priority: o.priority }),
+        ...(o.batch ? {} : { noBatch: true }),
+      });
+      process.stderr.write(`Submitted #${number} to the merge queue for ${o.branch}.\n`);
+    });
+
+  addressOptions(pr.command("cancel").description("Remove a pull request from the merge queue"))
+    .argument("<number>", "the pull request number", parsePrNumber)
+    .action(async (number: number, o: QueueOptions) => {
+      await callApi(client(o), "cancelPullRequest", { ...address(o), pr: { number } });
+      process.stderr.write(`Cancelled #${number} in the merge queue for ${o.branch}.\n`);
+    });
+
+  addressOptions(
+    pr.command("restart").description("Restart a pull request's tests, keeping its place"),
+  )
+    .argument("<number>", "the pull request number", parsePrNumber)
+    .action(async (number: number, o: QueueOptions) => {
+      await callApi(client(o), "restartTestsOnPullRequest", { ...address(o), pr: { number } });
+      process.stderr.write(
+        `Restarted the tests of #${number} in the merge queue for ${o.branch}.\n`,
+      );
+    });
+
+  addressOptions(
+    pr
+      .command("status")
+      .description("Show a pull request's submission: by number, or by head branch with --head"),
+  )
+    .argument("[number]", "the pull request number", parsePrNumber)
+    .option("--head <branch>", "find the pull request by its head branch instead")
+    .option("--timeline", "also show every state change")
+    .option("--json", "print the API's JSON")
+    .action(
+      async (
+        number: number | undefined,
+        o: QueueOptions & { head?: string; timeline?: boolean },
+      ) => {
+        if ((number === undefined) === (o.head === undefined)) {
+          throw new CliError(
+            "Name the pull request: give its number or --head <branch>, not both.",
+          );
+        }
+        const body = await callApi<PullRequestDetails>(client(o), "getSubmittedPullRequest", {
+          ...address(o),
+          pr: number === undefined ? { branch: o.head } : { number },
+          ...(o.timeline ? { includeTimeline: true } : {}),
+        });
+        if (o.json) json(body);
+        else write(formatPullRequest(body));
+      },
+    );
+
+  addressOptions(pr.command("list").description("List the queue's pull requests, a page at a time"))
+    .option("--state <state>", "only this state, e.g. pending, testing, merged")
+    .option("--since <time>", "only pull requests concluded at or after this RFC 3339 time")
+    .option("--take <n>", "page size, 1 to 100 (default 50)", parseTake)
+    .option("--cursor <cursor>", "continue after a previous page")
+    .option("--json", "print the API's JSON")
+    .action(
+      async (
+        o: QueueOptions & { state?: string; since?: string; take?: number; cursor?: string },
+      ) => {
+        const page = await callApi<PullRequestPage>(client(o), "listPullRequests", {
+          ...address(o),
+          ...(o.state === undefined ? {} : { state: o.state }),
+          ...(o.since === undefined ? {} : { since: o.since }),
+          ...(o.take === undefined ? {} : { take: o.take }),
+          ...(o.cursor === undefined ? {} : { cursor: o.cursor }),
+        });
+        if (o.json) {
+          json(page);
+          return;
+        }
+        if (page.pullRequests.length === 0) process.stderr.write("No pull requests.\n");
+        else write(formatPullRequestList(page.pullRequests));
+        if (page.nextCursor) {
+          process.stderr.write(`More pull requests: add --cursor ${page.nextCursor}\n`);
+        }
+      },
+    );
+}

@@ -1,0 +1,518 @@
+/**
+ * The pull-request operations of the merge queue (research trunk-api §3): submit, cancel,
+ * restart, impacted targets, reads of entries and test runs, and the queues' Prometheus metrics.
+ * Changes go to the queue's engine as commands (its driver is the queue's only writer); reads
+ * come from the records the engine keeps.
+ */
+import type { Clock } from "../lib/clock.js";
+import { ApiError } from "../lib/errors.js";
+import type { MergeQueueRecord, MergeQueueStore } from "../db/stores/merge-queues.js";
+import type { RepoRef } from "../db/stores/repositories.js";
+import type { Principal } from "../organizations/service.js";
+import {
+  DEFAULT_PRIORITY,
+  URGENT_PRIORITY,
+  parsePriority,
+  priorityName,
+  type Actor,
+  type ImpactedTargets,
+  type Mergeability,
+  type PrState,
+  type QueueCommand,
+} from "./model.js";
+import {
+  METRICS_WINDOW_MS,
+  measureQueue,
+  renderQueueMetrics,
+  type QueueSeries,
+} from "./queue-metrics.js";
+import {
+  describeQueue,
+  type EnqueuedPullRequest,
+  type QueueAddress,
+  type QueueContents,
+} from "./queue-service.js";
+import type {
+  CommandResult,
+  EntryListQuery,
+  EntryRecord,
+  RunRecord,
+  RuntimeStore,
+  TransitionRecord,
+} from "./records.js";
+
+/** Hands a command to the queue's engine and answers once its driver has applied it. */
+export interface CommandBus {
+  execute(queueId: string, command: QueueCommand): Promise<CommandResult>;
+}
+
+export interface PullRequestReadiness {
+  hasImpactedTargets: boolean;
+  requiresImpactedTargets: boolean;
+  doesBaseBranchMatch: boolean;
+  gitHubMergeability: Mergeability;
+}
+
+/** One recorded state change of a submission. */
+export interface TimelineItem {
+  at: number;
+  fromState: PrState | null;
+  toState: PrState;
+  reason: string;
+  actor: Actor;
+  testRunId: string | null;
+  detail: string | null;
+}
+
+/** getSubmittedPullRequest: the mergeItem plus readiness, and the timeline when asked for. */
+export interface PullRequestView extends EnqueuedPullRequest {
+  readiness: PullRequestReadiness;
+  /** Mainline has no forced submissions. */
+  forceEnqueued: boolean;
+  /** The submission has not concluded (merged, failed or cancelled). */
+  isCurrentlySubmittedToQueue: boolean;
+  timeline?: TimelineItem[];
+}
+
+export interface PullRequestPage {
+  pullRequests: EnqueuedPullRequest[];
+  /** Present when more pull requests follow. */
+  nextCursor?: string;
+}
+
+export type TestRunStatus = "in_progress" | "succeeded" | "failed" | "cancelled";
+
+/** getMergeQueueTestingDetails, before wire formatting. */
+export interface TestingDetails {
+  runId: string;
+  status: TestRunStatus;
+  createdAt: number;
+  requiredStatuses: string[];
+  /** Where the required statuses came from, in Trunk's words; null when not decided yet. */
+  requiredStatusesSource: "merge_instance" | "trunk_config" | null;
+  testBranch: string | null;
+  testBranchSha: string | null;
+  checks: RunRecord["checks"];
+  /** The pull requests the run decides about. */
+  testedPullRequests: { prNumber: number; prUrl: string; title: string }[];
+  /** Pull requests merged into the test branch because they are ahead in the queue. */
+  dependentPrs: number[];
+}
+
+export interface ListQuery {
+  state?: PrState;
+  /** Only submissions that concluded at or after this time (epoch ms). */
+  since?: number;
+  /** From a previous page's `nextCursor`; `""` is the first page. */
+  cursor?: string;
+  /** 1..100, default 50. */
+  take?: number;
+}
+
+export const DEFAULT_TAKE = 50;
+export const MAX_TAKE = 100;
+
+// ---- listing cursors ---------------------------------------------------------------------------
+
+/**
+ * Trunk's cursors are UUIDs. Ours is a UUID-shaped encoding of the submission order (`seq`) of the
+ * last item returned: `00000000-0000-4000-8000-` followed by 12 hex digits. Opaque to clients.
+ */
+const CURSOR_PREFIX = "00000000-0000-4000-8000-";
+const CURSOR_PATTERN = /^00000000-0000-4000-8000-([0-9a-f]{12})$/i;
+const MAX_CURSOR_SEQ = 0xffff_ffff_ffff;
+
+export function encodeCursor(seq: number): string {
+  if (!Number.isSafeInteger(seq) || seq < 0 || seq > MAX_CURSOR_SEQ) {
+    throw new RangeError(`seq ${seq} cannot be encoded as a cursor`);
+  }
+  return CURSOR_PREFIX + seq.toString(16).padStart(12, "0");
+}
+
+/** The `seq` a cursor stands for, or undefined when it is not one of ours. */
+export function decodeCursor(cursor: string): number | undefined {
+  const match = CURSOR_PATTERN.exec(cursor);
+  return match?.[1] === undefined ? undefined : Number.parseInt(match[1], 16);
+}
+
+// ---- presentation helpers of the domain --------------------------------------------------------
+
+/** Who an API request acts as: the token, since tokens are what the organization manages. */
+export function actorOf(principal: Principal): Actor {
+  return { kind: "user", name: `api-token:${principal.tokenId}` };
+}
+
+/** A pull request's web page on its host; `""` where none is known (local repositories). */
+export function pullRequestUrl(repo: RepoRef, number: number): string {
+  if (repo.host.toLowerCase() === "local") return "";
+  const base = `https://${repo.host}/${repo.owner}/${repo.name}`;
+  return /gitlab/i.test(repo.host)
+    ? `${base}/-/merge_requests/${number}`
+    : `${base}/pull/${number}`;
+}
+
+/** An entry as a mergeItem: the priority's name, the default used, skip-the-line (contract §5). */
+export function toEnqueuedPullRequest(entry: EntryRecord): EnqueuedPullRequest {
+  return {
+    id: entry.id,
+    state: entry.state,
+    prNumber: entry.prNumber,
+    prTitle: entry.prTitle,
+    prSha: entry.prSha,
+    prBaseBranch: entry.prBaseBranch,
+    prAuthor: entry.prAuthor,
+    stateChangedAt: entry.stateChangedAt,
+    priorityValue: entry.priorityValue,
+    priorityName: priorityName(entry.priorityValue),
+    ...(entry.usedDefaultPriority ? { usedDefaultPriorityName: DEFAULT_PRIORITY } : {}),
+    skipTheLine: entry.priorityValue === URGENT_PRIORITY,
+    noBatch: entry.noBatch,
+  };
+}
+
+function toTimelineItem(t: TransitionRecord): TimelineItem {
+  return {
+    at: t.at,
+    fromState: t.from,
+    toState: t.to,
+    reason: t.reason,
+    actor: t.actor,
+    testRunId: t.runId,
+    detail: t.detail,
+  };
+}
+
+const IN_FLIGHT: readonly PrState[] = ["testing", "tests_passed", "pending_failure"];
+
+/**
+ * Active entries in (approximately) queue order: those in flight first, then those waiting by
+ * priority and submission, then those not ready. The planner's exact order lives in its snapshot.
+ */
+function queueOrder(entries: readonly EntryRecord[]): EntryRecord[] {
+  const rank = (e: EntryRecord) =>
+    IN_FLIGHT.includes(e.state) ? 0 : e.state === "not_ready" ? 2 : 1;
+  return [...entries].sort(
+    (a, b) =>
+      rank(a) - rank(b) || (rank(a) === 1 ? a.priorityValue - b.priorityValue : 0) || a.seq - b.seq,
+  );
+}
+
+const RUN_STATUS: Record<RunRecord["status"], TestRunStatus> = {
+  running: "in_progress",
+  passed: "succeeded",
+  failed: "failed",
+  cancelled: "cancelled",
+};
+
+/** Trunk's clients know `trunk_config` for a configuration file; ours is one too. */
+function requiredStatusesSource(
+  source: RunRecord["requiredStatusesSource"],
+): TestingDetails["requiredStatusesSource"] {
+  return source === "mainline_config" ? "trunk_config" : source;
+}
+
+/** The legacy spelling `IMPACTS_ALL` (and any letter case) means `"ALL"`. */
+export function normalizeImpactedTargets(targets: string | readonly string[]): ImpactedTargets {
+  if (typeof targets !== "string") return [...targets];
+  const upper = targets.toUpperCase();
+  if (upper === "ALL" || upper === "IMPACTS_ALL") return "ALL";
+  throw ApiError.invalid("impactedTargets", 'must be a list of targets or "ALL"');
+}
+
+// ---- the service -------------------------------------------------------------------------------
+
+export interface PullRequestServiceDeps {
+  queues: Pick<MergeQueueStore, "find" | "listForOrganization">;
+  runtime: Pick<
+    RuntimeStore,
+    | "latestEntry"
+    | "latestEntryByBranch"
+    | "activeEntries"
+    | "listEntries"
+    | "transitions"
+    | "run"
+    | "transitionsSince"
+  >;
+  commands: CommandBus;
+  clock: Clock;
+}
+
+/** submitPullRequest … getMergeQueueMetrics (research trunk-api §3.1–3.6, §3.11–3.13). */
+export class PullRequestService implements QueueContents {
+  constructor(private readonly deps: PullRequestServiceDeps) {}
+
+  /** Submits a pull request, or updates the priority and noBatch of one already queued. */
+  async submit(
+    principal: Principal,
+    address: QueueAddress,
+    request: { prNumber: number; priority?: string | number | null; noBatch?: boolean },
+    actor: Actor,
+  ): Promise<void> {
+    const priority =
+      request.priority === undefined || request.priority === null
+        ? null
+        : parsePriority(request.priority);
+    if (priority === undefined) {
+      throw ApiError.invalid(
+        "priority",
+        "must be urgent, high, medium, low or a whole number from 0 to 255",
+      );
+    }
+    const queue = await this.require(principal, address);
+    const { state } = queue.configuration;
+    if (state === "draining" || state === "switching_modes") {
+      // A pull request already queued may still change its priority; new ones wait.
+      const current = await this.deps.runtime.latestEntry(queue.id, request.prNumber);
+      if (!current || current.concludedAt !== null) {
+        const why = state === "draining" ? "is draining" : "is switching modes";
+        throw new ApiError(
+          "conflict",
+          `The merge queue for ${describeQueue(address)} ${why}: it accepts no new pull requests until it has drained.`,
+        );
+      }
+    }
+    await this.execute(queue, {
+      type: "submit",
+      prNumber: request.prNumber,
+      priority,
+      noBatch: request.noBatch ?? false,
+      actor,
+    });
+  }
+
+  async cancel(
+    principal: Principal,
+    address: QueueAddress,
+    prNumber: number,
+    actor: Actor,
+  ): Promise<void> {
+    const queue = await this.require(principal, address);
+    await this.execute(queue, { type: "cancel", prNumber, actor });
+  }
+
+  /** Restarts a pull request's tests in place. */
+  async restart(
+    principal: Principal,
+    address: QueueAddress,
+    prNumber: number,
+    actor: Actor,
+  ): Promise<void> {
+    const queue = await this.require(principal, address);
+    await this.execute(queue, { type: "restart", prNumber, actor });
+  }
+
+  /** Targets `"ALL"` (or legacy `"IMPACTS_ALL"`) or a list, for the PR at commit `sha`. */
+  async setImpactedTargets(
+    principal: Principal,
+    address: QueueAddress,
+    pr: { number: number; sha: string },
+    targets: string | readonly string[],
+  ): Promise<void> {
+    const normalized = normalizeImpactedTargets(targets);
+    const queue = await this.require(principal, address);
+    await this.execute(queue, {
+      type: "set_impacted_targets",
+      prNumber: pr.number,
+      headSha: pr.sha,
+      targets: normalized,
+    });
+  }
+
+  /** The latest submission of a PR (by number, or by head branch: open ones first). */
+  async get(
+    principal: Principal,
+    address: QueueAddress,
+    pr: { number: number } | { branch: string },
+    includeTimeline: boolean,
+  ): Promise<PullRequestView> {
+    const queue = await this.require(principal, address);
+    const entry =
+      "number" in pr
+        ? await this.deps.runtime.latestEntry(queue.id, pr.number)
+        : await this.deps.runtime.latestEntryByBranch(queue.id, pr.branch);
+    if (!entry) {
+      const which =
+        "number" in pr ? `Pull request #${pr.number}` : `No pull request from branch ${pr.branch}`;
+      const never = "number" in pr ? "has never been" : "has ever been";
+      throw new ApiError(
+        "not_found",
+        `${which} ${never} submitted to the merge queue for ${describeQueue(address)}.`,
+      );
+    }
+    return this.view(entry, includeTimeline);
+  }
+
+  /** Several PRs at once; those never submitted are listed in `notFound`. */
+  async getMany(
+    principal: Principal,
+    address: QueueAddress,
+    numbers: readonly number[],
+    includeTimeline: boolean,
+  ): Promise<{ pullRequests: PullRequestView[]; notFound: { number: number }[] }> {
+    const queue = await this.require(principal, address);
+    const unique = [...new Set(numbers)];
+    const entries = await Promise.all(
+      unique.map((number) => this.deps.runtime.latestEntry(queue.id, number)),
+    );
+    const pullRequests: PullRequestView[] = [];
+    const notFound: { number: number }[] = [];
+    for (const [i, entry] of entries.entries()) {
+      if (entry) pullRequests.push(await this.view(entry, includeTimeline));
+      else notFound.push({ number: unique[i] as number });
+    }
+    return { pullRequests, notFound };
+  }
+
+  /** Submissions in submission order, a page at a time. */
+  async list(
+    principal: Principal,
+    address: QueueAddress,
+    query: ListQuery,
+  ): Promise<PullRequestPage> {
+    const take = query.take ?? DEFAULT_TAKE;
+    if (!Number.isInteger(take) || take < 1 || take > MAX_TAKE) {
+      throw ApiError.invalid("take", `must be a whole number from 1 to ${MAX_TAKE}`);
+    }
+    let afterSeq: number | undefined;
+    if (query.cursor !== undefined && query.cursor !== "") {
+      afterSeq = decodeCursor(query.cursor);
+      if (afterSeq === undefined) {
+        throw ApiError.invalid("cursor", "is not a cursor this server handed out (nextCursor)");
+      }
+    }
+    const queue = await this.require(principal, address);
+    const listQuery: EntryListQuery = { take: take + 1 };
+    if (query.state !== undefined) listQuery.state = query.state;
+    if (query.since !== undefined) listQuery.concludedSince = query.since;
+    if (afterSeq !== undefined) listQuery.afterSeq = afterSeq;
+    const rows = await this.deps.runtime.listEntries(queue.id, listQuery);
+    const page = rows.slice(0, take);
+    const last = page[page.length - 1];
+    return {
+      pullRequests: page.map(toEnqueuedPullRequest),
+      ...(rows.length > take && last ? { nextCursor: encodeCursor(last.seq) } : {}),
+    };
+  }
+
+  async testingDetails(
+    principal: Principal,
+    address: QueueAddress,
+    testRunId: string,
+  ): Promise<TestingDetails> {
+    const queue = await this.require(principal, address);
+    const run = await this.deps.runtime.run(queue.id, testRunId);
+    if (!run) {
+      throw new ApiError(
+        "not_found",
+        `No test run ${testRunId} in the merge queue for ${describeQueue(address)}.`,
+      );
+    }
+    const unit = new Set(run.unit);
+    const tested = run.prs.filter((pr) => unit.has(pr.entryId));
+    const titles = await Promise.all(
+      tested.map(async (pr) => (await this.deps.runtime.latestEntry(queue.id, pr.number))?.prTitle),
+    );
+    return {
+      runId: run.id,
+      status: RUN_STATUS[run.status],
+      createdAt: run.startedAt,
+      requiredStatuses: run.requiredStatuses,
+      requiredStatusesSource: requiredStatusesSource(run.requiredStatusesSource),
+      testBranch: run.testBranch,
+      testBranchSha: run.testBranchSha,
+      checks: run.checks,
+      testedPullRequests: tested.map((pr, i) => ({
+        prNumber: pr.number,
+        prUrl: pullRequestUrl(address.repo, pr.number),
+        title: titles[i] ?? "",
+      })),
+      dependentPrs: run.prs.filter((pr) => !unit.has(pr.entryId)).map((pr) => pr.number),
+    };
+  }
+
+  /**
+   * Prometheus text for the organization's queues, or one repository's. A repository without
+   * a queue in the organization is a 404.
+   */
+  async metrics(principal: Principal, repo?: RepoRef): Promise<string> {
+    const queues = await this.deps.queues.listForOrganization(principal.organizationId, repo);
+    if (repo && queues.length === 0) {
+      throw new ApiError("not_found", `No merge queue in ${repo.host}/${repo.owner}/${repo.name}.`);
+    }
+    const now = this.deps.clock.now();
+    const windowStart = now - METRICS_WINDOW_MS;
+    const series: QueueSeries[] = [];
+    // One queue at a time: a scrape should not take every database connection.
+    for (const queue of queues) {
+      const [active, recent] = await Promise.all([
+        this.deps.runtime.activeEntries(queue.id),
+        this.deps.runtime.transitionsSince(queue.id, windowStart),
+      ]);
+      series.push({
+        repo: `${queue.repo.owner}/${queue.repo.name}`,
+        branch: queue.targetBranch,
+        measures: measureQueue(active, await this.histories(recent), windowStart, now),
+      });
+    }
+    return renderQueueMetrics(series);
+  }
+
+  /** getQueue's enqueuedPullRequests: the entries that have not concluded, in queue order. */
+  async enqueued(queueId: string): Promise<EnqueuedPullRequest[]> {
+    return queueOrder(await this.deps.runtime.activeEntries(queueId)).map(toEnqueuedPullRequest);
+  }
+
+  /**
+   * Complete histories of the entries with a transition in the window: an entry whose
+   * submission (the transition from nothing) is in the window has all of it there already.
+   */
+  private async histories(recent: readonly TransitionRecord[]): Promise<TransitionRecord[][]> {
+    const byEntry = new Map<string, TransitionRecord[]>();
+    for (const t of recent) {
+      const list = byEntry.get(t.entryId);
+      if (list) list.push(t);
+      else byEntry.set(t.entryId, [t]);
+    }
+    return Promise.all(
+      [...byEntry].map(([entryId, list]) =>
+        list.some((t) => t.from === null)
+          ? Promise.resolve(list)
+          : this.deps.runtime.transitions(entryId),
+      ),
+    );
+  }
+
+  private async view(entry: EntryRecord, includeTimeline: boolean): Promise<PullRequestView> {
+    const { readiness } = entry;
+    const view: PullRequestView = {
+      ...toEnqueuedPullRequest(entry),
+      readiness: {
+        hasImpactedTargets: readiness.impactedTargets !== null,
+        requiresImpactedTargets: readiness.requiresImpactedTargets,
+        doesBaseBranchMatch: readiness.baseBranchMatches,
+        gitHubMergeability: readiness.mergeability,
+      },
+      forceEnqueued: false,
+      isCurrentlySubmittedToQueue: entry.concludedAt === null,
+    };
+    if (includeTimeline) {
+      view.timeline = (await this.deps.runtime.transitions(entry.id)).map(toTimelineItem);
+    }
+    return view;
+  }
+
+  private async execute(queue: MergeQueueRecord, command: QueueCommand): Promise<void> {
+    const result = await this.deps.commands.execute(queue.id, command);
+    if (!result.ok) throw new ApiError(result.code, result.message);
+  }
+
+  private async require(principal: Principal, address: QueueAddress): Promise<MergeQueueRecord> {
+    const queue = await this.deps.queues.find(
+      principal.organizationId,
+      address.repo,
+      address.targetBranch,
+    );
+    if (!queue) throw new ApiError("not_found", `No merge queue for ${describeQueue(address)}.`);
+    return queue;
+  }
+}

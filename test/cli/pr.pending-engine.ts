@@ -1,0 +1,202 @@
+/**
+ * `mainline pr …` as a real process against a server running the real merge-queue engine.
+ *
+ * PENDING THE ENGINE: this file is named `*.pending-engine.ts` so that vitest (which runs
+ * `test/**\/*.test.ts`) does not run it yet. Nothing in it is skipped: once the engine and the
+ * test server's `gitHost` option exist, check the assumptions below and rename it to `pr.test.ts`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli, stopAllProcesses, type CliResult } from "../helpers/process.js";
+import type { TestServer } from "../helpers/server.js";
+import { startTestServer } from "../helpers/server.js";
+
+// ================================================================================================
+// ASSUMPTIONS ABOUT THE ENGINE AND THE TEST SERVER: the only place this file makes them.
+//  1. `test/helpers/git-host.ts` exports `InMemoryGitHost`, a `GitHost` (src/mergequeue/
+//     providers.ts) with `openPullRequest({ host, owner, name, head, base, title, author })`
+//     that opens a pull request (open, not a draft, mergeable, with a head commit) and answers
+//     (or resolves to) at least its `number`.
+//  2. `startTestServer({ gitHost })` builds the services with that git host and the real engine
+//     (src/mergequeue/engine.ts) as the `CommandBus` of a `PullRequestService`, passes it to the
+//     server as `pullRequests`, and runs the queue drivers. The CLI runs as a child process
+//     against that in-process server's URL and token.
+//  3. A command's HTTP answer comes once the queue's driver has applied it.
+//  4. The engine answers `not_found` for a pull request that is not in the queue.
+// ================================================================================================
+const GIT_HOST_MODULE: string = "../helpers/git-host.js";
+
+interface AssumedGitHost {
+  openPullRequest(pr: {
+    host: string;
+    owner: string;
+    name: string;
+    head: string;
+    base: string;
+    title: string;
+    author: string;
+  }): Promise<{ number: number }> | { number: number };
+}
+
+async function startEngineServer(): Promise<{ server: TestServer; git: AssumedGitHost }> {
+  const { InMemoryGitHost } = (await import(GIT_HOST_MODULE)) as {
+    InMemoryGitHost: new () => AssumedGitHost;
+  };
+  const git = new InMemoryGitHost();
+  const start = startTestServer as unknown as (options: {
+    gitHost: AssumedGitHost;
+    startWorker: boolean;
+  }) => Promise<TestServer>;
+  return { server: await start({ gitHost: git, startWorker: false }), git };
+}
+// ================================================================================================
+
+const REPO = { host: "github.com", owner: "acme", name: "app" };
+const BRANCH = "cli-main";
+
+let server: TestServer;
+let git: AssumedGitHost;
+
+beforeAll(async () => {
+  ({ server, git } = await startEngineServer());
+  const address = { repo: REPO, targetBranch: BRANCH };
+  expect((await server.call("createQueue", address)).status).toBe(200);
+  // Paused: submitted pull requests wait in `pending`, so that what the CLI shows is stable.
+  expect((await server.call("updateQueue", { ...address, state: "paused" })).status).toBe(200);
+});
+
+afterAll(async () => {
+  await stopAllProcesses();
+  await server.close();
+});
+
+let headCounter = 0;
+async function openPr(title: string): Promise<{ number: number; head: string }> {
+  const head = `cli/feature-${++headCounter}`;
+  const { number } = await git.openPullRequest({
+    ...REPO,
+    head,
+    base: BRANCH,
+    title,
+    author: "alice",
+  });
+  return { number, head };
+}
+
+/** `mainline pr …` aimed at the test server's queue. */
+const pr = (...args: string[]): Promise<CliResult> =>
+  runCli([
+    "pr",
+    ...args,
+    "--repo",
+    "github.com/acme/app",
+    "--branch",
+    BRANCH,
+    "--url",
+    server.url,
+    "--token",
+    server.token,
+  ]);
+
+function succeeded(result: CliResult): CliResult {
+  expect(result.stderr).not.toMatch(/^mainline: /m);
+  expect(result.code).toBe(0);
+  return result;
+}
+
+function failed(result: CliResult): string {
+  expect(result.code).not.toBe(0);
+  expect(result.code).not.toBeNull();
+  expect(result.stdout).toBe("");
+  return result.stderr;
+}
+
+type Json = Record<string, unknown> & {
+  pullRequests?: { prNumber: number }[];
+  nextCursor?: string;
+};
+const json = (result: CliResult): Json => JSON.parse(succeeded(result).stdout) as Json;
+
+describe("mainline pr", () => {
+  it("submit with a priority, then status as JSON and as text", async () => {
+    const { number } = await openPr("Add login");
+    const submitted = succeeded(
+      await pr("submit", String(number), "--priority", "high", "--no-batch"),
+    );
+    expect(submitted.stdout).toBe("");
+    expect(submitted.stderr).toContain(`Submitted #${number} to the merge queue for ${BRANCH}.`);
+
+    const body = json(await pr("status", String(number), "--json"));
+    expect(body).toMatchObject({
+      prNumber: number,
+      state: "pending",
+      priorityValue: 10,
+      priorityName: "high",
+      noBatch: true,
+      isCurrentlySubmittedToQueue: true,
+    });
+
+    const text = succeeded(await pr("status", `#${number}`)).stdout;
+    expect(text).toMatch(new RegExp(`^pr +#${number} Add login$`, "m"));
+    expect(text).toMatch(/^state +pending$/m);
+    expect(text).toMatch(/^priority +high \(10\)$/m);
+    expect(text).not.toContain("timeline");
+  });
+
+  it("status by head branch, with the timeline", async () => {
+    const { number, head } = await openPr("By branch");
+    succeeded(await pr("submit", String(number)));
+    const text = succeeded(await pr("status", "--head", head, "--timeline")).stdout;
+    expect(text).toMatch(new RegExp(`^pr +#${number} By branch$`, "m"));
+    expect(text).toMatch(/^priority +medium \(100\), default$/m);
+    expect(text).toContain("\ntimeline\n");
+    expect(text).toMatch(/^\S+ +- +pending +submitted +api-token:/m);
+  });
+
+  it("list as a table and as JSON pages", async () => {
+    const a = await openPr("First");
+    const b = await openPr("Second");
+    succeeded(await pr("submit", String(a.number)));
+    succeeded(await pr("submit", String(b.number)));
+    const table = succeeded(await pr("list", "--state", "pending")).stdout.split("\n");
+    expect(table[0]).toMatch(/^PR +STATE +PRIORITY +CHANGED +AUTHOR +TITLE$/);
+    expect(
+      table.some((line) => new RegExp(`^#${a.number} +pending +.* alice +First$`).test(line)),
+    ).toBe(true);
+    expect(
+      table.some((line) => new RegExp(`^#${b.number} +pending +.* alice +Second$`).test(line)),
+    ).toBe(true);
+
+    const first = await pr("list", "--take", "1");
+    succeeded(first);
+    expect(first.stderr).toMatch(/More pull requests: add --cursor [0-9a-f-]{36}/);
+    const page = json(await pr("list", "--take", "1", "--json"));
+    expect(page.pullRequests).toHaveLength(1);
+    expect(page.nextCursor).toMatch(/^[0-9a-f-]{36}$/);
+    const next = json(
+      await pr("list", "--take", "100", "--cursor", page.nextCursor ?? "", "--json"),
+    );
+    expect(next.pullRequests?.length).toBeGreaterThan(0);
+  });
+
+  it("cancel, then status shows it concluded; since lists it", async () => {
+    const { number } = await openPr("To cancel");
+    const since = new Date().toISOString();
+    succeeded(await pr("submit", String(number)));
+    const cancelled = succeeded(await pr("cancel", String(number)));
+    expect(cancelled.stderr).toContain(`Cancelled #${number} in the merge queue for ${BRANCH}.`);
+    expect(json(await pr("status", String(number), "--json"))).toMatchObject({
+      state: "cancelled",
+      isCurrentlySubmittedToQueue: false,
+    });
+    const concluded = json(await pr("list", "--since", since, "--json"));
+    expect(concluded.pullRequests?.map((p) => p.prNumber)).toEqual([number]);
+  });
+
+  it("the server's refusals: non-zero exit with its message", async () => {
+    expect(failed(await pr("restart", "999999"))).toMatch(/^mainline: /m);
+    expect(failed(await pr("status", "999998"))).toContain("#999998 has never been submitted");
+    const stderr = failed(await pr("list", "--state", "queued"));
+    expect(stderr).toMatch(/^mainline: .+\n {2}- state: .+/m);
+    expect(failed(await pr("list", "--since", "yesterday"))).toContain("since");
+  });
+});
