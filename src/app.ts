@@ -19,7 +19,8 @@ import { MergeQueueRuntimeStore } from "./db/stores/merge-queue-runtime.js";
 import { MergeQueueEngine, type EngineOptions } from "./mergequeue/engine.js";
 import { MemoryCi, MemoryGitHost } from "./mergequeue/memory-host.js";
 import type { CiProvider, GitHost } from "./mergequeue/providers.js";
-import { MergeQueueService, emptyQueueContents } from "./mergequeue/queue-service.js";
+import { PullRequestService } from "./mergequeue/pull-request-service.js";
+import { MergeQueueService } from "./mergequeue/queue-service.js";
 import { OrganizationService } from "./organizations/service.js";
 import { BundleStorage } from "./testhealth/ingest/bundle-storage.js";
 import { UploadProcessor } from "./testhealth/ingest/processor.js";
@@ -35,6 +36,7 @@ export interface Services {
   clock: Clock;
   organizations: OrganizationService;
   queues: MergeQueueService;
+  pullRequests: PullRequestService;
   uploads: UploadService;
   pager: Pager;
   access: RepositoryAccess;
@@ -117,9 +119,10 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
   const mergeQueues = new MergeQueueStore(db, database.dialect);
   const gitHost = options.gitHost ?? new MemoryGitHost();
   const ci = options.ci ?? new MemoryCi();
+  const runtime = new MergeQueueRuntimeStore(db, database.dialect);
   const engine = new MergeQueueEngine(
     {
-      runtime: new MergeQueueRuntimeStore(db, database.dialect),
+      runtime,
       queues: mergeQueues,
       repositories,
       gitHost,
@@ -133,6 +136,12 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     },
     { owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, ...options.engine },
   );
+  const pullRequests = new PullRequestService({
+    queues: mergeQueues,
+    runtime,
+    commands: engine,
+    clock,
+  });
   return {
     database,
     clock,
@@ -140,9 +149,13 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     queues: new MergeQueueService({
       repositories,
       queues: mergeQueues,
-      contents: emptyQueueContents,
+      contents: pullRequests,
       clock,
+      settingsChanged: (queueId) => {
+        engine.kick(queueId);
+      },
     }),
+    pullRequests,
     uploads: new UploadService({
       testCases,
       uploads: uploadStore,
@@ -212,6 +225,7 @@ export function createHttpServer(
     db: services.database.db,
     organizations: services.organizations,
     queues: services.queues,
+    pullRequests: services.pullRequests,
     uploads: services.uploads,
     pager: services.pager,
     services,

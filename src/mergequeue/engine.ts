@@ -253,6 +253,9 @@ export class MergeQueueEngine {
       }
       const outcome = await run(event.event);
       wakeAt = outcome.wakeAt;
+      if (event.event.type === "set_impacted_targets") {
+        await work.touch(snapshot, event.event.prNumber);
+      }
       applied.push({
         id: command.id,
         result: outcome.rejection ? { ok: false, ...outcome.rejection } : { ok: true },
@@ -453,7 +456,7 @@ class StepWork {
     });
     const entry = snapshot.entries[decision.entryId];
     const previous = this.entries.get(decision.entryId);
-    const base = entry ? this.toRecord(entry, now) : previous;
+    const base = entry ? this.toRecord(entry, now, snapshot) : previous;
     if (!base) {
       this.entries.set(decision.entryId, this.concludedRecord(decision, now));
       return;
@@ -486,11 +489,24 @@ class StepWork {
   /** Entries as last seen (the planner drops concluded ones from its snapshot). */
   private readonly lastSeen = new Map<string, Entry>();
 
+  private lastSnapshot: QueueSnapshot | null = null;
+
   remember(snapshot: QueueSnapshot): void {
+    this.lastSnapshot = snapshot;
     for (const entry of Object.values(snapshot.entries)) this.lastSeen.set(entry.id, entry);
   }
 
-  private toRecord(entry: Entry, now: number): EntryRecord {
+  /** Upserts the record of a queued entry whose details changed without a transition. */
+  async touch(snapshot: QueueSnapshot, prNumber: number): Promise<void> {
+    const entry = Object.values(snapshot.entries).find((e) => e.pr.number === prNumber);
+    if (!entry) return;
+    const previous =
+      this.entries.get(entry.id) ?? (await this.deps.runtime.latestEntry(this.queueId, prNumber));
+    const record = this.toRecord(entry, this.deps.clock.now(), snapshot);
+    this.entries.set(entry.id, { ...record, lastReason: previous?.lastReason ?? "" });
+  }
+
+  private toRecord(entry: Entry, now: number, snapshot?: QueueSnapshot): EntryRecord {
     this.lastSeen.set(entry.id, entry);
     return {
       id: entry.id,
@@ -512,7 +528,7 @@ class StepWork {
       readiness: {
         mergeability: entry.pr.mergeability,
         baseBranchMatches: entry.pr.baseBranch === this.targetBranch,
-        requiresImpactedTargets: false,
+        requiresImpactedTargets: (snapshot ?? this.lastSnapshot)?.configuration.mode === "parallel",
         impactedTargets: entry.impactedTargets,
       },
       lastReason: "",

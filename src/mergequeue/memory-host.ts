@@ -53,7 +53,7 @@ export class MemoryGitHost implements GitHost {
     return found;
   }
 
-  openPullRequest(
+  addPullRequest(
     repo: HostedRepository,
     pr: Partial<PullRequestInfo> & { number: number },
   ): PullRequestInfo {

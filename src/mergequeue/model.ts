@@ -185,6 +185,10 @@ export interface QueueSnapshot {
   base: BaseLineage;
   /** Every entry that is not terminal, in no particular order. */
   entries: Record<string, Entry>;
+  /** Queued entries by PR number (as a string key). */
+  prIndex: Record<string, string>;
+  /** Entries in `not_ready`, oldest first (their timeouts). */
+  notReady: string[];
   /** Queue order of entries that are ready (pending or further), front first. */
   order: string[];
   runs: Record<string, TestRun>;

@@ -43,6 +43,8 @@ export function initialSnapshot(input: {
     configuration: input.configuration,
     base: { headSha: input.headSha, merges: [], anchorSha: input.headSha },
     entries: {},
+    prIndex: {},
+    notReady: [],
     order: [],
     runs: {},
     bisections: {},
@@ -181,10 +183,8 @@ class Planning {
   }
 
   private byNumber(prNumber: number): Entry | undefined {
-    for (const entry of Object.values(this.s.entries)) {
-      if (entry.pr.number === prNumber) return entry;
-    }
-    return undefined;
+    const id = this.s.prIndex[String(prNumber)];
+    return id === undefined ? undefined : this.s.entries[id];
   }
 
   private submit(
@@ -228,6 +228,8 @@ class Planning {
       positioned: false,
     };
     this.s.entries[id] = entry;
+    this.s.prIndex[String(pr.number)] = id;
+    this.s.notReady.push(id);
     this.decisions.push({
       type: "transition",
       entryId: id,
@@ -418,11 +420,9 @@ class Planning {
     }
     const notReadyHours = this.config.notReadyTimeoutHours;
     if (notReadyHours > 0) {
-      for (const entry of Object.values(this.s.entries)) {
-        if (
-          entry.state === "not_ready" &&
-          this.now >= entry.stateChangedAt + notReadyHours * HOUR
-        ) {
+      for (const id of [...this.s.notReady]) {
+        const entry = this.entry(id);
+        if (this.now >= entry.stateChangedAt + notReadyHours * HOUR) {
           this.conclude(entry, "cancelled", "not_ready_timeout", QUEUE_ACTOR);
         }
       }
@@ -609,6 +609,12 @@ class Planning {
     actor: Actor = QUEUE_ACTOR,
   ): void {
     this.record(entry, to, reason, actor, runId, detail);
+    if (entry.state === "not_ready" && to !== "not_ready") {
+      const index = this.s.notReady.indexOf(entry.id);
+      if (index >= 0) this.s.notReady.splice(index, 1);
+    } else if (entry.state !== "not_ready" && to === "not_ready") {
+      this.s.notReady.push(entry.id);
+    }
     entry.state = to;
     entry.stateChangedAt = this.now;
   }
@@ -678,6 +684,7 @@ class Planning {
     } else this.leaveOrder(entry, reason);
     this.transition(entry, to, reason, runId, detail, actor);
     Reflect.deleteProperty(this.s.entries, entry.id);
+    Reflect.deleteProperty(this.s.prIndex, String(entry.pr.number));
   }
 
   // ---- settling ------------------------------------------------------------------------------
@@ -810,21 +817,31 @@ class Planning {
    */
   private beyondFailureDepth(deps: string[]): boolean {
     const depth = this.config.pendingFailureDepth;
+    let counts: Map<string, number> | null = null;
     for (const id of deps) {
       const held = this.entry(id);
       if (held.state !== "pending_failure" || held.bisection !== null) continue;
-      let successors = 0;
-      for (const run of Object.values(this.s.runs)) {
-        // Successors that are testing, passed, or failed with it (and are held too).
-        if (run.kind !== "main" || run.status === "cancelled") continue;
-        if (run.unit.includes(id) || !run.prs.some((pr) => pr.entryId === id)) continue;
-        const held = run.unit.some((u) => this.s.entries[u]?.failure?.runId === run.id);
-        if (run.status === "failed" && !held) continue;
-        successors += 1;
-      }
-      if (successors >= depth) return true;
+      counts ??= this.successorCounts();
+      if ((counts.get(id) ?? 0) >= depth) return true;
     }
     return false;
+  }
+
+  /**
+   * For every entry, how many runs include it ahead of their own unit and still count as its
+   * successors: testing, passed, or failed with it and held too.
+   */
+  private successorCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const run of Object.values(this.s.runs)) {
+      if (run.kind !== "main" || run.status === "cancelled") continue;
+      if (run.status === "failed") {
+        const held = run.unit.some((u) => this.s.entries[u]?.failure?.runId === run.id);
+        if (!held) continue;
+      }
+      for (const id of run.ahead) counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+    return counts;
   }
 
   /**
@@ -1157,8 +1174,20 @@ class Planning {
   private landedSince(baseSha: string): QueueSnapshot["base"]["merges"] | undefined {
     const base = this.s.base;
     if (baseSha === base.anchorSha) return base.merges;
-    const index = base.merges.findIndex((m) => m.sha === baseSha);
-    return index < 0 ? undefined : base.merges.slice(index + 1);
+    const index = this.lineageIndex().get(baseSha);
+    return index === undefined ? undefined : base.merges.slice(index + 1);
+  }
+
+  /** Where each head of the lineage is (rebuilt when the lineage changed). */
+  private lineageCache: { key: string; index: Map<string, number> } | null = null;
+
+  private lineageIndex(): Map<string, number> {
+    const base = this.s.base;
+    const key = `${base.anchorSha}:${base.merges.length}:${base.headSha}`;
+    if (this.lineageCache?.key !== key) {
+      this.lineageCache = { key, index: new Map(base.merges.map((m, i) => [m.sha, i])) };
+    }
+    return this.lineageCache.index;
   }
 
   /**
@@ -1169,23 +1198,37 @@ class Planning {
   private landingOf(run: TestRun): Entry[] | undefined {
     const landed = this.landedSince(run.baseSha);
     if (!landed) return undefined;
-    const included = new Set(run.prs.map((pr) => pr.entryId));
     let position = 0;
-    for (const merge of landed) {
-      if (included.has(merge.entryId)) {
+    if (this.config.mode !== "parallel") {
+      // One lane: what landed must be exactly the run's first PRs.
+      for (const merge of landed) {
         if (run.prs[position]?.entryId !== merge.entryId) return undefined;
         position += 1;
-      } else {
-        // Something else landed in between: only harmless when it is independent of the run.
-        const runTargets = run.prs.map((pr) => {
-          const entry = this.s.entries[pr.entryId];
-          return entry ? this.targetsOf(entry) : ("ALL" as const);
-        });
-        if (runTargets.some((t) => targetsOverlap(t, merge.targets))) return undefined;
       }
+    } else {
+      // Lanes: the run's own PRs may land in any order that respects their dependencies; a PR of
+      // another lane that landed meanwhile is harmless when it is independent of what is left.
+      const included = new Set(run.prs.map((pr) => pr.entryId));
+      const landedIds = new Set<string>();
+      const foreign: ImpactedTargets[] = [];
+      for (const merge of landed) {
+        if (included.has(merge.entryId)) landedIds.add(merge.entryId);
+        else foreign.push(merge.targets);
+      }
+      const rest: Entry[] = [];
+      for (const pr of run.prs) {
+        if (landedIds.has(pr.entryId)) continue;
+        const entry = this.s.entries[pr.entryId];
+        if (!entry || entry.pr.headSha !== pr.headSha) return undefined;
+        const targets = this.targetsOf(entry);
+        if (foreign.some((t) => targetsOverlap(t, targets))) return undefined;
+        rest.push(entry);
+      }
+      return rest;
     }
     const rest: Entry[] = [];
-    for (const pr of run.prs.slice(position)) {
+    for (let i = position; i < run.prs.length; i++) {
+      const pr = at(run.prs, i);
       const entry = this.s.entries[pr.entryId];
       if (!entry || entry.pr.headSha !== pr.headSha) return undefined;
       rest.push(entry);
@@ -1285,10 +1328,16 @@ class Planning {
   // ---- housekeeping --------------------------------------------------------------------------
 
   private collectGarbage(): void {
+    // Entries point only at runs whose unit they are in: looking there is enough.
     const referenced = new Set<string>();
-    for (const entry of Object.values(this.s.entries)) {
-      if (entry.runId) referenced.add(entry.runId);
-      if (entry.failure) referenced.add(entry.failure.runId);
+    for (const run of Object.values(this.s.runs)) {
+      for (const id of run.unit) {
+        const entry = this.s.entries[id];
+        if (entry && (entry.runId === run.id || entry.failure?.runId === run.id)) {
+          referenced.add(run.id);
+          break;
+        }
+      }
     }
     for (const group of Object.values(this.s.bisections)) {
       referenced.add(group.runId);
@@ -1305,8 +1354,8 @@ class Planning {
     for (const run of Object.values(this.s.runs)) {
       if (run.baseSha === base.anchorSha) keepFrom = 0;
       else {
-        const index = base.merges.findIndex((m) => m.sha === run.baseSha);
-        if (index >= 0) keepFrom = Math.min(keepFrom, index + 1);
+        const index = this.lineageIndex().get(run.baseSha);
+        if (index !== undefined) keepFrom = Math.min(keepFrom, index + 1);
       }
     }
     if (keepFrom > 0) {
@@ -1325,8 +1374,8 @@ class Planning {
     }
     const hours = this.config.notReadyTimeoutHours;
     if (hours > 0) {
-      for (const entry of Object.values(this.s.entries)) {
-        if (entry.state === "not_ready") wake = Math.min(wake, entry.stateChangedAt + hours * HOUR);
+      for (const id of this.s.notReady) {
+        wake = Math.min(wake, this.entry(id).stateChangedAt + hours * HOUR);
       }
     }
     return wake === Infinity ? null : wake;

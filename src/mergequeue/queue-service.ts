@@ -60,6 +60,8 @@ export class MergeQueueService {
       queues: MergeQueueStore;
       contents: QueueContents;
       clock: Clock;
+      /** Tells the queue's driver that its settings changed (it replans at once). */
+      settingsChanged?: (queueId: string) => void;
     },
   ) {}
 
@@ -131,6 +133,7 @@ export class MergeQueueService {
       },
     );
     if (!updated) throw new ApiError("not_found", `No merge queue for ${describeQueue(address)}.`);
+    this.deps.settingsChanged?.(updated.id);
     return updated;
   }
 

@@ -57,6 +57,7 @@ export async function startTestServer(
   await app.listen({ host: "127.0.0.1", port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   if (startWorker) services.worker.start();
+  services.engine.start();
   return {
     url,
     app,

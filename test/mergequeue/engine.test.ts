@@ -68,7 +68,7 @@ beforeEach(async () => {
   host = new MemoryGitHost();
   ci = new MemoryCi();
   host.repository(repo, "base0");
-  for (let n = 1; n <= 12; n++) host.openPullRequest(repo, { number: n });
+  for (let n = 1; n <= 12; n++) host.addPullRequest(repo, { number: n });
 });
 
 afterEach(async () => {

@@ -149,7 +149,8 @@ describe("mainline pr", () => {
     expect(text).toMatch(new RegExp(`^pr +#${number} By branch$`, "m"));
     expect(text).toMatch(/^priority +medium \(100\), default$/m);
     expect(text).toContain("\ntimeline\n");
-    expect(text).toMatch(/^\S+ +- +pending +submitted +api-token:/m);
+    expect(text).toMatch(/^\S+ +- +not_ready +submitted +api-token:/m);
+    expect(text).toMatch(/^\S+ +not_ready +pending +ready +queue/m);
   });
 
   it("list as a table and as JSON pages", async () => {
