@@ -278,7 +278,17 @@ async function main(): Promise<void> {
 
   // 2. Batches of 4: half the CI per merged PR.
   if (SCENARIOS.has("2") && single) {
-    const batched = run("2 batches of 4", options({ batch: true, batchSize: 4 }));
+    // Bisection on as many slots as the main queue (Trunk's default mirrors concurrency) and
+    // Trunk's opt-in skipping of bisection runs whose result is already implied.
+    const batched = run(
+      "2 batches of 4",
+      options({
+        batch: true,
+        batchSize: 4,
+        bisectionConcurrency: 10,
+        optimizationMode: "bisection_skip_redundant_tests",
+      }),
+    );
     measured.push(batched);
     const base = single.report.ciRunsPerMerged ?? Infinity;
     const mine = batched.report.ciRunsPerMerged ?? Infinity;

@@ -42,6 +42,7 @@ export const TRANSITION_REASONS = [
   "prerequisite_merge_item_removed",
   "retried_flaky_failure",
   "bisection_passed",
+  "bisection_inconclusive",
   "bisection_started",
   "settings_changed",
   // failures

@@ -1101,10 +1101,12 @@ class Planning {
     const waiting = group.segments.find((s) => s.runId === `after:${segment.entries.join(",")}`);
     if (!passed) {
       segment.status = "failed";
-      // The sibling is not implied by a failing left half: it needs its own run.
+      // A failing left half says nothing about its sibling. Proven-good halves are tested again
+      // in the main queue anyway, so the sibling goes straight back there instead of taking a
+      // bisection run of its own; if it holds a culprit too, its next batch finds it.
       if (waiting) {
-        waiting.status = "untested";
-        waiting.runId = null;
+        group.segments.splice(group.segments.indexOf(waiting), 1);
+        this.returnToMainQueue(waiting.entries, "bisection_inconclusive", run.id);
       }
       return;
     }
@@ -1115,9 +1117,16 @@ class Planning {
       waiting.runId = run.id;
       waiting.inferred = true;
     }
-    // Proven good: back to the main queue to be tested with what is ahead of them there. They go
-    // behind what is in flight (whose runs stay valid that way), ahead of later arrivals.
-    for (const id of segment.entries) {
+    this.returnToMainQueue(segment.entries, "bisection_passed", run.id);
+    this.closeBisectionIfDone(group);
+  }
+
+  /**
+   * Entries leave bisection for the main queue, to be tested with what is ahead of them there.
+   * They go behind what is in flight (whose runs stay valid that way), ahead of later arrivals.
+   */
+  private returnToMainQueue(ids: string[], reason: TransitionReason, runId: string): void {
+    for (const id of ids) {
       const entry = this.s.entries[id];
       if (!entry) continue;
       entry.bisection = null;
@@ -1125,10 +1134,9 @@ class Planning {
       entry.runId = null;
       entry.positioned = false;
       this.removeFromOrder(id);
-      this.transition(entry, "pending", "bisection_passed", run.id);
+      this.transition(entry, "pending", reason, runId);
       this.insertIntoOrder(entry);
     }
-    this.closeBisectionIfDone(group);
   }
 
   private dropFromBisection(group: BisectionGroup, entryId: string): void {
