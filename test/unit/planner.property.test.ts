@@ -1,13 +1,18 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { Decision, QueueEvent, QueueSnapshot } from "../../src/mergequeue/model.js";
-import { plan } from "../../src/mergequeue/planner.js";
+import type {
+  Decision,
+  ImpactedTargets,
+  QueueEvent,
+  QueueSnapshot,
+} from "../../src/mergequeue/model.js";
+import { plan, targetsOverlap } from "../../src/mergequeue/planner.js";
 import type { QueueConfiguration } from "../../src/mergequeue/settings.js";
 import { MINUTE, PlannerHarness, defined, pullRequest } from "../helpers/planner-harness.js";
 
 /** One step of a random history, resolved against the queue as it is when the step runs. */
 type Step =
-  | { kind: "submit"; priority: number | null; noBatch: boolean }
+  | { kind: "submit"; priority: number | null; noBatch: boolean; targets: ImpactedTargets }
   | { kind: "resubmit"; pick: number; priority: number | null }
   | { kind: "cancel"; pick: number }
   | { kind: "restart"; pick: number }
@@ -33,10 +38,21 @@ const settingsPatch = fc.oneof(
 
 const priority = fc.constantFrom(null, 0, 10, 100, 200);
 
+/** Impacted targets of a PR in parallel mode: everything, nothing, or some of three areas. */
+const targets: fc.Arbitrary<ImpactedTargets> = fc.oneof(
+  { weight: 1, arbitrary: fc.constant("ALL" as const) },
+  { weight: 6, arbitrary: fc.subarray(["web", "api", "docs"]) },
+);
+
 const step: fc.Arbitrary<Step> = fc.oneof(
   {
     weight: 6,
-    arbitrary: fc.record({ kind: fc.constant("submit" as const), priority, noBatch: fc.boolean() }),
+    arbitrary: fc.record({
+      kind: fc.constant("submit" as const),
+      priority,
+      noBatch: fc.boolean(),
+      targets,
+    }),
   },
   {
     weight: 1,
@@ -96,11 +112,18 @@ interface Checker {
   finished: string[];
   prCount: number;
   events: number;
+  /** Parallel mode: each PR's impacted targets. */
+  targets: Map<number, ImpactedTargets> | null;
 }
 
-function newChecker(): Checker {
+function newChecker(parallel = false): Checker {
   return {
-    harness: new PlannerHarness({ concurrency: 2, testingTimeoutMinutes: 60 }),
+    harness: new PlannerHarness({
+      concurrency: 2,
+      testingTimeoutMinutes: 60,
+      ...(parallel ? { mode: "parallel" as const } : {}),
+    }),
+    targets: parallel ? new Map() : null,
     branch: new Branch(),
     passedRuns: new Map(),
     finished: [],
@@ -136,6 +159,10 @@ function send(c: Checker, event: QueueEvent): Decision[] {
 function checkDecision(c: Checker, decision: Decision): void {
   const h = c.harness;
   if (decision.type !== "merge") return;
+  if (c.targets) {
+    checkLaneMerge(c, decision);
+    return;
+  }
   // Merges happen at the front of the queue, on the head they expect.
   expect(decision.expectedBaseSha).toBe(c.branch.head);
   expect(h.snapshot.order[0]).toBe(decision.entryId);
@@ -151,6 +178,56 @@ function checkDecision(c: Checker, decision: Decision): void {
   if (!h.snapshot.configuration.canOptimisticallyMerge) {
     // Without optimistic merging, only a run of its own unit clears it.
     expect(run.unit).toContain(decision.entryId);
+  }
+}
+
+/**
+ * Parallel mode: a merge is first in its lane (nothing ahead of it shares a target), and the run
+ * that cleared it tested everything of its lane that has landed since the run's base: every PR
+ * the run put before it that it depends on has landed, and whatever else landed meanwhile is
+ * independent of what the run has still to land.
+ */
+function checkLaneMerge(c: Checker, decision: Extract<Decision, { type: "merge" }>): void {
+  const h = c.harness;
+  const lanes = defined(c.targets);
+  const targetsOf = (n: number): ImpactedTargets => lanes.get(n) ?? "ALL";
+  expect(decision.expectedBaseSha).toBe(c.branch.head);
+  const mine = targetsOf(decision.prNumber);
+  const position = h.snapshot.order.indexOf(decision.entryId);
+  for (const id of h.snapshot.order.slice(0, position)) {
+    const ahead = defined(h.snapshot.entries[id]).pr.number;
+    expect(
+      targetsOverlap(targetsOf(ahead), mine),
+      `#${decision.prNumber} merged past #${ahead}`,
+    ).toBe(false);
+  }
+  if (decision.reason === "merged_directly") return;
+  const run = defined(
+    c.passedRuns.get(decision.runId ?? ""),
+    `passed run for #${decision.prNumber}`,
+  );
+  expect(run.prs).toContain(decision.prNumber);
+  const landed = new Set(
+    defined(c.branch.landedSince(run.baseSha), `base of run ${decision.runId}`),
+  );
+  const before = run.prs.slice(0, run.prs.indexOf(decision.prNumber));
+  for (const n of before) {
+    if (targetsOverlap(targetsOf(n), mine)) {
+      expect(
+        landed.has(n),
+        `#${decision.prNumber} merged before #${n}, which its run put first`,
+      ).toBe(true);
+    }
+  }
+  const toLand = run.prs.filter((n) => !landed.has(n));
+  for (const n of landed) {
+    if (run.prs.includes(n)) continue;
+    for (const rest of toLand) {
+      expect(
+        targetsOverlap(targetsOf(n), targetsOf(rest)),
+        `#${n} landed under run ${decision.runId}`,
+      ).toBe(false);
+    }
   }
 }
 
@@ -174,6 +251,7 @@ function apply(c: Checker, s: Step): void {
   switch (s.kind) {
     case "submit": {
       c.prCount += 1;
+      c.targets?.set(c.prCount, s.targets);
       send(c, {
         type: "submit",
         pr: pullRequest(c.prCount),
@@ -181,6 +259,14 @@ function apply(c: Checker, s: Step): void {
         noBatch: s.noBatch,
         actor,
       });
+      if (c.targets && h.snapshot.prIndex[String(c.prCount)] !== undefined) {
+        send(c, {
+          type: "set_impacted_targets",
+          prNumber: c.prCount,
+          headSha: h.pr(c.prCount).headSha,
+          targets: s.targets,
+        });
+      }
       return;
     }
     case "resubmit": {
@@ -271,29 +357,41 @@ function checkLifecycles(c: Checker): void {
   expect(new Set(h.merged).size).toBe(h.merged.length);
 }
 
+/** Plays a random history, then lets every run pass until the queue is empty; checks throughout. */
+function randomHistory(steps: Step[], parallel: boolean): void {
+  const c = newChecker(parallel);
+  for (const s of steps) apply(c, s);
+  checkLifecycles(c);
+  send(c, {
+    type: "settings_changed",
+    configuration: { ...c.harness.snapshot.configuration, state: "running" },
+  });
+  for (let i = 0; i < 500 && queued(c).length > 0; i++) {
+    if (running(c).length === 0) {
+      c.harness.now += 10 * MINUTE;
+      send(c, { type: "tick" });
+      continue;
+    }
+    apply(c, { kind: "finish", pick: 0, outcome: "passed" });
+  }
+  expect(queued(c)).toEqual([]);
+  checkLifecycles(c);
+}
+
 describe("planner invariants over random histories", () => {
   it("merges only what was tested, in order; every PR ends once; replays decide the same", () => {
     fc.assert(
       fc.property(fc.array(step, { minLength: 1, maxLength: 120 }), (steps) => {
-        const c = newChecker();
-        for (const s of steps) apply(c, s);
-        checkLifecycles(c);
-        // Drain: let every run pass; with the queue running, everything still queued ends.
-        send(c, {
-          type: "settings_changed",
-          configuration: { ...c.harness.snapshot.configuration, state: "running" },
-        });
-        for (let i = 0; i < 500 && queued(c).length > 0; i++) {
-          const runs = running(c);
-          if (runs.length === 0) {
-            c.harness.now += 10 * MINUTE;
-            send(c, { type: "tick" });
-            continue;
-          }
-          apply(c, { kind: "finish", pick: 0, outcome: "passed" });
-        }
-        expect(queued(c)).toEqual([]);
-        checkLifecycles(c);
+        randomHistory(steps, false);
+      }),
+      { numRuns: Number(process.env.PLANNER_RUNS ?? 300) },
+    );
+  });
+
+  it("parallel lanes: merges are first in their lane and tested with what landed there", () => {
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 120 }), (steps) => {
+        randomHistory(steps, true);
       }),
       { numRuns: Number(process.env.PLANNER_RUNS ?? 300) },
     );
@@ -320,7 +418,8 @@ describe("planner invariants over random histories", () => {
               canOptimisticallyMerge: true,
             },
           });
-          for (let n = 0; n < 12; n++) apply(c, { kind: "submit", priority: null, noBatch: false });
+          for (let n = 0; n < 12; n++)
+            apply(c, { kind: "submit", priority: null, noBatch: false, targets: "ALL" });
           // Entries that a passing run included while they were held for a failure.
           const cleared = new Set<string>();
           for (const f of finishes) {
