@@ -187,6 +187,28 @@ describe("the merge-queue engine, on a real database", () => {
     expect(host.mergeLog(repo)).toEqual([1, 2, 3, 4]);
   });
 
+  it("duplicate, late and reordered CI reports are harmless", async () => {
+    await createQueue({ concurrency: 2 });
+    const e = engine();
+    await e.execute(queueId, submit(1));
+    await e.execute(queueId, submit(2));
+    const run1 = defined(ci.runsFor(queueId, [1])[0]).runId;
+    const run12 = defined(ci.runsFor(queueId, [1, 2])[0]).runId;
+    const green = [{ name: "test", conclusion: "success" as const }];
+    // The later run reports first, then the earlier one twice, then a report for a run that
+    // never existed and a contradicting late report for a finished run.
+    ci.finish(queueId, run12, green);
+    ci.finish(queueId, run1, green);
+    ci.finish(queueId, run1, green);
+    ci.finish(queueId, "no-such-run", [{ name: "test", conclusion: "failure" }]);
+    await until(() => host.mergeLog(repo).length === 2, "both merges");
+    ci.finish(queueId, run1, [{ name: "test", conclusion: "failure" }]);
+    await e.idle();
+    await until(async () => (await runtime().pendingCommands(queueId, 10)).length === 0, "inbox");
+    expect(host.mergeLog(repo)).toEqual([1, 2]);
+    expect((await runtime().latestEntry(queueId, 1))?.state).toBe("merged");
+  });
+
   it("a stale writer cannot overwrite the queue after another process took over", async () => {
     await createQueue();
     const store = runtime();
