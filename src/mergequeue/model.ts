@@ -188,6 +188,8 @@ export interface QueueSnapshot {
   entries: Record<string, Entry>;
   /** Queued entries by PR number (as a string key). */
   prIndex: Record<string, string>;
+  /** Impacted targets uploaded for a PR commit not (yet) queued, by PR number. */
+  uploadedTargets: Record<string, { headSha: string; targets: ImpactedTargets; at: number }>;
   /** Entries in `not_ready`, oldest first (their timeouts). */
   notReady: string[];
   /** Queue order of entries that are ready (pending or further), front first. */

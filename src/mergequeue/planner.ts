@@ -45,6 +45,7 @@ export function initialSnapshot(input: {
     entries: {},
     prIndex: {},
     notReady: [],
+    uploadedTargets: {},
     order: [],
     runs: {},
     bisections: {},
@@ -124,20 +125,19 @@ class Planning {
         this.restart(event.prNumber, event.actor);
         return;
       case "set_impacted_targets": {
+        // Targets belong to a commit of a PR (research merge-queue §2.8); CI usually uploads
+        // them before the PR is submitted, or for a push the queue has not seen yet.
         const entry = this.byNumber(event.prNumber);
-        if (!entry) {
-          this.reject("not_found", this.notQueued(event.prNumber));
+        if (entry?.pr.headSha === event.headSha) {
+          entry.impactedTargets = event.targets;
+          this.checkPullRequest(entry);
           return;
         }
-        if (entry.pr.headSha !== event.headSha) {
-          this.reject(
-            "conflict",
-            `Pull request #${event.prNumber} is at ${entry.pr.headSha}, not ${event.headSha}.`,
-          );
-          return;
-        }
-        entry.impactedTargets = event.targets;
-        this.checkPullRequest(entry);
+        this.s.uploadedTargets[String(event.prNumber)] = {
+          headSha: event.headSha,
+          targets: event.targets,
+          at: this.now,
+        };
         return;
       }
       case "run_finished":
@@ -227,6 +227,9 @@ class Planning {
       bisection: null,
       positioned: false,
     };
+    const uploaded = this.s.uploadedTargets[String(pr.number)];
+    if (uploaded?.headSha === pr.headSha) entry.impactedTargets = uploaded.targets;
+    Reflect.deleteProperty(this.s.uploadedTargets, String(pr.number));
     this.s.entries[id] = entry;
     this.s.prIndex[String(pr.number)] = id;
     this.s.notReady.push(id);
@@ -409,6 +412,12 @@ class Planning {
   }
 
   private tick(): void {
+    // Targets uploaded for PRs that were never submitted are forgotten after a week.
+    for (const [number, uploaded] of Object.entries(this.s.uploadedTargets)) {
+      if (this.now - uploaded.at > 7 * 24 * HOUR) {
+        Reflect.deleteProperty(this.s.uploadedTargets, number);
+      }
+    }
     const timeout = this.config.testingTimeoutMinutes;
     if (timeout > 0) {
       for (const run of Object.values(this.s.runs)) {

@@ -410,6 +410,19 @@ describe("queue states (contract §5)", () => {
 });
 
 describe("parallel mode (research merge-queue §2.8)", () => {
+  it("targets uploaded before the submission count for that commit only", () => {
+    const h = new PlannerHarness({ mode: "parallel", concurrency: 2 });
+    h.send({ type: "set_impacted_targets", prNumber: 1, headSha: "h1", targets: ["web"] });
+    h.send({ type: "set_impacted_targets", prNumber: 2, headSha: "old", targets: ["api"] });
+    h.submit(1);
+    h.submit(2);
+    expect(h.state(1)).toBe("testing");
+    expect(h.state(2)).toBe("not_ready"); // its upload was for another commit
+    h.send({ type: "set_impacted_targets", prNumber: 2, headSha: "h2", targets: ["api"] });
+    expect(h.state(2)).toBe("testing");
+    expect(h.prsOf(h.run(2))).toEqual([2]); // independent of 1
+  });
+
   it("builds lanes from impacted targets: C on top of A and B, D alone", () => {
     const h = new PlannerHarness({ mode: "parallel", concurrency: 4 });
     const targets: Record<number, string[] | "ALL"> = {
