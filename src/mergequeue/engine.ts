@@ -360,11 +360,15 @@ class StepWork {
     }
   }
 
+  /** Outcomes of the CI reports fed to the planner in this step, by run. */
+  private readonly reported = new Map<string, "passed" | "failed">();
+
   private async ciEvent(result: CiRunResult): Promise<QueueEvent> {
-    const record = await this.deps.runtime.run(this.queueId, result.runId);
+    const record =
+      this.runs.get(result.runId) ?? (await this.deps.runtime.run(this.queueId, result.runId));
     if (record) {
       this.runs.set(record.id, {
-        ...(this.runs.get(record.id) ?? record),
+        ...record,
         checks: result.checks.map((c) => ({
           name: c.name,
           conclusion: c.conclusion,
@@ -373,6 +377,7 @@ class StepWork {
       });
     }
     if (result.error) {
+      this.reported.set(result.runId, "failed");
       return {
         type: "run_finished",
         runId: result.runId,
@@ -393,6 +398,7 @@ class StepWork {
               .filter((c) => c.conclusion !== "success" && c.conclusion !== "skipped")
               .map((c) => c.name),
           };
+    this.reported.set(result.runId, judged.passed ? "passed" : "failed");
     return {
       type: "run_finished",
       runId: result.runId,
@@ -427,14 +433,16 @@ class StepWork {
           break;
       }
     }
-    // Runs that finished in this step: their branches go (contract §6).
-    for (const run of Object.values(snapshot.runs)) {
-      const record = this.runs.get(run.id);
-      if (record && run.status !== "running" && record.status === "running") {
-        this.runs.set(run.id, { ...record, status: run.status, finishedAt: run.finishedAt });
-        if (record.testBranch)
-          await this.deps.gitHost.deleteTestBranch(this.repo, record.testBranch);
-      }
+    // Runs that finished in this step: their branches go (contract §6). The planner may already
+    // have dropped a finished run from its snapshot; the report that finished it says how.
+    const now2 = this.deps.clock.now();
+    for (const record of [...this.runs.values()]) {
+      if (record.status !== "running") continue;
+      const planned = snapshot.runs[record.id];
+      const status = planned ? planned.status : this.reported.get(record.id);
+      if (status === undefined || status === "running") continue;
+      this.runs.set(record.id, { ...record, status, finishedAt: planned?.finishedAt ?? now2 });
+      if (record.testBranch) await this.deps.gitHost.deleteTestBranch(this.repo, record.testBranch);
     }
   }
 
@@ -567,12 +575,14 @@ class StepWork {
       prs: run.prs.map((pr) => ({ number: pr.number, headSha: pr.headSha })),
     });
     if (!branch.ok) {
+      this.reported.set(run.id, "failed");
       follow({
         type: "run_finished",
         runId: run.id,
         outcome: "failed",
         failingChecks: [],
         reason: "merge_conflict",
+        detail: `#${branch.prNumber} does not merge onto the pull requests ahead of it: ${branch.files.join(", ")}`,
       });
       return;
     }

@@ -116,7 +116,13 @@ export interface Entry {
   /** The unit this entry was tested in last: the entries tested together, in order. */
   unit: string[];
   /** The failed run that put the entry in `pending_failure`, and what failed. */
-  failure: { runId: string; reason: TransitionReason; checks: string[] } | null;
+  failure: {
+    runId: string;
+    reason: TransitionReason;
+    checks: string[];
+    /** What went wrong, in words (the failing checks, or the conflict and its files). */
+    detail?: string | null;
+  } | null;
   /** Same-combination retries used for failures known to be flaky (at most one). */
   flakyRetries: number;
   /** Bisection bookkeeping while a failed batch is split: the group it belongs to. */
@@ -234,6 +240,8 @@ export type QueueEvent =
       reason?: TransitionReason;
       /** Every failure was a known flaky or quarantined test: worth one retry. */
       flakyOnly?: boolean;
+      /** What went wrong, in words, when the failing checks do not say it (a conflict). */
+      detail?: string;
     }
   | { type: "merge_finished"; entryId: string; newHeadSha: string }
   | { type: "merge_failed"; entryId: string; reason: TransitionReason; message: string }

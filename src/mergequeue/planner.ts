@@ -290,7 +290,7 @@ class Planning {
       return;
     }
     const reason = event.reason ?? "failing_required_check";
-    this.failRun(run, reason, event.failingChecks, event.flakyOnly === true);
+    this.failRun(run, reason, event.failingChecks, event.flakyOnly === true, event.detail);
   }
 
   private failRun(
@@ -298,6 +298,7 @@ class Planning {
     reason: TransitionReason,
     failingChecks: string[],
     flakyOnly: boolean,
+    detail?: string,
   ): void {
     run.status = "failed";
     run.finishedAt = this.now;
@@ -329,15 +330,10 @@ class Planning {
       }
       return;
     }
+    const why = detail ?? (failingChecks.length > 0 ? `failed: ${failingChecks.join(", ")}` : null);
     for (const entry of unit as Entry[]) {
-      entry.failure = { runId: run.id, reason, checks: failingChecks };
-      this.transition(
-        entry,
-        "pending_failure",
-        reason,
-        run.id,
-        failingChecks.length > 0 ? `failed: ${failingChecks.join(", ")}` : null,
-      );
+      entry.failure = { runId: run.id, reason, checks: failingChecks, detail: why };
+      this.transition(entry, "pending_failure", reason, run.id, why);
     }
   }
 
@@ -966,7 +962,8 @@ class Planning {
           failure.reason,
           QUEUE_ACTOR,
           runId,
-          failure.checks.length > 0 ? `failed: ${failure.checks.join(", ")}` : null,
+          failure.detail ??
+            (failure.checks.length > 0 ? `failed: ${failure.checks.join(", ")}` : null),
         );
       } else {
         this.startBisection(run, unit);

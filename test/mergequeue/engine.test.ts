@@ -42,6 +42,9 @@ async function createQueue(settings: Partial<QueueSettings> = {}): Promise<void>
   });
 }
 
+/** The engine's clock: real time, plus what a test skips ahead (batching waits). */
+let skipped = 0;
+
 function engine(
   handle: DatabaseHandle = database.handle,
   owner = "p1",
@@ -54,7 +57,7 @@ function engine(
       repositories: new RepositoryStore(handle.db),
       gitHost: host,
       ci,
-      clock: { now: () => Date.now() },
+      clock: { now: () => Date.now() + skipped },
     },
     { owner, leaseMs, pollMs: 20 },
   );
@@ -64,6 +67,7 @@ function engine(
 }
 
 beforeEach(async () => {
+  skipped = 0;
   database = await createTestDatabase();
   host = new MemoryGitHost();
   ci = new MemoryCi();
@@ -185,6 +189,56 @@ describe("the merge-queue engine, on a real database", () => {
     second.kick(queueId);
     await until(() => host.mergeLog(repo).length === 4, "all four merges");
     expect(host.mergeLog(repo)).toEqual([1, 2, 3, 4]);
+  });
+
+  it("batches, bisects a failed batch through the driver, merges the rest and fails the culprit", async () => {
+    await createQueue({
+      concurrency: 2,
+      batch: true,
+      batchingMinSize: 4,
+      bisectionConcurrency: 2,
+      mergeMethod: "merge_commit",
+    });
+    const e = engine();
+    // PR 3 breaks the tests wherever it is included.
+    ci.autoResult = (request) => [
+      { name: "test", conclusion: request.prNumbers.includes(3) ? "failure" : "success" },
+    ];
+    for (const n of [1, 2, 3, 4]) await e.execute(queueId, submit(n));
+    // The halves proven good wait in the main queue for a batch to fill: skip the wait.
+    await until(async () => {
+      skipped += 6 * 60_000;
+      return (await runtime().activeEntries(queueId)).length === 0;
+    }, "all concluded");
+    expect(host.mergeLog(repo)).toEqual([1, 2, 4]);
+    const culprit = defined(await runtime().latestEntry(queueId, 3));
+    expect(culprit.state).toBe("failed");
+    const reasons = (await runtime().transitions(culprit.id)).map((t) => t.reason);
+    expect(reasons).toContain("bisection_started");
+    expect(ci.runsFor(queueId, [1, 2, 3, 4])).toHaveLength(1);
+    await until(() => host.testBranches.size === 0, "test branches to be removed");
+  });
+
+  it("a pull request that does not merge onto those ahead fails as merge_conflict, naming the files", async () => {
+    await createQueue({ concurrency: 2 });
+    host.repository(repo).conflicting.add(2);
+    const e = engine();
+    await e.execute(queueId, submit(1));
+    await e.execute(queueId, submit(2));
+    // #2 could not even be put on a test branch with #1; it waits for #1 to finish first.
+    expect(ci.runsFor(queueId, [1, 2])).toHaveLength(0);
+    ci.finish(queueId, defined(ci.runsFor(queueId, [1])[0]).runId, [
+      { name: "test", conclusion: "success" },
+    ]);
+    await until(
+      async () => (await runtime().activeEntries(queueId)).length === 0,
+      "both concluded",
+    );
+    expect(host.mergeLog(repo)).toEqual([1]);
+    const conflicted = defined(await runtime().latestEntry(queueId, 2));
+    const last = (await runtime().transitions(conflicted.id)).at(-1);
+    expect(last).toMatchObject({ to: "failed", reason: "merge_conflict" });
+    expect(last?.detail).toContain("conflict.txt");
   });
 
   it("duplicate, late and reordered CI reports are harmless", async () => {
