@@ -559,27 +559,30 @@ class Planning {
       reason === "config_parsing_failure"
         ? "prerequisite_merge_item_failed"
         : "prerequisite_merge_item_removed";
+    this.replanRunsIncluding(new Set([entry.id]), dependentReason);
+    entry.runId = null;
+  }
+
+  /**
+   * Entries leave what other runs assumed (they concluded, stopped being ready, or went to
+   * bisection): every run that included them is tested again without them, and a held failure
+   * that included them was most likely theirs, so it is tested again too.
+   */
+  private replanRunsIncluding(ids: ReadonlySet<string>, reason: TransitionReason): void {
     for (const run of Object.values(this.s.runs)) {
       if (run.status === "cancelled") continue;
-      if (!run.prs.some((pr) => pr.entryId === entry.id)) continue;
+      if (!run.prs.some((pr) => ids.has(pr.entryId))) continue;
       if (run.status === "running" || run.status === "passed") {
-        this.invalidateRun(run, dependentReason, QUEUE_ACTOR, entry.id);
-      } else {
-        // A failure that included this entry may have been its fault: test the others again.
-        for (const id of run.unit) {
-          const other = this.s.entries[id];
-          if (
-            other &&
-            other.id !== entry.id &&
-            other.failure?.runId === run.id &&
-            !other.bisection
-          ) {
-            this.toPending(other, dependentReason, QUEUE_ACTOR);
-          }
+        this.invalidateRun(run, reason, QUEUE_ACTOR, ids);
+        continue;
+      }
+      for (const id of run.unit) {
+        const held = this.s.entries[id];
+        if (held && !ids.has(id) && held.failure?.runId === run.id && !held.bisection) {
+          this.toPending(held, reason, QUEUE_ACTOR);
         }
       }
     }
-    entry.runId = null;
   }
 
   // ---- state changes ---------------------------------------------------------------------------
@@ -642,7 +645,7 @@ class Planning {
     run: TestRun,
     reason: TransitionReason,
     actor: Actor,
-    causeEntryId: string | null = null,
+    leaving: ReadonlySet<string> = new Set(),
   ): void {
     if (run.status === "running") {
       this.decisions.push({ type: "cancel_run", runId: run.id, reason });
@@ -651,7 +654,7 @@ class Planning {
     run.finishedAt = this.now;
     for (const id of run.unit) {
       const entry = this.s.entries[id];
-      if (!entry || entry.id === causeEntryId || entry.runId !== run.id) continue;
+      if (!entry || leaving.has(id) || entry.runId !== run.id) continue;
       if (this.s.merging?.entryId === entry.id) continue;
       if (entry.bisection) continue;
       entry.runId = null;
@@ -1008,22 +1011,8 @@ class Planning {
       this.removeFromOrder(entry.id);
       this.record(entry, "pending_failure", "bisection_started", QUEUE_ACTOR, run.id);
     }
-    // The batch leaves the main queue while it is bisected: runs that counted on it are tested
-    // again without it, and failures that included it were most likely its own.
-    for (const other of Object.values(this.s.runs)) {
-      if (other.id === run.id || other.kind !== "main") continue;
-      if (!other.prs.some((pr) => unit.some((e) => e.id === pr.entryId))) continue;
-      if (other.status === "running" || other.status === "passed") {
-        this.invalidateRun(other, "prerequisite_merge_item_failed", QUEUE_ACTOR);
-      } else if (other.status === "failed") {
-        for (const id of other.unit) {
-          const held = this.s.entries[id];
-          if (held && held.failure?.runId === other.id && !held.bisection) {
-            this.toPending(held, "prerequisite_merge_item_failed", QUEUE_ACTOR);
-          }
-        }
-      }
-    }
+    // The batch leaves the main queue while it is bisected.
+    this.replanRunsIncluding(new Set(unit.map((e) => e.id)), "prerequisite_merge_item_failed");
   }
 
   private progressBisections(): void {
@@ -1277,17 +1266,7 @@ class Planning {
       if (entry.state === "pending" || entry.bisection !== null) continue;
       const clearance = this.clearanceFor(entry);
       if (clearance) {
-        this.s.merging = { entryId: entry.id, ...clearance };
-        this.decisions.push({
-          type: "merge",
-          entryId: entry.id,
-          prNumber: entry.pr.number,
-          headSha: entry.pr.headSha,
-          expectedBaseSha: this.s.base.headSha,
-          method: this.config.mergeMethod,
-          runId: clearance.runId,
-          reason: clearance.reason,
-        });
+        this.startMerge(entry, clearance);
         return;
       }
     }
@@ -1325,7 +1304,16 @@ class Planning {
       const busy = Object.values(this.s.runs).some((r) => r.status === "running");
       if (busy || this.s.order[0] !== entry.id) return false;
     }
-    this.s.merging = { entryId: entry.id, runId: null, reason: "merged_directly" };
+    this.startMerge(entry, { runId: null, reason: "merged_directly" });
+    return true;
+  }
+
+  /** One merge at a time, pinned to the head the branch is at now. */
+  private startMerge(
+    entry: Entry,
+    clearance: Omit<NonNullable<QueueSnapshot["merging"]>, "entryId">,
+  ): void {
+    this.s.merging = { ...clearance, entryId: entry.id };
     this.decisions.push({
       type: "merge",
       entryId: entry.id,
@@ -1333,10 +1321,9 @@ class Planning {
       headSha: entry.pr.headSha,
       expectedBaseSha: this.s.base.headSha,
       method: this.config.mergeMethod,
-      runId: null,
-      reason: "merged_directly",
+      runId: clearance.runId,
+      reason: clearance.reason,
     });
-    return true;
   }
 
   // ---- housekeeping --------------------------------------------------------------------------
