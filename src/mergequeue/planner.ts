@@ -1136,7 +1136,20 @@ class Planning {
 
   private dropFromBisection(group: BisectionGroup, entryId: string): void {
     for (const segment of group.segments) {
+      if (!segment.entries.includes(entryId)) continue;
+      const waitingFor = `after:${segment.entries.join(",")}`;
       segment.entries = segment.entries.filter((id) => id !== entryId);
+      // What was known of the segment held with the entry in it: it is tested again (its run,
+      // if any, is cancelled with the entry's), and a sibling waiting for its verdict goes ahead.
+      segment.status = "untested";
+      segment.runId = null;
+      segment.inferred = false;
+      for (const sibling of group.segments) {
+        if (sibling.runId === waitingFor) {
+          sibling.status = "untested";
+          sibling.runId = null;
+        }
+      }
     }
     group.segments = group.segments.filter((s) => s.entries.length > 0);
     this.closeBisectionIfDone(group);

@@ -246,6 +246,18 @@ describe("batching (research merge-queue §2.7)", () => {
     expect(h.merged).toEqual([1, 2, 3]);
   });
 
+  it("a PR cancelled during bisection: the rest of its half is tested again, not left waiting", () => {
+    const h = new PlannerHarness({ batch: true, batchingMinSize: 4, bisectionConcurrency: 2 });
+    for (const n of [1, 2, 3, 4]) h.submit(n);
+    h.fail([1, 2, 3, 4]);
+    const half = h.run(1, 2).id;
+    h.send({ type: "cancel", prNumber: 1, actor: { kind: "user", name: "ana" } });
+    expect(h.cancelled.has(half)).toBe(true);
+    expect(h.runningUnits()).toEqual([[3, 4], [2]]);
+    h.pass(2);
+    expect(h.history(2).at(-1)).toBe("pending:bisection_passed");
+  });
+
   it("skips redundant bisection runs: a failed parent and a passing half convict the other", () => {
     const h = new PlannerHarness({
       batch: true,
