@@ -16,6 +16,7 @@ import { initialSnapshot, plan } from "./planner.js";
 import {
   isTerminal,
   type Decision,
+  type PlanResult,
   type Entry,
   type QueueCommand,
   type QueueEvent,
@@ -208,7 +209,6 @@ export class MergeQueueEngine {
 
     const stored = await runtime.loadSnapshot(queueId);
     let snapshot: QueueSnapshot;
-    const events: QueueEvent[] = [];
     if (stored) {
       snapshot = stored.snapshot as QueueSnapshot;
     } else {
@@ -221,29 +221,29 @@ export class MergeQueueEngine {
       });
     }
     const work = new StepWork(queueId, repo, queue.targetBranch, this.deps);
-    if (JSON.stringify(snapshot.configuration) !== JSON.stringify(queue.configuration)) {
-      events.push({ type: "settings_changed", configuration: queue.configuration });
-    }
     const commands = await runtime.pendingCommands(queueId, 100);
     const applied: { id: number; result: CommandResult }[] = [];
 
-    const run = async (event: QueueEvent): Promise<PlanResultSummary> => {
-      work.remember(snapshot);
-      const result = plan(snapshot, event, clock.now());
-      snapshot = result.snapshot;
-      await work.carryOut(result.decisions, snapshot, (follow) => {
-        followUps.push(follow);
-      });
-      while (followUps.length > 0) {
-        const next = followUps.shift();
-        if (next) await run(next);
+    // The wake-up time follows the last plan; steps that plan nothing keep the stored one.
+    let wakeAt = stored?.wakeAt ?? null;
+    /** Plans an event, carries out its decisions and then the events they lead to (merge results,
+     * conflicts); answers whether the planner refused the first one. */
+    const apply = async (first: QueueEvent): Promise<PlanResult["rejection"]> => {
+      let rejection: PlanResult["rejection"] = null;
+      const pending = [first];
+      for (let event = pending.shift(); event; event = pending.shift()) {
+        const result = plan(snapshot, event, clock.now());
+        if (event === first) rejection = result.rejection;
+        snapshot = result.snapshot;
+        wakeAt = result.wakeAt;
+        await work.carryOut(result, (next) => pending.push(next));
       }
-      return { rejection: result.rejection, wakeAt: result.wakeAt };
+      return rejection;
     };
-    const followUps: QueueEvent[] = [];
 
-    let wakeAt: number | null = null;
-    for (const event of events) wakeAt = (await run(event)).wakeAt;
+    if (JSON.stringify(snapshot.configuration) !== JSON.stringify(queue.configuration)) {
+      await apply({ type: "settings_changed", configuration: queue.configuration });
+    }
     for (const command of commands) {
       const payload = command.payload as InboxPayload;
       const event = await work.toEvent(payload);
@@ -251,21 +251,16 @@ export class MergeQueueEngine {
         applied.push({ id: command.id, result: event.error });
         continue;
       }
-      const outcome = await run(event.event);
-      wakeAt = outcome.wakeAt;
+      const rejection = await apply(event.event);
       if (event.event.type === "set_impacted_targets") {
         await work.touch(snapshot, event.event.prNumber);
       }
       applied.push({
         id: command.id,
-        result: outcome.rejection ? { ok: false, ...outcome.rejection } : { ok: true },
+        result: rejection ? { ok: false, ...rejection } : { ok: true },
       });
     }
-    if (stored?.wakeAt != null && stored.wakeAt <= clock.now()) {
-      wakeAt = (await run({ type: "tick" })).wakeAt;
-    } else if (commands.length === 0 && events.length === 0) {
-      wakeAt = stored?.wakeAt ?? null;
-    }
+    if (stored?.wakeAt != null && stored.wakeAt <= clock.now()) await apply({ type: "tick" });
 
     const committed = await runtime.commit({
       queueId,
@@ -284,11 +279,6 @@ export class MergeQueueEngine {
     }
     if (commands.length === 100) this.kick(queueId);
   }
-}
-
-interface PlanResultSummary {
-  rejection: { code: "not_found" | "conflict"; message: string } | null;
-  wakeAt: number | null;
 }
 
 /** What one step carries out and then writes. */
@@ -386,18 +376,11 @@ class StepWork {
         reason: result.error.reason,
       };
     }
-    const required = record?.requiredStatuses ?? [];
-    const judged =
-      required.length > 0
-        ? judgeChecks(required, result.checks)
-        : {
-            passed: result.checks.every(
-              (c) => c.conclusion === "success" || c.conclusion === "skipped",
-            ),
-            failing: result.checks
-              .filter((c) => c.conclusion !== "success" && c.conclusion !== "skipped")
-              .map((c) => c.name),
-          };
+    // Without a list of required statuses, every check the run reported is required.
+    const required = record?.requiredStatuses.length
+      ? record.requiredStatuses
+      : result.checks.map((c) => c.name);
+    const judged = judgeChecks(required, result.checks);
     this.reported.set(result.runId, judged.passed ? "passed" : "failed");
     return {
       type: "run_finished",
@@ -408,16 +391,13 @@ class StepWork {
     };
   }
 
-  async carryOut(
-    decisions: Decision[],
-    snapshot: QueueSnapshot,
-    follow: (event: QueueEvent) => void,
-  ): Promise<void> {
+  async carryOut(result: PlanResult, follow: (event: QueueEvent) => void): Promise<void> {
+    const { snapshot } = result;
     const now = this.deps.clock.now();
-    for (const decision of decisions) {
+    for (const decision of result.decisions) {
       switch (decision.type) {
         case "transition":
-          this.transition(decision, snapshot, now);
+          this.transition(decision, result, now);
           break;
         case "start_run":
           await this.startRun(decision.run, snapshot, follow);
@@ -435,20 +415,19 @@ class StepWork {
     }
     // Runs that finished in this step: their branches go (contract §6). The planner may already
     // have dropped a finished run from its snapshot; the report that finished it says how.
-    const now2 = this.deps.clock.now();
     for (const record of [...this.runs.values()]) {
       if (record.status !== "running") continue;
       const planned = snapshot.runs[record.id];
       const status = planned ? planned.status : this.reported.get(record.id);
       if (status === undefined || status === "running") continue;
-      this.runs.set(record.id, { ...record, status, finishedAt: planned?.finishedAt ?? now2 });
+      this.runs.set(record.id, { ...record, status, finishedAt: planned?.finishedAt ?? now });
       if (record.testBranch) await this.deps.gitHost.deleteTestBranch(this.repo, record.testBranch);
     }
   }
 
   private transition(
     decision: Extract<Decision, { type: "transition" }>,
-    snapshot: QueueSnapshot,
+    result: PlanResult,
     now: number,
   ): void {
     this.transitions.push({
@@ -462,15 +441,12 @@ class StepWork {
       runId: decision.runId,
       detail: decision.detail,
     });
-    const entry = snapshot.entries[decision.entryId];
-    const previous = this.entries.get(decision.entryId);
-    const base = entry ? this.toRecord(entry, now, snapshot) : previous;
-    if (!base) {
-      this.entries.set(decision.entryId, this.concludedRecord(decision, now));
-      return;
-    }
+    const entry =
+      result.snapshot.entries[decision.entryId] ??
+      result.concluded.find((e) => e.id === decision.entryId);
+    if (!entry) throw new Error(`a transition of entry ${decision.entryId}, which the plan lacks`);
     this.entries.set(decision.entryId, {
-      ...base,
+      ...this.toRecord(entry, result.snapshot),
       state: decision.to,
       stateChangedAt: now,
       concludedAt: isTerminal(decision.to) ? now : null,
@@ -478,44 +454,20 @@ class StepWork {
     });
   }
 
-  /** The record of an entry that concluded within the same plan it was last seen in. */
-  private concludedRecord(
-    decision: Extract<Decision, { type: "transition" }>,
-    now: number,
-  ): EntryRecord {
-    const last = this.lastSeen.get(decision.entryId);
-    if (!last) throw new Error(`entry ${decision.entryId} concluded without being seen`);
-    return {
-      ...this.toRecord(last, now),
-      state: decision.to,
-      stateChangedAt: now,
-      concludedAt: now,
-      lastReason: decision.reason,
-    };
-  }
-
-  /** Entries as last seen (the planner drops concluded ones from its snapshot). */
-  private readonly lastSeen = new Map<string, Entry>();
-
-  private lastSnapshot: QueueSnapshot | null = null;
-
-  remember(snapshot: QueueSnapshot): void {
-    this.lastSnapshot = snapshot;
-    for (const entry of Object.values(snapshot.entries)) this.lastSeen.set(entry.id, entry);
-  }
-
   /** Upserts the record of a queued entry whose details changed without a transition. */
   async touch(snapshot: QueueSnapshot, prNumber: number): Promise<void> {
-    const entry = Object.values(snapshot.entries).find((e) => e.pr.number === prNumber);
+    const entry = snapshot.entries[snapshot.prIndex[String(prNumber)] ?? ""];
     if (!entry) return;
     const previous =
       this.entries.get(entry.id) ?? (await this.deps.runtime.latestEntry(this.queueId, prNumber));
-    const record = this.toRecord(entry, this.deps.clock.now(), snapshot);
-    this.entries.set(entry.id, { ...record, lastReason: previous?.lastReason ?? "" });
+    this.entries.set(entry.id, {
+      ...this.toRecord(entry, snapshot),
+      lastReason: previous?.lastReason ?? "",
+    });
   }
 
-  private toRecord(entry: Entry, now: number, snapshot?: QueueSnapshot): EntryRecord {
-    this.lastSeen.set(entry.id, entry);
+  /** An entry as the API lists it; the caller sets what its last transition says. */
+  private toRecord(entry: Entry, snapshot: QueueSnapshot): EntryRecord {
     return {
       id: entry.id,
       queueId: this.queueId,
@@ -528,7 +480,7 @@ class StepWork {
       state: entry.state,
       stateChangedAt: entry.stateChangedAt,
       submittedAt: entry.submittedAt,
-      concludedAt: isTerminal(entry.state) ? now : null,
+      concludedAt: null,
       priorityValue: entry.priorityValue,
       usedDefaultPriority: entry.usedDefaultPriority,
       noBatch: entry.noBatch,
@@ -536,7 +488,7 @@ class StepWork {
       readiness: {
         mergeability: entry.pr.mergeability,
         baseBranchMatches: entry.pr.baseBranch === this.targetBranch,
-        requiresImpactedTargets: (snapshot ?? this.lastSnapshot)?.configuration.mode === "parallel",
+        requiresImpactedTargets: snapshot.configuration.mode === "parallel",
         impactedTargets: entry.impactedTargets,
       },
       lastReason: "",

@@ -283,6 +283,8 @@ export interface PlanResult {
   decisions: Decision[];
   /** When the planner next needs a `tick` (timeouts, batching waits); null: no timer. */
   wakeAt: number | null;
+  /** Entries that concluded in this plan, as they were last (they have left the snapshot). */
+  concluded: Entry[];
   /** Set when a command was refused (nothing changed): the API's error code and sentence. */
   rejection: { code: "not_found" | "conflict"; message: string } | null;
 }

@@ -63,6 +63,7 @@ export function plan(snapshot: QueueSnapshot, event: QueueEvent, now: number): P
     snapshot,
     decisions: planning.decisions,
     wakeAt: planning.wakeAt(),
+    concluded: planning.concluded,
     rejection: planning.rejection,
   };
 }
@@ -78,6 +79,7 @@ export function targetsOverlap(a: ImpactedTargets, b: ImpactedTargets): boolean 
 
 class Planning {
   readonly decisions: Decision[] = [];
+  readonly concluded: Entry[] = [];
   rejection: PlanResult["rejection"] = null;
   private readonly s: QueueSnapshot;
   /** Earliest time a batch that is filling up must start anyway. */
@@ -691,6 +693,7 @@ class Planning {
       }
     } else this.leaveOrder(entry, reason);
     this.transition(entry, to, reason, runId, detail, actor);
+    this.concluded.push(entry);
     Reflect.deleteProperty(this.s.entries, entry.id);
     Reflect.deleteProperty(this.s.prIndex, String(entry.pr.number));
   }

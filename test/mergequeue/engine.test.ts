@@ -146,6 +146,16 @@ describe("the merge-queue engine, on a real database", () => {
     expect(await runtime().activeEntries(queueId)).toEqual([]);
   });
 
+  it("keeps the queue's timer through steps that plan nothing (a refused command)", async () => {
+    await createQueue({ batch: true, batchingMinSize: 2 });
+    const e = engine();
+    await e.execute(queueId, submit(1)); // waits for a second PR, at most five minutes
+    const timer = (await runtime().loadSnapshot(queueId))?.wakeAt;
+    expect(timer).toBeGreaterThan(Date.now());
+    expect(await e.execute(queueId, submit(99))).toMatchObject({ ok: false, code: "not_found" });
+    expect((await runtime().loadSnapshot(queueId))?.wakeAt).toBe(timer);
+  });
+
   it("a failing check fails the pull request with the check named", async () => {
     await createQueue();
     const e = engine();
