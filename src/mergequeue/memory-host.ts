@@ -18,6 +18,27 @@ import type {
 } from "./providers.js";
 import type { PullRequestInfo } from "./model.js";
 
+/** An open, mergeable pull request into `main`, with whatever the caller sets. */
+export function openPullRequestInfo(
+  number: number,
+  overrides: Partial<PullRequestInfo> = {},
+): PullRequestInfo {
+  return {
+    number,
+    title: `PR ${number}`,
+    author: "dev",
+    headSha: `head-${number}`,
+    headBranch: `feature-${number}`,
+    baseBranch: "main",
+    mergeability: "mergeable",
+    upToDate: false,
+    checksPassed: true,
+    state: "open",
+    draft: false,
+    ...overrides,
+  };
+}
+
 const key = (repo: HostedRepository) => `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
 
 interface MemoryRepository {
@@ -57,19 +78,7 @@ export class MemoryGitHost implements GitHost {
     repo: HostedRepository,
     pr: Partial<PullRequestInfo> & { number: number },
   ): PullRequestInfo {
-    const info: PullRequestInfo = {
-      title: `PR ${pr.number}`,
-      author: "dev",
-      headSha: `head-${pr.number}`,
-      headBranch: `feature-${pr.number}`,
-      baseBranch: "main",
-      mergeability: "mergeable",
-      upToDate: false,
-      checksPassed: true,
-      state: "open",
-      draft: false,
-      ...pr,
-    };
+    const info = openPullRequestInfo(pr.number, pr);
     this.repository(repo).pullRequests.set(info.number, info);
     return info;
   }

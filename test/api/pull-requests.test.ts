@@ -1,60 +1,15 @@
 /**
- * Pull requests through the HTTP API against the real merge-queue engine.
- *
- * PENDING THE ENGINE: this file is named `*.pending-engine.ts` so that vitest (which runs
- * `test/**\/*.test.ts`) does not run it yet. Nothing in it is skipped: once the engine and the
- * test server's `gitHost` option exist, check the assumptions below and rename it to
- * `pull-requests.test.ts`.
+ * Pull requests through the HTTP API against the real merge-queue engine, with an in-memory git
+ * host.
  */
 import { beforeAll, describe, expect, it } from "vitest";
+import { InMemoryGitHost, startEngineServer } from "../helpers/git-host.js";
 import type { TestServer } from "../helpers/server.js";
-import { startTestServer } from "../helpers/server.js";
-
-// ================================================================================================
-// ASSUMPTIONS ABOUT THE ENGINE AND THE TEST SERVER: the only place this file makes them.
-//  1. `test/helpers/git-host.ts` exports `InMemoryGitHost`, a `GitHost` (src/mergequeue/
-//     providers.ts) with `openPullRequest({ host, owner, name, head, base, title, author })`
-//     that opens a pull request (open, not a draft, mergeable, with a head commit) and answers
-//     (or resolves to) at least its `number`.
-//  2. `startTestServer({ gitHost })` builds the services with that git host and the real engine
-//     (src/mergequeue/engine.ts) as the `CommandBus` of a `PullRequestService`, passes it to the
-//     server as `pullRequests`, uses it as getQueue's `QueueContents`, and runs the queue drivers.
-//  3. A command's HTTP answer comes once the queue's driver has applied it.
-//  4. The engine answers `not_found` for a pull request the git host does not know or that is
-//     not in the queue, and `not_found` or `conflict` for one that has already concluded.
-//  5. Runs stay in progress until CI reports, and the test server's CI never reports by itself.
-// ================================================================================================
-const GIT_HOST_MODULE: string = "../helpers/git-host.js";
-
-interface AssumedGitHost {
-  openPullRequest(pr: {
-    host: string;
-    owner: string;
-    name: string;
-    head: string;
-    base: string;
-    title: string;
-    author: string;
-  }): Promise<{ number: number }> | { number: number };
-}
-
-async function startEngineServer(): Promise<{ server: TestServer; git: AssumedGitHost }> {
-  const { InMemoryGitHost } = (await import(GIT_HOST_MODULE)) as {
-    InMemoryGitHost: new () => AssumedGitHost;
-  };
-  const git = new InMemoryGitHost();
-  const start = startTestServer as unknown as (options: {
-    gitHost: AssumedGitHost;
-    startWorker: boolean;
-  }) => Promise<TestServer>;
-  return { server: await start({ gitHost: git, startWorker: false }), git };
-}
-// ================================================================================================
 
 const REPO = { host: "github.com", owner: "acme", name: "app" };
 
 let server: TestServer;
-let git: AssumedGitHost;
+let git: InMemoryGitHost;
 let tokenId: string;
 
 beforeAll(async () => {
@@ -101,9 +56,9 @@ async function freshQueue(
   return address;
 }
 
-async function openPr(base: string, title = "A change"): Promise<{ number: number; head: string }> {
+function openPr(base: string, title = "A change"): { number: number; head: string } {
   const head = `feature/${++headCounter}`;
-  const { number } = await git.openPullRequest({
+  const { number } = git.openPullRequest({
     ...REPO,
     head,
     base,
@@ -143,7 +98,7 @@ async function eventually<T>(check: () => Promise<T>, timeoutMs = 10_000): Promi
 describe("submitPullRequest", () => {
   it("queues a mergeable pull request as pending with the default priority", async () => {
     const queue = await freshQueue();
-    const pr = await openPr(queue.targetBranch);
+    const pr = openPr(queue.targetBranch);
     const answer = await submit(queue, pr.number);
     expect([answer.status, answer.body]).toEqual([200, {}]);
     const item = await get(queue, pr.number);
@@ -172,9 +127,9 @@ describe("submitPullRequest", () => {
 
   it("takes the number as a string (merge-action) and the priority by name or number", async () => {
     const queue = await freshQueue();
-    const a = await openPr(queue.targetBranch);
-    const b = await openPr(queue.targetBranch);
-    const c = await openPr(queue.targetBranch);
+    const a = openPr(queue.targetBranch);
+    const b = openPr(queue.targetBranch);
+    const c = openPr(queue.targetBranch);
     expect((await submit(queue, String(a.number), { priority: "URGENT" })).status).toBe(200);
     expect((await submit(queue, b.number, { priority: 42, noBatch: true })).status).toBe(200);
     expect(
@@ -199,7 +154,7 @@ describe("submitPullRequest", () => {
 
   it("resubmitting a queued pull request updates its priority and noBatch, not its place", async () => {
     const queue = await freshQueue();
-    const pr = await openPr(queue.targetBranch);
+    const pr = openPr(queue.targetBranch);
     await submit(queue, pr.number);
     const before = await get(queue, pr.number);
     expect((await submit(queue, pr.number, { priority: "high", noBatch: true })).status).toBe(200);
@@ -209,7 +164,7 @@ describe("submitPullRequest", () => {
 
   it("a pull request for another base branch waits in not_ready", async () => {
     const queue = await freshQueue();
-    const pr = await openPr("some-other-branch");
+    const pr = openPr("some-other-branch");
     expect((await submit(queue, pr.number)).status).toBe(200);
     expect(await get(queue, pr.number)).toMatchObject({
       state: "not_ready",
@@ -228,8 +183,8 @@ describe("submitPullRequest", () => {
 
   it("a draining queue refuses new pull requests (409) but takes resubmissions", async () => {
     const queue = await freshQueue();
-    const queued = await openPr(queue.targetBranch);
-    const late = await openPr(queue.targetBranch);
+    const queued = openPr(queue.targetBranch);
+    const late = openPr(queue.targetBranch);
     await submit(queue, queued.number);
     expect((await server.call("updateQueue", { ...queue, state: "draining" })).status).toBe(200);
     const refused = await submit(queue, late.number);
@@ -242,7 +197,7 @@ describe("submitPullRequest", () => {
 describe("cancelPullRequest and restartTestsOnPullRequest", () => {
   it("cancel concludes the submission; it stays readable; cancelling again is refused", async () => {
     const queue = await freshQueue();
-    const pr = await openPr(queue.targetBranch);
+    const pr = openPr(queue.targetBranch);
     await submit(queue, pr.number);
     const cancelled = await server.call("cancelPullRequest", {
       ...queue,
@@ -271,7 +226,7 @@ describe("cancelPullRequest and restartTestsOnPullRequest", () => {
 
   it("restart of a pull request under test restarts it in place and says so in the timeline", async () => {
     const queue = await freshQueue({ requiredStatuses: ["test"] });
-    const pr = await openPr(queue.targetBranch);
+    const pr = openPr(queue.targetBranch);
     await submit(queue, pr.number);
     await eventually(async () => {
       expect((await get(queue, pr.number)).state).toBe("testing");
@@ -293,7 +248,7 @@ describe("cancelPullRequest and restartTestsOnPullRequest", () => {
 describe("getSubmittedPullRequest(s)", () => {
   it("by head branch, with a timeline that starts at the submission", async () => {
     const queue = await freshQueue();
-    const pr = await openPr(queue.targetBranch);
+    const pr = openPr(queue.targetBranch);
     await submit(queue, pr.number);
     const answer = await server.call<Item>("getSubmittedPullRequest", {
       ...queue,
@@ -314,8 +269,8 @@ describe("getSubmittedPullRequest(s)", () => {
 
   it("404 for a pull request never submitted; the batch lookup lists those in notFound", async () => {
     const queue = await freshQueue();
-    const submitted = await openPr(queue.targetBranch);
-    const never = await openPr(queue.targetBranch);
+    const submitted = openPr(queue.targetBranch);
+    const never = openPr(queue.targetBranch);
     await submit(queue, submitted.number);
     const missing = await server.call("getSubmittedPullRequest", {
       ...queue,
@@ -333,7 +288,7 @@ describe("getSubmittedPullRequest(s)", () => {
 
   it("getQueue lists what is queued, and a queue holding pull requests cannot be deleted", async () => {
     const queue = await freshQueue();
-    const pr = await openPr(queue.targetBranch);
+    const pr = openPr(queue.targetBranch);
     await submit(queue, pr.number);
     const read = await server.call<{ enqueuedPullRequests: Item[] }>("getQueue", queue);
     expect(read.body.enqueuedPullRequests.map((p) => [p.prNumber, p.state])).toEqual([
@@ -347,9 +302,9 @@ describe("listPullRequests", () => {
   it("pages through every submission in order; filters by state and by conclusion time", async () => {
     const queue = await freshQueue();
     const prs = [
-      await openPr(queue.targetBranch),
-      await openPr(queue.targetBranch),
-      await openPr(queue.targetBranch),
+      openPr(queue.targetBranch),
+      openPr(queue.targetBranch),
+      openPr(queue.targetBranch),
     ];
     for (const pr of prs) await submit(queue, pr.number);
     const beforeCancel = new Date().toISOString();
@@ -395,8 +350,8 @@ describe("listPullRequests", () => {
 describe("setImpactedTargets", () => {
   it("a parallel queue needs targets before a pull request is ready; ALL and lists both count", async () => {
     const queue = await freshQueue({ state: "paused", mode: "parallel" });
-    const a = await openPr(queue.targetBranch);
-    const b = await openPr(queue.targetBranch);
+    const a = openPr(queue.targetBranch);
+    const b = openPr(queue.targetBranch);
     await submit(queue, a.number);
     await submit(queue, b.number);
     const waiting = await get(queue, a.number);
@@ -431,7 +386,7 @@ describe("setImpactedTargets", () => {
 describe("getMergeQueueTestingDetails", () => {
   it("describes the run a pull request is tested in", async () => {
     const queue = await freshQueue({ requiredStatuses: ["test"] });
-    const pr = await openPr(queue.targetBranch, "Tested change");
+    const pr = openPr(queue.targetBranch, "Tested change");
     await submit(queue, pr.number);
     const runId = await eventually(async () => {
       const id = (await get(queue, pr.number, true)).timeline?.find((t) => t.testRunId)?.testRunId;
@@ -469,10 +424,10 @@ describe("getMergeQueueTestingDetails", () => {
 describe("GET getMergeQueueMetrics", () => {
   it("counts what is queued, not ready, and concluded in the last hour", async () => {
     const queue = await freshQueue();
-    const ready = [await openPr(queue.targetBranch), await openPr(queue.targetBranch)];
-    const elsewhere = await openPr("another-base");
+    const ready = [openPr(queue.targetBranch), openPr(queue.targetBranch)];
+    const elsewhere = openPr("another-base");
     for (const pr of [...ready, elsewhere]) await submit(queue, pr.number);
-    const cancelled = await openPr(queue.targetBranch);
+    const cancelled = openPr(queue.targetBranch);
     await submit(queue, cancelled.number);
     await server.call("cancelPullRequest", { ...queue, pr: { number: cancelled.number } });
 

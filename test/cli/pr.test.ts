@@ -1,60 +1,17 @@
 /**
- * `mainline pr …` as a real process against a server running the real merge-queue engine.
- *
- * PENDING THE ENGINE: this file is named `*.pending-engine.ts` so that vitest (which runs
- * `test/**\/*.test.ts`) does not run it yet. Nothing in it is skipped: once the engine and the
- * test server's `gitHost` option exist, check the assumptions below and rename it to `pr.test.ts`.
+ * `mainline pr …` as a real process against a server running the real merge-queue engine, with
+ * an in-memory git host.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, stopAllProcesses, type CliResult } from "../helpers/process.js";
+import { InMemoryGitHost, startEngineServer } from "../helpers/git-host.js";
 import type { TestServer } from "../helpers/server.js";
-import { startTestServer } from "../helpers/server.js";
-
-// ================================================================================================
-// ASSUMPTIONS ABOUT THE ENGINE AND THE TEST SERVER: the only place this file makes them.
-//  1. `test/helpers/git-host.ts` exports `InMemoryGitHost`, a `GitHost` (src/mergequeue/
-//     providers.ts) with `openPullRequest({ host, owner, name, head, base, title, author })`
-//     that opens a pull request (open, not a draft, mergeable, with a head commit) and answers
-//     (or resolves to) at least its `number`.
-//  2. `startTestServer({ gitHost })` builds the services with that git host and the real engine
-//     (src/mergequeue/engine.ts) as the `CommandBus` of a `PullRequestService`, passes it to the
-//     server as `pullRequests`, and runs the queue drivers. The CLI runs as a child process
-//     against that in-process server's URL and token.
-//  3. A command's HTTP answer comes once the queue's driver has applied it.
-//  4. The engine answers `not_found` for a pull request that is not in the queue.
-// ================================================================================================
-const GIT_HOST_MODULE: string = "../helpers/git-host.js";
-
-interface AssumedGitHost {
-  openPullRequest(pr: {
-    host: string;
-    owner: string;
-    name: string;
-    head: string;
-    base: string;
-    title: string;
-    author: string;
-  }): Promise<{ number: number }> | { number: number };
-}
-
-async function startEngineServer(): Promise<{ server: TestServer; git: AssumedGitHost }> {
-  const { InMemoryGitHost } = (await import(GIT_HOST_MODULE)) as {
-    InMemoryGitHost: new () => AssumedGitHost;
-  };
-  const git = new InMemoryGitHost();
-  const start = startTestServer as unknown as (options: {
-    gitHost: AssumedGitHost;
-    startWorker: boolean;
-  }) => Promise<TestServer>;
-  return { server: await start({ gitHost: git, startWorker: false }), git };
-}
-// ================================================================================================
 
 const REPO = { host: "github.com", owner: "acme", name: "app" };
 const BRANCH = "cli-main";
 
 let server: TestServer;
-let git: AssumedGitHost;
+let git: InMemoryGitHost;
 
 beforeAll(async () => {
   ({ server, git } = await startEngineServer());
@@ -70,9 +27,9 @@ afterAll(async () => {
 });
 
 let headCounter = 0;
-async function openPr(title: string): Promise<{ number: number; head: string }> {
+function openPr(title: string): { number: number; head: string } {
   const head = `cli/feature-${++headCounter}`;
-  const { number } = await git.openPullRequest({
+  const { number } = git.openPullRequest({
     ...REPO,
     head,
     base: BRANCH,
@@ -118,7 +75,7 @@ const json = (result: CliResult): Json => JSON.parse(succeeded(result).stdout) a
 
 describe("mainline pr", () => {
   it("submit with a priority, then status as JSON and as text", async () => {
-    const { number } = await openPr("Add login");
+    const { number } = openPr("Add login");
     const submitted = succeeded(
       await pr("submit", String(number), "--priority", "high", "--no-batch"),
     );
@@ -143,7 +100,7 @@ describe("mainline pr", () => {
   });
 
   it("status by head branch, with the timeline", async () => {
-    const { number, head } = await openPr("By branch");
+    const { number, head } = openPr("By branch");
     succeeded(await pr("submit", String(number)));
     const text = succeeded(await pr("status", "--head", head, "--timeline")).stdout;
     expect(text).toMatch(new RegExp(`^pr +#${number} By branch$`, "m"));
@@ -154,8 +111,8 @@ describe("mainline pr", () => {
   });
 
   it("list as a table and as JSON pages", async () => {
-    const a = await openPr("First");
-    const b = await openPr("Second");
+    const a = openPr("First");
+    const b = openPr("Second");
     succeeded(await pr("submit", String(a.number)));
     succeeded(await pr("submit", String(b.number)));
     const table = succeeded(await pr("list", "--state", "pending")).stdout.split("\n");
@@ -180,7 +137,7 @@ describe("mainline pr", () => {
   });
 
   it("cancel, then status shows it concluded; since lists it", async () => {
-    const { number } = await openPr("To cancel");
+    const { number } = openPr("To cancel");
     const since = new Date().toISOString();
     succeeded(await pr("submit", String(number)));
     const cancelled = succeeded(await pr("cancel", String(number)));

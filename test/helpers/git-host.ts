@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { MemoryGitHost } from "../../src/mergequeue/memory-host.js";
+import { startTestServer, type TestServer } from "./server.js";
 
 /** The in-memory git host, with pull requests opened the way a person opens them. */
 export class InMemoryGitHost extends MemoryGitHost {
@@ -28,4 +29,10 @@ export class InMemoryGitHost extends MemoryGitHost {
     });
     return { number };
   }
+}
+
+/** A test server whose merge queues run against an in-memory git host the test opens PRs on. */
+export async function startEngineServer(): Promise<{ server: TestServer; git: InMemoryGitHost }> {
+  const git = new InMemoryGitHost();
+  return { server: await startTestServer({ gitHost: git, startWorker: false }), git };
 }

@@ -1,3 +1,4 @@
+import { openPullRequestInfo } from "../../src/mergequeue/memory-host.js";
 import { initialSnapshot, plan } from "../../src/mergequeue/planner.js";
 import type {
   Decision,
@@ -22,20 +23,7 @@ export function pullRequest(
   number: number,
   overrides: Partial<PullRequestInfo> = {},
 ): PullRequestInfo {
-  return {
-    number,
-    title: `PR ${number}`,
-    author: "dev",
-    headSha: `h${number}`,
-    headBranch: `feature-${number}`,
-    baseBranch: "main",
-    mergeability: "mergeable",
-    upToDate: false,
-    checksPassed: true,
-    state: "open",
-    draft: false,
-    ...overrides,
-  };
+  return openPullRequestInfo(number, { headSha: `h${number}`, ...overrides });
 }
 
 /**
