@@ -38,9 +38,6 @@ export interface QueueContents {
   enqueued(queueId: string): Promise<EnqueuedPullRequest[]>;
 }
 
-/** Until the queue engine exists, queues hold no pull requests. */
-export const emptyQueueContents: QueueContents = { enqueued: () => Promise.resolve([]) };
-
 export interface QueueAddress {
   repo: RepoRef;
   targetBranch: string;

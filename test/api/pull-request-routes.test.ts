@@ -1,8 +1,8 @@
 /**
- * The pull-request routes over real HTTP, with the engine's storage and command bus replaced by
- * stand-ins (test/helpers/fake-engine.ts): request validation, the error envelope, presenters
- * and the OpenAPI document. What the real engine does with the commands is tested in
- * pull-requests.pending-engine.ts.
+ * The pull-request routes over real HTTP, with records set by hand in the real store and a
+ * recording command bus instead of the engine's driver (test/helpers/fake-engine.ts): request
+ * validation, the error envelope, presenters and the OpenAPI document. What the real engine does
+ * with the commands is tested in pull-requests.test.ts.
  */
 import type { AddressInfo } from "node:net";
 import { Ajv, type ValidateFunction } from "ajv";
@@ -16,7 +16,7 @@ import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { PullRequestService, actorOf } from "../../src/mergequeue/pull-request-service.js";
 import { VERSION } from "../../src/version.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
-import { FakeRuntime, RecordingBus, entryRecord, transition } from "../helpers/fake-engine.js";
+import { RecordingBus, StoredRecords, entryRecord, transition } from "../helpers/fake-engine.js";
 
 const REPO = { host: "github.com", owner: "acme", name: "app" };
 const MAIN = { repo: REPO, targetBranch: "main" };
@@ -27,7 +27,7 @@ let url: string;
 let token: string;
 let tokenId: string;
 let queueId: string;
-let runtime: FakeRuntime;
+let runtime: StoredRecords;
 let bus: RecordingBus;
 
 interface Answer {
@@ -68,7 +68,7 @@ beforeAll(async () => {
   const issued = await services.organizations.createOrganizationWithToken("acme");
   token = issued.token;
   tokenId = issued.tokenId;
-  runtime = new FakeRuntime();
+  runtime = new StoredRecords(database.handle);
   bus = new RecordingBus();
   const store = new MergeQueueStore(database.handle.db, database.handle.dialect);
   app = await buildServer({
@@ -105,10 +105,8 @@ afterAll(async () => {
   await database.cleanup();
 });
 
-beforeEach(() => {
-  runtime.entries = [];
-  runtime.transitionRecords = [];
-  runtime.runs = [];
+beforeEach(async () => {
+  await runtime.reset();
   bus.executed.length = 0;
   bus.answer = { ok: true };
 });

@@ -1,13 +1,15 @@
 /**
- * Stand-ins for the merge-queue engine's storage and command bus, for tests of the pull-request
- * service, its presenters and its routes without the engine: records are set by hand, commands
- * are recorded and answered as scripted.
+ * For tests of the pull-request service, its presenters and its routes without the engine's
+ * driver: records are set by hand (and kept in the real store), commands are recorded and
+ * answered as scripted.
  */
 import type { QueueCommand } from "../../src/mergequeue/model.js";
 import type {
   CommandBus,
   PullRequestServiceDeps,
 } from "../../src/mergequeue/pull-request-service.js";
+import type { DatabaseHandle } from "../../src/db/connection.js";
+import { MergeQueueRuntimeStore } from "../../src/db/stores/merge-queue-runtime.js";
 import type {
   CommandResult,
   EntryListQuery,
@@ -18,65 +20,100 @@ import type {
 
 type RuntimeReads = PullRequestServiceDeps["runtime"];
 
-/** The read side of a RuntimeStore over plain arrays, with the store's documented semantics. */
-export class FakeRuntime implements RuntimeReads {
+/**
+ * The engine's records as a test sets them, kept in the real runtime store of the database under
+ * test: they are written the way a driver step writes them before each read, and the store
+ * answers every read.
+ */
+export class StoredRecords implements RuntimeReads {
   entries: EntryRecord[] = [];
   transitionRecords: TransitionRecord[] = [];
   runs: RunRecord[] = [];
   /** Entry ids whose full history was asked for (to check what metrics read). */
   readonly historyReads: string[] = [];
+  private readonly store: MergeQueueRuntimeStore;
+  private readonly written = new WeakSet<TransitionRecord>();
 
-  latestEntry(queueId: string, prNumber: number): Promise<EntryRecord | undefined> {
-    const matching = this.entries.filter((e) => e.queueId === queueId && e.prNumber === prNumber);
-    return Promise.resolve(matching.sort((a, b) => b.seq - a.seq)[0]);
+  /** `ensureQueue` creates the queue row a record names, if the test has not. */
+  constructor(
+    private readonly database: DatabaseHandle,
+    private readonly ensureQueue: (queueId: string) => Promise<void> = () => Promise.resolve(),
+  ) {
+    this.store = new MergeQueueRuntimeStore(database.db, database.dialect);
   }
 
-  latestEntryByBranch(queueId: string, headBranch: string): Promise<EntryRecord | undefined> {
-    const matching = this.entries
-      .filter((e) => e.queueId === queueId && e.prHeadBranch === headBranch)
-      .sort(
-        (a, b) => Number(a.concludedAt !== null) - Number(b.concludedAt !== null) || b.seq - a.seq,
+  /** Forgets every record, here and in the database. */
+  async reset(): Promise<void> {
+    const { db } = this.database;
+    await db.deleteFrom("mqTransitions").execute();
+    await db.deleteFrom("mqRuns").execute();
+    await db.deleteFrom("mqEntries").execute();
+    this.entries = [];
+    this.transitionRecords = [];
+    this.runs = [];
+  }
+
+  private async write(): Promise<void> {
+    const queueIds = new Set(
+      [...this.entries, ...this.transitionRecords, ...this.runs].map((r) => r.queueId),
+    );
+    for (const queueId of queueIds) {
+      await this.ensureQueue(queueId);
+      const lease = await this.store.acquireLease(queueId, "test", 0, Number.MAX_SAFE_INTEGER);
+      if (!lease) throw new Error(`queue ${queueId} is leased to someone else`);
+      const transitions = this.transitionRecords.filter(
+        (t) => t.queueId === queueId && !this.written.has(t),
       );
-    return Promise.resolve(matching[0]);
+      const written = await this.store.commit({
+        queueId,
+        epoch: lease.epoch,
+        now: 0,
+        snapshot: {},
+        wakeAt: null,
+        entries: this.entries.filter((e) => e.queueId === queueId),
+        transitions,
+        runs: this.runs.filter((r) => r.queueId === queueId),
+        appliedCommands: [],
+      });
+      if (!written) throw new Error(`the records of queue ${queueId} were not written`);
+      for (const t of transitions) this.written.add(t);
+    }
   }
 
-  activeEntries(queueId: string): Promise<EntryRecord[]> {
-    return Promise.resolve(
-      this.entries
-        .filter((e) => e.queueId === queueId && e.concludedAt === null)
-        .sort((a, b) => a.seq - b.seq),
-    );
+  async latestEntry(queueId: string, prNumber: number): Promise<EntryRecord | undefined> {
+    await this.write();
+    return this.store.latestEntry(queueId, prNumber);
   }
 
-  listEntries(queueId: string, query: EntryListQuery): Promise<EntryRecord[]> {
-    return Promise.resolve(
-      this.entries
-        .filter(
-          (e) =>
-            e.queueId === queueId &&
-            (query.state === undefined || e.state === query.state) &&
-            (query.concludedSince === undefined ||
-              (e.concludedAt !== null && e.concludedAt >= query.concludedSince)) &&
-            (query.afterSeq === undefined || e.seq > query.afterSeq),
-        )
-        .sort((a, b) => a.seq - b.seq)
-        .slice(0, query.take),
-    );
+  async latestEntryByBranch(queueId: string, headBranch: string): Promise<EntryRecord | undefined> {
+    await this.write();
+    return this.store.latestEntryByBranch(queueId, headBranch);
   }
 
-  transitions(entryId: string): Promise<TransitionRecord[]> {
+  async activeEntries(queueId: string): Promise<EntryRecord[]> {
+    await this.write();
+    return this.store.activeEntries(queueId);
+  }
+
+  async listEntries(queueId: string, query: EntryListQuery): Promise<EntryRecord[]> {
+    await this.write();
+    return this.store.listEntries(queueId, query);
+  }
+
+  async transitions(entryId: string): Promise<TransitionRecord[]> {
+    await this.write();
     this.historyReads.push(entryId);
-    return Promise.resolve(this.transitionRecords.filter((t) => t.entryId === entryId));
+    return this.store.transitions(entryId);
   }
 
-  run(queueId: string, runId: string): Promise<RunRecord | undefined> {
-    return Promise.resolve(this.runs.find((r) => r.queueId === queueId && r.id === runId));
+  async run(queueId: string, runId: string): Promise<RunRecord | undefined> {
+    await this.write();
+    return this.store.run(queueId, runId);
   }
 
-  transitionsSince(queueId: string, since: number): Promise<TransitionRecord[]> {
-    return Promise.resolve(
-      this.transitionRecords.filter((t) => t.queueId === queueId && t.at >= since),
-    );
+  async transitionsSince(queueId: string, since: number): Promise<TransitionRecord[]> {
+    await this.write();
+    return this.store.transitionsSince(queueId, since);
   }
 }
 

@@ -1,7 +1,9 @@
 import fc from "fast-check";
 import { beforeEach, describe, expect, it } from "vitest";
-import type { MergeQueueRecord, QueueListing } from "../../src/db/stores/merge-queues.js";
-import { repositoryLookupKey, type RepoRef } from "../../src/db/stores/repositories.js";
+import type { DatabaseHandle } from "../../src/db/connection.js";
+import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
+import { OrganizationStore } from "../../src/db/stores/organizations.js";
+import { RepositoryStore, type RepoRef } from "../../src/db/stores/repositories.js";
 import { ApiError } from "../../src/lib/errors.js";
 import type { PrState } from "../../src/mergequeue/model.js";
 import {
@@ -15,7 +17,8 @@ import {
 } from "../../src/mergequeue/pull-request-service.js";
 import { initialConfiguration, type QueueState } from "../../src/mergequeue/settings.js";
 import type { Principal } from "../../src/organizations/service.js";
-import { FakeRuntime, RecordingBus, entryRecord, transition } from "../helpers/fake-engine.js";
+import { RecordingBus, StoredRecords, entryRecord, transition } from "../helpers/fake-engine.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 
 const REPO: RepoRef = { host: "github.com", owner: "acme", name: "app" };
 const PRINCIPAL: Principal = { organizationId: "o1", organizationSlug: "acme", tokenId: "tok_1" };
@@ -23,64 +26,64 @@ const OTHER_ORG: Principal = { organizationId: "o2", organizationSlug: "globex",
 const MAIN = { repo: REPO, targetBranch: "main" };
 const ACTOR = actorOf(PRINCIPAL);
 
-/** Queues of organization o1 (repository github.com/acme/app), found case-insensitively. */
-class FakeQueues {
-  readonly queues: (MergeQueueRecord & { organizationId: string; repo: RepoRef })[] = [];
+/**
+ * Queues of organization o1 in the real store of the database under test: `add` creates one
+ * (id `q-<branch>-<repository name>`) with a state.
+ */
+class TestQueues extends MergeQueueStore {
+  constructor(private readonly handle: DatabaseHandle) {
+    super(handle.db, handle.dialect);
+  }
 
-  add(targetBranch: string, state: QueueState = "running", repo: RepoRef = REPO): string {
-    const id = `q-${targetBranch}-${repo.name}`;
-    this.queues.push({
+  add(targetBranch: string, state: QueueState = "running", repo: RepoRef = REPO): Promise<string> {
+    return this.addWithId(`q-${targetBranch}-${repo.name}`, targetBranch, state, repo, "o1");
+  }
+
+  async addWithId(
+    id: string,
+    targetBranch: string,
+    state: QueueState,
+    repo: RepoRef,
+    organizationId: string,
+  ): Promise<string> {
+    const repository = await new RepositoryStore(this.handle.db).ensure(organizationId, repo, 1);
+    await this.insert({
       id,
-      organizationId: "o1",
-      repo,
-      repositoryId: `r-${repo.name}`,
+      repositoryId: repository.id,
       targetBranch,
       configuration: { ...initialConfiguration({}), state },
       createdAt: 1,
-      updatedAt: 1,
-      version: 1,
     });
     return id;
   }
-
-  find(organizationId: string, repo: RepoRef, targetBranch: string) {
-    return Promise.resolve(
-      this.queues.find(
-        (q) =>
-          q.organizationId === organizationId &&
-          repositoryLookupKey(q.repo) === repositoryLookupKey(repo) &&
-          q.targetBranch === targetBranch,
-      ),
-    );
-  }
-
-  listForOrganization(organizationId: string, repo?: RepoRef): Promise<QueueListing[]> {
-    return Promise.resolve(
-      this.queues
-        .filter(
-          (q) =>
-            q.organizationId === organizationId &&
-            (!repo || repositoryLookupKey(q.repo) === repositoryLookupKey(repo)),
-        )
-        .map((q) => ({ id: q.id, targetBranch: q.targetBranch, repo: q.repo })),
-    );
-  }
 }
 
-let queues: FakeQueues;
-let runtime: FakeRuntime;
+let database: TestDatabase;
+let queues: TestQueues;
+let runtime: StoredRecords;
 let bus: RecordingBus;
 let service: PullRequestService;
 let queueId: string;
 let now = 10_000_000;
 
-beforeEach(() => {
-  queues = new FakeQueues();
-  runtime = new FakeRuntime();
+beforeEach(async () => {
+  database = await createTestDatabase();
+  const organizations = new OrganizationStore(database.handle.db);
+  await organizations.ensure({ id: "o1", slug: "acme", createdAt: 1 });
+  await organizations.ensure({ id: "o2", slug: "globex", createdAt: 1 });
+  // Records may name a queue no test created (another organization's): it is made on demand.
+  await organizations.ensure({ id: "o-other", slug: "other", createdAt: 1 });
+  queues = new TestQueues(database.handle);
+  runtime = new StoredRecords(database.handle, async (id) => {
+    if (!(await queues.findById(id))) {
+      await queues.addWithId(id, "main", "running", { ...REPO, name: id }, "o-other");
+    }
+  });
   bus = new RecordingBus();
   now = 10_000_000;
   service = new PullRequestService({ queues, runtime, commands: bus, clock: { now: () => now } });
-  queueId = queues.add("main");
+  queueId = await queues.add("main");
+  return () => database.cleanup();
 });
 
 async function rejection(promise: Promise<unknown>): Promise<ApiError> {
@@ -224,7 +227,7 @@ describe("commands", () => {
   it.each(["draining", "switching_modes"] as const)(
     "a queue %s refuses new pull requests with 409 but lets queued ones resubmit",
     async (state) => {
-      queues.add("release", state);
+      await queues.add("release", state);
       const release = { repo: REPO, targetBranch: "release" };
       const error = await rejection(service.submit(PRINCIPAL, release, { prNumber: 1 }, ACTOR));
       expect(error.code).toBe("conflict");
@@ -243,7 +246,7 @@ describe("commands", () => {
   );
 
   it("a paused queue accepts submissions", async () => {
-    queues.add("paused", "paused");
+    await queues.add("paused", "paused");
     await service.submit(PRINCIPAL, { repo: REPO, targetBranch: "paused" }, { prNumber: 1 }, ACTOR);
     expect(bus.executed).toHaveLength(1);
   });
@@ -274,19 +277,22 @@ describe("commands", () => {
 
   it("every operation answers 404 for a queue that does not exist, or of another organization", async () => {
     const nowhere = { repo: REPO, targetBranch: "nowhere" };
-    const calls: [string, Promise<unknown>][] = [
-      ["submit", service.submit(PRINCIPAL, nowhere, { prNumber: 1 }, ACTOR)],
-      ["cancel", service.cancel(PRINCIPAL, nowhere, 1, ACTOR)],
-      ["restart", service.restart(PRINCIPAL, nowhere, 1, ACTOR)],
-      ["targets", service.setImpactedTargets(PRINCIPAL, nowhere, { number: 1, sha: "a" }, "ALL")],
-      ["get", service.get(PRINCIPAL, nowhere, { number: 1 }, false)],
-      ["getMany", service.getMany(PRINCIPAL, nowhere, [1], false)],
-      ["list", service.list(PRINCIPAL, nowhere, {})],
-      ["details", service.testingDetails(PRINCIPAL, nowhere, "run-1")],
-      ["foreign", service.get(OTHER_ORG, MAIN, { number: 1 }, false)],
+    const calls: [string, () => Promise<unknown>][] = [
+      ["submit", () => service.submit(PRINCIPAL, nowhere, { prNumber: 1 }, ACTOR)],
+      ["cancel", () => service.cancel(PRINCIPAL, nowhere, 1, ACTOR)],
+      ["restart", () => service.restart(PRINCIPAL, nowhere, 1, ACTOR)],
+      [
+        "targets",
+        () => service.setImpactedTargets(PRINCIPAL, nowhere, { number: 1, sha: "a" }, "ALL"),
+      ],
+      ["get", () => service.get(PRINCIPAL, nowhere, { number: 1 }, false)],
+      ["getMany", () => service.getMany(PRINCIPAL, nowhere, [1], false)],
+      ["list", () => service.list(PRINCIPAL, nowhere, {})],
+      ["details", () => service.testingDetails(PRINCIPAL, nowhere, "run-1")],
+      ["foreign", () => service.get(OTHER_ORG, MAIN, { number: 1 }, false)],
     ];
     for (const [name, call] of calls) {
-      const error = await rejection(call);
+      const error = await rejection(call());
       expect(error.code, name).toBe("not_found");
       expect(error.message, name).toMatch(
         /^No merge queue for branch (nowhere|main) of github\.com\/acme\/app\.$/,
@@ -546,8 +552,8 @@ describe("reads", () => {
 
 describe("metrics", () => {
   it("one series per queue of the organization, or of one repository; 404 for a repository without a queue", async () => {
-    queues.add("dev");
-    queues.add("main", "running", { host: "github.com", owner: "acme", name: "web" });
+    await queues.add("dev");
+    await queues.add("main", "running", { host: "github.com", owner: "acme", name: "web" });
     const all = await service.metrics(PRINCIPAL);
     expect(all).toContain('mq_depth_current{repo="acme/app",branch="main",queue_type="main"} 0');
     expect(all).toContain('mq_depth_current{repo="acme/app",branch="dev",queue_type="main"} 0');
