@@ -50,6 +50,7 @@ import {
   type ProcessStats,
   type RunningServer,
 } from "./support/server.js";
+import { formatTable } from "./support/table.js";
 
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "ingest.json");
 
@@ -840,22 +841,6 @@ async function benchBigFile(
 
 // ---------------------------------------------------------------------------------------------
 // Report
-
-/** Names left-aligned (the columns in `left`), figures right-aligned. */
-function formatTable(header: string[], rows: string[][], left: readonly number[]): string {
-  const widths = header.map((cell, column) =>
-    Math.max(cell.length, ...rows.map((row) => row[column]?.length ?? 0)),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, column) =>
-        left.includes(column)
-          ? cell.padEnd(widths[column] ?? 0)
-          : cell.padStart(widths[column] ?? 0),
-      )
-      .join("  ");
-  return [line(header), ...rows.map(line)].join("\n");
-}
 
 function report(
   parser: ParserResult,

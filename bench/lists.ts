@@ -26,6 +26,7 @@ import {
   startServer,
   withThrowawayPostgres,
 } from "./support/server.js";
+import { formatTable } from "./support/table.js";
 
 const TESTS = intFromEnv("BENCH_TESTS", 20_000);
 const RUNS_PER_DAY = intFromEnv("BENCH_RUNS_PER_DAY", 100);
@@ -344,14 +345,7 @@ function table(results: readonly DatabaseResult[]): string {
       q.p99Ms < TARGET_P99_MS ? "PASS" : "FAIL",
     ]),
   );
-  const widths = header.map((h, c) =>
-    Math.max(h.length, ...rows.map((row) => row[c]?.length ?? 0)),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, c) => (c < 2 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0)))
-      .join("  ");
-  return [line(header), ...rows.map(line)].join("\n");
+  return formatTable(header, rows, [0, 1]);
 }
 
 async function main(): Promise<void> {

@@ -34,6 +34,7 @@ import {
   type SimulationReport,
 } from "../src/mergequeue/simulator/index.js";
 import { ROOT } from "./support/server.js";
+import { formatTable } from "./support/table.js";
 
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "merge-queue.json");
 
@@ -118,23 +119,6 @@ interface Target {
   measured: string;
   threshold: string;
   pass: boolean;
-}
-
-/** Names left-aligned (the columns in `left`), figures right-aligned. */
-function formatTable(header: string[], rows: string[][], left: readonly number[]): string {
-  const widths = header.map((cell, column) =>
-    Math.max(cell.length, ...rows.map((row) => row[column]?.length ?? 0)),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, column) =>
-        left.includes(column)
-          ? cell.padEnd(widths[column] ?? 0)
-          : cell.padStart(widths[column] ?? 0),
-      )
-      .join("  ")
-      .trimEnd();
-  return [line(header), ...rows.map(line)].join("\n");
 }
 
 const mean = (values: readonly number[]): number =>
