@@ -3,9 +3,9 @@ import { describe, expect, it } from "vitest";
 import {
   formatPullRequest,
   formatPullRequestList,
-  formatTable,
   parsePrNumber,
 } from "../../src/cli/commands/pr.js";
+import { formatTable } from "../../src/cli/table.js";
 
 describe("pull request numbers on the command line", () => {
   it.each([

@@ -1,3 +1,4 @@
+import { formatTable } from "../table.js";
 import type { Command } from "commander";
 import type { Services } from "../../app.js";
 import { dataDirFrom } from "../../config.js";
@@ -21,20 +22,6 @@ async function withServices<T>(work: (services: Services) => Promise<T>): Promis
   } finally {
     await database.close();
   }
-}
-
-function table(rows: string[][]): string {
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
-  return (
-    rows
-      .map((r) =>
-        r
-          .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-          .join("  ")
-          .trimEnd(),
-      )
-      .join("\n") + "\n"
-  );
 }
 
 export function registerAdminCommands(program: Command): void {
@@ -92,7 +79,7 @@ export function registerAdminCommands(program: Command): void {
         return;
       }
       process.stdout.write(
-        table([["SLUG", "CREATED"], ...orgs.map((o) => [o.slug, isoTime(o.createdAt)])]),
+        formatTable([["SLUG", "CREATED"], ...orgs.map((o) => [o.slug, isoTime(o.createdAt)])]),
       );
     });
 
@@ -132,7 +119,7 @@ export function registerAdminCommands(program: Command): void {
         return;
       }
       process.stdout.write(
-        table([
+        formatTable([
           ["ID", "NAME", "STARTS WITH", "CREATED", "STATUS"],
           ...view.map((t) => [
             t.id,

@@ -1,3 +1,4 @@
+import { formatTable } from "../table.js";
 import { InvalidArgumentError, type Command } from "commander";
 import { CliError, callApi } from "../client.js";
 import { address, addressOptions, client, type QueueOptions } from "./queue.js";
@@ -55,23 +56,6 @@ interface PullRequestPage {
 }
 
 const write = (text: string) => process.stdout.write(text);
-
-/** Rows as aligned columns; the last column is not padded. */
-export function formatTable(rows: string[][]): string {
-  const widths: number[] = [];
-  for (const row of rows) {
-    row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
-  }
-  return rows
-    .map((row) =>
-      row
-        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
-        .join("  ")
-        .trimEnd(),
-    )
-    .map((line) => line + "\n")
-    .join("");
-}
 
 export const describePriority = (pr: MergeItem): string =>
   `${pr.priorityName ?? "?"} (${pr.priorityValue ?? "?"})${pr.usedDefaultPriorityName ? ", default" : ""}`;
