@@ -28,6 +28,7 @@ import {
 } from "./queue-metrics.js";
 import {
   describeQueue,
+  requireQueue,
   type EnqueuedPullRequest,
   type QueueAddress,
   type QueueContents,
@@ -506,13 +507,7 @@ export class PullRequestService implements QueueContents {
     if (!result.ok) throw new ApiError(result.code, result.message);
   }
 
-  private async require(principal: Principal, address: QueueAddress): Promise<MergeQueueRecord> {
-    const queue = await this.deps.queues.find(
-      principal.organizationId,
-      address.repo,
-      address.targetBranch,
-    );
-    if (!queue) throw new ApiError("not_found", `No merge queue for ${describeQueue(address)}.`);
-    return queue;
+  private require(principal: Principal, address: QueueAddress): Promise<MergeQueueRecord> {
+    return requireQueue(this.deps.queues, principal, address);
   }
 }

@@ -146,13 +146,18 @@ export class MergeQueueService {
     await this.deps.queues.delete(queue.id);
   }
 
-  private async require(principal: Principal, address: QueueAddress): Promise<MergeQueueRecord> {
-    const queue = await this.deps.queues.find(
-      principal.organizationId,
-      address.repo,
-      address.targetBranch,
-    );
-    if (!queue) throw new ApiError("not_found", `No merge queue for ${describeQueue(address)}.`);
-    return queue;
+  private require(principal: Principal, address: QueueAddress): Promise<MergeQueueRecord> {
+    return requireQueue(this.deps.queues, principal, address);
   }
+}
+
+/** The queue at an address of the principal's organization, or a 404 that names the address. */
+export async function requireQueue(
+  queues: Pick<MergeQueueStore, "find">,
+  principal: Principal,
+  address: QueueAddress,
+): Promise<MergeQueueRecord> {
+  const queue = await queues.find(principal.organizationId, address.repo, address.targetBranch);
+  if (!queue) throw new ApiError("not_found", `No merge queue for ${describeQueue(address)}.`);
+  return queue;
 }
