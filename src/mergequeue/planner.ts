@@ -932,7 +932,7 @@ class Planning {
       attempt: spec.attempt,
     };
     this.s.runs[id] = run;
-    this.decisions.push({ type: "start_run", run: structuredCloneRun(run) });
+    this.decisions.push({ type: "start_run", run: copyRun(run) });
     return run;
   }
 
@@ -1406,7 +1406,7 @@ function at<T>(list: readonly T[], index: number): T {
   return value;
 }
 
-function structuredCloneRun(run: TestRun): TestRun {
+function copyRun(run: TestRun): TestRun {
   return {
     ...run,
     prs: run.prs.map((pr) => ({ ...pr })),
