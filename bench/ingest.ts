@@ -50,6 +50,7 @@ import {
   type ProcessStats,
   type RunningServer,
 } from "./support/server.js";
+import { integerFromEnv } from "./support/env.js";
 import { formatTable } from "./support/table.js";
 
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "ingest.json");
@@ -83,16 +84,6 @@ const REPO = { host: "github.com", owner: "bench", name: "app" };
 /** How often to ask for the state of the upload the benchmark waits for. */
 const POLL_MS = 200;
 const PROGRESS_EVERY_MS = 15_000;
-
-function integerFromEnv(name: string, fallback: number, min: number, max: number): number {
-  const value = process.env[name];
-  if (value === undefined || value.trim() === "") return fallback;
-  const number = Number(value);
-  if (!Number.isInteger(number) || number < min || number > max) {
-    throw new Error(`${name} takes a whole number from ${min} to ${max} (got "${value}").`);
-  }
-  return number;
-}
 
 function databasesFromEnv(name: string, fallback: readonly DatabaseName[]): DatabaseName[] {
   const value = process.env[name];

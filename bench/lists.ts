@@ -26,11 +26,12 @@ import {
   startServer,
   withThrowawayPostgres,
 } from "./support/server.js";
+import { integerFromEnv } from "./support/env.js";
 import { formatTable } from "./support/table.js";
 
-const TESTS = intFromEnv("BENCH_TESTS", 20_000);
-const RUNS_PER_DAY = intFromEnv("BENCH_RUNS_PER_DAY", 100);
-const REQUESTS = intFromEnv("BENCH_REQUESTS", 100);
+const TESTS = integerFromEnv("BENCH_TESTS", 20_000, 1, Number.MAX_SAFE_INTEGER);
+const RUNS_PER_DAY = integerFromEnv("BENCH_RUNS_PER_DAY", 100, 1, Number.MAX_SAFE_INTEGER);
+const REQUESTS = integerFromEnv("BENCH_REQUESTS", 100, 1, Number.MAX_SAFE_INTEGER);
 const DAYS = 7;
 const UPLOADS = DAYS * RUNS_PER_DAY;
 const PAGE_SIZE = 100;
@@ -39,14 +40,6 @@ const REPO = { host: "github.com", owner: "bench", name: "app" };
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "lists.json");
-
-function intFromEnv(name: string, fallback: number): number {
-  const text = process.env[name];
-  if (text === undefined || text.trim() === "") return fallback;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer.`);
-  return value;
-}
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 

@@ -34,6 +34,7 @@ import {
   type SimulationReport,
 } from "../src/mergequeue/simulator/index.js";
 import { ROOT } from "./support/server.js";
+import { integerFromEnv } from "./support/env.js";
 import { formatTable } from "./support/table.js";
 
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "merge-queue.json");
@@ -57,16 +58,6 @@ const TARGETS = {
   planP99Ms: 5,
   daySeconds: 60,
 };
-
-function integerFromEnv(name: string, fallback: number, min: number, max: number): number {
-  const value = process.env[name];
-  if (value === undefined || value.trim() === "") return fallback;
-  const number = Number(value);
-  if (!Number.isInteger(number) || number < min || number > max) {
-    throw new Error(`${name} takes a whole number from ${min} to ${max} (got "${value}").`);
-  }
-  return number;
-}
 
 const say = (line: string): void => {
   process.stdout.write(`${line}\n`);
