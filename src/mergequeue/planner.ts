@@ -1123,7 +1123,7 @@ class Planning {
    * Entries leave bisection for the main queue, to be tested with what is ahead of them there.
    * They go behind what is in flight (whose runs stay valid that way), ahead of later arrivals.
    */
-  private returnToMainQueue(ids: string[], reason: TransitionReason, runId: string): void {
+  private returnToMainQueue(ids: string[], reason: TransitionReason, runId: string | null): void {
     for (const id of ids) {
       const entry = this.s.entries[id];
       if (!entry) continue;
@@ -1173,16 +1173,7 @@ class Planning {
           reason: "restarted_on_new_base",
         });
       }
-      for (const id of segment.entries) {
-        const entry = this.s.entries[id];
-        if (!entry) continue;
-        entry.bisection = null;
-        entry.failure = null;
-        entry.runId = null;
-        entry.positioned = false;
-        this.transition(entry, "pending", "restarted_on_new_base");
-        this.insertIntoOrder(entry);
-      }
+      this.returnToMainQueue(segment.entries, "restarted_on_new_base", null);
     }
     Reflect.deleteProperty(this.s.bisections, group.id);
   }
