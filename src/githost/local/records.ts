@@ -1,0 +1,37 @@
+/**
+ * What the local git host keeps about pull requests outside git (git holds the branches and
+ * commits): their numbers, branches, title, author and state, and the merge the queue made.
+ * Implemented over the database by `db/stores/local-pull-requests.ts`.
+ */
+import type { HostedRepository } from "../../mergequeue/providers.js";
+
+export type LocalPullRequestState = "open" | "closed" | "merged";
+
+export interface LocalPullRequestRecord {
+  repositoryId: string;
+  number: number;
+  headBranch: string;
+  baseBranch: string;
+  title: string;
+  author: string;
+  state: LocalPullRequestState;
+  /**
+   * The commit the queue is landing on the base branch for this PR, written before the branch
+   * moves: after a crash, a repeated merge finds it (already on the branch: done).
+   */
+  mergingSha: string | null;
+  /** The commit that landed it, once merged. */
+  mergedSha: string | null;
+  createdAt: number;
+  closedAt: number | null;
+}
+
+export interface LocalPullRequestRecords {
+  find(repo: HostedRepository, number: number): Promise<LocalPullRequestRecord | undefined>;
+  /** Open PRs of a repository (the ref watcher compares their heads). */
+  listOpen(repo: HostedRepository): Promise<LocalPullRequestRecord[]>;
+  /** Records the commit about to land (before the compare-and-swap of the base branch). */
+  markMerging(repo: HostedRepository, number: number, sha: string): Promise<void>;
+  /** The PR landed as `sha`: state `merged`. */
+  markMerged(repo: HostedRepository, number: number, sha: string, now: number): Promise<void>;
+}
