@@ -7,6 +7,7 @@ import { testLists } from "./migrations/0004_test_lists.js";
 import { coveringRunIndex } from "./migrations/0005_covering_run_index.js";
 import { runsWithoutUploadFields } from "./migrations/0006_runs_without_upload_fields.js";
 import { mergeQueueEngine } from "./migrations/0007_merge_queue_engine.js";
+import { localGitHost } from "./migrations/0008_local_git_host.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -19,6 +20,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0005_covering_run_index": coveringRunIndex,
   "0006_runs_without_upload_fields": runsWithoutUploadFields,
   "0007_merge_queue_engine": mergeQueueEngine,
+  "0008_local_git_host": localGitHost,
 };
 
 export interface MigrationReport {

@@ -307,6 +307,37 @@ export interface MqCommandsTable {
   result: string | null;
 }
 
+/** A pull request of a repository on the local git host (contract §6). */
+export interface LocalPullRequestsTable {
+  repositoryId: string;
+  number: number;
+  headBranch: string;
+  baseBranch: string;
+  title: string;
+  author: string;
+  state: string;
+  mergingSha: string | null;
+  mergedSha: string | null;
+  createdAt: number;
+  closedAt: number | null;
+}
+
+/** A run of the built-in CI runner. */
+export interface CiRunsTable {
+  queueId: string;
+  runId: string;
+  /** JSON of the driver's `CiRunRequest`. */
+  request: string;
+  status: string;
+  /** JSON array of `CiCheckRecord`. */
+  checks: string;
+  /** JSON of `{reason, message}` when the run could not start. */
+  error: string | null;
+  flakyOnly: DbBool;
+  createdAt: number;
+  finishedAt: number | null;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   apiTokens: ApiTokensTable;
@@ -328,4 +359,6 @@ export interface Database {
   mqTransitions: MqTransitionsTable;
   mqRuns: MqRunsTable;
   mqCommands: MqCommandsTable;
+  localPullRequests: LocalPullRequestsTable;
+  ciRuns: CiRunsTable;
 }

@@ -1,0 +1,92 @@
+import type { Kysely, Selectable } from "kysely";
+import type { CiRunRecord, CiRunRecords, CiRunStatus } from "../../ci/records.js";
+import type { CiRunsTable, Database } from "../schema.js";
+
+const UNFINISHED: CiRunStatus[] = ["queued", "running"];
+
+function toRecord(row: Selectable<CiRunsTable>): CiRunRecord {
+  return {
+    queueId: row.queueId,
+    runId: row.runId,
+    request: JSON.parse(row.request) as CiRunRecord["request"],
+    status: row.status as CiRunStatus,
+    checks: JSON.parse(row.checks) as CiRunRecord["checks"],
+    error: row.error === null ? null : (JSON.parse(row.error) as CiRunRecord["error"]),
+    flakyOnly: Boolean(row.flakyOnly),
+    createdAt: row.createdAt,
+    finishedAt: row.finishedAt,
+  };
+}
+
+/** The built-in CI runner's runs, by queue and run id. */
+export class CiRunStore implements CiRunRecords {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async create(record: CiRunRecord): Promise<boolean> {
+    const result = await this.db
+      .insertInto("ciRuns")
+      .values({
+        queueId: record.queueId,
+        runId: record.runId,
+        request: JSON.stringify(record.request),
+        status: record.status,
+        checks: JSON.stringify(record.checks),
+        error: record.error === null ? null : JSON.stringify(record.error),
+        flakyOnly: record.flakyOnly ? 1 : 0,
+        createdAt: record.createdAt,
+        finishedAt: record.finishedAt,
+      })
+      .onConflict((oc) => oc.columns(["queueId", "runId"]).doNothing())
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
+  }
+
+  async get(queueId: string, runId: string): Promise<CiRunRecord | undefined> {
+    const row = await this.db
+      .selectFrom("ciRuns")
+      .selectAll()
+      .where("queueId", "=", queueId)
+      .where("runId", "=", runId)
+      .executeTakeFirst();
+    return row ? toRecord(row) : undefined;
+  }
+
+  async update(record: CiRunRecord): Promise<void> {
+    await this.db
+      .updateTable("ciRuns")
+      .set({
+        status: record.status,
+        checks: JSON.stringify(record.checks),
+        error: record.error === null ? null : JSON.stringify(record.error),
+        flakyOnly: record.flakyOnly ? 1 : 0,
+        finishedAt: record.finishedAt,
+      })
+      .where("queueId", "=", record.queueId)
+      .where("runId", "=", record.runId)
+      .execute();
+  }
+
+  async unfinished(): Promise<CiRunRecord[]> {
+    const rows = await this.db
+      .selectFrom("ciRuns")
+      .selectAll()
+      .where("status", "in", UNFINISHED)
+      .orderBy("createdAt")
+      .orderBy("runId")
+      .execute();
+    return rows.map(toRecord);
+  }
+
+  /** A queue's runs, newest first (for the API and CLI). */
+  async list(queueId: string, limit: number): Promise<CiRunRecord[]> {
+    const rows = await this.db
+      .selectFrom("ciRuns")
+      .selectAll()
+      .where("queueId", "=", queueId)
+      .orderBy("createdAt", "desc")
+      .orderBy("runId", "desc")
+      .limit(limit)
+      .execute();
+    return rows.map(toRecord);
+  }
+}

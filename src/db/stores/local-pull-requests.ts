@@ -1,0 +1,150 @@
+import type { Kysely, Selectable } from "kysely";
+import type {
+  LocalPullRequestRecord,
+  LocalPullRequestRecords,
+  LocalPullRequestState,
+} from "../../githost/local/records.js";
+import type { HostedRepository } from "../../mergequeue/providers.js";
+import type { Database, LocalPullRequestsTable } from "../schema.js";
+import { repositoryLookupKey } from "./repositories.js";
+
+export interface OpenPullRequest {
+  repositoryId: string;
+  headBranch: string;
+  baseBranch: string;
+  title: string;
+  author: string;
+  now: number;
+}
+
+/** Attempts at taking the next number when concurrent opens race for it. */
+const NUMBER_ATTEMPTS = 20;
+
+function toRecord(row: Selectable<LocalPullRequestsTable>): LocalPullRequestRecord {
+  return { ...row, state: row.state as LocalPullRequestState };
+}
+
+/**
+ * Pull requests of local repositories, numbered 1, 2, … per repository. A local repository
+ * lives at one path on disk, so it belongs to one organization: it is found by host/owner/name
+ * alone.
+ */
+export class LocalPullRequestStore implements LocalPullRequestRecords {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** Opens a pull request with the repository's next number. */
+  async open(input: OpenPullRequest): Promise<LocalPullRequestRecord> {
+    for (let attempt = 0; attempt < NUMBER_ATTEMPTS; attempt++) {
+      const last = await this.db
+        .selectFrom("localPullRequests")
+        .select((eb) => eb.fn.max("number").as("number"))
+        .where("repositoryId", "=", input.repositoryId)
+        .executeTakeFirst();
+      const record: LocalPullRequestRecord = {
+        repositoryId: input.repositoryId,
+        number: Number(last?.number ?? 0) + 1,
+        headBranch: input.headBranch,
+        baseBranch: input.baseBranch,
+        title: input.title,
+        author: input.author,
+        state: "open",
+        mergingSha: null,
+        mergedSha: null,
+        createdAt: input.now,
+        closedAt: null,
+      };
+      const inserted = await this.db
+        .insertInto("localPullRequests")
+        .values(record)
+        .onConflict((oc) => oc.columns(["repositoryId", "number"]).doNothing())
+        .executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return record;
+    }
+    throw new Error(`could not number a pull request in repository ${input.repositoryId}`);
+  }
+
+  /** Closes an open pull request; a closed or merged one is returned as it is. */
+  async close(
+    repositoryId: string,
+    number: number,
+    now: number,
+  ): Promise<LocalPullRequestRecord | undefined> {
+    await this.db
+      .updateTable("localPullRequests")
+      .set({ state: "closed", closedAt: now })
+      .where("repositoryId", "=", repositoryId)
+      .where("number", "=", number)
+      .where("state", "=", "open")
+      .execute();
+    return this.get(repositoryId, number);
+  }
+
+  async get(repositoryId: string, number: number): Promise<LocalPullRequestRecord | undefined> {
+    const row = await this.db
+      .selectFrom("localPullRequests")
+      .selectAll()
+      .where("repositoryId", "=", repositoryId)
+      .where("number", "=", number)
+      .executeTakeFirst();
+    return row ? toRecord(row) : undefined;
+  }
+
+  /** A repository's pull requests, newest first, optionally in one state. */
+  async list(
+    repositoryId: string,
+    state?: LocalPullRequestState,
+  ): Promise<LocalPullRequestRecord[]> {
+    let query = this.db
+      .selectFrom("localPullRequests")
+      .selectAll()
+      .where("repositoryId", "=", repositoryId);
+    if (state) query = query.where("state", "=", state);
+    const rows = await query.orderBy("number", "desc").execute();
+    return rows.map(toRecord);
+  }
+
+  // ---- LocalPullRequestRecords (the git host's view) -------------------------------------------
+
+  async find(repo: HostedRepository, number: number): Promise<LocalPullRequestRecord | undefined> {
+    const id = await this.repositoryId(repo);
+    return id === undefined ? undefined : this.get(id, number);
+  }
+
+  async listOpen(repo: HostedRepository): Promise<LocalPullRequestRecord[]> {
+    const id = await this.repositoryId(repo);
+    return id === undefined ? [] : this.list(id, "open");
+  }
+
+  async markMerging(repo: HostedRepository, number: number, sha: string): Promise<void> {
+    await this.setWhere(repo, number, { mergingSha: sha });
+  }
+
+  async markMerged(repo: HostedRepository, number: number, sha: string, now: number): Promise<void> {
+    await this.setWhere(repo, number, { state: "merged", mergedSha: sha, closedAt: now });
+  }
+
+  private async setWhere(
+    repo: HostedRepository,
+    number: number,
+    values: Partial<LocalPullRequestsTable>,
+  ): Promise<void> {
+    const id = await this.repositoryId(repo);
+    if (id === undefined) throw new Error(`no local repository ${repo.owner}/${repo.name}`);
+    await this.db
+      .updateTable("localPullRequests")
+      .set(values)
+      .where("repositoryId", "=", id)
+      .where("number", "=", number)
+      .execute();
+  }
+
+  private async repositoryId(repo: HostedRepository): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom("repositories")
+      .select("id")
+      .where("lookupKey", "=", repositoryLookupKey(repo))
+      .orderBy("createdAt")
+      .executeTakeFirst();
+    return row?.id;
+  }
+}
