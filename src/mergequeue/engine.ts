@@ -139,6 +139,14 @@ export class MergeQueueEngine {
     }
   }
 
+  /**
+   * Tells a queue's driver about a change on the git host without waiting for it to be applied
+   * (the command is stored first, so nothing is lost if this process dies).
+   */
+  async notify(queueId: string, command: QueueCommand): Promise<void> {
+    await this.enqueue(queueId, command);
+  }
+
   private async enqueue(queueId: string, payload: InboxPayload): Promise<number> {
     const id = await this.deps.runtime.enqueueCommand(queueId, payload, this.deps.clock.now());
     this.kick(queueId);
@@ -337,6 +345,14 @@ class StepWork {
       }
       case "ci_result":
         return { event: await this.ciEvent(payload.result) };
+      case "pr_changed": {
+        const pr = await this.deps.gitHost.pullRequest(this.repo, payload.prNumber);
+        return { event: pr ? { type: "pr_updated", pr } : { type: "tick" } };
+      }
+      case "branch_moved": {
+        const head = await this.deps.gitHost.branchHead(this.repo, this.targetBranch);
+        return { event: head ? { type: "base_pushed", headSha: head } : { type: "tick" } };
+      }
       case "reload_settings": {
         const queue = await this.deps.queues.findById(this.queueId);
         return {
@@ -376,10 +392,31 @@ class StepWork {
         reason: result.error.reason,
       };
     }
-    // Without a list of required statuses, every check the run reported is required.
-    const required = record?.requiredStatuses.length
-      ? record.requiredStatuses
-      : result.checks.map((c) => c.name);
+    // The queue's override, else what the CI resolved from the repository's configuration, else
+    // (a CI that resolves nothing) every check the run reported.
+    const resolved =
+      record?.requiredStatusesSource === "merge_instance"
+        ? { statuses: record.requiredStatuses, source: record.requiredStatusesSource }
+        : (result.requiredStatuses ?? null);
+    if (record && resolved) {
+      this.runs.set(record.id, {
+        ...(this.runs.get(record.id) ?? record),
+        requiredStatuses: resolved.statuses,
+        requiredStatusesSource: resolved.source,
+      });
+    }
+    if (resolved?.statuses.length === 0) {
+      this.reported.set(result.runId, "failed");
+      return {
+        type: "run_finished",
+        runId: result.runId,
+        outcome: "failed",
+        failingChecks: [],
+        reason: "no_required_statuses",
+        detail: "no required statuses are configured for this queue or repository",
+      };
+    }
+    const required = resolved ? resolved.statuses : result.checks.map((c) => c.name);
     const judged = judgeChecks(required, result.checks);
     this.reported.set(result.runId, judged.passed ? "passed" : "failed");
     return {
@@ -547,7 +584,7 @@ class StepWork {
       testBranch: branch.branch,
       sha: branch.sha,
       prNumbers: run.prs.map((pr) => pr.number),
-      requiredStatuses: record.requiredStatuses,
+      requiredStatuses: configured,
     });
   }
 

@@ -190,8 +190,14 @@ export class MemoryCi implements CiProvider {
     };
   }
 
-  finish(queueId: string, runId: string, checks: CiRunResult["checks"]): void {
-    for (const listener of this.listeners) listener({ queueId, runId, checks });
+  /** Reports a run's result; `extra` adds what a real CI may say (required statuses, flakes). */
+  finish(
+    queueId: string,
+    runId: string,
+    checks: CiRunResult["checks"],
+    extra: Omit<CiRunResult, "queueId" | "runId" | "checks"> = {},
+  ): void {
+    for (const listener of this.listeners) listener({ queueId, runId, checks, ...extra });
   }
 
   /** Runs started for a queue whose PRs are exactly these, in order. */

@@ -326,4 +326,8 @@ export type QueueCommand =
   | { type: "restart"; prNumber: number; actor: Actor }
   | { type: "set_impacted_targets"; prNumber: number; headSha: string; targets: ImpactedTargets }
   /** The queue's settings changed in storage; the driver reloads them. */
-  | { type: "reload_settings" };
+  | { type: "reload_settings" }
+  /** The git host saw a PR change (pushed to, closed, retargeted); the driver reads it again. */
+  | { type: "pr_changed"; prNumber: number }
+  /** The git host saw the target branch move; the driver reads its head again. */
+  | { type: "branch_moved" };

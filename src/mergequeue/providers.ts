@@ -78,8 +78,18 @@ export interface CiRunRequest {
   testBranch: string;
   sha: string;
   prNumbers: number[];
-  requiredStatuses: string[];
+  /** The queue's override (contract §5); null: the CI decides from the repository's config. */
+  requiredStatuses: string[] | null;
 }
+
+/** Where a run's required statuses came from (contract §5's precedence). */
+export type RequiredStatusesSource =
+  | "merge_instance"
+  | "mainline_config"
+  | "trunk_config"
+  | "branch_protection"
+  /** `.mainline.yml` names none: every check it defines. */
+  | "mainline_checks";
 
 export type CheckConclusion = "success" | "failure" | "cancelled" | "timed_out" | "skipped";
 
@@ -91,6 +101,8 @@ export interface CiRunResult {
   error?: { reason: TransitionReason; message: string };
   /** Every failing test was known flaky or quarantined (from test health). */
   flakyOnly?: boolean;
+  /** The required statuses the CI resolved, when the queue did not override them. */
+  requiredStatuses?: { statuses: string[]; source: RequiredStatusesSource };
 }
 
 /**

@@ -90,7 +90,8 @@ export interface TestingDetails {
   createdAt: number;
   requiredStatuses: string[];
   /** Where the required statuses came from, in Trunk's words; null when not decided yet. */
-  requiredStatusesSource: "merge_instance" | "trunk_config" | null;
+  requiredStatusesSource:
+    "merge_instance" | "trunk_config" | "repo_provider_branch_protection" | null;
   testBranch: string | null;
   testBranchSha: string | null;
   checks: RunRecord["checks"];
@@ -209,7 +210,15 @@ const RUN_STATUS: Record<RunRecord["status"], TestRunStatus> = {
 function requiredStatusesSource(
   source: RunRecord["requiredStatusesSource"],
 ): TestingDetails["requiredStatusesSource"] {
-  return source === "mainline_config" ? "trunk_config" : source;
+  switch (source) {
+    case "mainline_config":
+    case "mainline_checks":
+      return "trunk_config";
+    case "branch_protection":
+      return "repo_provider_branch_protection";
+    default:
+      return source;
+  }
 }
 
 /** The legacy spelling `IMPACTS_ALL` (and any letter case) means `"ALL"`. */

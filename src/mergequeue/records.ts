@@ -4,6 +4,7 @@
  * transitions and runs are also written as rows so that the API can list and page them.
  */
 import type { Actor, ImpactedTargets, Mergeability, PrState, RunKind, RunStatus } from "./model.js";
+import type { RequiredStatusesSource } from "./providers.js";
 
 /** One submission of a pull request, as listed by the API (kept after it concludes). */
 export interface EntryRecord {
@@ -60,7 +61,7 @@ export interface RunRecord {
   /** Entries the run decides about (the rest are ahead of them). */
   unit: string[];
   requiredStatuses: string[];
-  requiredStatusesSource: "merge_instance" | "mainline_config" | "trunk_config" | null;
+  requiredStatusesSource: RequiredStatusesSource | null;
   checks: { name: string; conclusion: string | null; url: string | null }[];
   startedAt: number;
   finishedAt: number | null;

@@ -176,6 +176,65 @@ describe("the merge-queue engine, on a real database", () => {
     });
   });
 
+  it("the required statuses a CI resolved decide a run, and resolving none fails it", async () => {
+    await createQueue();
+    const e = engine();
+    await e.execute(queueId, submit(4));
+    ci.finish(
+      queueId,
+      defined(ci.runsFor(queueId, [4])[0]).runId,
+      [
+        { name: "test", conclusion: "success" },
+        { name: "docs", conclusion: "failure" },
+      ],
+      { requiredStatuses: { statuses: ["test"], source: "mainline_config" } },
+    );
+    await until(() => host.mergeLog(repo).includes(4), "the merge despite the optional check");
+    const run = await runtime().run(queueId, defined(ci.runsFor(queueId, [4])[0]).runId);
+    expect(run).toMatchObject({
+      requiredStatuses: ["test"],
+      requiredStatusesSource: "mainline_config",
+    });
+
+    await e.execute(queueId, submit(5));
+    ci.finish(
+      queueId,
+      defined(ci.runsFor(queueId, [5])[0]).runId,
+      [{ name: "test", conclusion: "success" }],
+      { requiredStatuses: { statuses: [], source: "mainline_checks" } },
+    );
+    await until(
+      async () => (await runtime().latestEntry(queueId, 5))?.state === "failed",
+      "the failure",
+    );
+    const failed = defined(await runtime().latestEntry(queueId, 5));
+    expect(failed.lastReason).toBe("no_required_statuses");
+    expect(host.mergeLog(repo)).toEqual([4]);
+  });
+
+  it("changes the git host reports reach the queue: a push to a PR cancels it, a push to the base restarts runs", async () => {
+    await createQueue({ concurrency: 2 });
+    const e = engine();
+    await e.execute(queueId, submit(1));
+    await e.execute(queueId, submit(2));
+    expect(ci.runsFor(queueId, [1, 2])).toHaveLength(1);
+
+    host.updatePullRequest(repo, 1, { headSha: "pushed-1" });
+    await e.notify(queueId, { type: "pr_changed", prNumber: 1 });
+    await until(
+      async () => (await runtime().latestEntry(queueId, 1))?.state === "cancelled",
+      "the cancellation",
+    );
+    expect(defined(await runtime().latestEntry(queueId, 1)).lastReason).toBe("pr_pushed_to");
+    await until(() => ci.runsFor(queueId, [2]).length === 1, "#2 tested without #1");
+
+    const head = host.push(repo, "main");
+    await e.notify(queueId, { type: "branch_moved" });
+    await until(() => ci.runsFor(queueId, [2]).length === 2, "#2 tested again on the new base");
+    const again = await runtime().run(queueId, defined(ci.runsFor(queueId, [2])[1]).runId);
+    expect(again?.baseSha).toBe(head);
+  });
+
   it("a restarted server continues the queue from storage: nothing lost, nothing merged twice", async () => {
     await createQueue({ concurrency: 2 });
     const first = engine();

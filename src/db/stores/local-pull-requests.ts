@@ -37,7 +37,7 @@ export class LocalPullRequestStore implements LocalPullRequestRecords {
     for (let attempt = 0; attempt < NUMBER_ATTEMPTS; attempt++) {
       const last = await this.db
         .selectFrom("localPullRequests")
-        .select((eb) => eb.fn.max("number").as("number"))
+        .select((eb) => eb.fn.max<number | string | null>("number").as("number"))
         .where("repositoryId", "=", input.repositoryId)
         .executeTakeFirst();
       const record: LocalPullRequestRecord = {
@@ -119,7 +119,12 @@ export class LocalPullRequestStore implements LocalPullRequestRecords {
     await this.setWhere(repo, number, { mergingSha: sha });
   }
 
-  async markMerged(repo: HostedRepository, number: number, sha: string, now: number): Promise<void> {
+  async markMerged(
+    repo: HostedRepository,
+    number: number,
+    sha: string,
+    now: number,
+  ): Promise<void> {
     await this.setWhere(repo, number, { state: "merged", mergedSha: sha, closedAt: now });
   }
 
