@@ -5,6 +5,7 @@ import { CliError } from "./client.js";
 import { registerAdminCommands } from "./commands/admin.js";
 import { registerPullRequestCommands } from "./commands/pr.js";
 import { registerQueueCommands } from "./commands/queue.js";
+import { registerRepoCommands } from "./commands/repo.js";
 import { registerServe } from "./commands/serve.js";
 import { registerSimulate } from "./commands/simulate.js";
 import { registerTest } from "./commands/test.js";
@@ -19,6 +20,7 @@ export function buildProgram(): Command {
   registerServe(program);
   registerAdminCommands(program);
   registerQueueCommands(program);
+  registerRepoCommands(program);
   registerPullRequestCommands(program);
   registerUpload(program);
   registerTest(program);

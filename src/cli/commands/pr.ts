@@ -1,7 +1,9 @@
 import { formatTable } from "../table.js";
 import { InvalidArgumentError, type Command } from "commander";
-import { CliError, callApi } from "../client.js";
+import { CliError, callApi, type ClientOptions } from "../client.js";
 import { address, addressOptions, client, type QueueOptions } from "./queue.js";
+import { parseLocalRepoArg, serverOptions } from "./repo.js";
+import type { RepoRef } from "../../db/stores/repositories.js";
 
 /** A pull request number: digits (a leading `#` is allowed), at most 4294967295. */
 export function parsePrNumber(value: string): number {
@@ -115,10 +117,83 @@ export function formatPullRequestList(prs: MergeItem[]): string {
 
 const json = (body: unknown) => write(JSON.stringify(body, null, 2) + "\n");
 
+/** A pull request of the local git host, as `local/listPullRequests` answers it. */
+interface LocalPullRequest {
+  number: number;
+  title: string;
+  author: string;
+  head: string;
+  base: string;
+  headSha: string | null;
+  state: string;
+  createdAt: string;
+}
+
+/** `pr list --local`: one row per pull request of the local git host. */
+export function formatLocalPullRequestList(prs: LocalPullRequest[]): string {
+  return formatTable([
+    ["PR", "STATE", "HEAD", "BASE", "SHA", "AUTHOR", "TITLE"],
+    ...prs.map((pr) => [
+      `#${String(pr.number)}`,
+      pr.state,
+      pr.head,
+      pr.base,
+      pr.headSha?.slice(0, 10) ?? "-",
+      pr.author,
+      pr.title,
+    ]),
+  ]);
+}
+
+/** `pr open` and `pr close`: pull requests of the local git host. */
+function registerLocalPullRequestCommands(pr: Command): void {
+  serverOptions(
+    pr.command("open").description("Open a pull request on the local git host; prints its number"),
+  )
+    .requiredOption("--repo <owner/name>", "the local repository, e.g. acme/app", parseLocalRepoArg)
+    .requiredOption("--head <branch>", "the branch with the changes (pushed already)")
+    .option("--base <branch>", "the branch to merge into", "main")
+    .option("--title <title>", "the title (default: the head branch)")
+    .option("--author <name>", "who opened it (default: $USER)")
+    .action(
+      async (
+        o: ClientOptions & {
+          repo: RepoRef;
+          head: string;
+          base: string;
+          title?: string;
+          author?: string;
+        },
+      ) => {
+        const author = o.author ?? process.env.USER;
+        const { number } = await callApi<{ number: number }>(o, "local/openPullRequest", {
+          repo: o.repo,
+          head: o.head,
+          base: o.base,
+          ...(o.title === undefined ? {} : { title: o.title }),
+          ...(author === undefined ? {} : { author }),
+        });
+        write(`${String(number)}\n`);
+        process.stderr.write(`Opened #${String(number)}: ${o.head} into ${o.base}.\n`);
+      },
+    );
+
+  serverOptions(pr.command("close").description("Close a pull request on the local git host"))
+    .argument("<number>", "the pull request number", parsePrNumber)
+    .requiredOption("--repo <owner/name>", "the local repository, e.g. acme/app", parseLocalRepoArg)
+    .action(async (number: number, o: ClientOptions & { repo: RepoRef }) => {
+      await callApi(o, "local/closePullRequest", { repo: o.repo, number });
+      process.stderr.write(`Closed #${String(number)}.\n`);
+    });
+}
+
 export function registerPullRequestCommands(program: Command): void {
   const pr = program
     .command("pr")
-    .description("Submit, cancel, restart and inspect pull requests in a merge queue (HTTP API)");
+    .description(
+      "Submit, cancel, restart and inspect pull requests in a merge queue; open and close them on the local git host (HTTP API)",
+    );
+  registerLocalPullRequestCommands(pr);
 
   addressOptions(pr.command("submit").description("Submit a pull request to the merge queue"))
     .argument("<number>", "the pull request number", parsePrNumber)
@@ -182,16 +257,46 @@ export function registerPullRequestCommands(program: Command): void {
       },
     );
 
-  addressOptions(pr.command("list").description("List the queue's pull requests, a page at a time"))
-    .option("--state <state>", "only this state, e.g. pending, testing, merged")
+  addressOptions(
+    pr
+      .command("list")
+      .description(
+        "List the queue's pull requests, a page at a time; with --local, the local git host's",
+      ),
+  )
+    .option("--local", "list the pull requests opened on the local git host instead")
+    .option(
+      "--state <state>",
+      "only this state, e.g. pending, testing, merged (--local: open, closed, merged)",
+    )
     .option("--since <time>", "only pull requests concluded at or after this RFC 3339 time")
     .option("--take <n>", "page size, 1 to 100 (default 50)", parseTake)
     .option("--cursor <cursor>", "continue after a previous page")
     .option("--json", "print the API's JSON")
     .action(
       async (
-        o: QueueOptions & { state?: string; since?: string; take?: number; cursor?: string },
+        o: QueueOptions & {
+          local?: boolean;
+          state?: string;
+          since?: string;
+          take?: number;
+          cursor?: string;
+        },
       ) => {
+        if (o.local) {
+          const { pullRequests } = await callApi<{ pullRequests: LocalPullRequest[] }>(
+            client(o),
+            "local/listPullRequests",
+            {
+              repo: { ...o.repo, host: "local" },
+              ...(o.state === undefined ? {} : { state: o.state }),
+            },
+          );
+          if (o.json) json({ pullRequests });
+          else if (pullRequests.length === 0) process.stderr.write("No pull requests.\n");
+          else write(formatLocalPullRequestList(pullRequests));
+          return;
+        }
         const page = await callApi<PullRequestPage>(client(o), "listPullRequests", {
           ...address(o),
           ...(o.state === undefined ? {} : { state: o.state }),

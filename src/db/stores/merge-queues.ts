@@ -186,7 +186,23 @@ export class MergeQueueStore {
    * Every queue of an organization, or of one of its repositories (matched case-insensitively),
    * ordered by repository and branch.
    */
-  async listForOrganization(organizationId: string, repo?: RepoRef): Promise<QueueListing[]> {
+  listForOrganization(organizationId: string, repo?: RepoRef): Promise<QueueListing[]> {
+    return this.listQueues({ organizationId, repo });
+  }
+
+  /**
+   * Every queue of repositories on one git host (`local`), across organizations, or of one such
+   * repository: what the host's change watcher serves.
+   */
+  listForHost(host: string, repo?: RepoRef): Promise<QueueListing[]> {
+    return this.listQueues({ host, repo });
+  }
+
+  private async listQueues(filter: {
+    organizationId?: string;
+    host?: string;
+    repo: RepoRef | undefined;
+  }): Promise<QueueListing[]> {
     let query = this.db
       .selectFrom("mergeQueues")
       .innerJoin("repositories", "repositories.id", "mergeQueues.repositoryId")
@@ -196,9 +212,14 @@ export class MergeQueueStore {
         "repositories.host",
         "repositories.owner",
         "repositories.name",
-      ])
-      .where("repositories.organizationId", "=", organizationId);
-    if (repo) query = query.where("repositories.lookupKey", "=", repositoryLookupKey(repo));
+      ]);
+    if (filter.organizationId !== undefined) {
+      query = query.where("repositories.organizationId", "=", filter.organizationId);
+    }
+    if (filter.host !== undefined) query = query.where("repositories.host", "=", filter.host);
+    if (filter.repo) {
+      query = query.where("repositories.lookupKey", "=", repositoryLookupKey(filter.repo));
+    }
     const rows = await query
       .orderBy("repositories.lookupKey")
       .orderBy("mergeQueues.targetBranch")

@@ -1,0 +1,163 @@
+/**
+ * The local git host's operations (contract §6): create a repository, open, close and list its
+ * pull requests. Repositories are `{host: "local", owner, name}`.
+ */
+import { Type } from "typebox";
+import type { LocalPullRequestRecord } from "../../githost/local/records.js";
+import type { LocalHostService } from "../../githost/local/service.js";
+import { principalOf } from "../plugins/auth.js";
+import {
+  BranchName,
+  COMMON_ERRORS,
+  CaseInsensitiveEnum,
+  OutputEnum,
+  PrNumber,
+  RepoRefSchema,
+  errorResponses,
+  prNumberOf,
+} from "../schemas.js";
+import type { ApiApp } from "../types.js";
+
+const PR_STATES = ["open", "closed", "merged"] as const;
+
+const LocalPullRequest = Type.Object({
+  number: Type.Integer(),
+  title: Type.String(),
+  author: Type.String(),
+  head: Type.String({ description: "The branch with the changes." }),
+  base: Type.String({ description: "The branch it merges into." }),
+  headSha: Type.Union([Type.String(), Type.Null()], {
+    description: "The head branch's commit now; null when the branch is gone.",
+  }),
+  state: OutputEnum(PR_STATES, "`open`, `closed` or `merged`."),
+  createdAt: Type.String({ format: "date-time" }),
+  closedAt: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
+  mergedSha: Type.Union([Type.String(), Type.Null()], {
+    description: "The commit that landed it on the base branch.",
+  }),
+});
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function present(pr: LocalPullRequestRecord, headSha: string | undefined) {
+  return {
+    number: pr.number,
+    title: pr.title,
+    author: pr.author,
+    head: pr.headBranch,
+    base: pr.baseBranch,
+    headSha: headSha ?? null,
+    state: pr.state,
+    createdAt: iso(pr.createdAt),
+    closedAt: pr.closedAt === null ? null : iso(pr.closedAt),
+    mergedSha: pr.mergedSha,
+  };
+}
+
+export function registerLocalHostRoutes(app: ApiApp, local: LocalHostService): void {
+  app.post(
+    "/v1/local/createRepository",
+    {
+      schema: {
+        tags: ["Local git host"],
+        summary: "Create a repository on the local git host",
+        description:
+          "Creates an empty bare repository under the data directory (`git/{owner}/{name}.git`) for the token's organization and answers the path to push to. 409 when it exists.",
+        body: Type.Object({ repo: RepoRefSchema }),
+        response: {
+          200: Type.Object({
+            remoteUrl: Type.String({ description: "The bare repository's path: a git remote." }),
+          }),
+          ...errorResponses(...COMMON_ERRORS, 409),
+        },
+      },
+    },
+    async (request) => {
+      const { remoteUrl } = await local.createRepository(principalOf(request), request.body.repo);
+      return { remoteUrl };
+    },
+  );
+
+  app.post(
+    "/v1/local/openPullRequest",
+    {
+      schema: {
+        tags: ["Local git host"],
+        summary: "Open a pull request on the local git host",
+        description:
+          "Both branches must exist (push them first). A second open pull request from the same head into the same base is a 409.",
+        body: Type.Object({
+          repo: RepoRefSchema,
+          head: BranchName("The branch with the changes."),
+          base: BranchName("The branch to merge into, e.g. `main`."),
+          title: Type.Optional(Type.String({ maxLength: 1000 })),
+          author: Type.Optional(Type.String({ maxLength: 255 })),
+        }),
+        response: {
+          200: Type.Object({ number: Type.Integer() }),
+          ...errorResponses(...COMMON_ERRORS, 404, 409),
+        },
+      },
+    },
+    async (request) => {
+      const { repo, ...input } = request.body;
+      const pr = await local.openPullRequest(principalOf(request), repo, input);
+      return { number: pr.number };
+    },
+  );
+
+  app.post(
+    "/v1/local/closePullRequest",
+    {
+      schema: {
+        tags: ["Local git host"],
+        summary: "Close a pull request on the local git host",
+        description:
+          "A queued pull request is cancelled by its queue. Closing a closed one again is fine; a merged one is a 409.",
+        body: Type.Object({ repo: RepoRefSchema, number: PrNumber() }),
+        response: { 200: LocalPullRequest, ...errorResponses(...COMMON_ERRORS, 404, 409) },
+      },
+    },
+    async (request) => {
+      const { repo, number } = request.body;
+      const principal = principalOf(request);
+      const closed = await local.closePullRequest(principal, repo, prNumberOf(number));
+      const repository = await local.repository(principal, repo);
+      return present(closed, await local.headSha(repository, closed.headBranch));
+    },
+  );
+
+  app.post(
+    "/v1/local/listPullRequests",
+    {
+      schema: {
+        tags: ["Local git host"],
+        summary: "List the pull requests of a local repository",
+        description: "Newest first; optionally only those in one state.",
+        body: Type.Object({
+          repo: RepoRefSchema,
+          state: Type.Optional(CaseInsensitiveEnum(PR_STATES, "Only this state.")),
+        }),
+        response: {
+          200: Type.Object({ pullRequests: Type.Array(LocalPullRequest) }),
+          ...errorResponses(...COMMON_ERRORS, 404),
+        },
+      },
+    },
+    async (request) => {
+      const { repo, state } = request.body;
+      const { repository, pullRequests } = await local.listPullRequests(
+        principalOf(request),
+        repo,
+        state?.toLowerCase() as (typeof PR_STATES)[number] | undefined,
+      );
+      return {
+        pullRequests: await Promise.all(
+          pullRequests.map(async (pr) =>
+            present(pr, await local.headSha(repository, pr.headBranch)),
+          ),
+        ),
+      };
+    },
+  );
+}

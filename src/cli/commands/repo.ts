@@ -1,0 +1,77 @@
+import { spawn } from "node:child_process";
+import { InvalidArgumentError, Option, type Command } from "commander";
+import type { RepoRef } from "../../db/stores/repositories.js";
+import { CliError, callApi, type ClientOptions } from "../client.js";
+
+/** `owner/name` (or `local/owner/name`): a repository on the local git host. */
+export function parseLocalRepoArg(value: string): RepoRef {
+  const parts = value
+    .trim()
+    .replace(/\.git$/, "")
+    .split("/");
+  if (parts.length === 3 && parts[0]?.toLowerCase() === "local") parts.shift();
+  const [owner, name] = parts;
+  if (parts.length !== 2 || !owner || !name) {
+    throw new InvalidArgumentError("expected owner/name, e.g. acme/app");
+  }
+  return { host: "local", owner, name };
+}
+
+/** --url and --token, as every remote command takes them. */
+export function serverOptions(command: Command): Command {
+  return command
+    .addOption(
+      new Option("--url <url>", "Mainline's address")
+        .env("MAINLINE_URL")
+        .default("http://127.0.0.1:8080"),
+    )
+    .addOption(new Option("--token <token>", "API token").env("MAINLINE_TOKEN"));
+}
+
+/** Pushes every branch and tag of the repository at `from` to `remote`. */
+function pushEverything(from: string, remote: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      "git",
+      [
+        "-C",
+        from,
+        "push",
+        "--quiet",
+        remote,
+        "refs/heads/*:refs/heads/*",
+        "refs/tags/*:refs/tags/*",
+      ],
+      { stdio: ["ignore", "inherit", "inherit"] },
+    );
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code === 0) resolve();
+      else reject(new CliError(`git push from ${from} failed (exit code ${String(code)})`));
+    });
+  });
+}
+
+export function registerRepoCommands(program: Command): void {
+  const repo = program
+    .command("repo")
+    .description("Repositories on Mainline's local git host (through the HTTP API)");
+
+  serverOptions(
+    repo
+      .command("create")
+      .description("Create a bare repository on the local git host and print the path to push to"),
+  )
+    .argument("<owner/name>", "the repository, e.g. acme/app", parseLocalRepoArg)
+    .option("--from <path>", "seed it with every branch and tag of this git repository")
+    .action(async (ref: RepoRef, o: ClientOptions & { from?: string }) => {
+      const { remoteUrl } = await callApi<{ remoteUrl: string }>(o, "local/createRepository", {
+        repo: ref,
+      });
+      if (o.from !== undefined) await pushEverything(o.from, remoteUrl);
+      process.stdout.write(`${remoteUrl}\n`);
+      process.stderr.write(
+        `Created local/${ref.owner}/${ref.name}${o.from === undefined ? "" : ` from ${o.from}`}. Push to it with: git push ${remoteUrl} <branch>\n`,
+      );
+    });
+}

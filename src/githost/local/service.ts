@@ -1,0 +1,185 @@
+/**
+ * The local git host's API (contract §6): repositories as bare git repositories in the data
+ * directory, and pull requests opened and closed through Mainline. Git holds the code; people
+ * push with plain git. A change Mainline makes itself (a closed PR) is reported to the queues at
+ * once; pushes are found by the ref watcher.
+ */
+import type { LocalPullRequestStore } from "../../db/stores/local-pull-requests.js";
+import type { RepoRef, Repository, RepositoryStore } from "../../db/stores/repositories.js";
+import type { Clock } from "../../lib/clock.js";
+import { ApiError } from "../../lib/errors.js";
+import type { HostedRepository } from "../../mergequeue/providers.js";
+import type { Principal } from "../../organizations/service.js";
+import { LOCAL_HOST, validateRepositoryName } from "./layout.js";
+import type { LocalPullRequestRecord, LocalPullRequestState } from "./records.js";
+
+/** What the service needs of the bare repositories on disk. */
+export interface BareRepositories {
+  /** Creates the bare repository; false when it already exists. */
+  create(owner: string, name: string): Promise<boolean>;
+  exists(owner: string, name: string): Promise<boolean>;
+  path(owner: string, name: string): string;
+  branchHead(owner: string, name: string, branch: string): Promise<string | undefined>;
+}
+
+export interface LocalHostServiceDeps {
+  repositories: Pick<RepositoryStore, "find" | "ensure">;
+  /** Any organization's repository with this host/owner/name (a path on disk has one owner). */
+  repositoryAnywhere(ref: RepoRef): Promise<Repository | undefined>;
+  pullRequests: LocalPullRequestStore;
+  bare: BareRepositories;
+  clock: Clock;
+  /** A pull request changed through the API (closed): its queues re-read it. */
+  pullRequestChanged(repo: HostedRepository, number: number): Promise<void>;
+}
+
+export interface OpenPullRequestInput {
+  head: string;
+  base: string;
+  title?: string | undefined;
+  author?: string | undefined;
+}
+
+export class LocalHostService {
+  constructor(private readonly deps: LocalHostServiceDeps) {}
+
+  /**
+   * Creates a local repository for the token's organization: its row and its bare repository.
+   * Answers the path to push to. A repository that exists already is a 409.
+   */
+  async createRepository(
+    principal: Principal,
+    ref: RepoRef,
+  ): Promise<{ repository: Repository; remoteUrl: string }> {
+    const local = this.localRef(ref);
+    const elsewhere = await this.deps.repositoryAnywhere(local);
+    if (elsewhere && elsewhere.organizationId !== principal.organizationId) {
+      throw new ApiError(
+        "conflict",
+        `The local repository ${local.owner}/${local.name} belongs to another organization.`,
+      );
+    }
+    const created = await this.deps.bare.create(local.owner, local.name);
+    if (!created && elsewhere) {
+      throw new ApiError(
+        "conflict",
+        `The local repository ${local.owner}/${local.name} exists already.`,
+      );
+    }
+    const repository = await this.deps.repositories.ensure(
+      principal.organizationId,
+      local,
+      this.deps.clock.now(),
+    );
+    return { repository, remoteUrl: this.deps.bare.path(local.owner, local.name) };
+  }
+
+  async openPullRequest(
+    principal: Principal,
+    ref: RepoRef,
+    input: OpenPullRequestInput,
+  ): Promise<LocalPullRequestRecord> {
+    const repository = await this.repository(principal, ref);
+    const head = input.head.trim();
+    const base = input.base.trim();
+    if (head === "") throw ApiError.invalid("head", "must name a branch");
+    if (base === "") throw ApiError.invalid("base", "must name a branch");
+    if (head === base) throw ApiError.invalid("head", "must differ from base");
+    for (const [field, branch] of [
+      ["head", head],
+      ["base", base],
+    ] as const) {
+      const sha = await this.deps.bare.branchHead(repository.owner, repository.name, branch);
+      if (sha === undefined) {
+        throw ApiError.invalid(
+          field,
+          `names branch "${branch}", which does not exist in ${repository.owner}/${repository.name}; push it first`,
+        );
+      }
+    }
+    const open = await this.deps.pullRequests.list(repository.id, "open");
+    const same = open.find((pr) => pr.headBranch === head && pr.baseBranch === base);
+    if (same) {
+      throw new ApiError(
+        "conflict",
+        `Pull request #${String(same.number)} from ${head} into ${base} is already open.`,
+      );
+    }
+    return this.deps.pullRequests.open({
+      repositoryId: repository.id,
+      headBranch: head,
+      baseBranch: base,
+      title: input.title?.trim() || head,
+      author: input.author?.trim() || "unknown",
+      now: this.deps.clock.now(),
+    });
+  }
+
+  /** Closes an open pull request (a queued one is cancelled by its queue). Closing twice is fine. */
+  async closePullRequest(
+    principal: Principal,
+    ref: RepoRef,
+    number: number,
+  ): Promise<LocalPullRequestRecord> {
+    const repository = await this.repository(principal, ref);
+    const existing = await this.deps.pullRequests.get(repository.id, number);
+    if (!existing) throw this.noPullRequest(repository, number);
+    if (existing.state === "merged") {
+      throw new ApiError("conflict", `Pull request #${String(number)} is merged already.`);
+    }
+    const closed = await this.deps.pullRequests.close(repository.id, number, this.deps.clock.now());
+    if (!closed) throw this.noPullRequest(repository, number);
+    await this.deps.pullRequestChanged(this.hosted(repository), number);
+    return closed;
+  }
+
+  async listPullRequests(
+    principal: Principal,
+    ref: RepoRef,
+    state?: LocalPullRequestState,
+  ): Promise<{ repository: Repository; pullRequests: LocalPullRequestRecord[] }> {
+    const repository = await this.repository(principal, ref);
+    return { repository, pullRequests: await this.deps.pullRequests.list(repository.id, state) };
+  }
+
+  async headSha(repository: Repository, branch: string): Promise<string | undefined> {
+    return this.deps.bare.branchHead(repository.owner, repository.name, branch);
+  }
+
+  /** The organization's local repository, which must exist on disk too. */
+  async repository(principal: Principal, ref: RepoRef): Promise<Repository> {
+    const local = this.localRef(ref);
+    const repository = await this.deps.repositories.find(principal.organizationId, local);
+    if (!repository || !(await this.deps.bare.exists(repository.owner, repository.name))) {
+      throw new ApiError(
+        "not_found",
+        `No local repository ${local.owner}/${local.name} in organization "${principal.organizationSlug}"; create it with \`mainline repo create ${local.owner}/${local.name}\`.`,
+      );
+    }
+    return repository;
+  }
+
+  private localRef(ref: RepoRef): RepoRef {
+    if (ref.host.toLowerCase() !== LOCAL_HOST) {
+      throw ApiError.invalid(
+        "repo.host",
+        `must be "${LOCAL_HOST}": only repositories on the local git host are served here`,
+      );
+    }
+    const problem = validateRepositoryName(ref.owner, ref.name);
+    if (problem) throw ApiError.invalid(`repo.${problem.field}`, problem.message);
+    return { host: LOCAL_HOST, owner: ref.owner, name: ref.name };
+  }
+
+  private hosted(repository: Repository): HostedRepository {
+    return { host: repository.host, owner: repository.owner, name: repository.name };
+  }
+
+  private noPullRequest(repository: Repository, number: number): ApiError {
+    return new ApiError(
+      "not_found",
+      `No pull request #${String(number)} in ${repository.owner}/${repository.name}.`,
+    );
+  }
+}
+
