@@ -100,6 +100,36 @@ export class UploadService {
     }
     const upload = await this.deps.uploads.find(id);
     if (!upload) throw new ApiError("not_found", "No such upload.");
+    return this.storeBundle(upload, body);
+  }
+
+  /**
+   * A bundle made by Mainline itself (the built-in CI runner's JUnit reports): recorded and
+   * processed like an upload, without the signed URL.
+   */
+  async submitBundle(
+    repository: Repository,
+    clientVersion: string,
+    body: Readable,
+  ): Promise<UploadRecord> {
+    const id = randomUUID();
+    const now = this.deps.clock.now();
+    await this.deps.uploads.create({
+      id,
+      organizationId: repository.organizationId,
+      repositoryId: repository.id,
+      clientVersion,
+      createdAt: now,
+      urlExpiresAt: now,
+    });
+    const upload = await this.deps.uploads.find(id);
+    if (!upload) throw new Error(`upload ${id} vanished`);
+    return this.storeBundle(upload, body);
+  }
+
+  /** Stores the bundle of an upload still awaiting it, durably, then starts its processing. */
+  private async storeBundle(upload: UploadRecord, body: Readable): Promise<UploadRecord> {
+    const id = upload.id;
     if (upload.state !== "awaiting_bundle") {
       throw new ApiError(
         "conflict",

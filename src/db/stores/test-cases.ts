@@ -40,4 +40,21 @@ export class TestCaseStore {
       .execute();
     return rows.map((r) => r.id);
   }
+
+  /** Which of these tests are known flaky or quarantined now (the merge queue's flaky retry). */
+  async flakyOrQuarantined(
+    repositoryId: string,
+    ids: readonly string[],
+    settings: QuarantineSettings,
+  ): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.db
+      .selectFrom("testCases")
+      .select("id")
+      .where("repositoryId", "=", repositoryId)
+      .where("id", "in", [...ids])
+      .where((eb) => eb.or([eb("status", "=", "flaky"), quarantinedWhere(eb, settings)]))
+      .execute();
+    return new Set(rows.map((r) => r.id));
+  }
 }
