@@ -22,7 +22,7 @@ import {
   type UploadContext,
 } from "./context.js";
 import { commitDetails, findCodeowners, readGitFacts } from "./git.js";
-import { expandGlobs } from "./glob.js";
+import { expandGlobs } from "../../lib/glob.js";
 import { fileProgress } from "./progress.js";
 import {
   CLIENT_VERSION,

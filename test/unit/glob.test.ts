@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { compileGlob, expandGlobs, matchesGlob, segmentRegExp } from "../../src/cli/upload/glob.js";
+import { compileGlob, expandGlobs, matchesGlob, segmentRegExp } from "../../src/lib/glob.js";
 
 describe("segmentRegExp", () => {
   it.each([

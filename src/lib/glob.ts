@@ -1,5 +1,6 @@
 /**
- * A small glob expander for `--junit` (Node 20 has no `fs.glob`). Patterns are `/`-separated and
+ * A small glob expander for JUnit report paths (`mainline upload --junit`, a check's `junit_paths`;
+ * Node 20 has no stable `fs.glob`). Patterns are `/`-separated and
  * relative to the working directory unless absolute:
  *
  * - `*` matches any characters within one path segment, `?` one character, `[abc]`, `[a-z]` and

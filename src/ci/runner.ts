@@ -1,0 +1,438 @@
+/**
+ * The built-in CI runner (contract §6): runs the checks of `.mainline.yml` at the tested commit,
+ * on this machine, in a throwaway checkout, and reports their conclusions to the queue driver.
+ *
+ * Every run is recorded before anything happens (`CiRunRecords`), so that a restarted server can
+ * `resume()` the runs it had not finished from their stored requests. Checks of all runs share a
+ * fixed number of slots (`parallelism`). Each check's command is described by `runCommand`; its
+ * environment by `checkEnvironment`. Logs live at
+ * `{dataDir}/ci/logs/{queueId}/{runId}/{n}-{check}.log` (a rerun overwrites them).
+ */
+import { randomUUID } from "node:crypto";
+import { mkdir, readFile, rm } from "node:fs/promises";
+import path from "node:path";
+import { systemClock, type Clock } from "../lib/clock.js";
+import { expandGlobs } from "../lib/glob.js";
+import type { TransitionReason } from "../mergequeue/model.js";
+import {
+  judgeChecks,
+  type CheckConclusion,
+  type CiProvider,
+  type CiRunRequest,
+  type CiRunResult,
+  type HostedRepository,
+} from "../mergequeue/providers.js";
+import { parseMainlineConfig, parseTrunkRequiredStatuses, type CheckDefinition } from "./config.js";
+import { checkEnvironment } from "./environment.js";
+import { runCommand } from "./process.js";
+import type { CiCheckRecord, CiRunRecord, CiRunRecords } from "./records.js";
+import { resolveRequiredStatuses } from "./required-statuses.js";
+import { Slots } from "./slots.js";
+
+export interface CiRunnerLogger {
+  warn(message: string): void;
+  error(message: string, error?: unknown): void;
+}
+
+export interface TestResultsInput {
+  request: CiRunRequest;
+  check: string;
+  /** Absolute paths of the JUnit files the check's `junit_paths` matched. */
+  files: string[];
+}
+
+/** Hands a check's JUnit reports to test health; says whether every failure was known flaky. */
+export type TestResultsHandler = (input: TestResultsInput) => Promise<{ flakyOnly: boolean }>;
+
+export interface LocalCiRunnerOptions {
+  dataDir: string;
+  records: CiRunRecords;
+  /** The git host's `readFile`. */
+  readFile(repo: HostedRepository, sha: string, file: string): Promise<string | undefined>;
+  /** Puts a working tree of `sha` at `dir` (which does not exist yet). */
+  checkout(repo: HostedRepository, sha: string, dir: string): Promise<void>;
+  /** Checks running at once, across all runs. Default 2. */
+  parallelism?: number;
+  clock?: Clock;
+  testResults?: TestResultsHandler;
+  logger?: CiRunnerLogger;
+}
+
+/** Why a run's signal was aborted: a cancelled run is finished; a stopped one is resumed later. */
+type AbortReason = "cancel" | "stop";
+
+type Prepared =
+  | { ok: true; checks: CheckDefinition[]; required: string[] }
+  | { ok: false; error: { reason: TransitionReason; message: string } };
+
+const CONFIG_FILE = ".mainline.yml";
+const TRUNK_FILE = ".trunk/trunk.yaml";
+
+/** A file or directory name made of safe characters only (ids and check names are free text). */
+function safeName(text: string): string {
+  return text.replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "_");
+}
+
+function runKey(queueId: string, runId: string): string {
+  return JSON.stringify([queueId, runId]);
+}
+
+/** The checks' records before they run, with their log paths (relative to the data directory). */
+function plannedChecks(request: CiRunRequest, checks: CheckDefinition[]): CiCheckRecord[] {
+  const logDir = path.join("ci", "logs", safeName(request.queueId), safeName(request.runId));
+  return checks.map((check, index) => ({
+    name: check.name,
+    status: "queued",
+    exitCode: null,
+    startedAt: null,
+    finishedAt: null,
+    logPath: path.join(logDir, `${String(index + 1)}-${safeName(check.name)}.log`),
+  }));
+}
+
+function concluded(check: CiCheckRecord): check is CiCheckRecord & { status: CheckConclusion } {
+  return check.status !== "queued" && check.status !== "running";
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Writes a run's record in the order its changes were made (checks finish concurrently). */
+class RecordWriter {
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly records: CiRunRecords,
+    readonly record: CiRunRecord,
+  ) {}
+
+  save(): Promise<void> {
+    const snapshot = structuredClone(this.record);
+    const next = this.chain.then(() => this.records.update(snapshot));
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+}
+
+export class LocalCiRunner implements CiProvider {
+  private readonly listeners = new Set<(result: CiRunResult) => void>();
+  private readonly active = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  private readonly slots: Slots;
+  private readonly clock: Clock;
+  private stopped = false;
+
+  constructor(private readonly options: LocalCiRunnerOptions) {
+    this.slots = new Slots(options.parallelism ?? 2);
+    this.clock = options.clock ?? systemClock;
+  }
+
+  /** Records the run and starts it in the background; a run already known is left alone. */
+  async start(request: CiRunRequest): Promise<void> {
+    const record: CiRunRecord = {
+      queueId: request.queueId,
+      runId: request.runId,
+      request,
+      status: "queued",
+      checks: [],
+      error: null,
+      flakyOnly: false,
+      createdAt: this.clock.now(),
+      finishedAt: null,
+    };
+    if (await this.options.records.create(record)) this.launch(record);
+  }
+
+  /** Kills the run's checks and records it `cancelled`; emits nothing. */
+  async cancel(queueId: string, runId: string): Promise<void> {
+    const active = this.active.get(runKey(queueId, runId));
+    if (active !== undefined) {
+      active.controller.abort("cancel" satisfies AbortReason);
+      await active.done;
+      return;
+    }
+    // Left unfinished by an earlier process: make sure `resume()` does not start it again.
+    const record = await this.options.records.get(queueId, runId);
+    if (record?.status !== "queued" && record?.status !== "running") return;
+    await this.options.records.update({
+      ...record,
+      status: "cancelled",
+      finishedAt: this.clock.now(),
+    });
+  }
+
+  onResult(listener: (result: CiRunResult) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Starts again, from their stored requests, the runs an earlier process had not finished. */
+  async resume(): Promise<void> {
+    for (const record of await this.options.records.unfinished()) {
+      this.launch({
+        ...record,
+        status: "queued",
+        checks: [],
+        error: null,
+        flakyOnly: false,
+        finishedAt: null,
+      });
+    }
+  }
+
+  /**
+   * Kills the running checks and waits for every run to settle. The runs stay `running` in the
+   * records, for `resume()` in the next process; runs started afterwards only get recorded.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    const runs = [...this.active.values()];
+    for (const run of runs) run.controller.abort("stop" satisfies AbortReason);
+    await Promise.all(runs.map((run) => run.done));
+  }
+
+  /** The absolute path of a check's log, once the run has planned its checks. */
+  async logPath(queueId: string, runId: string, check: string): Promise<string | undefined> {
+    const record = await this.options.records.get(queueId, runId);
+    const logPath = record?.checks.find((c) => c.name === check)?.logPath;
+    return logPath == null ? undefined : path.join(this.options.dataDir, logPath);
+  }
+
+  /** A check's log as text; undefined when there is none (yet). */
+  async readLog(queueId: string, runId: string, check: string): Promise<string | undefined> {
+    const file = await this.logPath(queueId, runId, check);
+    if (file === undefined) return undefined;
+    try {
+      return await readFile(file, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+  }
+
+  private launch(record: CiRunRecord): void {
+    const key = runKey(record.queueId, record.runId);
+    if (this.stopped || this.active.has(key)) return;
+    const controller = new AbortController();
+    const done = this.execute(new RecordWriter(this.options.records, record), controller.signal)
+      .catch((error: unknown) => {
+        this.options.logger?.error(`ci run ${record.runId}: failed`, error);
+      })
+      .finally(() => this.active.delete(key));
+    this.active.set(key, { controller, done });
+  }
+
+  private async execute(writer: RecordWriter, signal: AbortSignal): Promise<void> {
+    const { record } = writer;
+    const { request } = record;
+    record.status = "running";
+    await writer.save();
+    const prepared = await this.prepare(request);
+    if (await this.settleIfAborted(writer, signal)) return;
+    if (!prepared.ok) {
+      record.status = "error";
+      record.error = prepared.error;
+      record.finishedAt = this.clock.now();
+      await writer.save();
+      const { queueId, runId } = request;
+      this.emit({ queueId, runId, checks: [], error: prepared.error });
+      return;
+    }
+    record.checks = plannedChecks(request, prepared.checks);
+    await writer.save();
+    const workDir = path.join(
+      this.options.dataDir,
+      "ci",
+      "work",
+      `${safeName(request.queueId)}-${safeName(request.runId)}-${randomUUID()}`,
+    );
+    const flakyByCheck = new Map<string, boolean>();
+    try {
+      await mkdir(path.dirname(workDir), { recursive: true });
+      await this.options.checkout(request.repo, request.sha, workDir);
+      // Every check settles before the checkout goes, even when one of them could not start.
+      const ran = await Promise.allSettled(
+        prepared.checks.map((check, index) => this.runCheck(writer, check, index, workDir, signal)),
+      );
+      const failed = ran.find((outcome) => outcome.status === "rejected");
+      if (failed !== undefined) throw failed.reason;
+      await this.collectTestResults(request, prepared.checks, workDir, flakyByCheck, signal);
+    } catch (error) {
+      if (await this.settleIfAborted(writer, signal)) return;
+      // The checks could not run (checkout failed…): they fail, so the run cannot pass untested.
+      this.options.logger?.error(`ci run ${request.runId}: could not run the checks`, error);
+      for (const check of record.checks) {
+        if (!concluded(check)) check.status = "failure";
+      }
+      record.error = { reason: "runner_failure", message: errorMessage(error) };
+    } finally {
+      await rm(workDir, { recursive: true, force: true });
+    }
+    if (await this.settleIfAborted(writer, signal)) return;
+    await this.finish(writer, prepared, flakyByCheck);
+  }
+
+  /** Reads and resolves the configuration; an error result when the run cannot start. */
+  private async prepare(request: CiRunRequest): Promise<Prepared> {
+    const configText = await this.readRepoFile(request, CONFIG_FILE);
+    if (!configText.ok) return configText;
+    if (configText.text === undefined) {
+      const message = `no ${CONFIG_FILE} at ${request.sha}`;
+      return { ok: false, error: { reason: "config_parsing_failure", message } };
+    }
+    const parsed = parseMainlineConfig(configText.text);
+    if (!parsed.ok) {
+      return { ok: false, error: { reason: "config_parsing_failure", message: parsed.message } };
+    }
+    const { config } = parsed;
+    const override = request.requiredStatuses.length > 0 ? request.requiredStatuses : null;
+    let trunk: string[] | undefined;
+    if (override === null && config.requiredStatuses === undefined) {
+      const trunkText = await this.readRepoFile(request, TRUNK_FILE);
+      if (!trunkText.ok) return trunkText;
+      const trunkParsed =
+        trunkText.text === undefined ? undefined : parseTrunkRequiredStatuses(trunkText.text);
+      if (trunkParsed?.ok === false) {
+        const message = trunkParsed.message;
+        return { ok: false, error: { reason: "config_parsing_failure", message } };
+      }
+      trunk = trunkParsed?.requiredStatuses;
+    }
+    const resolved = resolveRequiredStatuses({ override, mainline: config, trunk });
+    if (!resolved.ok) {
+      return { ok: false, error: { reason: resolved.reason, message: resolved.message } };
+    }
+    const names = new Set(config.checks.map((check) => check.name));
+    for (const status of resolved.statuses.filter((s) => !names.has(s))) {
+      this.options.logger?.warn(
+        `ci run ${request.runId}: required status ${JSON.stringify(status)} (from ` +
+          `${resolved.source}) is not a check in ${CONFIG_FILE}; the run fails unless another CI reports it`,
+      );
+    }
+    return { ok: true, checks: config.checks, required: resolved.statuses };
+  }
+
+  private async readRepoFile(
+    request: CiRunRequest,
+    file: string,
+  ): Promise<{ ok: true; text: string | undefined } | Extract<Prepared, { ok: false }>> {
+    try {
+      return { ok: true, text: await this.options.readFile(request.repo, request.sha, file) };
+    } catch (error) {
+      const message = `could not read ${file} at ${request.sha}: ${errorMessage(error)}`;
+      return { ok: false, error: { reason: "config_parsing_failure", message } };
+    }
+  }
+
+  private async runCheck(
+    writer: RecordWriter,
+    check: CheckDefinition,
+    index: number,
+    workDir: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const state = writer.record.checks[index];
+    if (state === undefined || state.logPath === null) throw new Error(`no log for ${check.name}`);
+    const logPath = path.join(this.options.dataDir, state.logPath);
+    if (!(await this.slots.acquire(signal))) {
+      state.status = "cancelled";
+      return;
+    }
+    try {
+      state.status = "running";
+      state.startedAt = this.clock.now();
+      await writer.save();
+      const outcome = await runCommand({
+        command: check.run,
+        cwd: workDir,
+        env: checkEnvironment(process.env, writer.record.request, check.name),
+        timeoutMs: check.timeoutMinutes * 60_000,
+        logPath,
+        signal,
+      });
+      state.status = outcome.conclusion;
+      state.exitCode = outcome.exitCode;
+      state.finishedAt = this.clock.now();
+      await writer.save();
+    } finally {
+      this.slots.release();
+    }
+  }
+
+  /** Hands each check's JUnit files to test health; an unanswered check counts as not flaky. */
+  private async collectTestResults(
+    request: CiRunRequest,
+    checks: CheckDefinition[],
+    workDir: string,
+    flakyByCheck: Map<string, boolean>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const { testResults, logger } = this.options;
+    if (testResults === undefined || signal.aborted) return;
+    for (const check of checks) {
+      if (check.junitPaths.length === 0) continue;
+      const { files } = await expandGlobs(check.junitPaths, workDir);
+      // Patterns may say `..` or be absolute; only the checkout's own files are reports.
+      const inside = files.filter((file) => file.startsWith(workDir + path.sep));
+      if (inside.length === 0) continue;
+      try {
+        const answer = await testResults({ request, check: check.name, files: inside });
+        flakyByCheck.set(check.name, answer.flakyOnly);
+      } catch (error) {
+        logger?.error(`ci run ${request.runId}: test results of ${check.name} not taken`, error);
+      }
+    }
+  }
+
+  private async finish(
+    writer: RecordWriter,
+    prepared: Extract<Prepared, { ok: true }>,
+    flakyByCheck: Map<string, boolean>,
+  ): Promise<void> {
+    const { record } = writer;
+    const checks = record.checks
+      .filter(concluded)
+      .map((check) => ({ name: check.name, conclusion: check.status }));
+    const judged = judgeChecks(prepared.required, checks);
+    // Retrying is only worth it when test health vouched for every failing required check.
+    const flakyOnly =
+      !judged.passed && judged.failing.every((name) => flakyByCheck.get(name) === true);
+    record.status = record.error !== null ? "error" : judged.passed ? "passed" : "failed";
+    record.flakyOnly = flakyOnly;
+    record.finishedAt = this.clock.now();
+    await writer.save();
+    this.emit({
+      queueId: record.queueId,
+      runId: record.runId,
+      checks,
+      ...(flakyOnly ? { flakyOnly } : {}),
+    });
+  }
+
+  /**
+   * True when the run was aborted, after recording that: a cancelled run is finished for good; a
+   * stopped one stays `running` for `resume()`.
+   */
+  private async settleIfAborted(writer: RecordWriter, signal: AbortSignal): Promise<boolean> {
+    if (!signal.aborted) return false;
+    if ((signal.reason as AbortReason) === "stop") return true;
+    const { record } = writer;
+    for (const check of record.checks) {
+      if (!concluded(check)) check.status = "cancelled";
+    }
+    record.status = "cancelled";
+    record.finishedAt = this.clock.now();
+    await writer.save();
+    return true;
+  }
+
+  private emit(result: CiRunResult): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(result);
+      } catch (error) {
+        this.options.logger?.error(`ci run ${result.runId}: a result listener failed`, error);
+      }
+    }
+  }
+}

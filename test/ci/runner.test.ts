@@ -1,0 +1,411 @@
+import { access, mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import type { CiRunRecord } from "../../src/ci/records.js";
+import {
+  LocalCiRunner,
+  type LocalCiRunnerOptions,
+  type TestResultsInput,
+} from "../../src/ci/runner.js";
+import type { CiRunRequest, CiRunResult } from "../../src/mergequeue/providers.js";
+import { createRepository, expectGone, type TestRepository } from "../helpers/ci-git.js";
+import { InMemoryCiRunRecords } from "../helpers/ci-run-records.js";
+
+let root: string;
+let dataDir: string;
+/** Outside the checkout (which is removed): where checks leave traces for the test to read. */
+let traces: string;
+let repo: TestRepository;
+let records: InMemoryCiRunRecords;
+const runners: LocalCiRunner[] = [];
+const REPO = { host: "local", owner: "acme", name: "app" };
+
+beforeEach(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "mainline-ci-"));
+  dataDir = path.join(root, "data");
+  traces = path.join(root, "traces");
+  await mkdir(traces);
+  repo = await createRepository(dataDir);
+  records = new InMemoryCiRunRecords();
+});
+
+afterEach(async () => {
+  await Promise.all(runners.splice(0).map((runner) => runner.stop()));
+  await rm(root, { recursive: true, force: true });
+});
+
+function createRunner(options: Partial<LocalCiRunnerOptions> = {}): LocalCiRunner {
+  const runner = new LocalCiRunner({
+    dataDir,
+    records,
+    readFile: (_repo, sha, file) => repo.readFile(sha, file),
+    checkout: (_repo, sha, dir) => repo.checkout(sha, dir),
+    ...options,
+  });
+  runners.push(runner);
+  return runner;
+}
+
+type Check = { name: string; run: string; timeout_minutes?: number; junit_paths?: string[] };
+
+/** Commits a `.mainline.yml` with these checks (and other files); answers the commit. */
+function commitChecks(
+  checks: Check[],
+  extra: { requiredStatuses?: string[]; files?: Record<string, string> } = {},
+): Promise<string> {
+  const config = {
+    ...(extra.requiredStatuses ? { merge: { required_statuses: extra.requiredStatuses } } : {}),
+    ci: { checks },
+  };
+  return repo.commit({ ".mainline.yml": stringify(config), ...extra.files });
+}
+
+function request(sha: string, overrides: Partial<CiRunRequest> = {}): CiRunRequest {
+  return {
+    repo: REPO,
+    queueId: "q1",
+    runId: "r1",
+    targetBranch: "main",
+    testBranch: "mainline-merge/main/r1",
+    sha,
+    prNumbers: [3, 5],
+    requiredStatuses: [],
+    ...overrides,
+  };
+}
+
+function nextResult(runner: LocalCiRunner, runId = "r1"): Promise<CiRunResult> {
+  return new Promise((resolve) => {
+    const off = runner.onResult((result) => {
+      if (result.runId !== runId) return;
+      off();
+      resolve(result);
+    });
+  });
+}
+
+/** Starts a run and waits for its result. */
+async function runToEnd(runner: LocalCiRunner, req: CiRunRequest): Promise<CiRunResult> {
+  const result = nextResult(runner, req.runId);
+  await runner.start(req);
+  return result;
+}
+
+async function stored(runId = "r1"): Promise<CiRunRecord> {
+  const record = await records.get("q1", runId);
+  if (record === undefined) throw new Error(`run ${runId} was not recorded`);
+  return record;
+}
+
+async function waitFor(condition: () => Promise<boolean>): Promise<void> {
+  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+async function logOf(runner: LocalCiRunner, check: string, runId = "r1"): Promise<string> {
+  return (await runner.readLog("q1", runId, check)) ?? "";
+}
+
+describe("LocalCiRunner", () => {
+  it("runs every check, reports their conclusions and keeps their logs", async () => {
+    const sha = await commitChecks(
+      [
+        { name: "unit", run: "echo unit-passed" },
+        { name: "lint/style", run: "echo lint-broke >&2; exit 3" },
+      ],
+      { requiredStatuses: ["unit"] },
+    );
+    const runner = createRunner();
+    const result = await runToEnd(runner, request(sha));
+    expect(result).toEqual({
+      queueId: "q1",
+      runId: "r1",
+      checks: [
+        { name: "unit", conclusion: "success" },
+        { name: "lint/style", conclusion: "failure" },
+      ],
+    });
+    const record = await stored();
+    // `lint/style` is not required: the run passes.
+    expect(record).toMatchObject({ status: "passed", error: null, flakyOnly: false });
+    expect(record.checks.map((c) => [c.name, c.status, c.exitCode, c.logPath])).toEqual([
+      ["unit", "success", 0, "ci/logs/q1/r1/1-unit.log"],
+      ["lint/style", "failure", 3, "ci/logs/q1/r1/2-lint_style.log"],
+    ]);
+    expect(record.finishedAt).not.toBeNull();
+    expect(await logOf(runner, "unit")).toMatch(/^unit-passed\n\n\[mainline\] exited with code 0/);
+    expect(await logOf(runner, "lint/style")).toContain("lint-broke\n");
+    expect(await runner.logPath("q1", "r1", "unit")).toBe(
+      path.join(dataDir, "ci/logs/q1/r1/1-unit.log"),
+    );
+    expect(await readdir(path.join(dataDir, "ci", "work"))).toEqual([]);
+  });
+
+  it("gives a check its environment in a checkout of the tested commit", async () => {
+    const sha = await commitChecks([
+      {
+        name: "env",
+        run: "env | grep -E '^(CI|MAINLINE[A-Z_]*)=' | LC_ALL=C sort; git rev-parse HEAD",
+      },
+    ]);
+    process.env.MAINLINE_BOOTSTRAP_TOKEN = "server-secret";
+    try {
+      const runner = createRunner();
+      await runToEnd(runner, request(sha));
+      const lines = (await logOf(runner, "env")).split("\n");
+      expect(lines.slice(0, 11)).toEqual([
+        "CI=true",
+        "MAINLINE=true",
+        "MAINLINE_CHECK=env",
+        `MAINLINE_COMMIT=${sha}`,
+        "MAINLINE_PR_NUMBERS=3,5",
+        "MAINLINE_QUEUE_ID=q1",
+        "MAINLINE_RUN_ID=r1",
+        "MAINLINE_TARGET_BRANCH=main",
+        "MAINLINE_TEST_BRANCH=mainline-merge/main/r1",
+        sha,
+        "",
+      ]);
+    } finally {
+      Reflect.deleteProperty(process.env, "MAINLINE_BOOTSTRAP_TOKEN");
+    }
+  });
+
+  it("times a hanging check out and kills everything it started", async () => {
+    const sha = await commitChecks([
+      { name: "hang", run: 'sleep 1000 & echo "bg=$!"; sleep 1000', timeout_minutes: 0.02 },
+    ]);
+    const runner = createRunner();
+    const result = await runToEnd(runner, request(sha));
+    expect(result.checks).toEqual([{ name: "hang", conclusion: "timed_out" }]);
+    const log = await logOf(runner, "hang");
+    expect(log).toMatch(/\[mainline\] timed out after .* \(limit 1\.2 s\)/);
+    const pid = Number(/bg=(\d+)/.exec(log)?.[1]);
+    expect(pid).toBeGreaterThan(0);
+    await expectGone(pid);
+    expect((await stored()).status).toBe("failed");
+  });
+
+  it("cancels a run: its checks are killed, it is recorded cancelled and reports nothing", async () => {
+    const sha = await commitChecks([
+      { name: "slow", run: 'sleep 1000 & echo "bg=$!"; wait' },
+      { name: "quick", run: "true" },
+    ]);
+    const runner = createRunner({ parallelism: 1 });
+    const results: CiRunResult[] = [];
+    runner.onResult((result) => results.push(result));
+    await runner.start(request(sha));
+    await waitFor(async () => (await logOf(runner, "slow")).includes("bg="));
+    await runner.cancel("q1", "r1");
+    const record = await stored();
+    expect(record.status).toBe("cancelled");
+    // `quick` was waiting for the only slot and never started.
+    expect(record.checks.map((c) => [c.name, c.status, c.startedAt === null])).toEqual([
+      ["slow", "cancelled", false],
+      ["quick", "cancelled", true],
+    ]);
+    const pid = Number(/bg=(\d+)/.exec(await logOf(runner, "slow"))?.[1]);
+    await expectGone(pid);
+    expect(results).toEqual([]);
+    await runner.cancel("q1", "r1");
+    await runner.cancel("q1", "unknown");
+    expect((await stored()).status).toBe("cancelled");
+  });
+
+  it("never runs more checks at once than its parallelism", async () => {
+    const names = ["a", "b", "c", "d"];
+    const sha = await commitChecks(
+      names.map((name) => ({
+        name,
+        run: `s=$(date +%s%N); sleep 0.2; echo "$s $(date +%s%N)" > ${traces}/${name}`,
+      })),
+    );
+    const runner = createRunner({ parallelism: 2 });
+    const result = await runToEnd(runner, request(sha));
+    expect(result.checks.every((c) => c.conclusion === "success")).toBe(true);
+    const intervals = await Promise.all(
+      names.map(async (name) =>
+        (await readFile(path.join(traces, name), "utf8")).trim().split(" ").map(BigInt),
+      ),
+    );
+    const overlapping = (at: bigint): number =>
+      intervals.filter(([start = 0n, end = 0n]) => start <= at && at < end).length;
+    const mostAtOnce = Math.max(...intervals.map(([start = 0n]) => overlapping(start)));
+    expect(mostAtOnce).toBe(2);
+  });
+
+  it("starts a run once, however often it is asked", async () => {
+    const sha = await commitChecks([
+      { name: "count", run: `echo "$MAINLINE_RUN_ID" >> ${traces}/runs` },
+    ]);
+    const runner = createRunner();
+    const results: CiRunResult[] = [];
+    runner.onResult((result) => results.push(result));
+    const first = nextResult(runner);
+    await Promise.all([runner.start(request(sha)), runner.start(request(sha))]);
+    await first;
+    await runner.start(request(sha));
+    // A later run that finishes shows that nothing more came of the repeated starts.
+    await runToEnd(runner, request(sha, { runId: "r2" }));
+    expect(await readFile(path.join(traces, "runs"), "utf8")).toBe("r1\nr2\n");
+    expect(results.map((r) => r.runId)).toEqual(["r1", "r2"]);
+  });
+
+  it("fails every check when the checkout cannot be made, so that nothing passes untested", async () => {
+    const sha = await commitChecks([
+      { name: "a", run: "true" },
+      { name: "b", run: "true" },
+    ]);
+    const runner = createRunner({ checkout: () => Promise.reject(new Error("disk full")) });
+    const result = await runToEnd(runner, request(sha));
+    expect(result.checks).toEqual([
+      { name: "a", conclusion: "failure" },
+      { name: "b", conclusion: "failure" },
+    ]);
+    expect(await stored()).toMatchObject({
+      status: "error",
+      error: { reason: "runner_failure", message: "disk full" },
+    });
+  });
+
+  it("fails a run whose .mainline.yml is missing or invalid, with the reason", async () => {
+    const empty = await repo.commit({ "README.md": "no config\n" });
+    const runner = createRunner();
+    let result = await runToEnd(runner, request(empty));
+    expect(result).toEqual({
+      queueId: "q1",
+      runId: "r1",
+      checks: [],
+      error: { reason: "config_parsing_failure", message: `no .mainline.yml at ${empty}` },
+    });
+    expect(await stored()).toMatchObject({ status: "error", checks: [] });
+
+    const invalid = await repo.commit({
+      ".mainline.yml": "ci:\n  checks:\n    - {name: t, run: x, timout: 3}\n",
+    });
+    result = await runToEnd(runner, request(invalid, { runId: "r2" }));
+    expect(result.error).toEqual({
+      reason: "config_parsing_failure",
+      message: "ci.checks[0].timout: unknown key",
+    });
+  });
+
+  it("takes the required statuses from the request, .mainline.yml or .trunk/trunk.yaml", async () => {
+    const checks = [
+      { name: "ok", run: "true" },
+      { name: "bad", run: "false" },
+    ];
+    const runner = createRunner();
+    const statusOf = async (runId: string, sha: string, required: string[] = []) => {
+      const result = await runToEnd(runner, request(sha, { runId, requiredStatuses: required }));
+      return { result, status: (await stored(runId)).status };
+    };
+    const plain = await commitChecks(checks);
+    expect((await statusOf("every-check", plain)).status).toBe("failed");
+    expect((await statusOf("override", plain, ["ok"])).status).toBe("passed");
+    const trunk = await commitChecks(checks, {
+      files: { ".trunk/trunk.yaml": "version: 0.1\nmerge:\n  required_statuses: [ok]\n" },
+    });
+    expect((await statusOf("trunk", trunk)).status).toBe("passed");
+    const none = await commitChecks(checks, { requiredStatuses: [] });
+    expect((await statusOf("none", none)).result.error).toEqual({
+      reason: "no_required_statuses",
+      message: "merge.required_statuses in .mainline.yml is an empty list",
+    });
+  });
+
+  it("hands JUnit reports to test health and follows its flaky verdict", async () => {
+    const report = "mkdir -p out/unit && echo '<testsuite/>' > out/unit/report.xml";
+    const sha = await commitChecks([
+      { name: "unit", run: `${report}; exit 1`, junit_paths: ["out/**/*.xml", "missing/*.xml"] },
+      { name: "plain", run: "echo '<x/>' > report.xml", junit_paths: ["*.json"] },
+    ]);
+    const seen: { check: string; runId: string; files: string[]; contents: string[] }[] = [];
+    let verdict = true;
+    const runner = createRunner({
+      testResults: async ({ check, request: req, files }: TestResultsInput) => {
+        const contents = await Promise.all(files.map((file) => readFile(file, "utf8")));
+        seen.push({ check, runId: req.runId, files, contents });
+        return { flakyOnly: verdict };
+      },
+    });
+    let result = await runToEnd(runner, request(sha));
+    expect(result.flakyOnly).toBe(true);
+    expect((await stored()).flakyOnly).toBe(true);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.check).toBe("unit");
+    expect(seen[0]?.files.map((file) => path.isAbsolute(file))).toEqual([true]);
+    expect(seen[0]?.files[0]?.endsWith("/out/unit/report.xml")).toBe(true);
+    expect(seen[0]?.contents).toEqual(["<testsuite/>\n"]);
+
+    verdict = false;
+    result = await runToEnd(runner, request(sha, { runId: "r2" }));
+    expect(result.flakyOnly).toBeUndefined();
+  });
+
+  it("is not flaky-only when a failing required check has no JUnit reports", async () => {
+    const sha = await commitChecks([
+      { name: "unit", run: "echo '<testsuite/>' > r.xml; exit 1", junit_paths: ["r.xml"] },
+      { name: "build", run: "exit 1" },
+    ]);
+    const runner = createRunner({ testResults: () => Promise.resolve({ flakyOnly: true }) });
+    const result = await runToEnd(runner, request(sha));
+    expect(result.checks.map((c) => c.conclusion)).toEqual(["failure", "failure"]);
+    expect(result.flakyOnly).toBeUndefined();
+    expect((await stored()).flakyOnly).toBe(false);
+  });
+
+  it("leaves a stopped run unfinished, and resume() runs it again to the end", async () => {
+    const flag = path.join(traces, "second-attempt");
+    const sha = await commitChecks([
+      {
+        name: "once",
+        run: `if [ -e ${flag} ]; then echo resumed; else touch ${flag}; exec sleep 1000; fi`,
+      },
+    ]);
+    const first = createRunner();
+    const results: CiRunResult[] = [];
+    first.onResult((result) => results.push(result));
+    await first.start(request(sha));
+    await waitFor(() =>
+      access(flag).then(
+        () => true,
+        () => false,
+      ),
+    );
+    await first.stop();
+    expect((await stored()).status).toBe("running");
+    expect(results).toEqual([]);
+
+    const second = createRunner();
+    const result = nextResult(second);
+    await second.resume();
+    expect(await result).toEqual({
+      queueId: "q1",
+      runId: "r1",
+      checks: [{ name: "once", conclusion: "success" }],
+    });
+    expect(await stored()).toMatchObject({ status: "passed", error: null });
+    expect(await logOf(second, "once")).toMatch(/^resumed\n/);
+  });
+
+  it("records a run cancelled while no runner had it, so that resume() leaves it", async () => {
+    const sha = await commitChecks([{ name: "t", run: "true" }]);
+    await records.create({
+      queueId: "q1",
+      runId: "r1",
+      request: request(sha),
+      status: "running",
+      checks: [],
+      error: null,
+      flakyOnly: false,
+      createdAt: 1,
+      finishedAt: null,
+    });
+    const runner = createRunner();
+    await runner.cancel("q1", "r1");
+    expect((await stored()).status).toBe("cancelled");
+    expect(await records.unfinished()).toEqual([]);
+  });
+});
