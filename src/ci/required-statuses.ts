@@ -3,10 +3,8 @@
  * Pure. A source that gives an explicit empty list wins too, and fails the run: an empty list is
  * a decision someone wrote down, and falling through to a looser source would ignore it.
  */
+import type { RequiredStatusesSource } from "../mergequeue/providers.js";
 import type { MainlineConfig } from "./config.js";
-
-export type RequiredStatusesSource =
-  "merge_instance" | "mainline_yml" | "trunk_yaml" | "branch_protection" | "mainline_checks";
 
 export interface RequiredStatusesInput {
   /** The queue's `requiredStatuses` setting; null when not overridden. */
@@ -25,8 +23,8 @@ export type RequiredStatuses =
 
 const SOURCE_NAMES: Record<RequiredStatusesSource, string> = {
   merge_instance: "the queue's requiredStatuses setting",
-  mainline_yml: "merge.required_statuses in .mainline.yml",
-  trunk_yaml: "merge.required_statuses in .trunk/trunk.yaml",
+  mainline_config: "merge.required_statuses in .mainline.yml",
+  trunk_config: "merge.required_statuses in .trunk/trunk.yaml",
   branch_protection: "the branch protection",
   mainline_checks: "the checks of .mainline.yml",
 };
@@ -35,8 +33,8 @@ export function resolveRequiredStatuses(input: RequiredStatusesInput): RequiredS
   // The built-in runner's default (contract §6): every check of `.mainline.yml`.
   const candidates: [RequiredStatusesSource, string[] | null | undefined][] = [
     ["merge_instance", input.override],
-    ["mainline_yml", input.mainline?.requiredStatuses],
-    ["trunk_yaml", input.trunk],
+    ["mainline_config", input.mainline?.requiredStatuses],
+    ["trunk_config", input.trunk],
     ["branch_protection", input.branchProtection],
     ["mainline_checks", input.mainline?.checks.map((check) => check.name)],
   ];

@@ -18,9 +18,11 @@ import {
   judgeChecks,
   type CheckConclusion,
   type CiProvider,
+  type CiResultListener,
   type CiRunRequest,
   type CiRunResult,
   type HostedRepository,
+  type RequiredStatusesSource,
 } from "../mergequeue/providers.js";
 import { parseMainlineConfig, parseTrunkRequiredStatuses, type CheckDefinition } from "./config.js";
 import { checkEnvironment } from "./environment.js";
@@ -62,7 +64,11 @@ export interface LocalCiRunnerOptions {
 type AbortReason = "cancel" | "stop";
 
 type Prepared =
-  | { ok: true; checks: CheckDefinition[]; required: string[] }
+  | {
+      ok: true;
+      checks: CheckDefinition[];
+      required: { statuses: string[]; source: RequiredStatusesSource };
+    }
   | { ok: false; error: { reason: TransitionReason; message: string } };
 
 const CONFIG_FILE = ".mainline.yml";
@@ -116,7 +122,7 @@ class RecordWriter {
 }
 
 export class LocalCiRunner implements CiProvider {
-  private readonly listeners = new Set<(result: CiRunResult) => void>();
+  private readonly listeners = new Set<CiResultListener>();
   private readonly active = new Map<string, { controller: AbortController; done: Promise<void> }>();
   private readonly slots: Slots;
   private readonly clock: Clock;
@@ -161,7 +167,7 @@ export class LocalCiRunner implements CiProvider {
     });
   }
 
-  onResult(listener: (result: CiRunResult) => void): () => void {
+  onResult(listener: CiResultListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -230,12 +236,12 @@ export class LocalCiRunner implements CiProvider {
     const prepared = await this.prepare(request);
     if (await this.settleIfAborted(writer, signal)) return;
     if (!prepared.ok) {
+      const { queueId, runId } = request;
+      await this.emit({ queueId, runId, checks: [], error: prepared.error });
       record.status = "error";
       record.error = prepared.error;
       record.finishedAt = this.clock.now();
       await writer.save();
-      const { queueId, runId } = request;
-      this.emit({ queueId, runId, checks: [], error: prepared.error });
       return;
     }
     record.checks = plannedChecks(request, prepared.checks);
@@ -285,7 +291,7 @@ export class LocalCiRunner implements CiProvider {
       return { ok: false, error: { reason: "config_parsing_failure", message: parsed.message } };
     }
     const { config } = parsed;
-    const override = request.requiredStatuses.length > 0 ? request.requiredStatuses : null;
+    const override = request.requiredStatuses;
     let trunk: string[] | undefined;
     if (override === null && config.requiredStatuses === undefined) {
       const trunkText = await this.readRepoFile(request, TRUNK_FILE);
@@ -309,7 +315,11 @@ export class LocalCiRunner implements CiProvider {
           `${resolved.source}) is not a check in ${CONFIG_FILE}; the run fails unless another CI reports it`,
       );
     }
-    return { ok: true, checks: config.checks, required: resolved.statuses };
+    return {
+      ok: true,
+      checks: config.checks,
+      required: { statuses: resolved.statuses, source: resolved.source },
+    };
   }
 
   private async readRepoFile(
@@ -393,20 +403,23 @@ export class LocalCiRunner implements CiProvider {
     const checks = record.checks
       .filter(concluded)
       .map((check) => ({ name: check.name, conclusion: check.status }));
-    const judged = judgeChecks(prepared.required, checks);
+    const judged = judgeChecks(prepared.required.statuses, checks);
     // Retrying is only worth it when test health vouched for every failing required check.
     const flakyOnly =
       !judged.passed && judged.failing.every((name) => flakyByCheck.get(name) === true);
+    // The result is handed over (stored by the queue) before the run counts as finished: a crash
+    // in between runs it again on resume, and the queue ignores the repeated result.
+    await this.emit({
+      queueId: record.queueId,
+      runId: record.runId,
+      checks,
+      requiredStatuses: prepared.required,
+      ...(flakyOnly ? { flakyOnly } : {}),
+    });
     record.status = record.error !== null ? "error" : judged.passed ? "passed" : "failed";
     record.flakyOnly = flakyOnly;
     record.finishedAt = this.clock.now();
     await writer.save();
-    this.emit({
-      queueId: record.queueId,
-      runId: record.runId,
-      checks,
-      ...(flakyOnly ? { flakyOnly } : {}),
-    });
   }
 
   /**
@@ -426,13 +439,15 @@ export class LocalCiRunner implements CiProvider {
     return true;
   }
 
-  private emit(result: CiRunResult): void {
-    for (const listener of this.listeners) {
-      try {
-        listener(result);
-      } catch (error) {
-        this.options.logger?.error(`ci run ${result.runId}: a result listener failed`, error);
-      }
-    }
+  private async emit(result: CiRunResult): Promise<void> {
+    await Promise.all(
+      [...this.listeners].map(async (listener) => {
+        try {
+          await listener(result);
+        } catch (error) {
+          this.options.logger?.error(`ci run ${result.runId}: a result listener failed`, error);
+        }
+      }),
+    );
   }
 }

@@ -6,7 +6,7 @@
 import type {
   CiProvider,
   CiRunRequest,
-  CiRunResult,
+  CiResultListener,
   GitHost,
   HostedRepository,
   MergeRequest,
@@ -67,7 +67,7 @@ export class CiRouter implements CiProvider {
     await Promise.all(this.all().map((provider) => provider.cancel(queueId, runId)));
   }
 
-  onResult(listener: (result: CiRunResult) => void): () => void {
+  onResult(listener: CiResultListener): () => void {
     const unsubscribe = this.all().map((provider) => provider.onResult(listener));
     return () => {
       for (const stop of unsubscribe) stop();

@@ -102,8 +102,8 @@ export class MergeQueueEngine {
   /** Listens for CI results and looks for due queues until `stop`. */
   start(): void {
     this.stopped = false;
-    this.unsubscribe = this.deps.ci.onResult((result) => {
-      void this.enqueue(result.queueId, { type: "ci_result", result });
+    this.unsubscribe = this.deps.ci.onResult(async (result) => {
+      await this.enqueue(result.queueId, { type: "ci_result", result });
     });
     const poll = () => {
       void this.pollDue().finally(() => {

@@ -7,6 +7,7 @@
  */
 import type {
   CiProvider,
+  CiResultListener,
   CiRunRequest,
   CiRunResult,
   GitHost,
@@ -163,7 +164,7 @@ export class MemoryGitHost implements GitHost {
 export class MemoryCi implements CiProvider {
   readonly started = new Map<string, CiRunRequest>();
   readonly cancelled = new Set<string>();
-  private listeners: ((result: CiRunResult) => void)[] = [];
+  private listeners: CiResultListener[] = [];
   /** When set, every run is answered right after it starts. */
   autoResult: ((request: CiRunRequest) => CiRunResult["checks"]) | null = null;
 
@@ -183,7 +184,7 @@ export class MemoryCi implements CiProvider {
     return Promise.resolve();
   }
 
-  onResult(listener: (result: CiRunResult) => void): () => void {
+  onResult(listener: CiResultListener): () => void {
     this.listeners.push(listener);
     return () => {
       this.listeners = this.listeners.filter((l) => l !== listener);
@@ -197,7 +198,7 @@ export class MemoryCi implements CiProvider {
     checks: CiRunResult["checks"],
     extra: Omit<CiRunResult, "queueId" | "runId" | "checks"> = {},
   ): void {
-    for (const listener of this.listeners) listener({ queueId, runId, checks, ...extra });
+    for (const listener of this.listeners) void listener({ queueId, runId, checks, ...extra });
   }
 
   /** Runs started for a queue whose PRs are exactly these, in order. */

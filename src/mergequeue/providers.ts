@@ -106,13 +106,19 @@ export interface CiRunResult {
 }
 
 /**
+ * Takes a run's result; resolves once the result is stored (the driver's inbox), so that a CI
+ * that waits for it before forgetting the run loses nothing in a crash.
+ */
+export type CiResultListener = (result: CiRunResult) => void | Promise<void>;
+
+/**
  * A CI system. Results arrive through the listener, possibly duplicated or out of order; the
  * driver ignores results of runs it no longer waits for.
  */
 export interface CiProvider {
   start(request: CiRunRequest): Promise<void>;
   cancel(queueId: string, runId: string): Promise<void>;
-  onResult(listener: (result: CiRunResult) => void): () => void;
+  onResult(listener: CiResultListener): () => void;
 }
 
 /** Whether the required checks of a finished run all passed, and which did not. */

@@ -164,10 +164,10 @@ describe("required statuses", () => {
     });
     expect(resolveRequiredStatuses({ ...all, override: null })).toMatchObject({
       statuses: ["m"],
-      source: "mainline_yml",
+      source: "mainline_config",
     });
     expect(resolveRequiredStatuses({ ...all, override: null, mainline: mainline() })).toMatchObject(
-      { statuses: ["t"], source: "trunk_yaml" },
+      { statuses: ["t"], source: "trunk_config" },
     );
     expect(
       resolveRequiredStatuses({ ...all, override: null, mainline: undefined, trunk: undefined }),

@@ -71,7 +71,7 @@ function request(sha: string, overrides: Partial<CiRunRequest> = {}): CiRunReque
     testBranch: "mainline-merge/main/r1",
     sha,
     prNumbers: [3, 5],
-    requiredStatuses: [],
+    requiredStatuses: null,
     ...overrides,
   };
 }
@@ -86,11 +86,13 @@ function nextResult(runner: LocalCiRunner, runId = "r1"): Promise<CiRunResult> {
   });
 }
 
-/** Starts a run and waits for its result. */
+/** Starts a run and waits for its result, and for the run to be recorded as finished. */
 async function runToEnd(runner: LocalCiRunner, req: CiRunRequest): Promise<CiRunResult> {
   const result = nextResult(runner, req.runId);
   await runner.start(req);
-  return result;
+  const answered = await result;
+  await waitFor(async () => (await records.get(req.queueId, req.runId))?.finishedAt != null);
+  return answered;
 }
 
 async function stored(runId = "r1"): Promise<CiRunRecord> {
@@ -125,6 +127,7 @@ describe("LocalCiRunner", () => {
         { name: "unit", conclusion: "success" },
         { name: "lint/style", conclusion: "failure" },
       ],
+      requiredStatuses: { statuses: ["unit"], source: "mainline_config" },
     });
     const record = await stored();
     // `lint/style` is not required: the run passes.
@@ -194,7 +197,9 @@ describe("LocalCiRunner", () => {
     ]);
     const runner = createRunner({ parallelism: 1 });
     const results: CiRunResult[] = [];
-    runner.onResult((result) => results.push(result));
+    runner.onResult((result) => {
+      results.push(result);
+    });
     await runner.start(request(sha));
     await waitFor(async () => (await logOf(runner, "slow")).includes("bg="));
     await runner.cancel("q1", "r1");
@@ -241,7 +246,9 @@ describe("LocalCiRunner", () => {
     ]);
     const runner = createRunner();
     const results: CiRunResult[] = [];
-    runner.onResult((result) => results.push(result));
+    runner.onResult((result) => {
+      results.push(result);
+    });
     const first = nextResult(runner);
     await Promise.all([runner.start(request(sha)), runner.start(request(sha))]);
     await first;
@@ -297,7 +304,7 @@ describe("LocalCiRunner", () => {
       { name: "bad", run: "false" },
     ];
     const runner = createRunner();
-    const statusOf = async (runId: string, sha: string, required: string[] = []) => {
+    const statusOf = async (runId: string, sha: string, required: string[] | null = null) => {
       const result = await runToEnd(runner, request(sha, { runId, requiredStatuses: required }));
       return { result, status: (await stored(runId)).status };
     };
@@ -307,7 +314,15 @@ describe("LocalCiRunner", () => {
     const trunk = await commitChecks(checks, {
       files: { ".trunk/trunk.yaml": "version: 0.1\nmerge:\n  required_statuses: [ok]\n" },
     });
-    expect((await statusOf("trunk", trunk)).status).toBe("passed");
+    const fromTrunk = await statusOf("trunk", trunk);
+    expect(fromTrunk.status).toBe("passed");
+    expect(fromTrunk.result.requiredStatuses).toEqual({
+      statuses: ["ok"],
+      source: "trunk_config",
+    });
+    expect((await statusOf("empty-override", plain, [])).result.error).toMatchObject({
+      reason: "no_required_statuses",
+    });
     const none = await commitChecks(checks, { requiredStatuses: [] });
     expect((await statusOf("none", none)).result.error).toEqual({
       reason: "no_required_statuses",
@@ -366,7 +381,9 @@ describe("LocalCiRunner", () => {
     ]);
     const first = createRunner();
     const results: CiRunResult[] = [];
-    first.onResult((result) => results.push(result));
+    first.onResult((result) => {
+      results.push(result);
+    });
     await first.start(request(sha));
     await waitFor(() =>
       access(flag).then(
@@ -385,7 +402,9 @@ describe("LocalCiRunner", () => {
       queueId: "q1",
       runId: "r1",
       checks: [{ name: "once", conclusion: "success" }],
+      requiredStatuses: { statuses: ["once"], source: "mainline_checks" },
     });
+    await waitFor(async () => (await stored()).finishedAt !== null);
     expect(await stored()).toMatchObject({ status: "passed", error: null });
     expect(await logOf(second, "once")).toMatch(/^resumed\n/);
   });
