@@ -3,6 +3,7 @@ import { ConfigError } from "../config.js";
 import { VERSION } from "../version.js";
 import { CliError } from "./client.js";
 import { registerAdminCommands } from "./commands/admin.js";
+import { registerCiCommands } from "./commands/ci.js";
 import { registerPullRequestCommands } from "./commands/pr.js";
 import { registerQueueCommands } from "./commands/queue.js";
 import { registerRepoCommands } from "./commands/repo.js";
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   registerQueueCommands(program);
   registerRepoCommands(program);
   registerPullRequestCommands(program);
+  registerCiCommands(program);
   registerUpload(program);
   registerTest(program);
   registerSimulate(program);
