@@ -1,0 +1,36 @@
+/**
+ * Where local repositories live on disk (contract §6): `{dataDir}/git/{owner}/{name}.git`. Owner
+ * and name become path segments, so they are checked before any path is built from them.
+ */
+import { join } from "node:path";
+import { ApiError } from "../../lib/errors.js";
+
+const NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
+
+/**
+ * Throws a 400 naming the field unless owner and name are safe path segments: letters, digits, `.`, `_`, `-`; not
+ * starting with `.` (no `..`, no hidden directories, which also keeps temporary names free) and
+ * not ending with `.git` (the suffix is added on disk; `app.git.git` would only confuse).
+ */
+export function validateRepositoryName(owner: string, name: string): void {
+  for (const [field, value] of [
+    ["owner", owner],
+    ["name", name],
+  ] as const) {
+    if (!NAME_PATTERN.test(value)) {
+      throw ApiError.invalid(field, `may only contain letters, digits, ".", "_" and "-"`);
+    }
+    if (value.startsWith(".")) {
+      throw ApiError.invalid(field, `must not start with "."`);
+    }
+    if (value.toLowerCase().endsWith(".git")) {
+      throw ApiError.invalid(field, `must not end with ".git"`);
+    }
+  }
+}
+
+/** The bare repository's directory; validates the names first. */
+export function repositoryPath(dataDir: string, owner: string, name: string): string {
+  validateRepositoryName(owner, name);
+  return join(dataDir, "git", owner, `${name}.git`);
+}
