@@ -175,6 +175,8 @@ describe("test branches", () => {
     await host.deleteTestBranch(repo, first.branch);
     expect(await host.branchHead(repo, first.branch)).toBeUndefined();
     await expect(host.deleteTestBranch(repo, first.branch)).resolves.toBeUndefined();
+    await expect(host.deleteTestBranch(repo, "main")).rejects.toThrow("not a test branch");
+    expect(mainHead()).toBe(baseSha);
   });
 });
 
@@ -368,7 +370,7 @@ describe("merges", () => {
     expect(commitField(retried.sha, "%P")).toBe(`${pushed} ${pr.headSha}`);
   });
 
-  it("lets one of two concurrent merges onto the same base win", async () => {
+  it("merges one at a time in the order asked: the later of two on one base finds it moved", async () => {
     const one = openPullRequest("one", { "one.txt": "1\n" });
     const two = openPullRequest("two", { "two.txt": "2\n" });
     const results = await Promise.all([

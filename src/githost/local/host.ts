@@ -20,14 +20,11 @@ import type {
   TestBranchResult,
 } from "../../mergequeue/providers.js";
 import type { LocalPullRequestRecord, LocalPullRequestRecords } from "./records.js";
-import { repositoryPath } from "./layout.js";
+import { TEST_BRANCH_PREFIX, repositoryPath, testBranchName } from "./layout.js";
 import { replayOnto } from "./replay.js";
 import { RepositoryGit, ZERO_OID, assertObjectId } from "./repository-git.js";
 
 export const LOCAL_HOST = "local";
-
-/** Test branches live under this prefix: `mainline-merge/{targetBranch}/{runId}` (contract §6). */
-export const TEST_BRANCH_PREFIX = "mainline-merge/";
 
 export interface LocalGitHostOptions {
   dataDir: string;
@@ -87,7 +84,7 @@ export class LocalGitHost implements GitHost {
    */
   async createTestBranch(request: TestBranchRequest): Promise<TestBranchResult> {
     const git = this.repository(request.repo);
-    const branch = `${TEST_BRANCH_PREFIX}${request.targetBranch}/${request.runId}`;
+    const branch = testBranchName(request.targetBranch, request.runId);
     const ref = `refs/heads/${branch}`;
     const existing = await git.resolve(ref);
     if (existing !== undefined) return { ok: true, branch, sha: existing };
@@ -116,16 +113,18 @@ export class LocalGitHost implements GitHost {
     return { ok: true, branch, sha: made };
   }
 
+  /** Deletes a test branch (gone already is fine); refuses any other branch, to be safe. */
   async deleteTestBranch(repo: HostedRepository, branch: string): Promise<void> {
+    if (!branch.startsWith(TEST_BRANCH_PREFIX)) {
+      throw new Error(`${branch} is not a test branch; only test branches are deleted`);
+    }
     await this.repository(repo).deleteRef(`refs/heads/${branch}`);
   }
 
   merge(request: MergeRequest): Promise<MergeResult> {
     const key = repositoryKey(request.repo);
-    const run = (this.mergeChains.get(key) ?? Promise.resolve()).then(
-      () => this.mergeNow(request),
-      () => this.mergeNow(request),
-    );
+    // Tails never reject, so each merge starts when the one before it has ended, however it did.
+    const run = (this.mergeChains.get(key) ?? Promise.resolve()).then(() => this.mergeNow(request));
     const tail = run.catch(() => undefined);
     this.mergeChains.set(key, tail);
     void tail.then(() => {

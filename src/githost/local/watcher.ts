@@ -7,7 +7,7 @@
  * Test branches (`mainline-merge/...`) are Mainline's own doing and are not reported.
  */
 import type { HostedRepository } from "../../mergequeue/providers.js";
-import { TEST_BRANCH_PREFIX } from "./host.js";
+import { TEST_BRANCH_PREFIX } from "./layout.js";
 import type { LocalRepositories } from "./repositories.js";
 
 export interface RefChange {
