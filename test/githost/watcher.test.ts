@@ -1,6 +1,6 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LocalRepositories } from "../../src/githost/local/repositories.js";
 import { LocalRefWatcher, type RefChange } from "../../src/githost/local/watcher.js";
 import type { HostedRepository } from "../../src/mergequeue/providers.js";
@@ -16,8 +16,6 @@ let changes: RefChange[];
 let errors: string[];
 let watched: HostedRepository[];
 let watcher: LocalRefWatcher;
-
-const timeouts = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
 
 beforeEach(async () => {
   root = temporaryDirectory("watcher");
@@ -43,6 +41,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
+  vi.useRealTimers();
   await watcher.stop();
   rmSync(root, { recursive: true, force: true });
 });
@@ -77,20 +76,33 @@ describe("LocalRefWatcher", () => {
   });
 
   it("polls on its own once started, and leaves no timer behind when stopped", async () => {
-    const idle = timeouts();
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    let noticed: (change: RefChange) => void = () => undefined;
+    const seen = new Promise<RefChange>((resolve) => (noticed = resolve));
+    watcher = new LocalRefWatcher({
+      repositories,
+      watched: () => watched,
+      listener: (change) => {
+        noticed(change);
+      },
+      logger: { error: (message) => errors.push(message) },
+      intervalMs: 50,
+    });
     watcher.start();
-    expect(timeouts()).toBe(idle + 1);
+    expect(vi.getTimerCount()).toBe(1);
     await watcher.pollNow();
     const pushed = clone.commit({ branch: "main", files: { "a.txt": "c\n" } });
     clone.push("main");
-    await expect.poll(() => changes.map((c) => c.after), { timeout: 5000 }).toEqual([pushed]);
+
+    vi.advanceTimersByTime(50);
+    // The next poll is planned when this one ends, never while it runs.
+    expect(vi.getTimerCount()).toBe(0);
+    expect((await seen).after).toBe(pushed);
+    await watcher.pollNow();
+    expect(vi.getTimerCount()).toBe(1);
 
     await watcher.stop();
-    expect(timeouts()).toBe(idle);
-    clone.commit({ branch: "main", files: { "a.txt": "d\n" } });
-    clone.push("main");
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(changes).toHaveLength(1);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it("keeps going past a repository that is missing or a listener that fails", async () => {
