@@ -1,0 +1,99 @@
+/**
+ * The one way Mainline runs git: `spawn` with an argument list (never a shell, so branch names
+ * and paths are never interpreted), in a hygienic environment so that neither the machine's nor
+ * the user's git configuration, nor git variables inherited from a hook, change what a command does.
+ */
+import { spawn } from "node:child_process";
+
+export interface GitOptions {
+  /** The repository (`--git-dir`); omit to let git discover it from `cwd`. */
+  gitDir?: string;
+  cwd?: string;
+  /** Written to the command's standard input. */
+  input?: string;
+  /** Extra variables, on top of the hygienic environment. */
+  env?: Record<string, string>;
+}
+
+export interface GitOutput {
+  stdout: string;
+  stderr: string;
+  code: number;
+}
+
+/** Who commits when Mainline makes a commit (test merges, merge and squash commits, rebases). */
+export const MAINLINE_IDENTITY = { name: "Mainline", email: "mainline@localhost" } as const;
+
+/** A git command exited with a code its caller did not expect. */
+export class GitError extends Error {
+  readonly args: readonly string[];
+  readonly code: number;
+  readonly stderr: string;
+
+  constructor(args: readonly string[], code: number, stderr: string) {
+    super(`git ${args.join(" ")} exited with ${String(code)}: ${stderr.trim()}`);
+    this.name = "GitError";
+    this.args = args;
+    this.code = code;
+    this.stderr = stderr;
+  }
+}
+
+/** The inherited environment without `GIT_*` (a hook's `GIT_DIR` would redirect every command). */
+function hygienicEnv(extra: Record<string, string> | undefined): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (!name.startsWith("GIT_")) env[name] = value;
+  }
+  return {
+    ...env,
+    LC_ALL: "C",
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_AUTHOR_NAME: MAINLINE_IDENTITY.name,
+    GIT_AUTHOR_EMAIL: MAINLINE_IDENTITY.email,
+    GIT_COMMITTER_NAME: MAINLINE_IDENTITY.name,
+    GIT_COMMITTER_EMAIL: MAINLINE_IDENTITY.email,
+    ...extra,
+  };
+}
+
+/** Runs git and reports how it ended, whatever the exit code. */
+export function runGit(args: readonly string[], options: GitOptions = {}): Promise<GitOutput> {
+  const fullArgs =
+    options.gitDir === undefined ? [...args] : ["--git-dir", options.gitDir, ...args];
+  return new Promise((resolve, reject) => {
+    const child = spawn("git", fullArgs, {
+      cwd: options.cwd,
+      env: hygienicEnv(options.env),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
+    child.on("error", reject);
+    child.on("close", (code, signal) => {
+      resolve({
+        stdout: Buffer.concat(stdout).toString("utf8"),
+        stderr: Buffer.concat(stderr).toString("utf8") + (signal ? `killed by ${signal}` : ""),
+        code: code ?? -1,
+      });
+    });
+    // A command that exits without reading its input closes the pipe early: not an error here.
+    child.stdin.on("error", () => undefined);
+    child.stdin.end(options.input ?? "");
+  });
+}
+
+/** Runs git and throws a `GitError` unless it exits with one of `expectedCodes`. */
+export async function git(
+  args: readonly string[],
+  options: GitOptions = {},
+  expectedCodes: readonly number[] = [0],
+): Promise<GitOutput> {
+  const output = await runGit(args, options);
+  if (!expectedCodes.includes(output.code)) throw new GitError(args, output.code, output.stderr);
+  return output;
+}

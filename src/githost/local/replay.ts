@@ -1,0 +1,68 @@
+/**
+ * Rebase without a checkout of the bare repository: replays a pull request's commits onto the
+ * base branch in a throwaway worktree with `git cherry-pick`, which keeps each commit's author
+ * and message. (`merge-tree --merge-base`, which would do this in plumbing, needs git 2.40.)
+ *
+ * Like `git rebase`, merge commits inside the pull request are not replayed; the commits they
+ * brought in are, if they are not on the base already. Commits whose change is already on the
+ * base are kept (empty) rather than silently dropped. The caller checks that the result has the
+ * tree the queue tested, so any surprise from either rule is refused rather than landed.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { git, runGit } from "./git.js";
+import type { RepositoryGit } from "./repository-git.js";
+
+export type Replay = { ok: true; sha: string } | { ok: false; message: string };
+
+/** Hooks of the hosted repository are the pushers' business, never run by Mainline. */
+const NO_HOOKS = ["-c", "core.hooksPath=/dev/null"];
+
+/** The non-merge commits of `head` that `onto` lacks, oldest first, replayed onto `onto`. */
+export async function replayOnto(
+  repository: RepositoryGit,
+  onto: string,
+  head: string,
+  commitEnv: Record<string, string>,
+): Promise<Replay> {
+  const { stdout } = await git(
+    ["rev-list", "--reverse", "--topo-order", "--no-merges", head, `^${onto}`],
+    { gitDir: repository.gitDir },
+  );
+  const commits = stdout.split("\n").filter((line) => line !== "");
+  if (commits.length === 0) return { ok: true, sha: onto };
+
+  const worktree = await mkdtemp(join(tmpdir(), "mainline-rebase-"));
+  try {
+    await git([...NO_HOOKS, "worktree", "add", "--quiet", "--detach", worktree, onto], {
+      gitDir: repository.gitDir,
+    });
+    const picked = await runGit(
+      [...NO_HOOKS, "cherry-pick", "--keep-redundant-commits", ...commits],
+      { cwd: worktree, env: commitEnv },
+    );
+    if (picked.code !== 0) {
+      return {
+        ok: false,
+        message: `replaying the commits onto the base stopped: ${firstLine(picked)}`,
+      };
+    }
+    const { stdout: sha } = await git(["rev-parse", "HEAD"], { cwd: worktree });
+    return { ok: true, sha: sha.trim() };
+  } finally {
+    await runGit(["worktree", "remove", "--force", worktree], { gitDir: repository.gitDir });
+    await rm(worktree, { recursive: true, force: true });
+    await runGit(["worktree", "prune"], { gitDir: repository.gitDir });
+  }
+}
+
+function firstLine(output: { stdout: string; stderr: string }): string {
+  const text = `${output.stderr}\n${output.stdout}`;
+  return (
+    text
+      .split("\n")
+      .find((line) => line.trim() !== "")
+      ?.trim() ?? "no output"
+  );
+}

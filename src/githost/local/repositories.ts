@@ -1,0 +1,75 @@
+/**
+ * The bare repositories of the local git host, on disk under the data directory. People push to
+ * them with plain git; Mainline creates them and reads their branches.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdir, rename, rm, stat } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { git } from "./git.js";
+import { repositoryPath } from "./layout.js";
+
+export interface CreateRepositoryResult {
+  /** False when the repository already existed (it is left as it was). */
+  created: boolean;
+  path: string;
+}
+
+/** Errors of `rename` onto a directory that is there and not empty. */
+const TARGET_EXISTS = new Set(["ENOTEMPTY", "EEXIST"]);
+
+export class LocalRepositories {
+  constructor(private readonly dataDir: string) {}
+
+  path(owner: string, name: string): string {
+    return repositoryPath(this.dataDir, owner, name);
+  }
+
+  /** Whether a git repository is there (a bare repository always has `HEAD`). */
+  async exists(owner: string, name: string): Promise<boolean> {
+    try {
+      return (await stat(join(this.path(owner, name), "HEAD"))).isFile();
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Creates an empty bare repository whose default branch is `main`. Creating one that exists is
+   * not an error but reports `created: false`, so that callers can answer 409 or carry on. The
+   * repository is initialised beside its final place and renamed into it, so that concurrent
+   * creates and crashes never leave a half-made repository where one is expected (the temporary
+   * name starts with ".", which no repository name may).
+   */
+  async create(owner: string, name: string): Promise<CreateRepositoryResult> {
+    const path = this.path(owner, name);
+    if (await this.exists(owner, name)) return { created: false, path };
+    await mkdir(dirname(path), { recursive: true });
+    const staging = join(dirname(path), `.creating-${randomBytes(8).toString("hex")}`);
+    try {
+      await git(["init", "--quiet", "--bare", "--initial-branch=main", staging]);
+      await rename(staging, path);
+      return { created: true, path };
+    } catch (error) {
+      if (TARGET_EXISTS.has((error as NodeJS.ErrnoException).code ?? "")) {
+        return { created: false, path };
+      }
+      throw error;
+    } finally {
+      await rm(staging, { recursive: true, force: true });
+    }
+  }
+
+  /** Every branch and the commit it points at, by branch name (without `refs/heads/`). */
+  async branches(owner: string, name: string): Promise<Map<string, string>> {
+    const { stdout } = await git(
+      ["for-each-ref", "--format=%(objectname) %(refname:strip=2)", "refs/heads"],
+      { gitDir: this.path(owner, name) },
+    );
+    const branches = new Map<string, string>();
+    for (const line of stdout.split("\n")) {
+      const space = line.indexOf(" ");
+      if (space > 0) branches.set(line.slice(space + 1), line.slice(0, space));
+    }
+    return branches;
+  }
+}

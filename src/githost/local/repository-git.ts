@@ -1,0 +1,117 @@
+/**
+ * The git plumbing the local host is built from, on one bare repository: resolving refs, merging
+ * trees without a checkout (`merge-tree --write-tree`), writing commits and moving refs with a
+ * compare-and-swap. Callers pass commit ids, never options, in argument positions.
+ */
+import { GitError, git, runGit } from "./git.js";
+
+export const ZERO_OID = "0000000000000000000000000000000000000000";
+
+/** A full SHA-1 or SHA-256 object id; anything else is refused before it reaches git's argv. */
+const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+export function assertObjectId(value: string, what: string): void {
+  if (!OBJECT_ID.test(value))
+    throw new Error(`${what} is not a commit id: ${JSON.stringify(value)}`);
+}
+
+/** A merge of two commits: its tree, or why there is none (`files`: the conflicted paths). */
+export type TreeMerge =
+  { clean: true; tree: string } | { clean: false; files: string[]; summary: string };
+
+export class RepositoryGit {
+  /** `commitEnv`: extra variables for commands that write commits (Mainline's commit dates). */
+  constructor(
+    readonly gitDir: string,
+    private readonly commitEnv: () => Record<string, string> = () => ({}),
+  ) {}
+
+  /** The commit a ref or object name points at, undefined when there is none. */
+  async resolve(name: string): Promise<string | undefined> {
+    const { stdout, code } = await git(
+      ["rev-parse", "--verify", "--quiet", `${name}^{commit}`],
+      { gitDir: this.gitDir },
+      [0, 1],
+    );
+    return code === 0 ? stdout.trim() : undefined;
+  }
+
+  branchHead(branch: string): Promise<string | undefined> {
+    return this.resolve(`refs/heads/${branch}`);
+  }
+
+  async treeOf(commit: string): Promise<string> {
+    const { stdout } = await git(["rev-parse", "--verify", `${commit}^{tree}`], {
+      gitDir: this.gitDir,
+    });
+    return stdout.trim();
+  }
+
+  /** Whether `ancestor` is reachable from `descendant` (a commit is its own ancestor). */
+  async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
+    const { code } = await git(
+      ["merge-base", "--is-ancestor", ancestor, descendant],
+      { gitDir: this.gitDir },
+      [0, 1],
+    );
+    return code === 0;
+  }
+
+  /**
+   * The tree of a three-way merge of two commits (merge base found by git), or the files that
+   * conflict. With `-z` the output is the tree id, then each conflicted path, then an empty field
+   * before the informational messages, all NUL-separated (so any file name parses). Commits
+   * without a common history cannot be merged either (git refuses with 128).
+   */
+  async mergeTree(ours: string, theirs: string): Promise<TreeMerge> {
+    const args = ["merge-tree", "--write-tree", "-z", "--name-only", ours, theirs];
+    const { stdout, stderr, code } = await git(args, { gitDir: this.gitDir }, [0, 1, 128]);
+    if (code === 128) {
+      if (stderr.includes("unrelated histories")) {
+        return { clean: false, files: [], summary: "the histories are unrelated" };
+      }
+      throw new GitError(args, code, stderr);
+    }
+    const fields = stdout.split("\0");
+    if (code === 0) return { clean: true, tree: fields[0] ?? "" };
+    const end = fields.indexOf("", 1);
+    const files = [...new Set(fields.slice(1, end === -1 ? undefined : end))];
+    return { clean: false, files, summary: `conflicts in ${files.join(", ")}` };
+  }
+
+  async commitTree(tree: string, parents: string[], message: string): Promise<string> {
+    const args = ["commit-tree", tree, ...parents.flatMap((parent) => ["-p", parent])];
+    const { stdout } = await git([...args, "-F", "-"], {
+      gitDir: this.gitDir,
+      input: message,
+      env: this.commitEnv(),
+    });
+    return stdout.trim();
+  }
+
+  /**
+   * Points `ref` at `sha` if it still points at `expected` (`ZERO_OID`: if it does not exist).
+   * False when the ref was elsewhere; a failure for any other reason throws.
+   */
+  async compareAndSwap(ref: string, sha: string, expected: string): Promise<boolean> {
+    const args = ["update-ref", ref, sha, expected];
+    const result = await runGit(args, { gitDir: this.gitDir });
+    if (result.code === 0) return true;
+    if (((await this.resolve(ref)) ?? ZERO_OID) !== expected) return false;
+    throw new GitError(args, result.code, result.stderr);
+  }
+
+  async deleteRef(ref: string): Promise<void> {
+    await git(["update-ref", "-d", ref], { gitDir: this.gitDir });
+  }
+
+  /** A file's contents at a commit; undefined when the commit or the file is not there. */
+  async readFile(commit: string, path: string): Promise<string | undefined> {
+    const { stdout, code } = await git(
+      ["cat-file", "blob", `${commit}:${path}`],
+      { gitDir: this.gitDir },
+      [0, 128],
+    );
+    return code === 0 ? stdout : undefined;
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * Notices pushes to local repositories. People push with plain git and the bare repositories run
+ * no hooks of Mainline's, so their branches are polled: each poll compares every branch with the
+ * previous poll and reports what appeared, moved or disappeared. The first sight of a repository
+ * only records its branches (there is nothing to compare with).
+ *
+ * Test branches (`mainline-merge/...`) are Mainline's own doing and are not reported.
+ */
+import type { HostedRepository } from "../../mergequeue/providers.js";
+import { TEST_BRANCH_PREFIX } from "./layout.js";
+import type { LocalRepositories } from "./repositories.js";
+
+export interface RefChange {
+  repo: HostedRepository;
+  branch: string;
+  /** null: the branch appeared. */
+  before: string | null;
+  /** null: the branch was deleted. */
+  after: string | null;
+}
+
+export interface RefWatcherLogger {
+  error(message: string, error?: unknown): void;
+}
+
+export interface LocalRefWatcherOptions {
+  repositories: Pick<LocalRepositories, "branches">;
+  /** The repositories to watch, asked at every poll (they come and go). */
+  watched: () => HostedRepository[] | Promise<HostedRepository[]>;
+  listener: (change: RefChange) => void | Promise<void>;
+  logger: RefWatcherLogger;
+  intervalMs?: number;
+}
+
+const repositoryKey = (repo: HostedRepository) => `${repo.owner}/${repo.name}`;
+
+export class LocalRefWatcher {
+  private readonly intervalMs: number;
+  /** Branch heads at the last successful poll, by repository. */
+  private readonly known = new Map<string, Map<string, string>>();
+  private timer: NodeJS.Timeout | null = null;
+  private running = false;
+  /** Polls run one after another: the tail of that chain. */
+  private polling: Promise<void> = Promise.resolve();
+
+  constructor(private readonly options: LocalRefWatcherOptions) {
+    this.intervalMs = options.intervalMs ?? 1000;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.schedule();
+  }
+
+  /** Stops polling; resolves once a poll in flight has finished, leaving no timer behind. */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.polling;
+  }
+
+  /** Polls now (after an API action, or in tests), after any poll already in flight. */
+  pollNow(): Promise<void> {
+    const poll = this.polling.then(() => this.poll());
+    this.polling = poll.catch(() => undefined);
+    return poll;
+  }
+
+  /** The next poll starts an interval after the previous one ended, so slow polls never pile up. */
+  private schedule(): void {
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.pollNow()
+        .catch((error: unknown) => {
+          this.options.logger.error("ref watcher: poll failed", error);
+        })
+        .finally(() => {
+          if (this.running) this.schedule();
+        });
+    }, this.intervalMs);
+  }
+
+  private async poll(): Promise<void> {
+    let watched: HostedRepository[];
+    try {
+      watched = await this.options.watched();
+    } catch (error) {
+      this.options.logger.error("ref watcher: listing the repositories to watch failed", error);
+      return;
+    }
+    const keys = new Set(watched.map(repositoryKey));
+    for (const key of this.known.keys()) {
+      if (!keys.has(key)) this.known.delete(key);
+    }
+    for (const repo of watched) await this.pollRepository(repo);
+  }
+
+  private async pollRepository(repo: HostedRepository): Promise<void> {
+    const key = repositoryKey(repo);
+    let branches: Map<string, string>;
+    try {
+      branches = await this.options.repositories.branches(repo.owner, repo.name);
+    } catch (error) {
+      this.options.logger.error(`ref watcher: reading the branches of ${key} failed`, error);
+      return;
+    }
+    for (const name of branches.keys()) {
+      if (name.startsWith(TEST_BRANCH_PREFIX)) branches.delete(name);
+    }
+    const previous = this.known.get(key);
+    this.known.set(key, branches);
+    if (!previous) return;
+    for (const change of changes(repo, previous, branches)) {
+      try {
+        await this.options.listener(change);
+      } catch (error) {
+        this.options.logger.error(`ref watcher: handling ${change.branch} of ${key} failed`, error);
+      }
+    }
+  }
+}
+
+function changes(
+  repo: HostedRepository,
+  before: Map<string, string>,
+  after: Map<string, string>,
+): RefChange[] {
+  const found: RefChange[] = [];
+  for (const [branch, sha] of after) {
+    const old = before.get(branch) ?? null;
+    if (old !== sha) found.push({ repo, branch, before: old, after: sha });
+  }
+  for (const [branch, sha] of before) {
+    if (!after.has(branch)) found.push({ repo, branch, before: sha, after: null });
+  }
+  return found;
+}
