@@ -16,6 +16,8 @@ import { TestViewStore } from "./db/stores/test-views.js";
 import { UploadStore } from "./db/stores/uploads.js";
 import { systemClock, type Clock } from "./lib/clock.js";
 import { MergeQueueRuntimeStore } from "./db/stores/merge-queue-runtime.js";
+import { CiRunStore } from "./db/stores/ci-runs.js";
+import { LocalPullRequestStore } from "./db/stores/local-pull-requests.js";
 import { MergeQueueEngine, type EngineOptions } from "./mergequeue/engine.js";
 import { MemoryCi, MemoryGitHost } from "./mergequeue/memory-host.js";
 import type { CiProvider, GitHost } from "./mergequeue/providers.js";
@@ -29,6 +31,16 @@ import { Pager } from "./testhealth/pager.js";
 import { RepositoryAccess } from "./testhealth/repository-access.js";
 import { DEFAULT_MAX_BUNDLE_BYTES, UploadService } from "./testhealth/upload-service.js";
 import { VERSION } from "./version.js";
+import { CiRunService } from "./ci/service.js";
+import { LocalCiRunner } from "./ci/runner.js";
+import { CiTestResults } from "./ci/test-results.js";
+import { LocalHostChanges } from "./githost/local/changes.js";
+import { LocalGitHost } from "./githost/local/host.js";
+import { LOCAL_HOST } from "./githost/local/layout.js";
+import { LocalRepositories } from "./githost/local/repositories.js";
+import { LocalHostService } from "./githost/local/service.js";
+import { LocalRefWatcher } from "./githost/local/watcher.js";
+import { CiRouter, GitHostRouter } from "./githost/router.js";
 
 /** The composition root: stores and services over one database. */
 export interface Services {
@@ -53,11 +65,26 @@ export interface Services {
   worker: IngestWorker;
   /** The merge-queue driver; started by `mainline serve` (and tests that need it). */
   engine: MergeQueueEngine;
-  /** What the merge queue tests and merges through (in memory until a real host is set up). */
+  /** What the merge queue tests and merges through: the local git host and built-in runner for
+   * `local` repositories, the fallback (in memory until GitHub is connected) for the rest. */
   gitHost: GitHost;
   ci: CiProvider;
+  /** The local git host (contract §6) and the built-in CI runner; started by `mainline serve`. */
+  local: LocalServices;
   /** MAINLINE_PUBLIC_URL when set (upload URLs, test pages); else derived from each request. */
   publicUrl: string | undefined;
+}
+
+export interface LocalServices {
+  host: LocalGitHost;
+  service: LocalHostService;
+  runner: LocalCiRunner;
+  watcher: LocalRefWatcher;
+  ciRuns: CiRunService;
+  /** Resumes the runner's unfinished runs and starts watching the repositories for pushes. */
+  start(): Promise<void>;
+  /** Stops the checks (their runs resume at the next start) and the watcher. */
+  stop(): Promise<void>;
 }
 
 export interface ServiceOptions {
@@ -68,9 +95,14 @@ export interface ServiceOptions {
   maxBundleBytes?: number;
   worker?: Partial<WorkerOptions>;
   logger?: WorkerLogger;
+  /** The git host and CI of repositories that are not on the local git host. */
   gitHost?: GitHost;
   ci?: CiProvider;
   engine?: Partial<EngineOptions>;
+  /** Checks the built-in runner runs at once (default 2). */
+  ciParallelism?: number;
+  /** How often the local repositories are looked at for pushes (default 1000 ms). */
+  watchIntervalMs?: number;
 }
 
 const silentLogger: WorkerLogger = { info: () => undefined, error: () => undefined };
@@ -84,7 +116,8 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
   const ingest = new TestIngestStore(database);
   const uploadStore = new UploadStore(db, database.dialect);
   const secrets = new ServerSecretStore(db);
-  const bundles = new BundleStorage(options.dataDir ?? "./mainline-data");
+  const dataDir = options.dataDir ?? "./mainline-data";
+  const bundles = new BundleStorage(dataDir);
   const organizationStore = new OrganizationStore(db);
   const access = new RepositoryAccess(repositories);
   const processor = new UploadProcessor({
@@ -117,8 +150,56 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     options.worker,
   );
   const mergeQueues = new MergeQueueStore(db, database.dialect);
-  const gitHost = options.gitHost ?? new MemoryGitHost();
-  const ci = options.ci ?? new MemoryCi();
+  const uploads = new UploadService({
+    testCases,
+    uploads: uploadStore,
+    settings: testSettings,
+    secrets,
+    bundles,
+    access,
+    clock,
+    maxBundleBytes: options.maxBundleBytes ?? DEFAULT_MAX_BUNDLE_BYTES,
+    onBundleStored: () => {
+      worker.wake();
+    },
+  });
+
+  // The local git host and the built-in runner, for repositories whose host is `local`.
+  const localPullRequests = new LocalPullRequestStore(db);
+  const localRepositories = new LocalRepositories(dataDir);
+  const localHost = new LocalGitHost({ dataDir, pullRequests: localPullRequests, clock });
+  const ciRunStore = new CiRunStore(db);
+  const testResults = new CiTestResults({
+    repository: (request) => repositories.findAnywhere(request.repo),
+    organizationSlug: async (id) => (await organizationStore.findById(id))?.slug,
+    uploads,
+    testCases,
+    settings: testSettings,
+    clock,
+  });
+  const log = options.logger ?? silentLogger;
+  const runner = new LocalCiRunner({
+    dataDir,
+    records: ciRunStore,
+    readFile: (repo, sha, file) => localHost.readFile(repo, sha, file),
+    checkout: (repo, sha, dir) => localHost.checkout(repo, sha, dir),
+    clock,
+    testResults: (input) => testResults.report(input),
+    logger: {
+      error: (message, error) => {
+        log.error({ err: error }, message);
+      },
+      warn: (message) => {
+        log.info({}, message);
+      },
+    },
+    ...(options.ciParallelism === undefined ? {} : { parallelism: options.ciParallelism }),
+  });
+  const gitHost = new GitHostRouter(
+    new Map([[LOCAL_HOST, localHost]]),
+    options.gitHost ?? new MemoryGitHost(),
+  );
+  const ci = new CiRouter(new Map([[LOCAL_HOST, runner]]), options.ci ?? new MemoryCi());
   const runtime = new MergeQueueRuntimeStore(db, database.dialect);
   const engine = new MergeQueueEngine(
     {
@@ -136,6 +217,48 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     },
     { owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, ...options.engine },
   );
+  const changes = new LocalHostChanges({
+    queues: mergeQueues,
+    pullRequests: localPullRequests,
+    engine,
+  });
+  const watcher = new LocalRefWatcher({
+    repositories: localRepositories,
+    watched: () => changes.watched(),
+    listener: (change) => changes.branchChanged(change.repo, change.branch),
+    logger: {
+      error: (message, error) => {
+        log.error({ err: error }, message);
+      },
+    },
+    ...(options.watchIntervalMs === undefined ? {} : { intervalMs: options.watchIntervalMs }),
+  });
+  const local: LocalServices = {
+    host: localHost,
+    service: new LocalHostService({
+      repositories,
+      repositoryAnywhere: (ref) => repositories.findAnywhere(ref),
+      pullRequests: localPullRequests,
+      bare: localRepositories,
+      clock,
+      pullRequestChanged: (repo, number) => changes.pullRequestChanged(repo, number),
+    }),
+    runner,
+    watcher,
+    ciRuns: new CiRunService({
+      queues: mergeQueues,
+      runs: ciRunStore,
+      readLog: (queueId, runId, check) => runner.readLog(queueId, runId, check),
+    }),
+    async start() {
+      await runner.resume();
+      watcher.start();
+    },
+    async stop() {
+      await watcher.stop();
+      await runner.stop();
+    },
+  };
   const pullRequests = new PullRequestService({
     queues: mergeQueues,
     runtime,
@@ -156,19 +279,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
       },
     }),
     pullRequests,
-    uploads: new UploadService({
-      testCases,
-      uploads: uploadStore,
-      settings: testSettings,
-      secrets,
-      bundles,
-      access,
-      clock,
-      maxBundleBytes: options.maxBundleBytes ?? DEFAULT_MAX_BUNDLE_BYTES,
-      onBundleStored: () => {
-        worker.wake();
-      },
-    }),
+    uploads,
     pager: new Pager(secrets, clock),
     access,
     stores: {
@@ -184,6 +295,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     engine,
     gitHost,
     ci,
+    local,
     publicUrl: options.publicUrl,
   };
 }
@@ -204,15 +316,22 @@ export async function openMigratedDatabase(options: OpenDatabaseOptions): Promis
  * Graceful stop: no new requests, then the work of requests still running (even those whose
  * client hung up), then the database.
  */
+/**
+ * Stops everything in order: requests, the upload worker, the built-in runner (before the
+ * engine, so that no result is handed to an engine that stopped listening: its runs resume at the
+ * next start), the merge-queue engine, then the database.
+ */
 export async function stopService(
   app: ApiApp,
   database: DatabaseHandle,
   worker?: IngestWorker,
   engine?: MergeQueueEngine,
+  local?: Pick<LocalServices, "stop">,
 ): Promise<void> {
   await app.close();
   await app.inFlight.idle();
   await worker?.stop();
+  await local?.stop();
   await engine?.stop();
   await database.close();
 }

@@ -22,6 +22,8 @@ import { registerRestartTestsOnPullRequest } from "./mergequeue/restartTestsOnPu
 import { registerSetImpactedTargets } from "./mergequeue/setImpactedTargets.js";
 import { registerSubmitPullRequest } from "./mergequeue/submitPullRequest.js";
 import { registerUpdateQueue } from "./mergequeue/updateQueue.js";
+import { registerCiRoutes } from "./local/ci.js";
+import { registerLocalHostRoutes } from "./local/pull-requests.js";
 import { requireApiToken } from "./plugins/auth.js";
 import { installErrorHandling } from "./plugins/errors.js";
 import { InFlightWork, trackHandlers } from "./plugins/in-flight.js";
@@ -182,6 +184,8 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     registerUpdateQueue(scope, deps.queues);
     registerDeleteQueue(scope, deps.queues);
     if (deps.pullRequests) registerPullRequestRoutes(scope, deps.pullRequests);
+    registerLocalHostRoutes(scope, deps.services.local.service);
+    registerCiRoutes(scope, deps.services.local.ciRuns);
     registerUploadRoutes(scope, deps.uploads, deps.pager, baseUrl);
     registerListRoutes(scope, deps.services);
     registerTestRoutes(scope, deps.services);

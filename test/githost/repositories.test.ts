@@ -38,7 +38,7 @@ describe("repository layout", () => {
   ])("refuses owner %j, name %j, naming the %s", (owner, name, field) => {
     expect(() => {
       validateRepositoryName(owner, name);
-    }).toThrow(new RegExp(`^${field} `));
+    }).toThrow(new RegExp(`^repo\\.${field} `));
   });
 });
 

@@ -58,6 +58,7 @@ export async function startTestServer(
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   if (startWorker) services.worker.start();
   services.engine.start();
+  await services.local.start();
   return {
     url,
     app,
@@ -83,7 +84,7 @@ export async function startTestServer(
       return read(await fetch(`${url}${path}`, init));
     },
     async close() {
-      await stopService(app, database.handle, services.worker, services.engine);
+      await stopService(app, database.handle, services.worker, services.engine, services.local);
       await database.cleanup();
     },
   };

@@ -123,7 +123,8 @@ export function registerLocalHostRoutes(app: ApiApp, local: LocalHostService): v
       const principal = principalOf(request);
       const closed = await local.closePullRequest(principal, repo, prNumberOf(number));
       const repository = await local.repository(principal, repo);
-      return present(closed, await local.headSha(repository, closed.headBranch));
+      const branches = await local.branches(repository);
+      return present(closed, branches.get(closed.headBranch));
     },
   );
 
@@ -151,13 +152,8 @@ export function registerLocalHostRoutes(app: ApiApp, local: LocalHostService): v
         repo,
         state?.toLowerCase() as (typeof PR_STATES)[number] | undefined,
       );
-      return {
-        pullRequests: await Promise.all(
-          pullRequests.map(async (pr) =>
-            present(pr, await local.headSha(repository, pr.headBranch)),
-          ),
-        ),
-      };
+      const branches = await local.branches(repository);
+      return { pullRequests: pullRequests.map((pr) => present(pr, branches.get(pr.headBranch))) };
     },
   );
 }

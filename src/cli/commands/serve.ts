@@ -101,7 +101,7 @@ Environment:
         force.unref();
         // With the server and the database closed nothing is left to run, and the process ends
         // by itself once the log lines are written; exiting here could cut the last ones off.
-        stopService(app, database, services.worker, services.engine).then(
+        stopService(app, database, services.worker, services.engine, services.local).then(
           () => {
             app.log.info("stopped");
           },
@@ -124,5 +124,7 @@ Environment:
       services.worker.start();
       // Queues resume where they were: timers, commands and CI results waiting in storage.
       services.engine.start();
+      // Built-in CI runs that a stop or crash interrupted start again; pushes are watched.
+      await services.local.start();
     });
 }

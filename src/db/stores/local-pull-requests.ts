@@ -6,7 +6,7 @@ import type {
 } from "../../githost/local/records.js";
 import type { HostedRepository } from "../../mergequeue/providers.js";
 import type { Database, LocalPullRequestsTable } from "../schema.js";
-import { repositoryLookupKey } from "./repositories.js";
+import { RepositoryStore } from "./repositories.js";
 
 export interface OpenPullRequest {
   repositoryId: string;
@@ -30,7 +30,11 @@ function toRecord(row: Selectable<LocalPullRequestsTable>): LocalPullRequestReco
  * alone.
  */
 export class LocalPullRequestStore implements LocalPullRequestRecords {
-  constructor(private readonly db: Kysely<Database>) {}
+  private readonly repositories: RepositoryStore;
+
+  constructor(private readonly db: Kysely<Database>) {
+    this.repositories = new RepositoryStore(db);
+  }
 
   /** Opens a pull request with the repository's next number. */
   async open(input: OpenPullRequest): Promise<LocalPullRequestRecord> {
@@ -144,12 +148,6 @@ export class LocalPullRequestStore implements LocalPullRequestRecords {
   }
 
   private async repositoryId(repo: HostedRepository): Promise<string | undefined> {
-    const row = await this.db
-      .selectFrom("repositories")
-      .select("id")
-      .where("lookupKey", "=", repositoryLookupKey(repo))
-      .orderBy("createdAt")
-      .executeTakeFirst();
-    return row?.id;
+    return (await this.repositories.findAnywhere(repo))?.id;
   }
 }

@@ -20,11 +20,10 @@ import type {
   TestBranchResult,
 } from "../../mergequeue/providers.js";
 import type { LocalPullRequestRecord, LocalPullRequestRecords } from "./records.js";
-import { TEST_BRANCH_PREFIX, repositoryPath, testBranchName } from "./layout.js";
+import { git } from "./git.js";
+import { LOCAL_HOST, TEST_BRANCH_PREFIX, repositoryPath, testBranchName } from "./layout.js";
 import { replayOnto } from "./replay.js";
 import { RepositoryGit, ZERO_OID, assertObjectId } from "./repository-git.js";
-
-export const LOCAL_HOST = "local";
 
 export interface LocalGitHostOptions {
   dataDir: string;
@@ -137,6 +136,18 @@ export class LocalGitHost implements GitHost {
     return this.repository(repo).readFile(sha, path);
   }
 
+  /**
+   * A working tree of `sha` at `dir` (which must not exist) for the built-in CI runner: a clone
+   * that borrows the repository's objects instead of copying them.
+   */
+  async checkout(repo: HostedRepository, sha: string, dir: string): Promise<void> {
+    assertObjectId(sha, "commit");
+    this.repository(repo);
+    const source = repositoryPath(this.options.dataDir, repo.owner, repo.name);
+    await git(["clone", "--quiet", "--shared", "--no-checkout", source, dir]);
+    await git(["checkout", "--quiet", "--detach", sha], { cwd: dir });
+  }
+
   private async mergeNow(request: MergeRequest): Promise<MergeResult> {
     const { pullRequests } = this.options;
     const git = this.repository(request.repo);
@@ -242,7 +253,7 @@ export class LocalGitHost implements GitHost {
   }
 
   private repository(repo: HostedRepository): RepositoryGit {
-    if (repo.host !== LOCAL_HOST) {
+    if (repo.host.toLowerCase() !== LOCAL_HOST) {
       throw new Error(`${repo.host}/${repo.owner}/${repo.name} is not a local repository`);
     }
     return new RepositoryGit(repositoryPath(this.options.dataDir, repo.owner, repo.name), () => {

@@ -8,8 +8,11 @@ import { ApiError } from "../../lib/errors.js";
 
 const NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
 
+/** The `host` of repositories on the local git host. */
+export const LOCAL_HOST = "local";
+
 /**
- * Throws a 400 naming the field unless owner and name are safe path segments: letters, digits,
+ * Throws a 400 naming the field (`repo.owner`, `repo.name`, as API requests spell them) unless owner and name are safe path segments: letters, digits,
  * `.`, `_`, `-`; not starting with `.` (no `..`, no hidden directories, which also keeps the
  * temporary names of repositories being created apart) and not ending with `.git` (the suffix
  * is added on disk; `app.git.git` would only confuse).
@@ -20,13 +23,13 @@ export function validateRepositoryName(owner: string, name: string): void {
     ["name", name],
   ] as const) {
     if (!NAME_PATTERN.test(value)) {
-      throw ApiError.invalid(field, `may only contain letters, digits, ".", "_" and "-"`);
+      throw ApiError.invalid(`repo.${field}`, `may only contain letters, digits, ".", "_" and "-"`);
     }
     if (value.startsWith(".")) {
-      throw ApiError.invalid(field, `must not start with "."`);
+      throw ApiError.invalid(`repo.${field}`, `must not start with "."`);
     }
     if (value.toLowerCase().endsWith(".git")) {
-      throw ApiError.invalid(field, `must not end with ".git"`);
+      throw ApiError.invalid(`repo.${field}`, `must not end with ".git"`);
     }
   }
 }

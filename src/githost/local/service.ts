@@ -13,13 +13,13 @@ import type { Principal } from "../../organizations/service.js";
 import { LOCAL_HOST, validateRepositoryName } from "./layout.js";
 import type { LocalPullRequestRecord, LocalPullRequestState } from "./records.js";
 
-/** What the service needs of the bare repositories on disk. */
+/** What the service needs of the bare repositories on disk (`LocalRepositories`). */
 export interface BareRepositories {
-  /** Creates the bare repository; false when it already exists. */
-  create(owner: string, name: string): Promise<boolean>;
+  /** Creates the bare repository; `created: false` when it already exists. */
+  create(owner: string, name: string): Promise<{ created: boolean; path: string }>;
   exists(owner: string, name: string): Promise<boolean>;
   path(owner: string, name: string): string;
-  branchHead(owner: string, name: string, branch: string): Promise<string | undefined>;
+  branches(owner: string, name: string): Promise<Map<string, string>>;
 }
 
 export interface LocalHostServiceDeps {
@@ -59,7 +59,7 @@ export class LocalHostService {
         `The local repository ${local.owner}/${local.name} belongs to another organization.`,
       );
     }
-    const created = await this.deps.bare.create(local.owner, local.name);
+    const { created } = await this.deps.bare.create(local.owner, local.name);
     if (!created && elsewhere) {
       throw new ApiError(
         "conflict",
@@ -85,12 +85,12 @@ export class LocalHostService {
     if (head === "") throw ApiError.invalid("head", "must name a branch");
     if (base === "") throw ApiError.invalid("base", "must name a branch");
     if (head === base) throw ApiError.invalid("head", "must differ from base");
+    const branches = await this.deps.bare.branches(repository.owner, repository.name);
     for (const [field, branch] of [
       ["head", head],
       ["base", base],
     ] as const) {
-      const sha = await this.deps.bare.branchHead(repository.owner, repository.name, branch);
-      if (sha === undefined) {
+      if (!branches.has(branch)) {
         throw ApiError.invalid(
           field,
           `names branch "${branch}", which does not exist in ${repository.owner}/${repository.name}; push it first`,
@@ -142,8 +142,9 @@ export class LocalHostService {
     return { repository, pullRequests: await this.deps.pullRequests.list(repository.id, state) };
   }
 
-  async headSha(repository: Repository, branch: string): Promise<string | undefined> {
-    return this.deps.bare.branchHead(repository.owner, repository.name, branch);
+  /** The repository's branches and their heads now. */
+  branches(repository: Repository): Promise<Map<string, string>> {
+    return this.deps.bare.branches(repository.owner, repository.name);
   }
 
   /** The organization's local repository, which must exist on disk too. */
@@ -166,8 +167,7 @@ export class LocalHostService {
         `must be "${LOCAL_HOST}": only repositories on the local git host are served here`,
       );
     }
-    const problem = validateRepositoryName(ref.owner, ref.name);
-    if (problem) throw ApiError.invalid(`repo.${problem.field}`, problem.message);
+    validateRepositoryName(ref.owner, ref.name);
     return { host: LOCAL_HOST, owner: ref.owner, name: ref.name };
   }
 
