@@ -152,6 +152,8 @@ export interface TestRun {
   /** Bisection group this run belongs to. */
   bisectionGroup: string | null;
   failingChecks: string[];
+  /** Why it failed, when it did (absent in snapshots stored before this field existed). */
+  failure?: { reason: TransitionReason; detail: string | null };
   attempt: number;
 }
 

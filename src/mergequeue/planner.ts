@@ -305,6 +305,7 @@ class Planning {
     run.status = "failed";
     run.finishedAt = this.now;
     run.failingChecks = failingChecks;
+    run.failure = { reason, detail: detail ?? null };
     if (run.kind === "bisection") {
       this.bisectionResult(run, false);
       return;
@@ -1018,6 +1019,13 @@ class Planning {
     this.replanRunsIncluding(new Set(unit.map((e) => e.id)), "prerequisite_merge_item_failed");
   }
 
+  /** A culprit's failure in words: its failing checks, else what its run reported. */
+  private describeFailure(run: TestRun | undefined, culprit: Entry): string {
+    const checks = run?.failingChecks ?? culprit.failure?.checks ?? [];
+    if (checks.length > 0) return `failed ${checks.join(", ")}`;
+    return run?.failure?.detail ?? culprit.failure?.detail ?? "failed";
+  }
+
   private progressBisections(): void {
     if (Object.keys(this.s.bisections).length === 0) return;
     const skip = this.config.optimizationMode === "bisection_skip_redundant_tests";
@@ -1039,12 +1047,14 @@ class Planning {
             this.conclude(
               culprit,
               "failed",
-              culprit.failure?.reason ?? "failing_required_check",
+              (segment.inferred ? undefined : failedRun?.failure?.reason) ??
+                culprit.failure?.reason ??
+                "failing_required_check",
               QUEUE_ACTOR,
               segment.runId,
               segment.inferred
                 ? "bisection: its batch failed and the rest of the batch passed"
-                : `bisection: failed ${(failedRun?.failingChecks ?? culprit.failure?.checks ?? []).join(", ")}`,
+                : `bisection: ${this.describeFailure(failedRun, culprit)}`,
             );
           }
           continue;

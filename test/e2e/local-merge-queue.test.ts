@@ -37,6 +37,7 @@ interface SubmittedPr {
 }
 
 interface TimelineEntry {
+  at: string;
   toState: string;
   reason: string;
   detail: string | null;
@@ -167,10 +168,21 @@ describe.each(SCENARIOS)(
       expect(conflicting).toMatchObject({ toState: "failed", reason: "merge_conflict" });
       expect(conflicting?.detail).toContain("shared.txt");
 
-      // In queue order, one commit each (squash), and nothing else landed.
+      // One commit each (squash), nothing else, in the order the queue merged them. That is the
+      // submission order, except that a bisected batch's good pull requests come back behind
+      // what was in flight (research merge-queue §2.7).
+      const mergedAt = new Map<number, string>();
+      for (const k of good) {
+        const last = await lastTransition(s, numbers.get(k) ?? -1);
+        mergedAt.set(k, last?.at ?? "");
+      }
+      const queueOrder = [...good].sort((a, b) =>
+        (mergedAt.get(a) ?? "").localeCompare(mergedAt.get(b) ?? ""),
+      );
+      if (!batch) expect(queueOrder).toEqual(good);
       expect(await project.mainHistory()).toEqual([
         "Start the project",
-        ...good.map((k) => `Add ${String(k)} (#${String(numbers.get(k))})`),
+        ...queueOrder.map((k) => `Add ${String(k)} (#${String(numbers.get(k))})`),
       ]);
       expect(await testsPassAtMain(project.remote)).toBe(true);
       await waitFor(
