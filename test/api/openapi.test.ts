@@ -70,6 +70,12 @@ describe("the OpenAPI document", () => {
       "POST /v1/setImpactedTargets": true,
       "POST /v1/getMergeQueueTestingDetails": true,
       "GET /v1/getMergeQueueMetrics": true,
+      "POST /v1/local/createRepository": true,
+      "POST /v1/local/openPullRequest": true,
+      "POST /v1/local/closePullRequest": true,
+      "POST /v1/local/listPullRequests": true,
+      "POST /v1/local/listCiRuns": true,
+      "POST /v1/local/getCiLog": true,
       "POST /v1/metrics/createBundleUpload": true,
       "POST /v1/metrics/getQuarantineConfig": true,
       // The signed URL is the credential; telemetry is accepted and discarded.
