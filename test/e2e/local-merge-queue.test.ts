@@ -5,17 +5,18 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { Clock } from "../../src/lib/clock.js";
+import { testsPassAtMain } from "../helpers/local-project.js";
 import {
-  createLocalProject,
-  testsPassAtMain,
-  type LocalProject,
-} from "../helpers/local-project.js";
+  allConcluded,
+  createRepositoryAndQueue,
+  openPullRequest,
+  stateOf,
+  submit,
+  timeline,
+  type Call,
+} from "../helpers/local-queue.js";
 import { waitFor } from "../helpers/process.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
-
-const LOCAL = { host: "local", owner: "acme", name: "shop" };
-const QUEUE = { repo: LOCAL, targetBranch: "main" };
-const TERMINAL = new Set(["merged", "failed", "cancelled"]);
 
 /** PR k adds numbers/pk.txt holding k; #5 breaks the tests; #8 and #9 change the same line. */
 const BREAKING = 5;
@@ -29,18 +30,6 @@ function changesOf(k: number): Record<string, string> {
     files["shared.txt"] = `the first line, as #${String(k)} has it\n`;
   }
   return files;
-}
-
-interface SubmittedPr {
-  state: string;
-  prNumber: number;
-}
-
-interface TimelineEntry {
-  at: string;
-  toState: string;
-  reason: string;
-  detail: string | null;
 }
 
 let server: TestServer | undefined;
@@ -65,61 +54,6 @@ function acceleratedClock(fast: boolean): Clock {
   return { now: () => Date.now() + skipped };
 }
 
-async function ok<T>(response: Promise<{ status: number; body: T; text: string }>): Promise<T> {
-  const answered = await response;
-  if (answered.status !== 200) throw new Error(`${String(answered.status)}: ${answered.text}`);
-  return answered.body;
-}
-
-async function setUp(
-  s: TestServer,
-  settings: Record<string, unknown>,
-): Promise<{ project: LocalProject; numbers: Map<number, number> }> {
-  const { remoteUrl } = await ok(
-    s.call<{ remoteUrl: string }>("local/createRepository", { repo: LOCAL }),
-  );
-  const project = await createLocalProject(remoteUrl);
-  await ok(s.call("createQueue", QUEUE));
-  await ok(s.call("updateQueue", { ...QUEUE, testingTimeoutMinutes: 0, ...settings }));
-  const numbers = new Map<number, number>();
-  for (let k = 1; k <= 12; k++) {
-    await project.branch(`pr-${String(k)}`, changesOf(k), `Add ${String(k)}`);
-    const { number } = await ok(
-      s.call<{ number: number }>("local/openPullRequest", {
-        repo: LOCAL,
-        head: `pr-${String(k)}`,
-        base: "main",
-        title: `Add ${String(k)}`,
-        author: "dev",
-      }),
-    );
-    numbers.set(k, number);
-  }
-  return { project, numbers };
-}
-
-async function states(s: TestServer, numbers: Iterable<number>): Promise<Map<number, string>> {
-  const found = new Map<number, string>();
-  for (const number of numbers) {
-    const pr = await ok(
-      s.call<SubmittedPr>("getSubmittedPullRequest", { ...QUEUE, pr: { number } }),
-    );
-    found.set(number, pr.state);
-  }
-  return found;
-}
-
-async function lastTransition(s: TestServer, number: number): Promise<TimelineEntry | undefined> {
-  const pr = await ok(
-    s.call<{ timeline: TimelineEntry[] }>("getSubmittedPullRequest", {
-      ...QUEUE,
-      pr: { number },
-      includeTimeline: true,
-    }),
-  );
-  return pr.timeline.at(-1);
-}
-
 const SCENARIOS = [
   { batch: false, concurrency: 1 },
   { batch: false, concurrency: 4 },
@@ -137,34 +71,36 @@ describe.each(SCENARIOS)(
         engine: { pollMs: 100 },
       });
       const s = server;
-      const { project, numbers } = await setUp(s, {
+      const call: Call = (operation, body) => s.call(operation, body);
+      const project = await createRepositoryAndQueue(call, {
+        testingTimeoutMinutes: 0,
         concurrency,
         batch,
         batchingMinSize: 4,
         batchingMaxWaitTimeMinutes: 1,
         bisectionConcurrency: concurrency,
       });
-      for (const number of numbers.values()) {
-        await ok(s.call("submitPullRequest", { ...QUEUE, pr: { number } }));
-      }
-      await waitFor(
-        async () =>
-          [...(await states(s, numbers.values())).values()].every((st) => TERMINAL.has(st)),
-        "every pull request to conclude",
-        { timeoutMs: 150_000, intervalMs: 250 },
-      );
+      const numbers = new Map<number, number>();
+      for (let k = 1; k <= 12; k++)
+        numbers.set(k, await openPullRequest(call, project, k, changesOf(k)));
+      for (const number of numbers.values()) await submit(call, number);
+      await waitFor(() => allConcluded(call, numbers.values()), "every pull request to conclude", {
+        timeoutMs: 150_000,
+        intervalMs: 250,
+      });
 
-      const byK = await states(s, numbers.values());
-      const stateOf = (k: number) => byK.get(numbers.get(k) ?? -1);
+      const numberOf = (k: number) => numbers.get(k) ?? -1;
+      const lastTransition = async (k: number) => (await timeline(call, numberOf(k))).at(-1);
       const good = [1, 2, 3, 4, 6, 7, 8, 10, 11, 12];
-      for (const k of good) expect(stateOf(k), `#${String(k)}`).toBe("merged");
-      expect(stateOf(BREAKING)).toBe("failed");
-      expect(stateOf(9)).toBe("failed");
+      for (const k of good)
+        expect(await stateOf(call, numberOf(k)), `#${String(k)}`).toBe("merged");
+      expect(await stateOf(call, numberOf(BREAKING))).toBe("failed");
+      expect(await stateOf(call, numberOf(9))).toBe("failed");
 
-      const breaking = await lastTransition(s, numbers.get(BREAKING) ?? -1);
+      const breaking = await lastTransition(BREAKING);
       expect(breaking).toMatchObject({ toState: "failed", reason: "failing_required_check" });
       expect(breaking?.detail).toContain("test");
-      const conflicting = await lastTransition(s, numbers.get(9) ?? -1);
+      const conflicting = await lastTransition(9);
       expect(conflicting).toMatchObject({ toState: "failed", reason: "merge_conflict" });
       expect(conflicting?.detail).toContain("shared.txt");
 
@@ -173,7 +109,7 @@ describe.each(SCENARIOS)(
       // what was in flight (research merge-queue §2.7).
       const mergedAt = new Map<number, string>();
       for (const k of good) {
-        const last = await lastTransition(s, numbers.get(k) ?? -1);
+        const last = await lastTransition(k);
         mergedAt.set(k, last?.at ?? "");
       }
       const queueOrder = [...good].sort((a, b) =>
