@@ -120,7 +120,8 @@ export class UploadService {
       repositoryId: repository.id,
       clientVersion,
       createdAt: now,
-      urlExpiresAt: now,
+      // No URL is handed out; the window only has to cover the store below.
+      urlExpiresAt: now + UPLOAD_URL_TTL_MS,
     });
     const upload = await this.deps.uploads.find(id);
     if (!upload) throw new Error(`upload ${id} vanished`);

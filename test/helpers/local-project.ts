@@ -68,6 +68,8 @@ export interface LocalProject {
   branch(name: string, files: Record<string, string>, message?: string): Promise<string>;
   /** Commits on `main` and pushes it (an outside push to the target branch). */
   pushToMain(files: Record<string, string>, message: string): Promise<string>;
+  /** Brings the clone's `main` to the remote's (after the queue merged into it). */
+  syncMain(): Promise<void>;
   /** Fetches and answers the subjects of `main`'s first-parent history, oldest first. */
   mainHistory(): Promise<string[]>;
   /** Every branch of the remote. */
@@ -98,9 +100,12 @@ export async function createLocalProject(
       await git(dir, "checkout", "--quiet", "main");
       return sha;
     },
-    async pushToMain(changes, message) {
+    async syncMain() {
       await git(dir, "fetch", "--quiet", remote, "main");
       await git(dir, "reset", "--quiet", "--hard", "FETCH_HEAD");
+    },
+    async pushToMain(changes, message) {
+      await this.syncMain();
       await write(dir, changes);
       await git(dir, "add", "-A");
       await git(dir, "commit", "--quiet", "-m", message);
