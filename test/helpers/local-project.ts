@@ -87,6 +87,10 @@ export async function createLocalProject(
   await git(dir, "add", "-A");
   await git(dir, "commit", "--quiet", "-m", "Start the project");
   await git(dir, "push", "--quiet", remote, "main");
+  const syncMain = async () => {
+    await git(dir, "fetch", "--quiet", remote, "main");
+    await git(dir, "reset", "--quiet", "--hard", "FETCH_HEAD");
+  };
   return {
     dir,
     remote,
@@ -100,12 +104,9 @@ export async function createLocalProject(
       await git(dir, "checkout", "--quiet", "main");
       return sha;
     },
-    async syncMain() {
-      await git(dir, "fetch", "--quiet", remote, "main");
-      await git(dir, "reset", "--quiet", "--hard", "FETCH_HEAD");
-    },
+    syncMain,
     async pushToMain(changes, message) {
-      await this.syncMain();
+      await syncMain();
       await write(dir, changes);
       await git(dir, "add", "-A");
       await git(dir, "commit", "--quiet", "-m", message);
