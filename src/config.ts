@@ -17,6 +17,8 @@ export interface ServiceConfig {
   retentionDays: number;
   /** Largest bundle a `PUT` may store. */
   maxBundleBytes: number;
+  /** Checks the built-in CI runner runs at once. */
+  ciParallelism: number;
   bootstrap: { organization: string; token: string } | undefined;
 }
 
@@ -91,6 +93,13 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       `MAINLINE_MAX_BUNDLE_MB must be a whole number of megabytes, at least 1 (got "${bundleText}").`,
     );
   }
+  const parallelText = nonEmpty(env.MAINLINE_CI_PARALLELISM) ?? "2";
+  const ciParallelism = Number(parallelText);
+  if (!/^\d+$/.test(parallelText) || ciParallelism < 1 || ciParallelism > 256) {
+    throw new ConfigError(
+      `MAINLINE_CI_PARALLELISM must be a whole number of checks from 1 to 256 (got "${parallelText}").`,
+    );
+  }
   return {
     host,
     port,
@@ -101,6 +110,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
     logLevel,
     retentionDays,
     maxBundleBytes: bundleMb * 1024 * 1024,
+    ciParallelism,
     bootstrap:
       bootstrapOrg && bootstrapToken
         ? { organization: bootstrapOrg, token: bootstrapToken }

@@ -15,6 +15,7 @@ describe("service configuration", () => {
       logLevel: "info",
       retentionDays: 90,
       maxBundleBytes: 1024 * 1024 * 1024,
+      ciParallelism: 2,
       bootstrap: undefined,
     });
   });
@@ -23,6 +24,8 @@ describe("service configuration", () => {
     expect(() => loadServiceConfig({ MAINLINE_RETENTION_DAYS: "7" })).toThrow(/8 to 36500/);
     expect(() => loadServiceConfig({ MAINLINE_RETENTION_DAYS: "ninety" })).toThrow(/whole number/);
     expect(() => loadServiceConfig({ MAINLINE_MAX_BUNDLE_MB: "0" })).toThrow(/at least 1/);
+    expect(() => loadServiceConfig({ MAINLINE_CI_PARALLELISM: "0" })).toThrow(/1 to 256/);
+    expect(() => loadServiceConfig({ MAINLINE_CI_PARALLELISM: "two" })).toThrow(/whole number/);
   });
 
   it("reads every variable", () => {
@@ -35,6 +38,7 @@ describe("service configuration", () => {
       LOG_LEVEL: "DEBUG",
       MAINLINE_RETENTION_DAYS: "30",
       MAINLINE_MAX_BUNDLE_MB: "64",
+      MAINLINE_CI_PARALLELISM: "8",
       MAINLINE_BOOTSTRAP_ORG: "ci",
       MAINLINE_BOOTSTRAP_TOKEN: "t".repeat(32),
     });
@@ -48,6 +52,7 @@ describe("service configuration", () => {
       logLevel: "debug",
       retentionDays: 30,
       maxBundleBytes: 64 * 1024 * 1024,
+      ciParallelism: 8,
       bootstrap: { organization: "ci", token: "t".repeat(32) },
     });
   });

@@ -24,6 +24,7 @@ Environment:
   LOG_LEVEL                 fatal|error|warn|info|debug|trace|silent (default info)
   MAINLINE_RETENTION_DAYS   raw test runs older than this are pruned (default 90, min 8)
   MAINLINE_MAX_BUNDLE_MB    largest test-results bundle accepted (default 1024)
+  MAINLINE_CI_PARALLELISM   checks the built-in CI runner runs at once (default 2)
   MAINLINE_BOOTSTRAP_ORG    with MAINLINE_BOOTSTRAP_TOKEN (32+ characters): make sure that
   MAINLINE_BOOTSTRAP_TOKEN  organization exists and accepts that token`,
     )
@@ -46,6 +47,7 @@ Environment:
         dataDir: config.dataDir,
         publicUrl: config.explicitPublicUrl,
         maxBundleBytes: config.maxBundleBytes,
+        ciParallelism: config.ciParallelism,
         worker: { retentionDays: config.retentionDays },
         logger: {
           info: (fields, message) => log?.info(fields, message),
