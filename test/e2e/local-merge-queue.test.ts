@@ -11,7 +11,7 @@ import {
   type LocalProject,
 } from "../helpers/local-project.js";
 import { waitFor } from "../helpers/process.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { ok, startTestServer, type TestServer } from "../helpers/server.js";
 
 const LOCAL = { host: "local", owner: "acme", name: "shop" };
 const QUEUE = { repo: LOCAL, targetBranch: "main" };
@@ -63,12 +63,6 @@ function acceleratedClock(fast: boolean): Clock {
     }, 100);
   }
   return { now: () => Date.now() + skipped };
-}
-
-async function ok<T>(response: Promise<{ status: number; body: T; text: string }>): Promise<T> {
-  const answered = await response;
-  if (answered.status !== 200) throw new Error(`${String(answered.status)}: ${answered.text}`);
-  return answered.body;
 }
 
 async function setUp(
