@@ -150,15 +150,19 @@ describe.each(SCENARIOS)(
 
       const byK = await states(s, numbers.values());
       const stateOf = (k: number) => byK.get(numbers.get(k) ?? -1);
-      const good = [1, 2, 3, 4, 6, 7, 8, 10, 11, 12];
+      // Of the two that conflict, the first to land wins. That is #8, except that a bisected batch
+      // leaves the main queue (research merge-queue §2.7): #9, behind it, may land first.
+      const [landed, conflicted] =
+        batch && stateOf(9) === "merged" ? ([9, 8] as const) : ([8, 9] as const);
+      const good = [1, 2, 3, 4, 6, 7, landed, 10, 11, 12];
       for (const k of good) expect(stateOf(k), `#${String(k)}`).toBe("merged");
       expect(stateOf(BREAKING)).toBe("failed");
-      expect(stateOf(9)).toBe("failed");
+      expect(stateOf(conflicted)).toBe("failed");
 
       const breaking = await lastTransition(s, numbers.get(BREAKING) ?? -1);
       expect(breaking).toMatchObject({ toState: "failed", reason: "failing_required_check" });
       expect(breaking?.detail).toContain("test");
-      const conflicting = await lastTransition(s, numbers.get(9) ?? -1);
+      const conflicting = await lastTransition(s, numbers.get(conflicted) ?? -1);
       expect(conflicting).toMatchObject({ toState: "failed", reason: "merge_conflict" });
       expect(conflicting?.detail).toContain("shared.txt");
 
