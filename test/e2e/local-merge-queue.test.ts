@@ -138,9 +138,13 @@ describe.each(SCENARIOS)(
         batchingMaxWaitTimeMinutes: 1,
         bisectionConcurrency: concurrency,
       });
+      // Every pull request is queued before anything merges: a PR that conflicts with main when
+      // it is submitted (#9 after #8 landed) would wait as not_ready instead of failing.
+      await ok(s.call("updateQueue", { ...QUEUE, state: "paused" }));
       for (const number of numbers.values()) {
         await ok(s.call("submitPullRequest", { ...QUEUE, pr: { number } }));
       }
+      await ok(s.call("updateQueue", { ...QUEUE, state: "running" }));
       await waitFor(
         async () =>
           [...(await states(s, numbers.values())).values()].every((st) => TERMINAL.has(st)),
