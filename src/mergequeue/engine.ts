@@ -390,6 +390,7 @@ class StepWork {
         outcome: "failed",
         failingChecks: [],
         reason: result.error.reason,
+        detail: result.error.message,
       };
     }
     // The queue's override, else what the CI resolved from the repository's configuration, else

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, stopAllProcesses, type CliResult } from "../helpers/process.js";
 import { InMemoryGitHost, startEngineServer } from "../helpers/git-host.js";
 import type { TestServer } from "../helpers/server.js";
+import { failed, succeeded } from "./support.js";
 
 const REPO = { host: "github.com", owner: "acme", name: "app" };
 const BRANCH = "cli-main";
@@ -53,19 +54,6 @@ const pr = (...args: string[]): Promise<CliResult> =>
     "--token",
     server.token,
   ]);
-
-function succeeded(result: CliResult): CliResult {
-  expect(result.stderr).not.toMatch(/^mainline: /m);
-  expect(result.code).toBe(0);
-  return result;
-}
-
-function failed(result: CliResult): string {
-  expect(result.code).not.toBe(0);
-  expect(result.code).not.toBeNull();
-  expect(result.stdout).toBe("");
-  return result.stderr;
-}
 
 type Json = Record<string, unknown> & {
   pullRequests?: { prNumber: number }[];

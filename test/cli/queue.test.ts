@@ -10,7 +10,7 @@ import {
   type RunningServer,
 } from "../helpers/process.js";
 import { QUEUE_DEFAULTS } from "../helpers/contract.js";
-import { post } from "./support.js";
+import { failed, post, succeeded } from "./support.js";
 
 let database: TestDatabase;
 let server: RunningServer;
@@ -38,20 +38,6 @@ const withFlags = (...args: string[]): Promise<CliResult> =>
 /** `mainline queue …` told where the server is with MAINLINE_URL and MAINLINE_TOKEN. */
 const withEnv = (args: string[], env: Record<string, string> = {}): Promise<CliResult> =>
   runCli(["queue", ...args], { MAINLINE_URL: server.url, MAINLINE_TOKEN: TOKEN, ...env });
-
-function succeeded(result: CliResult): CliResult {
-  expect(result.stderr).not.toMatch(/^mainline: /m);
-  expect(result.code).toBe(0);
-  return result;
-}
-
-function failed(result: CliResult): string {
-  expect(result.timedOut).toBe(false);
-  expect(result.code).not.toBe(0);
-  expect(result.code).not.toBeNull();
-  expect(result.stdout).toBe("");
-  return result.stderr;
-}
 
 const parsed = (result: CliResult) =>
   JSON.parse(succeeded(result).stdout) as Record<string, unknown>;

@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { inject } from "vitest";
+import { expect, inject } from "vitest";
+import type { CliResult } from "../helpers/process.js";
 
 /** What a CLI-generated API token looks like: `mlt_` + 32 random bytes in base64url. */
 export const TOKEN_PATTERN = /^mlt_[A-Za-z0-9_-]{43}$/;
@@ -89,4 +90,20 @@ export async function createEmptyDatabase(): Promise<EmptyDatabase> {
       }
     },
   };
+}
+
+/** A command that succeeded: exit code 0 and no `mainline: ` error line. */
+export function succeeded(result: CliResult): CliResult {
+  expect(result.stderr).not.toMatch(/^mainline: /m);
+  expect(result.code).toBe(0);
+  return result;
+}
+
+/** A command that failed by itself (not killed): a non-zero exit, nothing on stdout; its stderr. */
+export function failed(result: CliResult): string {
+  expect(result.timedOut).toBe(false);
+  expect(result.code).not.toBe(0);
+  expect(result.code).not.toBeNull();
+  expect(result.stdout).toBe("");
+  return result.stderr;
 }

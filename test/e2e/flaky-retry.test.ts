@@ -7,7 +7,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { PROJECT_FILES } from "../helpers/local-project.js";
+import { PROJECT_FILES, mainlineYml } from "../helpers/local-project.js";
 import {
   LOCAL,
   allConcluded,
@@ -43,14 +43,7 @@ function testScript(checkout: string, numbers: string): string {
 
 const FILES: Record<string, string> = {
   ...PROJECT_FILES,
-  ".mainline.yml": [
-    "ci:",
-    "  checks:",
-    "    - name: test",
-    "      run: sh test.sh",
-    '      junit_paths: ["reports/*.xml"]',
-    "",
-  ].join("\n"),
+  ".mainline.yml": mainlineYml("sh test.sh", ['      junit_paths: ["reports/*.xml"]']),
   "test.sh": testScript("pass", "pass"),
 };
 

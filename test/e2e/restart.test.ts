@@ -8,7 +8,12 @@ import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { post } from "../cli/support.js";
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from "../helpers/database.js";
-import { PROJECT_FILES, testsPassAtMain, type LocalProject } from "../helpers/local-project.js";
+import {
+  PROJECT_FILES,
+  mainlineYml,
+  testsPassAtMain,
+  type LocalProject,
+} from "../helpers/local-project.js";
 import {
   QUEUE,
   allConcluded,
@@ -24,14 +29,7 @@ import { startServer, stopAllProcesses, waitFor, type RunningServer } from "../h
 /** Checks that take a moment, so that the kill lands while runs are in flight. */
 const SLOW_PROJECT: Record<string, string> = {
   ...PROJECT_FILES,
-  ".mainline.yml": [
-    "ci:",
-    "  checks:",
-    "    - name: test",
-    "      run: sleep 0.4 && sh test.sh",
-    "      timeout_minutes: 2",
-    "",
-  ].join("\n"),
+  ".mainline.yml": mainlineYml("sleep 0.4 && sh test.sh"),
 };
 
 const PRS = 8;

@@ -35,16 +35,14 @@ async function write(dir: string, files: Record<string, string>): Promise<void> 
   }
 }
 
+/** A `.mainline.yml` with one check, `test`, running `run`. */
+export function mainlineYml(run: string, extra: string[] = ["      timeout_minutes: 2"]): string {
+  return ["ci:", "  checks:", "    - name: test", `      run: ${run}`, ...extra, ""].join("\n");
+}
+
 /** The project: numbers that must all be whole numbers, checked by `test.sh`. */
 export const PROJECT_FILES: Record<string, string> = {
-  ".mainline.yml": [
-    "ci:",
-    "  checks:",
-    "    - name: test",
-    "      run: sh test.sh",
-    "      timeout_minutes: 2",
-    "",
-  ].join("\n"),
+  ".mainline.yml": mainlineYml("sh test.sh"),
   "test.sh": [
     "#!/bin/sh",
     "# Every file in numbers/ must hold a whole number.",

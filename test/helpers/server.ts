@@ -91,3 +91,12 @@ export async function startTestServer(
 }
 
 export const REPO = { host: "github.com", owner: "acme", name: "app" };
+
+/** The body of a 200 answer; anything else throws with the status and the answer's text. */
+export async function ok<T>(
+  response: Promise<{ status: number; body: T; text: string }>,
+): Promise<T> {
+  const answered = await response;
+  if (answered.status !== 200) throw new Error(`${String(answered.status)}: ${answered.text}`);
+  return answered.body;
+}

@@ -190,7 +190,13 @@ describe("the merge-queue engine, on a real database", () => {
       { requiredStatuses: { statuses: ["test"], source: "mainline_config" } },
     );
     await until(() => host.mergeLog(repo).includes(4), "the merge despite the optional check");
-    const run = await runtime().run(queueId, defined(ci.runsFor(queueId, [4])[0]).runId);
+    // The git host merged it before the queue's step is stored: wait for the stored run.
+    const runId = defined(ci.runsFor(queueId, [4])[0]).runId;
+    await until(
+      async () => (await runtime().run(queueId, runId))?.status === "passed",
+      "the passed run to be stored",
+    );
+    const run = await runtime().run(queueId, runId);
     expect(run).toMatchObject({
       requiredStatuses: ["test"],
       requiredStatusesSource: "mainline_config",
@@ -231,7 +237,13 @@ describe("the merge-queue engine, on a real database", () => {
     const head = host.push(repo, "main");
     await e.notify(queueId, { type: "branch_moved" });
     await until(() => ci.runsFor(queueId, [2]).length === 2, "#2 tested again on the new base");
-    const again = await runtime().run(queueId, defined(ci.runsFor(queueId, [2])[1]).runId);
+    // The CI was asked before the queue's step is stored: wait for the stored run.
+    const againId = defined(ci.runsFor(queueId, [2])[1]).runId;
+    await until(
+      async () => (await runtime().run(queueId, againId)) !== undefined,
+      "the new run to be stored",
+    );
+    const again = await runtime().run(queueId, againId);
     expect(again?.baseSha).toBe(head);
   });
 

@@ -1,5 +1,5 @@
 /** The built-in CI runner's runs and logs, per merge queue. */
-import { Type } from "typebox";
+import { Type, type Static } from "typebox";
 import type { CiRunRecord } from "../../ci/records.js";
 import type { CiRunService } from "../../ci/service.js";
 import { QueueAddressFields } from "../mergequeue/schemas.js";
@@ -36,7 +36,10 @@ const CiRun = Type.Object({
   finishedAt: NullableTime,
 });
 
-function present(run: CiRunRecord) {
+/** A run of the built-in CI runner as the API answers it. */
+export type CiRunView = Static<typeof CiRun>;
+
+function present(run: CiRunRecord): CiRunView {
   return {
     runId: run.runId,
     status: run.status,

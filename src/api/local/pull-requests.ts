@@ -2,7 +2,7 @@
  * The local git host's operations (contract §6): create a repository, open, close and list its
  * pull requests. Repositories are `{host: "local", owner, name}`.
  */
-import { Type } from "typebox";
+import { Type, type Static } from "typebox";
 import type { LocalPullRequestRecord } from "../../githost/local/records.js";
 import type { LocalHostService } from "../../githost/local/service.js";
 import { principalOf } from "../plugins/auth.js";
@@ -36,6 +36,9 @@ const LocalPullRequest = Type.Object({
     description: "The commit that landed it on the base branch.",
   }),
 });
+
+/** A pull request of the local git host as the API answers it. */
+export type LocalPullRequestView = Static<typeof LocalPullRequest>;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

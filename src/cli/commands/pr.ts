@@ -4,6 +4,7 @@ import { CliError, callApi, type ClientOptions } from "../client.js";
 import { address, addressOptions, client, type QueueOptions } from "./queue.js";
 import { parseLocalRepoArg, serverOptions } from "./repo.js";
 import type { RepoRef } from "../../db/stores/repositories.js";
+import type { LocalPullRequestView } from "../../api/local/pull-requests.js";
 
 /** A pull request number: digits (a leading `#` is allowed), at most 4294967295. */
 export function parsePrNumber(value: string): number {
@@ -117,20 +118,8 @@ export function formatPullRequestList(prs: MergeItem[]): string {
 
 const json = (body: unknown) => write(JSON.stringify(body, null, 2) + "\n");
 
-/** A pull request of the local git host, as `local/listPullRequests` answers it. */
-interface LocalPullRequest {
-  number: number;
-  title: string;
-  author: string;
-  head: string;
-  base: string;
-  headSha: string | null;
-  state: string;
-  createdAt: string;
-}
-
 /** `pr list --local`: one row per pull request of the local git host. */
-export function formatLocalPullRequestList(prs: LocalPullRequest[]): string {
+export function formatLocalPullRequestList(prs: LocalPullRequestView[]): string {
   return formatTable([
     ["PR", "STATE", "HEAD", "BASE", "SHA", "AUTHOR", "TITLE"],
     ...prs.map((pr) => [
@@ -284,7 +273,7 @@ export function registerPullRequestCommands(program: Command): void {
         },
       ) => {
         if (o.local) {
-          const { pullRequests } = await callApi<{ pullRequests: LocalPullRequest[] }>(
+          const { pullRequests } = await callApi<{ pullRequests: LocalPullRequestView[] }>(
             client(o),
             "local/listPullRequests",
             {

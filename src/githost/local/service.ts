@@ -59,7 +59,10 @@ export class LocalHostService {
         `The local repository ${local.owner}/${local.name} belongs to another organization.`,
       );
     }
-    const { created } = await this.deps.bare.create(local.owner, local.name);
+    // The path on disk is the one the organization's repository was created with: another
+    // spelling of its name (names match case-insensitively) is the same repository.
+    const onDisk = elsewhere ?? local;
+    const { created } = await this.deps.bare.create(onDisk.owner, onDisk.name);
     if (!created && elsewhere) {
       throw new ApiError(
         "conflict",
@@ -71,7 +74,7 @@ export class LocalHostService {
       local,
       this.deps.clock.now(),
     );
-    return { repository, remoteUrl: this.deps.bare.path(local.owner, local.name) };
+    return { repository, remoteUrl: this.deps.bare.path(repository.owner, repository.name) };
   }
 
   async openPullRequest(
