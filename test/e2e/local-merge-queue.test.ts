@@ -143,10 +143,15 @@ describe.each(SCENARIOS)(
         batchingMinSize: 4,
         batchingMaxWaitTimeMinutes: 1,
         bisectionConcurrency: concurrency,
+        // Unbatched, every PR is in the queue before the first run starts: checks this quick
+        // could otherwise merge #8 before #9 is submitted, which then waits as not mergeable
+        // instead of failing its test merge. (Batches wait for four PRs anyway.)
+        ...(batch ? {} : { state: "paused" }),
       });
       for (const number of numbers.values()) {
         await ok(s.call("submitPullRequest", { ...QUEUE, pr: { number } }));
       }
+      if (!batch) await ok(s.call("updateQueue", { ...QUEUE, state: "running" }));
       await waitFor(
         async () =>
           [...(await states(s, numbers.values())).values()].every((st) => TERMINAL.has(st)),
