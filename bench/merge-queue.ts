@@ -35,7 +35,8 @@ import {
   type SimulationReport,
 } from "../src/mergequeue/simulator/index.js";
 import { ROOT } from "./support/server.js";
-import { integerFromEnv } from "./support/env.js";
+import { integerFromEnv, listFromEnv } from "./support/env.js";
+import { machineInfo } from "./support/machine.js";
 import { formatTable } from "./support/table.js";
 
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "merge-queue.json");
@@ -43,12 +44,7 @@ const RESULTS_FILE = path.join(ROOT, "bench", "results", "merge-queue.json");
 const SEEDS = integerFromEnv("BENCH_SEEDS", 5, 1, 100);
 const PRS = integerFromEnv("BENCH_PRS", 3000, 100, 1_000_000);
 const DAY_BUDGET_SECONDS = integerFromEnv("BENCH_DAY_BUDGET_SECONDS", 300, 10, 36_000);
-const SCENARIOS = new Set(
-  (process.env.BENCH_SCENARIOS ?? "1,2,3,4,5")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean),
-);
+const SCENARIOS = new Set(listFromEnv("BENCH_SCENARIOS", "1,2,3,4,5"));
 
 const TARGETS = {
   modelTolerance: 0.05,
@@ -440,13 +436,7 @@ async function writeResults(
 ): Promise<void> {
   const json = {
     measuredAt: new Date().toISOString(),
-    machine: {
-      cpus: os.cpus().length,
-      cpuModel: os.cpus()[0]?.model ?? "unknown",
-      // Other work on the machine before the run: it stretches wall times (scenarios 4, 5).
-      loadAverage1mBefore: round(loadAverageBefore, 2),
-      loadAverage1mAfter: round(os.loadavg()[0] ?? 0, 2),
-    },
+    machine: machineInfo(loadAverageBefore),
     node: process.version,
     settings: { seeds: SEEDS, prs: PRS, daySeconds: DAY_BUDGET_SECONDS },
     simulations: measured,

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
+import path from "node:path";
 import type { FastifyServerOptions } from "fastify";
 import { buildServer } from "./api/server.js";
 import type { ApiApp } from "./api/types.js";
@@ -32,6 +33,7 @@ import { RepositoryAccess } from "./testhealth/repository-access.js";
 import { DEFAULT_MAX_BUNDLE_BYTES, UploadService } from "./testhealth/upload-service.js";
 import { VERSION } from "./version.js";
 import { CiRunService } from "./ci/service.js";
+import { CheckoutPool } from "./ci/checkouts.js";
 import { LocalCiRunner } from "./ci/runner.js";
 import { CiTestResults } from "./ci/test-results.js";
 import { LocalHostChanges } from "./githost/local/changes.js";
@@ -178,11 +180,18 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     clock,
   });
   const log = options.logger ?? silentLogger;
+  // Runs reuse the checkouts of finished runs (a checkout of a large repository costs seconds).
+  const checkouts = new CheckoutPool({
+    root: path.join(dataDir, "ci", "checkouts", randomUUID()),
+    checkout: (repo, sha, dir) => localHost.checkout(repo, sha, dir),
+    refresh: (repo, sha, dir) => localHost.refreshCheckout(repo, sha, dir),
+  });
   const runner = new LocalCiRunner({
     dataDir,
     records: ciRunStore,
     readFile: (repo, sha, file) => localHost.readFile(repo, sha, file),
     checkout: (repo, sha, dir) => localHost.checkout(repo, sha, dir),
+    workspaces: checkouts,
     clock,
     testResults: (input) => testResults.report(input),
     logger: {
@@ -257,6 +266,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     async stop() {
       await watcher.stop();
       await runner.stop();
+      await checkouts.close();
     },
   };
   const pullRequests = new PullRequestService({

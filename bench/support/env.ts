@@ -8,3 +8,11 @@ export function integerFromEnv(name: string, fallback: number, min: number, max:
   }
   return number;
 }
+
+/** A comma-separated setting from the environment: its non-empty items, trimmed. */
+export function listFromEnv(name: string, fallback: string): string[] {
+  return (process.env[name] ?? fallback)
+    .split(",")
+    .map((item) => item.trim())
+    .filter(Boolean);
+}

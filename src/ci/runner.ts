@@ -1,6 +1,7 @@
 /**
  * The built-in CI runner (contract §6): runs the checks of `.mainline.yml` at the tested commit,
- * on this machine, in a throwaway checkout, and reports their conclusions to the queue driver.
+ * on this machine, in a checkout held by the run alone (fresh, or reused: `checkouts.ts`), and
+ * reports their conclusions to the queue driver.
  *
  * Every run is recorded before anything happens (`CiRunRecords`), so that a restarted server can
  * `resume()` the runs it had not finished from their stored requests. Checks of all runs share a
@@ -8,8 +9,7 @@
  * environment by `checkEnvironment`. Logs live at
  * `{dataDir}/ci/logs/{queueId}/{runId}/{n}-{check}.log` (a rerun overwrites them).
  */
-import { randomUUID } from "node:crypto";
-import { mkdir, readFile, rm } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { systemClock, type Clock } from "../lib/clock.js";
 import { expandGlobs } from "../lib/glob.js";
@@ -24,6 +24,7 @@ import {
   type HostedRepository,
   type RequiredStatusesSource,
 } from "../mergequeue/providers.js";
+import { FreshCheckouts, type Workspace, type Workspaces } from "./checkouts.js";
 import { parseMainlineConfig, parseTrunkRequiredStatuses, type CheckDefinition } from "./config.js";
 import { checkEnvironment } from "./environment.js";
 import { runCommand } from "./process.js";
@@ -53,6 +54,11 @@ export interface LocalCiRunnerOptions {
   readFile(repo: HostedRepository, sha: string, file: string): Promise<string | undefined>;
   /** Puts a working tree of `sha` at `dir` (which does not exist yet). */
   checkout(repo: HostedRepository, sha: string, dir: string): Promise<void>;
+  /**
+   * Where runs get their working trees; default: a fresh `checkout` per run under
+   * `{dataDir}/ci/work`, removed when the run ends.
+   */
+  workspaces?: Workspaces;
   /** Checks running at once, across all runs. Default 2. */
   parallelism?: number;
   clock?: Clock;
@@ -126,11 +132,17 @@ export class LocalCiRunner implements CiProvider {
   private readonly active = new Map<string, { controller: AbortController; done: Promise<void> }>();
   private readonly slots: Slots;
   private readonly clock: Clock;
+  private readonly workspaces: Workspaces;
   private stopped = false;
 
   constructor(private readonly options: LocalCiRunnerOptions) {
     this.slots = new Slots(options.parallelism ?? 2);
     this.clock = options.clock ?? systemClock;
+    this.workspaces =
+      options.workspaces ??
+      new FreshCheckouts(path.join(options.dataDir, "ci", "work"), (repo, sha, dir) =>
+        options.checkout(repo, sha, dir),
+      );
   }
 
   /** Records the run and starts it in the background; a run already known is left alone. */
@@ -246,16 +258,11 @@ export class LocalCiRunner implements CiProvider {
     }
     record.checks = plannedChecks(request, prepared.checks);
     await writer.save();
-    const workDir = path.join(
-      this.options.dataDir,
-      "ci",
-      "work",
-      `${safeName(request.queueId)}-${safeName(request.runId)}-${randomUUID()}`,
-    );
     const flakyByCheck = new Map<string, boolean>();
+    let workspace: Workspace | undefined;
     try {
-      await mkdir(path.dirname(workDir), { recursive: true });
-      await this.options.checkout(request.repo, request.sha, workDir);
+      workspace = await this.workspaces.acquire(request.repo, request.sha);
+      const workDir = workspace.dir;
       // Every check settles before the checkout goes, even when one of them could not start.
       const ran = await Promise.allSettled(
         prepared.checks.map((check, index) => this.runCheck(writer, check, index, workDir, signal)),
@@ -272,7 +279,7 @@ export class LocalCiRunner implements CiProvider {
       }
       record.error = { reason: "runner_failure", message: errorMessage(error) };
     } finally {
-      await rm(workDir, { recursive: true, force: true });
+      await workspace?.release();
     }
     if (await this.settleIfAborted(writer, signal)) return;
     await this.finish(writer, prepared, flakyByCheck);

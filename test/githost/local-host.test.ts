@@ -1,6 +1,7 @@
-import { rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { CheckoutPool } from "../../src/ci/checkouts.js";
 import { LocalGitHost } from "../../src/githost/local/host.js";
 import { LocalRepositories } from "../../src/githost/local/repositories.js";
 import type { MergeMethod } from "../../src/mergequeue/settings.js";
@@ -427,5 +428,82 @@ describe("merges", () => {
     const later = pushToMain({ "later.txt": "l\n" });
     expect(await host.merge(request)).toEqual({ ok: true, sha: landed });
     expect(mainHead()).toBe(later);
+  });
+});
+
+describe("checkouts for the built-in runner", () => {
+  /** Every file of a working tree (outside `.git`), relative path → content. */
+  function treeOf(dir: string): Record<string, string> {
+    const files: Record<string, string> = {};
+    const walk = (at: string) => {
+      for (const entry of readdirSync(join(dir, at), { withFileTypes: true })) {
+        const relative = at === "" ? entry.name : `${at}/${entry.name}`;
+        if (relative === ".git") continue;
+        if (entry.isDirectory()) walk(relative);
+        else files[relative] = readFileSync(join(dir, relative), "utf8");
+      }
+    };
+    walk("");
+    return files;
+  }
+
+  function pool(): CheckoutPool {
+    return new CheckoutPool({
+      root: join(root, "checkouts"),
+      checkout: (r, sha, dir) => host.checkout(r, sha, dir),
+      refresh: (r, sha, dir) => host.refreshCheckout(r, sha, dir),
+      maxIdlePerRepository: 1,
+    });
+  }
+
+  it("reuses a released checkout, brought to exactly the next commit whatever the last run left", async () => {
+    const checkouts = pool();
+    const first = await checkouts.acquire(repo, baseSha);
+    expect(treeOf(first.dir)).toEqual({ "shared.txt": "one\ntwo\nthree\n", "README.md": "app\n" });
+    // What a check might leave: changed and deleted tracked files, new and ignored files, a hook.
+    writeFileSync(join(first.dir, "README.md"), "scribbled\n");
+    rmSync(join(first.dir, "shared.txt"));
+    mkdirSync(join(first.dir, "build"));
+    writeFileSync(join(first.dir, "build", "out.o"), "binary\n");
+    writeFileSync(join(first.dir, ".gitignore"), "build/\n");
+    const hooked = join(root, "hooked");
+    writeFileSync(
+      join(first.dir, ".git", "hooks", "post-checkout"),
+      `#!/bin/sh\ntouch ${hooked}\n`,
+      {
+        mode: 0o755,
+      },
+    );
+    await first.release();
+
+    const pr = openPullRequest("feature", { "f.txt": "f\n", "README.md": null });
+    const second = await checkouts.acquire(repo, pr.headSha);
+    expect(second.dir).toBe(first.dir);
+    expect(treeOf(second.dir)).toEqual({ "shared.txt": "one\ntwo\nthree\n", "f.txt": "f\n" });
+    expect(plainGit(second.dir, ["rev-parse", "HEAD"])).toBe(pr.headSha);
+    expect(existsSync(hooked)).toBe(false);
+
+    // Held by one run at a time: another run meanwhile gets a checkout of its own.
+    const third = await checkouts.acquire(repo, baseSha);
+    expect(third.dir).not.toBe(second.dir);
+    await second.release();
+    await third.release(); // beyond the one idle checkout kept: removed
+    expect(existsSync(third.dir)).toBe(false);
+    await checkouts.close();
+    expect(existsSync(join(root, "checkouts"))).toBe(false);
+  });
+
+  it("makes a fresh checkout when a run broke the one it had", async () => {
+    const checkouts = pool();
+    const first = await checkouts.acquire(repo, baseSha);
+    rmSync(join(first.dir, ".git"), { recursive: true, force: true });
+    writeFileSync(join(first.dir, "left.txt"), "behind\n");
+    await first.release();
+    const second = await checkouts.acquire(repo, baseSha);
+    expect(treeOf(second.dir)).toEqual({ "shared.txt": "one\ntwo\nthree\n", "README.md": "app\n" });
+    expect(second.dir).not.toBe(first.dir);
+    expect(existsSync(first.dir)).toBe(false);
+    await second.release();
+    await checkouts.close();
   });
 });

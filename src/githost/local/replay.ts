@@ -11,14 +11,12 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { git, runGit } from "./git.js";
+import { NO_HOOKS, git, runGit } from "./git.js";
 import type { RepositoryGit } from "./repository-git.js";
 
 export type Replay = { ok: true; sha: string } | { ok: false; message: string };
 
 /** Hooks of the hosted repository are the pushers' business, never run by Mainline. */
-const NO_HOOKS = ["-c", "core.hooksPath=/dev/null"];
-
 /** The non-merge commits of `head` that `onto` lacks, oldest first, replayed onto `onto`. */
 export async function replayOnto(
   repository: RepositoryGit,

@@ -1,0 +1,120 @@
+/**
+ * Working trees for the built-in runner's runs. A fresh checkout of a large repository costs
+ * seconds (10,000 files written: ~2-5 s, docs/benchmarks.md), and removing it afterwards most of a
+ * second more, on every run. `CheckoutPool` keeps the checkouts of finished runs, per repository,
+ * and hands one to the next run after bringing it to the tested commit: tracked files forced to
+ * the commit, everything else (untracked and ignored files) removed. Only the files that differ
+ * are written.
+ *
+ * A checkout is only ever reused for the same repository, and by one run at a time. One that
+ * cannot be brought to the commit (a check broke its `.git`) is removed and a fresh one made.
+ * The pool's checkouts live in a directory of their own per pool (per process), removed by `close`.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdir, rm } from "node:fs/promises";
+import path from "node:path";
+import type { HostedRepository } from "../mergequeue/providers.js";
+
+/** A working tree of one commit, held by one run until released. */
+export interface Workspace {
+  dir: string;
+  /** Hands the working tree back (reused or removed); the run's checks have all ended. */
+  release(): Promise<void>;
+}
+
+export interface Workspaces {
+  acquire(repo: HostedRepository, sha: string): Promise<Workspace>;
+}
+
+export type CheckoutFunction = (repo: HostedRepository, sha: string, dir: string) => Promise<void>;
+
+/** A checkout per run, removed afterwards: the runner's default. */
+export class FreshCheckouts implements Workspaces {
+  constructor(
+    private readonly root: string,
+    private readonly checkout: CheckoutFunction,
+  ) {}
+
+  async acquire(repo: HostedRepository, sha: string): Promise<Workspace> {
+    const dir = path.join(this.root, randomUUID());
+    await mkdir(this.root, { recursive: true });
+    try {
+      await this.checkout(repo, sha, dir);
+    } catch (error) {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    }
+    return { dir, release: () => rm(dir, { recursive: true, force: true }) };
+  }
+}
+
+export interface CheckoutPoolOptions {
+  /** The pool's own directory (created as needed, removed by `close`). */
+  root: string;
+  /** Makes a fresh working tree of `sha` at `dir`, which does not exist. */
+  checkout: CheckoutFunction;
+  /** Brings an existing working tree at `dir` to exactly `sha`; throws when it cannot. */
+  refresh: CheckoutFunction;
+  /** Idle checkouts kept per repository (default 4); more are removed when released. */
+  maxIdlePerRepository?: number;
+}
+
+const repositoryKey = (repo: HostedRepository) =>
+  `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
+
+export class CheckoutPool implements Workspaces {
+  private readonly idle = new Map<string, string[]>();
+  private readonly maxIdle: number;
+  private closed = false;
+
+  constructor(private readonly options: CheckoutPoolOptions) {
+    this.maxIdle = options.maxIdlePerRepository ?? 4;
+  }
+
+  async acquire(repo: HostedRepository, sha: string): Promise<Workspace> {
+    const key = repositoryKey(repo);
+    const idle = this.idle.get(key) ?? [];
+    for (let dir = idle.pop(); dir !== undefined; dir = idle.pop()) {
+      try {
+        await this.options.refresh(repo, sha, dir);
+        return this.lease(key, dir);
+      } catch {
+        await rm(dir, { recursive: true, force: true });
+      }
+    }
+    const dir = path.join(this.options.root, randomUUID());
+    await mkdir(this.options.root, { recursive: true });
+    try {
+      await this.options.checkout(repo, sha, dir);
+    } catch (error) {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    }
+    return this.lease(key, dir);
+  }
+
+  /** Removes every idle checkout and the pool's directory; checkouts released later go too. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.idle.clear();
+    await rm(this.options.root, { recursive: true, force: true });
+  }
+
+  private lease(key: string, dir: string): Workspace {
+    let released = false;
+    return {
+      dir,
+      release: async () => {
+        if (released) return;
+        released = true;
+        const idle = this.idle.get(key) ?? [];
+        if (this.closed || idle.length >= this.maxIdle) {
+          await rm(dir, { recursive: true, force: true });
+          return;
+        }
+        idle.push(dir);
+        this.idle.set(key, idle);
+      },
+    };
+  }
+}
