@@ -382,17 +382,6 @@ class StepWork {
         })),
       });
     }
-    if (result.error) {
-      this.reported.set(result.runId, "failed");
-      return {
-        type: "run_finished",
-        runId: result.runId,
-        outcome: "failed",
-        failingChecks: [],
-        reason: result.error.reason,
-        detail: result.error.message,
-      };
-    }
     // The queue's override, else what the CI resolved from the repository's configuration, else
     // (a CI that resolves nothing) every check the run reported.
     const resolved =
@@ -406,15 +395,23 @@ class StepWork {
         requiredStatusesSource: resolved.source,
       });
     }
-    if (resolved?.statuses.length === 0) {
+    const error =
+      result.error ??
+      (resolved?.statuses.length === 0
+        ? {
+            reason: "no_required_statuses" as const,
+            message: "no required statuses are configured for this queue or repository",
+          }
+        : undefined);
+    if (error) {
       this.reported.set(result.runId, "failed");
       return {
         type: "run_finished",
         runId: result.runId,
         outcome: "failed",
         failingChecks: [],
-        reason: "no_required_statuses",
-        detail: "no required statuses are configured for this queue or repository",
+        reason: error.reason,
+        detail: error.message,
       };
     }
     const required = resolved ? resolved.statuses : result.checks.map((c) => c.name);
