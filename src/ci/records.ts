@@ -31,6 +31,13 @@ export interface CiRunRecord {
   flakyOnly: boolean;
   createdAt: number;
   finishedAt: number | null;
+  /**
+   * The runner process working on an unfinished run, while `leaseUntil` (epoch ms) lasts: it
+   * renews the lease as it works, so another process's `resume()` leaves the run alone, and
+   * takes it over only once the lease ran out (that runner stopped or died).
+   */
+  owner: string | null;
+  leaseUntil: number;
 }
 
 export interface CiRunRecords {
@@ -41,4 +48,19 @@ export interface CiRunRecords {
   update(record: CiRunRecord): Promise<void>;
   /** Runs still `queued` or `running`, oldest first. */
   unfinished(): Promise<CiRunRecord[]>;
+  /**
+   * Takes over an unfinished run whose lease ran out (`leaseUntil < now`); false when another
+   * runner holds it or it has finished.
+   */
+  claim(
+    queueId: string,
+    runId: string,
+    owner: string,
+    now: number,
+    until: number,
+  ): Promise<boolean>;
+  /** Extends the leases of every unfinished run `owner` holds. */
+  renew(owner: string, until: number): Promise<void>;
+  /** Ends `owner`'s leases at once (a graceful stop): the next runner may take the runs. */
+  release(owner: string): Promise<void>;
 }

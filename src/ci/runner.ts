@@ -9,6 +9,7 @@
  * environment by `checkEnvironment`. Logs live at
  * `{dataDir}/ci/logs/{queueId}/{runId}/{n}-{check}.log` (a rerun overwrites them).
  */
+import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { systemClock, type Clock } from "../lib/clock.js";
@@ -64,6 +65,13 @@ export interface LocalCiRunnerOptions {
   clock?: Clock;
   testResults?: TestResultsHandler;
   logger?: CiRunnerLogger;
+  /** This runner in the runs' leases (default: a random id). */
+  owner?: string;
+  /**
+   * How long a run stays this runner's without a renewal (default 30 s). Leases are renewed,
+   * and runs whose runner stopped or died taken over, every third of it once `resume()` ran.
+   */
+  leaseMs?: number;
 }
 
 /** Why a run's signal was aborted: a cancelled run is finished; a stopped one is resumed later. */
@@ -133,11 +141,16 @@ export class LocalCiRunner implements CiProvider {
   private readonly slots: Slots;
   private readonly clock: Clock;
   private readonly workspaces: Workspaces;
+  private readonly owner: string;
+  private readonly leaseMs: number;
+  private leaseTimer: NodeJS.Timeout | null = null;
   private stopped = false;
 
   constructor(private readonly options: LocalCiRunnerOptions) {
     this.slots = new Slots(options.parallelism ?? 2);
     this.clock = options.clock ?? systemClock;
+    this.owner = options.owner ?? randomUUID();
+    this.leaseMs = options.leaseMs ?? 30_000;
     this.workspaces =
       options.workspaces ??
       new FreshCheckouts(path.join(options.dataDir, "ci", "work"), (repo, sha, dir) =>
@@ -157,6 +170,9 @@ export class LocalCiRunner implements CiProvider {
       flakyOnly: false,
       createdAt: this.clock.now(),
       finishedAt: null,
+      // A stopped runner only records the run: it is free for the next start to take.
+      owner: this.stopped ? null : this.owner,
+      leaseUntil: this.stopped ? 0 : this.clock.now() + this.leaseMs,
     };
     if (await this.options.records.create(record)) this.launch(record);
   }
@@ -184,9 +200,42 @@ export class LocalCiRunner implements CiProvider {
     return () => this.listeners.delete(listener);
   }
 
-  /** Starts again, from their stored requests, the runs an earlier process had not finished. */
+  /**
+   * Starts again, from their stored requests, the unfinished runs no runner holds (an earlier
+   * process stopped or died), and from then on renews this runner's leases and takes over the
+   * runs of runners that stop renewing theirs.
+   */
   async resume(): Promise<void> {
+    await this.adoptOrphans();
+    if (this.leaseTimer !== null || this.stopped) return;
+    this.leaseTimer = setInterval(
+      () => {
+        void this.keepLeases();
+      },
+      Math.max(10, Math.floor(this.leaseMs / 3)),
+    );
+    this.leaseTimer.unref();
+  }
+
+  private async keepLeases(): Promise<void> {
+    try {
+      if (this.active.size > 0) {
+        await this.options.records.renew(this.owner, this.clock.now() + this.leaseMs);
+      }
+      await this.adoptOrphans();
+    } catch (error) {
+      this.options.logger?.error("ci runner: renewing leases failed", error);
+    }
+  }
+
+  private async adoptOrphans(): Promise<void> {
+    if (this.stopped) return;
     for (const record of await this.options.records.unfinished()) {
+      if (this.active.has(runKey(record.queueId, record.runId))) continue;
+      const now = this.clock.now();
+      const until = now + this.leaseMs;
+      if (!(await this.options.records.claim(record.queueId, record.runId, this.owner, now, until)))
+        continue;
       this.launch({
         ...record,
         status: "queued",
@@ -194,19 +243,25 @@ export class LocalCiRunner implements CiProvider {
         error: null,
         flakyOnly: false,
         finishedAt: null,
+        owner: this.owner,
+        leaseUntil: until,
       });
     }
   }
 
   /**
    * Kills the running checks and waits for every run to settle. The runs stay `running` in the
-   * records, for `resume()` in the next process; runs started afterwards only get recorded.
+   * records, their leases ended, for the next `resume()` (here or in another process); runs
+   * started afterwards only get recorded.
    */
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.leaseTimer !== null) clearInterval(this.leaseTimer);
+    this.leaseTimer = null;
     const runs = [...this.active.values()];
     for (const run of runs) run.controller.abort("stop" satisfies AbortReason);
     await Promise.all(runs.map((run) => run.done));
+    await this.options.records.release(this.owner);
   }
 
   /** The absolute path of a check's log, once the run has planned its checks. */

@@ -336,6 +336,9 @@ export interface CiRunsTable {
   flakyOnly: DbBool;
   createdAt: number;
   finishedAt: number | null;
+  /** The runner process working on it, while `leaseUntil` lasts. */
+  owner: string | null;
+  leaseUntil: number;
 }
 
 export interface Database {

@@ -409,6 +409,34 @@ describe("LocalCiRunner", () => {
     expect(await logOf(second, "once")).toMatch(/^resumed\n/);
   });
 
+  it("leaves a run to the runner that holds it, and takes it over once that runner stops renewing", async () => {
+    const starts = path.join(dataDir, "starts.txt");
+    const sha = await commitChecks([
+      { name: "slow", run: `echo started >> ${starts}; sleep 1000` },
+    ]);
+    const startCount = async () =>
+      (await readFile(starts, "utf8").catch(() => "")).split("\n").filter(Boolean).length;
+    const leaseMs = 300;
+    // A live runner: its lease is renewed while it works.
+    const live = createRunner({ owner: "live", leaseMs });
+    await live.resume();
+    await live.start(request(sha));
+    await waitFor(async () => (await startCount()) === 1);
+    const other = createRunner({ owner: "other", leaseMs });
+    await other.resume();
+    await new Promise((resolve) => setTimeout(resolve, leaseMs * 3));
+    expect(await startCount()).toBe(1);
+    expect(await stored()).toMatchObject({ owner: "live", status: "running" });
+
+    // A runner that stopped renewing (hung, or its process died): another takes the run over.
+    const hung = createRunner({ owner: "hung", leaseMs });
+    await hung.start(request(sha, { runId: "r2" }));
+    await waitFor(async () => (await startCount()) === 2);
+    await waitFor(async () => (await stored("r2")).owner === "other");
+    await waitFor(async () => (await startCount()) === 3);
+    expect(await stored()).toMatchObject({ owner: "live" });
+  });
+
   it("records a run cancelled while no runner had it, so that resume() leaves it", async () => {
     const sha = await commitChecks([{ name: "t", run: "true" }]);
     await records.create({
@@ -421,6 +449,8 @@ describe("LocalCiRunner", () => {
       flakyOnly: false,
       createdAt: 1,
       finishedAt: null,
+      owner: "gone",
+      leaseUntil: 0,
     });
     const runner = createRunner();
     await runner.cancel("q1", "r1");

@@ -117,6 +117,8 @@ describe("CiRunStore", () => {
     flakyOnly: false,
     createdAt,
     finishedAt: null,
+    owner: "runner-a",
+    leaseUntil: createdAt + 100,
   });
 
   it("creates a run once, updates it, and lists the unfinished ones oldest first", async () => {
@@ -149,5 +151,22 @@ describe("CiRunStore", () => {
     expect((await store.unfinished()).map((r) => r.runId)).toEqual(["r2"]);
     expect((await store.list(queueId, 10)).map((r) => r.runId)).toEqual(["r2", "r1"]);
     expect(await store.get(queueId, "r9")).toBeUndefined();
+  });
+
+  it("leases unfinished runs: taken over only once expired, renewed and released by their owner", async () => {
+    const store = new CiRunStore(database.handle.db);
+    const queueId = await queue();
+    await store.create(record(queueId, "r1", 10)); // runner-a holds it until 110
+    expect(await store.claim(queueId, "r1", "runner-b", 50, 500)).toBe(false);
+    await store.renew("runner-a", 1_000);
+    expect(await store.claim(queueId, "r1", "runner-b", 500, 1_500)).toBe(false);
+    expect(await store.claim(queueId, "r1", "runner-b", 1_001, 1_500)).toBe(true);
+    expect(await store.get(queueId, "r1")).toMatchObject({ owner: "runner-b", leaseUntil: 1_500 });
+    await store.renew("runner-a", 9_000); // no longer its run
+    expect((await store.get(queueId, "r1"))?.leaseUntil).toBe(1_500);
+    await store.release("runner-b");
+    expect(await store.claim(queueId, "r1", "runner-c", 2, 100)).toBe(true);
+    await store.update({ ...record(queueId, "r1", 10), status: "passed", finishedAt: 20 });
+    expect(await store.claim(queueId, "r1", "runner-d", 1_000_000, 1_000_100)).toBe(false);
   });
 });

@@ -1,7 +1,10 @@
 import type { CiRunRecord, CiRunRecords } from "../../src/ci/records.js";
 
+const unfinished = (record: CiRunRecord) =>
+  record.status === "queued" || record.status === "running";
+
 /**
- * `CiRunRecords` in memory, until the database store exists. Records are copied in and out, so
+ * `CiRunRecords` in memory, for the runner's own tests (the database store, `CiRunStore`, is tested in test/db). Records are copied in and out, so
  * that a test sees what was stored, not the runner's live object.
  */
 export class InMemoryCiRunRecords implements CiRunRecords {
@@ -33,10 +36,29 @@ export class InMemoryCiRunRecords implements CiRunRecords {
     return Promise.resolve();
   }
 
+  claim(queueId: string, runId: string, owner: string, now: number, until: number) {
+    const stored = this.runs.get(InMemoryCiRunRecords.key(queueId, runId));
+    if (stored === undefined || !unfinished(stored) || stored.leaseUntil >= now) {
+      return Promise.resolve(false);
+    }
+    stored.owner = owner;
+    stored.leaseUntil = until;
+    return Promise.resolve(true);
+  }
+
+  renew(owner: string, until: number): Promise<void> {
+    for (const stored of this.runs.values()) {
+      if (stored.owner === owner && unfinished(stored)) stored.leaseUntil = until;
+    }
+    return Promise.resolve();
+  }
+
+  release(owner: string): Promise<void> {
+    return this.renew(owner, 0);
+  }
+
   unfinished(): Promise<CiRunRecord[]> {
-    const open = [...this.runs.values()].filter(
-      (record) => record.status === "queued" || record.status === "running",
-    );
+    const open = [...this.runs.values()].filter(unfinished);
     open.sort((a, b) => a.createdAt - b.createdAt);
     return Promise.resolve(open.map((record) => structuredClone(record)));
   }

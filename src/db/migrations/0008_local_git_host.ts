@@ -1,11 +1,12 @@
+import { sql } from "kysely";
 import type { DialectMigration } from "./types.js";
 
 /**
  * The local git host and the built-in CI runner (contract §6). Git keeps the branches and
  * commits; the database keeps what git has no place for: pull requests of local repositories
  * (`local_pull_requests`, numbered per repository) and the runner's runs (`ci_runs`: the request,
- * so that a restarted runner can start an unfinished run again, and the checks' outcomes and log
- * files, so that they can be shown).
+ * so that a restarted runner can start an unfinished run again, with a lease saying which runner
+ * works on it; and the checks' outcomes and log files, so that they can be shown).
  */
 export const localGitHost: DialectMigration = {
   async up(db, t) {
@@ -40,6 +41,8 @@ export const localGitHost: DialectMigration = {
       .addColumn("flaky_only", t.bool, (c) => c.notNull())
       .addColumn("created_at", t.bigint, (c) => c.notNull())
       .addColumn("finished_at", t.bigint)
+      .addColumn("owner", "text")
+      .addColumn("lease_until", t.bigint, (c) => c.notNull().defaultTo(sql`0`))
       .addPrimaryKeyConstraint("ci_runs_pk", ["queue_id", "run_id"])
       .execute();
     // A restarted runner looks for the runs it had not finished.

@@ -15,6 +15,8 @@ function toRecord(row: Selectable<CiRunsTable>): CiRunRecord {
     flakyOnly: Boolean(row.flakyOnly),
     createdAt: row.createdAt,
     finishedAt: row.finishedAt,
+    owner: row.owner,
+    leaseUntil: row.leaseUntil,
   };
 }
 
@@ -35,6 +37,8 @@ export class CiRunStore implements CiRunRecords {
         flakyOnly: record.flakyOnly ? 1 : 0,
         createdAt: record.createdAt,
         finishedAt: record.finishedAt,
+        owner: record.owner,
+        leaseUntil: record.leaseUntil,
       })
       .onConflict((oc) => oc.columns(["queueId", "runId"]).doNothing())
       .executeTakeFirst();
@@ -75,6 +79,42 @@ export class CiRunStore implements CiRunRecords {
       .orderBy("runId")
       .execute();
     return rows.map(toRecord);
+  }
+
+  async claim(
+    queueId: string,
+    runId: string,
+    owner: string,
+    now: number,
+    until: number,
+  ): Promise<boolean> {
+    const result = await this.db
+      .updateTable("ciRuns")
+      .set({ owner, leaseUntil: until })
+      .where("queueId", "=", queueId)
+      .where("runId", "=", runId)
+      .where("status", "in", UNFINISHED)
+      .where("leaseUntil", "<", now)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  async renew(owner: string, until: number): Promise<void> {
+    await this.db
+      .updateTable("ciRuns")
+      .set({ leaseUntil: until })
+      .where("owner", "=", owner)
+      .where("status", "in", UNFINISHED)
+      .execute();
+  }
+
+  async release(owner: string): Promise<void> {
+    await this.db
+      .updateTable("ciRuns")
+      .set({ leaseUntil: 0 })
+      .where("owner", "=", owner)
+      .where("status", "in", UNFINISHED)
+      .execute();
   }
 
   /** A queue's runs, newest first (for the API and CLI). */
