@@ -91,6 +91,8 @@ export class MergeQueueEngine {
   private timer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
   private stopped = false;
+  /** The queues this process has held a lease on, with the lease's epoch (released at stop). */
+  private readonly leases = new Map<string, number>();
 
   constructor(
     private readonly deps: EngineDeps,
@@ -113,11 +115,22 @@ export class MergeQueueEngine {
     this.timer = setTimeout(poll, this.options.pollMs);
   }
 
+  /**
+   * Stops driving: waits for the steps in progress, then ends this process's leases, so that
+   * another process (or this one restarted) drives the queues at once instead of after expiry.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.unsubscribe?.();
     await Promise.allSettled([...this.steps.values()].map((s) => s.running));
+    const held = [...this.leases];
+    this.leases.clear();
+    await Promise.allSettled(
+      held.map(([queueId, epoch]) =>
+        this.deps.runtime.releaseLease(queueId, this.options.owner, epoch),
+      ),
+    );
   }
 
   /**
@@ -205,6 +218,7 @@ export class MergeQueueEngine {
       this.options.leaseMs,
     );
     if (!lease) return;
+    this.leases.set(queueId, lease.epoch);
     const queue = await this.deps.queues.findById(queueId);
     if (!queue) return;
     const repository = await this.deps.repositories.findById(queue.repositoryId);
