@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
+import { FreshCheckouts, type CheckoutFunction } from "../../src/ci/checkouts.js";
 import type { CiRunRecord } from "../../src/ci/records.js";
 import {
   LocalCiRunner,
@@ -36,13 +37,17 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-function createRunner(options: Partial<LocalCiRunnerOptions> = {}): LocalCiRunner {
+function createRunner(
+  options: Partial<LocalCiRunnerOptions> & { checkout?: CheckoutFunction } = {},
+): LocalCiRunner {
+  const defaultCheckout: CheckoutFunction = (_repo, sha, dir) => repo.checkout(sha, dir);
+  const { checkout = defaultCheckout, ...rest } = options;
   const runner = new LocalCiRunner({
     dataDir,
     records,
     readFile: (_repo, sha, file) => repo.readFile(sha, file),
-    checkout: (_repo, sha, dir) => repo.checkout(sha, dir),
-    ...options,
+    workspaces: new FreshCheckouts(path.join(dataDir, "ci", "work"), checkout),
+    ...rest,
   });
   runners.push(runner);
   return runner;
@@ -416,7 +421,8 @@ describe("LocalCiRunner", () => {
     ]);
     const startCount = async () =>
       (await readFile(starts, "utf8").catch(() => "")).split("\n").filter(Boolean).length;
-    const leaseMs = 300;
+    // Long enough that a loaded machine still renews in time (every third of it).
+    const leaseMs = 1_500;
     // A live runner: its lease is renewed while it works.
     const live = createRunner({ owner: "live", leaseMs });
     await live.resume();
@@ -424,7 +430,7 @@ describe("LocalCiRunner", () => {
     await waitFor(async () => (await startCount()) === 1);
     const other = createRunner({ owner: "other", leaseMs });
     await other.resume();
-    await new Promise((resolve) => setTimeout(resolve, leaseMs * 3));
+    await new Promise((resolve) => setTimeout(resolve, leaseMs * 2));
     expect(await startCount()).toBe(1);
     expect(await stored()).toMatchObject({ owner: "live", status: "running" });
 
@@ -432,9 +438,11 @@ describe("LocalCiRunner", () => {
     const hung = createRunner({ owner: "hung", leaseMs });
     await hung.start(request(sha, { runId: "r2" }));
     await waitFor(async () => (await startCount()) === 2);
-    await waitFor(async () => (await stored("r2")).owner === "other");
+    // Either live runner may take it (both sweep for runs whose lease ran out).
+    await waitFor(async () => ["live", "other"].includes((await stored("r2")).owner ?? ""));
     await waitFor(async () => (await startCount()) === 3);
     expect(await stored()).toMatchObject({ owner: "live" });
+    expect(await startCount()).toBe(3);
   });
 
   it("records a run cancelled while no runner had it, so that resume() leaves it", async () => {
