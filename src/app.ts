@@ -190,7 +190,6 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     dataDir,
     records: ciRunStore,
     readFile: (repo, sha, file) => localHost.readFile(repo, sha, file),
-    checkout: (repo, sha, dir) => localHost.checkout(repo, sha, dir),
     workspaces: checkouts,
     clock,
     testResults: (input) => testResults.report(input),

@@ -28,7 +28,25 @@ export interface Workspaces {
 
 export type CheckoutFunction = (repo: HostedRepository, sha: string, dir: string) => Promise<void>;
 
-/** A checkout per run, removed afterwards: the runner's default. */
+/** A new working tree of `sha` in a directory of its own under `root`; nothing left if it fails. */
+async function freshCheckout(
+  root: string,
+  checkout: CheckoutFunction,
+  repo: HostedRepository,
+  sha: string,
+): Promise<string> {
+  const dir = path.join(root, randomUUID());
+  await mkdir(root, { recursive: true });
+  try {
+    await checkout(repo, sha, dir);
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return dir;
+}
+
+/** A checkout per run, removed afterwards. */
 export class FreshCheckouts implements Workspaces {
   constructor(
     private readonly root: string,
@@ -36,14 +54,7 @@ export class FreshCheckouts implements Workspaces {
   ) {}
 
   async acquire(repo: HostedRepository, sha: string): Promise<Workspace> {
-    const dir = path.join(this.root, randomUUID());
-    await mkdir(this.root, { recursive: true });
-    try {
-      await this.checkout(repo, sha, dir);
-    } catch (error) {
-      await rm(dir, { recursive: true, force: true });
-      throw error;
-    }
+    const dir = await freshCheckout(this.root, this.checkout, repo, sha);
     return { dir, release: () => rm(dir, { recursive: true, force: true }) };
   }
 }
@@ -82,15 +93,10 @@ export class CheckoutPool implements Workspaces {
         await rm(dir, { recursive: true, force: true });
       }
     }
-    const dir = path.join(this.options.root, randomUUID());
-    await mkdir(this.options.root, { recursive: true });
-    try {
-      await this.options.checkout(repo, sha, dir);
-    } catch (error) {
-      await rm(dir, { recursive: true, force: true });
-      throw error;
-    }
-    return this.lease(key, dir);
+    return this.lease(
+      key,
+      await freshCheckout(this.options.root, this.options.checkout, repo, sha),
+    );
   }
 
   /** Removes every idle checkout and the pool's directory; checkouts released later go too. */

@@ -25,7 +25,7 @@ import {
   type HostedRepository,
   type RequiredStatusesSource,
 } from "../mergequeue/providers.js";
-import { FreshCheckouts, type Workspace, type Workspaces } from "./checkouts.js";
+import type { Workspace, Workspaces } from "./checkouts.js";
 import { parseMainlineConfig, parseTrunkRequiredStatuses, type CheckDefinition } from "./config.js";
 import { checkEnvironment } from "./environment.js";
 import { runCommand } from "./process.js";
@@ -53,13 +53,8 @@ export interface LocalCiRunnerOptions {
   records: CiRunRecords;
   /** The git host's `readFile`. */
   readFile(repo: HostedRepository, sha: string, file: string): Promise<string | undefined>;
-  /** Puts a working tree of `sha` at `dir` (which does not exist yet). */
-  checkout(repo: HostedRepository, sha: string, dir: string): Promise<void>;
-  /**
-   * Where runs get their working trees; default: a fresh `checkout` per run under
-   * `{dataDir}/ci/work`, removed when the run ends.
-   */
-  workspaces?: Workspaces;
+  /** Where runs get their working trees (`checkouts.ts`: fresh per run, or pooled). */
+  workspaces: Workspaces;
   /** Checks running at once, across all runs. Default 2. */
   parallelism?: number;
   clock?: Clock;
@@ -140,7 +135,6 @@ export class LocalCiRunner implements CiProvider {
   private readonly active = new Map<string, { controller: AbortController; done: Promise<void> }>();
   private readonly slots: Slots;
   private readonly clock: Clock;
-  private readonly workspaces: Workspaces;
   private readonly owner: string;
   private readonly leaseMs: number;
   private leaseTimer: NodeJS.Timeout | null = null;
@@ -151,11 +145,6 @@ export class LocalCiRunner implements CiProvider {
     this.clock = options.clock ?? systemClock;
     this.owner = options.owner ?? randomUUID();
     this.leaseMs = options.leaseMs ?? 30_000;
-    this.workspaces =
-      options.workspaces ??
-      new FreshCheckouts(path.join(options.dataDir, "ci", "work"), (repo, sha, dir) =>
-        options.checkout(repo, sha, dir),
-      );
   }
 
   /** Records the run and starts it in the background; a run already known is left alone. */
@@ -321,7 +310,7 @@ export class LocalCiRunner implements CiProvider {
     const flakyByCheck = new Map<string, boolean>();
     let workspace: Workspace | undefined;
     try {
-      workspace = await this.workspaces.acquire(request.repo, request.sha);
+      workspace = await this.options.workspaces.acquire(request.repo, request.sha);
       const workDir = workspace.dir;
       // Every check settles before the checkout goes, even when one of them could not start.
       const ran = await Promise.allSettled(

@@ -386,6 +386,12 @@ class StepWork {
   private async ciEvent(result: CiRunResult): Promise<QueueEvent> {
     const record =
       this.runs.get(result.runId) ?? (await this.deps.runtime.run(this.queueId, result.runId));
+    // The queue's override, else what the CI resolved from the repository's configuration, else
+    // (a CI that resolves nothing) every check the run reported.
+    const resolved =
+      record?.requiredStatusesSource === "merge_instance"
+        ? { statuses: record.requiredStatuses, source: record.requiredStatusesSource }
+        : (result.requiredStatuses ?? null);
     if (record) {
       this.runs.set(record.id, {
         ...record,
@@ -394,19 +400,9 @@ class StepWork {
           conclusion: c.conclusion,
           url: c.url ?? null,
         })),
-      });
-    }
-    // The queue's override, else what the CI resolved from the repository's configuration, else
-    // (a CI that resolves nothing) every check the run reported.
-    const resolved =
-      record?.requiredStatusesSource === "merge_instance"
-        ? { statuses: record.requiredStatuses, source: record.requiredStatusesSource }
-        : (result.requiredStatuses ?? null);
-    if (record && resolved) {
-      this.runs.set(record.id, {
-        ...(this.runs.get(record.id) ?? record),
-        requiredStatuses: resolved.statuses,
-        requiredStatusesSource: resolved.source,
+        ...(resolved
+          ? { requiredStatuses: resolved.statuses, requiredStatusesSource: resolved.source }
+          : {}),
       });
     }
     const error =
