@@ -8,6 +8,7 @@ import { coveringRunIndex } from "./migrations/0005_covering_run_index.js";
 import { runsWithoutUploadFields } from "./migrations/0006_runs_without_upload_fields.js";
 import { mergeQueueEngine } from "./migrations/0007_merge_queue_engine.js";
 import { localGitHost } from "./migrations/0008_local_git_host.js";
+import { speculationThreshold } from "./migrations/0009_speculation_threshold.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -21,6 +22,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0006_runs_without_upload_fields": runsWithoutUploadFields,
   "0007_merge_queue_engine": mergeQueueEngine,
   "0008_local_git_host": localGitHost,
+  "0009_speculation_threshold": speculationThreshold,
 };
 
 export interface MigrationReport {

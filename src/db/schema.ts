@@ -65,6 +65,8 @@ export interface MergeQueuesTable {
   labelCommandsEnabled: DbBool;
   stateLabelsEnabled: DbBool;
   notReadyTimeoutHours: number;
+  /** 0..100; Mainline's extension (see `QueueSettings`). */
+  speculationThresholdPercent: number;
   createdAt: number;
   updatedAt: number;
   /** Bumped on every write; lets readers detect concurrent changes. */

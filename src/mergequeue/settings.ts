@@ -44,6 +44,13 @@ export interface QueueSettings {
   labelCommandsEnabled: boolean;
   stateLabelsEnabled: boolean;
   notReadyTimeoutHours: number;
+  /**
+   * Mainline's extension (not in Trunk's API): 0 (the default) always fills `concurrency`, as
+   * Trunk does. N in 1..100: a run is started only when the estimated chance that every pull
+   * request still being tested ahead of it passes is at least N percent (the estimate is the
+   * queue's recent failure rate), so a run that would most likely be thrown away waits instead.
+   */
+  speculationThresholdPercent: number;
 }
 
 /** A queue's settings plus its run state. */
@@ -76,6 +83,7 @@ export const DEFAULT_QUEUE_SETTINGS: Readonly<QueueSettings> = Object.freeze({
   labelCommandsEnabled: true,
   stateLabelsEnabled: false,
   notReadyTimeoutHours: 24,
+  speculationThresholdPercent: 0,
 });
 
 export function initialConfiguration(

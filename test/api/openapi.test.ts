@@ -163,6 +163,7 @@ const SETTINGS = [
   "labelCommandsEnabled",
   "stateLabelsEnabled",
   "notReadyTimeoutHours",
+  "speculationThresholdPercent",
 ] as const;
 
 const settingsPatch = fc

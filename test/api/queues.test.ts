@@ -157,6 +157,7 @@ describe("updateQueue", () => {
     labelCommandsEnabled: false,
     stateLabelsEnabled: true,
     notReadyTimeoutHours: 0,
+    speculationThresholdPercent: 30,
   };
 
   it("writes every setting and echoes each value exactly, without enqueuedPullRequests", async () => {
@@ -252,6 +253,7 @@ describe("updateQueue", () => {
       batchingMaxWaitTimeMinutes: max,
       batchingMinSize: max,
       notReadyTimeoutHours: max,
+      speculationThresholdPercent: 100,
     };
     expect((await server.call("updateQueue", { ...address, ...atMax })).body).toMatchObject(atMax);
     const atMin = {
@@ -262,6 +264,7 @@ describe("updateQueue", () => {
       batchingMaxWaitTimeMinutes: 1,
       batchingMinSize: 1,
       notReadyTimeoutHours: 0,
+      speculationThresholdPercent: 0,
     };
     expect((await server.call("updateQueue", { ...address, ...atMin })).body).toMatchObject(atMin);
   });
@@ -279,6 +282,11 @@ describe("updateQueue", () => {
     ["batchingMaxWaitTimeMinutes", 0],
     ["batchingMinSize", 0],
     ["notReadyTimeoutHours", -1],
+    ["speculationThresholdPercent", -1],
+    ["speculationThresholdPercent", 101],
+    ["speculationThresholdPercent", 1.5],
+    ["speculationThresholdPercent", "30"],
+    ["speculationThresholdPercent", null],
     ["state", "switching_modes"],
     ["state", "stopped"],
     ["mode", "graph"],
@@ -370,6 +378,64 @@ describe("updateQueue", () => {
     expect((await server.call("getQueue", address)).body).toMatchObject(
       Object.assign({}, ...fields),
     );
+  });
+});
+
+describe("speculationThresholdPercent (Mainline's extension)", () => {
+  type Refusal = {
+    error: { code: string; message: string; details: { path: string; message: string }[] };
+  };
+
+  it("is 0 on a new queue, and createQueue ignores it like other settings", async () => {
+    const address = await freshQueue({ speculationThresholdPercent: 50 });
+    const read = await server.call("getQueue", address);
+    expect(read.body).toMatchObject({ speculationThresholdPercent: 0 });
+  });
+
+  it("is set by updateQueue, echoed, kept by later updates, and set back to 0", async () => {
+    const address = await freshQueue();
+    const set = await server.call("updateQueue", { ...address, speculationThresholdPercent: 30 });
+    expect(set.status).toBe(200);
+    expect(set.body).toEqual({
+      ...QUEUE_DEFAULTS,
+      speculationThresholdPercent: 30,
+      branch: address.targetBranch,
+    });
+    expect((await server.call("getQueue", address)).body).toMatchObject({
+      speculationThresholdPercent: 30,
+    });
+    const other = await server.call("updateQueue", { ...address, concurrency: 3 });
+    expect(other.body).toMatchObject({ concurrency: 3, speculationThresholdPercent: 30 });
+    const reset = await server.call("updateQueue", { ...address, speculationThresholdPercent: 0 });
+    expect(reset.body).toMatchObject({ concurrency: 3, speculationThresholdPercent: 0 });
+    expect((await server.call("getQueue", address)).body).toMatchObject({
+      speculationThresholdPercent: 0,
+    });
+  });
+
+  it.each([
+    [-1, "must be a whole number from 0 to 100"],
+    [101, "must be a whole number from 0 to 100"],
+    [1.5, "must be an integer"],
+    ["30", "must be an integer"],
+  ])("refuses %j, saying why, and keeps the value it had", async (value, why) => {
+    const address = await freshQueue();
+    await server.call("updateQueue", { ...address, speculationThresholdPercent: 30 });
+    const response = await server.call<Refusal>("updateQueue", {
+      ...address,
+      concurrency: 2,
+      speculationThresholdPercent: value,
+    });
+    expect(response.status).toBe(400);
+    expect(response.body.error).toMatchObject({
+      code: "invalid_request",
+      message: `Invalid request: speculationThresholdPercent ${why}.`,
+      details: [{ path: "speculationThresholdPercent", message: why }],
+    });
+    expect((await server.call("getQueue", address)).body).toMatchObject({
+      concurrency: 1,
+      speculationThresholdPercent: 30,
+    });
   });
 });
 

@@ -31,6 +31,7 @@ const UPDATE_SETTINGS = [
   "--label-commands-enabled",
   "--state-labels-enabled",
   "--not-ready-timeout-hours",
+  "--speculation-threshold-percent",
   "--required-statuses <names>",
   "--delete-required-statuses",
   "--json",

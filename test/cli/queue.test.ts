@@ -132,6 +132,31 @@ describe("queue commands with --url and --token", () => {
   });
 });
 
+describe("queue update --speculation-threshold-percent", () => {
+  const at = ["--repo", "github.com/acme/app", "--branch", "speculation"];
+
+  it("sets Mainline's extension, which the API then answers; 101 is the server's field error", async () => {
+    succeeded(await withFlags("create", ...at));
+    const text = succeeded(
+      await withFlags("update", ...at, "--speculation-threshold-percent", "30"),
+    );
+    expect(text.stdout).toMatch(/^speculationThresholdPercent +30$/m);
+    expect((await httpQueue("speculation")).body).toMatchObject({
+      speculationThresholdPercent: 30,
+    });
+
+    const stderr = failed(
+      await withFlags("update", ...at, "--speculation-threshold-percent", "101"),
+    );
+    expect(stderr).toMatch(
+      /^ {2}- speculationThresholdPercent: must be a whole number from 0 to 100$/m,
+    );
+    expect((await httpQueue("speculation")).body).toMatchObject({
+      speculationThresholdPercent: 30,
+    });
+  });
+});
+
 describe("queue commands with MAINLINE_URL and MAINLINE_TOKEN", () => {
   const at = ["--repo", "github.com/acme/app", "--branch", "from-env"];
 

@@ -1,12 +1,15 @@
+import type { Kysely } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createServices } from "../../src/app.js";
 import { openDatabase } from "../../src/db/connection.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
+import { speculationThreshold } from "../../src/db/migrations/0009_speculation_threshold.js";
+import { columnTypes } from "../../src/db/migrations/types.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { OrganizationStore } from "../../src/db/stores/organizations.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import { hashToken } from "../../src/lib/tokens.js";
-import { initialConfiguration } from "../../src/mergequeue/settings.js";
+import { initialConfiguration, type QueueConfiguration } from "../../src/mergequeue/settings.js";
 import { OrganizationError } from "../../src/organizations/service.js";
 import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
 
@@ -18,16 +21,24 @@ afterEach(async () => {
   await database.cleanup();
 });
 
-/** An organization `o1` with one repository, and the merge-queue store. */
+/**
+ * An organization `o1` with one repository, the merge-queue store, and `insertMain`, which adds
+ * the repository's queue `q1` of `main`.
+ */
 async function queueFixture() {
   await new OrganizationStore(database.handle.db).ensure({ id: "o1", slug: "acme", createdAt: 1 });
   const ref = { host: "h", owner: "o", name: "n" };
   const repository = await new RepositoryStore(database.handle.db).ensure("o1", ref, 1);
-  return {
-    ref,
-    repository,
-    store: new MergeQueueStore(database.handle.db, database.handle.dialect),
-  };
+  const store = new MergeQueueStore(database.handle.db, database.handle.dialect);
+  const insertMain = (configuration: QueueConfiguration, createdAt = 1) =>
+    store.insert({
+      id: "q1",
+      repositoryId: repository.id,
+      targetBranch: "main",
+      configuration,
+      createdAt,
+    });
+  return { ref, repository, store, insertMain };
 }
 
 describe(`stores on ${TEST_DIALECT}`, () => {
@@ -108,6 +119,7 @@ describe(`stores on ${TEST_DIALECT}`, () => {
       canOptimisticallyMerge: true,
       statusCheckEnabled: false,
       requiredStatuses: ["a", 'b "quoted"', "ü"],
+      speculationThresholdPercent: 30,
     };
     const record = {
       id: "q1",
@@ -170,15 +182,9 @@ describe(`stores on ${TEST_DIALECT}`, () => {
   });
 
   it("merge queues: modify writes what decide returns, and a refusal changes nothing", async () => {
-    const { ref, repository, store } = await queueFixture();
+    const { ref, store, insertMain } = await queueFixture();
     const configuration = initialConfiguration({});
-    await store.insert({
-      id: "q1",
-      repositoryId: repository.id,
-      targetBranch: "main",
-      configuration,
-      createdAt: 10,
-    });
+    await insertMain(configuration, 10);
 
     const changed = {
       ...configuration,
@@ -205,15 +211,45 @@ describe(`stores on ${TEST_DIALECT}`, () => {
     expect(await store.modify("o1", ref, "other", 40, (c) => c.configuration)).toBeUndefined();
   });
 
-  it("merge queues: concurrent read-modify-writes of one queue all land", async () => {
-    const { ref, repository, store } = await queueFixture();
-    await store.insert({
-      id: "q1",
-      repositoryId: repository.id,
-      targetBranch: "main",
-      configuration: initialConfiguration({}),
-      createdAt: 1,
+  it("merge queues: speculationThresholdPercent is written by modify and setConfiguration", async () => {
+    const { ref, store, insertMain } = await queueFixture();
+    const configuration = initialConfiguration({});
+    await insertMain(configuration);
+    expect((await store.find("o1", ref, "main"))?.configuration.speculationThresholdPercent).toBe(
+      0,
+    );
+    await store.modify("o1", ref, "main", 2, (current) => ({
+      ...current.configuration,
+      speculationThresholdPercent: 100,
+    }));
+    expect((await store.find("o1", ref, "main"))?.configuration.speculationThresholdPercent).toBe(
+      100,
+    );
+    await store.setConfiguration("q1", { ...configuration, speculationThresholdPercent: 30 }, 3);
+    expect(await store.findById("q1")).toMatchObject({
+      configuration: { speculationThresholdPercent: 30 },
+      version: 3,
     });
+  });
+
+  it("migration 0009 gives queues that existed before it a speculationThresholdPercent of 0; down removes it", async () => {
+    const { ref, store, insertMain } = await queueFixture();
+    const configuration = { ...initialConfiguration({}), concurrency: 3 };
+    await insertMain({ ...configuration, speculationThresholdPercent: 40 });
+    const db = database.handle.db as unknown as Kysely<unknown>;
+    const types = columnTypes(database.handle.dialect);
+    await speculationThreshold.down(db, types);
+    // `select *`: the column is gone.
+    expect(await store.findById("q1")).toMatchObject({
+      configuration: { speculationThresholdPercent: undefined },
+    });
+    await speculationThreshold.up(db, types);
+    expect((await store.find("o1", ref, "main"))?.configuration).toEqual(configuration);
+  });
+
+  it("merge queues: concurrent read-modify-writes of one queue all land", async () => {
+    const { ref, store, insertMain } = await queueFixture();
+    await insertMain(initialConfiguration({}));
     const writers = 20;
     await Promise.all(
       Array.from({ length: writers }, (_, i) =>

@@ -26,4 +26,6 @@ export const QUEUE_DEFAULTS = {
   labelCommandsEnabled: true,
   stateLabelsEnabled: false,
   notReadyTimeoutHours: 24,
+  // Mainline's extension (not in Trunk's API): 0 behaves as Trunk does.
+  speculationThresholdPercent: 0,
 } as const;

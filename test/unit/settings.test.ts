@@ -38,7 +38,19 @@ describe("queue settings", () => {
       requiredStatuses: null,
       enqueueingLabel: "merge-queue-submit",
       notReadyTimeoutHours: 24,
+      // Mainline's extension: 0 fills `concurrency` as Trunk does.
+      speculationThresholdPercent: 0,
     });
+  });
+
+  it("takes speculationThresholdPercent like any other setting, and keeps it when absent", () => {
+    const set = applied(base(), { speculationThresholdPercent: 30 }, false);
+    expect(set).toEqual({ ...base(), speculationThresholdPercent: 30 });
+    expect(applied(set, { concurrency: 2 }, true)).toMatchObject({
+      concurrency: 2,
+      speculationThresholdPercent: 30,
+    });
+    expect(applied(set, { speculationThresholdPercent: 0 }, false)).toEqual(base());
   });
 
   it("changes only the fields present in the patch", () => {

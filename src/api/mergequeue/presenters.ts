@@ -47,6 +47,7 @@ export function presentQueueSettings(queue: MergeQueueRecord): QueueSettingsBody
     labelCommandsEnabled: c.labelCommandsEnabled,
     stateLabelsEnabled: c.stateLabelsEnabled,
     notReadyTimeoutHours: c.notReadyTimeoutHours,
+    speculationThresholdPercent: c.speculationThresholdPercent,
   };
 }
 
@@ -180,6 +181,7 @@ export function toSettingsPatch(input: SettingsInput): QueueSettingsPatch {
   assign("labelCommandsEnabled", input.labelCommandsEnabled);
   assign("stateLabelsEnabled", input.stateLabelsEnabled);
   assign("notReadyTimeoutHours", input.notReadyTimeoutHours);
+  assign("speculationThresholdPercent", input.speculationThresholdPercent);
   return patch;
 }
 

@@ -58,7 +58,12 @@ const Descriptions = {
   stateLabelsEnabled: "Label pull requests with their queue state.",
   notReadyTimeoutHours:
     "Hours a pull request may stay not_ready before it is removed; 0 waits forever.",
+  speculationThresholdPercent:
+    "Mainline's extension (not in Trunk's API), 0 to 100. 0 always fills `concurrency`, as Trunk does; N starts a run only when the estimated chance that every pull request still being tested ahead of it passes (from the queue's recent failure rate) is at least N percent.",
 } as const;
+
+/** A whole percentage, 0..100. */
+const Percent = (description: string) => Type.Integer({ minimum: 0, maximum: 100, description });
 
 /** Every writable setting, optional: absent means unchanged. */
 export const SettingsInputFields = {
@@ -113,6 +118,7 @@ export const SettingsInputFields = {
   ),
   stateLabelsEnabled: Type.Optional(Type.Boolean({ description: Descriptions.stateLabelsEnabled })),
   notReadyTimeoutHours: Type.Optional(UInt32(0, Descriptions.notReadyTimeoutHours)),
+  speculationThresholdPercent: Type.Optional(Percent(Descriptions.speculationThresholdPercent)),
 };
 
 export const SettingsInputSchema = Type.Object(SettingsInputFields);
@@ -157,6 +163,9 @@ export const QueueSettingsFields = {
   labelCommandsEnabled: Type.Boolean({ description: Descriptions.labelCommandsEnabled }),
   stateLabelsEnabled: Type.Boolean({ description: Descriptions.stateLabelsEnabled }),
   notReadyTimeoutHours: Type.Integer({ description: Descriptions.notReadyTimeoutHours }),
+  speculationThresholdPercent: Type.Integer({
+    description: Descriptions.speculationThresholdPercent,
+  }),
 };
 
 export const QueueSettingsResponse = Type.Object(QueueSettingsFields, {

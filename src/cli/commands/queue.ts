@@ -29,6 +29,11 @@ const SETTINGS: { key: string; kind: Kind; help: string }[] = [
   { key: "labelCommandsEnabled", kind: "boolean", help: "true | false" },
   { key: "stateLabelsEnabled", kind: "boolean", help: "true | false" },
   { key: "notReadyTimeoutHours", kind: "integer", help: "0 waits forever" },
+  {
+    key: "speculationThresholdPercent",
+    kind: "integer",
+    help: "0 always fills concurrency (Trunk); N: start a run only if it is at least N% likely to be used",
+  },
 ];
 
 const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);

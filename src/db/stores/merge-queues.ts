@@ -65,6 +65,7 @@ const MERGE_QUEUE_COLUMNS = Object.keys({
   labelCommandsEnabled: true,
   stateLabelsEnabled: true,
   notReadyTimeoutHours: true,
+  speculationThresholdPercent: true,
   createdAt: true,
   updatedAt: true,
   version: true,
@@ -98,6 +99,7 @@ function toColumns(c: QueueConfiguration): ConfigurationColumns {
     labelCommandsEnabled: bit(c.labelCommandsEnabled),
     stateLabelsEnabled: bit(c.stateLabelsEnabled),
     notReadyTimeoutHours: c.notReadyTimeoutHours,
+    speculationThresholdPercent: c.speculationThresholdPercent,
   };
 }
 
@@ -136,6 +138,7 @@ function toRecord(row: Selectable<MergeQueuesTable>): MergeQueueRecord {
       labelCommandsEnabled: Boolean(row.labelCommandsEnabled),
       stateLabelsEnabled: Boolean(row.stateLabelsEnabled),
       notReadyTimeoutHours: row.notReadyTimeoutHours,
+      speculationThresholdPercent: row.speculationThresholdPercent,
     },
   };
 }
