@@ -4,6 +4,7 @@
  * is JSON-serializable so that the state can be stored and replayed.
  */
 import type { QueueConfiguration } from "./settings.js";
+import type { VerdictRecord } from "./speculation.js";
 
 export const PR_STATES = [
   "not_ready",
@@ -213,6 +214,11 @@ export interface QueueSnapshot {
   nextSeq: number;
   /** Counter for ids the planner assigns (runs, entries, bisection groups). */
   nextId: number;
+  /**
+   * The queue's recent verdicts, from which `speculationThresholdPercent` estimates how likely
+   * a run is to be used (absent in snapshots stored before this field existed).
+   */
+  verdicts?: VerdictRecord;
 }
 
 /** A PR number plus the name of the submitter, for transitions. */

@@ -9,6 +9,7 @@
  * `plan` changes the snapshot it is given and returns it; callers continue with the result.
  */
 import { finishModeSwitch, type QueueConfiguration } from "./settings.js";
+import { NO_VERDICTS, recordVerdict, worthSpeculating } from "./speculation.js";
 import {
   QUEUE_ACTOR,
   URGENT_PRIORITY,
@@ -52,6 +53,7 @@ export function initialSnapshot(input: {
     merging: null,
     nextSeq: 1,
     nextId: 1,
+    verdicts: { ...NO_VERDICTS },
   };
 }
 
@@ -285,10 +287,14 @@ class Planning {
         this.bisectionResult(run, true);
         return;
       }
+      let passed = 0;
       for (const id of run.unit) {
         const entry = this.s.entries[id];
-        if (entry?.runId === run.id) this.transition(entry, "tests_passed", "tests_passed", run.id);
+        if (entry?.runId !== run.id) continue;
+        this.transition(entry, "tests_passed", "tests_passed", run.id);
+        passed += 1;
       }
+      if (passed > 0) this.recordVerdict(passed, false);
       return;
     }
     const reason = event.reason ?? "failing_required_check";
@@ -805,7 +811,7 @@ class Planning {
         const dep = this.entry(id);
         return this.inFlight(dep) || dep.bisection !== null;
       });
-      if (!depsReady || this.beyondFailureDepth(deps)) {
+      if (!depsReady || this.beyondFailureDepth(deps) || !this.worthStarting(deps)) {
         if (this.config.mode !== "parallel") break;
         blockedTargets.push(targets);
         continue;
@@ -820,6 +826,23 @@ class Planning {
       slots -= 1;
       i = order.indexOf(at(unit, unit.length - 1));
     }
+  }
+
+  /**
+   * `speculationThresholdPercent`: whether a run on top of `deps` is likely enough to be used,
+   * given the pull requests among them still being tested and the queue's failure rate.
+   */
+  private worthStarting(deps: string[]): boolean {
+    const threshold = this.config.speculationThresholdPercent;
+    if (threshold <= 0) return true;
+    let untested = 0;
+    for (const id of deps) if (this.entry(id).state === "testing") untested += 1;
+    return worthSpeculating(threshold, this.s.verdicts ?? NO_VERDICTS, untested);
+  }
+
+  /** Counts a verdict on a unit of `prs` pull requests towards the queue's failure rate. */
+  private recordVerdict(prs: number, failed: boolean): void {
+    this.s.verdicts = recordVerdict(this.s.verdicts ?? NO_VERDICTS, prs, failed);
   }
 
   /**
@@ -960,6 +983,8 @@ class Planning {
       if (this.waitingForSuccessors(unit)) continue;
       // With optimistic merging, a passed successor clears it: the merge step does that.
       if (this.config.canOptimisticallyMerge && this.clearingRun(at(unit, 0)) !== null) continue;
+      // The failure stands: it counts towards the queue's failure rate.
+      this.recordVerdict(unit.length, true);
       if (unit.length === 1) {
         const only = at(unit, 0);
         const failure = only.failure ?? entry.failure;

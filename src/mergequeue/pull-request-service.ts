@@ -19,6 +19,7 @@ import {
   type Mergeability,
   type PrState,
   type QueueCommand,
+  type QueueSnapshot,
 } from "./model.js";
 import {
   METRICS_WINDOW_MS,
@@ -242,6 +243,7 @@ export interface PullRequestServiceDeps {
     | "transitions"
     | "run"
     | "transitionsSince"
+    | "loadSnapshot"
   >;
   commands: CommandBus;
   clock: Clock;
@@ -454,14 +456,22 @@ export class PullRequestService implements QueueContents {
     const series: QueueSeries[] = [];
     // One queue at a time: a scrape should not take every database connection.
     for (const queue of queues) {
-      const [active, recent] = await Promise.all([
+      const [active, recent, stored] = await Promise.all([
         this.deps.runtime.activeEntries(queue.id),
         this.deps.runtime.transitionsSince(queue.id, windowStart),
+        this.deps.runtime.loadSnapshot(queue.id),
       ]);
+      const snapshot = stored?.snapshot as QueueSnapshot | undefined;
       series.push({
         repo: `${queue.repo.owner}/${queue.repo.name}`,
         branch: queue.targetBranch,
-        measures: measureQueue(active, await this.histories(recent), windowStart, now),
+        measures: measureQueue(
+          active,
+          await this.histories(recent),
+          windowStart,
+          now,
+          snapshot?.verdicts,
+        ),
       });
     }
     return renderQueueMetrics(series);

@@ -5,6 +5,7 @@
  */
 import type { EntryRecord, TransitionRecord } from "./records.js";
 import type { PrState } from "./model.js";
+import { NO_VERDICTS, estimatedFailureRate, type VerdictRecord } from "./speculation.js";
 
 /** Rolling metrics cover the hour before the scrape. */
 export const METRICS_WINDOW_MS = 60 * 60 * 1000;
@@ -32,6 +33,8 @@ export interface QueueMeasures {
   testSeconds: number[];
   /** Seconds from ready to conclusion, not_ready time excluded, for entries concluded in the window. */
   timeInQueueSeconds: number[];
+  /** The estimated chance that a pull request fails its queue run (recent verdicts). */
+  estimatedFailureRate: number;
 }
 
 const isConclusion = (state: PrState): state is Conclusion =>
@@ -43,6 +46,7 @@ const countsAsQueued = (state: PrState): boolean => state !== "not_ready" && !is
 /**
  * Measures one queue.
  * @param active the queue's entries that have not concluded
+ * @param verdicts the queue's recent verdicts (its snapshot's), for the failure-rate estimate
  * @param histories the complete transition history of every entry with a transition in the
  *   window (other entries may be included; they are ignored unless something of theirs falls
  *   in the window)
@@ -52,6 +56,7 @@ export function measureQueue(
   histories: Iterable<readonly TransitionRecord[]>,
   windowStart: number,
   now: number,
+  verdicts: VerdictRecord = NO_VERDICTS,
 ): QueueMeasures {
   const measures: QueueMeasures = {
     depth: 0,
@@ -62,6 +67,7 @@ export function measureQueue(
     waitSeconds: [],
     testSeconds: [],
     timeInQueueSeconds: [],
+    estimatedFailureRate: estimatedFailureRate(verdicts),
   };
   for (const entry of active) {
     if (entry.state === "not_ready") measures.awaitingMergeability += 1;
@@ -187,6 +193,14 @@ const FAMILIES: Family[] = [
     type: "histogram",
     help: "Seconds from ready to conclusion (not_ready time excluded), for pull requests that concluded in the last hour.",
     lines: (labels, m) => histogram("mq_pr_time_in_queue_1h_seconds", m.timeInQueueSeconds, labels),
+  },
+  {
+    name: "mq_estimated_failure_rate",
+    type: "gauge",
+    help: "Mainline: the estimated chance that a pull request fails its queue run, from the queue's recent verdicts (what speculationThresholdPercent weighs).",
+    lines: (labels, m) => [
+      `mq_estimated_failure_rate{${labels}} ${sample(Math.round(m.estimatedFailureRate * 1e6) / 1e6)}`,
+    ],
   },
 ];
 

@@ -574,6 +574,20 @@ describe("metrics", () => {
     expect(await service.metrics(OTHER_ORG)).not.toContain("repo=");
   });
 
+  it("gauges each queue's estimated failure rate from its stored verdicts", async () => {
+    await queues.add("dev");
+    // 11 of 100 single-PR units failed, against a prior of 10 passed units: 0.1.
+    runtime.snapshots.set(queueId, { verdicts: { units: 100, prs: 100, failed: 11 } });
+    const text = await service.metrics(PRINCIPAL);
+    expect(text).toContain(
+      'mq_estimated_failure_rate{repo="acme/app",branch="main",queue_type="main"} 0.1\n',
+    );
+    // A queue without verdicts (or without a snapshot yet) estimates 0.
+    expect(text).toContain(
+      'mq_estimated_failure_rate{repo="acme/app",branch="dev",queue_type="main"} 0\n',
+    );
+  });
+
   it("reads full histories only of entries submitted before the window", async () => {
     const hour = 3_600_000;
     const fresh = entryRecord(queueId, { prNumber: 1, state: "testing" });

@@ -29,6 +29,8 @@ export class StoredRecords implements RuntimeReads {
   entries: EntryRecord[] = [];
   transitionRecords: TransitionRecord[] = [];
   runs: RunRecord[] = [];
+  /** The planner snapshot stored for a queue (default: an empty object). */
+  readonly snapshots = new Map<string, unknown>();
   /** Entry ids whose full history was asked for (to check what metrics read). */
   readonly historyReads: string[] = [];
   private readonly store: MergeQueueRuntimeStore;
@@ -54,9 +56,10 @@ export class StoredRecords implements RuntimeReads {
   }
 
   private async write(): Promise<void> {
-    const queueIds = new Set(
-      [...this.entries, ...this.transitionRecords, ...this.runs].map((r) => r.queueId),
-    );
+    const queueIds = new Set([
+      ...[...this.entries, ...this.transitionRecords, ...this.runs].map((r) => r.queueId),
+      ...this.snapshots.keys(),
+    ]);
     for (const queueId of queueIds) {
       await this.ensureQueue(queueId);
       const lease = await this.store.acquireLease(queueId, "test", 0, Number.MAX_SAFE_INTEGER);
@@ -68,7 +71,7 @@ export class StoredRecords implements RuntimeReads {
         queueId,
         epoch: lease.epoch,
         now: 0,
-        snapshot: {},
+        snapshot: this.snapshots.get(queueId) ?? {},
         wakeAt: null,
         entries: this.entries.filter((e) => e.queueId === queueId),
         transitions,
@@ -109,6 +112,11 @@ export class StoredRecords implements RuntimeReads {
   async run(queueId: string, runId: string): Promise<RunRecord | undefined> {
     await this.write();
     return this.store.run(queueId, runId);
+  }
+
+  async loadSnapshot(queueId: string): ReturnType<MergeQueueRuntimeStore["loadSnapshot"]> {
+    await this.write();
+    return this.store.loadSnapshot(queueId);
   }
 
   async transitionsSince(queueId: string, since: number): Promise<TransitionRecord[]> {

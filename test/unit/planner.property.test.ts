@@ -34,6 +34,7 @@ const settingsPatch = fc.oneof(
   }),
   fc.record({ state: fc.constantFrom("running" as const, "paused" as const, "draining" as const) }),
   fc.record({ testingTimeoutMinutes: fc.constantFrom(0, 30, 90) }),
+  fc.record({ speculationThresholdPercent: fc.constantFrom(0, 30, 60, 100) }),
 );
 
 const priority = fc.constantFrom(null, 0, 10, 100, 200);

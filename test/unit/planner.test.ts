@@ -184,6 +184,90 @@ describe("speculation on top of a held failure", () => {
   });
 });
 
+describe("speculationThresholdPercent (Mainline's extension, research merge-queue §8.3)", () => {
+  /** A record of 100 verdicts on single pull requests, `failed` of which stood. */
+  const record = (failed: number) => ({ units: 100, prs: 100, failed });
+
+  it("a new queue speculates as deep as the concurrency: no failure seen yet", () => {
+    const h = new PlannerHarness({ concurrency: 5, speculationThresholdPercent: 90 });
+    for (const n of [1, 2, 3, 4, 5]) h.submit(n);
+    expect(h.runningUnits()).toEqual([[1], [2], [3], [4], [5]]);
+  });
+
+  it("starts a run only while the pull requests being tested ahead of it are likely enough to pass", () => {
+    const h = new PlannerHarness({ concurrency: 10, speculationThresholdPercent: 50 });
+    // 11 of 110 (100 plus the prior's 10) units failed: p = 0.1, and 0.9^6 = 0.53 ≥ 0.5 > 0.9^7.
+    h.snapshot.verdicts = record(11);
+    for (const n of [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]) h.submit(n);
+    expect(h.runningUnits()).toEqual([[1], [2], [3], [4], [5], [6], [7]]);
+    // A pull request that passed no longer counts as untested: 8 starts on top of 1…7.
+    h.pass(2);
+    expect(h.state(2)).toBe("tests_passed");
+    expect(h.prsOf(h.run(8))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(h.state(9)).toBe("pending");
+    // 1 merges: 9 starts with six untested ahead (3…8).
+    h.pass(1);
+    expect(h.merged).toEqual([1, 2]);
+    expect(h.prsOf(h.run(9))).toEqual([3, 4, 5, 6, 7, 8, 9]);
+    expect(h.state(10)).toBe("pending");
+  });
+
+  it("learns the failure rate from failures that stood and runs that passed", () => {
+    const h = new PlannerHarness({ concurrency: 4, speculationThresholdPercent: 50 });
+    for (const n of [1, 2, 3]) {
+      h.submit(n);
+      h.fail([n]);
+      expect(h.state(n)).toBe("failed");
+    }
+    // Three failures against the prior's ten passed units: p ≈ 0.23, so at most two untested
+    // pull requests may be ahead of a run (0.77² ≥ 0.5 > 0.77³).
+    expect(h.snapshot.verdicts?.failed).toBeCloseTo(2.9701, 4);
+    for (const n of [4, 5, 6, 7]) h.submit(n);
+    expect(h.runningUnits()).toEqual([[4], [5], [6]]);
+    h.pass(4); // merges; the estimate falls to 0.21, still 0.79³ < 0.5
+    expect(h.merged).toEqual([4]);
+    expect(h.runningUnits()).toEqual([[5], [6], [7]]);
+    expect(h.snapshot.verdicts?.units).toBeCloseTo(3.9404, 4);
+    h.submit(8);
+    expect(h.state(8)).toBe("pending");
+  });
+
+  it("a failure that a failed predecessor explains is not counted", () => {
+    const h = new PlannerHarness({ concurrency: 2, speculationThresholdPercent: 50 });
+    h.submit(1);
+    h.submit(2);
+    h.fail([2]);
+    h.fail([1]);
+    expect(h.snapshot.verdicts).toMatchObject({ units: 1, failed: 1 });
+    h.pass(2);
+    expect(h.snapshot.verdicts?.failed).toBeCloseTo(0.99, 6);
+    expect(h.snapshot.verdicts?.units).toBeCloseTo(1.99, 6);
+  });
+
+  it("0 (the default) fills the concurrency whatever the failure rate, as Trunk does", () => {
+    const h = new PlannerHarness({ concurrency: 4 });
+    h.snapshot.verdicts = record(80);
+    for (const n of [1, 2, 3, 4]) h.submit(n);
+    expect(h.runningUnits()).toEqual([[1], [2], [3], [4]]);
+  });
+
+  it("counts pull requests, not batches: a batch of four ahead weighs four", () => {
+    const h = new PlannerHarness({
+      concurrency: 4,
+      batch: true,
+      batchingMinSize: 4,
+      speculationThresholdPercent: 50,
+    });
+    // p = 0.1 as above: six untested pull requests may be ahead, so one batch of four, not two.
+    h.snapshot.verdicts = record(11);
+    for (let n = 1; n <= 12; n++) h.submit(n);
+    expect(h.runningUnits()).toEqual([
+      [1, 2, 3, 4],
+      [5, 6, 7, 8],
+    ]);
+  });
+});
+
 describe("batching (research merge-queue §2.7)", () => {
   it("starts a batch when the wait expires: A 0:00, B 1:00, C 2:30 → ABC at 5:00", () => {
     const h = new PlannerHarness({

@@ -67,7 +67,19 @@ describe("measureQueue", () => {
       waitSeconds: [300, 120],
       testSeconds: [900, 3600, 1080],
       timeInQueueSeconds: [1260, 1740],
+      estimatedFailureRate: 0,
     } satisfies QueueMeasures);
+  });
+
+  it("gauges the failure rate the queue's verdicts estimate", () => {
+    // 11 of 100 single-PR units failed, against a prior of 10 passed units: 0.1.
+    const verdicts = { units: 100, prs: 100, failed: 11 };
+    const measures = measureQueue([], [], WINDOW_START, NOW, verdicts);
+    expect(measures.estimatedFailureRate).toBeCloseTo(0.1, 10);
+    const l = 'repo="acme/app",branch="main",queue_type="main"';
+    expect(renderQueueMetrics([{ repo: "acme/app", branch: "main", measures }])).toContain(
+      `\nmq_estimated_failure_rate{${l}} 0.1\n`,
+    );
   });
 
   it("does not depend on the order of transitions or histories", () => {
@@ -180,6 +192,9 @@ describe("renderQueueMetrics", () => {
         `mq_pr_time_in_queue_1h_seconds_bucket{${l},le="+Inf"} 2`,
         `mq_pr_time_in_queue_1h_seconds_sum{${l}} 3000`,
         `mq_pr_time_in_queue_1h_seconds_count{${l}} 2`,
+        "# HELP mq_estimated_failure_rate Mainline: the estimated chance that a pull request fails its queue run, from the queue's recent verdicts (what speculationThresholdPercent weighs).",
+        "# TYPE mq_estimated_failure_rate gauge",
+        `mq_estimated_failure_rate{${l}} 0`,
         "",
       ].join("\n"),
     );
@@ -211,6 +226,6 @@ describe("renderQueueMetrics", () => {
         .split("\n")
         .every((line) => line.startsWith("# ")),
     ).toBe(true);
-    expect(text.match(/^# TYPE /gm)).toHaveLength(8);
+    expect(text.match(/^# TYPE /gm)).toHaveLength(9);
   });
 });

@@ -225,6 +225,7 @@ describe("flags", () => {
       pendingFailureDepth: 0,
       optimistic: false,
       optimizationMode: "off",
+      speculationThresholdPercent: 0,
       testingTimeoutMinutes: 60,
       priorities: null,
       targetsFanout: null,
@@ -255,6 +256,8 @@ describe("flags", () => {
     [{ priorities: "1xsoon" }, /not a priority/],
     [{ priorities: "0.5" }, /is not <probability>x<value>/],
     [{ optimizationMode: "fast" }, /--optimization-mode takes/],
+    [{ speculationThreshold: "101" }, /--speculation-threshold takes a whole number from 0 to 100/],
+    [{ speculationThreshold: "30%" }, /--speculation-threshold takes a whole number/],
   ])("refuse %o", (flags, message) => {
     expect(() => optionsOf(flags)).toThrow(SimulationOptionError);
     expect(() => optionsOf(flags)).toThrow(message);
@@ -294,6 +297,7 @@ describe("a simulation", () => {
       { batch: true, optimizationMode: "bisection_skip_redundant_tests" },
     ],
     ["pending failure depth", { pendingFailureDepth: "2" }],
+    ["a speculation threshold", { batch: true, speculationThreshold: "50" }],
     ["priorities", { priorities: "0.1x0,0.2x10,0.7x100" }],
     ["parallel lanes", { targetsFanout: "0.75x1,0.15x2,0.09x3,0.01xALL" }],
   ])("%s: concludes every PR, merges no bad one, and breaks no rule", (_, flags) => {
@@ -311,6 +315,22 @@ describe("a simulation", () => {
     expect(Object.values(report.details.anomalies).every((count) => count === 0)).toBe(true);
     expect(report.ciRuns).toBeGreaterThanOrEqual(report.merged / (flags.batch ? 4 : 1));
   }
+
+  it("a speculation threshold spends fewer CI runs per merged PR on a failing, saturated queue", () => {
+    const busy = {
+      prs: "400",
+      arrivalsPerHour: "60",
+      failureRate: "0.1",
+      concurrency: "8",
+      batch: true,
+    } satisfies Partial<SimulateFlags>;
+    const full = run(busy);
+    const thrifty = run({ ...busy, speculationThreshold: "50" });
+    expect(thrifty.settings).toMatchObject({ speculationThresholdPercent: 50 });
+    expect(thrifty.ciRunsPerMerged).toBeLessThan((full.ciRunsPerMerged ?? 0) * 0.9);
+    expect(thrifty.merged).toBe(full.merged); // the same PRs merge, later
+    expect(thrifty.badMerged).toBe(0);
+  });
 
   it("stops at the time cap and counts what is left as unfinished", () => {
     const report = run({ prs: "200", maxHours: "2" });

@@ -35,6 +35,7 @@ export interface SimulateFlags {
   pendingFailureDepth?: string | undefined;
   optimistic?: boolean | undefined;
   optimizationMode?: string | undefined;
+  speculationThreshold?: string | undefined;
   testingTimeoutMinutes?: string | undefined;
   priorities?: string | undefined;
   targetsFanout?: string | undefined;
@@ -110,6 +111,9 @@ export function simulationOptions(flags: SimulateFlags): SimulationOptions {
       SIMULATION_DEFAULTS.pendingFailureDepth,
     optimistic: flags.optimistic === true,
     optimizationMode: mode as OptimizationMode,
+    speculationThresholdPercent:
+      whole("--speculation-threshold", flags.speculationThreshold) ??
+      SIMULATION_DEFAULTS.speculationThresholdPercent,
     testingTimeoutMinutes:
       whole("--testing-timeout-minutes", flags.testingTimeoutMinutes) ??
       (Number.isFinite(ciMinutes) && Number.isFinite(ciJitter)
@@ -243,6 +247,10 @@ export function registerSimulate(program: Command): void {
       new Option("--optimization-mode <mode>", "queue setting (default off)").choices(
         OPTIMIZATION_MODES,
       ),
+    )
+    .option(
+      "--speculation-threshold <percent>",
+      "queue setting: start a run only if it is at least this likely to be used (default 0: always)",
     )
     .option(
       "--testing-timeout-minutes <m>",

@@ -36,6 +36,8 @@ export interface SimulationOptions {
   pendingFailureDepth: number;
   optimistic: boolean;
   optimizationMode: OptimizationMode;
+  /** Queue setting `speculationThresholdPercent` (Mainline's extension; 0: as Trunk). */
+  speculationThresholdPercent: number;
   testingTimeoutMinutes: number;
   /** Priority values; null: every PR takes the default (medium). */
   priorities: Distribution<number> | null;
@@ -56,6 +58,7 @@ export const SIMULATION_DEFAULTS = Object.freeze({
   bisectionConcurrency: 1,
   pendingFailureDepth: 0,
   optimizationMode: "off",
+  speculationThresholdPercent: 0,
   targets: 4,
   maxHours: 30 * 24,
 });
@@ -162,6 +165,7 @@ export function validateOptions(o: SimulationOptions): void {
   whole("--batch-wait-minutes", o.batchWaitMinutes, 0, 100_000);
   whole("--bisection-concurrency", o.bisectionConcurrency, 1, 10_000);
   whole("--pending-failure-depth", o.pendingFailureDepth, 0, 10_000);
+  whole("--speculation-threshold", o.speculationThresholdPercent, 0, 100);
   whole("--testing-timeout-minutes", o.testingTimeoutMinutes, 0, 1_000_000);
   if (!OPTIMIZATION_MODES.includes(o.optimizationMode)) {
     fail(`--optimization-mode takes ${OPTIMIZATION_MODES.join(" or ")}.`);

@@ -177,6 +177,7 @@ export function simulationConfiguration(o: SimulationOptions): QueueConfiguratio
     batchingMaxWaitTimeMinutes: o.batchWaitMinutes,
     batchingMinSize: o.batchSize,
     optimizationMode: o.optimizationMode,
+    speculationThresholdPercent: o.speculationThresholdPercent,
   };
 }
 
@@ -691,6 +692,7 @@ export function describeSettings(o: SimulationOptions): Record<string, unknown> 
     pendingFailureDepth: o.pendingFailureDepth,
     optimistic: o.optimistic,
     optimizationMode: o.optimizationMode,
+    speculationThresholdPercent: o.speculationThresholdPercent,
     testingTimeoutMinutes: o.testingTimeoutMinutes,
     priorities: spec(o.priorities),
     targets: o.targetsFanout === null ? null : o.targets,
