@@ -256,8 +256,14 @@ describe("flags", () => {
     [{ priorities: "1xsoon" }, /not a priority/],
     [{ priorities: "0.5" }, /is not <probability>x<value>/],
     [{ optimizationMode: "fast" }, /--optimization-mode takes/],
-    [{ speculationThreshold: "101" }, /--speculation-threshold takes a whole number from 0 to 100/],
-    [{ speculationThreshold: "30%" }, /--speculation-threshold takes a whole number/],
+    [
+      { speculationThresholdPercent: "101" },
+      /--speculation-threshold-percent takes a whole number from 0 to 100/,
+    ],
+    [
+      { speculationThresholdPercent: "30%" },
+      /--speculation-threshold-percent takes a whole number/,
+    ],
   ])("refuse %o", (flags, message) => {
     expect(() => optionsOf(flags)).toThrow(SimulationOptionError);
     expect(() => optionsOf(flags)).toThrow(message);
@@ -297,7 +303,7 @@ describe("a simulation", () => {
       { batch: true, optimizationMode: "bisection_skip_redundant_tests" },
     ],
     ["pending failure depth", { pendingFailureDepth: "2" }],
-    ["a speculation threshold", { batch: true, speculationThreshold: "50" }],
+    ["a speculation threshold", { batch: true, speculationThresholdPercent: "50" }],
     ["priorities", { priorities: "0.1x0,0.2x10,0.7x100" }],
     ["parallel lanes", { targetsFanout: "0.75x1,0.15x2,0.09x3,0.01xALL" }],
   ])("%s: concludes every PR, merges no bad one, and breaks no rule", (_, flags) => {
@@ -325,7 +331,7 @@ describe("a simulation", () => {
       batch: true,
     } satisfies Partial<SimulateFlags>;
     const full = run(busy);
-    const thrifty = run({ ...busy, speculationThreshold: "50" });
+    const thrifty = run({ ...busy, speculationThresholdPercent: "50" });
     expect(thrifty.settings).toMatchObject({ speculationThresholdPercent: 50 });
     expect(thrifty.ciRunsPerMerged).toBeLessThan((full.ciRunsPerMerged ?? 0) * 0.9);
     expect(thrifty.merged).toBe(full.merged); // the same PRs merge, later

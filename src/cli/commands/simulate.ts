@@ -35,7 +35,7 @@ export interface SimulateFlags {
   pendingFailureDepth?: string | undefined;
   optimistic?: boolean | undefined;
   optimizationMode?: string | undefined;
-  speculationThreshold?: string | undefined;
+  speculationThresholdPercent?: string | undefined;
   testingTimeoutMinutes?: string | undefined;
   priorities?: string | undefined;
   targetsFanout?: string | undefined;
@@ -112,7 +112,7 @@ export function simulationOptions(flags: SimulateFlags): SimulationOptions {
     optimistic: flags.optimistic === true,
     optimizationMode: mode as OptimizationMode,
     speculationThresholdPercent:
-      whole("--speculation-threshold", flags.speculationThreshold) ??
+      whole("--speculation-threshold-percent", flags.speculationThresholdPercent) ??
       SIMULATION_DEFAULTS.speculationThresholdPercent,
     testingTimeoutMinutes:
       whole("--testing-timeout-minutes", flags.testingTimeoutMinutes) ??
@@ -249,7 +249,7 @@ export function registerSimulate(program: Command): void {
       ),
     )
     .option(
-      "--speculation-threshold <percent>",
+      "--speculation-threshold-percent <n>",
       "queue setting: start a run only if it is at least this likely to be used (default 0: always)",
     )
     .option(

@@ -165,7 +165,7 @@ export function validateOptions(o: SimulationOptions): void {
   whole("--batch-wait-minutes", o.batchWaitMinutes, 0, 100_000);
   whole("--bisection-concurrency", o.bisectionConcurrency, 1, 10_000);
   whole("--pending-failure-depth", o.pendingFailureDepth, 0, 10_000);
-  whole("--speculation-threshold", o.speculationThresholdPercent, 0, 100);
+  whole("--speculation-threshold-percent", o.speculationThresholdPercent, 0, 100);
   whole("--testing-timeout-minutes", o.testingTimeoutMinutes, 0, 1_000_000);
   if (!OPTIMIZATION_MODES.includes(o.optimizationMode)) {
     fail(`--optimization-mode takes ${OPTIMIZATION_MODES.join(" or ")}.`);
