@@ -268,6 +268,40 @@ describe("the merge-queue engine, on a real database", () => {
     expect(host.mergeLog(repo)).toEqual([1, 2, 3, 4]);
   });
 
+  it("speculationThresholdPercent: failures that stood hold back runs likely to be thrown away, also after a restart", async () => {
+    await createQueue({ concurrency: 3, speculationThresholdPercent: 70 });
+    const first = engine();
+    const failing = [{ name: "test", conclusion: "failure" as const }];
+    for (const n of [1, 2, 3]) {
+      await first.execute(queueId, submit(n));
+      ci.finish(queueId, defined(ci.runsFor(queueId, [n])[0]).runId, failing);
+      await until(
+        async () => (await runtime().latestEntry(queueId, n))?.state === "failed",
+        `the failure of #${String(n)}`,
+      );
+    }
+    await first.stop();
+    engines.splice(0);
+    // Three failures against the prior's ten passed units: p ≈ 0.23, so a run may have one
+    // untested pull request ahead of it (0.77 ≥ 0.7), not two (0.59).
+    const stored = defined(await runtime().loadSnapshot(queueId)).snapshot as {
+      verdicts?: { units: number; failed: number };
+    };
+    expect(stored.verdicts?.failed).toBeCloseTo(2.9701, 4);
+    const second = engine(database.handle, "p2");
+    for (const n of [4, 5, 6]) await second.execute(queueId, submit(n));
+    expect(ci.runsFor(queueId, [4])).toHaveLength(1);
+    expect(ci.runsFor(queueId, [4, 5])).toHaveLength(1);
+    expect(ci.runsFor(queueId, [4, 5, 6])).toHaveLength(0);
+    expect((await runtime().latestEntry(queueId, 6))?.state).toBe("pending");
+    // 4 passes and merges: 6 has one untested pull request ahead now, and starts.
+    ci.finish(queueId, defined(ci.runsFor(queueId, [4])[0]).runId, [
+      { name: "test", conclusion: "success" },
+    ]);
+    await until(() => ci.runsFor(queueId, [5, 6]).length === 1, "the run of 6 on top of 5");
+    expect(host.mergeLog(repo)).toEqual([4]);
+  });
+
   it("batches, bisects a failed batch through the driver, merges the rest and fails the culprit", async () => {
     await createQueue({
       concurrency: 2,
