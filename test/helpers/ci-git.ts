@@ -3,21 +3,10 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "vitest";
+import { git } from "./local-project.js";
 
 /** Real git for the CI runner's tests: a bare repository as the local git host keeps them. */
 const exec = promisify(execFile);
-
-const IDENTITY = {
-  GIT_AUTHOR_NAME: "Test",
-  GIT_AUTHOR_EMAIL: "test@example.com",
-  GIT_COMMITTER_NAME: "Test",
-  GIT_COMMITTER_EMAIL: "test@example.com",
-};
-
-export async function git(args: string[], cwd?: string): Promise<string> {
-  const { stdout } = await exec("git", args, { cwd, env: { ...process.env, ...IDENTITY } });
-  return stdout.trim();
-}
 
 export interface TestRepository {
   bare: string;
@@ -33,8 +22,8 @@ export async function createRepository(root: string): Promise<TestRepository> {
   const bare = path.join(root, "git", "acme", "app.git");
   const work = path.join(root, "work-clone");
   await mkdir(bare, { recursive: true });
-  await git(["init", "--quiet", "--bare", "--initial-branch=main", bare]);
-  await git(["clone", "--quiet", bare, work]);
+  await git(root, "init", "--quiet", "--bare", "--initial-branch=main", bare);
+  await git(root, "clone", "--quiet", bare, work);
   return {
     bare,
     async commit(files) {
@@ -42,10 +31,10 @@ export async function createRepository(root: string): Promise<TestRepository> {
         await mkdir(path.dirname(path.join(work, file)), { recursive: true });
         await writeFile(path.join(work, file), content);
       }
-      await git(["add", "--all"], work);
-      await git(["commit", "--quiet", "--allow-empty", "-m", "change"], work);
-      await git(["push", "--quiet", "origin", "HEAD:main"], work);
-      return git(["rev-parse", "HEAD"], work);
+      await git(work, "add", "--all");
+      await git(work, "commit", "--quiet", "--allow-empty", "-m", "change");
+      await git(work, "push", "--quiet", "origin", "HEAD:main");
+      return git(work, "rev-parse", "HEAD");
     },
     async readFile(sha, file) {
       try {
@@ -55,8 +44,8 @@ export async function createRepository(root: string): Promise<TestRepository> {
       }
     },
     async checkout(sha, dir) {
-      await git(["clone", "--quiet", "--shared", "--no-checkout", bare, dir]);
-      await git(["-C", dir, "checkout", "--quiet", "--detach", sha]);
+      await git(root, "clone", "--quiet", "--shared", "--no-checkout", bare, dir);
+      await git(dir, "checkout", "--quiet", "--detach", sha);
     },
   };
 }
