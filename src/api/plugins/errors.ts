@@ -177,6 +177,12 @@ function frameworkError(error: FastifyError): ApiError | undefined {
 }
 
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
+  // An answer given before the body was read whole (too large, disk full, refused mid-stream)
+  // ends the connection: the rest of the body is never read, so a client still sending it must
+  // see the connection close instead of waiting on it.
+  if (error.status === 413 || error.status === 507 || !reply.request.raw.complete) {
+    void reply.header("connection", "close");
+  }
   return reply
     .status(error.status)
     .type("application/json; charset=utf-8")
@@ -187,6 +193,42 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
         ...(error.details ? { details: error.details } : {}),
       },
     });
+}
+
+/**
+ * The router's own refusals, before any route is found (fastify's `frameworkErrors`): a path
+ * that is not valid percent-encoding, or a path parameter longer than the router takes.
+ */
+export function routerError(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  // No hook runs for these requests: the request id is set here.
+  void reply.header("x-request-id", request.id);
+  switch (error.code) {
+    case "FST_ERR_BAD_URL":
+      void sendError(
+        reply,
+        new ApiError("invalid_request", "The request path is not valid percent-encoded text."),
+      );
+      return;
+    case "FST_ERR_MAX_PARAM_LENGTH":
+      void sendError(
+        reply,
+        new ApiError("uri_too_long", "A part of the request path is longer than any valid id."),
+      );
+      return;
+    default:
+      request.log.error({ err: error }, "routing failed");
+      void sendError(
+        reply,
+        new ApiError(
+          "internal",
+          `An unexpected error occurred; the server log has the details under request id ${request.id}.`,
+        ),
+      );
+  }
 }
 
 /**
