@@ -28,6 +28,7 @@ import { requireApiToken } from "./plugins/auth.js";
 import { installErrorHandling, routerError } from "./plugins/errors.js";
 import { InFlightWork, trackHandlers } from "./plugins/in-flight.js";
 import { HttpMetrics, installMetrics } from "./plugins/metrics.js";
+import { installTextCheck } from "./plugins/text.js";
 import { registerServiceRoutes, registerWhoAmI } from "./service/routes.js";
 import { registerUnauthenticatedUploadRoutes, registerUploadRoutes } from "./flakytests/uploads.js";
 import type { UploadService } from "../testhealth/upload-service.js";
@@ -134,6 +135,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     routeMethods.set(route.url, known);
   });
   installErrorHandling(app, routeMethods);
+  installTextCheck(app);
 
   await app.register(swagger, {
     openapi: {
