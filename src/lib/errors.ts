@@ -46,3 +46,26 @@ export class ApiError extends Error {
     return new ApiError("invalid_request", `${path} ${message}`, [{ path, message }]);
   }
 }
+
+/** Error codes of a full disk or exhausted quota: errno, SQLite and PostgreSQL (`disk_full`). */
+const STORAGE_FULL_CODES = new Set(["ENOSPC", "EDQUOT", "SQLITE_FULL", "53100"]);
+const STORAGE_FULL_TEXT = /No space left on device|Disk quota exceeded/i;
+
+/**
+ * Whether a failure comes from the disk being full: an errno or database code, or a child
+ * process (git) that said so on its standard error. Looks through `cause` chains.
+ */
+export function isStorageFull(error: unknown): boolean {
+  for (let current = error, depth = 0; current && depth < 5; depth++) {
+    if (typeof current !== "object") return false;
+    const { code, stderr, cause } = current as {
+      code?: unknown;
+      stderr?: unknown;
+      cause?: unknown;
+    };
+    if (typeof code === "string" && STORAGE_FULL_CODES.has(code)) return true;
+    if (typeof stderr === "string" && STORAGE_FULL_TEXT.test(stderr)) return true;
+    current = cause;
+  }
+  return false;
+}

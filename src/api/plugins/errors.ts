@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ApiError, type ErrorDetail } from "../../lib/errors.js";
+import { ApiError, isStorageFull, type ErrorDetail } from "../../lib/errors.js";
 import { PATTERN_MESSAGES } from "../schemas.js";
 
 /** What ajv reports for one failed rule (with `verbose: true`, it also carries the schema). */
@@ -249,6 +249,16 @@ export function installErrorHandling(
     }
     const clientError = frameworkError(error);
     if (clientError) return sendError(reply, clientError);
+    if (isStorageFull(error)) {
+      request.log.error({ err: error }, "storage full");
+      return sendError(
+        reply,
+        new ApiError(
+          "insufficient_storage",
+          "The server's disk is full, so nothing was changed; retry once space is freed.",
+        ),
+      );
+    }
     request.log.error({ err: error }, "unexpected error");
     return sendError(
       reply,
