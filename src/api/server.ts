@@ -25,7 +25,7 @@ import { registerUpdateQueue } from "./mergequeue/updateQueue.js";
 import { registerCiRoutes } from "./local/ci.js";
 import { registerLocalHostRoutes } from "./local/pull-requests.js";
 import { requireApiToken } from "./plugins/auth.js";
-import { installErrorHandling, routerError } from "./plugins/errors.js";
+import { clientError, installErrorHandling, routerError } from "./plugins/errors.js";
 import { InFlightWork, trackHandlers } from "./plugins/in-flight.js";
 import { HttpMetrics, installMetrics } from "./plugins/metrics.js";
 import { installTextCheck } from "./plugins/text.js";
@@ -86,6 +86,8 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     return503OnClosing: false,
     // The router's own refusals (bad percent-encoding, over-long ids) get the error envelope.
     frameworkErrors: routerError,
+    // So do requests Node's HTTP parser refuses (an address or headers over 16 KiB).
+    clientErrorHandler: clientError,
     ajv: {
       // Values are taken exactly as sent: no type coercion, no defaults filled in, every
       // problem reported. `verbose` lets errors name the bounds they broke.

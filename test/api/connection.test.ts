@@ -119,4 +119,16 @@ describe("the router's own errors use the error envelope", () => {
     expect(error.code).toBe("uri_too_long");
     expect(error.message.length).toBeGreaterThan(10);
   });
+
+  it("answers an address over the HTTP parser's limit with 431 and the envelope", async () => {
+    const response = await server.request(`/v1/uploads/abc?signature=${"a".repeat(20_000)}`, {
+      method: "PUT",
+      body: "x",
+    });
+    expect(response.status).toBe(431);
+    expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+    const error = (response.body as { error: { code: string; message: string } }).error;
+    expect(error.code).toBe("headers_too_large");
+    expect(error.message).toMatch(/16 KiB/);
+  });
 });

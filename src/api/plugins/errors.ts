@@ -1,3 +1,5 @@
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, isStorageFull, type ErrorDetail } from "../../lib/errors.js";
 import { PATTERN_MESSAGES } from "../schemas.js";
@@ -229,6 +231,33 @@ export function routerError(
         ),
       );
   }
+}
+
+/**
+ * Requests Node's HTTP parser refuses before fastify sees them (headers or URL over 16 KiB,
+ * malformed HTTP, a client too slow to send its request): the error envelope written on the
+ * socket, which is then closed (fastify's `clientErrorHandler`).
+ */
+export function clientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const answer =
+    error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? new ApiError("request_timeout", "The request was not received in time.")
+      : error.code === "HPE_HEADER_OVERFLOW"
+        ? new ApiError(
+            "headers_too_large",
+            "The request's address and headers are larger than the 16 KiB the server reads.",
+          )
+        : new ApiError("invalid_request", "The request is not well-formed HTTP.");
+  const body = JSON.stringify({ error: { code: answer.code, message: answer.message } });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? "Error"}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Connection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 /**
