@@ -15,9 +15,21 @@ export function unstorableText(value: string): string | undefined {
   return undefined;
 }
 
-function childPath(parent: string, key: string | number): string {
-  if (typeof key === "number") return `${parent}[${String(key)}]`;
-  return parent === "" ? key : `${parent}.${key}`;
+/** Where a value sits: its parent's place and its key there (paths are built only when needed). */
+interface Place {
+  parent: Place | null;
+  key: string | number;
+}
+
+function pathOf(place: Place | null, rootPath: string): string {
+  const keys: (string | number)[] = [];
+  for (let at = place; at !== null; at = at.parent) keys.push(at.key);
+  let path = rootPath;
+  for (let i = keys.length - 1; i >= 0; i--) {
+    const key = keys[i] as string | number;
+    path = typeof key === "number" ? `${path}[${String(key)}]` : path ? `${path}.${key}` : key;
+  }
+  return path || "body";
 }
 
 /**
@@ -29,27 +41,31 @@ export function findUnstorableText(
   root: unknown,
   rootPath: string,
 ): { path: string; message: string } | undefined {
-  const stack: { value: unknown; path: string }[] = [{ value: root, path: rootPath }];
-  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
-    const { value, path } = next;
+  const values: unknown[] = [root];
+  const places: (Place | null)[] = [null];
+  for (;;) {
+    const value = values.pop();
+    const place = places.pop();
+    if (place === undefined) return undefined;
     if (typeof value === "string") {
       const problem = unstorableText(value);
-      if (problem) return { path: path || "body", message: problem };
+      if (problem) return { path: pathOf(place, rootPath), message: problem };
     } else if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) {
-        stack.push({ value: value[i], path: childPath(path, i) });
+        values.push(value[i]);
+        places.push({ parent: place, key: i });
       }
     } else if (typeof value === "object" && value !== null) {
-      const entries = Object.entries(value);
-      for (let i = entries.length - 1; i >= 0; i--) {
-        const [key, child] = entries[i] as [string, unknown];
+      const keys = Object.keys(value);
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i] as string;
         const keyProblem = unstorableText(key);
         if (keyProblem) {
-          return { path: path || "body", message: `has a field name that ${keyProblem}` };
+          return { path: pathOf(place, rootPath), message: `has a field name that ${keyProblem}` };
         }
-        stack.push({ value: child, path: childPath(path, key) });
+        values.push((value as Record<string, unknown>)[key]);
+        places.push({ parent: place, key });
       }
     }
   }
-  return undefined;
 }
