@@ -122,9 +122,11 @@ const ERROR_DESCRIPTIONS: Partial<Record<number, string>> = {
   404: "No such resource (`not_found`).",
   409: "The resource is in a state that refuses this change (`conflict`).",
   413: "The JSON body is larger than 20 MiB (`payload_too_large`).",
+  414: "A path parameter is longer than any valid id (`uri_too_long`).",
   415: "The body is not `application/json` (`unsupported_media_type`).",
   500: "Unexpected server failure (`internal`).",
   503: "The database is unreachable (`unavailable`).",
+  507: "The server's disk is full; nothing was stored, retry later (`insufficient_storage`).",
 };
 
 /** Response schemas for the error statuses an operation can answer. */

@@ -25,9 +25,10 @@ import { registerUpdateQueue } from "./mergequeue/updateQueue.js";
 import { registerCiRoutes } from "./local/ci.js";
 import { registerLocalHostRoutes } from "./local/pull-requests.js";
 import { requireApiToken } from "./plugins/auth.js";
-import { installErrorHandling } from "./plugins/errors.js";
+import { clientError, installErrorHandling, routerError } from "./plugins/errors.js";
 import { InFlightWork, trackHandlers } from "./plugins/in-flight.js";
 import { HttpMetrics, installMetrics } from "./plugins/metrics.js";
+import { installTextCheck } from "./plugins/text.js";
 import { registerServiceRoutes, registerWhoAmI } from "./service/routes.js";
 import { registerUnauthenticatedUploadRoutes, registerUploadRoutes } from "./flakytests/uploads.js";
 import type { UploadService } from "../testhealth/upload-service.js";
@@ -83,6 +84,10 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     },
     // Requests that arrive while shutting down get our own 503 envelope (below), not fastify's.
     return503OnClosing: false,
+    // The router's own refusals (bad percent-encoding, over-long ids) get the error envelope.
+    frameworkErrors: routerError,
+    // So do requests Node's HTTP parser refuses (an address or headers over 16 KiB).
+    clientErrorHandler: clientError,
     ajv: {
       // Values are taken exactly as sent: no type coercion, no defaults filled in, every
       // problem reported. `verbose` lets errors name the bounds they broke.
@@ -132,6 +137,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     routeMethods.set(route.url, known);
   });
   installErrorHandling(app, routeMethods);
+  installTextCheck(app);
 
   await app.register(swagger, {
     openapi: {

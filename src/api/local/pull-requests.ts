@@ -71,7 +71,7 @@ export function registerLocalHostRoutes(app: ApiApp, local: LocalHostService): v
           200: Type.Object({
             remoteUrl: Type.String({ description: "The bare repository's path: a git remote." }),
           }),
-          ...errorResponses(...COMMON_ERRORS, 409),
+          ...errorResponses(...COMMON_ERRORS, 409, 507),
         },
       },
     },

@@ -5,6 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { ApiError, isStorageFull } from "../../lib/errors.js";
 import { git } from "./git.js";
 import { repositoryPath } from "./layout.js";
 
@@ -52,6 +53,12 @@ export class LocalRepositories {
     } catch (error) {
       if (TARGET_EXISTS.has((error as NodeJS.ErrnoException).code ?? "")) {
         return { created: false, path };
+      }
+      if (isStorageFull(error)) {
+        throw new ApiError(
+          "insufficient_storage",
+          `The server's disk is full, so the repository ${owner}/${name} was not created; retry later.`,
+        );
       }
       throw error;
     } finally {
