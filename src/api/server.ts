@@ -38,7 +38,7 @@ import { registerTestPage } from "./flakytests/test-page.js";
 import { registerTestRoutes } from "./flakytests/tests.js";
 import type { ApiApp } from "./types.js";
 
-/** Contract §1: JSON bodies up to 20 MiB. */
+/** docs/contract.md §1: JSON bodies up to 20 MiB. */
 export const BODY_LIMIT_BYTES = 20 * 1024 * 1024;
 
 export interface ServerDependencies {
