@@ -5,9 +5,11 @@ import {
   describeProcessing,
   locate,
   readAll,
+  reportsBefore,
   resolveOrg,
   send,
   type Located,
+  type ReportsBefore,
   type UploadFlags,
 } from "../upload/flow.js";
 import { getQuarantineConfig } from "../upload/protocol.js";
@@ -72,6 +74,7 @@ async function uploadAndLookUp(
   argv: readonly string[],
   own: number,
   flags: UploadFlags,
+  before: ReportsBefore,
 ): Promise<{
   summary: ReportsSummary | null;
   uploaded: boolean;
@@ -82,7 +85,7 @@ async function uploadAndLookUp(
   let located: Located;
   let summary: ReportsSummary;
   try {
-    located = await locate(flags, io);
+    located = await locate(flags, io, before);
     summary = await readAll(located, io);
   } catch (error) {
     warn(`no results uploaded: ${messageOf(error)}`);
@@ -138,6 +141,9 @@ export function registerTest(program: Command): void {
       .usage("--junit <globs...> [options] -- <command...>")
       .argument("<command...>", "the test command (after --); a single argument runs in a shell"),
   ).action(async (argv: string[], flags: UploadFlags) => {
+    // Reports left from an earlier run must not speak for this one (a crash before any report
+    // is written would otherwise pass on an old report's quarantined failures).
+    const before = await reportsBefore(flags, uploadIo(process.stderr));
     const ran = await runCommand(argv);
     if ("spawnError" in ran) {
       note(`cannot run ${argv[0] ?? ""} (${ran.spawnError})`);
@@ -147,7 +153,7 @@ export function registerTest(program: Command): void {
     const own = commandExitCode(ran);
     let exitCode: number;
     try {
-      const looked = await uploadAndLookUp(argv, own, flags);
+      const looked = await uploadAndLookUp(argv, own, flags, before);
       const decision = decideExit({
         command: ran,
         reports:
