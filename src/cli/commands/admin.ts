@@ -72,7 +72,7 @@ export function registerAdminCommands(program: Command): void {
   program
     .command("migrate")
     .description(
-      "Create the database if it does not exist and apply pending migrations (serve also does this at start)",
+      "Apply pending database migrations, creating the database if there is none (serve also does this at start)",
     )
     .action(async () => {
       const [{ openDatabase }, { migrateToLatest }] = await Promise.all([

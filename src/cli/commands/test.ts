@@ -24,6 +24,9 @@ import {
 import type { ReportsSummary } from "../upload/reports.js";
 import { uploadIo } from "./upload.js";
 
+export const COMMAND_HINT =
+  "mainline: put -- before the test command, e.g. mainline test --junit 'reports/*.xml' -- python3 -m pytest";
+
 /** Signals passed on to the command; SIGINT from a terminal already reaches its whole group. */
 const FORWARDED: readonly NodeJS.Signals[] = ["SIGTERM", "SIGHUP"];
 const IGNORED_WHILE_RUNNING: readonly NodeJS.Signals[] = ["SIGINT", "SIGQUIT"];
@@ -139,7 +142,15 @@ export function registerTest(program: Command): void {
         "Run a test command, upload its JUnit results, and pass when every failed test is quarantined",
       )
       .usage("--junit <globs...> [options] -- <command...>")
-      .argument("<command...>", "the test command (after --); a single argument runs in a shell"),
+      .argument("<command...>", "the test command (after --); a single argument runs in a shell")
+      .configureOutput({
+        // --junit takes several globs, so only `--` can tell where the command starts; without it
+        // the command's own options look like ours (`python3 -m pytest`: "unknown option '-m'").
+        outputError: (message, write) => {
+          write(message);
+          if (!process.argv.includes("--")) write(`${COMMAND_HINT}\n`);
+        },
+      }),
   ).action(async (argv: string[], flags: UploadFlags) => {
     // Reports left from an earlier run must not speak for this one (a crash before any report
     // is written would otherwise pass on an old report's quarantined failures).
