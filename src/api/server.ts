@@ -29,6 +29,7 @@ import { installErrorHandling } from "./plugins/errors.js";
 import { InFlightWork, trackHandlers } from "./plugins/in-flight.js";
 import { HttpMetrics, installMetrics } from "./plugins/metrics.js";
 import { registerServiceRoutes, registerWhoAmI } from "./service/routes.js";
+import { registerUploaderRoute } from "./service/uploader.js";
 import { registerUnauthenticatedUploadRoutes, registerUploadRoutes } from "./flakytests/uploads.js";
 import type { UploadService } from "../testhealth/upload-service.js";
 import type { Pager } from "../testhealth/pager.js";
@@ -55,6 +56,8 @@ export interface ServerDependencies {
   publicUrl: string | undefined;
   logger: FastifyServerOptions["logger"];
   version: string;
+  /** The standalone uploader the server hands out; default: the package's dist/uploader/. */
+  uploaderFile?: string | undefined;
 }
 
 /** submitPullRequest … getMergeQueueMetrics (research trunk-api §3). */
@@ -150,6 +153,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
 
   installMetrics(app, new HttpMetrics());
   registerServiceRoutes(app, deps.db);
+  registerUploaderRoute(app, { file: deps.uploaderFile, version: deps.version });
 
   let openApi: OpenApiDocument | undefined;
   let docsPage: string | undefined;
