@@ -175,7 +175,7 @@ describe("the npm package", () => {
     expect(result.stderr).not.toMatch(/^mainline: (?!warning)/m);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("for github.com/acme/shop at");
-    expect(result.stdout).toContain("Processed: 2 tests (1 passed, 1 failed).");
+    expect(result.stdout).toContain("Processed: 2 tests (1 passed, 1 failed, 0 skipped).");
     expect((await uploadsOf("shop")).map((u) => u.state)).toEqual(["processed"]);
   }, 300_000);
 });
@@ -247,7 +247,7 @@ describe("GET /uploader/mainline-upload.mjs", () => {
     );
     expect(result.stderr).not.toMatch(/^mainline: (?!warning)/m);
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain("Processed: 2 tests (1 passed, 1 failed).");
+    expect(result.stdout).toContain("Processed: 2 tests (1 passed, 1 failed, 0 skipped).");
     expect((await uploadsOf("ci")).map((u) => u.state)).toEqual(["processed"]);
   }, 120_000);
 });
