@@ -71,7 +71,7 @@ export interface Services {
    * `local` repositories, the fallback (in memory until GitHub is connected) for the rest. */
   gitHost: GitHost;
   ci: CiProvider;
-  /** The local git host (contract §6) and the built-in CI runner; started by `mainline serve`. */
+  /** The local git host (docs/contract.md §6) and the built-in CI runner; started by `mainline serve`. */
   local: LocalServices;
   /** MAINLINE_PUBLIC_URL when set (upload URLs, test pages); else derived from each request. */
   publicUrl: string | undefined;

@@ -30,6 +30,7 @@ import { InFlightWork, trackHandlers } from "./plugins/in-flight.js";
 import { HttpMetrics, installMetrics } from "./plugins/metrics.js";
 import { installTextCheck } from "./plugins/text.js";
 import { registerServiceRoutes, registerWhoAmI } from "./service/routes.js";
+import { registerUploaderRoute } from "./service/uploader.js";
 import { registerUnauthenticatedUploadRoutes, registerUploadRoutes } from "./flakytests/uploads.js";
 import type { UploadService } from "../testhealth/upload-service.js";
 import type { Pager } from "../testhealth/pager.js";
@@ -39,7 +40,7 @@ import { registerTestPage } from "./flakytests/test-page.js";
 import { registerTestRoutes } from "./flakytests/tests.js";
 import type { ApiApp } from "./types.js";
 
-/** Contract §1: JSON bodies up to 20 MiB. */
+/** docs/contract.md §1: JSON bodies up to 20 MiB. */
 export const BODY_LIMIT_BYTES = 20 * 1024 * 1024;
 
 export interface ServerDependencies {
@@ -56,6 +57,8 @@ export interface ServerDependencies {
   publicUrl: string | undefined;
   logger: FastifyServerOptions["logger"];
   version: string;
+  /** The standalone uploader the server hands out; default: the package's dist/uploader/. */
+  uploaderFile?: string | undefined;
 }
 
 /** submitPullRequest … getMergeQueueMetrics (research trunk-api §3). */
@@ -156,6 +159,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
 
   installMetrics(app, new HttpMetrics());
   registerServiceRoutes(app, deps.db);
+  registerUploaderRoute(app, { file: deps.uploaderFile, version: deps.version });
 
   let openApi: OpenApiDocument | undefined;
   let docsPage: string | undefined;

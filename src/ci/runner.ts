@@ -1,5 +1,5 @@
 /**
- * The built-in CI runner (contract §6): runs the checks of `.mainline.yml` at the tested commit,
+ * The built-in CI runner (docs/contract.md §6): runs the checks of `.mainline.yml` at the tested commit,
  * on this machine, in a checkout held by the run alone (fresh, or reused: `checkouts.ts`), and
  * reports their conclusions to the queue driver.
  *

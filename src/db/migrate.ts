@@ -66,6 +66,24 @@ export async function migrateToLatest(handle: DatabaseHandle): Promise<Migration
   };
 }
 
+/**
+ * Whether Mainline's schema was ever created in this database (its migration bookkeeping table
+ * exists: in the current schema on PostgreSQL). Reads only.
+ */
+export async function hasMainlineSchema(handle: DatabaseHandle): Promise<boolean> {
+  const db = handle.db as unknown as Kysely<unknown>;
+  if (handle.dialect === "postgres") {
+    const { rows } = await sql<{
+      present: boolean;
+    }>`select to_regclass('kysely_migration') is not null as present`.execute(db);
+    return rows[0]?.present === true;
+  }
+  const { rows } = await sql<{
+    name: string;
+  }>`select name from sqlite_master where type = 'table' and name = 'kysely_migration'`.execute(db);
+  return rows.length > 0;
+}
+
 async function currentSchema(db: Kysely<unknown>): Promise<string> {
   const { rows } = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(
     db,

@@ -458,7 +458,7 @@ class StepWork {
           break;
       }
     }
-    // Runs that finished in this step: their branches go (contract §6). The planner may already
+    // Runs that finished in this step: their branches go (docs/contract.md §6). The planner may already
     // have dropped a finished run from its snapshot; the report that finished it says how.
     for (const record of [...this.runs.values()]) {
       if (record.status !== "running") continue;

@@ -297,7 +297,7 @@ export interface PlanResult {
   rejection: { code: "not_found" | "conflict"; message: string } | null;
 }
 
-// ---- priorities (contract §5) -----------------------------------------------------------------
+// ---- priorities (docs/contract.md §5) -----------------------------------------------------------------
 
 export const PRIORITY_NAMES = { urgent: 0, high: 10, medium: 100, low: 200 } as const;
 export type PriorityName = keyof typeof PRIORITY_NAMES;

@@ -200,7 +200,7 @@ class Planning {
   ): void {
     const existing = this.byNumber(pr.number);
     if (existing) {
-      // Resubmission updates priority and batching (contract §5); an unstarted entry moves.
+      // Resubmission updates priority and batching (docs/contract.md §5); an unstarted entry moves.
       existing.priorityValue = priority ?? PRIORITY_NAMES[DEFAULT_PRIORITY];
       existing.usedDefaultPriority = priority === null;
       existing.noBatch = noBatch;

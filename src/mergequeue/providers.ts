@@ -78,11 +78,11 @@ export interface CiRunRequest {
   testBranch: string;
   sha: string;
   prNumbers: number[];
-  /** The queue's override (contract §5); null: the CI decides from the repository's config. */
+  /** The queue's override (docs/contract.md §5); null: the CI decides from the repository's config. */
   requiredStatuses: string[] | null;
 }
 
-/** Where a run's required statuses came from (contract §5's precedence). */
+/** Where a run's required statuses came from (docs/contract.md §5's precedence). */
 export type RequiredStatusesSource =
   | "merge_instance"
   | "mainline_config"

@@ -154,7 +154,7 @@ export function pullRequestUrl(repo: RepoRef, number: number): string {
     : `${base}/pull/${number}`;
 }
 
-/** An entry as a mergeItem: the priority's name, the default used, skip-the-line (contract §5). */
+/** An entry as a mergeItem: the priority's name, the default used, skip-the-line (docs/contract.md §5). */
 export function toEnqueuedPullRequest(entry: EntryRecord): EnqueuedPullRequest {
   return {
     id: entry.id,

@@ -1,5 +1,5 @@
 /**
- * The health classifier (contract §3): a pure function from a test's recent runs, the
+ * The health classifier (docs/contract.md §3): a pure function from a test's recent runs, the
  * repository's monitor settings and the monitors' previous states to each monitor's state and
  * the test's status. No I/O, no clock: `now` is given.
  */

@@ -1,7 +1,7 @@
 import { matchesAny, type MonitorSettings } from "./monitors.js";
 
 /**
- * Rules about runs that ingestion applies (contract §3 "Runs and what counts").
+ * Rules about runs that ingestion applies (docs/contract.md §3 "Runs and what counts").
  */
 const DAY = 24 * 3_600_000;
 

@@ -1,5 +1,5 @@
 /**
- * The local git host's and the built-in CI's operations over real HTTP (contract §6), with real
+ * The local git host's and the built-in CI's operations over real HTTP (docs/contract.md §6), with real
  * bare repositories pushed to with git: every route, the errors a client can cause (each leaving
  * nothing changed), and what pushes and closes do to queued pull requests.
  */

@@ -389,7 +389,7 @@ describe("batching (research merge-queue §2.7)", () => {
   });
 });
 
-describe("priorities (research merge-queue §2.9, contract §5)", () => {
+describe("priorities (research merge-queue §2.9, docs/contract.md §5)", () => {
   it("urgent tests now: A restarts behind it, B goes back to pending", () => {
     const h = new PlannerHarness({ concurrency: 2 });
     h.submit(1); // A
@@ -463,7 +463,7 @@ describe("timeouts (research merge-queue §2.10)", () => {
   });
 });
 
-describe("queue states (contract §5)", () => {
+describe("queue states (docs/contract.md §5)", () => {
   it("paused: runs in flight finish and are recorded, nothing starts or merges; resume merges", () => {
     const h = new PlannerHarness({ concurrency: 1 });
     h.submit(1);

@@ -1,5 +1,5 @@
 /**
- * The local git host's operations (contract §6): create a repository, open, close and list its
+ * The local git host's operations (docs/contract.md §6): create a repository, open, close and list its
  * pull requests. Repositories are `{host: "local", owner, name}`.
  */
 import { Type, type Static } from "typebox";

@@ -27,7 +27,7 @@ export function registerCreateQueue(app: ApiApp, queues: MergeQueueService): voi
         tags: ["Merge queue"],
         summary: "Create a merge queue",
         description:
-          "Creates the merge queue of a target branch with default settings (contract §5); the repository is created if it is new. Change other settings with updateQueue.",
+          "Creates the merge queue of a target branch with default settings (docs/contract.md §5); the repository is created if it is new. Change other settings with updateQueue.",
         body: CreateQueueBody,
         response: { 200: EmptyObject, ...errorResponses(...COMMON_ERRORS, 409) },
       },

@@ -1,5 +1,5 @@
 /**
- * The local git host: bare repositories on this machine (contract §6), pull requests from
+ * The local git host: bare repositories on this machine (docs/contract.md §6), pull requests from
  * Mainline's own records, test branches and merges made with git plumbing in the bare repository
  * (no checkout, except a throwaway worktree to rebase).
  *

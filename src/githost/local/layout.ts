@@ -1,5 +1,5 @@
 /**
- * Where local repositories live on disk (contract §6): `{dataDir}/git/{owner}/{name}.git`. Owner
+ * Where local repositories live on disk (docs/contract.md §6): `{dataDir}/git/{owner}/{name}.git`. Owner
  * and name become path segments, so they are checked before any path is built from them. Also
  * where Mainline's own branches live inside them.
  */
@@ -40,7 +40,7 @@ export function repositoryPath(dataDir: string, owner: string, name: string): st
   return join(dataDir, "git", owner, `${name}.git`);
 }
 
-/** Test branches live under this prefix, apart from the branches people push (contract §6). */
+/** Test branches live under this prefix, apart from the branches people push (docs/contract.md §6). */
 export const TEST_BRANCH_PREFIX = "mainline-merge/";
 
 export function testBranchName(targetBranch: string, runId: string): string {

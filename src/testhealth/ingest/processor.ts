@@ -388,7 +388,7 @@ class BundleRun {
     return {
       meta,
       org,
-      // Ids hash the repository as the uploader spelled it (contract §3), as Trunk does.
+      // Ids hash the repository as the uploader spelled it (docs/contract.md §3), as Trunk does.
       repoFullName: repoFullName(meta.repo.name ? meta.repo : repository),
       variant: meta.variant ?? "",
       uploadedAt,
@@ -476,7 +476,7 @@ class BundleRun {
     if (this.pendingRuns.length >= RUN_FLUSH) await this.flush();
   }
 
-  /** The test's id (contract §3), remembered: hashing it costs more than the lookup. */
+  /** The test's id (docs/contract.md §3), remembered: hashing it costs more than the lookup. */
   private idOf(context: Context, c: ParsedTestCase): string {
     const identity = [
       context.org,
