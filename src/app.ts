@@ -172,7 +172,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
   const localHost = new LocalGitHost({ dataDir, pullRequests: localPullRequests, clock });
   const ciRunStore = new CiRunStore(db);
   const testResults = new CiTestResults({
-    repository: (request) => repositories.findAnywhere(request.repo),
+    repository: (request) => repositories.find(request.repo.organizationId, request.repo),
     organizationSlug: async (id) => (await organizationStore.findById(id))?.slug,
     uploads,
     testCases,
@@ -245,7 +245,6 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     host: localHost,
     service: new LocalHostService({
       repositories,
-      repositoryAnywhere: (ref) => repositories.findAnywhere(ref),
       pullRequests: localPullRequests,
       bare: localRepositories,
       clock,
@@ -280,6 +279,9 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     organizations: new OrganizationService(organizationStore, clock),
     queues: new MergeQueueService({
       repositories,
+      existingRepositories: new Map([
+        [LOCAL_HOST, (principal, ref) => local.service.repository(principal, ref)],
+      ]),
       queues: mergeQueues,
       contents: pullRequests,
       clock,

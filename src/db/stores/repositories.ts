@@ -34,20 +34,6 @@ export class RepositoryStore {
       .executeTakeFirst();
   }
 
-  /**
-   * The repository with this host/owner/name in any organization (the oldest, if several):
-   * for hosts where a repository has one owner, such as the local git host's directories.
-   */
-  findAnywhere(ref: RepoRef): Promise<Repository | undefined> {
-    return this.db
-      .selectFrom("repositories")
-      .select(COLUMNS)
-      .where("lookupKey", "=", repositoryLookupKey(ref))
-      .orderBy("createdAt")
-      .orderBy("id")
-      .executeTakeFirst();
-  }
-
   findById(id: string): Promise<Repository | undefined> {
     return this.db
       .selectFrom("repositories")
