@@ -34,6 +34,21 @@ export class RepositoryStore {
       .executeTakeFirst();
   }
 
+  /**
+   * The oldest repository with this host/owner/name in any organization. Only for upgrading the
+   * old layout of local repositories, where one directory served every organization and
+   * belonged to whichever created it first; requests always look up within an organization.
+   */
+  oldestAnywhere(ref: RepoRef): Promise<Repository | undefined> {
+    return this.db
+      .selectFrom("repositories")
+      .select(COLUMNS)
+      .where("lookupKey", "=", repositoryLookupKey(ref))
+      .orderBy("createdAt")
+      .orderBy("id")
+      .executeTakeFirst();
+  }
+
   findById(id: string): Promise<Repository | undefined> {
     return this.db
       .selectFrom("repositories")
