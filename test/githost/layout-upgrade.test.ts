@@ -2,12 +2,19 @@
  * The upgrade from the old layout of local repositories (`{dataDir}/git/{owner}/{name}.git`, one
  * directory for every organization) to one tree per organization, on the real database: the
  * directory moves into the tree of the organization that created it first, a directory nobody
- * has stays, and the upgrade runs when the database is opened (as `mainline serve` does).
+ * has stays, and the upgrade runs when the database is opened (as `mainline serve` does). Also
+ * migration 0010, which gives CI runs stored before it their repository's organization.
  */
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openMigratedDatabase } from "../../src/app.js";
+import type { Kysely } from "kysely";
+import { CiRunStore } from "../../src/db/stores/ci-runs.js";
+import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
+import { ciRunOrganization } from "../../src/db/migrations/0010_ci_run_organization.js";
+import { columnTypes } from "../../src/db/migrations/types.js";
+import { initialConfiguration } from "../../src/mergequeue/settings.js";
 import { OrganizationStore } from "../../src/db/stores/organizations.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import { upgradeLocalRepositoryLayout } from "../../src/githost/local/layout-upgrade.js";
@@ -111,5 +118,60 @@ describe("upgrading the layout of local repositories", () => {
     expect(await bare.branches(firstShop)).toEqual(new Map([["main", shop.main]]));
     expect(existsSync(shop.path)).toBe(false);
     expect(messages).toEqual([`local repository acme/shop moved to ${bare.path(firstShop)}`]);
+  });
+});
+
+describe("migration 0010", () => {
+  it("writes the organization into the repository of CI runs stored before it; down removes it", async () => {
+    const { db, dialect } = database.handle;
+    const repository = await new RepositoryStore(db).ensure(
+      SECOND,
+      { host: "local", owner: "acme", name: "shop" },
+      10,
+    );
+    await new MergeQueueStore(db, dialect).insert({
+      id: "q1",
+      repositoryId: repository.id,
+      targetBranch: "main",
+      configuration: initialConfiguration({}),
+      createdAt: 1,
+    });
+    const runs = new CiRunStore(db);
+    // A run as the runner stored it before repositories carried their organization.
+    const oldRepo = { host: "local", owner: "acme", name: "shop" };
+    await runs.create({
+      queueId: "q1",
+      runId: "r1",
+      request: {
+        repo: oldRepo as never,
+        queueId: "q1",
+        runId: "r1",
+        targetBranch: "main",
+        testBranch: "mainline-merge/main/r1",
+        sha: "abc",
+        prNumbers: [1],
+        requiredStatuses: null,
+      },
+      status: "running",
+      checks: [],
+      error: null,
+      flakyOnly: false,
+      createdAt: 1,
+      finishedAt: null,
+      owner: null,
+      leaseUntil: 0,
+    });
+    const migrating = db as unknown as Kysely<unknown>;
+    const types = columnTypes(dialect);
+    await ciRunOrganization.up(migrating, types);
+    expect((await runs.get("q1", "r1"))?.request.repo).toEqual({
+      organizationId: SECOND,
+      ...oldRepo,
+    });
+    // Running it again changes nothing; down takes the organization out again.
+    await ciRunOrganization.up(migrating, types);
+    expect((await runs.get("q1", "r1"))?.request.repo.organizationId).toBe(SECOND);
+    await ciRunOrganization.down(migrating, types);
+    expect((await runs.get("q1", "r1"))?.request.repo).toEqual(oldRepo);
   });
 });
