@@ -55,14 +55,18 @@ PATTERN_MESSAGES.set(BRANCH_PATTERN, "must be a valid git branch name");
 export const BranchName = (description: string) =>
   Type.String({ minLength: 1, maxLength: 255, pattern: BRANCH_PATTERN, description });
 
+/** What the local git host accepts as an owner or name (it becomes a directory name on disk). */
+const LOCAL_NAME_RULE =
+  "On the local git host (`local`): at most 100 characters, only letters, digits, `.`, `_` and `-`, not starting with `.` and not ending with `.git` (otherwise 400 naming the field).";
+
 const RepoField = (description: string) =>
   Type.String({ minLength: 1, maxLength: 255, description });
 
 export const RepoRefSchema = Type.Object(
   {
     host: RepoField("Host of the repository, e.g. `github.com` or `local`."),
-    owner: RepoField("Owner (user, organization, or GitLab group path)."),
-    name: RepoField("Repository name."),
+    owner: RepoField(`Owner (user, organization, or GitLab group path). ${LOCAL_NAME_RULE}`),
+    name: RepoField(`Repository name. ${LOCAL_NAME_RULE}`),
   },
   { description: "The repository, matched case-insensitively within the organization." },
 );

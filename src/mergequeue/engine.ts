@@ -224,6 +224,7 @@ export class MergeQueueEngine {
     const repository = await this.deps.repositories.findById(queue.repositoryId);
     if (!repository) return;
     const repo: HostedRepository = {
+      organizationId: repository.organizationId,
       host: repository.host,
       owner: repository.owner,
       name: repository.name,

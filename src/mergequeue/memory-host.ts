@@ -40,7 +40,13 @@ export function openPullRequestInfo(
   };
 }
 
-const key = (repo: HostedRepository) => `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
+/**
+ * The in-memory host is one space of names (tests open pull requests on it by host/owner/name,
+ * without knowing organization ids), so it addresses repositories without their organization.
+ */
+type MemoryAddress = Pick<HostedRepository, "host" | "owner" | "name">;
+
+const key = (repo: MemoryAddress) => `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
 
 interface MemoryRepository {
   branches: Map<string, string>;
@@ -59,7 +65,7 @@ export class MemoryGitHost implements GitHost {
   private commits = 0;
   readonly testBranches = new Set<string>();
 
-  repository(repo: HostedRepository, head = "root"): MemoryRepository {
+  repository(repo: MemoryAddress, head = "root"): MemoryRepository {
     let found = this.repositories.get(key(repo));
     if (!found) {
       found = {
@@ -76,7 +82,7 @@ export class MemoryGitHost implements GitHost {
   }
 
   addPullRequest(
-    repo: HostedRepository,
+    repo: MemoryAddress,
     pr: Partial<PullRequestInfo> & { number: number },
   ): PullRequestInfo {
     const info = openPullRequestInfo(pr.number, pr);
@@ -84,7 +90,7 @@ export class MemoryGitHost implements GitHost {
     return info;
   }
 
-  updatePullRequest(repo: HostedRepository, number: number, change: Partial<PullRequestInfo>) {
+  updatePullRequest(repo: MemoryAddress, number: number, change: Partial<PullRequestInfo>) {
     const current = this.repository(repo).pullRequests.get(number);
     if (!current) throw new Error(`no PR #${number}`);
     const updated = { ...current, ...change };
@@ -93,20 +99,20 @@ export class MemoryGitHost implements GitHost {
   }
 
   /** Someone pushes to a branch outside the queue. */
-  push(repo: HostedRepository, branch: string, sha = `push-${++this.commits}`): string {
+  push(repo: MemoryAddress, branch: string, sha = `push-${++this.commits}`): string {
     this.repository(repo).branches.set(branch, sha);
     return sha;
   }
 
-  mergeLog(repo: HostedRepository): number[] {
+  mergeLog(repo: MemoryAddress): number[] {
     return [...this.repository(repo).mergeLog];
   }
 
-  pullRequest(repo: HostedRepository, number: number): Promise<PullRequestInfo | undefined> {
+  pullRequest(repo: MemoryAddress, number: number): Promise<PullRequestInfo | undefined> {
     return Promise.resolve(this.repository(repo).pullRequests.get(number));
   }
 
-  branchHead(repo: HostedRepository, branch: string): Promise<string | undefined> {
+  branchHead(repo: MemoryAddress, branch: string): Promise<string | undefined> {
     return Promise.resolve(this.repository(repo).branches.get(branch));
   }
 
@@ -129,7 +135,7 @@ export class MemoryGitHost implements GitHost {
     return Promise.resolve({ ok: true, branch, sha });
   }
 
-  deleteTestBranch(repo: HostedRepository, branch: string): Promise<void> {
+  deleteTestBranch(repo: MemoryAddress, branch: string): Promise<void> {
     this.repository(repo).branches.delete(branch);
     this.testBranches.delete(`${key(repo)}:${branch}`);
     return Promise.resolve();
@@ -155,7 +161,7 @@ export class MemoryGitHost implements GitHost {
     return Promise.resolve({ ok: true, sha });
   }
 
-  readFile(repo: HostedRepository, _sha: string, path: string): Promise<string | undefined> {
+  readFile(repo: MemoryAddress, _sha: string, path: string): Promise<string | undefined> {
     return Promise.resolve(this.repository(repo).files.get(path));
   }
 }

@@ -6,8 +6,13 @@
 import type { MergeMethod } from "./settings.js";
 import type { PullRequestInfo, TransitionReason } from "./model.js";
 
-/** A repository as the git host addresses it. */
+/**
+ * A repository as the git host addresses it, with the organization it belongs to: every
+ * repository belongs to exactly one organization, and two organizations may each have one with
+ * the same host/owner/name (the local git host keeps them apart on disk).
+ */
 export interface HostedRepository {
+  organizationId: string;
   host: string;
   owner: string;
   name: string;

@@ -35,7 +35,7 @@ async function createProject(name: string): Promise<LocalProject> {
   const created = succeeded(await cli("repo", "create", `acme/${name}`));
   const remote = created.stdout.trim();
   expect(created.stdout).toBe(`${remote}\n`);
-  expect(remote).toMatch(new RegExp(`/git/acme/${name}\\.git$`));
+  expect(remote).toMatch(new RegExp(`/git/${server.organizationId}/acme/${name}\\.git$`));
   expect(created.stderr).toContain(`Created local/acme/${name}.`);
   return createLocalProject(remote);
 }

@@ -10,7 +10,7 @@ import { WorkingClone, plainGit, temporaryDirectory, type Person } from "../help
 import { MemoryLocalPullRequests } from "../helpers/local-pull-requests.js";
 import { defined } from "../helpers/planner-harness.js";
 
-const repo = { host: "local", owner: "acme", name: "app" };
+const repo = { organizationId: "org-1", host: "local", owner: "acme", name: "app" };
 const NOW = Date.UTC(2026, 0, 2, 3, 4, 5);
 const ALICE: Person = { name: "Alice Author", email: "alice@example.com" };
 
@@ -30,7 +30,7 @@ const commitField = (sha: string, format: string) =>
 beforeEach(async () => {
   root = temporaryDirectory("githost");
   const dataDir = join(root, "data");
-  bare = (await new LocalRepositories(dataDir).create(repo.owner, repo.name)).path;
+  bare = (await new LocalRepositories(dataDir).create(repo)).path;
   clone = WorkingClone.of(bare, join(root, "work"));
   clone.git("symbolic-ref", "HEAD", "refs/heads/main");
   baseSha = clone.commit({

@@ -144,7 +144,7 @@ export class LocalGitHost implements GitHost {
   async checkout(repo: HostedRepository, sha: string, dir: string): Promise<void> {
     assertObjectId(sha, "commit");
     this.repository(repo);
-    const source = repositoryPath(this.options.dataDir, repo.owner, repo.name);
+    const source = repositoryPath(this.options.dataDir, repo);
     await git(["clone", "--quiet", "--shared", "--no-checkout", source, dir]);
     // Files written in parallel (one worker per CPU): a large tree checks out 2-3 times faster.
     await git([...NO_HOOKS, "-c", "checkout.workers=0", "checkout", "--quiet", "--detach", sha], {
@@ -276,7 +276,7 @@ export class LocalGitHost implements GitHost {
     if (repo.host.toLowerCase() !== LOCAL_HOST) {
       throw new Error(`${repo.host}/${repo.owner}/${repo.name} is not a local repository`);
     }
-    return new RepositoryGit(repositoryPath(this.options.dataDir, repo.owner, repo.name), () => {
+    return new RepositoryGit(repositoryPath(this.options.dataDir, repo), () => {
       const date = this.commitDate();
       return { GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date };
     });
@@ -293,4 +293,5 @@ function refuse(reason: Refusal["reason"], message: string): Refusal {
   return { ok: false, reason, message };
 }
 
-const repositoryKey = (repo: HostedRepository) => `${repo.owner}/${repo.name}`;
+const repositoryKey = (repo: HostedRepository) =>
+  `${repo.organizationId}/${repo.owner}/${repo.name}`.toLowerCase();
