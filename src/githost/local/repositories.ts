@@ -57,7 +57,7 @@ export class LocalRepositories {
       if (isStorageFull(error)) {
         throw new ApiError(
           "insufficient_storage",
-          `The server's disk is full, so the repository ${owner}/${name} was not created; retry later.`,
+          `The server's disk is full, so the repository ${repo.owner}/${repo.name} was not created; retry later.`,
         );
       }
       throw error;
