@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from "../../db/faults.js";
 import { ApiError, type ErrorDetail } from "../../lib/errors.js";
 import { PATTERN_MESSAGES } from "../schemas.js";
 
@@ -177,6 +178,10 @@ function frameworkError(error: FastifyError): ApiError | undefined {
 }
 
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
+  // Every 503 is temporary (shutting down, database away): say when to come back.
+  if (error.status === 503 && !reply.hasHeader("retry-after")) {
+    void reply.header("retry-after", String(RETRY_AFTER_SECONDS));
+  }
   return reply
     .status(error.status)
     .type("application/json; charset=utf-8")
@@ -207,6 +212,15 @@ export function installErrorHandling(
     }
     const clientError = frameworkError(error);
     if (clientError) return sendError(reply, clientError);
+    if (isDatabaseUnavailable(error)) {
+      // Not a fault of this code: the database is away for now (lost connection, restart, lock
+      // held too long, I/O error). The client may retry; nothing was acknowledged.
+      request.log.warn({ err: error }, "database unavailable");
+      return sendError(
+        reply,
+        new ApiError("unavailable", "The database is temporarily unavailable; retry in a moment."),
+      );
+    }
     request.log.error({ err: error }, "unexpected error");
     return sendError(
       reply,

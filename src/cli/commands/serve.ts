@@ -37,12 +37,17 @@ Environment:
       // Loaded here so that other commands (and --help) start without the server's modules.
       const { createHttpServer, createServices, openMigratedDatabase, stopService } =
         await import("../../app.js");
+      let log: {
+        info(o: object, m: string): void;
+        warn(o: object, m: string): void;
+        error(o: object, m: string): void;
+      } | null = null;
       const database = await openMigratedDatabase({
         url: config.databaseUrl,
         dataDir: config.dataDir,
+        // The pool replaces the connection; requests that were using it answered 503.
+        onConnectionError: (error) => log?.warn({ err: error }, "database connection lost"),
       });
-      let log: { info(o: object, m: string): void; error(o: object, m: string): void } | null =
-        null;
       const services = createServices(database, {
         dataDir: config.dataDir,
         publicUrl: config.explicitPublicUrl,
