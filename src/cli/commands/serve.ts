@@ -25,6 +25,8 @@ Environment:
   MAINLINE_RETENTION_DAYS   raw test runs older than this are pruned (default 90, min 8)
   MAINLINE_MAX_BUNDLE_MB    largest test-results bundle accepted (default 1024)
   MAINLINE_CI_PARALLELISM   checks the built-in CI runner runs at once (default 2)
+  MAINLINE_INGEST_LEASE_SECONDS  how soon another process resumes the uploads of one that
+                            died while processing them (default 30)
   MAINLINE_BOOTSTRAP_ORG    with MAINLINE_BOOTSTRAP_TOKEN (32+ characters): make sure that
   MAINLINE_BOOTSTRAP_TOKEN  organization exists and accepts that token`,
     )
@@ -53,7 +55,7 @@ Environment:
         publicUrl: config.explicitPublicUrl,
         maxBundleBytes: config.maxBundleBytes,
         ciParallelism: config.ciParallelism,
-        worker: { retentionDays: config.retentionDays },
+        worker: { retentionDays: config.retentionDays, leaseMs: config.ingestLeaseMs },
         logger: {
           info: (fields, message) => log?.info(fields, message),
           error: (fields, message) => log?.error(fields, message),
