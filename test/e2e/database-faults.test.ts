@@ -9,6 +9,7 @@
  */
 import { randomBytes } from "node:crypto";
 import net from "node:net";
+import { sql } from "kysely";
 import pg from "pg";
 import { afterAll, afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { post, type HttpAnswer } from "../cli/support.js";
@@ -334,5 +335,54 @@ describe("PostgreSQL away and back", () => {
       }
     },
     120_000,
+  );
+});
+
+describe("a server that dies while processing uploads", () => {
+  onPostgres(
+    "another server resumes them once the lease (MAINLINE_INGEST_LEASE_SECONDS) runs out, counting them once",
+    async () => {
+      const leased = { ...env, MAINLINE_INGEST_LEASE_SECONDS: "2" };
+      const first = await startServer(leased);
+      // The repository exists from the first upload on; its batches take its advisory lock.
+      const warmUp = await upload(first, "warm-up");
+      await waitFor(
+        async () => (await uploadState(first, warmUp ?? "")) === "processed",
+        "the first upload processed",
+      );
+      const { rows } = await sql<{ id: string }>`select id from repositories`.execute(
+        database.handle.db,
+      );
+      const lockKey = `test-health:${rows[0]?.id ?? ""}`;
+      const admin = new pg.Client({ connectionString: inject("testDatabase").postgresUrl ?? "" });
+      await admin.connect();
+      try {
+        // Held here, the lock stops the first server's batch before its final transaction.
+        await admin.query("select pg_advisory_lock(hashtext($1))", [lockKey]);
+        const id = await upload(first, "interrupted");
+        expect(id).not.toBeNull();
+        await waitFor(
+          async () => (await uploadState(first, id ?? "")) === "processing",
+          "the upload claimed by the first server",
+        );
+        expect(await first.stop("SIGKILL")).toMatchObject({ signal: "SIGKILL" });
+        await admin.query("select pg_advisory_unlock(hashtext($1))", [lockKey]);
+
+        const second = await startServer(leased);
+        await waitFor(
+          async () => (await uploadState(second, id ?? "")) === "processed",
+          "the second server to resume the upload",
+          { timeoutMs: 20_000, intervalMs: 200 },
+        );
+        const counted = await sql<{ n: number }>`
+          select count(*) as n from test_runs r join uploads u on u.key = r.upload_key
+          where u.id = ${id}`.execute(database.handle.db);
+        expect(Number(counted.rows[0]?.n)).toBe(1);
+        await second.stop();
+      } finally {
+        await admin.end();
+      }
+    },
+    90_000,
   );
 });
