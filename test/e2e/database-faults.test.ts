@@ -8,6 +8,8 @@
  * found by an `application_name` of their own (other test runs share the PostgreSQL server).
  */
 import { randomBytes } from "node:crypto";
+import path from "node:path";
+import BetterSqlite3 from "better-sqlite3";
 import net from "node:net";
 import { sql } from "kysely";
 import pg from "pg";
@@ -23,10 +25,12 @@ import {
   type Call,
 } from "../helpers/local-queue.js";
 import { startServer, stopAllProcesses, waitFor, type RunningServer } from "../helpers/process.js";
-import { REPO } from "../helpers/server.js";
+import { REPO, startTestServer } from "../helpers/server.js";
 import { bundle, junit } from "../helpers/uploads.js";
 
-const onPostgres = TEST_DIALECT === "postgres" ? it : () => undefined;
+/** Each part runs on the dialect it is about (the other run does not register it). */
+const onPostgres = TEST_DIALECT === "postgres" ? describe : () => undefined;
+const onSqlite = TEST_DIALECT === "sqlite" ? describe : () => undefined;
 
 let database: TestDatabase;
 let token: string;
@@ -150,87 +154,83 @@ async function load(server: RunningServer, until: () => boolean, acknowledged: s
   await Promise.all([0, 0, 1, 2].map(worker));
 }
 
-describe("PostgreSQL connections lost under load", () => {
-  onPostgres(
-    "pg_terminate_backend on every session of the server: it survives, answers 503 + Retry-After meanwhile, loses nothing acknowledged, and carries on",
-    async () => {
-      const application = `mainline_faults_${randomBytes(4).toString("hex")}`;
-      const server = await startServer({
-        ...env,
-        DATABASE_URL: databaseUrl((url) => {
-          url.searchParams.set("application_name", application);
+onPostgres("PostgreSQL connections lost under load", () => {
+  it("pg_terminate_backend on every session of the server: it survives, answers 503 + Retry-After meanwhile, loses nothing acknowledged, and carries on", async () => {
+    const application = `mainline_faults_${randomBytes(4).toString("hex")}`;
+    const server = await startServer({
+      ...env,
+      DATABASE_URL: databaseUrl((url) => {
+        url.searchParams.set("application_name", application);
+      }),
+    });
+    const call = callOn(server);
+    const project = await createRepositoryAndQueue(call, {
+      concurrency: 2,
+      testingTimeoutMinutes: 0,
+    });
+    const numbers: number[] = [];
+    for (let k = 1; k <= 4; k++) {
+      numbers.push(
+        await openPullRequest(call, project, k, {
+          [`numbers/p${String(k)}.txt`]: `${String(k)}\n`,
         }),
-      });
-      const call = callOn(server);
-      const project = await createRepositoryAndQueue(call, {
-        concurrency: 2,
-        testingTimeoutMinutes: 0,
-      });
-      const numbers: number[] = [];
-      for (let k = 1; k <= 4; k++) {
-        numbers.push(
-          await openPullRequest(call, project, k, {
-            [`numbers/p${String(k)}.txt`]: `${String(k)}\n`,
-          }),
-        );
-      }
-      for (const number of numbers.slice(0, 2)) await submit(call, number);
-      const before = await upload(server, "before");
-      expect(before).not.toBeNull();
-
-      // Terminate every backend of the server, again and again, while the load runs.
-      const admin = new pg.Client({ connectionString: inject("testDatabase").postgresUrl ?? "" });
-      await admin.connect();
-      let terminated = 0;
-      let faulting = true;
-      const killer = (async () => {
-        for (let round = 0; round < 25; round++) {
-          const { rows } = await admin.query<{ n: string }>(
-            "select count(*) filter (where pg_terminate_backend(pid)) as n from pg_stat_activity where application_name = $1 and pid <> pg_backend_pid()",
-            [application],
-          );
-          terminated += Number(rows[0]?.n ?? 0);
-          await new Promise((resolve) => setTimeout(resolve, 120));
-        }
-        faulting = false;
-      })();
-      const acknowledged: string[] = before ? [before] : [];
-      try {
-        await Promise.all([killer, load(server, () => !faulting, acknowledged)]);
-      } finally {
-        await admin.end();
-      }
-      expect(terminated).toBeGreaterThan(0);
-      expect(server.process.exitCode).toBeNull();
-      expect(server.process.signalCode).toBeNull();
-
-      // Back to normal: healthy, and the work goes on.
-      await waitFor(async () => (await healthz(server)).status === 200, "healthz 200");
-      for (const number of numbers.slice(2)) await submit(call, number);
-      const after = await upload(server, "after");
-      expect(after).not.toBeNull();
-      if (after) acknowledged.push(after);
-      await waitFor(
-        async () => {
-          for (const id of acknowledged) {
-            if ((await uploadState(server, id)) !== "processed") return false;
-          }
-          return true;
-        },
-        "every acknowledged upload processed",
-        { timeoutMs: 60_000, intervalMs: 250 },
       );
-      await waitFor(() => allConcluded(call, numbers), "the queue to finish", {
-        timeoutMs: 90_000,
-        intervalMs: 250,
-      });
-      for (const number of numbers) expect(await stateOf(call, number)).toBe("merged");
-      expect(server.process.exitCode).toBeNull();
-      expect(server.stderr).not.toMatch(/Unhandled|uncaught/i);
-      await server.stop();
-    },
-    180_000,
-  );
+    }
+    for (const number of numbers.slice(0, 2)) await submit(call, number);
+    const before = await upload(server, "before");
+    expect(before).not.toBeNull();
+
+    // Terminate every backend of the server, again and again, while the load runs.
+    const admin = new pg.Client({ connectionString: inject("testDatabase").postgresUrl ?? "" });
+    await admin.connect();
+    let terminated = 0;
+    let faulting = true;
+    const killer = (async () => {
+      for (let round = 0; round < 25; round++) {
+        const { rows } = await admin.query<{ n: string }>(
+          "select count(*) filter (where pg_terminate_backend(pid)) as n from pg_stat_activity where application_name = $1 and pid <> pg_backend_pid()",
+          [application],
+        );
+        terminated += Number(rows[0]?.n ?? 0);
+        await new Promise((resolve) => setTimeout(resolve, 120));
+      }
+      faulting = false;
+    })();
+    const acknowledged: string[] = before ? [before] : [];
+    try {
+      await Promise.all([killer, load(server, () => !faulting, acknowledged)]);
+    } finally {
+      await admin.end();
+    }
+    expect(terminated).toBeGreaterThan(0);
+    expect(server.process.exitCode).toBeNull();
+    expect(server.process.signalCode).toBeNull();
+
+    // Back to normal: healthy, and the work goes on.
+    await waitFor(async () => (await healthz(server)).status === 200, "healthz 200");
+    for (const number of numbers.slice(2)) await submit(call, number);
+    const after = await upload(server, "after");
+    expect(after).not.toBeNull();
+    if (after) acknowledged.push(after);
+    await waitFor(
+      async () => {
+        for (const id of acknowledged) {
+          if ((await uploadState(server, id)) !== "processed") return false;
+        }
+        return true;
+      },
+      "every acknowledged upload processed",
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    await waitFor(() => allConcluded(call, numbers), "the queue to finish", {
+      timeoutMs: 90_000,
+      intervalMs: 250,
+    });
+    for (const number of numbers) expect(await stateOf(call, number)).toBe("merged");
+    expect(server.process.exitCode).toBeNull();
+    expect(server.stderr).not.toMatch(/Unhandled|uncaught/i);
+    await server.stop();
+  }, 180_000);
 });
 
 /** A TCP proxy to PostgreSQL that can be stopped (connections cut, new ones refused) and started. */
@@ -283,106 +283,122 @@ class Proxy {
   }
 }
 
-describe("PostgreSQL away and back", () => {
-  onPostgres(
-    "/healthz says 503 while the database is away and 200 when it is back; requests meanwhile get 503 + Retry-After",
-    async () => {
-      const target = new URL(inject("testDatabase").postgresUrl ?? "");
-      const proxy = new Proxy(target.hostname, Number(target.port || 5432));
+onPostgres("PostgreSQL away and back", () => {
+  it("/healthz says 503 while the database is away and 200 when it is back; requests meanwhile get 503 + Retry-After", async () => {
+    const target = new URL(inject("testDatabase").postgresUrl ?? "");
+    const proxy = new Proxy(target.hostname, Number(target.port || 5432));
+    await proxy.start();
+    try {
+      const server = await startServer({
+        ...env,
+        DATABASE_URL: databaseUrl((url) => {
+          url.hostname = "127.0.0.1";
+          url.port = String(proxy.port);
+        }),
+      });
+      expect((await healthz(server)).status).toBe(200);
+      expect(await upload(server, "before")).not.toBeNull();
+
+      await proxy.stop();
+      await waitFor(async () => (await healthz(server)).status === 503, "healthz 503");
+      const down = await healthz(server);
+      expect(down.body).toMatchObject({ error: { code: "unavailable" } });
+      expect(Number(down.retryAfter)).toBeGreaterThan(0);
+      const refused = await request(server, "/v1/whoami", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-token": token },
+        body: "{}",
+      });
+      expect(refused.status).toBe(503);
+      expect(refused.body).toMatchObject({ error: { code: "unavailable" } });
+      expect(Number(refused.retryAfter)).toBeGreaterThan(0);
+      expect(await upload(server, "while down")).toBeNull();
+      // A few seconds away, with the worker and the queue engine polling meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      expect(server.process.exitCode).toBeNull();
+
       await proxy.start();
-      try {
-        const server = await startServer({
-          ...env,
-          DATABASE_URL: databaseUrl((url) => {
-            url.hostname = "127.0.0.1";
-            url.port = String(proxy.port);
-          }),
-        });
-        expect((await healthz(server)).status).toBe(200);
-        expect(await upload(server, "before")).not.toBeNull();
-
-        await proxy.stop();
-        await waitFor(async () => (await healthz(server)).status === 503, "healthz 503");
-        const down = await healthz(server);
-        expect(down.body).toMatchObject({ error: { code: "unavailable" } });
-        expect(Number(down.retryAfter)).toBeGreaterThan(0);
-        const refused = await request(server, "/v1/whoami", {
-          method: "POST",
-          headers: { "content-type": "application/json", "x-api-token": token },
-          body: "{}",
-        });
-        expect(refused.status).toBe(503);
-        expect(refused.body).toMatchObject({ error: { code: "unavailable" } });
-        expect(Number(refused.retryAfter)).toBeGreaterThan(0);
-        expect(await upload(server, "while down")).toBeNull();
-        // A few seconds away, with the worker and the queue engine polling meanwhile.
-        await new Promise((resolve) => setTimeout(resolve, 2_500));
-        expect(server.process.exitCode).toBeNull();
-
-        await proxy.start();
-        await waitFor(async () => (await healthz(server)).status === 200, "healthz 200 again");
-        expect((await post(server.url, "whoami", {}, token)).status).toBe(200);
-        const after = await upload(server, "after");
-        expect(after).not.toBeNull();
-        await waitFor(
-          async () => (await uploadState(server, after ?? "")) === "processed",
-          "the upload after the outage processed",
-        );
-        expect(server.process.exitCode).toBeNull();
-        await server.stop();
-      } finally {
-        await proxy.stop();
-      }
-    },
-    120_000,
-  );
+      await waitFor(async () => (await healthz(server)).status === 200, "healthz 200 again");
+      expect((await post(server.url, "whoami", {}, token)).status).toBe(200);
+      const after = await upload(server, "after");
+      expect(after).not.toBeNull();
+      await waitFor(
+        async () => (await uploadState(server, after ?? "")) === "processed",
+        "the upload after the outage processed",
+      );
+      expect(server.process.exitCode).toBeNull();
+      await server.stop();
+    } finally {
+      await proxy.stop();
+    }
+  }, 120_000);
 });
 
-describe("a server that dies while processing uploads", () => {
-  onPostgres(
-    "another server resumes them once the lease (MAINLINE_INGEST_LEASE_SECONDS) runs out, counting them once",
-    async () => {
-      const leased = { ...env, MAINLINE_INGEST_LEASE_SECONDS: "2" };
-      const first = await startServer(leased);
-      // The repository exists from the first upload on; its batches take its advisory lock.
-      const warmUp = await upload(first, "warm-up");
+onPostgres("a server that dies while processing uploads", () => {
+  it("another server resumes them once the lease (MAINLINE_INGEST_LEASE_SECONDS) runs out, counting them once", async () => {
+    const leased = { ...env, MAINLINE_INGEST_LEASE_SECONDS: "2" };
+    const first = await startServer(leased);
+    // The repository exists from the first upload on; its batches take its advisory lock.
+    const warmUp = await upload(first, "warm-up");
+    await waitFor(
+      async () => (await uploadState(first, warmUp ?? "")) === "processed",
+      "the first upload processed",
+    );
+    const { rows } = await sql<{ id: string }>`select id from repositories`.execute(
+      database.handle.db,
+    );
+    const lockKey = `test-health:${rows[0]?.id ?? ""}`;
+    const admin = new pg.Client({ connectionString: inject("testDatabase").postgresUrl ?? "" });
+    await admin.connect();
+    try {
+      // Held here, the lock stops the first server's batch before its final transaction.
+      await admin.query("select pg_advisory_lock(hashtext($1))", [lockKey]);
+      const id = await upload(first, "interrupted");
+      expect(id).not.toBeNull();
       await waitFor(
-        async () => (await uploadState(first, warmUp ?? "")) === "processed",
-        "the first upload processed",
+        async () => (await uploadState(first, id ?? "")) === "processing",
+        "the upload claimed by the first server",
       );
-      const { rows } = await sql<{ id: string }>`select id from repositories`.execute(
-        database.handle.db,
-      );
-      const lockKey = `test-health:${rows[0]?.id ?? ""}`;
-      const admin = new pg.Client({ connectionString: inject("testDatabase").postgresUrl ?? "" });
-      await admin.connect();
-      try {
-        // Held here, the lock stops the first server's batch before its final transaction.
-        await admin.query("select pg_advisory_lock(hashtext($1))", [lockKey]);
-        const id = await upload(first, "interrupted");
-        expect(id).not.toBeNull();
-        await waitFor(
-          async () => (await uploadState(first, id ?? "")) === "processing",
-          "the upload claimed by the first server",
-        );
-        expect(await first.stop("SIGKILL")).toMatchObject({ signal: "SIGKILL" });
-        await admin.query("select pg_advisory_unlock(hashtext($1))", [lockKey]);
+      expect(await first.stop("SIGKILL")).toMatchObject({ signal: "SIGKILL" });
+      await admin.query("select pg_advisory_unlock(hashtext($1))", [lockKey]);
 
-        const second = await startServer(leased);
-        await waitFor(
-          async () => (await uploadState(second, id ?? "")) === "processed",
-          "the second server to resume the upload",
-          { timeoutMs: 20_000, intervalMs: 200 },
-        );
-        const counted = await sql<{ n: number }>`
+      const second = await startServer(leased);
+      await waitFor(
+        async () => (await uploadState(second, id ?? "")) === "processed",
+        "the second server to resume the upload",
+        { timeoutMs: 20_000, intervalMs: 200 },
+      );
+      const counted = await sql<{ n: number }>`
           select count(*) as n from test_runs r join uploads u on u.key = r.upload_key
           where u.id = ${id}`.execute(database.handle.db);
-        expect(Number(counted.rows[0]?.n)).toBe(1);
-        await second.stop();
-      } finally {
-        await admin.end();
-      }
-    },
-    90_000,
-  );
+      expect(Number(counted.rows[0]?.n)).toBe(1);
+      await second.stop();
+    } finally {
+      await admin.end();
+    }
+  }, 90_000);
+});
+
+onSqlite("SQLite locked beyond busy_timeout", () => {
+  it("a write that cannot get the lock answers 503 + Retry-After, changes nothing, and works once the lock is free", async () => {
+    const server = await startTestServer({ startWorker: false });
+    const body = { repo: REPO, orgUrlSlug: "acme", clientVersion: "test", remoteUrls: [] };
+    const other = new BetterSqlite3(path.join(server.database.dataDir, "mainline.db"));
+    try {
+      other.exec("begin immediate");
+      const refused = await server.call("metrics/createBundleUpload", body);
+      expect(refused.status).toBe(503);
+      expect(refused.body).toMatchObject({ error: { code: "unavailable" } });
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+      other.exec("rollback");
+      const { rows } = await sql<{ n: number }>`select count(*) as n from uploads`.execute(
+        server.services.database.db,
+      );
+      expect(Number(rows[0]?.n)).toBe(0);
+      expect((await server.call("metrics/createBundleUpload", body)).status).toBe(200);
+    } finally {
+      other.close();
+      await server.close();
+    }
+  }, 60_000);
 });
