@@ -24,6 +24,7 @@ import {
   submit,
   type Call,
 } from "../helpers/local-queue.js";
+import { PROJECT_FILES, mainlineYml } from "../helpers/local-project.js";
 import { startServer, stopAllProcesses, waitFor, type RunningServer } from "../helpers/process.js";
 import { REPO, startTestServer } from "../helpers/server.js";
 import { bundle, junit } from "../helpers/uploads.js";
@@ -298,6 +299,16 @@ onPostgres("PostgreSQL away and back", () => {
       });
       expect((await healthz(server)).status).toBe(200);
       expect(await upload(server, "before")).not.toBeNull();
+      // A pull request whose check is running when the database goes away, and ends meanwhile.
+      const call = callOn(server);
+      const project = await createRepositoryAndQueue(
+        call,
+        { concurrency: 1, testingTimeoutMinutes: 0 },
+        { ...PROJECT_FILES, ".mainline.yml": mainlineYml("sleep 2 && sh test.sh") },
+      );
+      const pr = await openPullRequest(call, project, 1, { "numbers/p1.txt": "1\n" });
+      await submit(call, pr);
+      await waitFor(async () => (await stateOf(call, pr)) === "testing", "the check running");
 
       await proxy.stop();
       await waitFor(async () => (await healthz(server)).status === 503, "healthz 503");
@@ -313,8 +324,9 @@ onPostgres("PostgreSQL away and back", () => {
       expect(refused.body).toMatchObject({ error: { code: "unavailable" } });
       expect(Number(refused.retryAfter)).toBeGreaterThan(0);
       expect(await upload(server, "while down")).toBeNull();
-      // A few seconds away, with the worker and the queue engine polling meanwhile.
-      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      // A few seconds away (the check ends meanwhile), with the worker, the queue engine and the
+      // CI runner polling.
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
       expect(server.process.exitCode).toBeNull();
 
       await proxy.start();
@@ -326,6 +338,11 @@ onPostgres("PostgreSQL away and back", () => {
         async () => (await uploadState(server, after ?? "")) === "processed",
         "the upload after the outage processed",
       );
+      // The check's result reaches the queue (well before any lease of the run would end).
+      await waitFor(async () => (await stateOf(call, pr)) === "merged", "the pull request merged", {
+        timeoutMs: 20_000,
+        intervalMs: 200,
+      });
       expect(server.process.exitCode).toBeNull();
       await server.stop();
     } finally {
