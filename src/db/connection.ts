@@ -47,7 +47,7 @@ export interface OpenDatabaseOptions {
 }
 
 const INT8_OID = 20;
-const CONNECT_TIMEOUT_MS = 5_000;
+const CONNECT_TIMEOUT_MS = 10_000;
 const NUMERIC_OID = 1700;
 
 export function describeDatabaseUrl(options: OpenDatabaseOptions): {
@@ -153,7 +153,8 @@ function openPostgres(url: string, options: OpenDatabaseOptions): DatabaseHandle
     types,
     // How the service's sessions show in pg_stat_activity (an application_name in the URL wins).
     application_name: "mainline",
-    // A database that does not answer fails the request (503) instead of holding it forever.
+    // A request that gets no connection (the database does not answer, or the pool stays busy)
+    // fails (503) instead of waiting forever.
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     // A connection silently dropped by the network is noticed (and replaced) in minutes, not hours.
     keepAlive: true,
