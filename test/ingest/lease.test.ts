@@ -6,6 +6,7 @@
  */
 import { sql } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { UploadTakenOver, type UploadOutcome } from "../../src/db/stores/uploads.js";
 import { DEFAULT_WORKER_OPTIONS } from "../../src/testhealth/ingest/worker.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { bundle, junit, putBundle, uploadState } from "../helpers/uploads.js";
@@ -55,7 +56,7 @@ describe("the ingestion worker's lease", () => {
     expect(Number(rows[0]?.n)).toBe(1);
   });
 
-  it("a worker whose lease ran out and was taken over can neither renew nor give up the claim", async () => {
+  it("a worker whose lease ran out and was taken over can neither renew, give up nor finish the claim", async () => {
     await stored("fenced");
     const { uploads } = server.services.stores;
     const [stale] = await uploads.claimBatch(clock.at, clock.at + 1_000, 1);
@@ -68,5 +69,31 @@ describe("the ingestion worker's lease", () => {
     expect(await uploads.extendLease(stale, clock.at)).toBe(false);
     expect(await uploads.claimBatch(clock.at + 1, clock.at + 30_000, 1)).toEqual([]);
     expect(await uploads.extendLease(current, clock.at + 60_000)).toBe(true);
+
+    // Nor record an outcome: its final transaction rolls back, the current claim stays open.
+    const outcome: UploadOutcome = {
+      commitSha: "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b",
+      branch: "main",
+      prNumber: null,
+      jobName: null,
+      jobUrl: null,
+      variant: "",
+      uploadedAt: clock.at,
+      filesTotal: 1,
+      fileErrors: [],
+      testsPassed: 0,
+      testsFailed: 1,
+      testsSkipped: 0,
+      infrastructureFailure: false,
+    };
+    const { ingest } = server.services.stores;
+    const record = (claim: typeof stale) =>
+      ingest.transaction(claim.repositoryId, ({ trx }) =>
+        uploads.markProcessed(trx, claim, outcome, clock.at),
+      );
+    await expect(record(stale)).rejects.toBeInstanceOf(UploadTakenOver);
+    expect((await uploads.find(current.id))?.state).toBe("processing");
+    await record(current);
+    expect((await uploads.find(current.id))?.state).toBe("processed");
   });
 });
