@@ -4,13 +4,16 @@
  * running, and PostgreSQL "restarting" (the server reaches it through a TCP proxy that is stopped
  * and started). The process survives, requests caught in the fault answer 503 with the error
  * envelope and `Retry-After`, everything acknowledged is kept, ingestion and the queue carry on,
- * and `/healthz` follows the database. Only this file's server's sessions are touched: they are
- * found by an `application_name` of their own (other test runs share the PostgreSQL server).
+ * and `/healthz` follows the database; a CI check that ends while the database is away still
+ * merges its pull request. Only this file's server's sessions are touched: they are found by an
+ * `application_name` of their own (other test runs share the PostgreSQL server). Also: a server
+ * killed in the middle of a batch has its upload resumed by another once the (short) lease ends;
+ * on SQLite, a write locked out beyond `busy_timeout` answers 503 and changes nothing.
  */
 import { randomBytes } from "node:crypto";
+import net from "node:net";
 import path from "node:path";
 import BetterSqlite3 from "better-sqlite3";
-import net from "node:net";
 import { sql } from "kysely";
 import pg from "pg";
 import { afterAll, afterEach, beforeEach, describe, expect, inject, it } from "vitest";
