@@ -329,6 +329,9 @@ export class LocalCiRunner implements CiProvider {
       await this.collectTestResults(request, prepared.checks, workDir, flakyByCheck, signal);
     } catch (error) {
       if (await this.settleIfAborted(writer, signal)) return;
+      // The database went away (recording a check, reporting test results): not the checks'
+      // fault. The run stays unfinished and this runner starts it again at its next scan.
+      if (isDatabaseUnavailable(error)) throw error;
       // The checks could not run (checkout failed…): they fail, so the run cannot pass untested.
       this.options.logger?.error(`ci run ${request.runId}: could not run the checks`, error);
       for (const check of record.checks) {
