@@ -129,7 +129,7 @@ const ERROR_DESCRIPTIONS: Partial<Record<number, string>> = {
   414: "A path parameter is longer than any valid id (`uri_too_long`).",
   415: "The body is not `application/json` (`unsupported_media_type`).",
   500: "Unexpected server failure (`internal`).",
-  503: "The database is unreachable (`unavailable`).",
+  503: "Temporarily unavailable (`unavailable`): the database is away or the server is stopping; retry after `Retry-After` seconds.",
   507: "The server's disk is full; nothing was stored, retry later (`insufficient_storage`).",
 };
 
@@ -143,6 +143,6 @@ export function errorResponses(...statuses: number[]): Record<number, TSchema> {
 }
 
 /** The error statuses every authenticated JSON operation can answer. */
-export const COMMON_ERRORS = [400, 401, 413, 415, 500] as const;
+export const COMMON_ERRORS = [400, 401, 413, 415, 500, 503] as const;
 
 export const EmptyObject = Type.Object({}, { description: "OK: an empty JSON object." });

@@ -1,6 +1,7 @@
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from "../../db/faults.js";
 import { ApiError, isStorageFull, type ErrorDetail } from "../../lib/errors.js";
 import { PATTERN_MESSAGES } from "../schemas.js";
 
@@ -185,6 +186,10 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   if (error.status === 413 || error.status === 507 || !reply.request.raw.complete) {
     void reply.header("connection", "close");
   }
+  // Every 503 is temporary (shutting down, database away): say when to come back.
+  if (error.status === 503 && !reply.hasHeader("retry-after")) {
+    void reply.header("retry-after", String(RETRY_AFTER_SECONDS));
+  }
   return reply
     .status(error.status)
     .type("application/json; charset=utf-8")
@@ -286,6 +291,15 @@ export function installErrorHandling(
           "insufficient_storage",
           "The server's disk is full, so nothing was changed; retry once space is freed.",
         ),
+      );
+    }
+    if (isDatabaseUnavailable(error)) {
+      // Not a fault of this code: the database is away for now (lost connection, restart, lock
+      // held too long, I/O error). The client may retry; nothing was acknowledged.
+      request.log.warn({ err: error }, "database unavailable");
+      return sendError(
+        reply,
+        new ApiError("unavailable", "The database is temporarily unavailable; retry in a moment."),
       );
     }
     request.log.error({ err: error }, "unexpected error");

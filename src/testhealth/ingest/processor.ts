@@ -133,7 +133,7 @@ export class UploadProcessor {
     if (duplicateOf !== undefined) {
       const original = await uploads.find(duplicateOf);
       await ingest.transaction(upload.repositoryId, async ({ trx }) => {
-        await uploads.markProcessed(trx, upload.key, outcomeOf(original), clock.now(), duplicateOf);
+        await uploads.markProcessed(trx, upload, outcomeOf(original), clock.now(), duplicateOf);
       });
       await bundles.remove(upload.bundlePath);
       await uploads.forgetBundle(upload.key);
@@ -196,7 +196,7 @@ async function finishBatch(deps: ProcessorDependencies, runs: readonly BundleRun
     const now = clock.now();
     for (const [index, run] of runs.entries()) {
       await tx.insertRuns(pending[index] ?? []);
-      await uploads.markProcessed(trx, run.upload.key, run.outcome(), now);
+      await uploads.markProcessed(trx, run.upload, run.outcome(), now);
     }
     await ingest.aggregateUploads(
       trx,
