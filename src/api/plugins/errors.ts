@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, type ErrorDetail } from "../../lib/errors.js";
+import { redactSecrets } from "../../lib/redact.js";
 import { PATTERN_MESSAGES } from "../schemas.js";
 
 /** What ajv reports for one failed rule (with `verbose: true`, it also carries the schema). */
@@ -176,15 +177,20 @@ function frameworkError(error: FastifyError): ApiError | undefined {
   return undefined;
 }
 
+/** Messages may echo input (a URL, a value): whatever looks like a secret is redacted. */
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
+  const details = error.details?.map((detail) => ({
+    ...detail,
+    message: redactSecrets(detail.message),
+  }));
   return reply
     .status(error.status)
     .type("application/json; charset=utf-8")
     .send({
       error: {
         code: error.code,
-        message: error.message,
-        ...(error.details ? { details: error.details } : {}),
+        message: redactSecrets(error.message),
+        ...(details ? { details } : {}),
       },
     });
 }
