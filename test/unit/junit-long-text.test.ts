@@ -13,12 +13,12 @@ import { cutMarker, fitText, TextCollector } from "../../src/testhealth/junit/lo
 const MiB = 1024 * 1024;
 
 /** `repeat` copies of `unit`, as chunks of about 1 MiB, between `before` and `after`. */
-async function* streamed(
+function* streamed(
   before: string,
   unit: string,
   repeat: number,
   after: string,
-): AsyncGenerator<Uint8Array> {
+): Generator<Uint8Array> {
   yield Buffer.from(before);
   const perChunk = Math.max(1, Math.floor(MiB / unit.length));
   const block = Buffer.from(unit.repeat(perChunk));
@@ -28,7 +28,7 @@ async function* streamed(
   yield Buffer.from(after);
 }
 
-async function casesOf(source: AsyncIterable<Uint8Array>): Promise<ParsedTestCase[]> {
+async function casesOf(source: Iterable<Uint8Array>): Promise<ParsedTestCase[]> {
   const cases: ParsedTestCase[] = [];
   for await (const testCase of parseJunit(source)) cases.push(testCase);
   return cases;
@@ -45,7 +45,7 @@ function split(text: string): { head: string; cut: number; tail: string } {
   };
 }
 
-async function reason(input: string | AsyncIterable<Uint8Array>): Promise<string> {
+async function reason(input: string | Iterable<Uint8Array>): Promise<string> {
   try {
     if (typeof input === "string") await parseJunitText(input);
     else await casesOf(input);
@@ -178,7 +178,7 @@ describe("parseJunit: over-long text", () => {
           const raw = picks.map((i) => pieces[i]?.[0] ?? "").join("");
           const expected = picks.map((i) => pieces[i]?.[1] ?? "").join("");
           const xml = `<testsuite name="s"><testcase name="t"><system-out>x${raw}x</system-out></testcase></testsuite>`;
-          const chunks = async function* () {
+          const chunks = function* () {
             const bytes = Buffer.from(xml);
             for (let at = 0; at < bytes.length; at += chunk) yield bytes.subarray(at, at + chunk);
           };
