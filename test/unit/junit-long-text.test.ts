@@ -8,7 +8,12 @@ import {
   parseJunitText,
   type ParsedTestCase,
 } from "../../src/testhealth/junit/index.js";
-import { cutMarker, fitText, TextCollector } from "../../src/testhealth/junit/long-text.js";
+import {
+  cutMarker,
+  fitText,
+  TextCollector,
+  withCuts,
+} from "../../src/testhealth/junit/long-text.js";
 
 const MiB = 1024 * 1024;
 
@@ -77,6 +82,19 @@ describe("fitText and TextCollector", () => {
       expect(tail).toMatch(/^(😀)+$/u);
       expect(head.length + cut + tail.length).toBe(text.length);
     }
+  });
+
+  it("cuts pieces that were cut on their own, then joined, as one text (no marker inside)", () => {
+    const message = "M" + "m".repeat(1_000);
+    const body = "B" + "b".repeat(5_000) + "E";
+    const joined = `${fitText(message, 300)}\n${fitText(body, 300)}`;
+    const fitted = fitText(withCuts(joined), 300);
+    expect(fitted).toHaveLength(300);
+    const { head, cut, tail } = split(fitted);
+    expect(head).toMatch(/^Mm+$/);
+    expect(tail).toMatch(/^b+E$/);
+    expect(head.length + cut + tail.length).toBe(message.length + 1 + body.length);
+    expect(withCuts("no marker")).toEqual({ head: "no marker", cut: 0, tail: "" });
   });
 
   it("collecting in pieces gives what fitText gives for the whole (trimmed) text", () => {

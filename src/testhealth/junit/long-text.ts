@@ -48,6 +48,28 @@ export function fitText(text: string | LongText, limit: number): string {
   return head + cutMarker(total - head.length - tail.length) + tail;
 }
 
+const MARKER = /\n\[… (\d+) characters cut …\]\n/g;
+
+/**
+ * A text that may hold markers of earlier cuts (pieces cut on their own, then joined) as one
+ * `LongText`: the part before the first marker, the part after the last, and everything between
+ * counted as cut, so that `fitText` can cut the whole again without keeping a marker inside.
+ */
+export function withCuts(text: string): LongText {
+  let first: number | null = null;
+  let lastEnd = 0;
+  let total = text.length;
+  for (const match of text.matchAll(MARKER)) {
+    first ??= match.index;
+    lastEnd = match.index + match[0].length;
+    total += Number(match[1]) - match[0].length;
+  }
+  if (first === null) return { head: text, cut: 0, tail: "" };
+  const head = text.slice(0, first);
+  const tail = text.slice(lastEnd);
+  return { head, cut: total - head.length - tail.length, tail };
+}
+
 /** The first `limit` characters, without splitting a surrogate pair. */
 export function headOf(text: string, limit: number): string {
   if (text.length <= limit) return text;
