@@ -36,7 +36,7 @@ beforeAll(async () => {
   database = await createTestDatabase();
   server = await startServer(
     { ...database.env, MAINLINE_BOOTSTRAP_ORG: "acme", MAINLINE_BOOTSTRAP_TOKEN: BOOTSTRAP_TOKEN },
-    { logLevel: "trace" },
+    { logLevel: "trace", timeoutMs: 60_000 },
   );
 });
 
@@ -141,7 +141,7 @@ describe("secrets and the server's log", () => {
     expect(errorBodies.length).toBeGreaterThanOrEqual(7);
   }, 120_000);
 
-  it("keeps the signature out of the CLI's messages about the upload URL", async () => {
+  it("keeps signatures and passwords out of the CLI's messages", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "mainline-secrets-"));
     try {
       const file = path.join(dir, "bundle.tar.gz");
@@ -157,8 +157,27 @@ describe("secrets and the server's log", () => {
       expect(error).toBeInstanceOf(CliError);
       expect((error as CliError).message).toContain("signature=[redacted]");
       expect((error as CliError).message).not.toContain(signature);
+
+      // A password in --url, echoed when the server cannot be reached.
+      const password = randomBytes(12).toString("hex");
+      const unreachable = await runCli([
+        "queue",
+        "get",
+        "--repo",
+        "acme/app",
+        "--url",
+        `http://bot:${password}@127.0.0.1:1`,
+        "--token",
+        BOOTSTRAP_TOKEN,
+      ]);
+      expect(unreachable.code).not.toBe(0);
+      expect(unreachable.stderr).toContain(
+        "Cannot reach Mainline at http://bot:[redacted]@127.0.0.1:1",
+      );
+      expect(`${unreachable.stdout}${unreachable.stderr}`).not.toContain(password);
+      expect(`${unreachable.stdout}${unreachable.stderr}`).not.toContain(BOOTSTRAP_TOKEN);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 60_000);
 });
