@@ -50,6 +50,14 @@ function split(text: string): { head: string; cut: number; tail: string } {
   };
 }
 
+async function only(xml: string, textLimit: number): Promise<ParsedTestCase> {
+  const cases = await parseJunitText(xml, { textLimit });
+  expect(cases).toHaveLength(1);
+  const [testCase] = cases;
+  if (testCase === undefined) throw new Error("no test case");
+  return testCase;
+}
+
 async function reason(input: string | Iterable<Uint8Array>): Promise<string> {
   try {
     if (typeof input === "string") await parseJunitText(input);
@@ -186,6 +194,8 @@ describe("parseJunit: over-long text", () => {
       ["<![CDATA[c]]d<e>]]>", "c]]d<e>"],
       ["<!-- a comment -->", ""],
       ["é😀", "é😀"],
+      ["😀", "😀"],
+      ["\rz", "\nz"],
       ["<b>nested</b>", "nested"],
     ];
     await fc.assert(
@@ -208,6 +218,15 @@ describe("parseJunit: over-long text", () => {
       ),
       { numRuns: 200 },
     );
+  });
+
+  it("keeps a surrogate pair whole where the reader's slices of the text split it", async () => {
+    const before = '<testsuite name="s"><testcase name="t"><system-out>';
+    for (const at of [65_535, 65_536, 2 * 65_536 - 1]) {
+      const text = `${"a".repeat(at - before.length)}😀${"b".repeat(70_000)}`;
+      const testCase = await only(`${before}${text}</system-out></testcase></testsuite>`, 300_000);
+      expect(testCase.attempts[0]?.systemOut).toBe(text);
+    }
   });
 
   it("names the right line of an error after long text", async () => {

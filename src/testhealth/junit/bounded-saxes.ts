@@ -28,6 +28,8 @@ interface SaxesInternals {
   forbiddenState: number;
   currentXMLVersion: string;
   line: number;
+  /** A CR or a high surrogate that ended the last write, held for the next one. */
+  carriedFromPrevious: string | undefined;
   text: string;
   name: string;
   entity: string;
@@ -107,7 +109,8 @@ export class SaxesBounds {
       p.state === S_TEXT &&
       p.tags.length > 0 &&
       p.forbiddenState === FORBIDDEN_START &&
-      p.currentXMLVersion === "1.0"
+      p.currentXMLVersion === "1.0" &&
+      p.carriedFromPrevious === undefined
     );
   }
 
@@ -246,7 +249,15 @@ export function checkSaxesInternals(): void {
         p.currentXMLVersion === "1.0" &&
         p.line === 2,
     ],
-    ["<a>xy", (p) => p.state === S_TEXT && p.text === "xy" && p.forbiddenState === FORBIDDEN_START],
+    [
+      "<a>xy",
+      (p) =>
+        p.state === S_TEXT &&
+        p.text === "xy" &&
+        p.forbiddenState === FORBIDDEN_START &&
+        p.carriedFromPrevious === undefined,
+    ],
+    ["<a>x\uD83D", (p) => p.state === S_TEXT && p.carriedFromPrevious === "\uD83D"],
     [
       "<a>xy&am",
       (p) => p.state === S_ENTITY && p.entityReturnState === S_TEXT && p.entity === "am",
