@@ -9,8 +9,8 @@
  *
  * `write` also spares saxes the character-by-character scan of plain text: inside the root
  * element, a run of text without `<`, `&`, `]` or a carriage return goes straight to the caller
- * (saxes's line count moved on by its newlines), which makes a huge output several times
- * faster to read. Only text that saxes would have accepted unchanged takes this path (XML 1.0;
+ * (saxes's line count moved on by its newlines), which saves about a quarter of the CPU time
+ * of reading a huge plain output. Only text that saxes would have accepted unchanged takes this path (XML 1.0;
  * the decoder has already removed the characters XML forbids).
  *
  * This reads saxes's internal fields (`state`, `text`, …) of the version package.json pins
