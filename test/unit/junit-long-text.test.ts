@@ -259,6 +259,21 @@ describe("parseJunit: over-long text", () => {
     );
   });
 
+  it("keeps the first 1,000 retries and properties of a testcase", async () => {
+    const retries = '<flakyFailure message="m"/>'.repeat(1_500);
+    const properties = Array.from(
+      { length: 1_500 },
+      (_, i) => `<property name="p${i}" value="${i}"/>`,
+    ).join("");
+    const [testCase] = await parseJunitText(
+      `<testsuite name="s"><testcase name="t"><properties>${properties}</properties>${retries}</testcase></testsuite>`,
+    );
+    expect(testCase?.attempts).toHaveLength(1_001);
+    expect(testCase?.attempts.at(-1)?.status).toBe("passed");
+    expect(Object.keys(testCase?.properties ?? {})).toHaveLength(1_000);
+    expect(testCase?.properties?.p999).toBe("999");
+  });
+
   it("drops huge comments and processing instructions without holding them", async () => {
     const body = streamed(
       '<testsuite name="s"><!--',
