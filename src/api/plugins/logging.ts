@@ -1,9 +1,11 @@
 /**
  * What the server's log may show. fastify's default request serializer writes the whole URL
  * (the signed upload URL's signature with it) and error serializers copy messages and stacks that
- * may echo input; here every URL, message and stack passes through `redactSecrets`, and headers
- * that carry credentials are censored wherever a log object would show them.
+ * may echo input; here every URL, error message and stack, and the text of every log line, passes
+ * through `redactSecrets`, and headers that carry credentials are censored wherever a log object
+ * would show them.
  */
+import type { Socket } from "node:net";
 import type { FastifyRequest, FastifyServerOptions } from "fastify";
 import { stdSerializers } from "pino";
 import { REDACTED, redactSecrets } from "../../lib/redact.js";
@@ -28,7 +30,8 @@ function serializeRequest(request: FastifyRequest): Record<string, unknown> {
     version: request.headers["accept-version"],
     host: request.host,
     remoteAddress: request.ip,
-    remotePort: request.socket.remotePort,
+    // Injected requests (tests) may have no socket.
+    remotePort: (request.socket as Socket | undefined)?.remotePort,
   };
 }
 
@@ -58,5 +61,14 @@ export function redactingLogger(
     ...base,
     serializers: { ...base.serializers, req: serializeRequest, err: serializeError },
     redact: { paths: REDACTED_LOG_PATHS, censor: REDACTED },
+    hooks: {
+      // The message itself: fastify logs some errors with their own message as the line's text.
+      logMethod(args, method) {
+        const redacted = args.map((arg: unknown) =>
+          typeof arg === "string" ? redactSecrets(arg) : arg,
+        ) as Parameters<typeof method>;
+        method.apply(this, redacted);
+      },
+    },
   };
 }
