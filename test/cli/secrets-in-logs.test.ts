@@ -26,7 +26,12 @@ const REPO = { host: "github.com", owner: "acme", name: "app" };
 const BOOTSTRAP_TOKEN = `mlt_${randomBytes(32).toString("base64url")}`;
 
 let database: TestDatabase;
-let server: RunningServer;
+let started: RunningServer | undefined;
+
+function runningServer(): RunningServer {
+  if (!started) throw new Error("the server did not start");
+  return started;
+}
 /** Every secret the run handed out or was sent; none may show in the log. */
 const secrets = new Set<string>([BOOTSTRAP_TOKEN]);
 /** Bodies of error answers; none may show a secret either. */
@@ -34,14 +39,14 @@ const errorBodies: string[] = [];
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  server = await startServer(
+  started = await startServer(
     { ...database.env, MAINLINE_BOOTSTRAP_ORG: "acme", MAINLINE_BOOTSTRAP_TOKEN: BOOTSTRAP_TOKEN },
     { logLevel: "trace", timeoutMs: 60_000 },
   );
 });
 
 afterAll(async () => {
-  await server.stop();
+  await started?.stop();
   await stopAllProcesses();
   await database.cleanup();
 });
@@ -61,6 +66,7 @@ function signatureOf(url: string): string {
 
 describe("secrets and the server's log", () => {
   it("never logs a token or an upload URL's signature, nor echoes one in an error", async () => {
+    const server = runningServer();
     const created = succeeded(
       await runCli(["token", "create", "--org", "acme", "--name", "bot"], database.env),
     );

@@ -32,20 +32,25 @@ const BEFORE =
 const AFTER = "LAST LINE OF THE FAILURE</failure></testcase></testsuite></testsuites>\n";
 
 let database: TestDatabase;
-let server: RunningServer;
+let started: RunningServer | undefined;
+
+function runningServer(): RunningServer {
+  if (!started) throw new Error("the server did not start");
+  return started;
+}
 let work: string;
 
 beforeAll(async () => {
   database = await createTestDatabase();
   work = mkdtempSync(path.join(tmpdir(), "mainline-huge-"));
-  server = await startServer(
+  started = await startServer(
     { ...database.env, MAINLINE_BOOTSTRAP_ORG: "acme", MAINLINE_BOOTSTRAP_TOKEN: TOKEN },
     { logLevel: "warn", timeoutMs: 60_000 },
   );
 });
 
 afterAll(async () => {
-  await server.stop();
+  await started?.stop();
   await stopAllProcesses();
   await database.cleanup();
   rmSync(work, { recursive: true, force: true });
@@ -117,6 +122,7 @@ async function writeHugeBundle(file: string, commitSha: string): Promise<{ lines
 
 describe("a bundle with a 640 MiB failure body", () => {
   it("is ingested with its head and tail, the server's peak memory under 300 MB", async () => {
+    const server = runningServer();
     const file = path.join(work, "huge.tar.gz");
     const commitSha = randomBytes(20).toString("hex");
     const { lines } = await writeHugeBundle(file, commitSha);
