@@ -27,6 +27,7 @@ import { registerLocalHostRoutes } from "./local/pull-requests.js";
 import { requireApiToken } from "./plugins/auth.js";
 import { clientError, installErrorHandling, routerError } from "./plugins/errors.js";
 import { InFlightWork, trackHandlers } from "./plugins/in-flight.js";
+import { redactingLogger } from "./plugins/logging.js";
 import { HttpMetrics, installMetrics } from "./plugins/metrics.js";
 import { installTextCheck } from "./plugins/text.js";
 import { registerServiceRoutes, registerWhoAmI } from "./service/routes.js";
@@ -78,7 +79,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   const app: ApiApp = Fastify({
-    logger: deps.logger ?? false,
+    // No secret in the log: request URLs, error messages and stacks are redacted.
+    logger: redactingLogger(deps.logger),
     bodyLimit: BODY_LIMIT_BYTES,
     // A caller's x-request-id is kept when it is sane, so that logs correlate across services.
     genReqId: (request) => {

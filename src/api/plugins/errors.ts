@@ -3,6 +3,7 @@ import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from "../../db/faults.js";
 import { ApiError, isStorageFull, type ErrorDetail } from "../../lib/errors.js";
+import { redactSecrets } from "../../lib/redact.js";
 import { PATTERN_MESSAGES } from "../schemas.js";
 
 /** What ajv reports for one failed rule (with `verbose: true`, it also carries the schema). */
@@ -179,6 +180,7 @@ function frameworkError(error: FastifyError): ApiError | undefined {
   return undefined;
 }
 
+/** Messages may echo input (a URL, a value): whatever looks like a secret is redacted. */
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   // An answer given before the body was read whole (too large, disk full, refused mid-stream)
   // ends the connection: the rest of the body is never read, so a client still sending it must
@@ -190,14 +192,18 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   if (error.status === 503 && !reply.hasHeader("retry-after")) {
     void reply.header("retry-after", String(RETRY_AFTER_SECONDS));
   }
+  const details = error.details?.map((detail) => ({
+    ...detail,
+    message: redactSecrets(detail.message),
+  }));
   return reply
     .status(error.status)
     .type("application/json; charset=utf-8")
     .send({
       error: {
         code: error.code,
-        message: error.message,
-        ...(error.details ? { details: error.details } : {}),
+        message: redactSecrets(error.message),
+        ...(details ? { details } : {}),
       },
     });
 }

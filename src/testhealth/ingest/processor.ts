@@ -25,10 +25,12 @@ import { failureSignature, failureSummary } from "../failure-signatures.js";
 import { repoFullName, testId } from "../identity.js";
 import {
   JunitParseError,
+  TEXT_LIMIT,
   mergeRepeatedTestcases,
   parseJunit,
   type ParsedTestCase,
 } from "../junit/index.js";
+import { fitText, withCuts } from "../junit/long-text.js";
 import { isInfrastructureFailure, runTime } from "../runs.js";
 import type { BundleStorage } from "./bundle-storage.js";
 import { classifyCandidates } from "./classify-tests.js";
@@ -553,5 +555,6 @@ function failureText(failure: { message: string | null; text: string | null }): 
   const parts = [failure.message, failure.text].filter((p): p is string => !!p);
   if (parts.length === 2 && parts[1]?.includes(parts[0] ?? "")) parts.shift();
   const text = parts.join("\n");
-  return text === "" ? null : text.slice(0, 8_000);
+  // Either part may have been cut already (head, marker, tail): cut the whole once more.
+  return text === "" ? null : fitText(withCuts(text), TEXT_LIMIT);
 }
