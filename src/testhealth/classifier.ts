@@ -144,7 +144,26 @@ function passOnRetry(
   return detectedAt === undefined ? state : { ...state, detectedAt };
 }
 
-/** Failure rate over a rolling window, with hysteresis between activation and resolution. */
+/** Separate streaks of failures in time-ordered runs: failures with a pass between them. */
+export function failureStreaks(runs: readonly ClassifierRun[]): number {
+  let streaks = 0;
+  let inStreak = false;
+  for (const run of runs) {
+    if (run.status === "failed") {
+      if (!inStreak) streaks += 1;
+      inStreak = true;
+    } else if (run.status === "passed") {
+      inStreak = false;
+    }
+  }
+  return streaks;
+}
+
+/**
+ * Failure rate over a rolling window, with hysteresis between activation and resolution. A
+ * monitor that classifies tests flaky activates only on intermittent failures (at least two
+ * streaks).
+ */
 function failureRate(
   monitor: FailureRateMonitor,
   runs: readonly ClassifierRun[],
@@ -163,9 +182,13 @@ function failureRate(
   const rate = window.length === 0 ? 0 : failed / window.length;
   const enough = window.length >= monitor.minRuns;
   const wasActive = monitor.enabled && previous?.active === true;
+  // Flakiness is failing now and then: a test whose failures in the window form one unbroken
+  // streak changed behaviour once (broken by a commit, maybe fixed by a later one): breakage,
+  // which the broken monitors judge, not flakiness (ADR 0020).
+  const intermittent = monitor.classification !== "flaky" || failureStreaks(window) >= 2;
   let active: boolean;
   if (!monitor.enabled) active = false;
-  else if (!wasActive) active = enough && rate >= monitor.activation;
+  else if (!wasActive) active = enough && rate >= monitor.activation && intermittent;
   // Once active it stays so until the rate falls below resolution on enough runs, or the test
   // stops running in scope for a whole window (stale).
   else active = window.length > 0 && !(enough && rate < monitor.resolution);

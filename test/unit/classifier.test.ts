@@ -136,11 +136,15 @@ describe("failure rate", () => {
 
   it("flaky on main between activation and resolution keeps its state (hysteresis)", () => {
     // 2 of 10 = 20%: activates. Later 3 of 20 = 15%: stays. Then 1 of 20 = 5%: resolves.
+    // The failures are intermittent (passes between them).
     const first = times(10, (i) =>
-      run({ status: i < 2 ? "failed" : "passed", at: NOW - i * 60_000 }),
+      run({ status: i % 5 === 0 ? "failed" : "passed", at: NOW - i * 60_000 }),
     );
     const second = times(20, (i) =>
-      run({ status: i < 3 ? "failed" : "passed", at: NOW + HOUR * 25 - i * 60_000 }),
+      run({
+        status: i % 5 === 0 && i < 15 ? "failed" : "passed",
+        at: NOW + HOUR * 25 - i * 60_000,
+      }),
     );
     const third = times(20, (i) =>
       run({ status: i < 1 ? "failed" : "passed", at: NOW + HOUR * 50 - i * 60_000 }),
@@ -171,15 +175,69 @@ describe("failure rate", () => {
   });
 
   it("watches merge-queue branches with their own thresholds", () => {
-    const runs = times(5, (i) =>
-      run({ branch: `trunk-merge/main/pr-${i}`, status: i === 0 ? "failed" : "passed" }),
+    const runs = times(10, (i) =>
+      run({
+        branch: `trunk-merge/main/pr-${i}`,
+        at: NOW - HOUR + i * 60_000,
+        status: i === 0 || i === 5 ? "failed" : "passed",
+      }),
     );
     expect(classify(runs, settings, {}, NOW)).toMatchObject({
       status: "flaky",
       reason: expect.stringContaining(
-        "Failure rate 20% (1 of 5 runs) over the last 12 h",
+        "Failure rate 20% (2 of 10 runs) over the last 12 h",
       ) as unknown,
     });
+  });
+
+  it("failures in one unbroken streak are breakage, not flakiness (ADR 0020)", () => {
+    // Broken by a commit, fixed by the next: 5 failures then 10 passes on main (33%), and the
+    // same in the merge queue.
+    const streak = (branch: (i: number) => string) =>
+      times(15, (i) =>
+        run({
+          branch: branch(i),
+          at: NOW - HOUR + i * 60_000,
+          status: i < 5 ? "failed" : "passed",
+        }),
+      );
+    expect(
+      classify(
+        streak(() => "main"),
+        settings,
+        {},
+        NOW,
+      ).status,
+    ).toBe("healthy");
+    expect(
+      classify(
+        streak((i) => `trunk-merge/main/pr-${i}`),
+        settings,
+        {},
+        NOW,
+      ).status,
+    ).toBe("healthy");
+    // The same failures with a pass between them are intermittent: flaky.
+    const intermittent = streak(() => "main").map((r, i) =>
+      i === 2 ? { ...r, status: "passed" as const } : r,
+    );
+    expect(classify(intermittent, settings, {}, NOW)).toMatchObject({
+      status: "flaky",
+      reason: "Failure rate 27% (4 of 15 runs) over the last 24 h on main",
+    });
+  });
+
+  it("a test broken on main then fixed goes back to healthy, never flaky (ADR 0020)", () => {
+    const broken = times(6, (i) => run({ status: "failed", at: NOW - 6 * HOUR + i * HOUR }));
+    const fixed = times(8, (i) => run({ at: NOW + (i + 1) * HOUR }));
+    const steps = [...broken, ...fixed].map((_, i, all) => ({
+      runs: all.slice(0, i + 1),
+      now: all[i]?.at ?? NOW,
+    }));
+    const statuses = replay(steps).map((r) => r.status);
+    expect(statuses).toContain("broken");
+    expect(statuses).not.toContain("flaky");
+    expect(statuses.at(-1)).toBe("healthy");
   });
 
   it("broken wins over flaky", () => {
