@@ -32,6 +32,12 @@ export interface DetectionRunOptions {
   monitors?: MonitorSettings;
   /** How often the worker's sweep runs in simulated time (the server's is every minute). */
   sweepEveryMs?: number;
+  /**
+   * Uploads are processed as they arrive (0, the default) or, to replay a history faster,
+   * together with those arriving within this long after the first waiting one, in one batch
+   * (what the worker does with uploads that arrive while it is busy).
+   */
+  batchWithinMs?: number;
   onProgress?: (done: number, at: number) => void;
 }
 
@@ -55,6 +61,10 @@ export interface DetectionReport {
   uploads: number;
   runs: number;
   ciRuns: number;
+  /** Uploads of each shape of CI (main, PRs, queue, re-runs, outages, retries, …). */
+  shapes: Record<string, number>;
+  /** Tests of each truth (and of each flake rate). */
+  truths: Record<string, number>;
   simulatedDays: number;
   seconds: number;
   flaky: {
@@ -135,8 +145,10 @@ export async function runDetection(options: DetectionRunOptions): Promise<Detect
   let repositoryId: string | undefined;
   let uploads = 0;
   let runs = 0;
-  let ciRuns = 0;
   let nextSweep = options.workload.startAt + sweepEvery;
+  const startedAts = new Set<number>();
+  /** How many uploads of each shape the history had. */
+  const shapes: Record<string, number> = {};
 
   const sweepUntil = async (until: number) => {
     while (nextSweep <= until) {
@@ -146,8 +158,19 @@ export async function runDetection(options: DetectionRunOptions): Promise<Detect
     }
   };
 
+  let waitingSince: number | undefined;
+  const processWaiting = async () => {
+    while (await services.worker.processNext());
+    waitingSince = undefined;
+  };
   const send = async (upload: DetectionUpload) => {
-    await sweepUntil(upload.at);
+    if (waitingSince !== undefined && upload.at - waitingSince > (options.batchWithinMs ?? 0)) {
+      await processWaiting();
+    }
+    if (nextSweep <= upload.at) {
+      await processWaiting();
+      await sweepUntil(upload.at);
+    }
     // The job uploads its report when it ends, half a minute after the tests ran.
     clock.at = upload.at + 30_000;
     const created = await services.uploads.createBundleUpload(
@@ -196,9 +219,20 @@ export async function runDetection(options: DetectionRunOptions): Promise<Detect
       },
       Readable.from([bundle]),
     );
-    while (await services.worker.processNext());
+    if (waitingSince === undefined) waitingSince = upload.at;
     uploads += 1;
-    if (upload.attempt === 1 && upload.job.includes("shard 1/")) ciRuns += 1;
+    startedAts.add(upload.startedAt);
+    const count = (key: string) => {
+      shapes[key] = (shapes[key] ?? 0) + 1;
+    };
+    count(
+      `uploads on ${upload.kind === "main" ? "main" : upload.kind === "pr" ? "pull requests" : "the merge queue"}`,
+    );
+    if (upload.attempt > 1) count("re-runs of a failed job");
+    if (upload.outage) count("infrastructure outages");
+    if (upload.convicted) count("merge-queue runs of a convicted PR");
+    if (upload.variant !== "linux") count(`uploads of variant ${upload.variant}`);
+    if (upload.cases.some((c) => c.attempts.length > 1)) count("uploads with retries inside");
     for (const item of upload.cases) {
       runs += item.attempts.length;
       const test = workload.tests[item.test];
@@ -221,17 +255,30 @@ export async function runDetection(options: DetectionRunOptions): Promise<Detect
     pending.push(upload);
   }
   for (const item of pending.sort((a, b) => a.at - b.at)) await send(item);
+  await processWaiting();
   await sweepUntil(workload.endAt);
 
   return score(options, workload.tests, observed, {
     uploads,
     runs,
-    ciRuns,
+    ciRuns: startedAts.size,
+    shapes,
+    truths: countTruths(workload.tests),
     seconds: Math.round(performance.now() - started) / 1000,
     database: options.database,
     repositoryId: repositoryId ?? "",
     endAt: workload.endAt,
   });
+}
+
+function countTruths(tests: readonly { truth: DetectionTruth }[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const { truth } of tests) {
+    const key =
+      truth.kind === "flaky" ? `flaky ${String(Math.round(truth.rate * 100))}%` : truth.kind;
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return counts;
 }
 
 async function score(
@@ -242,6 +289,8 @@ async function score(
     uploads: number;
     runs: number;
     ciRuns: number;
+    shapes: Record<string, number>;
+    truths: Record<string, number>;
     seconds: number;
     database: DatabaseHandle;
     repositoryId: string;
@@ -370,6 +419,8 @@ async function score(
     uploads: totals.uploads,
     runs: totals.runs,
     ciRuns: totals.ciRuns,
+    shapes: totals.shapes,
+    truths: totals.truths,
     simulatedDays: options.workload.days,
     seconds: totals.seconds,
     flaky: {

@@ -144,11 +144,27 @@ function passOnRetry(
   return detectedAt === undefined ? state : { ...state, detectedAt };
 }
 
-/** Separate streaks of failures in time-ordered runs: failures with a pass between them. */
+/**
+ * Separate streaks of failures: failures with a pass between them, in the order of the commits
+ * (each commit where its first run falls, its runs together). Commit order, not run order: a
+ * re-run of an older commit that ends after a newer commit's run is not a pass between that
+ * newer commit's failures.
+ */
 export function failureStreaks(runs: readonly ClassifierRun[]): number {
+  const firstAt = new Map<string, number>();
+  for (const run of runs) {
+    const seen = firstAt.get(run.commit);
+    if (seen === undefined || run.at < seen) firstAt.set(run.commit, run.at);
+  }
+  const ordered = [...runs].sort(
+    (a, b) =>
+      (firstAt.get(a.commit) ?? a.at) - (firstAt.get(b.commit) ?? b.at) ||
+      a.commit.localeCompare(b.commit) ||
+      compareRuns(a, b),
+  );
   let streaks = 0;
   let inStreak = false;
-  for (const run of runs) {
+  for (const run of ordered) {
     if (run.status === "failed") {
       if (!inStreak) streaks += 1;
       inStreak = true;
