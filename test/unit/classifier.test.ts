@@ -227,6 +227,23 @@ describe("failure rate", () => {
     });
   });
 
+  it("streaks follow the commits: a late re-run of an older commit is no pass between failures", () => {
+    // Commits c0..c11 on main, one every 10 min; c4 breaks the test. c3's job is re-run and
+    // passes (it predates the break) after c4 and c5 have failed.
+    const commits = times(12, (i) =>
+      run({
+        commit: `c${String(i).padStart(6, "0")}`,
+        at: NOW - 3 * HOUR + i * 10 * 60_000,
+        status: i >= 4 ? "failed" : "passed",
+      }),
+    );
+    const rerun = run({ commit: "c000003", at: NOW - 3 * HOUR + 55 * 60_000, status: "passed" });
+    const result = classify([...commits, rerun], settings, {}, NOW);
+    // 8 of 13 runs failed (62%): not yet broken (90%), and not flaky either.
+    expect(result.monitors["flaky-on-stable"]?.active).toBe(false);
+    expect(result.status).toBe("healthy");
+  });
+
   it("a test broken on main then fixed goes back to healthy, never flaky (ADR 0020)", () => {
     const broken = times(6, (i) => run({ status: "failed", at: NOW - 6 * HOUR + i * HOUR }));
     const fixed = times(8, (i) => run({ at: NOW + (i + 1) * HOUR }));
