@@ -93,6 +93,11 @@ export interface PullRequestInfo {
   checksPassed: boolean;
   state: "open" | "closed" | "merged";
   draft: boolean;
+  /**
+   * Open pull requests into the same branch whose head commit this one's head contains (it is
+   * stacked on them), each with the head it contains. Absent: the host does not tell.
+   */
+  contains?: { number: number; headSha: string }[];
 }
 
 /** One submission of a pull request to a queue, from submit until merged, failed or cancelled. */
@@ -130,7 +135,18 @@ export interface Entry {
   bisection: { groupId: string } | null;
   /** Has been tested at its position at least once (keeps its place ahead of later arrivals). */
   positioned: boolean;
+  /** Why a pending entry is not being tested yet, when the planner holds it on purpose. */
+  waiting?: WaitingReason | null;
 }
+
+/**
+ * What a pending entry waits for, as data a presenter can put in words ("batch forming: 1 of 3,
+ * starts by 15:19 at the latest").
+ */
+export type WaitingReason =
+  | { kind: "batch_forming"; have: number; need: number; startsBy: number }
+  | { kind: "bisection_ahead"; prNumbers: number[] }
+  | { kind: "stacked_on"; prNumbers: number[] };
 
 export type RunKind = "main" | "bisection";
 export type RunStatus = "running" | "passed" | "failed" | "cancelled";
@@ -219,6 +235,11 @@ export interface QueueSnapshot {
    * a run is to be used (absent in snapshots stored before this field existed).
    */
   verdicts?: VerdictRecord;
+  /**
+   * Heads of stacked-on pull requests that landed inside another PR the queue merged, by PR
+   * number: a later submission of that head is merged, not tested (absent in older snapshots).
+   */
+  landedThrough?: Record<string, { headSha: string; by: number }>;
 }
 
 /** A PR number plus the name of the submitter, for transitions. */
@@ -250,6 +271,12 @@ export type QueueEvent =
       flakyOnly?: boolean;
       /** What went wrong, in words, when the failing checks do not say it (a conflict). */
       detail?: string;
+      /**
+       * The test branch could not be built: the first PR in the run's order that does not apply
+       * onto the base and the PRs ahead of it, the PRs among those it conflicts with (absent:
+       * unknown, all of them; empty: the target branch itself) and the files.
+       */
+      conflict?: { prNumber: number; files: string[]; conflictsWith?: number[] };
     }
   | { type: "merge_finished"; entryId: string; newHeadSha: string }
   | { type: "merge_failed"; entryId: string; reason: TransitionReason; message: string }

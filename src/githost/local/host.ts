@@ -91,15 +91,28 @@ export class LocalGitHost implements GitHost {
 
     assertObjectId(request.baseSha, "baseSha");
     let current = request.baseSha;
-    for (const pr of request.prs) {
+    for (const [index, pr] of request.prs.entries()) {
       assertObjectId(pr.headSha, `head of #${String(pr.number)}`);
       const merged = await git.mergeTree(current, pr.headSha);
       if (!merged.clean) {
+        // Which of those ahead it conflicts with: none when it conflicts with the base itself,
+        // else each one it does not merge with pairwise (all of them if only the mix conflicts).
+        const ahead = request.prs.slice(0, index);
+        let conflictsWith: number[] = [];
+        if ((await git.mergeTree(request.baseSha, pr.headSha)).clean) {
+          for (const other of ahead) {
+            if (!(await git.mergeTree(other.headSha, pr.headSha)).clean) {
+              conflictsWith.push(other.number);
+            }
+          }
+          if (conflictsWith.length === 0) conflictsWith = ahead.map((other) => other.number);
+        }
         return {
           ok: false,
           reason: "merge_conflict",
           prNumber: pr.number,
           files: merged.files,
+          conflictsWith,
           message: `#${String(pr.number)} does not merge onto ${request.targetBranch} and the pull requests ahead of it: ${merged.summary}`,
         };
       }
