@@ -46,6 +46,8 @@ export const TRANSITION_REASONS = [
   "bisection_inconclusive",
   "bisection_started",
   "settings_changed",
+  /** A PR it is stacked on came into the queue ahead of it: its run included neither. */
+  "stacked_pr_ahead",
   // failures
   "failing_required_check",
   "test_run_timeout",
@@ -58,6 +60,8 @@ export const TRANSITION_REASONS = [
   "merged_optimistically",
   "merged_directly",
   "merged_manually",
+  /** Every commit of the PR landed inside another PR the queue merged (stacked on it). */
+  "merged_through_stack",
   // cancellations
   "cancelled_by_user",
   "pr_closed",

@@ -31,6 +31,8 @@ import {
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
+/** Stacked-on heads remembered after landing inside another PR (the most recent PR numbers). */
+const LANDED_THROUGH_KEPT = 1000;
 
 export function initialSnapshot(input: {
   queueId: string;
@@ -455,6 +457,21 @@ class Planning {
     });
     this.s.base.headSha = newHeadSha;
     this.conclude(entry, "merged", merging.reason, QUEUE_ACTOR, merging.runId);
+    // The PRs it is stacked on landed with it: merged, now or whenever they are submitted.
+    const contained = entry.pr.contains ?? [];
+    if (contained.length === 0) return;
+    const through = (this.s.landedThrough ??= {});
+    for (const c of contained) {
+      through[String(c.number)] = { headSha: c.headSha, by: entry.pr.number };
+    }
+    const keys = Object.keys(through);
+    for (const key of keys.slice(0, Math.max(0, keys.length - LANDED_THROUGH_KEPT))) {
+      Reflect.deleteProperty(through, key);
+    }
+    for (const c of contained) {
+      const queued = this.byNumber(c.number);
+      if (queued && queued.pr.headSha === c.headSha) this.checkPullRequest(queued);
+    }
   }
 
   private prUpdated(pr: PullRequestInfo): void {
@@ -555,6 +572,19 @@ class Planning {
   }
 
   private checkPullRequest(entry: Entry): void {
+    const through = this.s.landedThrough?.[String(entry.pr.number)];
+    if (through?.headSha === entry.pr.headSha && this.s.merging?.entryId !== entry.id) {
+      // Its commits are on the branch already, inside a PR stacked on it: nothing to test.
+      this.conclude(
+        entry,
+        "merged",
+        "merged_through_stack",
+        QUEUE_ACTOR,
+        null,
+        `its commits landed with #${through.by}`,
+      );
+      return;
+    }
     if (entry.pr.state === "closed") {
       this.conclude(entry, "cancelled", "pr_closed", { kind: "git_host" });
       return;
@@ -616,17 +646,56 @@ class Planning {
         }
       }
     }
+    // Stacks: never ahead of a queued PR it contains, never behind one that contains it.
+    let reason: TransitionReason = "preempted_by_urgent";
+    for (const id of this.containedIn(entry)) {
+      if (this.s.merging?.entryId === id) continue;
+      const position = order.indexOf(id);
+      if (position >= 0 && position < index) {
+        index = position;
+        reason = "stacked_pr_ahead";
+      }
+    }
+    for (const id of this.containedBy(entry)) index = Math.max(index, order.indexOf(id) + 1);
     order.splice(index, 0, entry.id);
     if (index < order.length - 1) {
       // Everything behind that included the entries ahead of it is now tested on the wrong base.
       for (const run of Object.values(this.s.runs)) {
         if ((run.status === "running" || run.status === "passed") && run.kind === "main") {
           if (this.dependsOnEntry(run, entry)) {
-            this.invalidateRun(run, "preempted_by_urgent", QUEUE_ACTOR);
+            this.invalidateRun(run, reason, QUEUE_ACTOR);
           }
         }
       }
     }
+  }
+
+  /** Queued entries whose PR `entry`'s PR is stacked on (it contains their heads). */
+  private containedBy(entry: Entry): string[] {
+    const ids: string[] = [];
+    for (const contained of entry.pr.contains ?? []) {
+      const other = this.byNumber(contained.number);
+      if (other && other.id !== entry.id && other.pr.headSha === contained.headSha) {
+        ids.push(other.id);
+      }
+    }
+    return ids;
+  }
+
+  /** Queued entries whose PR is stacked on `entry`'s PR (they contain its head). */
+  private containedIn(entry: Entry): string[] {
+    const ids: string[] = [];
+    for (const other of Object.values(this.s.entries)) {
+      if (other.id === entry.id || !other.pr.contains) continue;
+      if (
+        other.pr.contains.some(
+          (c) => c.number === entry.pr.number && c.headSha === entry.pr.headSha,
+        )
+      ) {
+        ids.push(other.id);
+      }
+    }
+    return ids;
   }
 
   /** Whether a run's unit comes after `entry` in the order and depends on it. */

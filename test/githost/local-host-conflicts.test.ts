@@ -90,3 +90,25 @@ describe("conflicts in test branches", () => {
     expect(result).toMatchObject({ ok: false, prNumber: pr.number, conflictsWith: [] });
   });
 });
+
+describe("stacked pull requests", () => {
+  it("tells which open PRs a PR is stacked on, until their commits are on the branch", async () => {
+    const parent = openPullRequest("parent", { "a.txt": "parent\n" });
+    const childHead = clone.commit({
+      branch: "child",
+      from: "parent",
+      files: { "b.txt": "child\n" },
+      message: "child",
+    });
+    clone.push("child");
+    const child = records.open(repo, { headBranch: "child", title: "child" });
+    expect((await host.pullRequest(repo, child.number))?.contains).toEqual([
+      { number: parent.number, headSha: parent.headSha },
+    ]);
+    expect((await host.pullRequest(repo, parent.number))?.contains).toBeUndefined();
+    // The parent's commits reach main: the child is stacked on nothing that is still to land.
+    clone.git("push", "--quiet", "origin", `${parent.headSha}:refs/heads/main`);
+    expect(childHead).not.toBe(parent.headSha);
+    expect((await host.pullRequest(repo, child.number))?.contains).toBeUndefined();
+  });
+});

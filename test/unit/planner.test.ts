@@ -471,6 +471,51 @@ describe("conflicts are not test failures (issue 14, item 2)", () => {
   });
 });
 
+describe("stacked pull requests (issue 14, item 7)", () => {
+  const on = (...numbers: number[]) => ({
+    pr: { contains: numbers.map((n) => ({ number: n, headSha: `h${n}` })) },
+  });
+
+  it("a PR is not tested ahead of a queued PR whose commits it contains", () => {
+    const h = new PlannerHarness({ concurrency: 2 });
+    h.submit(2, on(1)); // stacked on #1, submitted first
+    expect(h.prsOf(h.run(2))).toEqual([2]);
+    h.submit(1);
+    // #1 goes ahead of the PR stacked on it; #2's run, which lacked #1's place, starts again.
+    expect(h.queueOrder()).toEqual([1, 2]);
+    expect(h.history(2)).toContain("pending:stacked_pr_ahead");
+    expect(h.prsOf(h.run(2))).toEqual([1, 2]);
+    h.pass(2);
+    h.pass(1);
+    expect(h.merged).toEqual([1, 2]);
+  });
+
+  it("a PR whose commits all landed inside a PR stacked on it is merged, not failed", () => {
+    const h = new PlannerHarness({ concurrency: 1 });
+    h.submit(1);
+    h.submit(2, on(1));
+    h.fail([1], { checks: ["test"] }); // say a flaky test, not retried
+    expect(h.state(1)).toBe("failed");
+    h.pass(2);
+    expect(h.merged).toEqual([2]);
+    // Submitted again, the parent's change is on the branch already: merged without a run.
+    const runs = h.started.length;
+    h.submit(1);
+    expect(h.state(1)).toBe("merged");
+    expect(h.history(1).at(-1)).toBe("merged:merged_through_stack");
+    expect(h.lastDetail(1)).toBe("its commits landed with #2");
+    expect(h.started).toHaveLength(runs);
+  });
+
+  it("a parent pushed to after its child landed is tested like any PR", () => {
+    const h = new PlannerHarness({ concurrency: 1 });
+    h.submit(2, on(1));
+    h.pass(2);
+    h.submit(1, { pr: { headSha: "h1-amended" } });
+    expect(h.state(1)).toBe("testing");
+  });
+});
+
 describe("priorities (research merge-queue §2.9, contract §5)", () => {
   it("urgent tests now: A restarts behind it, B goes back to pending", () => {
     const h = new PlannerHarness({ concurrency: 2 });

@@ -67,11 +67,36 @@ export class LocalGitHost implements GitHost {
     };
     if (head === undefined || base === undefined) return info;
     const merged = await git.mergeTree(base, head);
+    const contains = await this.stackedOn(repo, record, head, base);
     return {
       ...info,
       mergeability: merged.clean ? "mergeable" : "not_mergeable",
       upToDate: await git.isAncestor(base, head),
+      ...(contains.length > 0 ? { contains } : {}),
     };
+  }
+
+  /**
+   * The open pull requests into the same branch that this one is stacked on: their heads are in
+   * its history and not yet on the branch. The queue keeps a stack in order with this.
+   */
+  private async stackedOn(
+    repo: HostedRepository,
+    record: { number: number; baseBranch: string },
+    head: string,
+    base: string,
+  ): Promise<{ number: number; headSha: string }[]> {
+    const git = this.repository(repo);
+    const contains: { number: number; headSha: string }[] = [];
+    for (const other of await this.options.pullRequests.listOpen(repo)) {
+      if (other.number === record.number || other.baseBranch !== record.baseBranch) continue;
+      const otherHead = await git.branchHead(other.headBranch);
+      if (otherHead === undefined || otherHead === head) continue;
+      if ((await git.isAncestor(otherHead, head)) && !(await git.isAncestor(otherHead, base))) {
+        contains.push({ number: other.number, headSha: otherHead });
+      }
+    }
+    return contains;
   }
 
   async branchHead(repo: HostedRepository, branch: string): Promise<string | undefined> {
