@@ -148,9 +148,10 @@ export interface Entry {
  * starts by 15:19 at the latest").
  */
 export type WaitingReason =
+  /** `startsBy`: epoch ms at which the batch starts at the latest (its wait ends). */
   | { kind: "batch_forming"; have: number; need: number; startsBy: number }
-  | { kind: "bisection_ahead"; prNumbers: number[] }
-  | { kind: "stacked_on"; prNumbers: number[] };
+  /** Behind a batch under bisection (these PRs), which keeps its place in the order. */
+  | { kind: "bisection_ahead"; prNumbers: number[] };
 
 export type RunKind = "main" | "bisection";
 export type RunStatus = "running" | "passed" | "failed" | "cancelled";

@@ -954,6 +954,10 @@ class Planning {
 
   private startRuns(): void {
     this.batchDeadline = null;
+    for (const id of this.s.order) {
+      const entry = this.entry(id);
+      if (entry.waiting !== undefined) Reflect.deleteProperty(entry, "waiting");
+    }
     // Runs are planned on the branch as it is: not while a merge is moving it.
     if (this.config.state === "paused" || this.s.merging !== null) return;
     let slots =
@@ -965,7 +969,10 @@ class Planning {
       const entry = this.entry(at(order, i));
       if (entry.bisection !== null) {
         // Undecided PRs hold their places: what depends on them waits for their verdict.
-        if (this.config.mode !== "parallel") break;
+        if (this.config.mode !== "parallel") {
+          this.markWaitingBehindBisection(i);
+          break;
+        }
         blockedTargets.push(this.targetsOf(entry));
         continue;
       }
@@ -1072,7 +1079,32 @@ class Planning {
     const deadline = oldestReady + this.config.batchingMaxWaitTimeMinutes * MINUTE;
     if (urgent || this.now >= deadline || this.config.state !== "running") return unit;
     this.batchDeadline = Math.min(this.batchDeadline ?? Infinity, deadline);
+    for (const id of unit) {
+      this.entry(id).waiting = {
+        kind: "batch_forming",
+        have: unit.length,
+        need: size,
+        startsBy: deadline,
+      };
+    }
     return null;
+  }
+
+  /** The first pending entry behind a batch under bisection says what it waits for. */
+  private markWaitingBehindBisection(index: number): void {
+    const order = this.s.order;
+    const held: number[] = [];
+    for (let i = index; i < order.length; i++) {
+      const entry = this.entry(at(order, i));
+      if (entry.bisection !== null) {
+        held.push(entry.pr.number);
+        continue;
+      }
+      if (entry.state === "pending") {
+        entry.waiting = { kind: "bisection_ahead", prNumbers: held };
+        return;
+      }
+    }
   }
 
   private startMainRun(unitIds: string[]): void {

@@ -286,6 +286,27 @@ describe("batching (research merge-queue §2.7)", () => {
     expect(h.runningUnits()).toEqual([[1, 2, 3]]);
   });
 
+  it("a waiting PR says what it waits for: batch forming, n of size, and by when it starts", () => {
+    const h = new PlannerHarness({
+      batch: true,
+      batchingMinSize: 3,
+      batchingMaxWaitTimeMinutes: 5,
+    });
+    h.at(2).submit(1);
+    expect(h.snapshot.entries[defined(h.snapshot.prIndex["1"])]?.waiting).toEqual({
+      kind: "batch_forming",
+      have: 1,
+      need: 3,
+      startsBy: 7 * MINUTE,
+    });
+    h.at(3).submit(2);
+    const waiting = h.snapshot.entries[defined(h.snapshot.prIndex["2"])]?.waiting;
+    expect(waiting).toMatchObject({ have: 2, need: 3, startsBy: 7 * MINUTE });
+    h.tick(7);
+    expect(h.runningUnits()).toEqual([[1, 2]]);
+    expect(h.snapshot.entries[defined(h.snapshot.prIndex["1"])]?.waiting).toBeUndefined();
+  });
+
   it("starts at once when the target size is reached, and merges a batch as one commit per PR", () => {
     const h = new PlannerHarness({ batch: true, batchingMinSize: 2 });
     h.submit(1);
