@@ -245,6 +245,8 @@ export interface QueueSnapshot {
    * number: a later submission of that head is merged, not tested (absent in older snapshots).
    */
   landedThrough?: Record<string, { headSha: string; by: number }>;
+  /** Entries that carry a `waiting` reason (so that clearing them needs no scan). */
+  waiting?: string[];
 }
 
 /** A PR number plus the name of the submitter, for transitions. */

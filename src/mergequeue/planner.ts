@@ -954,10 +954,12 @@ class Planning {
 
   private startRuns(): void {
     this.batchDeadline = null;
-    for (const id of this.s.order) {
-      const entry = this.entry(id);
-      if (entry.waiting !== undefined) Reflect.deleteProperty(entry, "waiting");
+    // Only the few entries told to wait last time carry a reason; they are listed.
+    for (const id of this.s.waiting ?? []) {
+      const entry = this.s.entries[id];
+      if (entry) Reflect.deleteProperty(entry, "waiting");
     }
+    if (this.s.waiting !== undefined) Reflect.deleteProperty(this.s, "waiting");
     // Runs are planned on the branch as it is: not while a merge is moving it.
     if (this.config.state === "paused" || this.s.merging !== null) return;
     let slots =
@@ -1086,6 +1088,7 @@ class Planning {
         need: size,
         startsBy: deadline,
       };
+      (this.s.waiting ??= []).push(id);
     }
     return null;
   }
@@ -1102,6 +1105,7 @@ class Planning {
       }
       if (entry.state === "pending") {
         entry.waiting = { kind: "bisection_ahead", prNumbers: held };
+        (this.s.waiting ??= []).push(entry.id);
         return;
       }
     }
