@@ -581,6 +581,11 @@ class StepWork {
         failingChecks: [],
         reason: "merge_conflict",
         detail: `#${branch.prNumber} does not merge onto the pull requests ahead of it: ${branch.files.join(", ")}`,
+        conflict: {
+          prNumber: branch.prNumber,
+          files: branch.files,
+          ...(branch.conflictsWith ? { conflictsWith: branch.conflictsWith } : {}),
+        },
       });
       return;
     }

@@ -36,6 +36,11 @@ export type TestBranchResult =
       /** The PR that could not be merged onto the others, and where. */
       prNumber: number;
       files: string[];
+      /**
+       * The PRs ahead of it in the request that it conflicts with; empty: it conflicts with the
+       * base itself; absent: the host cannot tell (the planner then names every PR ahead).
+       */
+      conflictsWith?: number[];
       message: string;
     };
 

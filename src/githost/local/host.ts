@@ -67,11 +67,36 @@ export class LocalGitHost implements GitHost {
     };
     if (head === undefined || base === undefined) return info;
     const merged = await git.mergeTree(base, head);
+    const contains = await this.stackedOn(repo, record, head, base);
     return {
       ...info,
       mergeability: merged.clean ? "mergeable" : "not_mergeable",
       upToDate: await git.isAncestor(base, head),
+      ...(contains.length > 0 ? { contains } : {}),
     };
+  }
+
+  /**
+   * The open pull requests into the same branch that this one is stacked on: their heads are in
+   * its history and not yet on the branch. The queue keeps a stack in order with this.
+   */
+  private async stackedOn(
+    repo: HostedRepository,
+    record: { number: number; baseBranch: string },
+    head: string,
+    base: string,
+  ): Promise<{ number: number; headSha: string }[]> {
+    const git = this.repository(repo);
+    const contains: { number: number; headSha: string }[] = [];
+    for (const other of await this.options.pullRequests.listOpen(repo)) {
+      if (other.number === record.number || other.baseBranch !== record.baseBranch) continue;
+      const otherHead = await git.branchHead(other.headBranch);
+      if (otherHead === undefined || otherHead === head) continue;
+      if ((await git.isAncestor(otherHead, head)) && !(await git.isAncestor(otherHead, base))) {
+        contains.push({ number: other.number, headSha: otherHead });
+      }
+    }
+    return contains;
   }
 
   async branchHead(repo: HostedRepository, branch: string): Promise<string | undefined> {
@@ -91,15 +116,28 @@ export class LocalGitHost implements GitHost {
 
     assertObjectId(request.baseSha, "baseSha");
     let current = request.baseSha;
-    for (const pr of request.prs) {
+    for (const [index, pr] of request.prs.entries()) {
       assertObjectId(pr.headSha, `head of #${String(pr.number)}`);
       const merged = await git.mergeTree(current, pr.headSha);
       if (!merged.clean) {
+        // Which of those ahead it conflicts with: none when it conflicts with the base itself,
+        // else each one it does not merge with pairwise (all of them if only the mix conflicts).
+        const ahead = request.prs.slice(0, index);
+        let conflictsWith: number[] = [];
+        if ((await git.mergeTree(request.baseSha, pr.headSha)).clean) {
+          for (const other of ahead) {
+            if (!(await git.mergeTree(other.headSha, pr.headSha)).clean) {
+              conflictsWith.push(other.number);
+            }
+          }
+          if (conflictsWith.length === 0) conflictsWith = ahead.map((other) => other.number);
+        }
         return {
           ok: false,
           reason: "merge_conflict",
           prNumber: pr.number,
           files: merged.files,
+          conflictsWith,
           message: `#${String(pr.number)} does not merge onto ${request.targetBranch} and the pull requests ahead of it: ${merged.summary}`,
         };
       }
