@@ -24,7 +24,7 @@ import type { LocalPullRequestRecord, LocalPullRequestRecords } from "./records.
 import { NO_HOOKS, git } from "./git.js";
 import { LOCAL_HOST, TEST_BRANCH_PREFIX, repositoryPath, testBranchName } from "./layout.js";
 import { replayOnto } from "./replay.js";
-import { RepositoryGit, ZERO_OID, assertObjectId } from "./repository-git.js";
+import { RepositoryGit, ZERO_OID, assertObjectId, type CommitSummary } from "./repository-git.js";
 
 export interface LocalGitHostOptions {
   dataDir: string;
@@ -186,7 +186,7 @@ export class LocalGitHost implements GitHost {
     const refusal = await this.checkMergeable(git, request, record, base);
     if (refusal) return refusal;
 
-    const landing = await this.landingCommit(git, request);
+    const landing = await this.landingCommit(git, request, record);
     if (!landing.ok) return landing;
     await pullRequests.markMerging(request.repo, number, landing.sha);
     const ref = `refs/heads/${request.targetBranch}`;
@@ -238,38 +238,86 @@ export class LocalGitHost implements GitHost {
   }
 
   /**
-   * The commit to land, by merge method. Its tree is always the tree of merging the head onto
-   * the base, which is what the queue's test branch for this PR on this base contained.
+   * The commit to land, by merge method. Its tree is the tree that passed with the PR: the test
+   * branch of the run that cleared it, up to and including this PR (`tested`). Landing never
+   * merges afresh (a squash of a stacked PR, merged onto a base that holds its parent's squash,
+   * could conflict where the test branch did not); it only checks that the base it lands on has
+   * the tree the PR was tested on.
    */
   private async landingCommit(
     git: RepositoryGit,
     request: MergeRequest,
+    record: LocalPullRequestRecord,
   ): Promise<{ ok: true; sha: string } | Refusal> {
+    const pr = `#${String(request.prNumber)}`;
     const base = request.expectedBaseSha;
     const head = request.headSha;
-    const merged = await git.mergeTree(base, head);
-    if (!merged.clean)
-      return refuse("merge_conflict", `#${String(request.prNumber)}: ${merged.summary}`);
+    const tested = await this.testedMerge(git, request);
+    if (!tested.ok) return tested;
+    const { tree, testedOn } = tested;
     switch (request.method) {
       case "merge_commit": {
-        const message = `Merge pull request #${String(request.prNumber)}: ${request.title}`;
-        return { ok: true, sha: await git.commitTree(merged.tree, [base, head], message) };
+        const message = `Merge pull request ${pr}: ${request.title}`;
+        return { ok: true, sha: await git.commitTree(tree, [base, head], message) };
       }
-      case "squash":
-        return { ok: true, sha: await git.commitTree(merged.tree, [base], request.title) };
+      case "squash": {
+        const commits = await git.ownCommits(head, testedOn);
+        const squash = squashMessage(request.title, record, commits);
+        return { ok: true, sha: await git.commitTree(tree, [base], squash.message, squash.author) };
+      }
       case "rebase": {
+        // Only the PR's own commits: those of a stacked PR's parent landed with the parent.
         // Replayed commits keep their authors (and author dates); only the committer is Mainline.
-        const replay = await replayOnto(git, base, head, { GIT_COMMITTER_DATE: this.commitDate() });
-        if (!replay.ok) return refuse("merge_conflict", replay.message);
-        if ((await git.treeOf(replay.sha)) !== merged.tree) {
+        const commits = (await git.ownCommits(head, testedOn)).map((commit) => commit.sha);
+        const replay = await replayOnto(git, base, commits, {
+          GIT_COMMITTER_DATE: this.commitDate(),
+        });
+        if (!replay.ok) return refuse("merge_conflict", `${pr}: ${replay.message}`);
+        if ((await git.treeOf(replay.sha)) !== tree) {
           return refuse(
             "merge_conflict",
-            `rebasing #${String(request.prNumber)} gives a different tree than merging it, which is what was tested`,
+            `rebasing ${pr} gives a different tree than the one tested with it`,
           );
         }
         return { ok: true, sha: replay.sha };
       }
     }
+  }
+
+  /**
+   * The tree that passed with the PR and the commit it was tested on top of. With a test branch:
+   * its merge of this head, found on its first-parent chain; the base must have the tree that
+   * merge was made onto (the PRs ahead landed as tested), or the test does not hold for it. A
+   * direct merge (no run) merges the head onto the base.
+   */
+  private async testedMerge(
+    git: RepositoryGit,
+    request: MergeRequest,
+  ): Promise<{ ok: true; tree: string; testedOn: string } | Refusal> {
+    const pr = `#${String(request.prNumber)}`;
+    const base = request.expectedBaseSha;
+    if (request.testedSha === undefined) {
+      const merged = await git.mergeTree(base, request.headSha);
+      if (!merged.clean) return refuse("merge_conflict", `${pr}: ${merged.summary}`);
+      return { ok: true, tree: merged.tree, testedOn: base };
+    }
+    assertObjectId(request.testedSha, "tested commit");
+    const chain = await git.firstParentChain(request.testedSha, base);
+    const merge = chain.find((parents) => parents[2] === request.headSha && parents.length === 3);
+    const testedOn = merge?.[1];
+    if (merge?.[0] === undefined || testedOn === undefined) {
+      return refuse(
+        "rejected",
+        `${pr} at ${request.headSha} is not on the test branch ${request.testedSha} that cleared it`,
+      );
+    }
+    if ((await git.treeOf(testedOn)) !== (await git.treeOf(base))) {
+      return refuse(
+        "base_moved",
+        `${request.targetBranch} at ${base} does not hold what ${pr} was tested on`,
+      );
+    }
+    return { ok: true, tree: await git.treeOf(merge[0]), testedOn };
   }
 
   private repository(repo: HostedRepository): RepositoryGit {
@@ -288,9 +336,38 @@ export class LocalGitHost implements GitHost {
   }
 }
 
-/** What a check may have written into a clone's configuration must not run as a hook. */
 function refuse(reason: Refusal["reason"], message: string): Refusal {
   return { ok: false, reason, message };
 }
 
 const repositoryKey = (repo: HostedRepository) => `${repo.owner}/${repo.name}`;
+
+/**
+ * A squash commit's author and message: the author is the PR's author as its commits name them
+ * (the commit author whose name or e-mail matches the PR's author, else the author of its first
+ * commit); the message is the title with `(#n)`, then the PR's description (the messages of its
+ * commits, as GitHub's default squash message has them, when there are several) and a
+ * `Co-authored-by:` trailer for every other author of its commits.
+ */
+export function squashMessage(
+  title: string,
+  record: Pick<LocalPullRequestRecord, "author">,
+  commits: CommitSummary[],
+): { message: string; author?: { name: string; email: string } } {
+  const login = record.author.toLowerCase();
+  const authors = commits.map((commit) => commit.author);
+  const author =
+    authors.find(
+      (a) => a.name.toLowerCase() === login || a.email.toLowerCase().split("@")[0] === login,
+    ) ?? authors[0];
+  const coAuthors: string[] = [];
+  for (const other of authors) {
+    const line = `Co-authored-by: ${other.name} <${other.email}>`;
+    if (other.email.toLowerCase() === author?.email.toLowerCase()) continue;
+    if (!coAuthors.includes(line)) coAuthors.push(line);
+  }
+  const description =
+    commits.length > 1 ? commits.map((commit) => `* ${commit.message}`).join("\n\n") : "";
+  const message = [title, description, coAuthors.join("\n")].filter((p) => p !== "").join("\n\n");
+  return author ? { message, author } : { message };
+}
