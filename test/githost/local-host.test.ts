@@ -118,10 +118,20 @@ describe("test branches", () => {
     expect(firstParents[3]).toBe(baseSha);
     const secondParents = firstParents.slice(0, 3).map((sha) => hosted("rev-parse", `${sha}^2`));
     expect(secondParents).toEqual(prs.map((pr) => pr.headSha).reverse());
-    expect(commitField(result.sha, "%s")).toBe("Merge #3 for test run run-1 of main");
+    expect(commitField(result.sha, "%s")).toBe("Merge #3 into a test branch of main");
     expect(commitField(result.sha, "%an <%ae> %cn %ct")).toBe(
-      `Mainline <mainline@localhost> Mainline ${String(NOW / 1000)}`,
+      `Mainline <mainline@localhost> Mainline ${commitField(baseSha, "%ct")}`,
     );
+
+    // Another run of the same pull requests on the same base tests the very same commit.
+    const again = await host.createTestBranch({
+      repo,
+      targetBranch: "main",
+      runId: "run-2",
+      baseSha,
+      prs,
+    });
+    expect(again).toEqual({ ok: true, branch: "mainline-merge/main/run-2", sha: result.sha });
 
     expect(await host.readFile(repo, result.sha, "one.txt")).toBe("1\n");
     expect(await host.readFile(repo, result.sha, "two.txt")).toBe("2\n");

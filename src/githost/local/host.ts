@@ -79,8 +79,8 @@ export class LocalGitHost implements GitHost {
   }
 
   /**
-   * Merges each pull request's head onto the base in order, one real merge commit each, and
-   * creates the test branch (create-only, so a repeated call returns the branch already made).
+   * Merges each pull request's head onto the base in order, one real merge commit each (dated
+   * as the base, so that they depend only on base and heads), and creates the test branch (create-only, so a repeated call returns the branch already made).
    */
   async createTestBranch(request: TestBranchRequest): Promise<TestBranchResult> {
     const git = this.repository(request.repo);
@@ -91,6 +91,10 @@ export class LocalGitHost implements GitHost {
 
     assertObjectId(request.baseSha, "baseSha");
     let current = request.baseSha;
+    // The same pull requests on the same base make the same commits, whichever run asks: a run
+    // repeated on the same tested tree (a retry) tests the same commit, so that test health sees
+    // a failure and a pass there as pass-on-retry.
+    const date = await git.commitDateOf(request.baseSha);
     for (const pr of request.prs) {
       assertObjectId(pr.headSha, `head of #${String(pr.number)}`);
       const merged = await git.mergeTree(current, pr.headSha);
@@ -103,8 +107,8 @@ export class LocalGitHost implements GitHost {
           message: `#${String(pr.number)} does not merge onto ${request.targetBranch} and the pull requests ahead of it: ${merged.summary}`,
         };
       }
-      const message = `Merge #${String(pr.number)} for test run ${request.runId} of ${request.targetBranch}`;
-      current = await git.commitTree(merged.tree, [current, pr.headSha], message);
+      const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
+      current = await git.commitTree(merged.tree, [current, pr.headSha], message, { date });
     }
     if (await git.compareAndSwap(ref, current, ZERO_OID)) return { ok: true, branch, sha: current };
     // Made concurrently by a repeated call: that one is the branch.
@@ -263,7 +267,7 @@ export class LocalGitHost implements GitHost {
       case "squash": {
         const commits = await git.ownCommits(head, testedOn);
         const squash = squashMessage(request.title, record, commits);
-        return { ok: true, sha: await git.commitTree(tree, [base], squash.message, squash.author) };
+        return { ok: true, sha: await git.commitTree(tree, [base], squash.message, squash) };
       }
       case "rebase": {
         // Only the PR's own commits: those of a stacked PR's parent landed with the parent.

@@ -47,6 +47,14 @@ export class RepositoryGit {
     return this.resolve(`refs/heads/${branch}`);
   }
 
+  /** A commit's committer date in git's form (`<seconds> <zone>`). */
+  async commitDateOf(commit: string): Promise<string> {
+    const { stdout } = await git(["show", "-s", "--format=%ct %cz", commit], {
+      gitDir: this.gitDir,
+    });
+    return stdout.trim();
+  }
+
   async treeOf(commit: string): Promise<string> {
     const { stdout } = await git(["rev-parse", "--verify", `${commit}^{tree}`], {
       gitDir: this.gitDir,
@@ -86,19 +94,24 @@ export class RepositoryGit {
     return { clean: false, files, summary: `conflicts in ${files.join(", ")}` };
   }
 
-  /** `author`: whom the commit is by (default: Mainline, like its committer). */
+  /**
+   * `author`: whom the commit is by (default: Mainline, like its committer); `date`: its author
+   * and commit date in git's form (default: Mainline's commit dates).
+   */
   async commitTree(
     tree: string,
     parents: string[],
     message: string,
-    author?: { name: string; email: string },
+    options: { author?: { name: string; email: string }; date?: string } = {},
   ): Promise<string> {
     const args = ["commit-tree", tree, ...parents.flatMap((parent) => ["-p", parent])];
+    const { author, date } = options;
     const by = author ? { GIT_AUTHOR_NAME: author.name, GIT_AUTHOR_EMAIL: author.email } : {};
+    const when = date ? { GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date } : {};
     const { stdout } = await git([...args, "-F", "-"], {
       gitDir: this.gitDir,
       input: message,
-      env: { ...this.commitEnv(), ...by },
+      env: { ...this.commitEnv(), ...by, ...when },
     });
     return stdout.trim();
   }
