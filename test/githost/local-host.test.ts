@@ -496,6 +496,37 @@ describe("landing what was tested", () => {
     },
   );
 
+  it.each(["squash", "rebase"] as const)(
+    "%s: a stacked PR that edits its parent's lines is mergeable, tested and landed after the parent landed",
+    async (method) => {
+      const { parent, child } = await stackedAndTested();
+      const first = await host.merge(mergeRequest(parent, method));
+      if (!first.ok) throw new Error(first.message);
+      // git alone would apply the parent's change again from the old merge base, and conflict.
+      expect(await host.pullRequest(repo, child.number)).toMatchObject({
+        mergeability: "mergeable",
+      });
+      const tested = await host.createTestBranch({
+        repo,
+        targetBranch: "main",
+        runId: "run-2",
+        baseSha: first.sha,
+        prs: [child],
+      });
+      if (!tested.ok) throw new Error(tested.message);
+      expect(hosted("rev-parse", `${tested.sha}^{tree}`)).toBe(
+        hosted("rev-parse", `${child.headSha}^{tree}`),
+      );
+      const second = await host.merge({ ...mergeRequest(child, method), testedSha: tested.sha });
+      if (!second.ok) throw new Error(second.message);
+      expect(hosted("rev-parse", "main^{tree}")).toBe(hosted("rev-parse", `${tested.sha}^{tree}`));
+      // Only the child's own commit lands the second time.
+      expect(hosted("log", "--format=%s", `${first.sha}..main`)).toBe(
+        method === "squash" ? "Title of #2" : "child: change",
+      );
+    },
+  );
+
   it("refuses with base_moved when main does not hold what the PR was tested on", async () => {
     const { child, testedSha } = await stackedAndTested();
     const result = await host.merge({ ...mergeRequest(child, "squash"), testedSha });

@@ -24,7 +24,13 @@ import type { LocalPullRequestRecord, LocalPullRequestRecords } from "./records.
 import { NO_HOOKS, git } from "./git.js";
 import { LOCAL_HOST, TEST_BRANCH_PREFIX, repositoryPath, testBranchName } from "./layout.js";
 import { replayOnto } from "./replay.js";
-import { RepositoryGit, ZERO_OID, assertObjectId, type CommitSummary } from "./repository-git.js";
+import {
+  RepositoryGit,
+  ZERO_OID,
+  assertObjectId,
+  type CommitSummary,
+  type TreeMerge,
+} from "./repository-git.js";
 
 export interface LocalGitHostOptions {
   dataDir: string;
@@ -66,7 +72,7 @@ export class LocalGitHost implements GitHost {
       draft: false,
     };
     if (head === undefined || base === undefined) return info;
-    const merged = await git.mergeTree(base, head);
+    const { merged } = await mergeStacked(git, base, head);
     return {
       ...info,
       mergeability: merged.clean ? "mergeable" : "not_mergeable",
@@ -97,7 +103,7 @@ export class LocalGitHost implements GitHost {
     const date = await git.commitDateOf(request.baseSha);
     for (const pr of request.prs) {
       assertObjectId(pr.headSha, `head of #${String(pr.number)}`);
-      const merged = await git.mergeTree(current, pr.headSha);
+      const { merged, onto } = await mergeStacked(git, current, pr.headSha, date);
       if (!merged.clean) {
         return {
           ok: false,
@@ -108,7 +114,7 @@ export class LocalGitHost implements GitHost {
         };
       }
       const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
-      current = await git.commitTree(merged.tree, [current, pr.headSha], message, { date });
+      current = await git.commitTree(merged.tree, [onto, pr.headSha], message, { date });
     }
     if (await git.compareAndSwap(ref, current, ZERO_OID)) return { ok: true, branch, sha: current };
     // Made concurrently by a repeated call: that one is the branch.
@@ -183,6 +189,7 @@ export class LocalGitHost implements GitHost {
     const landed = await this.alreadyLanded(git, record, base);
     if (landed !== undefined) {
       if (record.state !== "merged") {
+        await keepLandedHead(git, number, request.headSha);
         await pullRequests.markMerged(request.repo, number, landed, this.options.clock.now());
       }
       return { ok: true, sha: landed };
@@ -200,6 +207,7 @@ export class LocalGitHost implements GitHost {
         `${request.targetBranch} moved while #${String(number)} was merging`,
       );
     }
+    await keepLandedHead(git, number, request.headSha);
     await pullRequests.markMerged(request.repo, number, landing.sha, this.options.clock.now());
     return { ok: true, sha: landing.sha };
   }
@@ -301,9 +309,9 @@ export class LocalGitHost implements GitHost {
     const pr = `#${String(request.prNumber)}`;
     const base = request.expectedBaseSha;
     if (request.testedSha === undefined) {
-      const merged = await git.mergeTree(base, request.headSha);
+      const { merged, onto } = await mergeStacked(git, base, request.headSha);
       if (!merged.clean) return refuse("merge_conflict", `${pr}: ${merged.summary}`);
-      return { ok: true, tree: merged.tree, testedOn: base };
+      return { ok: true, tree: merged.tree, testedOn: onto };
     }
     assertObjectId(request.testedSha, "tested commit");
     const chain = await git.firstParentChain(request.testedSha, base);
@@ -338,6 +346,47 @@ export class LocalGitHost implements GitHost {
   private commitDate(): string {
     return `${String(Math.floor(this.options.clock.now() / 1000))} +0000`;
   }
+}
+
+/** Where the heads of landed pull requests are kept (`refs/mainline/landed/<number>`). */
+const LANDED_PREFIX = "refs/mainline/landed/";
+
+/**
+ * Merges `head` onto `base`, knowing stacks. A pull request stacked on one that landed by squash
+ * or rebase contains its parent's original commits, which the base holds only as their landed
+ * copy: git's merge would apply the parent's change a second time from the old merge base, and
+ * conflict wherever the child edits its parent's lines. So when `head` contains the head of a
+ * landed PR that `base` lacks, `onto` is a commit with the base's tree and that head as second
+ * parent (it records that the base holds it), and the merge is made onto that: only the child's
+ * own change is applied. `onto` is the base itself otherwise.
+ */
+async function mergeStacked(
+  git: RepositoryGit,
+  base: string,
+  head: string,
+  date?: string,
+): Promise<{ merged: TreeMerge; onto: string }> {
+  const landed = await git.refsBetween(LANDED_PREFIX, head, base);
+  // The newest of them: the one no other contains (a stack's heads are all in its history).
+  let newest: string | undefined;
+  for (const candidate of landed) {
+    if (newest === undefined || (await git.isAncestor(newest, candidate))) newest = candidate;
+  }
+  if (newest === undefined) return { merged: await git.mergeTree(base, head), onto: base };
+  // Dated as the base: asked again (every look at the PR), it is the same commit, not a new one.
+  const message = `${newest} has landed on this base`;
+  const onto = await git.commitTree(await git.treeOf(base), [base, newest], message, {
+    date: date ?? (await git.commitDateOf(base)),
+  });
+  return { merged: await git.mergeTree(onto, head), onto };
+}
+
+/**
+ * Keeps the head of a PR that landed (written once the base holds it, so never for a PR that did
+ * not land): a PR stacked on it merges onto the landed commit from there (`mergeStacked`).
+ */
+async function keepLandedHead(git: RepositoryGit, number: number, head: string): Promise<void> {
+  await git.updateRef(`${LANDED_PREFIX}${String(number)}`, head);
 }
 
 function refuse(reason: Refusal["reason"], message: string): Refusal {

@@ -161,6 +161,19 @@ export class RepositoryGit {
       .map((line) => line.split(" "));
   }
 
+  /** Refs under `prefix` whose commits `head` contains and `base` does not. */
+  async refsBetween(prefix: string, head: string, base: string): Promise<string[]> {
+    const { stdout } = await git(
+      ["for-each-ref", "--format=%(objectname)", `--merged=${head}`, `--no-merged=${base}`, prefix],
+      { gitDir: this.gitDir },
+    );
+    return [...new Set(stdout.split("\n").filter((line) => line !== ""))];
+  }
+
+  async updateRef(ref: string, sha: string): Promise<void> {
+    await git(["update-ref", ref, sha], { gitDir: this.gitDir });
+  }
+
   async deleteRef(ref: string): Promise<void> {
     await git(["update-ref", "-d", ref], { gitDir: this.gitDir });
   }
