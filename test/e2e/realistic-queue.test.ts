@@ -83,7 +83,7 @@ const BROKEN_BY_PRS = [
 
 /** The check run by `test`: node's test runner, writing JUnit. */
 const TEST_COMMAND =
-  "node --test --test-reporter=junit --test-reporter-destination=reports/junit.xml test/";
+  "mkdir -p reports && node --test --test-reporter=junit --test-reporter-destination=reports/junit.xml test/";
 
 function projectFiles(counterDir: string): Files {
   const item = (name: string, price: number) => `${JSON.stringify({ name, price })}\n`;
@@ -103,9 +103,11 @@ function projectFiles(counterDir: string): Files {
     ".gitignore": "reports/\n",
     "src/price.js": [
       '"use strict";',
-      "exports.total = (items) => items.reduce((sum, item) => sum + item.price * item.qty, 0);",
-      "exports.discount = (cents, percent) => Math.round((cents * (100 - percent)) / 100);",
       "exports.TAX_PERCENT = 20;",
+      "",
+      "exports.total = (items) => items.reduce((sum, item) => sum + item.price * item.qty, 0);",
+      "",
+      "exports.discount = (cents, percent) => Math.round((cents * (100 - percent)) / 100);",
       "",
     ].join("\n"),
     "src/format.js": [
