@@ -566,7 +566,10 @@ describe.each(MODES)("the merge queue on a realistic project ($mode)", ({ mode, 
       .selectFrom("ciRuns")
       .select(["runId", "status", "request"])
       .execute();
-    const merged = GOOD.length;
+    let merged = 0;
+    for (const number of numbers.values()) {
+      if ((await stateOf(call, number)) === "merged") merged += 1;
+    }
     console.log(
       `[${mode}] ${String(ciRuns.length)} CI runs for ${String(merged)} merged PRs ` +
         `(${(ciRuns.length / merged).toFixed(2)} per merged PR), wall time ${(wallMs / 1000).toFixed(1)} s\n` +
@@ -634,6 +637,35 @@ describe.each(MODES)("the merge queue on a realistic project ($mode)", ({ mode, 
       const body = await gitIn(bare, ["show", "-s", "--format=%B", sha]);
       for (const other of others) {
         expect.soft(body, spec.title).toContain(`Co-authored-by: ${other.name} <${other.email}>`);
+      }
+    }
+
+    // Every run a timeline names can be looked up: the queue's details, the CI's list and logs
+    // (a run that ended on a conflict says that it ran no checks).
+    const listed = await ok<{ runs: { runId: string; status: string; error: unknown }[] }>(
+      call,
+      "local/listCiRuns",
+      { ...QUEUE, take: 100 },
+    );
+    const listedIds = new Set(listed.runs.map((r) => r.runId));
+    for (const spec of PRS) {
+      const history = await ok<{ timeline: { testRunId: string | null; reason: string }[] }>(
+        call,
+        "getSubmittedPullRequest",
+        { ...QUEUE, pr: { number: numberOf(spec.k) }, includeTimeline: true },
+      );
+      for (const item of history.timeline) {
+        if (item.testRunId === null) continue;
+        const id = item.testRunId;
+        if (listed.runs.length < 100) {
+          expect.soft(listedIds.has(id), `run ${id} of #${String(spec.k)} is listed`).toBe(true);
+        }
+        const details = await call("getMergeQueueTestingDetails", { ...QUEUE, testRunId: id });
+        expect.soft(details.status, `details of run ${id}`).toBe(200);
+        const log = await call("local/getCiLog", { ...QUEUE, runId: id, check: "test" });
+        if (log.status !== 200) {
+          expect.soft(JSON.stringify(log.body), `the log of run ${id}`).toContain("ran no checks");
+        }
       }
     }
 

@@ -20,6 +20,17 @@ function toRecord(row: Selectable<CiRunsTable>): CiRunRecord {
   };
 }
 
+/** A queue run whose test branch could not be built: no check ran. */
+export interface UnbuiltRun {
+  runId: string;
+  prNumbers: number[];
+  baseSha: string;
+  createdAt: number;
+  finishedAt: number | null;
+  /** Why, as the queue said it (the conflict, and with what). */
+  message: string;
+}
+
 /** The built-in CI runner's runs, by queue and run id. */
 export class CiRunStore implements CiRunRecords {
   constructor(private readonly db: Kysely<Database>) {}
@@ -118,6 +129,56 @@ export class CiRunStore implements CiRunRecords {
   }
 
   /** A queue's runs, newest first (for the API and CLI). */
+  /**
+   * The queue's runs that never reached the runner, newest first: their test branch could not be
+   * built (a merge conflict), so no check ran. With what the queue said about them.
+   */
+  async unbuilt(queueId: string, limit: number, runId?: string): Promise<UnbuiltRun[]> {
+    let query = this.db
+      .selectFrom("mqRuns as r")
+      .select(["r.id", "r.prs", "r.baseSha", "r.startedAt", "r.finishedAt"])
+      .where("r.queueId", "=", queueId)
+      .where("r.testBranch", "is", null)
+      .where("r.status", "=", "failed")
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom("ciRuns as c")
+              .select("c.runId")
+              .whereRef("c.queueId", "=", "r.queueId")
+              .whereRef("c.runId", "=", "r.id"),
+          ),
+        ),
+      );
+    if (runId !== undefined) query = query.where("r.id", "=", runId);
+    const rows = await query
+      .orderBy("r.startedAt", "desc")
+      .orderBy("r.id", "desc")
+      .limit(limit)
+      .execute();
+    const runs: UnbuiltRun[] = [];
+    for (const row of rows) {
+      const said = await this.db
+        .selectFrom("mqTransitions")
+        .select("detail")
+        .where("queueId", "=", queueId)
+        .where("runId", "=", row.id)
+        .where("reason", "=", "merge_conflict")
+        .orderBy("id")
+        .executeTakeFirst();
+      runs.push({
+        runId: row.id,
+        prNumbers: (JSON.parse(row.prs) as { number: number }[]).map((pr) => pr.number),
+        baseSha: row.baseSha,
+        createdAt: row.startedAt,
+        finishedAt: row.finishedAt,
+        message: said?.detail ?? "its test branch could not be built",
+      });
+    }
+    return runs;
+  }
+
   async list(queueId: string, limit: number): Promise<CiRunRecord[]> {
     const rows = await this.db
       .selectFrom("ciRuns")
