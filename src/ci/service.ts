@@ -20,8 +20,8 @@ export class CiRunService {
 
   /**
    * The queue's most recent runs, newest first: the runner's, and the queue's runs that never
-   * reached it (their test branch could not be built: status `error`, reason `merge_conflict`),
-   * so that every run id a timeline names is here.
+   * reached it (their test branch could not be built: status `error`, reason `merge_conflict`;
+   * or cancelled first: status `cancelled`), so that every run id a timeline names is here.
    */
   async list(principal: Principal, address: QueueAddress, take: number): Promise<CiRunRecord[]> {
     const queue = await requireQueue(this.deps.queues, principal, address);
@@ -47,7 +47,7 @@ export class CiRunService {
       if (unbuilt) {
         throw new ApiError(
           "not_found",
-          `Run ${runId} ran no checks, so it has no logs: its test branch could not be built (${unbuilt.message}).`,
+          `Run ${runId} ran no checks, so it has no logs: ${unbuilt.message}.`,
         );
       }
       throw new ApiError("not_found", `No CI run ${runId} in this queue.`);
@@ -79,9 +79,9 @@ function asCiRun(queueId: string, address: QueueAddress, run: UnbuiltRun): CiRun
       prNumbers: run.prNumbers,
       requiredStatuses: null,
     },
-    status: "error",
+    status: run.status,
     checks: [],
-    error: { reason: "merge_conflict", message: run.message },
+    error: run.status === "error" ? { reason: "merge_conflict", message: run.message } : null,
     flakyOnly: false,
     createdAt: run.createdAt,
     finishedAt: run.finishedAt,

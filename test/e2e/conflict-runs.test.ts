@@ -66,7 +66,10 @@ describe("runs that ended on a conflict", () => {
       status: "error",
       prNumbers: [second],
       checks: [],
-      error: { reason: "merge_conflict", message: conflict?.detail },
+      error: {
+        reason: "merge_conflict",
+        message: `its test branch could not be built: ${conflict?.detail ?? ""}`,
+      },
     });
     // Newest first, with the runner's runs.
     expect(runs.map((r) => r.runId)[0]).toBe(runId);

@@ -525,12 +525,15 @@ afterAll(stopAllProcesses);
 
 describe.each(MODES)("the merge queue on a realistic project ($mode)", ({ mode, settings }) => {
   it("merges every good PR in order and fails exactly the breaking and the conflicting ones, saying why", async () => {
-    const server = await startServer({
-      ...database.env,
-      MAINLINE_BOOTSTRAP_ORG: "acme",
-      MAINLINE_BOOTSTRAP_TOKEN: token,
-      MAINLINE_CI_PARALLELISM: "4",
-    });
+    const server = await startServer(
+      {
+        ...database.env,
+        MAINLINE_BOOTSTRAP_ORG: "acme",
+        MAINLINE_BOOTSTRAP_TOKEN: token,
+        MAINLINE_CI_PARALLELISM: "4",
+      },
+      { timeoutMs: 60_000 },
+    );
     const call: Call = (operation, body) => post(server.url, operation, body, token);
     const counter = await mkdtemp(path.join(tmpdir(), "mainline-shop-flaky-"));
     const project = await createRepositoryAndQueue(

@@ -20,14 +20,18 @@ function toRecord(row: Selectable<CiRunsTable>): CiRunRecord {
   };
 }
 
-/** A queue run whose test branch could not be built: no check ran. */
+/**
+ * A queue run that never reached the runner: its test branch could not be built (a conflict;
+ * `error`), or the queue cancelled it first (`cancelled`). No check ran.
+ */
 export interface UnbuiltRun {
   runId: string;
+  status: "error" | "cancelled";
   prNumbers: number[];
   baseSha: string;
   createdAt: number;
   finishedAt: number | null;
-  /** Why, as the queue said it (the conflict, and with what). */
+  /** Why, in words (for a conflict, the queue's: with what, in which files). */
   message: string;
 }
 
@@ -130,16 +134,15 @@ export class CiRunStore implements CiRunRecords {
 
   /** A queue's runs, newest first (for the API and CLI). */
   /**
-   * The queue's runs that never reached the runner, newest first: their test branch could not be
-   * built (a merge conflict), so no check ran. With what the queue said about them.
+   * The queue's finished runs that never reached the runner, newest first: their test branch
+   * could not be built (a merge conflict), or they were cancelled before it started them.
    */
   async unbuilt(queueId: string, limit: number, runId?: string): Promise<UnbuiltRun[]> {
     let query = this.db
       .selectFrom("mqRuns as r")
-      .select(["r.id", "r.prs", "r.baseSha", "r.startedAt", "r.finishedAt"])
+      .select(["r.id", "r.status", "r.prs", "r.baseSha", "r.startedAt", "r.finishedAt"])
       .where("r.queueId", "=", queueId)
-      .where("r.testBranch", "is", null)
-      .where("r.status", "=", "failed")
+      .where("r.status", "!=", "running")
       .where((eb) =>
         eb.not(
           eb.exists(
@@ -167,13 +170,17 @@ export class CiRunStore implements CiRunRecords {
         .where("reason", "=", "merge_conflict")
         .orderBy("id")
         .executeTakeFirst();
+      const conflict = row.status === "failed" || said !== undefined;
       runs.push({
         runId: row.id,
+        status: conflict ? "error" : "cancelled",
         prNumbers: (JSON.parse(row.prs) as { number: number }[]).map((pr) => pr.number),
         baseSha: row.baseSha,
         createdAt: row.startedAt,
         finishedAt: row.finishedAt,
-        message: said?.detail ?? "its test branch could not be built",
+        message: conflict
+          ? `its test branch could not be built: ${said?.detail ?? "a merge conflict"}`
+          : "it was cancelled before the runner started it",
       });
     }
     return runs;
