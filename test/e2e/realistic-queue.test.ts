@@ -567,7 +567,7 @@ describe.each(MODES)("the merge queue on a realistic project ($mode)", ({ mode, 
     }
     const ciRuns = await database.handle.db
       .selectFrom("ciRuns")
-      .select(["runId", "status", "request"])
+      .select(["runId", "status", "request", "flakyOnly"])
       .execute();
     let merged = 0;
     for (const number of numbers.values()) {
@@ -576,7 +576,14 @@ describe.each(MODES)("the merge queue on a realistic project ($mode)", ({ mode, 
     console.log(
       `[${mode}] ${String(ciRuns.length)} CI runs for ${String(merged)} merged PRs ` +
         `(${(ciRuns.length / merged).toFixed(2)} per merged PR), wall time ${(wallMs / 1000).toFixed(1)} s\n` +
-        outcome.join("\n"),
+        outcome.join("\n") +
+        "\n" +
+        ciRuns
+          .map((r) => {
+            const request = JSON.parse(r.request) as { prNumbers: number[] };
+            return `run ${r.runId} [${request.prNumbers.join(",")}] ${r.status}${r.flakyOnly ? " (flaky only)" : ""}`;
+          })
+          .join("\n"),
     );
 
     // Every good PR merged; every breaking and conflicting one failed, saying why.
