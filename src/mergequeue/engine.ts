@@ -616,6 +616,12 @@ class StepWork {
     follow: (event: QueueEvent) => void,
   ): Promise<void> {
     const entry = snapshot.entries[decision.entryId];
+    // The test branch that cleared it: the PR lands with the tree it passed with.
+    const cleared = decision.runId
+      ? (this.runs.get(decision.runId) ??
+        (await this.deps.runtime.run(this.queueId, decision.runId)))
+      : undefined;
+    const testedSha = cleared?.testBranchSha ?? undefined;
     const result = await this.deps.gitHost.merge({
       repo: this.repo,
       targetBranch: this.targetBranch,
@@ -624,6 +630,7 @@ class StepWork {
       expectedBaseSha: decision.expectedBaseSha,
       method: decision.method,
       title: entry ? `${entry.pr.title} (#${decision.prNumber})` : `#${decision.prNumber}`,
+      ...(testedSha ? { testedSha } : {}),
     });
     if (result.ok) {
       follow({ type: "merge_finished", entryId: decision.entryId, newHeadSha: result.sha });

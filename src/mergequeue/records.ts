@@ -146,6 +146,8 @@ export interface RuntimeStore {
   activeEntries(queueId: string): Promise<EntryRecord[]>;
   listEntries(queueId: string, query: EntryListQuery): Promise<EntryRecord[]>;
   transitions(entryId: string): Promise<TransitionRecord[]>;
+  /** The transitions of every submission (entry) of a pull request to the queue, in order. */
+  pullRequestTransitions(queueId: string, prNumber: number): Promise<TransitionRecord[]>;
   run(queueId: string, runId: string): Promise<RunRecord | undefined>;
   /** Transitions since a time, for metrics (rolling windows). */
   transitionsSince(queueId: string, since: number): Promise<TransitionRecord[]>;

@@ -10,7 +10,7 @@ import { MemoryLocalPullRequests } from "../helpers/local-pull-requests.js";
  * A test branch that cannot be built names the first PR that does not apply and the PRs ahead
  * of it that it conflicts with, so that the queue evicts that PR only (issue 14, item 2).
  */
-const repo = { host: "local", owner: "acme", name: "app" };
+const repo = { organizationId: "org-1", host: "local", owner: "acme", name: "app" };
 
 let root: string;
 let clone: WorkingClone;
@@ -21,7 +21,7 @@ let baseSha: string;
 beforeEach(async () => {
   root = temporaryDirectory("githost-conflicts");
   const dataDir = join(root, "data");
-  const bare = (await new LocalRepositories(dataDir).create(repo.owner, repo.name)).path;
+  const bare = (await new LocalRepositories(dataDir).create(repo)).path;
   clone = WorkingClone.of(bare, join(root, "work"));
   clone.git("symbolic-ref", "HEAD", "refs/heads/main");
   baseSha = clone.commit({

@@ -411,6 +411,18 @@ export class MergeQueueRuntimeStore implements RuntimeStore {
     return rows.map(toTransition);
   }
 
+  async pullRequestTransitions(queueId: string, prNumber: number): Promise<TransitionRecord[]> {
+    const rows = await this.db
+      .selectFrom("mqTransitions as t")
+      .innerJoin("mqEntries as e", "e.id", "t.entryId")
+      .selectAll("t")
+      .where("e.queueId", "=", queueId)
+      .where("e.prNumber", "=", prNumber)
+      .orderBy("t.id")
+      .execute();
+    return rows.map(toTransition);
+  }
+
   async run(queueId: string, runId: string): Promise<RunRecord | undefined> {
     const row = await this.db
       .selectFrom("mqRuns")
