@@ -59,6 +59,11 @@ export interface EngineOptions {
   pollMs: number;
   /** How long `execute` waits for the queue's driver to apply a command. */
   commandTimeoutMs: number;
+  /**
+   * When `execute` first reads the stored answer if no step of this process handed it over
+   * (another process drives the queue); later reads back off to a second.
+   */
+  answerPollMs: number;
 }
 
 /** A command on its way into the inbox; commands arriving together are stored together. */
@@ -98,6 +103,7 @@ const DEFAULTS: EngineOptions = {
   leaseMs: 30_000,
   pollMs: 1_000,
   commandTimeoutMs: 30_000,
+  answerPollMs: 100,
 };
 
 export class MergeQueueEngine {
@@ -182,7 +188,8 @@ export class MergeQueueEngine {
     const id = await this.store(queueId, command, answer);
     const deadline = Date.now() + this.options.commandTimeoutMs;
     try {
-      for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
+      const { answerPollMs } = this.options;
+      for (let wait = answerPollMs; ; wait = Math.min(wait * 2, Math.max(answerPollMs, 1000))) {
         let timer: NodeJS.Timeout | undefined;
         const result = await Promise.race([
           answered,
@@ -387,7 +394,12 @@ export class MergeQueueEngine {
     }
     const work = new StepWork(queueId, repo, queue.targetBranch, this.deps);
     const commands = await runtime.pendingCommands(queueId, 100);
-    work.lookUpPullRequests(commands.map((c) => c.payload as InboxPayload));
+    const queued = (prNumber: number) => snapshot.prIndex[String(prNumber)] !== undefined;
+    work.lookUpPullRequests(
+      commands
+        .map((c) => c.payload as InboxPayload)
+        .filter((p) => p.type !== "pr_changed" || queued(p.prNumber)),
+    );
     const applied: { id: number; result: CommandResult }[] = [];
 
     // The wake-up time follows the last plan; steps that plan nothing keep the stored one.
@@ -412,6 +424,12 @@ export class MergeQueueEngine {
     }
     for (const command of commands) {
       const payload = command.payload as InboxPayload;
+      // A change to a pull request the queue does not hold (one opened, pushed to or closed
+      // elsewhere in the repository) changes nothing: no need to read it from the git host.
+      if (payload.type === "pr_changed" && !queued(payload.prNumber)) {
+        applied.push({ id: command.id, result: { ok: true } });
+        continue;
+      }
       const event = await work.toEvent(payload);
       if ("error" in event) {
         applied.push({ id: command.id, result: event.error });
