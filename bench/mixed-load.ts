@@ -19,7 +19,7 @@
  *   BENCH_SECONDS (25)           measured seconds per database (5..120)
  *   BENCH_REQUESTS (40000)       at most this many requests per database
  *   BENCH_CONCURRENCY (50)       concurrent clients
- *   BENCH_PRS (1500)             pull requests opened per queue (submissions are capped by it)
+ *   BENCH_PRS (400)              pull requests opened per queue (submissions are capped by it)
  *   BENCH_CPU_PROF (unset)       a directory: the server writes a V8 CPU profile there
  */
 import { randomBytes } from "node:crypto";
@@ -45,7 +45,7 @@ const RESULTS_FILE = path.join(ROOT, "bench", "results", "mixed-load.json");
 const SECONDS = integerFromEnv("BENCH_SECONDS", 25, 5, 120);
 const MAX_REQUESTS = integerFromEnv("BENCH_REQUESTS", 40_000, 100, 1_000_000);
 const CONCURRENCY = integerFromEnv("BENCH_CONCURRENCY", 50, 1, 500);
-const PRS = integerFromEnv("BENCH_PRS", 1500, 10, 20_000);
+const PRS = integerFromEnv("BENCH_PRS", 400, 10, 20_000);
 const DATABASES = listFromEnv("BENCH_DB", "sqlite,postgres").map((name) => {
   if (name !== "sqlite" && name !== "postgres") {
     throw new Error(`BENCH_DB takes sqlite and/or postgres (got "${name}").`);
