@@ -133,6 +133,11 @@ export interface RuntimeStore {
   commit(step: DriverCommit): Promise<boolean>;
 
   enqueueCommand(queueId: string, payload: unknown, now: number): Promise<number>;
+  /** Stores several commands in one transaction; their ids, in the order given. */
+  enqueueCommands(
+    commands: readonly { queueId: string; payload: unknown }[],
+    now: number,
+  ): Promise<number[]>;
   pendingCommands(queueId: string, limit: number): Promise<CommandRecord[]>;
   command(id: number): Promise<CommandRecord | undefined>;
   /** Queues with pending commands or a wake-up time at or before `now`. */
