@@ -57,6 +57,10 @@ interface MemoryRepository {
   mergeLog: number[];
   /** PRs that conflict with anything merged before them. */
   conflicting: Set<number>;
+  /** PR → the PRs it conflicts with (edits the same lines as), whichever is merged first. */
+  conflictsWith: Map<number, number[]>;
+  /** PRs already merged into the branch (a conflict with one of them is one with the base). */
+  landed: Set<number>;
   files: Map<string, string>;
 }
 
@@ -74,6 +78,8 @@ export class MemoryGitHost implements GitHost {
         merges: new Map(),
         mergeLog: [],
         conflicting: new Set(),
+        conflictsWith: new Map(),
+        landed: new Set(),
         files: new Map(),
       };
       this.repositories.set(key(repo), found);
@@ -118,14 +124,22 @@ export class MemoryGitHost implements GitHost {
 
   createTestBranch(request: TestBranchRequest): Promise<TestBranchResult> {
     const repository = this.repository(request.repo);
-    const conflict = request.prs.find((pr, i) => i > 0 && repository.conflicting.has(pr.number));
-    if (conflict) {
+    // The first PR, in the request's order, that does not apply onto the base and those ahead.
+    for (const [i, pr] of request.prs.entries()) {
+      const ahead = request.prs.slice(0, i).map((p) => p.number);
+      const partners = repository.conflictsWith.get(pr.number) ?? [];
+      const withBase = partners.some((n) => repository.landed.has(n));
+      const withAhead = repository.conflicting.has(pr.number)
+        ? ahead
+        : ahead.filter((n) => partners.includes(n));
+      if (!withBase && withAhead.length === 0) continue;
       return Promise.resolve({
         ok: false,
         reason: "merge_conflict",
-        prNumber: conflict.number,
+        prNumber: pr.number,
         files: ["conflict.txt"],
-        message: `#${conflict.number} conflicts with the pull requests ahead of it`,
+        conflictsWith: withBase ? [] : withAhead,
+        message: `#${pr.number} conflicts with the pull requests ahead of it`,
       });
     }
     const branch = `mainline-merge/${request.targetBranch}/${request.runId}`;
@@ -157,6 +171,7 @@ export class MemoryGitHost implements GitHost {
     repository.branches.set(request.targetBranch, sha);
     repository.merges.set(request.prNumber, sha);
     repository.mergeLog.push(request.prNumber);
+    repository.landed.add(request.prNumber);
     repository.pullRequests.set(request.prNumber, { ...pr, state: "merged" });
     return Promise.resolve({ ok: true, sha });
   }

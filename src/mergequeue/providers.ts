@@ -36,6 +36,11 @@ export type TestBranchResult =
       /** The PR that could not be merged onto the others, and where. */
       prNumber: number;
       files: string[];
+      /**
+       * The PRs ahead of it in the request that it conflicts with; empty: it conflicts with the
+       * base itself; absent: the host cannot tell (the planner then names every PR ahead).
+       */
+      conflictsWith?: number[];
       message: string;
     };
 
@@ -49,6 +54,12 @@ export interface MergeRequest {
   expectedBaseSha: string;
   method: MergeMethod;
   title: string;
+  /**
+   * The head of the test branch of the run that cleared this merge, when a run did: the PR lands
+   * as a commit whose tree is that branch's tree up to and including this PR (what passed with
+   * it), never a fresh merge. Without it (a direct merge) the host merges the head onto the base.
+   */
+  testedSha?: string;
 }
 
 export type MergeResult =

@@ -241,6 +241,7 @@ export interface PullRequestServiceDeps {
     | "activeEntries"
     | "listEntries"
     | "transitions"
+    | "pullRequestTransitions"
     | "run"
     | "transitionsSince"
     | "loadSnapshot"
@@ -510,13 +511,19 @@ export class PullRequestService implements QueueContents {
         hasImpactedTargets: readiness.impactedTargets !== null,
         requiresImpactedTargets: readiness.requiresImpactedTargets,
         doesBaseBranchMatch: readiness.baseBranchMatches,
-        gitHubMergeability: readiness.mergeability,
+        // It failed on a conflict: whatever git said when it was submitted, it does not merge.
+        gitHubMergeability:
+          entry.state === "failed" && entry.lastReason === "merge_conflict"
+            ? "not_mergeable"
+            : readiness.mergeability,
       },
       forceEnqueued: false,
       isCurrentlySubmittedToQueue: entry.concludedAt === null,
     };
     if (includeTimeline) {
-      view.timeline = (await this.deps.runtime.transitions(entry.id)).map(toTimelineItem);
+      // Every submission of the pull request, not only the last one.
+      const history = await this.deps.runtime.pullRequestTransitions(entry.queueId, entry.prNumber);
+      view.timeline = history.map(toTimelineItem);
     }
     return view;
   }

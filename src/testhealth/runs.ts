@@ -30,6 +30,12 @@ export function isInfrastructureFailure(counts: { passed: number; failed: number
   );
 }
 
+/**
+ * How Mainline's built-in CI runner names itself as the client of its uploads
+ * (`mainline-ci <version>`): runs of the merge queue, whose failures the queue judges.
+ */
+export const QUEUE_RUNNER_CLIENT = "mainline-ci ";
+
 export type BranchClass = "stable" | "merge_queue" | "pull_request" | "other";
 
 /** Stable and merge-queue branches by the repository's globs; then any run with a PR number. */

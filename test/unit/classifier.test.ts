@@ -257,6 +257,33 @@ describe("failure rate", () => {
     expect(statuses.at(-1)).toBe("healthy");
   });
 
+  it("failures the queue judges (its own runs) never make a test flaky by rate: breakage", () => {
+    // A test pull requests broke fails in their queue runs and passes in all the others.
+    const runs = times(10, (i) =>
+      run({
+        branch: `mainline-merge/main/run-${i}`,
+        status: i % 4 === 0 ? "failed" : "passed",
+        queueRun: true,
+      }),
+    );
+    expect(classify(runs, settings, {}, NOW).status).toBe("healthy");
+    // The same runs from another CI are counted as before.
+    const elsewhere = runs.map((r) => ({ ...r, queueRun: false }));
+    expect(classify(elsewhere, settings, {}, NOW).status).toBe("flaky");
+  });
+
+  it("a queue run's failure followed by a pass on the same tested tree is flakiness", () => {
+    const commit = "7e57ed7ree";
+    const runs = [
+      run({ commit, branch: "mainline-merge/main/r1", status: "failed", queueRun: true }),
+      run({ commit, branch: "mainline-merge/main/r2", status: "passed", queueRun: true }),
+    ];
+    expect(classify(runs, settings, {}, NOW)).toMatchObject({
+      status: "flaky",
+      reason: "Failed and passed on the same commit 7e57ed7 (branch mainline-merge/main/r2)",
+    });
+  });
+
   it("broken wins over flaky", () => {
     const runs = [
       ...times(6, (i) => run({ status: "failed", at: NOW - (i + 1) * HOUR })),
@@ -333,6 +360,7 @@ describe("properties", () => {
     "master",
     "feature/a",
     "trunk-merge/main/1",
+    "mainline-merge/main/2",
     "gtmq_9",
     "release/1",
   );
@@ -348,6 +376,7 @@ describe("properties", () => {
       branch,
       prNumber: fc.option(fc.integer({ min: 1, max: 50 }), { nil: null }),
       excluded: fc.boolean(),
+      queueRun: fc.boolean(),
     });
 
   it("a test that only ever passes (or skips) is never unhealthy", () => {
