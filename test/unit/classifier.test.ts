@@ -244,6 +244,22 @@ describe("failure rate", () => {
     expect(result.status).toBe("healthy");
   });
 
+  it("a re-run of a commit whose first run left the window is ordered at that first run", () => {
+    // c0 ran (and passed) just before the window; its job was re-run 20 min later, inside the
+    // window, after c1 broke the test. c1..c10 fail: 10 of 11 runs, one streak.
+    const start = NOW - 24 * HOUR;
+    const runs = [
+      run({ commit: "c0", at: start - 10 * 60_000 }),
+      run({ commit: "c1", at: start + 5 * 60_000, status: "failed" }),
+      run({ commit: "c0", at: start + 10 * 60_000 }),
+      ...times(9, (i) =>
+        run({ commit: `c${String(i + 2)}`, at: start + (i + 1) * HOUR, status: "failed" }),
+      ),
+    ];
+    const result = classify(runs, settings, {}, NOW);
+    expect(result.monitors["flaky-on-stable"]?.active).toBe(false);
+  });
+
   it("a test broken on main then fixed goes back to healthy, never flaky (ADR 0020)", () => {
     const broken = times(6, (i) => run({ status: "failed", at: NOW - 6 * HOUR + i * HOUR }));
     const fixed = times(8, (i) => run({ at: NOW + (i + 1) * HOUR }));
