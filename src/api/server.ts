@@ -62,7 +62,7 @@ export interface ServerDependencies {
   uploaderFile?: string | undefined;
 }
 
-/** submitPullRequest … getMergeQueueMetrics (research trunk-api §3). */
+/** submitPullRequest … getMergeQueueMetrics (background §trunk-api-3). */
 function registerPullRequestRoutes(scope: ApiApp, pullRequests: PullRequestService): void {
   registerSubmitPullRequest(scope, pullRequests);
   registerCancelPullRequest(scope, pullRequests);

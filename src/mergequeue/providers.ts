@@ -1,6 +1,6 @@
 /**
  * What the queue driver needs from the outside world. Two implementations of each are planned:
- * the local git host and built-in runner (one machine), and GitHub (research github-provider.md):
+ * the local git host and built-in runner (one machine), and GitHub (background §github-provider):
  * the shapes below are chosen so that both fit. The simulator implements them on virtual time.
  */
 import type { MergeMethod } from "./settings.js";
