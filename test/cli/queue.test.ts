@@ -202,6 +202,11 @@ describe("queue commands with MAINLINE_URL and MAINLINE_TOKEN", () => {
 
 describe("--repo", () => {
   it("owner/name means the local git host's local/owner/name, as in every command", async () => {
+    // A queue on the local git host needs the organization's local repository first.
+    const repository = { host: "local", owner: "acme", name: "short" };
+    expect(
+      (await post(server.url, "local/createRepository", { repo: repository }, TOKEN)).status,
+    ).toBe(200);
     succeeded(await withFlags("create", "--repo", "acme/short", "--branch", "short-form"));
     const answer = await httpQueue("short-form", { host: "local", owner: "acme", name: "short" });
     expect(answer.status).toBe(200);
