@@ -376,6 +376,8 @@ export interface LoginPageOptions {
   /** Where the form posts: the page's own path and query. */
   action: string;
   orgSlug: string;
+  /** The anti-forgery token the form sends back (the same value as its cookie). */
+  csrfToken: string;
   /** Shown above the form, e.g. why the last token was refused. */
   problem?: string | undefined;
   title?: string | undefined;
@@ -392,6 +394,7 @@ export function renderLoginPage(options: LoginPageOptions): string {
 for this organization's test pages.</p>
 ${problem}
 <form class="login" method="post" action="${options.action}">
+  <input type="hidden" name="csrf" value="${options.csrfToken}">
   <label for="token">API token</label>
   <input id="token" name="token" type="password" autocomplete="off" required>
   <button type="submit">Sign in</button>

@@ -185,16 +185,20 @@ describe("sign-in and message pages", () => {
     const login = renderLoginPage({
       action: '/acme/flaky-tests/test/x?repo=a/b&host="h"',
       orgSlug: "<acme>",
+      csrfToken: "t0k3n",
       problem: EVIL,
     });
     expect(login).toContain(
       '<form class="login" method="post" action="/acme/flaky-tests/test/x?repo=a/b&amp;host=&quot;h&quot;">',
     );
     expect(login).toContain('<input id="token" name="token" type="password"');
+    expect(login).toContain('<input type="hidden" name="csrf" value="t0k3n">');
     expect(login).toContain("&lt;acme&gt;");
     expect(login).not.toContain("<img");
     expect(login).toContain('role="alert"');
-    expect(renderLoginPage({ action: "/", orgSlug: "acme" })).not.toContain('role="alert"');
+    expect(renderLoginPage({ action: "/", orgSlug: "acme", csrfToken: "t" })).not.toContain(
+      'role="alert"',
+    );
   });
 
   it("escapes message pages", () => {
