@@ -302,6 +302,26 @@ describe("the test page", () => {
     expect(page.text).toContain("<title>&lt;script&gt;alert(1)&lt;/script&gt; · acme/app");
   });
 
+  it("shows a pytest test's file inferred from its class name when the report names none", async () => {
+    await ingest(
+      server,
+      await bundle({
+        files: [
+          junit([{ name: "test_total", classname: "shop.tests.test_cart.TestCart" }], "pytest"),
+        ],
+      }),
+    );
+    await server.services.worker.idle();
+    const path = await htmlUrl(
+      REPO,
+      testIdOf({ name: "test_total", classname: "shop.tests.test_cart.TestCart", suite: "pytest" }),
+    );
+    const page = await get(path, { "x-api-token": server.token });
+    expect(page.status).toBe(200);
+    expect(page.text).toContain("<dt>File</dt><dd><code>shop/tests/test_cart.py</code>");
+    expect(page.text).toContain("the report names no file");
+  });
+
   it("is not in the OpenAPI document", async () => {
     const document = (await server.request("/openapi.json")).body as {
       paths: Record<string, unknown>;
