@@ -37,10 +37,12 @@ const statusNote = (status: 401 | 403) =>
 
 let server: TestServer;
 let browser: Browser | undefined;
+let launchError: Error | undefined;
 let pageUrl: string;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(missingChromium());
+  // Without Chromium each test fails with the reason (a failing hook would only skip them).
+  if (!existsSync(CHROMIUM)) return;
   server = await startTestServer();
   await ingest(
     server,
@@ -54,7 +56,11 @@ beforeAll(async () => {
   expect(details.status, details.text).toBe(200);
   pageUrl = details.body.test.html_url;
   expect(new URL(pageUrl).origin).toBe(server.url);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+  try {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+  } catch (error) {
+    launchError = error as Error;
+  }
 });
 
 afterAll(async () => {
@@ -64,6 +70,7 @@ afterAll(async () => {
 
 /** A fresh browser context that blocks off-host requests and records console errors. */
 async function openPage() {
+  if (launchError) throw new Error(`Chromium at ${CHROMIUM} did not start`, { cause: launchError });
   if (!browser) throw new Error(missingChromium());
   const context = await browser.newContext();
   const host = new URL(server.url).host;
