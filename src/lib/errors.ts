@@ -1,5 +1,5 @@
 /**
- * The error vocabulary of the API (contract §1). Domain code throws `ApiError`s; the HTTP
+ * The error vocabulary of the API (docs/contract.md §1). Domain code throws `ApiError`s; the HTTP
  * layer turns them into `{"error": {"code", "message", "details"?}}` with the mapped status.
  */
 export const ERROR_STATUS = {

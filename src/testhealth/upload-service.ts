@@ -36,7 +36,7 @@ export interface CreatedUpload {
 }
 
 /**
- * Trunk's upload protocol (contract §4): `createBundleUpload` hands out a signed, single-use,
+ * Trunk's upload protocol (docs/contract.md §4): `createBundleUpload` hands out a signed, single-use,
  * expiring URL on this service; the bundle is `PUT` there without a token and is stored
  * durably before the answer; a worker processes it in the background.
  */
@@ -177,7 +177,7 @@ export class UploadService {
     return (await this.deps.uploads.find(id)) ?? upload;
   }
 
-  /** Every quarantined test of the repository, whatever the client asked about (contract §4). */
+  /** Every quarantined test of the repository, whatever the client asked about (docs/contract.md §4). */
   async quarantineConfig(
     principal: Principal,
     request: { repo: RepoRef; orgUrlSlug: string | null },

@@ -16,7 +16,7 @@ export function principalOf(request: FastifyRequest): Principal {
 }
 
 /**
- * Authenticates every route registered in `scope` by its `x-api-token` header (contract §1).
+ * Authenticates every route registered in `scope` by its `x-api-token` header (docs/contract.md §1).
  * Runs before the body is parsed: an unauthenticated client learns nothing about validation.
  */
 export function requireApiToken(

@@ -1,7 +1,9 @@
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from "../../db/faults.js";
 import { ApiError, isStorageFull, type ErrorDetail } from "../../lib/errors.js";
+import { redactSecrets } from "../../lib/redact.js";
 import { PATTERN_MESSAGES } from "../schemas.js";
 
 /** What ajv reports for one failed rule (with `verbose: true`, it also carries the schema). */
@@ -178,6 +180,7 @@ function frameworkError(error: FastifyError): ApiError | undefined {
   return undefined;
 }
 
+/** Messages may echo input (a URL, a value): whatever looks like a secret is redacted. */
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   // An answer given before the body was read whole (too large, disk full, refused mid-stream)
   // ends the connection: the rest of the body is never read, so a client still sending it must
@@ -185,14 +188,22 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   if (error.status === 413 || error.status === 507 || !reply.request.raw.complete) {
     void reply.header("connection", "close");
   }
+  // Every 503 is temporary (shutting down, database away): say when to come back.
+  if (error.status === 503 && !reply.hasHeader("retry-after")) {
+    void reply.header("retry-after", String(RETRY_AFTER_SECONDS));
+  }
+  const details = error.details?.map((detail) => ({
+    ...detail,
+    message: redactSecrets(detail.message),
+  }));
   return reply
     .status(error.status)
     .type("application/json; charset=utf-8")
     .send({
       error: {
         code: error.code,
-        message: error.message,
-        ...(error.details ? { details: error.details } : {}),
+        message: redactSecrets(error.message),
+        ...(details ? { details } : {}),
       },
     });
 }
@@ -261,7 +272,7 @@ export function clientError(error: NodeJS.ErrnoException, socket: Socket): void 
 }
 
 /**
- * Every failure leaves as the error envelope of contract §1; a server fault is logged with its
+ * Every failure leaves as the error envelope of docs/contract.md §1; a server fault is logged with its
  * stack and answered with a request id, never with the stack or SQL text.
  */
 export function installErrorHandling(
@@ -286,6 +297,15 @@ export function installErrorHandling(
           "insufficient_storage",
           "The server's disk is full, so nothing was changed; retry once space is freed.",
         ),
+      );
+    }
+    if (isDatabaseUnavailable(error)) {
+      // Not a fault of this code: the database is away for now (lost connection, restart, lock
+      // held too long, I/O error). The client may retry; nothing was acknowledged.
+      request.log.warn({ err: error }, "database unavailable");
+      return sendError(
+        reply,
+        new ApiError("unavailable", "The database is temporarily unavailable; retry in a moment."),
       );
     }
     request.log.error({ err: error }, "unexpected error");

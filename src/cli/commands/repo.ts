@@ -1,21 +1,8 @@
 import { spawn } from "node:child_process";
-import { InvalidArgumentError, Option, type Command } from "commander";
+import { Option, type Command } from "commander";
 import type { RepoRef } from "../../db/stores/repositories.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
-
-/** `owner/name` (or `local/owner/name`): a repository on the local git host. */
-export function parseLocalRepoArg(value: string): RepoRef {
-  const parts = value
-    .trim()
-    .replace(/\.git$/, "")
-    .split("/");
-  if (parts.length === 3 && parts[0]?.toLowerCase() === "local") parts.shift();
-  const [owner, name] = parts;
-  if (parts.length !== 2 || !owner || !name) {
-    throw new InvalidArgumentError("expected owner/name, e.g. acme/app");
-  }
-  return { host: "local", owner, name };
-}
+import { parseLocalRepoArg } from "../repo-arg.js";
 
 /** --url and --token, as every remote command takes them. */
 export function serverOptions(command: Command): Command {
