@@ -283,7 +283,13 @@ export type QueueEvent =
        * onto the base and the PRs ahead of it, the PRs among those it conflicts with (absent:
        * unknown, all of them; empty: the target branch itself) and the files.
        */
-      conflict?: { prNumber: number; files: string[]; conflictsWith?: number[] };
+      conflict?: {
+        prNumber: number;
+        files: string[];
+        conflictsWith?: number[];
+        /** PRs already on the target that it conflicts with (it does not apply onto the base). */
+        landedConflicts?: number[];
+      };
     }
   | { type: "merge_finished"; entryId: string; newHeadSha: string }
   | { type: "merge_failed"; entryId: string; reason: TransitionReason; message: string }

@@ -327,7 +327,9 @@ class Planning {
     const detail =
       aheadNumbers.length > 0
         ? `conflicts with ${aheadNumbers.map((n) => `#${n}`).join(", ")} (ahead of it in the queue)${files}`
-        : `does not apply onto ${this.s.targetBranch}${files}`;
+        : conflict.landedConflicts && conflict.landedConflicts.length > 0
+          ? `conflicts with ${conflict.landedConflicts.map((n) => `#${n}`).join(", ")} (already merged into ${this.s.targetBranch})${files}`
+          : `does not apply onto ${this.s.targetBranch}${files}`;
     run.status = "failed";
     run.finishedAt = this.now;
     run.failingChecks = [];

@@ -41,6 +41,11 @@ export type TestBranchResult =
        * base itself; absent: the host cannot tell (the planner then names every PR ahead).
        */
       conflictsWith?: number[];
+      /**
+       * When it conflicts with the base itself: the PRs already landed on the target whose
+       * changes it conflicts with, where the host can tell.
+       */
+      landedConflicts?: number[];
       message: string;
     };
 
