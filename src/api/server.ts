@@ -72,6 +72,18 @@ function registerPullRequestRoutes(scope: ApiApp, pullRequests: PullRequestServi
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/**
+ * The path with every run of slashes made one, the query left as sent. Trunk's uploader given a
+ * base URL that ends in "/" asks for `//v1/metrics/...`; every route answers such paths as if
+ * the slashes were single.
+ */
+export function collapseSlashes(url: string): string {
+  const query = url.indexOf("?");
+  const path = query === -1 ? url : url.slice(0, query);
+  if (!path.includes("//")) return url;
+  return path.replace(/\/{2,}/g, "/") + (query === -1 ? "" : url.slice(query));
+}
+
 export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   const app: ApiApp = Fastify({
     logger: deps.logger ?? false,
@@ -81,6 +93,8 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
       const given = request.headers["x-request-id"];
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     },
+    // Before routing, so that the router, the 404/405 answers and the logs all see one path.
+    rewriteUrl: (request) => collapseSlashes(request.url ?? "/"),
     // Requests that arrive while shutting down get our own 503 envelope (below), not fastify's.
     return503OnClosing: false,
     ajv: {
