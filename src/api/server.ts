@@ -34,6 +34,7 @@ import type { UploadService } from "../testhealth/upload-service.js";
 import type { Pager } from "../testhealth/pager.js";
 import type { Services } from "../app.js";
 import { registerListRoutes } from "./flakytests/lists.js";
+import { registerPublicRepoIdRoutes } from "./flakytests/public-repo-id.js";
 import { registerTestPage } from "./flakytests/test-page.js";
 import { registerTestRoutes } from "./flakytests/tests.js";
 import type { ApiApp } from "./types.js";
@@ -116,6 +117,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   // Every operation takes JSON; fastify's built-in text/plain parser would let other bodies in.
   app.removeContentTypeParser("text/plain");
   app.decorateRequest("principal", null);
+  app.decorateRequest("publicCaller", null);
 
   let closing = false;
   app.addHook("preClose", (done) => {
@@ -157,7 +159,10 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
           "Test health and merge queue, compatible with Trunk.io's v1 API. Send the organization's API token in `x-api-token`. Every operation is POST with a JSON body unless shown otherwise.",
       },
       components: {
-        securitySchemes: { ApiKeyAuth: { type: "apiKey", in: "header", name: "x-api-token" } },
+        securitySchemes: {
+          ApiKeyAuth: { type: "apiKey", in: "header", name: "x-api-token" },
+          PublicRepoId: { type: "apiKey", in: "header", name: "x-trunk-public-repo-id" },
+        },
       },
     },
   });
@@ -188,9 +193,11 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   });
 
   await app.register((scope: ApiApp, _options, done) => {
-    requireApiToken(scope, deps.organizations, inFlight);
+    requireApiToken(scope, deps.organizations, inFlight, deps.services.publicIds);
     scope.addHook("onRoute", (route) => {
-      route.schema = { ...route.schema, security: [{ ApiKeyAuth: [] }] };
+      const security: Record<string, string[]>[] = [{ ApiKeyAuth: [] }];
+      if (route.config?.publicRepoId === true) security.push({ PublicRepoId: [] });
+      route.schema = { ...route.schema, security };
     });
     registerWhoAmI(scope);
     registerCreateQueue(scope, deps.queues);
@@ -201,6 +208,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     registerLocalHostRoutes(scope, deps.services.local.service);
     registerCiRoutes(scope, deps.services.local.ciRuns);
     registerUploadRoutes(scope, deps.uploads, deps.pager, baseUrl);
+    registerPublicRepoIdRoutes(scope, deps.services.publicIds);
     registerListRoutes(scope, deps.services);
     registerTestRoutes(scope, deps.services);
     done();

@@ -9,6 +9,7 @@ import { runsWithoutUploadFields } from "./migrations/0006_runs_without_upload_f
 import { mergeQueueEngine } from "./migrations/0007_merge_queue_engine.js";
 import { localGitHost } from "./migrations/0008_local_git_host.js";
 import { speculationThreshold } from "./migrations/0009_speculation_threshold.js";
+import { publicRepositoryIds } from "./migrations/0012_public_repository_ids.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -23,6 +24,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0007_merge_queue_engine": mergeQueueEngine,
   "0008_local_git_host": localGitHost,
   "0009_speculation_threshold": speculationThreshold,
+  "0012_public_repository_ids": publicRepositoryIds,
 };
 
 export interface MigrationReport {
