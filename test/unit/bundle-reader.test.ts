@@ -377,6 +377,19 @@ describe("readBundle: bad bundles", () => {
     );
   });
 
+  it("caps a binary test report, which is held in memory too", async () => {
+    const report = await archive([
+      { name: "meta.json", content: { data: validMeta } },
+      { name: "internal/0", content: { data: new Uint8Array(200) } },
+    ]);
+    expect(await rejection(Readable.from([report]), { maxReportBytes: 100 })).toBe(
+      "internal/0 is larger than 100 bytes",
+    );
+    const seen = await readAll(Readable.from([report]), { maxReportBytes: 200 });
+    const entry = seen.find((e) => e.kind === "report")?.entry;
+    expect(entry?.kind === "report" ? entry.bytes.length : -1).toBe(200);
+  });
+
   it("caps meta.json and CODEOWNERS, which are held in memory", async () => {
     const big = await archive([{ name: "meta.json", content: { data: validMeta } }]);
     expect(await rejection(Readable.from([big]), { maxMetaBytes: 10 })).toBe(

@@ -145,13 +145,14 @@ const TO_OBJECT: protobuf.IConversionOptions = { longs: Number, enums: Number, a
 /** The report's results, whichever of the two shapes the bytes hold. */
 export function decodeTestReport(bytes: Uint8Array): TestReportMessage {
   const asReport = tryDecode(TestReportType, bytes) as TestReportMessage | undefined;
-  const asResult = tryDecode(TestResultType, bytes) as TestResultMessage | undefined;
   const reportRuns = asReport?.test_results?.reduce(
     (sum, result) => sum + (result.test_case_runs?.length ?? 0),
     0,
   );
+  if (asReport && reportRuns !== 0) return asReport;
   // protobuf decoding is lenient: a bare TestResult can sometimes be read as an empty report.
-  if (asReport && (reportRuns !== 0 || !asResult?.test_case_runs?.length)) return asReport;
+  const asResult = tryDecode(TestResultType, bytes) as TestResultMessage | undefined;
+  if (asReport && !asResult?.test_case_runs?.length) return asReport;
   if (asResult) {
     return {
       test_results: [asResult],
