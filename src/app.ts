@@ -41,6 +41,7 @@ import { LocalHostChanges } from "./githost/local/changes.js";
 import { LocalGitHost } from "./githost/local/host.js";
 import { LOCAL_HOST } from "./githost/local/layout.js";
 import { LocalRepositories } from "./githost/local/repositories.js";
+import { upgradeLocalRepositoryLayout } from "./githost/local/layout-upgrade.js";
 import { LocalHostService } from "./githost/local/service.js";
 import { LocalRefWatcher } from "./githost/local/watcher.js";
 import { CiRouter, GitHostRouter } from "./githost/router.js";
@@ -74,7 +75,7 @@ export interface Services {
    * `local` repositories, the fallback (in memory until GitHub is connected) for the rest. */
   gitHost: GitHost;
   ci: CiProvider;
-  /** The local git host (contract §6) and the built-in CI runner; started by `mainline serve`. */
+  /** The local git host (docs/contract.md §6) and the built-in CI runner; started by `mainline serve`. */
   local: LocalServices;
   /** MAINLINE_PUBLIC_URL when set (upload URLs, test pages); else derived from each request. */
   publicUrl: string | undefined;
@@ -189,7 +190,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
   const localHost = new LocalGitHost({ dataDir, pullRequests: localPullRequests, clock });
   const ciRunStore = new CiRunStore(db);
   const testResults = new CiTestResults({
-    repository: (request) => repositories.findAnywhere(request.repo),
+    repository: (request) => repositories.find(request.repo.organizationId, request.repo),
     organizationSlug: async (id) => (await organizationStore.findById(id))?.slug,
     uploads,
     testCases,
@@ -262,7 +263,6 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     host: localHost,
     service: new LocalHostService({
       repositories,
-      repositoryAnywhere: (ref) => repositories.findAnywhere(ref),
       pullRequests: localPullRequests,
       bare: localRepositories,
       clock,
@@ -297,6 +297,9 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     organizations: new OrganizationService(organizationStore, clock),
     queues: new MergeQueueService({
       repositories,
+      existingRepositories: new Map([
+        [LOCAL_HOST, (principal, ref) => local.service.repository(principal, ref)],
+      ]),
       queues: mergeQueues,
       contents: pullRequests,
       clock,
@@ -327,11 +330,37 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
   };
 }
 
-/** Opens the database and brings its schema up to date. */
-export async function openMigratedDatabase(options: OpenDatabaseOptions): Promise<DatabaseHandle> {
+/** What `openMigratedDatabase` reports of the upgrade of the data directory's layout. */
+export interface UpgradeLogger {
+  info(message: string): void;
+  error(message: string): void;
+}
+
+const stderrUpgradeLogger: UpgradeLogger = {
+  info: (message) => {
+    process.stderr.write(`${message}\n`);
+  },
+  error: (message) => {
+    process.stderr.write(`${message}\n`);
+  },
+};
+
+/**
+ * Opens the database, brings its schema up to date, then the data directory's layout (local
+ * repositories of the old shared layout move into their organization's tree).
+ */
+export async function openMigratedDatabase(
+  options: OpenDatabaseOptions,
+  logger: UpgradeLogger = stderrUpgradeLogger,
+): Promise<DatabaseHandle> {
   const database = openDatabase(options);
   try {
     await migrateToLatest(database);
+    const repositories = new RepositoryStore(database.db);
+    await upgradeLocalRepositoryLayout(options.dataDir, {
+      owner: (ref) => repositories.oldestAnywhere(ref),
+      logger,
+    });
     return database;
   } catch (error) {
     await database.close();

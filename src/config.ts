@@ -19,6 +19,8 @@ export interface ServiceConfig {
   maxBundleBytes: number;
   /** Checks the built-in CI runner runs at once. */
   ciParallelism: number;
+  /** How long an upload claimed by the ingestion worker stays its own without renewal. */
+  ingestLeaseMs: number;
   bootstrap: { organization: string; token: string } | undefined;
 }
 
@@ -100,6 +102,13 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       `MAINLINE_CI_PARALLELISM must be a whole number of checks from 1 to 256 (got "${parallelText}").`,
     );
   }
+  const leaseText = nonEmpty(env.MAINLINE_INGEST_LEASE_SECONDS) ?? "30";
+  const leaseSeconds = Number(leaseText);
+  if (!/^\d+$/.test(leaseText) || leaseSeconds < 1 || leaseSeconds > 3600) {
+    throw new ConfigError(
+      `MAINLINE_INGEST_LEASE_SECONDS must be a whole number of seconds from 1 to 3600 (got "${leaseText}").`,
+    );
+  }
   return {
     host,
     port,
@@ -111,6 +120,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
     retentionDays,
     maxBundleBytes: bundleMb * 1024 * 1024,
     ciParallelism,
+    ingestLeaseMs: leaseSeconds * 1000,
     bootstrap:
       bootstrapOrg && bootstrapToken
         ? { organization: bootstrapOrg, token: bootstrapToken }

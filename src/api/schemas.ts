@@ -17,7 +17,7 @@ function caseInsensitivePattern(values: readonly string[]): string {
 }
 
 /**
- * An enum that accepts any letter case (contract §1: `RUNNING` = `running`). Handlers lower-case
+ * An enum that accepts any letter case (docs/contract.md §1: `RUNNING` = `running`). Handlers lower-case
  * the value; responses always use the lowercase spelling.
  */
 export function CaseInsensitiveEnum<const V extends readonly string[]>(
@@ -55,14 +55,18 @@ PATTERN_MESSAGES.set(BRANCH_PATTERN, "must be a valid git branch name");
 export const BranchName = (description: string) =>
   Type.String({ minLength: 1, maxLength: 255, pattern: BRANCH_PATTERN, description });
 
+/** What the local git host accepts as an owner or name (it becomes a directory name on disk). */
+const LOCAL_NAME_RULE =
+  "On the local git host (`local`): at most 100 characters, only letters, digits, `.`, `_` and `-`, not starting with `.` and not ending with `.git` (otherwise 400 naming the field).";
+
 const RepoField = (description: string) =>
   Type.String({ minLength: 1, maxLength: 255, description });
 
 export const RepoRefSchema = Type.Object(
   {
     host: RepoField("Host of the repository, e.g. `github.com` or `local`."),
-    owner: RepoField("Owner (user, organization, or GitLab group path)."),
-    name: RepoField("Repository name."),
+    owner: RepoField(`Owner (user, organization, or GitLab group path). ${LOCAL_NAME_RULE}`),
+    name: RepoField(`Repository name. ${LOCAL_NAME_RULE}`),
   },
   { description: "The repository, matched case-insensitively within the organization." },
 );
@@ -80,7 +84,7 @@ export const UINT32_DIGITS =
 PATTERN_MESSAGES.set(UINT32_DIGITS, "must be a whole number from 0 to 4294967295");
 
 /**
- * A pull-request number: an integer or a numeric string (contract §1). One schema with two types
+ * A pull-request number: an integer or a numeric string (docs/contract.md §1). One schema with two types
  * (bounds apply to numbers, the pattern to strings), so errors name the field once. Handlers
  * read it with `prNumberOf`.
  */
@@ -122,9 +126,11 @@ const ERROR_DESCRIPTIONS: Partial<Record<number, string>> = {
   404: "No such resource (`not_found`).",
   409: "The resource is in a state that refuses this change (`conflict`).",
   413: "The JSON body is larger than 20 MiB (`payload_too_large`).",
+  414: "A path parameter is longer than any valid id (`uri_too_long`).",
   415: "The body is not `application/json` (`unsupported_media_type`).",
   500: "Unexpected server failure (`internal`).",
-  503: "The database is unreachable (`unavailable`).",
+  503: "Temporarily unavailable (`unavailable`): the database is away or the server is stopping; retry after `Retry-After` seconds.",
+  507: "The server's disk is full; nothing was stored, retry later (`insufficient_storage`).",
 };
 
 /** Response schemas for the error statuses an operation can answer. */
@@ -137,6 +143,6 @@ export function errorResponses(...statuses: number[]): Record<number, TSchema> {
 }
 
 /** The error statuses every authenticated JSON operation can answer. */
-export const COMMON_ERRORS = [400, 401, 413, 415, 500] as const;
+export const COMMON_ERRORS = [400, 401, 413, 415, 500, 503] as const;
 
 export const EmptyObject = Type.Object({}, { description: "OK: an empty JSON object." });

@@ -25,10 +25,13 @@ import { registerUpdateQueue } from "./mergequeue/updateQueue.js";
 import { registerCiRoutes } from "./local/ci.js";
 import { registerLocalHostRoutes } from "./local/pull-requests.js";
 import { requireApiToken } from "./plugins/auth.js";
-import { installErrorHandling } from "./plugins/errors.js";
+import { clientError, installErrorHandling, routerError } from "./plugins/errors.js";
 import { InFlightWork, trackHandlers } from "./plugins/in-flight.js";
+import { redactingLogger } from "./plugins/logging.js";
 import { HttpMetrics, installMetrics } from "./plugins/metrics.js";
+import { installTextCheck } from "./plugins/text.js";
 import { registerServiceRoutes, registerWhoAmI } from "./service/routes.js";
+import { registerUploaderRoute } from "./service/uploader.js";
 import { registerUnauthenticatedUploadRoutes, registerUploadRoutes } from "./flakytests/uploads.js";
 import type { UploadService } from "../testhealth/upload-service.js";
 import type { Pager } from "../testhealth/pager.js";
@@ -39,7 +42,7 @@ import { registerTestPage } from "./flakytests/test-page.js";
 import { registerTestRoutes } from "./flakytests/tests.js";
 import type { ApiApp } from "./types.js";
 
-/** Contract §1: JSON bodies up to 20 MiB. */
+/** docs/contract.md §1: JSON bodies up to 20 MiB. */
 export const BODY_LIMIT_BYTES = 20 * 1024 * 1024;
 
 export interface ServerDependencies {
@@ -56,6 +59,8 @@ export interface ServerDependencies {
   publicUrl: string | undefined;
   logger: FastifyServerOptions["logger"];
   version: string;
+  /** The standalone uploader the server hands out; default: the package's dist/uploader/. */
+  uploaderFile?: string | undefined;
 }
 
 /** submitPullRequest … getMergeQueueMetrics (research trunk-api §3). */
@@ -87,7 +92,8 @@ export function collapseSlashes(url: string): string {
 
 export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   const app: ApiApp = Fastify({
-    logger: deps.logger ?? false,
+    // No secret in the log: request URLs, error messages and stacks are redacted.
+    logger: redactingLogger(deps.logger),
     bodyLimit: BODY_LIMIT_BYTES,
     // A caller's x-request-id is kept when it is sane, so that logs correlate across services.
     genReqId: (request) => {
@@ -98,6 +104,10 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     rewriteUrl: (request) => collapseSlashes(request.url ?? "/"),
     // Requests that arrive while shutting down get our own 503 envelope (below), not fastify's.
     return503OnClosing: false,
+    // The router's own refusals (bad percent-encoding, over-long ids) get the error envelope.
+    frameworkErrors: routerError,
+    // So do requests Node's HTTP parser refuses (an address or headers over 16 KiB).
+    clientErrorHandler: clientError,
     ajv: {
       // Values are taken exactly as sent: no type coercion, no defaults filled in, every
       // problem reported. `verbose` lets errors name the bounds they broke.
@@ -148,6 +158,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     routeMethods.set(route.url, known);
   });
   installErrorHandling(app, routeMethods);
+  installTextCheck(app);
 
   await app.register(swagger, {
     openapi: {
@@ -169,6 +180,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
 
   installMetrics(app, new HttpMetrics());
   registerServiceRoutes(app, deps.db);
+  registerUploaderRoute(app, { file: deps.uploaderFile, version: deps.version });
 
   let openApi: OpenApiDocument | undefined;
   let docsPage: string | undefined;

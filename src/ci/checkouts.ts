@@ -71,7 +71,7 @@ export interface CheckoutPoolOptions {
 }
 
 const repositoryKey = (repo: HostedRepository) =>
-  `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
+  `${repo.organizationId}/${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
 
 export class CheckoutPool implements Workspaces {
   private readonly idle = new Map<string, string[]>();

@@ -1,5 +1,5 @@
 /**
- * Which checks must pass for a run to pass (contract §5), from the first source that names them.
+ * Which checks must pass for a run to pass (docs/contract.md §5), from the first source that names them.
  * Pure. A source that gives an explicit empty list wins too, and fails the run: an empty list is
  * a decision someone wrote down, and falling through to a looser source would ignore it.
  */
@@ -30,7 +30,7 @@ const SOURCE_NAMES: Record<RequiredStatusesSource, string> = {
 };
 
 export function resolveRequiredStatuses(input: RequiredStatusesInput): RequiredStatuses {
-  // The built-in runner's default (contract §6): every check of `.mainline.yml`.
+  // The built-in runner's default (docs/contract.md §6): every check of `.mainline.yml`.
   const candidates: [RequiredStatusesSource, string[] | null | undefined][] = [
     ["merge_instance", input.override],
     ["mainline_config", input.mainline?.requiredStatuses],

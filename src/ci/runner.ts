@@ -1,5 +1,5 @@
 /**
- * The built-in CI runner (contract §6): runs the checks of `.mainline.yml` at the tested commit,
+ * The built-in CI runner (docs/contract.md §6): runs the checks of `.mainline.yml` at the tested commit,
  * on this machine, in a checkout held by the run alone (fresh, or reused: `checkouts.ts`), and
  * reports their conclusions to the queue driver.
  *
@@ -9,6 +9,7 @@
  * environment by `checkEnvironment`. Logs live at
  * `{dataDir}/ci/logs/{queueId}/{runId}/{n}-{check}.log` (a rerun overwrites them).
  */
+import { isDatabaseUnavailable } from "../db/faults.js";
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
@@ -223,7 +224,14 @@ export class LocalCiRunner implements CiProvider {
       if (this.active.has(runKey(record.queueId, record.runId))) continue;
       const now = this.clock.now();
       const until = now + this.leaseMs;
-      if (!(await this.options.records.claim(record.queueId, record.runId, this.owner, now, until)))
+      // A run of this runner that nothing here executes any more (it failed on a database fault)
+      // is started again; its lease is this runner's and renewed with the others, so no other
+      // runner would take it.
+      const ours = record.owner === this.owner;
+      if (
+        !ours &&
+        !(await this.options.records.claim(record.queueId, record.runId, this.owner, now, until))
+      )
         continue;
       this.launch({
         ...record,
@@ -321,6 +329,9 @@ export class LocalCiRunner implements CiProvider {
       await this.collectTestResults(request, prepared.checks, workDir, flakyByCheck, signal);
     } catch (error) {
       if (await this.settleIfAborted(writer, signal)) return;
+      // The database went away (recording a check, reporting test results): not the checks'
+      // fault. The run stays unfinished and this runner starts it again at its next scan.
+      if (isDatabaseUnavailable(error)) throw error;
       // The checks could not run (checkout failed…): they fail, so the run cannot pass untested.
       this.options.logger?.error(`ci run ${request.runId}: could not run the checks`, error);
       for (const check of record.checks) {
@@ -495,13 +506,29 @@ export class LocalCiRunner implements CiProvider {
     return true;
   }
 
+  /**
+   * Hands the result to the listeners (the queue's driver stores it in its inbox). While the
+   * database is away the hand-over is retried, so that the run is not recorded finished with
+   * its result lost; a runner that stops meanwhile leaves the run unfinished, for the next start.
+   */
   private async emit(result: CiRunResult): Promise<void> {
     await Promise.all(
       [...this.listeners].map(async (listener) => {
-        try {
-          await listener(result);
-        } catch (error) {
-          this.options.logger?.error(`ci run ${result.runId}: a result listener failed`, error);
+        for (let wait = 250; ; wait = Math.min(wait * 2, 2_000)) {
+          try {
+            await listener(result);
+            return;
+          } catch (error) {
+            if (!isDatabaseUnavailable(error)) {
+              this.options.logger?.error(`ci run ${result.runId}: a result listener failed`, error);
+              return;
+            }
+            if (this.stopped) throw error;
+            this.options.logger?.warn(
+              `ci run ${result.runId}: the database is unavailable; handing the result over again`,
+            );
+            await new Promise((resolve) => setTimeout(resolve, wait));
+          }
         }
       }),
     );

@@ -2,7 +2,7 @@
  * The built-in runner's runs as the API shows them: a queue's recent runs with their checks, and
  * a check's log.
  */
-import type { CiRunStore } from "../db/stores/ci-runs.js";
+import type { CiRunStore, UnbuiltRun } from "../db/stores/ci-runs.js";
 import type { MergeQueueStore } from "../db/stores/merge-queues.js";
 import { ApiError } from "../lib/errors.js";
 import { requireQueue, type QueueAddress } from "../mergequeue/queue-service.js";
@@ -11,17 +11,30 @@ import type { CiRunRecord } from "./records.js";
 
 export interface CiRunServiceDeps {
   queues: Pick<MergeQueueStore, "find">;
-  runs: Pick<CiRunStore, "list" | "get">;
+  runs: Pick<CiRunStore, "list" | "get" | "unbuilt">;
   readLog(queueId: string, runId: string, check: string): Promise<string | undefined>;
 }
 
 export class CiRunService {
   constructor(private readonly deps: CiRunServiceDeps) {}
 
-  /** The queue's most recent runs, newest first. */
+  /**
+   * The queue's most recent runs, newest first: the runner's, and the queue's runs that never
+   * reached it (their test branch could not be built: status `error`, reason `merge_conflict`;
+   * or cancelled first: status `cancelled`), so that every run id a timeline names is here.
+   */
   async list(principal: Principal, address: QueueAddress, take: number): Promise<CiRunRecord[]> {
     const queue = await requireQueue(this.deps.queues, principal, address);
-    return this.deps.runs.list(queue.id, take);
+    const [ran, unbuilt] = await Promise.all([
+      this.deps.runs.list(queue.id, take),
+      this.deps.runs.unbuilt(queue.id, take),
+    ]);
+    const runs = [
+      ...ran,
+      ...unbuilt.map((run) => asCiRun(queue.id, principal.organizationId, address, run)),
+    ];
+    runs.sort((a, b) => b.createdAt - a.createdAt || b.runId.localeCompare(a.runId));
+    return runs.slice(0, take);
   }
 
   async log(
@@ -32,7 +45,16 @@ export class CiRunService {
   ): Promise<string> {
     const queue = await requireQueue(this.deps.queues, principal, address);
     const run = await this.deps.runs.get(queue.id, runId);
-    if (!run) throw new ApiError("not_found", `No CI run ${runId} in this queue.`);
+    if (!run) {
+      const [unbuilt] = await this.deps.runs.unbuilt(queue.id, 1, runId);
+      if (unbuilt) {
+        throw new ApiError(
+          "not_found",
+          `Run ${runId} ran no checks, so it has no logs: ${unbuilt.message}.`,
+        );
+      }
+      throw new ApiError("not_found", `No CI run ${runId} in this queue.`);
+    }
     if (!run.checks.some((c) => c.name === check)) {
       const names = run.checks.map((c) => c.name).join(", ") || "none";
       throw new ApiError("not_found", `Run ${runId} has no check "${check}" (checks: ${names}).`);
@@ -43,4 +65,35 @@ export class CiRunService {
     }
     return text;
   }
+}
+
+/** A run that never reached the runner, as the runner's runs are listed. */
+function asCiRun(
+  queueId: string,
+  organizationId: string,
+  address: QueueAddress,
+  run: UnbuiltRun,
+): CiRunRecord {
+  return {
+    queueId,
+    runId: run.runId,
+    request: {
+      repo: { ...address.repo, organizationId },
+      queueId,
+      runId: run.runId,
+      targetBranch: address.targetBranch,
+      testBranch: "",
+      sha: "",
+      prNumbers: run.prNumbers,
+      requiredStatuses: null,
+    },
+    status: run.status,
+    checks: [],
+    error: run.status === "error" ? { reason: "merge_conflict", message: run.message } : null,
+    flakyOnly: false,
+    createdAt: run.createdAt,
+    finishedAt: run.finishedAt,
+    owner: null,
+    leaseUntil: 0,
+  };
 }

@@ -1,5 +1,5 @@
 /**
- * What the built-in runner does with a check's JUnit reports (contract §6 `junit_paths`): they
+ * What the built-in runner does with a check's JUnit reports (docs/contract.md §6 `junit_paths`): they
  * go to test health for the repository, like any upload, and the failures are compared with what
  * test health knows, so that the queue can retry a run whose only failures are known flaky or
  * quarantined tests (research merge-queue §8.4) instead of failing the pull request.
@@ -13,6 +13,7 @@ import type { Clock } from "../lib/clock.js";
 import { failedTestIdentifiers } from "../cli/upload/quarantine.js";
 import { readReports } from "../cli/upload/reports.js";
 import { writeBundle } from "../testhealth/bundle/writer.js";
+import { QUEUE_RUNNER_CLIENT } from "../testhealth/runs.js";
 import type { UploadService } from "../testhealth/upload-service.js";
 import { VERSION } from "../version.js";
 
@@ -56,7 +57,7 @@ export class CiTestResults {
         repo: { host: repository.host, owner: repository.owner, name: repository.name },
         commitSha: request.sha,
         branch: request.testBranch,
-        cliVersion: `mainline-ci ${VERSION}`,
+        cliVersion: `${QUEUE_RUNNER_CLIENT}${VERSION}`,
         uploadTimeEpochSeconds: Math.floor(this.deps.clock.now() / 1000),
         testCommand: check,
         ...(input.root === undefined ? {} : { repoRoot: input.root }),
@@ -66,7 +67,7 @@ export class CiTestResults {
         diskPath: file,
       })),
     });
-    await this.deps.uploads.submitBundle(repository, `mainline-ci ${VERSION}`, bundle);
+    await this.deps.uploads.submitBundle(repository, `${QUEUE_RUNNER_CLIENT}${VERSION}`, bundle);
 
     const failed = summary.failed;
     if (summary.unreadable.length > 0 || failed.length === 0) return { flakyOnly: false };

@@ -1,4 +1,6 @@
 /** A small client of Mainline's HTTP API for the CLI's remote commands. */
+import { redactSecrets } from "../lib/redact.js";
+
 export interface ClientOptions {
   url: string;
   token: string | undefined;
@@ -39,7 +41,7 @@ export async function callApi<T>(
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
     throw new CliError(
-      `Cannot reach Mainline at ${options.url} (${cause}). Is \`mainline serve\` running? Set --url or MAINLINE_URL.`,
+      `Cannot reach Mainline at ${redactSecrets(options.url)} (${cause}). Is \`mainline serve\` running? Set --url or MAINLINE_URL.`,
     );
   }
   const text = await response.text();
@@ -48,7 +50,7 @@ export async function callApi<T>(
     parsed = text ? JSON.parse(text) : {};
   } catch {
     throw new CliError(
-      `Unexpected answer from ${url} (HTTP ${response.status}): ${text.slice(0, 200)}`,
+      `Unexpected answer from ${redactSecrets(url)} (HTTP ${response.status}): ${text.slice(0, 200)}`,
     );
   }
   if (!response.ok) {

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { ConfigError } from "../config.js";
+import { redactSecrets } from "../lib/redact.js";
 import { VERSION } from "../version.js";
 import { CliError } from "./client.js";
 import { registerAdminCommands } from "./commands/admin.js";
@@ -35,9 +36,11 @@ try {
 } catch (error) {
   if (error instanceof CommanderError) process.exit(error.exitCode);
   if (error instanceof CliError || error instanceof ConfigError) {
-    process.stderr.write(`mainline: ${error.message}\n`);
+    process.stderr.write(`mainline: ${redactSecrets(error.message)}\n`);
     process.exit(error instanceof ConfigError ? 2 : error.exitCode);
   }
-  process.stderr.write(`mainline: ${error instanceof Error ? error.message : String(error)}\n`);
+  // Unexpected errors may echo what they were given (a URL, a connection string): no secrets.
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`mainline: ${redactSecrets(message)}\n`);
   process.exit(1);
 }

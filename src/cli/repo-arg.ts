@@ -1,12 +1,15 @@
 import { InvalidArgumentError } from "commander";
 import type { RepoRef } from "../db/stores/repositories.js";
+import { LOCAL_HOST } from "../githost/local/layout.js";
 
 const URL_PREFIX = /^[a-z][a-z0-9+.-]*:\/\/(?:[^@/]*@)?/i;
 const SCP_PREFIX = /^[^@/:]+@([^:/]+):/;
 
 /**
- * `host/owner/name` (GitLab owners may contain slashes: `gitlab.com/group/sub/app`), or
- * `owner/name` for github.com. Also what people copy: `https://host/owner/name(.git)` and
+ * The one rule for every command's repository argument (`--repo`, `repo create`): `owner/name`
+ * is a repository on Mainline's own git host, `local/owner/name`; a repository anywhere else is
+ * written with its host, `host/owner/name` (GitLab owners may contain slashes:
+ * `gitlab.com/group/sub/app`). Also what people copy: `https://host/owner/name(.git)` and
  * `git@host:owner/name.git`, which always name their host.
  */
 export function parseRepoArg(value: string): RepoRef {
@@ -19,12 +22,25 @@ export function parseRepoArg(value: string): RepoRef {
   const parts = path.split("/").filter((p) => p.length > 0);
   if (parts.length === 2 && !namesHost) {
     const [owner, name] = parts as [string, string];
-    return { host: "github.com", owner, name };
+    return { host: LOCAL_HOST, owner, name };
   }
   if (parts.length >= 3) {
     const host = parts[0] as string;
     const name = parts[parts.length - 1] as string;
     return { host, owner: parts.slice(1, -1).join("/"), name };
   }
-  throw new InvalidArgumentError("expected host/owner/name, e.g. github.com/acme/app");
+  throw new InvalidArgumentError(
+    "expected owner/name (a repository on Mainline's local git host) or host/owner/name, e.g. acme/app or github.com/acme/app",
+  );
+}
+
+/** The same rule, for commands that work only on the local git host: another host is refused. */
+export function parseLocalRepoArg(value: string): RepoRef {
+  const ref = parseRepoArg(value);
+  if (ref.host.toLowerCase() !== LOCAL_HOST) {
+    throw new InvalidArgumentError(
+      `${ref.host}/${ref.owner}/${ref.name} is not on Mainline's local git host, the only one this command works on; name a local repository as owner/name, e.g. acme/app`,
+    );
+  }
+  return { ...ref, host: LOCAL_HOST };
 }

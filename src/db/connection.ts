@@ -42,9 +42,12 @@ export interface OpenDatabaseOptions {
   /** PostgreSQL only: the schema to use (tests isolate themselves with it). */
   searchPath?: string;
   poolSize?: number;
+  /** PostgreSQL only: a connection of the pool was lost (it is replaced; for the log). */
+  onConnectionError?: (error: Error) => void;
 }
 
 const INT8_OID = 20;
+const CONNECT_TIMEOUT_MS = 10_000;
 const NUMERIC_OID = 1700;
 
 export function describeDatabaseUrl(options: OpenDatabaseOptions): {
@@ -148,10 +151,24 @@ function openPostgres(url: string, options: OpenDatabaseOptions): DatabaseHandle
     connectionString: url,
     max: options.poolSize ?? 10,
     types,
+    // How the service's sessions show in pg_stat_activity (an application_name in the URL wins).
+    application_name: "mainline",
+    // A request that gets no connection (the database does not answer, or the pool stays busy)
+    // fails (503) instead of waiting forever.
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // A connection silently dropped by the network is noticed (and replaced) in minutes, not hours.
+    keepAlive: true,
     ...(options.searchPath ? { options: `-c search_path=${options.searchPath}` } : {}),
   });
-  // An idle client that loses its connection must not crash the process; the pool replaces it.
+  // A connection can die at any moment (pg_terminate_backend, a restart of PostgreSQL, the
+  // network). Its client then emits `error`, which would end the process if nobody listened:
+  // the pool listens on idle clients (and replaces them), and every client carries a listener
+  // of its own for the time it is checked out; the query in progress, if any, fails by itself
+  // (a 503 for a request) and the broken client is not returned to the pool.
   pool.on("error", () => undefined);
+  pool.on("connect", (client) => {
+    client.on("error", (error) => options.onConnectionError?.(error));
+  });
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool }),
     plugins: [new CamelCasePlugin()],

@@ -9,6 +9,7 @@ import { runsWithoutUploadFields } from "./migrations/0006_runs_without_upload_f
 import { mergeQueueEngine } from "./migrations/0007_merge_queue_engine.js";
 import { localGitHost } from "./migrations/0008_local_git_host.js";
 import { speculationThreshold } from "./migrations/0009_speculation_threshold.js";
+import { ciRunOrganization } from "./migrations/0010_ci_run_organization.js";
 import { publicRepositoryIds } from "./migrations/0012_public_repository_ids.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
@@ -24,6 +25,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0007_merge_queue_engine": mergeQueueEngine,
   "0008_local_git_host": localGitHost,
   "0009_speculation_threshold": speculationThreshold,
+  "0010_ci_run_organization": ciRunOrganization,
   "0012_public_repository_ids": publicRepositoryIds,
 };
 
@@ -66,6 +68,24 @@ export async function migrateToLatest(handle: DatabaseHandle): Promise<Migration
       .filter((r) => r.status === "Success")
       .map((r) => r.migrationName),
   };
+}
+
+/**
+ * Whether Mainline's schema was ever created in this database (its migration bookkeeping table
+ * exists: in the current schema on PostgreSQL). Reads only.
+ */
+export async function hasMainlineSchema(handle: DatabaseHandle): Promise<boolean> {
+  const db = handle.db as unknown as Kysely<unknown>;
+  if (handle.dialect === "postgres") {
+    const { rows } = await sql<{
+      present: boolean;
+    }>`select to_regclass('kysely_migration') is not null as present`.execute(db);
+    return rows[0]?.present === true;
+  }
+  const { rows } = await sql<{
+    name: string;
+  }>`select name from sqlite_master where type = 'table' and name = 'kysely_migration'`.execute(db);
+  return rows.length > 0;
 }
 
 async function currentSchema(db: Kysely<unknown>): Promise<string> {

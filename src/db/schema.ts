@@ -30,7 +30,7 @@ export interface RepositoriesTable {
   host: string;
   owner: string;
   name: string;
-  /** `lower(host/owner/name)`: repositories are looked up case-insensitively (contract §2). */
+  /** `lower(host/owner/name)`: repositories are looked up case-insensitively (docs/contract.md §2). */
   lookupKey: string;
   createdAt: number;
   /** Trunk's public repository id (uploads from forks); null until first asked for. */
@@ -311,7 +311,7 @@ export interface MqCommandsTable {
   result: string | null;
 }
 
-/** A pull request of a repository on the local git host (contract §6). */
+/** A pull request of a repository on the local git host (docs/contract.md §6). */
 export interface LocalPullRequestsTable {
   repositoryId: string;
   number: number;

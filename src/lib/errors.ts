@@ -1,5 +1,5 @@
 /**
- * The error vocabulary of the API (contract §1). Domain code throws `ApiError`s; the HTTP
+ * The error vocabulary of the API (docs/contract.md §1). Domain code throws `ApiError`s; the HTTP
  * layer turns them into `{"error": {"code", "message", "details"?}}` with the mapped status.
  */
 export const ERROR_STATUS = {
@@ -9,12 +9,16 @@ export const ERROR_STATUS = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   conflict: 409,
   payload_too_large: 413,
+  uri_too_long: 414,
   unsupported_media_type: 415,
+  headers_too_large: 431,
   rate_limited: 429,
   internal: 500,
   unavailable: 503,
+  insufficient_storage: 507,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -43,4 +47,27 @@ export class ApiError extends Error {
   static invalid(path: string, message: string): ApiError {
     return new ApiError("invalid_request", `${path} ${message}`, [{ path, message }]);
   }
+}
+
+/** Error codes of a full disk or exhausted quota: errno, SQLite and PostgreSQL (`disk_full`). */
+const STORAGE_FULL_CODES = new Set(["ENOSPC", "EDQUOT", "SQLITE_FULL", "53100"]);
+const STORAGE_FULL_TEXT = /No space left on device|Disk quota exceeded/i;
+
+/**
+ * Whether a failure comes from the disk being full: an errno or database code, or a child
+ * process (git) that said so on its standard error. Looks through `cause` chains.
+ */
+export function isStorageFull(error: unknown): boolean {
+  for (let current = error, depth = 0; current && depth < 5; depth++) {
+    if (typeof current !== "object") return false;
+    const { code, stderr, cause } = current as {
+      code?: unknown;
+      stderr?: unknown;
+      cause?: unknown;
+    };
+    if (typeof code === "string" && STORAGE_FULL_CODES.has(code)) return true;
+    if (typeof stderr === "string" && STORAGE_FULL_TEXT.test(stderr)) return true;
+    current = cause;
+  }
+  return false;
 }

@@ -18,6 +18,7 @@ import {
   type Decision,
   type PlanResult,
   type Entry,
+  type PullRequestInfo,
   type QueueCommand,
   type QueueEvent,
   type QueueSnapshot,
@@ -58,7 +59,27 @@ export interface EngineOptions {
   pollMs: number;
   /** How long `execute` waits for the queue's driver to apply a command. */
   commandTimeoutMs: number;
+  /**
+   * When `execute` first reads the stored answer if no step of this process handed it over
+   * (another process drives the queue); later reads back off to a second.
+   */
+  answerPollMs: number;
 }
+
+/** A command on its way into the inbox; commands arriving together are stored together. */
+interface Incoming {
+  queueId: string;
+  payload: InboxPayload;
+  /** Set when the caller waits for the driver's answer. */
+  answer: ((result: CommandResult) => void) | null;
+  stored: (id: number) => void;
+  failed: (error: unknown) => void;
+}
+
+/** At most this many commands in one inbox transaction. */
+const INBOX_BATCH = 200;
+/** How many pull requests a step looks up on the git host at the same time. */
+const LOOKUP_PARALLELISM = 4;
 
 export interface EngineDeps {
   runtime: RuntimeStore;
@@ -82,6 +103,7 @@ const DEFAULTS: EngineOptions = {
   leaseMs: 30_000,
   pollMs: 1_000,
   commandTimeoutMs: 30_000,
+  answerPollMs: 100,
 };
 
 export class MergeQueueEngine {
@@ -91,8 +113,23 @@ export class MergeQueueEngine {
   private timer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
   private stopped = false;
-  /** The queues this process has held a lease on, with the lease's epoch (released at stop). */
-  private readonly leases = new Map<string, number>();
+  /** The queues this process has held a lease on: the lease's epoch and expiry (released at stop). */
+  private readonly leases = new Map<string, { epoch: number; expiresAt: number }>();
+  /**
+   * Each queue's planner state as this process last committed it, with the lease epoch of that
+   * commit. Only a commit fenced by the same epoch writes the stored snapshot, so while the epoch
+   * is unchanged the stored one is this one. A step takes it out and puts it back only after its
+   * own commit (the planner changes it in place), so a failed step leaves nothing stale here.
+   */
+  private readonly snapshots = new Map<
+    string,
+    { epoch: number; snapshot: QueueSnapshot; wakeAt: number | null }
+  >();
+  /** Callers of `execute` waiting in this process, by command id: answered at the commit. */
+  private readonly waiters = new Map<number, (result: CommandResult) => void>();
+  /** Commands not yet stored, and whether a transaction storing earlier ones is under way. */
+  private incoming: Incoming[] = [];
+  private storing: Promise<void> | null = null;
 
   constructor(
     private readonly deps: EngineDeps,
@@ -123,9 +160,12 @@ export class MergeQueueEngine {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.unsubscribe?.();
+    // Commands handed over before the stop are stored (the database closes after this).
+    while (this.storing) await this.storing;
     await Promise.allSettled([...this.steps.values()].map((s) => s.running));
-    const held = [...this.leases];
+    const held = [...this.leases].map(([queueId, lease]) => [queueId, lease.epoch] as const);
     this.leases.clear();
+    this.snapshots.clear();
     await Promise.allSettled(
       held.map(([queueId, epoch]) =>
         this.deps.runtime.releaseLease(queueId, this.options.owner, epoch),
@@ -136,19 +176,38 @@ export class MergeQueueEngine {
   /**
    * Applies a command to a queue and answers what the queue's driver said. The command is stored
    * first (acknowledged work survives a crash); this process drives it if it holds or can take
-   * the lease, otherwise the lease holder does and this waits for its answer.
+   * the lease, otherwise the lease holder does and this waits for its answer. A step of this
+   * process hands the answer over as soon as its commit returned; the stored answer is read only
+   * when that takes long (another process drives the queue, or a kick was lost).
    */
   async execute(queueId: string, command: QueueCommand): Promise<CommandResult> {
-    const id = await this.enqueue(queueId, command);
+    let answer!: (result: CommandResult) => void;
+    const answered = new Promise<CommandResult>((resolve) => {
+      answer = resolve;
+    });
+    const id = await this.store(queueId, command, answer);
     const deadline = Date.now() + this.options.commandTimeoutMs;
-    for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
-      const record = await this.deps.runtime.command(id);
-      if (record?.result) return record.result;
-      if (Date.now() > deadline) {
-        throw new Error(`the merge queue did not apply command ${id} in time`);
+    try {
+      const { answerPollMs } = this.options;
+      for (let wait = answerPollMs; ; wait = Math.min(wait * 2, Math.max(answerPollMs, 1000))) {
+        let timer: NodeJS.Timeout | undefined;
+        const result = await Promise.race([
+          answered,
+          new Promise<null>((resolve) => {
+            timer = setTimeout(resolve, wait, null);
+          }),
+        ]);
+        clearTimeout(timer);
+        if (result) return result;
+        const record = await this.deps.runtime.command(id);
+        if (record?.result) return record.result;
+        if (Date.now() > deadline) {
+          throw new Error(`the merge queue did not apply command ${id} in time`);
+        }
+        this.kick(queueId);
       }
-      await new Promise((resolve) => setTimeout(resolve, wait));
-      this.kick(queueId);
+    } finally {
+      this.waiters.delete(id);
     }
   }
 
@@ -161,9 +220,77 @@ export class MergeQueueEngine {
   }
 
   private async enqueue(queueId: string, payload: InboxPayload): Promise<number> {
-    const id = await this.deps.runtime.enqueueCommand(queueId, payload, this.deps.clock.now());
-    this.kick(queueId);
-    return id;
+    return this.store(queueId, payload, null);
+  }
+
+  /**
+   * Stores a command in the inbox and wakes the queue's driver. Commands that arrive while a
+   * transaction stores earlier ones are stored together in the next one (a group commit: one
+   * wait for the disk for all of them); each caller resumes once its command is durable.
+   */
+  private store(
+    queueId: string,
+    payload: InboxPayload,
+    answer: ((result: CommandResult) => void) | null,
+  ): Promise<number> {
+    return new Promise<number>((stored, failed) => {
+      this.incoming.push({ queueId, payload, answer, stored, failed });
+      // One turn of the event loop first, so that commands sent together are stored together.
+      this.storing ??= new Promise<void>((resolve) => {
+        setImmediate(resolve);
+      }).then(() => this.storeIncoming());
+    });
+  }
+
+  private async storeIncoming(): Promise<void> {
+    try {
+      while (this.incoming.length > 0) {
+        const batch = this.incoming.splice(0, INBOX_BATCH);
+        // A command that cannot be stored (its queue was just deleted) must not fail the others:
+        // a group that fails is stored again one by one.
+        for (const group of await this.storeGroup(batch)) {
+          // Waiters are in place before any step can read the commands.
+          group.forEach(({ command, id }) => {
+            if (command.answer) this.waiters.set(id, command.answer);
+            command.stored(id);
+          });
+        }
+        for (const queueId of new Set(batch.map((c) => c.queueId))) this.kick(queueId);
+      }
+    } finally {
+      this.storing = null;
+    }
+  }
+
+  /** Stores commands in one transaction, or one by one if that fails; failures are reported. */
+  private async storeGroup(
+    batch: readonly Incoming[],
+  ): Promise<{ command: Incoming; id: number }[][]> {
+    const now = this.deps.clock.now();
+    const attempt = async (group: readonly Incoming[]) => {
+      const ids = await this.deps.runtime.enqueueCommands(
+        group.map(({ queueId, payload }) => ({ queueId, payload })),
+        now,
+      );
+      return group.map((command, i) => ({ command, id: ids[i] as number }));
+    };
+    try {
+      return [await attempt(batch)];
+    } catch (error) {
+      if (batch.length === 1) {
+        batch[0]?.failed(error);
+        return [];
+      }
+    }
+    const stored: { command: Incoming; id: number }[][] = [];
+    for (const command of batch) {
+      try {
+        stored.push(await attempt([command]));
+      } catch (error) {
+        command.failed(error);
+      }
+    }
+    return stored;
   }
 
   /** Runs a step for the queue now, or right after the one in progress. */
@@ -208,28 +335,52 @@ export class MergeQueueEngine {
     }
   }
 
+  /**
+   * The queue's lease for a step: the one this process holds while more than half of its time is
+   * left (nothing to write: every commit checks the epoch anyway, and a takeover needs the lease
+   * to have expired), else renewed or taken over in the database.
+   */
+  private async lease(queueId: string): Promise<{ epoch: number } | undefined> {
+    const now = this.deps.clock.now();
+    const held = this.leases.get(queueId);
+    if (held && held.expiresAt - now > this.options.leaseMs / 2) return held;
+    const lease = await this.deps.runtime.acquireLease(
+      queueId,
+      this.options.owner,
+      now,
+      this.options.leaseMs,
+    );
+    if (!lease) {
+      this.leases.delete(queueId);
+      return undefined;
+    }
+    this.leases.set(queueId, { epoch: lease.epoch, expiresAt: lease.expiresAt });
+    return lease;
+  }
+
   /** One driver step: everything waiting for the queue, then one fenced commit. */
   async step(queueId: string): Promise<void> {
     const { runtime, clock } = this.deps;
-    const lease = await runtime.acquireLease(
-      queueId,
-      this.options.owner,
-      clock.now(),
-      this.options.leaseMs,
-    );
+    const lease = await this.lease(queueId);
     if (!lease) return;
-    this.leases.set(queueId, lease.epoch);
+    // Taken out: it goes back only with this step's commit.
+    const cached = this.snapshots.get(queueId);
+    this.snapshots.delete(queueId);
     const queue = await this.deps.queues.findById(queueId);
     if (!queue) return;
     const repository = await this.deps.repositories.findById(queue.repositoryId);
     if (!repository) return;
     const repo: HostedRepository = {
+      organizationId: repository.organizationId,
       host: repository.host,
       owner: repository.owner,
       name: repository.name,
     };
 
-    const stored = await runtime.loadSnapshot(queueId);
+    const stored =
+      cached?.epoch === lease.epoch
+        ? { snapshot: cached.snapshot, wakeAt: cached.wakeAt }
+        : await runtime.loadSnapshot(queueId);
     let snapshot: QueueSnapshot;
     if (stored) {
       snapshot = stored.snapshot as QueueSnapshot;
@@ -244,6 +395,12 @@ export class MergeQueueEngine {
     }
     const work = new StepWork(queueId, repo, queue.targetBranch, this.deps);
     const commands = await runtime.pendingCommands(queueId, 100);
+    const queued = (prNumber: number) => snapshot.prIndex[String(prNumber)] !== undefined;
+    work.lookUpPullRequests(
+      commands
+        .map((c) => c.payload as InboxPayload)
+        .filter((p) => p.type !== "pr_changed" || queued(p.prNumber)),
+    );
     const applied: { id: number; result: CommandResult }[] = [];
 
     // The wake-up time follows the last plan; steps that plan nothing keep the stored one.
@@ -268,6 +425,12 @@ export class MergeQueueEngine {
     }
     for (const command of commands) {
       const payload = command.payload as InboxPayload;
+      // A change to a pull request the queue does not hold (one opened, pushed to or closed
+      // elsewhere in the repository) changes nothing: no need to read it from the git host.
+      if (payload.type === "pr_changed" && !queued(payload.prNumber)) {
+        applied.push({ id: command.id, result: { ok: true } });
+        continue;
+      }
       const event = await work.toEvent(payload);
       if ("error" in event) {
         applied.push({ id: command.id, result: event.error });
@@ -295,7 +458,15 @@ export class MergeQueueEngine {
       runs: [...work.runs.values()],
       appliedCommands: applied,
     });
-    if (!committed) return;
+    if (!committed) {
+      this.leases.delete(queueId);
+      return;
+    }
+    this.snapshots.set(queueId, { epoch: lease.epoch, snapshot, wakeAt });
+    for (const { id, result } of applied) {
+      this.waiters.get(id)?.(result);
+      this.waiters.delete(id);
+    }
     if (work.queueState) {
       await this.deps.queues.setConfiguration(queueId, work.queueState, clock.now());
     }
@@ -321,13 +492,61 @@ class StepWork {
     return [...this.entries.values()];
   }
 
+  /** Merges carried out so far: a lookup made before the last one may be out of date. */
+  private merges = 0;
+  /** Pull requests looked up ahead (several at a time), with the merge count they saw. */
+  private readonly lookups = new Map<
+    number,
+    { merges: number; info: Promise<PullRequestInfo | undefined> }
+  >();
+
+  /**
+   * Starts looking up the pull requests the commands name, a few at a time, so that a step with
+   * many submissions does not wait for each lookup in turn. Only reads of the git host.
+   */
+  lookUpPullRequests(payloads: readonly InboxPayload[]): void {
+    const numbers = new Set(
+      payloads.flatMap((p) => (p.type === "submit" || p.type === "pr_changed" ? [p.prNumber] : [])),
+    );
+    let active = 0;
+    const waiting: (() => void)[] = [];
+    const lookUp = async (number: number): Promise<PullRequestInfo | undefined> => {
+      if (active >= LOOKUP_PARALLELISM) {
+        await new Promise<void>((resolve) => {
+          waiting.push(resolve);
+        });
+      }
+      active += 1;
+      try {
+        return await this.deps.gitHost.pullRequest(this.repo, number);
+      } finally {
+        active -= 1;
+        waiting.shift()?.();
+      }
+    };
+    for (const number of numbers) {
+      const info = lookUp(number);
+      // A failed lookup fails the step when its command is applied, not before.
+      info.catch(() => undefined);
+      this.lookups.set(number, { merges: this.merges, info });
+    }
+  }
+
+  /** A pull request as the git host shows it: looked up ahead unless a merge came since. */
+  private pullRequest(number: number): Promise<PullRequestInfo | undefined> {
+    const ahead = this.lookups.get(number);
+    this.lookups.delete(number);
+    if (ahead && ahead.merges === this.merges) return ahead.info;
+    return this.deps.gitHost.pullRequest(this.repo, number);
+  }
+
   /** Turns an inbox command into a planner event, looking the PR up where needed. */
   async toEvent(
     payload: InboxPayload,
   ): Promise<{ event: QueueEvent } | { error: Exclude<CommandResult, { ok: true }> }> {
     switch (payload.type) {
       case "submit": {
-        const pr = await this.deps.gitHost.pullRequest(this.repo, payload.prNumber);
+        const pr = await this.pullRequest(payload.prNumber);
         if (!pr) {
           return {
             error: {
@@ -360,7 +579,7 @@ class StepWork {
       case "ci_result":
         return { event: await this.ciEvent(payload.result) };
       case "pr_changed": {
-        const pr = await this.deps.gitHost.pullRequest(this.repo, payload.prNumber);
+        const pr = await this.pullRequest(payload.prNumber);
         return { event: pr ? { type: "pr_updated", pr } : { type: "tick" } };
       }
       case "branch_moved": {
@@ -458,7 +677,7 @@ class StepWork {
           break;
       }
     }
-    // Runs that finished in this step: their branches go (contract §6). The planner may already
+    // Runs that finished in this step: their branches go (docs/contract.md §6). The planner may already
     // have dropped a finished run from its snapshot; the report that finished it says how.
     for (const record of [...this.runs.values()]) {
       if (record.status !== "running") continue;
@@ -580,6 +799,11 @@ class StepWork {
         failingChecks: [],
         reason: "merge_conflict",
         detail: `#${branch.prNumber} does not merge onto the pull requests ahead of it: ${branch.files.join(", ")}`,
+        conflict: {
+          prNumber: branch.prNumber,
+          files: branch.files,
+          ...(branch.conflictsWith ? { conflictsWith: branch.conflictsWith } : {}),
+        },
       });
       return;
     }
@@ -610,6 +834,13 @@ class StepWork {
     follow: (event: QueueEvent) => void,
   ): Promise<void> {
     const entry = snapshot.entries[decision.entryId];
+    // The test branch that cleared it: the PR lands with the tree it passed with.
+    const cleared = decision.runId
+      ? (this.runs.get(decision.runId) ??
+        (await this.deps.runtime.run(this.queueId, decision.runId)))
+      : undefined;
+    const testedSha = cleared?.testBranchSha ?? undefined;
+    this.merges += 1;
     const result = await this.deps.gitHost.merge({
       repo: this.repo,
       targetBranch: this.targetBranch,
@@ -618,6 +849,7 @@ class StepWork {
       expectedBaseSha: decision.expectedBaseSha,
       method: decision.method,
       title: entry ? `${entry.pr.title} (#${decision.prNumber})` : `#${decision.prNumber}`,
+      ...(testedSha ? { testedSha } : {}),
     });
     if (result.ok) {
       follow({ type: "merge_finished", entryId: decision.entryId, newHeadSha: result.sha });

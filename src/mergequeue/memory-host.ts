@@ -40,7 +40,13 @@ export function openPullRequestInfo(
   };
 }
 
-const key = (repo: HostedRepository) => `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
+/**
+ * The in-memory host is one space of names (tests open pull requests on it by host/owner/name,
+ * without knowing organization ids), so it addresses repositories without their organization.
+ */
+type MemoryAddress = Pick<HostedRepository, "host" | "owner" | "name">;
+
+const key = (repo: MemoryAddress) => `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
 
 interface MemoryRepository {
   branches: Map<string, string>;
@@ -51,6 +57,10 @@ interface MemoryRepository {
   mergeLog: number[];
   /** PRs that conflict with anything merged before them. */
   conflicting: Set<number>;
+  /** PR → the PRs it conflicts with (edits the same lines as), whichever is merged first. */
+  conflictsWith: Map<number, number[]>;
+  /** PRs already merged into the branch (a conflict with one of them is one with the base). */
+  landed: Set<number>;
   files: Map<string, string>;
 }
 
@@ -59,7 +69,7 @@ export class MemoryGitHost implements GitHost {
   private commits = 0;
   readonly testBranches = new Set<string>();
 
-  repository(repo: HostedRepository, head = "root"): MemoryRepository {
+  repository(repo: MemoryAddress, head = "root"): MemoryRepository {
     let found = this.repositories.get(key(repo));
     if (!found) {
       found = {
@@ -68,6 +78,8 @@ export class MemoryGitHost implements GitHost {
         merges: new Map(),
         mergeLog: [],
         conflicting: new Set(),
+        conflictsWith: new Map(),
+        landed: new Set(),
         files: new Map(),
       };
       this.repositories.set(key(repo), found);
@@ -76,7 +88,7 @@ export class MemoryGitHost implements GitHost {
   }
 
   addPullRequest(
-    repo: HostedRepository,
+    repo: MemoryAddress,
     pr: Partial<PullRequestInfo> & { number: number },
   ): PullRequestInfo {
     const info = openPullRequestInfo(pr.number, pr);
@@ -84,7 +96,7 @@ export class MemoryGitHost implements GitHost {
     return info;
   }
 
-  updatePullRequest(repo: HostedRepository, number: number, change: Partial<PullRequestInfo>) {
+  updatePullRequest(repo: MemoryAddress, number: number, change: Partial<PullRequestInfo>) {
     const current = this.repository(repo).pullRequests.get(number);
     if (!current) throw new Error(`no PR #${number}`);
     const updated = { ...current, ...change };
@@ -93,33 +105,41 @@ export class MemoryGitHost implements GitHost {
   }
 
   /** Someone pushes to a branch outside the queue. */
-  push(repo: HostedRepository, branch: string, sha = `push-${++this.commits}`): string {
+  push(repo: MemoryAddress, branch: string, sha = `push-${++this.commits}`): string {
     this.repository(repo).branches.set(branch, sha);
     return sha;
   }
 
-  mergeLog(repo: HostedRepository): number[] {
+  mergeLog(repo: MemoryAddress): number[] {
     return [...this.repository(repo).mergeLog];
   }
 
-  pullRequest(repo: HostedRepository, number: number): Promise<PullRequestInfo | undefined> {
+  pullRequest(repo: MemoryAddress, number: number): Promise<PullRequestInfo | undefined> {
     return Promise.resolve(this.repository(repo).pullRequests.get(number));
   }
 
-  branchHead(repo: HostedRepository, branch: string): Promise<string | undefined> {
+  branchHead(repo: MemoryAddress, branch: string): Promise<string | undefined> {
     return Promise.resolve(this.repository(repo).branches.get(branch));
   }
 
   createTestBranch(request: TestBranchRequest): Promise<TestBranchResult> {
     const repository = this.repository(request.repo);
-    const conflict = request.prs.find((pr, i) => i > 0 && repository.conflicting.has(pr.number));
-    if (conflict) {
+    // The first PR, in the request's order, that does not apply onto the base and those ahead.
+    for (const [i, pr] of request.prs.entries()) {
+      const ahead = request.prs.slice(0, i).map((p) => p.number);
+      const partners = repository.conflictsWith.get(pr.number) ?? [];
+      const withBase = partners.some((n) => repository.landed.has(n));
+      const withAhead = repository.conflicting.has(pr.number)
+        ? ahead
+        : ahead.filter((n) => partners.includes(n));
+      if (!withBase && withAhead.length === 0) continue;
       return Promise.resolve({
         ok: false,
         reason: "merge_conflict",
-        prNumber: conflict.number,
+        prNumber: pr.number,
         files: ["conflict.txt"],
-        message: `#${conflict.number} conflicts with the pull requests ahead of it`,
+        conflictsWith: withBase ? [] : withAhead,
+        message: `#${pr.number} conflicts with the pull requests ahead of it`,
       });
     }
     const branch = `mainline-merge/${request.targetBranch}/${request.runId}`;
@@ -129,7 +149,7 @@ export class MemoryGitHost implements GitHost {
     return Promise.resolve({ ok: true, branch, sha });
   }
 
-  deleteTestBranch(repo: HostedRepository, branch: string): Promise<void> {
+  deleteTestBranch(repo: MemoryAddress, branch: string): Promise<void> {
     this.repository(repo).branches.delete(branch);
     this.testBranches.delete(`${key(repo)}:${branch}`);
     return Promise.resolve();
@@ -151,11 +171,12 @@ export class MemoryGitHost implements GitHost {
     repository.branches.set(request.targetBranch, sha);
     repository.merges.set(request.prNumber, sha);
     repository.mergeLog.push(request.prNumber);
+    repository.landed.add(request.prNumber);
     repository.pullRequests.set(request.prNumber, { ...pr, state: "merged" });
     return Promise.resolve({ ok: true, sha });
   }
 
-  readFile(repo: HostedRepository, _sha: string, path: string): Promise<string | undefined> {
+  readFile(repo: MemoryAddress, _sha: string, path: string): Promise<string | undefined> {
     return Promise.resolve(this.repository(repo).files.get(path));
   }
 }

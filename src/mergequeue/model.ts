@@ -46,6 +46,8 @@ export const TRANSITION_REASONS = [
   "bisection_inconclusive",
   "bisection_started",
   "settings_changed",
+  /** A PR it is stacked on came into the queue ahead of it: its run included neither. */
+  "stacked_pr_ahead",
   // failures
   "failing_required_check",
   "test_run_timeout",
@@ -58,6 +60,8 @@ export const TRANSITION_REASONS = [
   "merged_optimistically",
   "merged_directly",
   "merged_manually",
+  /** Every commit of the PR landed inside another PR the queue merged (stacked on it). */
+  "merged_through_stack",
   // cancellations
   "cancelled_by_user",
   "pr_closed",
@@ -93,6 +97,11 @@ export interface PullRequestInfo {
   checksPassed: boolean;
   state: "open" | "closed" | "merged";
   draft: boolean;
+  /**
+   * Open pull requests into the same branch whose head commit this one's head contains (it is
+   * stacked on them), each with the head it contains. Absent: the host does not tell.
+   */
+  contains?: { number: number; headSha: string }[];
 }
 
 /** One submission of a pull request to a queue, from submit until merged, failed or cancelled. */
@@ -130,7 +139,19 @@ export interface Entry {
   bisection: { groupId: string } | null;
   /** Has been tested at its position at least once (keeps its place ahead of later arrivals). */
   positioned: boolean;
+  /** Why a pending entry is not being tested yet, when the planner holds it on purpose. */
+  waiting?: WaitingReason | null;
 }
+
+/**
+ * What a pending entry waits for, as data a presenter can put in words ("batch forming: 1 of 3,
+ * starts by 15:19 at the latest").
+ */
+export type WaitingReason =
+  /** `startsBy`: epoch ms at which the batch starts at the latest (its wait ends). */
+  | { kind: "batch_forming"; have: number; need: number; startsBy: number }
+  /** Behind a batch under bisection (these PRs), which keeps its place in the order. */
+  | { kind: "bisection_ahead"; prNumbers: number[] };
 
 export type RunKind = "main" | "bisection";
 export type RunStatus = "running" | "passed" | "failed" | "cancelled";
@@ -219,6 +240,13 @@ export interface QueueSnapshot {
    * a run is to be used (absent in snapshots stored before this field existed).
    */
   verdicts?: VerdictRecord;
+  /**
+   * Heads of stacked-on pull requests that landed inside another PR the queue merged, by PR
+   * number: a later submission of that head is merged, not tested (absent in older snapshots).
+   */
+  landedThrough?: Record<string, { headSha: string; by: number }>;
+  /** Entries that carry a `waiting` reason (so that clearing them needs no scan). */
+  waiting?: string[];
 }
 
 /** A PR number plus the name of the submitter, for transitions. */
@@ -250,6 +278,12 @@ export type QueueEvent =
       flakyOnly?: boolean;
       /** What went wrong, in words, when the failing checks do not say it (a conflict). */
       detail?: string;
+      /**
+       * The test branch could not be built: the first PR in the run's order that does not apply
+       * onto the base and the PRs ahead of it, the PRs among those it conflicts with (absent:
+       * unknown, all of them; empty: the target branch itself) and the files.
+       */
+      conflict?: { prNumber: number; files: string[]; conflictsWith?: number[] };
     }
   | { type: "merge_finished"; entryId: string; newHeadSha: string }
   | { type: "merge_failed"; entryId: string; reason: TransitionReason; message: string }
@@ -297,7 +331,7 @@ export interface PlanResult {
   rejection: { code: "not_found" | "conflict"; message: string } | null;
 }
 
-// ---- priorities (contract §5) -----------------------------------------------------------------
+// ---- priorities (docs/contract.md §5) -----------------------------------------------------------------
 
 export const PRIORITY_NAMES = { urgent: 0, high: 10, medium: 100, low: 200 } as const;
 export type PriorityName = keyof typeof PRIORITY_NAMES;

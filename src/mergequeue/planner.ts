@@ -31,6 +31,8 @@ import {
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
+/** Stacked-on heads remembered after landing inside another PR (the most recent PR numbers). */
+const LANDED_THROUGH_KEPT = 1000;
 
 export function initialSnapshot(input: {
   queueId: string;
@@ -200,7 +202,7 @@ class Planning {
   ): void {
     const existing = this.byNumber(pr.number);
     if (existing) {
-      // Resubmission updates priority and batching (contract §5); an unstarted entry moves.
+      // Resubmission updates priority and batching (docs/contract.md §5); an unstarted entry moves.
       existing.priorityValue = priority ?? PRIORITY_NAMES[DEFAULT_PRIORITY];
       existing.usedDefaultPriority = priority === null;
       existing.noBatch = noBatch;
@@ -297,8 +299,71 @@ class Planning {
       if (passed > 0) this.recordVerdict(passed, false);
       return;
     }
+    if (event.conflict) {
+      this.conflictFound(run, event.conflict);
+      return;
+    }
     const reason = event.reason ?? "failing_required_check";
     this.failRun(run, reason, event.failingChecks, event.flakyOnly === true, event.detail);
+  }
+
+  /**
+   * A run's test branch could not be built: a conflict is not a test failure. Only the first PR,
+   * in queue order, that does not apply onto those ahead of it leaves (`merge_conflict`, naming
+   * them and the files); everything else the run covered is tested again without it, with no
+   * bisection. A PR never leaves for conflicting with one behind it: the run's PRs are in queue
+   * order, and the host reports the first that fails to apply.
+   */
+  private conflictFound(
+    run: TestRun,
+    conflict: NonNullable<Extract<QueueEvent, { type: "run_finished" }>["conflict"]>,
+  ): void {
+    const index = run.prs.findIndex((pr) => pr.number === conflict.prNumber);
+    const named = index >= 0 ? at(run.prs, index) : undefined;
+    const culprit = named ? this.s.entries[named.entryId] : undefined;
+    const aheadNumbers =
+      conflict.conflictsWith ?? (index >= 0 ? run.prs.slice(0, index).map((pr) => pr.number) : []);
+    const files = conflict.files.length > 0 ? `: ${conflict.files.join(", ")}` : "";
+    const detail =
+      aheadNumbers.length > 0
+        ? `conflicts with ${aheadNumbers.map((n) => `#${n}`).join(", ")} (ahead of it in the queue)${files}`
+        : `does not apply onto ${this.s.targetBranch}${files}`;
+    run.status = "failed";
+    run.finishedAt = this.now;
+    run.failingChecks = [];
+    run.failure = { reason: "merge_conflict", detail: `#${conflict.prNumber} ${detail}` };
+    const leaving =
+      culprit && culprit.pr.headSha === named?.headSha && this.s.merging?.entryId !== culprit.id
+        ? culprit
+        : undefined;
+    // The rest of the run's unit goes back to be tested without the conflicting PR.
+    const why = leaving
+      ? `#${conflict.prNumber} left the queue: it ${detail}`
+      : `the test branch of run ${run.id} could not be built`;
+    if (run.kind === "bisection") {
+      const group = run.bisectionGroup ? this.s.bisections[run.bisectionGroup] : undefined;
+      const segment = group?.segments.find((s) => s.runId === run.id);
+      if (segment) {
+        segment.status = "untested";
+        segment.runId = null;
+      }
+    } else {
+      for (const id of run.unit) {
+        const entry = this.s.entries[id];
+        if (!entry || entry.runId !== run.id || entry.id === leaving?.id) continue;
+        entry.runId = null;
+        this.transition(entry, "pending", "prerequisite_merge_item_failed", run.id, why);
+      }
+    }
+    if (leaving) {
+      leaving.failure = {
+        runId: run.id,
+        reason: "merge_conflict",
+        checks: [],
+        detail,
+      };
+      this.conclude(leaving, "failed", "merge_conflict", QUEUE_ACTOR, run.id, detail);
+    }
   }
 
   private failRun(
@@ -312,13 +377,17 @@ class Planning {
     run.finishedAt = this.now;
     run.failingChecks = failingChecks;
     run.failure = { reason, detail: detail ?? null };
+    // Every run the queue judges, bisection runs included: a failure made only of known flaky
+    // (or quarantined) tests gets one more run of the same combination, on the timeline.
+    if (flakyOnly && run.attempt === 1 && run.kind === "bisection") {
+      if (this.retryBisectionRun(run)) return;
+    }
     if (run.kind === "bisection") {
       this.bisectionResult(run, false);
       return;
     }
     const unit = run.unit.map((id) => this.s.entries[id]).filter((e) => e?.runId === run.id);
-    // A failure made only of known flaky tests gets one more run of the same combination.
-    if (flakyOnly && unit.every((e) => e !== undefined && e.flakyRetries === 0)) {
+    if (flakyOnly && run.attempt === 1 && unit.length > 0) {
       // The same tree: what landed meanwhile is now part of the head it starts on.
       const retry = this.newRun({
         ...run,
@@ -346,6 +415,35 @@ class Planning {
     }
   }
 
+  /** A bisection run's flaky-only failure: the same segment once more, on the same tree. */
+  private retryBisectionRun(run: TestRun): boolean {
+    const group = run.bisectionGroup ? this.s.bisections[run.bisectionGroup] : undefined;
+    const segment = group?.segments.find((s) => s.runId === run.id);
+    if (!group || !segment) return false;
+    const retry = this.newRun({
+      kind: "bisection",
+      ahead: run.ahead.filter((id) => this.s.entries[id] !== undefined),
+      unit: segment.entries,
+      attempt: run.attempt + 1,
+      bisectionGroup: group.id,
+    });
+    segment.runId = retry.id;
+    for (const id of segment.entries) {
+      const entry = this.s.entries[id];
+      if (!entry) continue;
+      entry.flakyRetries += 1;
+      this.record(
+        entry,
+        entry.state,
+        "retried_flaky_failure",
+        QUEUE_ACTOR,
+        retry.id,
+        `only known flaky tests failed in bisection run ${run.id}; retrying once`,
+      );
+    }
+    return true;
+  }
+
   private mergeFinished(entryId: string, newHeadSha: string): void {
     const entry = this.s.entries[entryId];
     const merging = this.s.merging;
@@ -359,6 +457,21 @@ class Planning {
     });
     this.s.base.headSha = newHeadSha;
     this.conclude(entry, "merged", merging.reason, QUEUE_ACTOR, merging.runId);
+    // The PRs it is stacked on landed with it: merged, now or whenever they are submitted.
+    const contained = entry.pr.contains ?? [];
+    if (contained.length === 0) return;
+    const through = (this.s.landedThrough ??= {});
+    for (const c of contained) {
+      through[String(c.number)] = { headSha: c.headSha, by: entry.pr.number };
+    }
+    const keys = Object.keys(through);
+    for (const key of keys.slice(0, Math.max(0, keys.length - LANDED_THROUGH_KEPT))) {
+      Reflect.deleteProperty(through, key);
+    }
+    for (const c of contained) {
+      const queued = this.byNumber(c.number);
+      if (queued && queued.pr.headSha === c.headSha) this.checkPullRequest(queued);
+    }
   }
 
   private prUpdated(pr: PullRequestInfo): void {
@@ -459,6 +572,19 @@ class Planning {
   }
 
   private checkPullRequest(entry: Entry): void {
+    const through = this.s.landedThrough?.[String(entry.pr.number)];
+    if (through?.headSha === entry.pr.headSha && this.s.merging?.entryId !== entry.id) {
+      // Its commits are on the branch already, inside a PR stacked on it: nothing to test.
+      this.conclude(
+        entry,
+        "merged",
+        "merged_through_stack",
+        QUEUE_ACTOR,
+        null,
+        `its commits landed with #${through.by}`,
+      );
+      return;
+    }
     if (entry.pr.state === "closed") {
       this.conclude(entry, "cancelled", "pr_closed", { kind: "git_host" });
       return;
@@ -520,17 +646,56 @@ class Planning {
         }
       }
     }
+    // Stacks: never ahead of a queued PR it contains, never behind one that contains it.
+    let reason: TransitionReason = "preempted_by_urgent";
+    for (const id of this.containedIn(entry)) {
+      if (this.s.merging?.entryId === id) continue;
+      const position = order.indexOf(id);
+      if (position >= 0 && position < index) {
+        index = position;
+        reason = "stacked_pr_ahead";
+      }
+    }
+    for (const id of this.containedBy(entry)) index = Math.max(index, order.indexOf(id) + 1);
     order.splice(index, 0, entry.id);
     if (index < order.length - 1) {
       // Everything behind that included the entries ahead of it is now tested on the wrong base.
       for (const run of Object.values(this.s.runs)) {
         if ((run.status === "running" || run.status === "passed") && run.kind === "main") {
           if (this.dependsOnEntry(run, entry)) {
-            this.invalidateRun(run, "preempted_by_urgent", QUEUE_ACTOR);
+            this.invalidateRun(run, reason, QUEUE_ACTOR);
           }
         }
       }
     }
+  }
+
+  /** Queued entries whose PR `entry`'s PR is stacked on (it contains their heads). */
+  private containedBy(entry: Entry): string[] {
+    const ids: string[] = [];
+    for (const contained of entry.pr.contains ?? []) {
+      const other = this.byNumber(contained.number);
+      if (other && other.id !== entry.id && other.pr.headSha === contained.headSha) {
+        ids.push(other.id);
+      }
+    }
+    return ids;
+  }
+
+  /** Queued entries whose PR is stacked on `entry`'s PR (they contain its head). */
+  private containedIn(entry: Entry): string[] {
+    const ids: string[] = [];
+    for (const other of Object.values(this.s.entries)) {
+      if (other.id === entry.id || !other.pr.contains) continue;
+      if (
+        other.pr.contains.some(
+          (c) => c.number === entry.pr.number && c.headSha === entry.pr.headSha,
+        )
+      ) {
+        ids.push(other.id);
+      }
+    }
+    return ids;
   }
 
   /** Whether a run's unit comes after `entry` in the order and depends on it. */
@@ -789,6 +954,12 @@ class Planning {
 
   private startRuns(): void {
     this.batchDeadline = null;
+    // Only the few entries told to wait last time carry a reason; they are listed.
+    for (const id of this.s.waiting ?? []) {
+      const entry = this.s.entries[id];
+      if (entry) Reflect.deleteProperty(entry, "waiting");
+    }
+    if (this.s.waiting !== undefined) Reflect.deleteProperty(this.s, "waiting");
     // Runs are planned on the branch as it is: not while a merge is moving it.
     if (this.config.state === "paused" || this.s.merging !== null) return;
     let slots =
@@ -798,6 +969,15 @@ class Planning {
     const blockedTargets: ImpactedTargets[] = [];
     for (let i = 0; i < order.length && slots > 0; i++) {
       const entry = this.entry(at(order, i));
+      if (entry.bisection !== null) {
+        // Undecided PRs hold their places: what depends on them waits for their verdict.
+        if (this.config.mode !== "parallel") {
+          this.markWaitingBehindBisection(i);
+          break;
+        }
+        blockedTargets.push(this.targetsOf(entry));
+        continue;
+      }
       if (entry.state !== "pending") continue;
       const targets = this.targetsOf(entry);
       // Something ahead that it depends on is still waiting: it must wait too (order).
@@ -901,7 +1081,34 @@ class Planning {
     const deadline = oldestReady + this.config.batchingMaxWaitTimeMinutes * MINUTE;
     if (urgent || this.now >= deadline || this.config.state !== "running") return unit;
     this.batchDeadline = Math.min(this.batchDeadline ?? Infinity, deadline);
+    for (const id of unit) {
+      this.entry(id).waiting = {
+        kind: "batch_forming",
+        have: unit.length,
+        need: size,
+        startsBy: deadline,
+      };
+      (this.s.waiting ??= []).push(id);
+    }
     return null;
+  }
+
+  /** The first pending entry behind a batch under bisection says what it waits for. */
+  private markWaitingBehindBisection(index: number): void {
+    const order = this.s.order;
+    const held: number[] = [];
+    for (let i = index; i < order.length; i++) {
+      const entry = this.entry(at(order, i));
+      if (entry.bisection !== null) {
+        held.push(entry.pr.number);
+        continue;
+      }
+      if (entry.state === "pending") {
+        entry.waiting = { kind: "bisection_ahead", prNumbers: held };
+        (this.s.waiting ??= []).push(entry.id);
+        return;
+      }
+    }
   }
 
   private startMainRun(unitIds: string[]): void {
@@ -1033,11 +1240,11 @@ class Planning {
       ],
     };
     this.s.bisections[id] = group;
-    // It goes to a queue of its own (research merge-queue §2.7): it no longer holds up the
-    // main queue, whose pull requests were or will be tested without it.
+    // Its runs take the bisection slots (research merge-queue §2.7), but its PRs keep their
+    // places in the queue: nothing behind them lands, or is tested, before they are decided
+    // (what is tested behind them meanwhile would have to be tested again with those cleared).
     for (const entry of unit) {
       entry.bisection = { groupId: id };
-      this.removeFromOrder(entry.id);
       this.record(entry, "pending_failure", "bisection_started", QUEUE_ACTOR, run.id);
     }
     // The batch leaves the main queue while it is bisected.
@@ -1150,13 +1357,24 @@ class Planning {
       waiting.runId = run.id;
       waiting.inferred = true;
     }
-    this.returnToMainQueue(segment.entries, "bisection_passed", run.id);
+    // Proven good, and tested on exactly what is ahead of them: the run clears them where they
+    // stand, like a main run. Should what lands ahead of them differ from what the run tested,
+    // it no longer matches the branch and they are tested again at the same place.
+    const unit = segment.entries.filter((id) => this.s.entries[id] !== undefined);
+    for (const id of unit) {
+      const entry = this.entry(id);
+      entry.bisection = null;
+      entry.failure = null;
+      entry.runId = run.id;
+      entry.unit = unit;
+      this.transition(entry, "tests_passed", "bisection_passed", run.id);
+    }
     this.closeBisectionIfDone(group);
   }
 
   /**
-   * Entries leave bisection for the main queue, to be tested with what is ahead of them there.
-   * They go behind what is in flight (whose runs stay valid that way), ahead of later arrivals.
+   * Entries leave bisection undecided: back to `pending` at the place they hold in the queue, to
+   * be tested there with what is ahead of them.
    */
   private returnToMainQueue(ids: string[], reason: TransitionReason, runId: string | null): void {
     for (const id of ids) {
@@ -1165,10 +1383,7 @@ class Planning {
       entry.bisection = null;
       entry.failure = null;
       entry.runId = null;
-      entry.positioned = false;
-      this.removeFromOrder(id);
       this.transition(entry, "pending", reason, runId);
-      this.insertIntoOrder(entry);
     }
   }
 

@@ -6,8 +6,13 @@
 import type { MergeMethod } from "./settings.js";
 import type { PullRequestInfo, TransitionReason } from "./model.js";
 
-/** A repository as the git host addresses it. */
+/**
+ * A repository as the git host addresses it, with the organization it belongs to: every
+ * repository belongs to exactly one organization, and two organizations may each have one with
+ * the same host/owner/name (the local git host keeps them apart on disk).
+ */
 export interface HostedRepository {
+  organizationId: string;
   host: string;
   owner: string;
   name: string;
@@ -31,6 +36,11 @@ export type TestBranchResult =
       /** The PR that could not be merged onto the others, and where. */
       prNumber: number;
       files: string[];
+      /**
+       * The PRs ahead of it in the request that it conflicts with; empty: it conflicts with the
+       * base itself; absent: the host cannot tell (the planner then names every PR ahead).
+       */
+      conflictsWith?: number[];
       message: string;
     };
 
@@ -44,6 +54,12 @@ export interface MergeRequest {
   expectedBaseSha: string;
   method: MergeMethod;
   title: string;
+  /**
+   * The head of the test branch of the run that cleared this merge, when a run did: the PR lands
+   * as a commit whose tree is that branch's tree up to and including this PR (what passed with
+   * it), never a fresh merge. Without it (a direct merge) the host merges the head onto the base.
+   */
+  testedSha?: string;
 }
 
 export type MergeResult =
@@ -78,11 +94,11 @@ export interface CiRunRequest {
   testBranch: string;
   sha: string;
   prNumbers: number[];
-  /** The queue's override (contract §5); null: the CI decides from the repository's config. */
+  /** The queue's override (docs/contract.md §5); null: the CI decides from the repository's config. */
   requiredStatuses: string[] | null;
 }
 
-/** Where a run's required statuses came from (contract §5's precedence). */
+/** Where a run's required statuses came from (docs/contract.md §5's precedence). */
 export type RequiredStatusesSource =
   | "merge_instance"
   | "mainline_config"

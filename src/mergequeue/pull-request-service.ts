@@ -154,7 +154,7 @@ export function pullRequestUrl(repo: RepoRef, number: number): string {
     : `${base}/pull/${number}`;
 }
 
-/** An entry as a mergeItem: the priority's name, the default used, skip-the-line (contract §5). */
+/** An entry as a mergeItem: the priority's name, the default used, skip-the-line (docs/contract.md §5). */
 export function toEnqueuedPullRequest(entry: EntryRecord): EnqueuedPullRequest {
   return {
     id: entry.id,
@@ -241,6 +241,7 @@ export interface PullRequestServiceDeps {
     | "activeEntries"
     | "listEntries"
     | "transitions"
+    | "pullRequestTransitions"
     | "run"
     | "transitionsSince"
     | "loadSnapshot"
@@ -510,13 +511,19 @@ export class PullRequestService implements QueueContents {
         hasImpactedTargets: readiness.impactedTargets !== null,
         requiresImpactedTargets: readiness.requiresImpactedTargets,
         doesBaseBranchMatch: readiness.baseBranchMatches,
-        gitHubMergeability: readiness.mergeability,
+        // It failed on a conflict: whatever git said when it was submitted, it does not merge.
+        gitHubMergeability:
+          entry.state === "failed" && entry.lastReason === "merge_conflict"
+            ? "not_mergeable"
+            : readiness.mergeability,
       },
       forceEnqueued: false,
       isCurrentlySubmittedToQueue: entry.concludedAt === null,
     };
     if (includeTimeline) {
-      view.timeline = (await this.deps.runtime.transitions(entry.id)).map(toTimelineItem);
+      // Every submission of the pull request, not only the last one.
+      const history = await this.deps.runtime.pullRequestTransitions(entry.queueId, entry.prNumber);
+      view.timeline = history.map(toTimelineItem);
     }
     return view;
   }

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { ApiError } from "../lib/errors.js";
 import type { Clock } from "../lib/clock.js";
 import type { MergeQueueRecord, MergeQueueStore } from "../db/stores/merge-queues.js";
-import type { RepoRef, RepositoryStore } from "../db/stores/repositories.js";
+import type { RepoRef, Repository, RepositoryStore } from "../db/stores/repositories.js";
 import type { Principal } from "../organizations/service.js";
 import type { PrState, PriorityName } from "./model.js";
 import {
@@ -49,11 +49,20 @@ export function describeQueue(address: QueueAddress): string {
   return `branch ${address.targetBranch} of ${host}/${owner}/${name}`;
 }
 
-/** createQueue / getQueue / updateQueue / deleteQueue (contract §5). */
+/** createQueue / getQueue / updateQueue / deleteQueue (docs/contract.md §5). */
 export class MergeQueueService {
   constructor(
     private readonly deps: {
       repositories: Pick<RepositoryStore, "ensure">;
+      /**
+       * Hosts whose repositories are made through Mainline (`local`), by lower-case host: the
+       * organization's repository, or a 404. A queue is never the way such a repository comes
+       * to exist, so it can never point at another organization's.
+       */
+      existingRepositories?: ReadonlyMap<
+        string,
+        (principal: Principal, ref: RepoRef) => Promise<Repository>
+      >;
       queues: MergeQueueStore;
       contents: QueueContents;
       clock: Clock;
@@ -68,11 +77,10 @@ export class MergeQueueService {
     options: { mode?: QueueMode; concurrency?: number },
   ): Promise<MergeQueueRecord> {
     const now = this.deps.clock.now();
-    const repository = await this.deps.repositories.ensure(
-      principal.organizationId,
-      address.repo,
-      now,
-    );
+    const existing = this.deps.existingRepositories?.get(address.repo.host.toLowerCase());
+    const repository = existing
+      ? await existing(principal, address.repo)
+      : await this.deps.repositories.ensure(principal.organizationId, address.repo, now);
     const record = {
       id: randomUUID(),
       repositoryId: repository.id,

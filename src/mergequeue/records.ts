@@ -133,6 +133,11 @@ export interface RuntimeStore {
   commit(step: DriverCommit): Promise<boolean>;
 
   enqueueCommand(queueId: string, payload: unknown, now: number): Promise<number>;
+  /** Stores several commands in one transaction; their ids, in the order given. */
+  enqueueCommands(
+    commands: readonly { queueId: string; payload: unknown }[],
+    now: number,
+  ): Promise<number[]>;
   pendingCommands(queueId: string, limit: number): Promise<CommandRecord[]>;
   command(id: number): Promise<CommandRecord | undefined>;
   /** Queues with pending commands or a wake-up time at or before `now`. */
@@ -146,6 +151,8 @@ export interface RuntimeStore {
   activeEntries(queueId: string): Promise<EntryRecord[]>;
   listEntries(queueId: string, query: EntryListQuery): Promise<EntryRecord[]>;
   transitions(entryId: string): Promise<TransitionRecord[]>;
+  /** The transitions of every submission (entry) of a pull request to the queue, in order. */
+  pullRequestTransitions(queueId: string, prNumber: number): Promise<TransitionRecord[]>;
   run(queueId: string, runId: string): Promise<RunRecord | undefined>;
   /** Transitions since a time, for metrics (rolling windows). */
   transitionsSince(queueId: string, since: number): Promise<TransitionRecord[]>;

@@ -1,5 +1,5 @@
 /**
- * Merge-queue settings: the vocabulary, the defaults (contract §5) and the pure rule that turns
+ * Merge-queue settings: the vocabulary, the defaults (docs/contract.md §5) and the pure rule that turns
  * a partial update into new settings. No I/O here.
  */
 export const QUEUE_STATES = ["running", "paused", "draining", "switching_modes"] as const;
@@ -111,7 +111,7 @@ export type UpdateOutcome =
   | { ok: false; reason: "conflicting_required_statuses" | "switching_modes" };
 
 /**
- * Applies an update to a queue's configuration (contract §5):
+ * Applies an update to a queue's configuration (docs/contract.md §5):
  * - absent fields stay as they are; every present field is taken exactly as given;
  * - `deleteRequiredStatuses: true` resets `requiredStatuses` to `null`, and may not be combined
  *   with a `requiredStatuses` list;

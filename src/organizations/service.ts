@@ -19,7 +19,7 @@ import type {
 
 export const DEFAULT_ORGANIZATION = "default";
 
-/** Who made a request: the organization its token belongs to (contract §2). */
+/** Who made a request: the organization its token belongs to (docs/contract.md §2). */
 export interface Principal {
   organizationId: string;
   organizationSlug: string;

@@ -1,5 +1,5 @@
 /**
- * The health classifier (contract §3): a pure function from a test's recent runs, the
+ * The health classifier (docs/contract.md §3): a pure function from a test's recent runs, the
  * repository's monitor settings and the monitors' previous states to each monitor's state and
  * the test's status. No I/O, no clock: `now` is given.
  */
@@ -21,6 +21,11 @@ export interface ClassifierRun {
   prNumber: number | null;
   /** Runs of an upload excluded by infrastructure-failure protection never count. */
   excluded: boolean;
+  /**
+   * Uploaded by Mainline's own CI runner for a merge-queue run: the queue judges its failures
+   * (see `judgedByQueue`).
+   */
+  queueRun?: boolean;
 }
 
 export interface MonitorState {
@@ -72,6 +77,27 @@ export function windowLookbackMs(settings: MonitorSettings): number {
 }
 
 const counted = (run: ClassifierRun): boolean => !run.excluded && run.status !== "skipped";
+
+/**
+ * A failure in one of the queue's own runs on a merge-queue branch. The queue knows more about it
+ * than a rate can: either the run's pull request is convicted (it broke the test: breakage), or
+ * the run is retried on the same tested tree, which Mainline builds as the same commit, so that
+ * a pass there is pass-on-retry. Such failures therefore never count for a failure-rate or
+ * failure-count monitor that classifies tests flaky: a test broken by a pull request fails in
+ * that PR's queue runs and passes in all others, which a rate would call flaky.
+ */
+export function judgedByQueue(run: ClassifierRun, settings: MonitorSettings): boolean {
+  return (
+    run.queueRun === true && run.status === "failed" && inScope(run.branch, "merge_queue", settings)
+  );
+}
+
+/** Whether a run counts for a monitor that classifies tests `classification`. */
+const countedFor = (
+  run: ClassifierRun,
+  classification: MonitorClassification,
+  settings: MonitorSettings,
+): boolean => counted(run) && !(classification === "flaky" && judgedByQueue(run, settings));
 const percent = (fraction: number): string => `${Math.round(fraction * 100)}%`;
 const hours = (h: number): string => (h % 24 === 0 && h >= 48 ? `${h / 24} days` : `${h} h`);
 
@@ -154,7 +180,7 @@ function failureRate(
 ): MonitorState {
   const window = runs.filter(
     (run) =>
-      counted(run) &&
+      countedFor(run, monitor.classification, settings) &&
       run.at <= now &&
       now - run.at < monitor.windowHours * HOUR &&
       inScope(run.branch, monitor.scope, settings),
@@ -184,7 +210,7 @@ function failureCount(
   const failures = runs
     .filter(
       (run) =>
-        counted(run) &&
+        countedFor(run, monitor.classification, settings) &&
         run.status === "failed" &&
         run.at <= now &&
         inScope(run.branch, monitor.scope, settings),
@@ -212,7 +238,8 @@ function compareRuns(a: ClassifierRun, b: ClassifierRun): number {
     a.branch.localeCompare(b.branch) ||
     a.status.localeCompare(b.status) ||
     (a.prNumber ?? -1) - (b.prNumber ?? -1) ||
-    Number(a.excluded) - Number(b.excluded)
+    Number(a.excluded) - Number(b.excluded) ||
+    Number(a.queueRun === true) - Number(b.queueRun === true)
   );
 }
 

@@ -1,5 +1,5 @@
 /**
- * `most_common_failures` (contract §3): failures grouped by a normalized signature, so that the
+ * `most_common_failures` (docs/contract.md §3): failures grouped by a normalized signature, so that the
  * same failure with a different number, id, time or temporary path counts as one.
  */
 export interface FailureOccurrence {

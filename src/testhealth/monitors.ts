@@ -1,5 +1,5 @@
 /**
- * Health monitors and their settings (contract §3 "Health status"). Pure data and rules: which
+ * Health monitors and their settings (docs/contract.md §3 "Health status"). Pure data and rules: which
  * runs a monitor looks at, and the defaults a repository starts with.
  */
 export type HealthStatus = "healthy" | "flaky" | "broken";

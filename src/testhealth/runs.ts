@@ -1,7 +1,7 @@
 import { matchesAny, type MonitorSettings } from "./monitors.js";
 
 /**
- * Rules about runs that ingestion applies (contract §3 "Runs and what counts").
+ * Rules about runs that ingestion applies (docs/contract.md §3 "Runs and what counts").
  */
 const DAY = 24 * 3_600_000;
 
@@ -29,6 +29,12 @@ export function isInfrastructureFailure(counts: { passed: number; failed: number
     runs >= INFRASTRUCTURE_FAILURE_MIN_RUNS && counts.failed >= INFRASTRUCTURE_FAILURE_SHARE * runs
   );
 }
+
+/**
+ * How Mainline's built-in CI runner names itself as the client of its uploads
+ * (`mainline-ci <version>`): runs of the merge queue, whose failures the queue judges.
+ */
+export const QUEUE_RUNNER_CLIENT = "mainline-ci ";
 
 export type BranchClass = "stable" | "merge_queue" | "pull_request" | "other";
 

@@ -1,5 +1,5 @@
 /**
- * The HTML page of a test (`html_url` of every test, contract §3) and the pages around it
+ * The HTML page of a test (`html_url` of every test, docs/contract.md §3) and the pages around it
  * (sign-in form, errors). Pure functions from view data to an HTML string: no JavaScript, inline
  * CSS, and every interpolated value escaped by the `markup` template unless it is itself `SafeHtml`.
  */

@@ -1,5 +1,5 @@
 /**
- * How a test looks in the Flaky Tests API (api.md + contract §3 "Other fields"): snake_case,
+ * How a test looks in the Flaky Tests API (api.md + docs/contract.md §3 "Other fields"): snake_case,
  * `status.value` lowercase, rates as fractions, `ticket` only when linked. Pure.
  */
 import type { TestCaseRow, TestFigures } from "../db/stores/test-views.js";

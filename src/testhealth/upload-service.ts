@@ -6,7 +6,7 @@ import type { ServerSecretStore } from "../db/stores/server-secrets.js";
 import type { TestSettingsStore } from "../db/stores/test-settings.js";
 import type { UploadRecord, UploadStore } from "../db/stores/uploads.js";
 import type { Clock } from "../lib/clock.js";
-import { ApiError } from "../lib/errors.js";
+import { ApiError, isStorageFull } from "../lib/errors.js";
 import type { Principal } from "../organizations/service.js";
 import { BundleTooLargeError, type BundleStorage } from "./ingest/bundle-storage.js";
 import type { RepositoryAccess } from "./repository-access.js";
@@ -38,7 +38,7 @@ export interface CreatedUpload {
 }
 
 /**
- * Trunk's upload protocol (contract §4): `createBundleUpload` hands out a signed, single-use,
+ * Trunk's upload protocol (docs/contract.md §4): `createBundleUpload` hands out a signed, single-use,
  * expiring URL on this service; the bundle is `PUT` there without a token and is stored
  * durably before the answer; a worker processes it in the background.
  */
@@ -184,14 +184,23 @@ export class UploadService {
       if (error instanceof BundleTooLargeError) {
         throw new ApiError("payload_too_large", `The bundle is larger than ${error.limit} bytes.`);
       }
+      if (isStorageFull(error)) throw bundleStorageFull();
       throw error;
     }
-    const received = await this.deps.uploads.markReceived(id, {
-      bundlePath: stored.path,
-      bundleBytes: stored.bytes,
-      contentHash: stored.sha256,
-      receivedAt: this.deps.clock.now(),
-    });
+    let received: boolean;
+    try {
+      received = await this.deps.uploads.markReceived(id, {
+        bundlePath: stored.path,
+        bundleBytes: stored.bytes,
+        contentHash: stored.sha256,
+        receivedAt: this.deps.clock.now(),
+      });
+    } catch (error) {
+      // No row points at the file: it goes, so that the upload is as before and can be retried.
+      await this.deps.bundles.remove(stored.path);
+      if (isStorageFull(error)) throw bundleStorageFull();
+      throw error;
+    }
     if (!received) {
       await this.deps.bundles.remove(stored.path);
       throw new ApiError(
@@ -203,7 +212,7 @@ export class UploadService {
     return (await this.deps.uploads.find(id)) ?? upload;
   }
 
-  /** Every quarantined test of the repository, whatever the client asked about (contract §4). */
+  /** Every quarantined test of the repository, whatever the client asked about (docs/contract.md §4). */
   async quarantineConfig(
     principal: Principal,
     request: { repo: RepoRef; orgUrlSlug: string | null },
@@ -274,4 +283,12 @@ export class UploadService {
       .update(`${id}\u0000${expires}${capped}`)
       .digest("base64url");
   }
+}
+
+/** Retryable: the upload still awaits its bundle, and its URL works again once there is room. */
+function bundleStorageFull(): ApiError {
+  return new ApiError(
+    "insufficient_storage",
+    "The server's disk is full, so the bundle was not stored; retry the same URL later.",
+  );
 }

@@ -11,7 +11,7 @@ import {
 } from "../helpers/uploads.js";
 
 /**
- * The three list operations (api.md; contract §3), over data uploaded through the real upload
+ * The three list operations (api.md; docs/contract.md §3), over data uploaded through the real upload
  * protocol and processed by the background worker. The server's clock is fixed (and moved by the
  * tests), so that rates, windows and status times are exact.
  */

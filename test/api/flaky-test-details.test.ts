@@ -553,7 +553,7 @@ describe("link-ticket-to-test-case", () => {
 });
 
 describe("test settings", () => {
-  it("reads the defaults of contract §3 for a repository never written", async () => {
+  it("reads the defaults of docs/contract.md §3 for a repository never written", async () => {
     const fresh = { ...REPO, name: "fresh" };
     expect((await server.call("createQueue", { repo: fresh, targetBranch: "main" })).status).toBe(
       200,

@@ -1,5 +1,5 @@
 /**
- * The local git host's and the built-in CI's operations over real HTTP (contract §6), with real
+ * The local git host's and the built-in CI's operations over real HTTP (docs/contract.md §6), with real
  * bare repositories pushed to with git: every route, the errors a client can cause (each leaving
  * nothing changed), and what pushes and closes do to queued pull requests.
  */
@@ -83,10 +83,12 @@ async function listPrs(repo: Repo, state?: string): Promise<LocalPr[]> {
   return body.pullRequests;
 }
 
-/** The directories under the data directory's `git/{owner}`: the bare repositories on disk. */
+/** The directories under acme's `git/{organizationId}/{owner}`: the bare repositories on disk. */
 async function onDisk(owner: string): Promise<string[]> {
   try {
-    return (await readdir(path.join(server.database.dataDir, "git", owner))).sort();
+    return (
+      await readdir(path.join(server.database.dataDir, "git", server.organizationId, owner))
+    ).sort();
   } catch {
     return [];
   }
@@ -131,9 +133,11 @@ const SLOW_PROJECT: Record<string, string> = {
 };
 
 describe("local/createRepository", () => {
-  it("creates a bare repository to push to, under git/{owner}/{name}.git", async () => {
+  it("creates a bare repository to push to, under git/{organizationId}/{owner}/{name}.git", async () => {
     const { repo, remoteUrl } = await newRepo();
-    expect(remoteUrl).toBe(path.join(server.database.dataDir, "git", "acme", `${repo.name}.git`));
+    expect(remoteUrl).toBe(
+      path.join(server.database.dataDir, "git", server.organizationId, "acme", `${repo.name}.git`),
+    );
     expect(await git(remoteUrl, "rev-parse", "--is-bare-repository")).toBe("true");
     const project = await createLocalProject(remoteUrl);
     await project.branch("feature", { "numbers/f.txt": "2\n" });
@@ -170,6 +174,9 @@ describe("local/createRepository", () => {
     refused(response, 400, `repo.${field}`);
     expect(await onDisk("acme")).toEqual(before);
     expect(await readdir(path.join(server.database.dataDir, "git"))).not.toContain(value);
+    expect(
+      await readdir(path.join(server.database.dataDir, "git", server.organizationId)),
+    ).not.toContain(value);
   });
 
   it("answers 400 naming repo.host for a host other than local, creating nothing", async () => {
@@ -183,23 +190,62 @@ describe("local/createRepository", () => {
     );
   });
 
-  it("answers 409 when another organization owns the local repository", async () => {
+  it("gives another organization a repository of its own with the same name", async () => {
     const { repo, project } = await newProject();
     const other = await server.services.organizations.createOrganizationWithToken("other");
-    const message = refused(
-      await server.call("local/createRepository", { repo }, { token: other.token }),
-      409,
-      `acme/${repo.name}`,
-    );
-    expect(message).toContain("another organization");
-    // Nothing became the other organization's; acme's repository is untouched.
+    // Before it creates one, the other organization reaches nothing of acme's.
     refused(
       await server.call("local/listPullRequests", { repo }, { token: other.token }),
       404,
       '"other"',
     );
+    const { remoteUrl } = await ok(
+      server.call<{ remoteUrl: string }>(
+        "local/createRepository",
+        { repo },
+        { token: other.token },
+      ),
+    );
+    expect(remoteUrl).toBe(
+      path.join(server.database.dataDir, "git", other.organization.id, "acme", `${repo.name}.git`),
+    );
+    expect(remoteUrl).not.toBe(project.remote);
+    // Its repository is empty; acme's is untouched.
+    expect(await git(remoteUrl, "for-each-ref", "refs/heads")).toBe("");
     expect(await project.remoteBranches()).toEqual(["main"]);
     expect(await listPrs(repo)).toEqual([]);
+  });
+
+  it.each([
+    ["owner", 101],
+    ["name", 101],
+    ["name", 252],
+    ["name", 255],
+  ])(
+    "answers 400 naming repo.%s for a name of %d characters, creating nothing",
+    async (field, length) => {
+      const repo = { host: "local", owner: "acme", name: "fine", [field]: "x".repeat(length) };
+      const before = await onDisk("acme");
+      refused(await server.call("local/createRepository", { repo }), 400, `repo.${field}`, "100");
+      refused(
+        await server.call("createQueue", { repo, targetBranch: "main" }),
+        400,
+        `repo.${field}`,
+      );
+      expect(await onDisk("acme")).toEqual(before);
+    },
+  );
+
+  it("accepts an owner and a name of 100 characters each", async () => {
+    const repo = { host: "local", owner: "o".repeat(100), name: "n".repeat(100) };
+    const { remoteUrl } = await ok(
+      server.call<{ remoteUrl: string }>("local/createRepository", { repo }),
+    );
+    const project = await createLocalProject(remoteUrl);
+    await project.branch("feature", { "numbers/f.txt": "2\n" });
+    expect(await ok(openPr(repo, { head: "feature" }))).toEqual({ number: 1 });
+    await ok(server.call("createQueue", queueOf(repo)));
+    expect((await listPrs(repo)).map((pr) => pr.number)).toEqual([1]);
   });
 });
 

@@ -127,7 +127,20 @@ describe("the OpenAPI document", () => {
       expect(validate({ message: "x" })).toBe(false);
     }
     expect(Object.keys(operation("/v1/createQueue").responses)).toContain("409");
+    expect(Object.keys(operation("/v1/createQueue").responses)).toContain("404");
     expect(Object.keys(operation("/v1/getQueue").responses)).toContain("404");
+  });
+});
+
+describe("what the document says of local repository names", () => {
+  it("states the local git host's bound and characters on repo.owner and repo.name", () => {
+    const schema = operation("/v1/local/createRepository").requestBody?.content["application/json"]
+      ?.schema as { properties: { repo: { properties: Record<string, { description: string }> } } };
+    for (const field of ["owner", "name"]) {
+      const description = schema.properties.repo.properties[field]?.description ?? "";
+      expect(description).toContain("at most 100 characters");
+      expect(description).toContain("`.git`");
+    }
   });
 });
 

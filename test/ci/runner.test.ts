@@ -21,7 +21,7 @@ let traces: string;
 let repo: TestRepository;
 let records: InMemoryCiRunRecords;
 const runners: LocalCiRunner[] = [];
-const REPO = { host: "local", owner: "acme", name: "app" };
+const REPO = { organizationId: "org-1", host: "local", owner: "acme", name: "app" };
 
 beforeEach(async () => {
   root = await mkdtemp(path.join(tmpdir(), "mainline-ci-"));

@@ -122,6 +122,27 @@ describe.concurrent("--help", () => {
     expect(result.stdout).toBe(`${VERSION}\n`);
   });
 
+  it("mainline test without -- before the command: the error says to put it there", async ({
+    expect,
+  }) => {
+    const hint =
+      "mainline: put -- before the test command, e.g. mainline test --junit 'reports/*.xml' -- python3 -m pytest";
+    const [option, missing, withDashes] = await Promise.all([
+      runCli(["test", "--junit", "reports/*.xml", "python3", "-m", "pytest"]),
+      runCli(["test", "--junit", "reports/*.xml", "npm"]),
+      runCli(["test", "--junit", "reports/*.xml", "--bogus", "--", "true"]),
+    ]);
+    expect(option.code).not.toBe(0);
+    expect(option.stderr).toContain("unknown option '-m'");
+    expect(option.stderr).toContain(hint);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toContain("missing required argument 'command'");
+    expect(missing.stderr).toContain(hint);
+    // With -- in place, a mistake in mainline's own options gets no such hint.
+    expect(withDashes.stderr).toContain("unknown option '--bogus'");
+    expect(withDashes.stderr).not.toContain(hint);
+  });
+
   it("an unknown command exits non-zero and says so", async ({ expect }) => {
     const result = await runCli(["frobnicate"]);
     expect(result.code).not.toBe(0);

@@ -35,7 +35,7 @@ async function createProject(name: string): Promise<LocalProject> {
   const created = succeeded(await cli("repo", "create", `acme/${name}`));
   const remote = created.stdout.trim();
   expect(created.stdout).toBe(`${remote}\n`);
-  expect(remote).toMatch(new RegExp(`/git/acme/${name}\\.git$`));
+  expect(remote).toMatch(new RegExp(`/git/${server.organizationId}/acme/${name}\\.git$`));
   expect(created.stderr).toContain(`Created local/acme/${name}.`);
   return createLocalProject(remote);
 }
@@ -50,7 +50,13 @@ describe("mainline repo create", () => {
     // A usage mistake is caught by the CLI before any request.
     const usage = await cli("repo", "create", "just-a-name");
     expect(usage.code).not.toBe(0);
-    expect(usage.stderr).toContain("expected owner/name, e.g. acme/app");
+    expect(usage.stderr).toContain(
+      "expected owner/name (a repository on Mainline's local git host)",
+    );
+    // Another host is refused, not quietly taken for the local one.
+    const elsewhere = await cli("repo", "create", "github.com/acme/app");
+    expect(elsewhere.code).not.toBe(0);
+    expect(elsewhere.stderr).toContain("github.com/acme/app is not on Mainline's local git host");
   });
 
   it("--from seeds every branch of a repository", async () => {
@@ -157,6 +163,15 @@ describe("mainline pr list --local", () => {
     expect(succeeded(noneResult).stdout).toBe("");
     expect(noneResult.stderr).toContain("No pull requests.");
     expect(failed(unknown)).toContain("No local repository acme/nowhere");
+
+    // One rule for --repo: acme/market is local/acme/market here too; another host is refused.
+    const [short, elsewhere] = await Promise.all([
+      cli("pr", "list", "--local", "--repo", "acme/market", "--state", "open", "--json"),
+      cli("pr", "list", "--local", "--repo", "github.com/acme/market"),
+    ]);
+    expect(JSON.parse(succeeded(short).stdout)).toEqual(JSON.parse(succeeded(jsonResult).stdout));
+    expect(elsewhere.code).toBe(2);
+    expect(elsewhere.stderr).toContain("github.com/acme/market is not on it");
   });
 });
 
@@ -173,6 +188,10 @@ describe("mainline ci runs|logs", () => {
     await waitFor(async () => (await project.mainHistory()).includes("x (#1)"), "#1 to be merged");
 
     const runs = succeeded(await cli("ci", "runs", ...queue)).stdout.split("\n");
+    // acme/store names the same repository for ci runs as for pr open (local/acme/store).
+    const short = succeeded(await cli("ci", "runs", "--repo", "acme/store", "--json"));
+    const long = succeeded(await cli("ci", "runs", ...queue, "--json"));
+    expect(JSON.parse(short.stdout)).toEqual(JSON.parse(long.stdout));
     expect(runs[0]).toMatch(/^RUN +STATUS +PRS +SHA +CREATED +CHECKS$/);
     expect(runs[1]).toMatch(/^\S+ +passed +#1 +[0-9a-f]{10} +\S+ +test=success$/);
     const runId = runs[1]?.split(/ +/)[0] ?? "";

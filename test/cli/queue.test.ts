@@ -201,14 +201,21 @@ describe("queue commands with MAINLINE_URL and MAINLINE_TOKEN", () => {
 });
 
 describe("--repo", () => {
-  it("owner/name means github.com", async () => {
+  it("owner/name means the local git host's local/owner/name, as in every command", async () => {
+    // A queue on the local git host needs the organization's local repository first.
+    const repository = { host: "local", owner: "acme", name: "short" };
+    expect(
+      (await post(server.url, "local/createRepository", { repo: repository }, TOKEN)).status,
+    ).toBe(200);
     succeeded(await withFlags("create", "--repo", "acme/short", "--branch", "short-form"));
-    const answer = await httpQueue("short-form", {
+    const answer = await httpQueue("short-form", { host: "local", owner: "acme", name: "short" });
+    expect(answer.status).toBe(200);
+    const github = await httpQueue("short-form", {
       host: "github.com",
       owner: "acme",
       name: "short",
     });
-    expect(answer.status).toBe(200);
+    expect(github.status).toBe(404);
   });
 
   it("gitlab.com/group/sub/app keeps the group path as the owner", async () => {
@@ -223,7 +230,7 @@ describe("--repo", () => {
 
   it("a single name is a usage error", async () => {
     const stderr = failed(await withFlags("get", "--repo", "app"));
-    expect(stderr).toContain("expected host/owner/name");
+    expect(stderr).toContain("expected owner/name (a repository on Mainline's local git host)");
   });
 });
 

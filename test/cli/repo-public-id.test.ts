@@ -38,7 +38,7 @@ const uploadWith = (id: string) =>
 
 describe("mainline repo public-id", () => {
   it("prints the repository's public id, the one the API answers", async () => {
-    const shown = succeeded(await publicId("acme/app")).stdout.trim();
+    const shown = succeeded(await publicId("github.com/acme/app")).stdout.trim();
     expect(shown).toMatch(/^mlpub_[A-Za-z0-9_-]{24}$/);
     expect(succeeded(await publicId("github.com/acme/app")).stdout.trim()).toBe(shown);
     const api = await post(
@@ -52,12 +52,12 @@ describe("mainline repo public-id", () => {
   });
 
   it("rotates it: the old id stops working", async () => {
-    const before = succeeded(await publicId("acme/app")).stdout.trim();
-    const rotated = succeeded(await publicId("acme/app", "--rotate"));
+    const before = succeeded(await publicId("github.com/acme/app")).stdout.trim();
+    const rotated = succeeded(await publicId("github.com/acme/app", "--rotate"));
     const after = rotated.stdout.trim();
     expect(after).not.toBe(before);
     expect(rotated.stderr).toContain("no longer works");
-    expect(succeeded(await publicId("acme/app")).stdout.trim()).toBe(after);
+    expect(succeeded(await publicId("github.com/acme/app")).stdout.trim()).toBe(after);
     expect((await uploadWith(before)).status).toBe(401);
     expect((await uploadWith(after)).status).toBe(200);
   });

@@ -56,6 +56,20 @@ const FAILING_ID = testId({
   name: "logs in",
 });
 
+/**
+ * A test command (`node -e …`) that writes its reports, as a real one would: it rewrites `files`
+ * (relative to the checkout) with the content they had, then exits with `code`. `mainline test`
+ * takes only reports written while its command ran.
+ */
+function writesReports(code: number, ...files: string[]): string[] {
+  return [
+    "node",
+    "-e",
+    `const fs = require("fs"); for (const f of ${JSON.stringify(files)}) fs.writeFileSync(f, fs.readFileSync(f)); process.exit(${code});`,
+  ];
+}
+const ALL_RESULTS = ["test-results/unit/math.xml", "test-results/auth.xml"];
+
 const git = (cwd: string, ...args: string[]) =>
   execFileSync("git", args, { cwd, encoding: "utf8", env: gitEnv() }).trim();
 
@@ -296,10 +310,7 @@ describe("mainline upload and test without the server's consent", () => {
 
   it("an unreachable server never changes the command's exit code", async () => {
     const url = `http://127.0.0.1:${await freePort()}`;
-    for (const [script, expected] of [
-      ["process.exit(3)", 3],
-      ["process.exit(0)", 0],
-    ] as const) {
+    for (const code of [3, 0]) {
       const result = await remote([
         "test",
         "--junit",
@@ -307,11 +318,9 @@ describe("mainline upload and test without the server's consent", () => {
         "--url",
         url,
         "--",
-        "node",
-        "-e",
-        script,
+        ...writesReports(code, ...ALL_RESULTS),
       ]);
-      expect(result.code).toBe(expected);
+      expect(result.code).toBe(code);
       expect(result.stderr).toContain(
         "mainline: warning: the upload failed: Cannot reach Mainline",
       );
@@ -420,9 +429,7 @@ describe("uploads to a real server", () => {
       "--junit",
       "test-results/**/*.xml",
       "--",
-      "node",
-      "-e",
-      "process.exit(3)",
+      ...writesReports(3, ...ALL_RESULTS),
     ]);
     expect(result.code).toBe(3);
     expect(result.stderr).toMatch(/^Uploaded [0-9a-f-]{36}: 2 file\(s\)/m);
@@ -435,14 +442,20 @@ describe("uploads to a real server", () => {
   });
 
   it("test: a passing command exits 0 and still uploads", async () => {
-    const result = await remote(["test", "--junit", "passing/*.xml", "--", "node", "-e", ""]);
+    const result = await remote([
+      "test",
+      "--junit",
+      "passing/*.xml",
+      "--",
+      ...writesReports(0, "passing/math.xml"),
+    ]);
     expect(result.code).toBe(0);
     expect(result.stderr).toMatch(/^Uploaded [0-9a-f-]{36}: 1 file\(s\), 3 tests/m);
   });
 
   it("test: exit 0 when every failed test is quarantined, with the ids the server computed", async () => {
-    const run = (globs: string[], extra: string[] = []) =>
-      remote(["test", "--junit", ...globs, ...extra, "--", "node", "-e", "process.exit(3)"]);
+    const run = (globs: string[], extra: string[] = [], written = ALL_RESULTS) =>
+      remote(["test", "--junit", ...globs, ...extra, "--", ...writesReports(3, ...written)]);
     // --wait: the failed test exists on the server once its upload is processed.
     const first = await run(["test-results/**/*.xml"], ["--wait"]);
     expect(first.code).toBe(3);
@@ -479,11 +492,54 @@ describe("uploads to a real server", () => {
       path.join(more, "billing.xml"),
       FAILING_REPORT.replaceAll("auth", "billing").replaceAll("Auth", "Billing"),
     );
-    const mixed = await run(["test-results/**/*.xml", "more/*.xml"]);
+    const mixed = await run(
+      ["test-results/**/*.xml", "more/*.xml"],
+      [],
+      [...ALL_RESULTS, "more/billing.xml"],
+    );
     expect(mixed.code).toBe(3);
     expect(mixed.stderr).toContain("mainline: quarantined: auth › Auth › logs in");
     expect(mixed.stderr).toContain("mainline: not quarantined: billing › Billing › logs in");
     expect(mixed.stderr).toContain("exit code 3: 1 of 2 failed test(s) are not quarantined.");
+
+    // A command that crashes before writing any report, beside an old report whose only failure
+    // is quarantined: its own exit code stands, and the old report is not uploaded again.
+    const uploads = async () => {
+      const listed = await post(
+        server.url,
+        "flaky-tests/list-uploads",
+        { repo: REPO, org_url_slug: "acme", page_query: { page_size: 100 } },
+        TOKEN,
+      );
+      expect(listed.status).toBe(200);
+      return (listed.body as { page: { total_rows: number } }).page.total_rows;
+    };
+    const uploadsBefore = await uploads();
+    const crashed = await remote([
+      "test",
+      "--junit",
+      "test-results/**/*.xml",
+      "--",
+      "node",
+      "-e",
+      "process.exit(2)",
+    ]);
+    expect(crashed.code).toBe(2);
+    expect(crashed.stderr).toContain(
+      "mainline: warning: no results uploaded: The command wrote no report: 2 report(s) matching --junit 'test-results/**/*.xml' predate the command",
+    );
+    expect(crashed.stderr).not.toMatch(/^Uploaded /m);
+    expect(crashed.stderr).not.toContain("quarantined");
+    expect(await uploads()).toBe(uploadsBefore);
+
+    // One fresh report among old ones: only the fresh one is uploaded and judged.
+    const partly = await run(["test-results/**/*.xml"], [], ["test-results/unit/math.xml"]);
+    expect(partly.code).toBe(3);
+    expect(partly.stderr).toMatch(/^Uploaded [0-9a-f-]{36}: 1 file\(s\)/m);
+    expect(partly.stderr).toContain(
+      "mainline: warning: 1 report(s) matching --junit 'test-results/**/*.xml' predate the command (test-results/auth.xml); they are not uploaded",
+    );
+    expect(partly.stderr).toContain("exit code 3: The reports hold no failed test.");
   });
 
   it("upload --wait: processing that failed exits 1 with the server's reason", async () => {

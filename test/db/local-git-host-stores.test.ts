@@ -11,6 +11,7 @@ import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 let database: TestDatabase;
 let repository: Repository;
 const REPO = { host: "local", owner: "Acme", name: "Widgets" };
+const HOSTED = { organizationId: "o1", ...REPO };
 
 beforeEach(async () => {
   database = await createTestDatabase();
@@ -60,20 +61,26 @@ describe("LocalPullRequestStore", () => {
     await open(store, "b");
     await open(store, "c");
     await store.close(repository.id, 2, 20);
-    const found = await store.find({ host: "LOCAL", owner: "acme", name: "WIDGETS" }, 1);
+    const found = await store.find(
+      { organizationId: "o1", host: "LOCAL", owner: "acme", name: "WIDGETS" },
+      1,
+    );
     expect(found).toMatchObject({ number: 1, headBranch: "a", state: "open", author: "ada" });
-    expect((await store.listOpen(REPO)).map((pr) => pr.number)).toEqual([3, 1]);
+    expect((await store.listOpen(HOSTED)).map((pr) => pr.number)).toEqual([3, 1]);
     expect((await store.list(repository.id, "closed")).map((pr) => pr.number)).toEqual([2]);
-    expect(await store.find({ ...REPO, name: "nope" }, 1)).toBeUndefined();
-    expect(await store.listOpen({ ...REPO, name: "nope" })).toEqual([]);
+    expect(await store.find({ ...HOSTED, name: "nope" }, 1)).toBeUndefined();
+    expect(await store.listOpen({ ...HOSTED, name: "nope" })).toEqual([]);
+    // The same name in another organization is another repository.
+    expect(await store.find({ ...HOSTED, organizationId: "o2" }, 1)).toBeUndefined();
+    expect(await store.listOpen({ ...HOSTED, organizationId: "o2" })).toEqual([]);
   });
 
   it("closes only open pull requests and records merges", async () => {
     const store = new LocalPullRequestStore(database.handle.db);
     await open(store, "a");
     await open(store, "b");
-    await store.markMerging(REPO, 1, "abc");
-    await store.markMerged(REPO, 1, "abc", 30);
+    await store.markMerging(HOSTED, 1, "abc");
+    await store.markMerged(HOSTED, 1, "abc", 30);
     const closed = await store.close(repository.id, 1, 40);
     expect(closed).toMatchObject({ state: "merged", mergedSha: "abc", mergingSha: "abc" });
     expect(closed?.closedAt).toBe(30);
@@ -102,7 +109,7 @@ describe("CiRunStore", () => {
     queueId,
     runId,
     request: {
-      repo: REPO,
+      repo: HOSTED,
       queueId,
       runId,
       targetBranch: "main",

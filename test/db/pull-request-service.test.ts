@@ -416,6 +416,48 @@ describe("reads", () => {
     expect(await service.get(PRINCIPAL, MAIN, { number: 3 }, false)).not.toHaveProperty("timeline");
   });
 
+  it("the timeline keeps every submission; a PR failed on a conflict is not mergeable", async () => {
+    const first = entryRecord(queueId, {
+      prNumber: 4,
+      state: "failed",
+      concludedAt: 300,
+      lastReason: "merge_conflict",
+    });
+    const again = entryRecord(queueId, { prNumber: 4, state: "pending", submittedAt: 400 });
+    const other = entryRecord(queueId, { prNumber: 5, state: "pending" });
+    runtime.entries.push(first, again, other);
+    runtime.transitionRecords.push(
+      transition(first, 100, null, "pending", { reason: "submitted" }),
+      transition(first, 200, "pending", "testing", { reason: "test_run_started", runId: "r1" }),
+      transition(first, 300, "testing", "failed", {
+        reason: "merge_conflict",
+        runId: "r1",
+        detail: "conflicts with #3",
+      }),
+      transition(other, 350, null, "pending", { reason: "submitted" }),
+      transition(again, 400, null, "pending", { reason: "submitted" }),
+    );
+    const view = await service.get(PRINCIPAL, MAIN, { number: 4 }, true);
+    expect(view.timeline?.map((t) => [t.at, t.toState, t.reason])).toEqual([
+      [100, "pending", "submitted"],
+      [200, "testing", "test_run_started"],
+      [300, "failed", "merge_conflict"],
+      [400, "pending", "submitted"],
+    ]);
+    expect(view.readiness.gitHubMergeability).toBe("mergeable");
+
+    const conflicted = entryRecord(queueId, {
+      prNumber: 6,
+      state: "failed",
+      concludedAt: 500,
+      lastReason: "merge_conflict",
+    });
+    runtime.entries.push(conflicted);
+    const failed = await service.get(PRINCIPAL, MAIN, { number: 6 }, false);
+    expect(failed.state).toBe("failed");
+    expect(failed.readiness.gitHubMergeability).toBe("not_mergeable");
+  });
+
   it("getMany: found ones in request order, the others in notFound, duplicates once", async () => {
     runtime.entries.push(
       entryRecord(queueId, { prNumber: 1 }),

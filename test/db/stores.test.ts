@@ -166,16 +166,20 @@ describe(`stores on ${TEST_DIALECT}`, () => {
     await store.insert(queue("q4", foreign.id, "main"));
 
     expect(await store.listForOrganization("o1")).toEqual([
-      { id: "q3", targetBranch: "main", repo: { host: "h", owner: "o", name: "m" } },
-      { id: "q2", targetBranch: "dev", repo: ref },
-      { id: "q1", targetBranch: "main", repo: ref },
+      {
+        id: "q3",
+        targetBranch: "main",
+        repo: { organizationId: "o1", host: "h", owner: "o", name: "m" },
+      },
+      { id: "q2", targetBranch: "dev", repo: { organizationId: "o1", ...ref } },
+      { id: "q1", targetBranch: "main", repo: { organizationId: "o1", ...ref } },
     ]);
     expect(await store.listForOrganization("o1", { host: "H", owner: "O", name: "N" })).toEqual([
-      { id: "q2", targetBranch: "dev", repo: ref },
-      { id: "q1", targetBranch: "main", repo: ref },
+      { id: "q2", targetBranch: "dev", repo: { organizationId: "o1", ...ref } },
+      { id: "q1", targetBranch: "main", repo: { organizationId: "o1", ...ref } },
     ]);
     expect(await store.listForOrganization("o2")).toEqual([
-      { id: "q4", targetBranch: "main", repo: ref },
+      { id: "q4", targetBranch: "main", repo: { organizationId: "o2", ...ref } },
     ]);
     expect(await store.listForOrganization("o1", { ...ref, name: "none" })).toEqual([]);
     expect(await store.listForOrganization("o3")).toEqual([]);

@@ -6,11 +6,17 @@ import { LocalGitHost } from "../../src/githost/local/host.js";
 import { LocalRepositories } from "../../src/githost/local/repositories.js";
 import type { MergeMethod } from "../../src/mergequeue/settings.js";
 import type { MergeRequest } from "../../src/mergequeue/providers.js";
-import { WorkingClone, plainGit, temporaryDirectory, type Person } from "../helpers/local-git.js";
+import {
+  DEVELOPER,
+  WorkingClone,
+  plainGit,
+  temporaryDirectory,
+  type Person,
+} from "../helpers/local-git.js";
 import { MemoryLocalPullRequests } from "../helpers/local-pull-requests.js";
 import { defined } from "../helpers/planner-harness.js";
 
-const repo = { host: "local", owner: "acme", name: "app" };
+const repo = { organizationId: "org-1", host: "local", owner: "acme", name: "app" };
 const NOW = Date.UTC(2026, 0, 2, 3, 4, 5);
 const ALICE: Person = { name: "Alice Author", email: "alice@example.com" };
 
@@ -30,7 +36,7 @@ const commitField = (sha: string, format: string) =>
 beforeEach(async () => {
   root = temporaryDirectory("githost");
   const dataDir = join(root, "data");
-  bare = (await new LocalRepositories(dataDir).create(repo.owner, repo.name)).path;
+  bare = (await new LocalRepositories(dataDir).create(repo)).path;
   clone = WorkingClone.of(bare, join(root, "work"));
   clone.git("symbolic-ref", "HEAD", "refs/heads/main");
   baseSha = clone.commit({
@@ -112,10 +118,20 @@ describe("test branches", () => {
     expect(firstParents[3]).toBe(baseSha);
     const secondParents = firstParents.slice(0, 3).map((sha) => hosted("rev-parse", `${sha}^2`));
     expect(secondParents).toEqual(prs.map((pr) => pr.headSha).reverse());
-    expect(commitField(result.sha, "%s")).toBe("Merge #3 for test run run-1 of main");
+    expect(commitField(result.sha, "%s")).toBe("Merge #3 into a test branch of main");
     expect(commitField(result.sha, "%an <%ae> %cn %ct")).toBe(
-      `Mainline <mainline@localhost> Mainline ${String(NOW / 1000)}`,
+      `Mainline <mainline@localhost> Mainline ${commitField(baseSha, "%ct")}`,
     );
+
+    // Another run of the same pull requests on the same base tests the very same commit.
+    const again = await host.createTestBranch({
+      repo,
+      targetBranch: "main",
+      runId: "run-2",
+      baseSha,
+      prs,
+    });
+    expect(again).toEqual({ ok: true, branch: "mainline-merge/main/run-2", sha: result.sha });
 
     expect(await host.readFile(repo, result.sha, "one.txt")).toBe("1\n");
     expect(await host.readFile(repo, result.sha, "two.txt")).toBe("2\n");
@@ -252,14 +268,15 @@ describe("merges", () => {
     expect(await host.pullRequest(repo, pr.number)).toMatchObject({ state: "merged" });
   });
 
-  it("squash: one commit on the base with the title as message", async () => {
+  it("squash: one commit on the base by the PR's author, titled and described", async () => {
     const pr = openPullRequest("feature", { "f.txt": "f\n" });
     const head = clone.commit({ branch: "feature", files: { "g.txt": "g\n" }, message: "second" });
     clone.push("feature");
     const result = await host.merge(mergeRequest({ ...pr, headSha: head }, "squash"));
     if (!result.ok) throw new Error(result.message);
     expect(commitField(result.sha, "%P")).toBe(baseSha);
-    expect(commitField(result.sha, "%B")).toBe("Title of #1");
+    expect(commitField(result.sha, "%B")).toBe("Title of #1\n\n* feature: change\n\n* second");
+    expect(commitField(result.sha, "%an <%ae>|%cn")).toBe("Dev Eloper <dev@example.com>|Mainline");
     expect(hosted("rev-parse", `${result.sha}^{tree}`)).toBe(hosted("rev-parse", `${head}^{tree}`));
   });
 
@@ -428,6 +445,142 @@ describe("merges", () => {
     const later = pushToMain({ "later.txt": "l\n" });
     expect(await host.merge(request)).toEqual({ ok: true, sha: landed });
     expect(mainHead()).toBe(later);
+  });
+});
+
+describe("landing what was tested", () => {
+  const BOB: Person = { name: "Bob Builder", email: "bob@example.com" };
+
+  /** #1 edits the first line; #2, stacked on #1's branch, edits it again; both tested together. */
+  async function stackedAndTested() {
+    const parent = openPullRequest("parent", { "shared.txt": "ONE\ntwo\nthree\n" });
+    const headSha = clone.commit({
+      branch: "child",
+      from: "parent",
+      files: { "shared.txt": "ONE, again\ntwo\nthree\n", "child.txt": "c\n" },
+      message: "child: change",
+    });
+    clone.push("child");
+    const child = { number: records.open(repo, { headBranch: "child" }).number, headSha };
+    const tested = await host.createTestBranch({
+      repo,
+      targetBranch: "main",
+      runId: "run-1",
+      baseSha,
+      prs: [parent, child],
+    });
+    if (!tested.ok) throw new Error(tested.message);
+    return { parent, child, testedSha: tested.sha };
+  }
+
+  it.each(["squash", "rebase", "merge_commit"] as const)(
+    "%s: a stacked PR lands, after its parent, with the tree it was tested with",
+    async (method) => {
+      const { parent, child, testedSha } = await stackedAndTested();
+      const first = await host.merge({ ...mergeRequest(parent, method), testedSha });
+      if (!first.ok) throw new Error(first.message);
+      // Merging the child afresh onto the parent's squash would conflict on shared.txt.
+      const second = await host.merge({ ...mergeRequest(child, method), testedSha });
+      if (!second.ok) throw new Error(second.message);
+      expect(hosted("rev-parse", "main^{tree}")).toBe(hosted("rev-parse", `${testedSha}^{tree}`));
+      expect(hosted("rev-parse", `${first.sha}^{tree}`)).toBe(
+        hosted("rev-parse", `${testedSha}^1^{tree}`),
+      );
+      if (method === "rebase") {
+        // Only the child's own commit is replayed; the parent's landed with the parent.
+        expect(hosted("log", "--format=%s", `${baseSha}..main`).split("\n")).toEqual([
+          "child: change",
+          "parent: change",
+        ]);
+      }
+    },
+  );
+
+  it.each(["squash", "rebase"] as const)(
+    "%s: a stacked PR that edits its parent's lines is mergeable, tested and landed after the parent landed",
+    async (method) => {
+      const { parent, child } = await stackedAndTested();
+      const first = await host.merge(mergeRequest(parent, method));
+      if (!first.ok) throw new Error(first.message);
+      // git alone would apply the parent's change again from the old merge base, and conflict.
+      expect(await host.pullRequest(repo, child.number)).toMatchObject({
+        mergeability: "mergeable",
+      });
+      const tested = await host.createTestBranch({
+        repo,
+        targetBranch: "main",
+        runId: "run-2",
+        baseSha: first.sha,
+        prs: [child],
+      });
+      if (!tested.ok) throw new Error(tested.message);
+      expect(hosted("rev-parse", `${tested.sha}^{tree}`)).toBe(
+        hosted("rev-parse", `${child.headSha}^{tree}`),
+      );
+      const second = await host.merge({ ...mergeRequest(child, method), testedSha: tested.sha });
+      if (!second.ok) throw new Error(second.message);
+      expect(hosted("rev-parse", "main^{tree}")).toBe(hosted("rev-parse", `${tested.sha}^{tree}`));
+      // Only the child's own commit lands the second time.
+      expect(hosted("log", "--format=%s", `${first.sha}..main`)).toBe(
+        method === "squash" ? "Title of #2" : "child: change",
+      );
+    },
+  );
+
+  it("refuses with base_moved when main does not hold what the PR was tested on", async () => {
+    const { child, testedSha } = await stackedAndTested();
+    const result = await host.merge({ ...mergeRequest(child, "squash"), testedSha });
+    expect(result).toMatchObject({ ok: false, reason: "base_moved" });
+    expect(mainHead()).toBe(baseSha);
+  });
+
+  it("refuses a PR that is not on the test branch said to have cleared it", async () => {
+    const { testedSha } = await stackedAndTested();
+    const other = openPullRequest("other", { "o.txt": "o\n" });
+    const result = await host.merge({ ...mergeRequest(other, "squash"), testedSha });
+    expect(result).toMatchObject({ ok: false, reason: "rejected" });
+    expect(mainHead()).toBe(baseSha);
+  });
+
+  it("squash: by the PR's author, titled, described, crediting the other authors", async () => {
+    clone.commit({
+      branch: "feature",
+      from: baseSha,
+      files: { "f.txt": "f\n" },
+      author: BOB,
+      message: "add f\n\nbecause f",
+    });
+    clone.commit({ branch: "feature", files: { "g.txt": "g\n" }, author: ALICE, message: "add g" });
+    const head = clone.commit({
+      branch: "feature",
+      files: { "h.txt": "h\n" },
+      author: DEVELOPER,
+      message: "add h",
+    });
+    clone.push("feature");
+    const number = records.open(repo, { headBranch: "feature", author: "alice" }).number;
+    const result = await host.merge({
+      ...mergeRequest({ number, headSha: head }, "squash"),
+      title: "Add f, g and h (#1)",
+    });
+    if (!result.ok) throw new Error(result.message);
+    expect(commitField(result.sha, "%an <%ae>|%cn <%ce>")).toBe(
+      "Alice Author <alice@example.com>|Mainline <mainline@localhost>",
+    );
+    expect(commitField(result.sha, "%B")).toBe(
+      [
+        "Add f, g and h (#1)",
+        "",
+        "* add f\n\nbecause f",
+        "",
+        "* add g",
+        "",
+        "* add h",
+        "",
+        "Co-authored-by: Bob Builder <bob@example.com>",
+        "Co-authored-by: Dev Eloper <dev@example.com>",
+      ].join("\n"),
+    );
   });
 });
 

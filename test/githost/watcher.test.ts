@@ -6,8 +6,8 @@ import { LocalRefWatcher, type RefChange } from "../../src/githost/local/watcher
 import type { HostedRepository } from "../../src/mergequeue/providers.js";
 import { WorkingClone, temporaryDirectory } from "../helpers/local-git.js";
 
-const app = { host: "local", owner: "acme", name: "app" };
-const missing = { host: "local", owner: "acme", name: "missing" };
+const app = { organizationId: "org-1", host: "local", owner: "acme", name: "app" };
+const missing = { organizationId: "org-1", host: "local", owner: "acme", name: "missing" };
 
 let root: string;
 let repositories: LocalRepositories;
@@ -20,7 +20,7 @@ let watcher: LocalRefWatcher;
 beforeEach(async () => {
   root = temporaryDirectory("watcher");
   repositories = new LocalRepositories(join(root, "data"));
-  const { path } = await repositories.create(app.owner, app.name);
+  const { path } = await repositories.create(app);
   clone = WorkingClone.of(path, join(root, "work"));
   clone.git("symbolic-ref", "HEAD", "refs/heads/main");
   clone.commit({ branch: "main", files: { "a.txt": "a\n" } });

@@ -1,5 +1,5 @@
 /**
- * The settings of a new merge queue as contract §5 states them, in wire form. Written out here,
+ * The settings of a new merge queue as docs/contract.md §5 states them, in wire form. Written out here,
  * not imported from src/, so that tests check the code against the contract.
  */
 export const QUEUE_DEFAULTS = {

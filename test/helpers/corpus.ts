@@ -1,50 +1,16 @@
 /**
- * The third-party JUnit fixture corpus (../shared/fixtures/junit): where it is, its files, the
- * known-bad ones (the corpus README's lists) and the test-case counts of its MANIFESTs.
+ * The third-party JUnit fixture corpus (test/fixtures/junit, kept verbatim with the README and
+ * MANIFESTs that record each file's source and license): its files, the known-bad ones (the
+ * corpus README's lists) and the test-case counts of its MANIFESTs.
  */
-import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-
-/** The local repository this checkout was cloned from, if it was cloned from a path. */
-function originPath(): string | null {
-  try {
-    const url = execFileSync("git", ["config", "--get", "remote.origin.url"], {
-      cwd: repoRoot,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "ignore"],
-    }).trim();
-    const local = url.startsWith("file://") ? fileURLToPath(url) : url;
-    return path.isAbsolute(local) ? local : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * `shared/` sits beside the checkout (for developers and CI), or beside the local repository a
- * throwaway clone was made from; MAINLINE_SHARED_DIR overrides both.
- */
-function findCorpus(): string {
-  const override = process.env.MAINLINE_SHARED_DIR;
-  const beside = (dir: string) => path.join(dir, "fixtures/junit");
-  const besideCheckout = path.resolve(repoRoot, "../shared");
-  const tried = [override ?? besideCheckout];
-  if (!override && !existsSync(beside(besideCheckout))) {
-    const origin = originPath();
-    if (origin) tried.push(path.resolve(origin, "../shared"));
-  }
-  const found = tried.map(beside).find((dir) => existsSync(dir));
-  if (found) return found;
-  throw new Error(
-    `The JUnit fixture corpus is not in ${tried.join(" or ")}: put shared/ beside the checkout or set MAINLINE_SHARED_DIR.`,
-  );
-}
-
-export const corpusRoot = findCorpus();
+export const corpusRoot = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  "../fixtures/junit",
+);
 
 /** Report files under `dir`, relative to the corpus root. */
 export function reportFiles(dir: string = corpusRoot): string[] {

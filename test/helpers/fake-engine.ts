@@ -109,6 +109,11 @@ export class StoredRecords implements RuntimeReads {
     return this.store.transitions(entryId);
   }
 
+  async pullRequestTransitions(queueId: string, prNumber: number): Promise<TransitionRecord[]> {
+    await this.write();
+    return this.store.pullRequestTransitions(queueId, prNumber);
+  }
+
   async run(queueId: string, runId: string): Promise<RunRecord | undefined> {
     await this.write();
     return this.store.run(queueId, runId);

@@ -145,6 +145,27 @@ export class PlannerHarness {
     });
   }
 
+  /** The test branch of the run of `unit` could not be built: `prNumber` did not apply. */
+  conflict(unit: number[], prNumber: number, conflictsWith?: number[], files = ["src/shared.ts"]) {
+    return this.send({
+      type: "run_finished",
+      runId: this.run(...unit).id,
+      outcome: "failed",
+      failingChecks: [],
+      reason: "merge_conflict",
+      conflict: { prNumber, files, ...(conflictsWith ? { conflictsWith } : {}) },
+    });
+  }
+
+  /** The detail of a PR's last transition. */
+  lastDetail(number: number): string | null {
+    const last = this.log.findLast(
+      (d): d is Extract<Decision, { type: "transition" }> =>
+        d.type === "transition" && d.prNumber === number,
+    );
+    return last?.detail ?? null;
+  }
+
   state(number: number): PrState | undefined {
     return this.states.get(number);
   }

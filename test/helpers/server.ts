@@ -23,6 +23,8 @@ export interface TestServer {
   database: TestDatabase;
   /** A token of the organization `acme`. */
   token: string;
+  /** The id of the organization `acme`. */
+  organizationId: string;
   /** POST a JSON body to `/v1/<operation>` with the given token (default: acme's). */
   call<T = Record<string, unknown>>(
     operation: string,
@@ -52,7 +54,7 @@ export async function startTestServer(
     dataDir: database.dataDir,
     worker: { pollIntervalMs: 200, ...serviceOptions.worker },
   });
-  const { token } = await services.organizations.createOrganizationWithToken(org);
+  const { token, organization } = await services.organizations.createOrganizationWithToken(org);
   const app = await createHttpServer(services, false);
   await app.listen({ host: "127.0.0.1", port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -65,6 +67,7 @@ export async function startTestServer(
     services,
     database,
     token,
+    organizationId: organization.id,
     async call(operation, body, options = {}) {
       const headers: Record<string, string> = {
         "content-type": "application/json",

@@ -87,11 +87,12 @@ export async function putBundle(
   server: TestServer,
   body: Uint8Array,
   repo: { host: string; owner: string; name: string } = REPO,
+  clientVersion = "test",
 ): Promise<string> {
   const created = await server.call<{ id: string; url: string }>("metrics/createBundleUpload", {
     repo,
     orgUrlSlug: "acme",
-    clientVersion: "test",
+    clientVersion,
     remoteUrls: [],
   });
   expect(created.status).toBe(200);

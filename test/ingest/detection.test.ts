@@ -144,6 +144,26 @@ describe("detection through the upload protocol", () => {
     );
   });
 
+  it("failures in the queue's own runs never make a test flaky by rate (the queue judges them)", async () => {
+    // A test broken by one pull request: it fails in that PR's queue runs, passes in the others.
+    for (const client of ["mainline-ci 1.0.0", "some-ci"]) {
+      const name = `broken_by_a_pr_${client.split(" ")[0] ?? ""}`;
+      for (let i = 0; i < 10; i++) {
+        clock.at += 60_000;
+        const body = await bundle({
+          commit: nextCommit(),
+          uploadedAt: clock.at,
+          branch: `mainline-merge/main/run-${String(i)}`,
+          files: [junit([{ name, status: i < 3 ? "failed" : "passed" }])],
+        });
+        await putBundle(server, body, REPO, client);
+        await server.services.worker.idle();
+      }
+      const expected = client.startsWith("mainline-ci") ? "healthy" : "flaky";
+      expect((await testRow(name)).status, client).toBe(expected);
+    }
+  });
+
   it("excludes an infrastructure failure (80% of at least 10 runs failed) from detection", async () => {
     clock.at += HOUR;
     const cases = Array.from({ length: 10 }, (_, i) => ({

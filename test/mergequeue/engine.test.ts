@@ -330,13 +330,13 @@ describe("the merge-queue engine, on a real database", () => {
     await until(() => host.testBranches.size === 0, "test branches to be removed");
   });
 
-  it("a pull request that does not merge onto those ahead fails as merge_conflict, naming the files", async () => {
+  it("a pull request that does not merge onto those ahead fails as merge_conflict, naming the PR and the files", async () => {
     await createQueue({ concurrency: 2 });
-    host.repository(repo).conflicting.add(2);
+    host.repository(repo).conflictsWith.set(2, [1]);
     const e = engine();
     await e.execute(queueId, submit(1));
     await e.execute(queueId, submit(2));
-    // #2 could not even be put on a test branch with #1; it waits for #1 to finish first.
+    // #2 could not even be put on a test branch with #1: it leaves at once, #1 goes on.
     expect(ci.runsFor(queueId, [1, 2])).toHaveLength(0);
     ci.finish(queueId, defined(ci.runsFor(queueId, [1])[0]).runId, [
       { name: "test", conclusion: "success" },
@@ -349,7 +349,25 @@ describe("the merge-queue engine, on a real database", () => {
     const conflicted = defined(await runtime().latestEntry(queueId, 2));
     const last = (await runtime().transitions(conflicted.id)).at(-1);
     expect(last).toMatchObject({ to: "failed", reason: "merge_conflict" });
-    expect(last?.detail).toContain("conflict.txt");
+    expect(last?.detail).toBe("conflicts with #1 (ahead of it in the queue): conflict.txt");
+  });
+
+  it("a conflict inside a batch evicts only the later PR; the rest merge without bisection", async () => {
+    await createQueue({ batch: true, batchingMinSize: 3, bisectionConcurrency: 4 });
+    host.repository(repo).conflictsWith.set(3, [1]);
+    ci.autoResult = () => [{ name: "test", conclusion: "success" }];
+    const e = engine();
+    for (const n of [1, 2, 3]) await e.execute(queueId, submit(n));
+    await until(async () => {
+      skipped += 6 * 60_000;
+      return (await runtime().activeEntries(queueId)).length === 0;
+    }, "all concluded");
+    expect(host.mergeLog(repo)).toEqual([1, 2]);
+    const conflicted = defined(await runtime().latestEntry(queueId, 3));
+    const reasons = (await runtime().transitions(conflicted.id)).map((t) => t.reason);
+    expect(reasons).not.toContain("bisection_started");
+    expect(reasons.at(-1)).toBe("merge_conflict");
+    expect([...ci.started.values()].every((r) => !r.prNumbers.includes(3))).toBe(true);
   });
 
   it("duplicate, late and reordered CI reports are harmless", async () => {

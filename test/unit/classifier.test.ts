@@ -182,6 +182,33 @@ describe("failure rate", () => {
     });
   });
 
+  it("failures the queue judges (its own runs) never make a test flaky by rate: breakage", () => {
+    // A test a pull request broke fails in that PR's queue runs and passes in all the others.
+    const runs = times(10, (i) =>
+      run({
+        branch: `mainline-merge/main/run-${i}`,
+        status: i < 3 ? "failed" : "passed",
+        queueRun: true,
+      }),
+    );
+    expect(classify(runs, settings, {}, NOW).status).toBe("healthy");
+    // The same runs from another CI are counted as before.
+    const elsewhere = runs.map((r) => ({ ...r, queueRun: false }));
+    expect(classify(elsewhere, settings, {}, NOW).status).toBe("flaky");
+  });
+
+  it("a queue run's failure followed by a pass on the same tested tree is flakiness", () => {
+    const commit = "7e57ed7ree";
+    const runs = [
+      run({ commit, branch: "mainline-merge/main/r1", status: "failed", queueRun: true }),
+      run({ commit, branch: "mainline-merge/main/r2", status: "passed", queueRun: true }),
+    ];
+    expect(classify(runs, settings, {}, NOW)).toMatchObject({
+      status: "flaky",
+      reason: "Failed and passed on the same commit 7e57ed7 (branch mainline-merge/main/r2)",
+    });
+  });
+
   it("broken wins over flaky", () => {
     const runs = [
       ...times(6, (i) => run({ status: "failed", at: NOW - (i + 1) * HOUR })),
@@ -258,6 +285,7 @@ describe("properties", () => {
     "master",
     "feature/a",
     "trunk-merge/main/1",
+    "mainline-merge/main/2",
     "gtmq_9",
     "release/1",
   );
@@ -273,6 +301,7 @@ describe("properties", () => {
       branch,
       prNumber: fc.option(fc.integer({ min: 1, max: 50 }), { nil: null }),
       excluded: fc.boolean(),
+      queueRun: fc.boolean(),
     });
 
   it("a test that only ever passes (or skips) is never unhealthy", () => {

@@ -16,6 +16,7 @@ describe("service configuration", () => {
       retentionDays: 90,
       maxBundleBytes: 1024 * 1024 * 1024,
       ciParallelism: 2,
+      ingestLeaseMs: 30_000,
       bootstrap: undefined,
     });
   });
@@ -26,6 +27,8 @@ describe("service configuration", () => {
     expect(() => loadServiceConfig({ MAINLINE_MAX_BUNDLE_MB: "0" })).toThrow(/at least 1/);
     expect(() => loadServiceConfig({ MAINLINE_CI_PARALLELISM: "0" })).toThrow(/1 to 256/);
     expect(() => loadServiceConfig({ MAINLINE_CI_PARALLELISM: "two" })).toThrow(/whole number/);
+    expect(() => loadServiceConfig({ MAINLINE_INGEST_LEASE_SECONDS: "0" })).toThrow(/1 to 3600/);
+    expect(() => loadServiceConfig({ MAINLINE_INGEST_LEASE_SECONDS: "1.5" })).toThrow(/whole/);
   });
 
   it("reads every variable", () => {
@@ -39,6 +42,7 @@ describe("service configuration", () => {
       MAINLINE_RETENTION_DAYS: "30",
       MAINLINE_MAX_BUNDLE_MB: "64",
       MAINLINE_CI_PARALLELISM: "8",
+      MAINLINE_INGEST_LEASE_SECONDS: "5",
       MAINLINE_BOOTSTRAP_ORG: "ci",
       MAINLINE_BOOTSTRAP_TOKEN: "t".repeat(32),
     });
@@ -53,6 +57,7 @@ describe("service configuration", () => {
       retentionDays: 30,
       maxBundleBytes: 64 * 1024 * 1024,
       ciParallelism: 8,
+      ingestLeaseMs: 5_000,
       bootstrap: { organization: "ci", token: "t".repeat(32) },
     });
   });

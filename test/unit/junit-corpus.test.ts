@@ -1,5 +1,5 @@
 /**
- * The whole third-party fixture corpus (../shared/fixtures/junit, 274 real reports): every file
+ * The whole third-party fixture corpus (test/fixtures/junit, 274 real reports): every file
  * either parses or is rejected with a JunitParseError, never anything else; the known-bad files
  * are rejected; a few files are checked field by field.
  */

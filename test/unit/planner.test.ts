@@ -286,6 +286,27 @@ describe("batching (research merge-queue §2.7)", () => {
     expect(h.runningUnits()).toEqual([[1, 2, 3]]);
   });
 
+  it("a waiting PR says what it waits for: batch forming, n of size, and by when it starts", () => {
+    const h = new PlannerHarness({
+      batch: true,
+      batchingMinSize: 3,
+      batchingMaxWaitTimeMinutes: 5,
+    });
+    h.at(2).submit(1);
+    expect(h.snapshot.entries[defined(h.snapshot.prIndex["1"])]?.waiting).toEqual({
+      kind: "batch_forming",
+      have: 1,
+      need: 3,
+      startsBy: 7 * MINUTE,
+    });
+    h.at(3).submit(2);
+    const waiting = h.snapshot.entries[defined(h.snapshot.prIndex["2"])]?.waiting;
+    expect(waiting).toMatchObject({ have: 2, need: 3, startsBy: 7 * MINUTE });
+    h.tick(7);
+    expect(h.runningUnits()).toEqual([[1, 2]]);
+    expect(h.snapshot.entries[defined(h.snapshot.prIndex["1"])]?.waiting).toBeUndefined();
+  });
+
   it("starts at once when the target size is reached, and merges a batch as one commit per PR", () => {
     const h = new PlannerHarness({ batch: true, batchingMinSize: 2 });
     h.submit(1);
@@ -305,7 +326,7 @@ describe("batching (research merge-queue §2.7)", () => {
     expect(h.runningUnits()).toEqual([[1], [2], [3]]);
   });
 
-  it("bisects a failed batch on its own slots; good halves go back to the queue, the culprit fails", () => {
+  it("bisects a failed batch on its own slots; good halves merge where they stand, the culprit fails", () => {
     const h = new PlannerHarness({ batch: true, batchingMinSize: 4, bisectionConcurrency: 2 });
     for (const n of [1, 2, 3, 4]) h.submit(n);
     h.fail([1, 2, 3, 4]);
@@ -316,8 +337,12 @@ describe("batching (research merge-queue §2.7)", () => {
     expect(h.started.at(-1)?.kind).toBe("bisection");
     expect(h.prsOf(h.run(3, 4))).toEqual([3, 4]); // on plain main
     h.pass(1, 2);
-    // Proven good: back to the main queue, to be tested with what is ahead of them there.
-    expect(h.history(1).at(-1)).toBe("pending:bisection_passed");
+    // Proven good on exactly the branch: the bisection run clears them at their place.
+    expect(h.history(1).slice(-2)).toEqual([
+      "tests_passed:bisection_passed",
+      "merged:merged_by_queue",
+    ]);
+    expect(h.merged).toEqual([1, 2]);
     h.fail([3, 4]);
     expect(h.runningUnits()).toEqual([[3], [4]]);
     h.fail([4]);
@@ -325,8 +350,7 @@ describe("batching (research merge-queue §2.7)", () => {
     expect(h.state(4)).toBe("failed");
     expect(h.history(4).at(-1)).toBe("failed:failing_required_check");
     expect(h.started.filter((r) => r.kind === "bisection")).toHaveLength(4);
-    h.tick(5); // the batch of the good ones waits for its target size, then its wait ends
-    h.pass(1, 2, 3);
+    // #3 was tested alone on the branch after #1 and #2 landed: it merges from that run.
     expect(h.merged).toEqual([1, 2, 3]);
   });
 
@@ -339,7 +363,10 @@ describe("batching (research merge-queue §2.7)", () => {
     expect(h.cancelled.has(half)).toBe(true);
     expect(h.runningUnits()).toEqual([[3, 4], [2]]);
     h.pass(2);
-    expect(h.history(2).at(-1)).toBe("pending:bisection_passed");
+    expect(h.history(2).slice(-2)).toEqual([
+      "tests_passed:bisection_passed",
+      "merged:merged_by_queue",
+    ]);
   });
 
   it("skips redundant bisection runs: a failed parent and a passing half convict the other", () => {
@@ -353,28 +380,17 @@ describe("batching (research merge-queue §2.7)", () => {
     h.fail([1, 2, 3, 4]);
     expect(h.runningUnits()).toEqual([[1, 2]]);
     h.pass(1, 2);
+    expect(h.merged).toEqual([1, 2]);
     // [3,4] failed by inference; only its left half needs a run.
     expect(h.runningUnits()).toEqual([[3]]);
     h.pass(3);
     expect(h.state(4)).toBe("failed");
     expect(h.history(4).at(-1)).toBe("failed:failing_required_check");
     expect(h.started.filter((r) => r.kind === "bisection")).toHaveLength(2);
-    h.tick(5);
-    h.pass(1, 2, 3);
     expect(h.merged).toEqual([1, 2, 3]);
   });
 
-  it("a batch under bisection holds nothing up: the queue behind it merges meanwhile", () => {
-    const h = new PlannerHarness({ batch: true, batchingMinSize: 2, concurrency: 2 });
-    for (const n of [1, 2, 3, 4]) h.submit(n);
-    h.fail([1, 2]);
-    expect(h.prsOf(h.run(3, 4))).toEqual([3, 4]);
-    h.pass(3, 4);
-    expect(h.merged).toEqual([3, 4]);
-    expect(h.runningUnits()).toEqual([[1]]); // bisection continues on its own slot
-  });
-
-  it("keeps testing the queue behind a batch under bisection, without it", () => {
+  it("keeps the order: nothing behind a batch under bisection is tested or lands before it", () => {
     const h = new PlannerHarness({ batch: true, batchingMinSize: 2, concurrency: 2 });
     for (const n of [1, 2, 3, 4]) h.submit(n);
     expect(h.runningUnits()).toEqual([
@@ -382,14 +398,146 @@ describe("batching (research merge-queue §2.7)", () => {
       [3, 4],
     ]);
     h.fail([1, 2]);
-    // [3,4] was tested on top of the failed batch: restarted without it.
+    // [3,4] was tested on top of the failed batch: it waits, at its place, for the verdict.
     expect(h.history(3)).toContain("pending:prerequisite_merge_item_failed");
-    const rerun = defined(h.started.at(-1));
-    expect(h.prsOf(rerun)).toEqual([3, 4]);
+    expect(h.runningUnits()).toEqual([[1]]);
+    expect(h.queueOrder()).toEqual([1, 2, 3, 4]);
+    h.pass(1);
+    expect(h.merged).toEqual([1]);
+    expect(h.runningUnits()).toEqual([[2]]);
+    h.fail([2]);
+    // #2 is convicted; only now does the queue behind go on, without it.
+    expect(h.state(2)).toBe("failed");
+    expect(h.prsOf(h.run(3, 4))).toEqual([3, 4]);
+    h.pass(3, 4);
+    expect(h.merged).toEqual([1, 3, 4]);
+  });
+
+  it("retries a bisection run whose only failures are known flaky tests, on the timeline", () => {
+    const h = new PlannerHarness({ batch: true, batchingMinSize: 2, bisectionConcurrency: 2 });
+    for (const n of [1, 2]) h.submit(n);
+    h.fail([1, 2]);
+    const first = h.run(1).id;
+    h.fail([1], { flakyOnly: true });
+    // The same combination once more, not a conviction.
+    const retry = h.run(1);
+    expect(retry.id).not.toBe(first);
+    expect(retry.kind).toBe("bisection");
+    expect(retry.attempt).toBe(2);
+    expect(h.history(1).at(-1)).toBe("pending_failure:retried_flaky_failure");
+    h.pass(1);
+    h.fail([2]);
+    expect(h.merged).toEqual([1]);
+    expect(h.state(2)).toBe("failed");
+    // A second flaky-only failure of the same combination stands.
+    const g = new PlannerHarness({ batch: true, batchingMinSize: 2, bisectionConcurrency: 2 });
+    for (const n of [1, 2]) g.submit(n);
+    g.fail([1, 2]);
+    g.fail([1], { flakyOnly: true });
+    g.fail([1], { flakyOnly: true });
+    g.pass(2);
+    expect(g.state(1)).toBe("failed");
   });
 });
 
-describe("priorities (research merge-queue §2.9, contract §5)", () => {
+describe("conflicts are not test failures (issue 14, item 2)", () => {
+  it("a conflict inside a batch evicts only the PR that does not apply, naming the PR ahead; no bisection", () => {
+    const h = new PlannerHarness({ batch: true, batchingMinSize: 3, bisectionConcurrency: 4 });
+    for (const n of [1, 2, 3]) h.submit(n);
+    h.conflict([1, 2, 3], 3, [1], ["src/parser.ts"]);
+    expect(h.state(3)).toBe("failed");
+    expect(h.history(3).at(-1)).toBe("failed:merge_conflict");
+    expect(h.lastDetail(3)).toBe("conflicts with #1 (ahead of it in the queue): src/parser.ts");
+    // The others go on without it, tested together, never bisected.
+    expect(h.history(1)).not.toContain("pending_failure:bisection_started");
+    expect(h.started.filter((r) => r.kind === "bisection")).toHaveLength(0);
+    h.tick(5);
+    h.pass(1, 2);
+    expect(h.merged).toEqual([1, 2]);
+    // One build that failed, one run: serial mode would have needed three.
+    expect(h.started).toHaveLength(2);
+  });
+
+  it("a PR ahead of the unit that does not apply leaves; the unit is tested again without it", () => {
+    const h = new PlannerHarness({ concurrency: 3 });
+    for (const n of [1, 2, 3]) h.submit(n);
+    expect(h.prsOf(h.run(3))).toEqual([1, 2, 3]);
+    // The run of #3 finds that #2 does not apply onto #1 (the host names the first, in order).
+    h.conflict([3], 2, [1]);
+    expect(h.state(2)).toBe("failed");
+    expect(h.lastDetail(2)).toContain("conflicts with #1");
+    expect(h.state(1)).toBe("testing");
+    expect(h.prsOf(h.run(3))).toEqual([1, 3]);
+    h.pass(1);
+    h.pass(3);
+    expect(h.merged).toEqual([1, 3]);
+  });
+
+  it("names every PR ahead when the host cannot tell which one, and the branch when none is ahead", () => {
+    const h = new PlannerHarness({ concurrency: 2 });
+    for (const n of [1, 2]) h.submit(n);
+    h.conflict([2], 2);
+    expect(h.lastDetail(2)).toBe("conflicts with #1 (ahead of it in the queue): src/shared.ts");
+    h.conflict([1], 1, []);
+    expect(h.lastDetail(1)).toBe("does not apply onto main: src/shared.ts");
+  });
+
+  it("a conflict found by a bisection run evicts the PR and tests the rest of its half again", () => {
+    const h = new PlannerHarness({ batch: true, batchingMinSize: 4, bisectionConcurrency: 2 });
+    for (const n of [1, 2, 3, 4]) h.submit(n);
+    h.fail([1, 2, 3, 4]);
+    h.conflict([3, 4], 4, [3]);
+    expect(h.history(4).at(-1)).toBe("failed:merge_conflict");
+    expect(h.runningUnits()).toEqual([[1, 2], [3]]);
+  });
+});
+
+describe("stacked pull requests (issue 14, item 7)", () => {
+  const on = (...numbers: number[]) => ({
+    pr: { contains: numbers.map((n) => ({ number: n, headSha: `h${n}` })) },
+  });
+
+  it("a PR is not tested ahead of a queued PR whose commits it contains", () => {
+    const h = new PlannerHarness({ concurrency: 2 });
+    h.submit(2, on(1)); // stacked on #1, submitted first
+    expect(h.prsOf(h.run(2))).toEqual([2]);
+    h.submit(1);
+    // #1 goes ahead of the PR stacked on it; #2's run, which lacked #1's place, starts again.
+    expect(h.queueOrder()).toEqual([1, 2]);
+    expect(h.history(2)).toContain("pending:stacked_pr_ahead");
+    expect(h.prsOf(h.run(2))).toEqual([1, 2]);
+    h.pass(2);
+    h.pass(1);
+    expect(h.merged).toEqual([1, 2]);
+  });
+
+  it("a PR whose commits all landed inside a PR stacked on it is merged, not failed", () => {
+    const h = new PlannerHarness({ concurrency: 1 });
+    h.submit(1);
+    h.submit(2, on(1));
+    h.fail([1], { checks: ["test"] }); // say a flaky test, not retried
+    expect(h.state(1)).toBe("failed");
+    h.pass(2);
+    expect(h.merged).toEqual([2]);
+    // Submitted again, the parent's change is on the branch already: merged without a run.
+    const runs = h.started.length;
+    h.submit(1);
+    expect(h.state(1)).toBe("merged");
+    expect(h.history(1).at(-1)).toBe("merged:merged_through_stack");
+    expect(h.lastDetail(1)).toBe("its commits landed with #2");
+    expect(h.started).toHaveLength(runs);
+  });
+
+  it("a parent pushed to after its child landed is tested like any PR", () => {
+    const h = new PlannerHarness({ concurrency: 1 });
+    h.submit(2, on(1));
+    h.pass(2);
+    h.submit(1, { pr: { headSha: "h1-amended" } });
+    expect(h.state(1)).toBe("testing");
+  });
+});
+
+describe("priorities (research merge-queue §2.9, docs/contract.md §5)", () => {
   it("urgent tests now: A restarts behind it, B goes back to pending", () => {
     const h = new PlannerHarness({ concurrency: 2 });
     h.submit(1); // A
@@ -463,7 +611,7 @@ describe("timeouts (research merge-queue §2.10)", () => {
   });
 });
 
-describe("queue states (contract §5)", () => {
+describe("queue states (docs/contract.md §5)", () => {
   it("paused: runs in flight finish and are recorded, nothing starts or merges; resume merges", () => {
     const h = new PlannerHarness({ concurrency: 1 });
     h.submit(1);

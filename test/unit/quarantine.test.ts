@@ -4,7 +4,7 @@ import type { HealthStatus } from "../../src/testhealth/monitors.js";
 
 const on = { quarantiningEnabled: true, autoQuarantine: true };
 
-describe("quarantine rule (contract §3)", () => {
+describe("quarantine rule (docs/contract.md §3)", () => {
   it.each<
     [boolean, boolean, QuarantineOverride, HealthStatus, ReturnType<typeof quarantineSetting>]
   >([

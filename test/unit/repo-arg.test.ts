@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { parseRepoArg } from "../../src/cli/repo-arg.js";
+import { parseLocalRepoArg, parseRepoArg } from "../../src/cli/repo-arg.js";
 
 describe("--repo", () => {
   it.each([
-    ["acme/app", { host: "github.com", owner: "acme", name: "app" }],
+    ["acme/app", { host: "local", owner: "acme", name: "app" }],
+    ["local/acme/app", { host: "local", owner: "acme", name: "app" }],
     ["github.com/acme/app", { host: "github.com", owner: "acme", name: "app" }],
     ["gitlab.com/group/sub/app", { host: "gitlab.com", owner: "group/sub", name: "app" }],
     ["https://github.com/acme/app", { host: "github.com", owner: "acme", name: "app" }],
@@ -22,6 +23,22 @@ describe("--repo", () => {
   });
 
   it.each(["app", "", "https://github.com/acme"])("refuses %j", (input) => {
-    expect(() => parseRepoArg(input)).toThrow(/host\/owner\/name/);
+    expect(() => parseRepoArg(input)).toThrow(/expected owner\/name .* or host\/owner\/name/);
   });
+
+  it("means the same repository for commands that only work on the local git host", () => {
+    for (const input of ["acme/app", "local/acme/app", "LOCAL/acme/app"]) {
+      expect(parseLocalRepoArg(input)).toEqual({ host: "local", owner: "acme", name: "app" });
+      expect(parseRepoArg(input).host.toLowerCase()).toBe("local");
+    }
+  });
+
+  it.each(["github.com/acme/app", "https://github.com/acme/app.git", "git@github.com:acme/app"])(
+    "refuses another host where only the local git host will do: %s",
+    (input) => {
+      expect(() => parseLocalRepoArg(input)).toThrow(
+        "github.com/acme/app is not on Mainline's local git host",
+      );
+    },
+  );
 });

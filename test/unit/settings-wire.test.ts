@@ -51,7 +51,7 @@ const paths = (patch: WireTestSettingsPatch, current?: RepositoryTestSettings) =
   problems(patch, current).map((d) => d.path);
 
 describe("settings on the wire", () => {
-  it("shows the defaults of contract §3 in snake_case", () => {
+  it("shows the defaults of docs/contract.md §3 in snake_case", () => {
     const wire = toWireSettings(defaultTestSettings());
     expect(wire).toMatchObject({
       stable_branches: ["main", "master"],

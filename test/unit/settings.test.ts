@@ -19,7 +19,7 @@ function applied(
 }
 
 describe("queue settings", () => {
-  it("starts from the defaults of contract §5, running in the requested mode", () => {
+  it("starts from the defaults of docs/contract.md §5, running in the requested mode", () => {
     const config = initialConfiguration({ mode: "parallel", concurrency: 3 });
     expect(config).toEqual({
       ...DEFAULT_QUEUE_SETTINGS,

@@ -20,7 +20,7 @@ export function baseUrlOf(services: Pick<Services, "publicUrl">, request: Fastif
 
 /**
  * Everything a flaky-tests route needs about its caller and repository: 403 for another
- * organization's slug, 404 for an unknown repository (contract §2), the repository's settings
+ * organization's slug, 404 for an unknown repository (docs/contract.md §2), the repository's settings
  * and how to present its tests.
  */
 export async function flakyTestsContext(

@@ -52,7 +52,7 @@ function parseTime(text: string): number {
 /**
  * `[start_time, end_time)`, as whole milliseconds: a run at `t` (an integer) is in the window
  * when `ceil(start) <= t < ceil(end)`. Refuses an empty or reversed window and one longer than
- * 7 days (contract §3).
+ * 7 days (docs/contract.md §3).
  */
 function failingWindow(body: { start_time: string; end_time: string }): {
   start: number;
@@ -136,7 +136,7 @@ function presentQuarantinedTest(
   };
 }
 
-/** list-failing-tests, list-unhealthy-tests, list-quarantined-tests (api.md, contract §3). */
+/** list-failing-tests, list-unhealthy-tests, list-quarantined-tests (api.md, docs/contract.md §3). */
 export function registerListRoutes(app: ApiApp, services: Services): void {
   const lists = new TestListStore(services.database.db, services.database.dialect);
   const views = services.stores.testViews;

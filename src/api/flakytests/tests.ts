@@ -288,7 +288,7 @@ export function registerTestRoutes(app: ApiApp, services: Services): void {
   );
 }
 
-/** A ticket's link (contract §3): the id itself when it is an http(s) URL, else base URL + id. */
+/** A ticket's link (docs/contract.md §3): the id itself when it is an http(s) URL, else base URL + id. */
 function linkedTicketUrl(ticket: string, ticketBaseUrl: string | null): string {
   const problem = (message: string) =>
     new ApiError("invalid_request", `external_ticket_id ${message}`, [

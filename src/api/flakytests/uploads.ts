@@ -241,7 +241,7 @@ export function registerUnauthenticatedUploadRoutes(app: ApiApp, uploads: Upload
         }),
         response: {
           200: Type.Object({ id: Type.String(), state: Type.String() }),
-          ...errorResponses(403, 404, 409, 413, 500),
+          ...errorResponses(400, 403, 404, 409, 413, 414, 500, 507),
         },
       },
     },

@@ -1,5 +1,5 @@
 /**
- * The local git host's operations (contract §6): create a repository, open, close and list its
+ * The local git host's operations (docs/contract.md §6): create a repository, open, close and list its
  * pull requests. Repositories are `{host: "local", owner, name}`.
  */
 import { Type, type Static } from "typebox";
@@ -65,13 +65,13 @@ export function registerLocalHostRoutes(app: ApiApp, local: LocalHostService): v
         tags: ["Local git host"],
         summary: "Create a repository on the local git host",
         description:
-          "Creates an empty bare repository under the data directory (`git/{owner}/{name}.git`) for the token's organization and answers the path to push to. 409 when it exists.",
+          "Creates an empty bare repository for the token's organization, in the organization's own tree under the data directory (`git/{organizationId}/{owner}/{name}.git`; another organization may have a repository of the same name, which is a different one), and answers the path to push to. 409 when it exists.",
         body: Type.Object({ repo: RepoRefSchema }),
         response: {
           200: Type.Object({
             remoteUrl: Type.String({ description: "The bare repository's path: a git remote." }),
           }),
-          ...errorResponses(...COMMON_ERRORS, 409),
+          ...errorResponses(...COMMON_ERRORS, 409, 507),
         },
       },
     },

@@ -27,9 +27,9 @@ export function registerCreateQueue(app: ApiApp, queues: MergeQueueService): voi
         tags: ["Merge queue"],
         summary: "Create a merge queue",
         description:
-          "Creates the merge queue of a target branch with default settings (contract §5); the repository is created if it is new. Change other settings with updateQueue.",
+          "Creates the merge queue of a target branch with default settings (docs/contract.md §5); the repository is created if it is new, except on the local git host (`local`), where it must have been created in the organization with local/createRepository (404 otherwise). Change other settings with updateQueue.",
         body: CreateQueueBody,
-        response: { 200: EmptyObject, ...errorResponses(...COMMON_ERRORS, 409) },
+        response: { 200: EmptyObject, ...errorResponses(...COMMON_ERRORS, 404, 409) },
       },
     },
     async (request) => {

@@ -28,7 +28,7 @@ export function principalOf(request: FastifyRequest): Principal {
 }
 
 /**
- * Authenticates every route registered in `scope` by its `x-api-token` header (contract §1).
+ * Authenticates every route registered in `scope` by its `x-api-token` header (docs/contract.md §1).
  * Runs before the body is parsed: an unauthenticated client learns nothing about validation.
  * Routes marked `publicRepoId` also take a public repository id when no token is sent; the
  * caller is then `request.publicCaller`, never `request.principal`, so no other route (nor

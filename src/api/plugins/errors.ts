@@ -1,5 +1,9 @@
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ApiError, type ErrorDetail } from "../../lib/errors.js";
+import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from "../../db/faults.js";
+import { ApiError, isStorageFull, type ErrorDetail } from "../../lib/errors.js";
+import { redactSecrets } from "../../lib/redact.js";
 import { PATTERN_MESSAGES } from "../schemas.js";
 
 /** What ajv reports for one failed rule (with `verbose: true`, it also carries the schema). */
@@ -176,21 +180,99 @@ function frameworkError(error: FastifyError): ApiError | undefined {
   return undefined;
 }
 
+/** Messages may echo input (a URL, a value): whatever looks like a secret is redacted. */
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
+  // An answer given before the body was read whole (too large, disk full, refused mid-stream)
+  // ends the connection: the rest of the body is never read, so a client still sending it must
+  // see the connection close instead of waiting on it.
+  if (error.status === 413 || error.status === 507 || !reply.request.raw.complete) {
+    void reply.header("connection", "close");
+  }
+  // Every 503 is temporary (shutting down, database away): say when to come back.
+  if (error.status === 503 && !reply.hasHeader("retry-after")) {
+    void reply.header("retry-after", String(RETRY_AFTER_SECONDS));
+  }
+  const details = error.details?.map((detail) => ({
+    ...detail,
+    message: redactSecrets(detail.message),
+  }));
   return reply
     .status(error.status)
     .type("application/json; charset=utf-8")
     .send({
       error: {
         code: error.code,
-        message: error.message,
-        ...(error.details ? { details: error.details } : {}),
+        message: redactSecrets(error.message),
+        ...(details ? { details } : {}),
       },
     });
 }
 
 /**
- * Every failure leaves as the error envelope of contract §1; a server fault is logged with its
+ * The router's own refusals, before any route is found (fastify's `frameworkErrors`): a path
+ * that is not valid percent-encoding, or a path parameter longer than the router takes.
+ */
+export function routerError(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  // No hook runs for these requests: the request id is set here.
+  void reply.header("x-request-id", request.id);
+  switch (error.code) {
+    case "FST_ERR_BAD_URL":
+      void sendError(
+        reply,
+        new ApiError("invalid_request", "The request path is not valid percent-encoded text."),
+      );
+      return;
+    case "FST_ERR_MAX_PARAM_LENGTH":
+      void sendError(
+        reply,
+        new ApiError("uri_too_long", "A part of the request path is longer than any valid id."),
+      );
+      return;
+    default:
+      request.log.error({ err: error }, "routing failed");
+      void sendError(
+        reply,
+        new ApiError(
+          "internal",
+          `An unexpected error occurred; the server log has the details under request id ${request.id}.`,
+        ),
+      );
+  }
+}
+
+/**
+ * Requests Node's HTTP parser refuses before fastify sees them (headers or URL over 16 KiB,
+ * malformed HTTP, a client too slow to send its request): the error envelope written on the
+ * socket, which is then closed (fastify's `clientErrorHandler`).
+ */
+export function clientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const answer =
+    error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? new ApiError("request_timeout", "The request was not received in time.")
+      : error.code === "HPE_HEADER_OVERFLOW"
+        ? new ApiError(
+            "headers_too_large",
+            "The request's address and headers are larger than the 16 KiB the server reads.",
+          )
+        : new ApiError("invalid_request", "The request is not well-formed HTTP.");
+  const body = JSON.stringify({ error: { code: answer.code, message: answer.message } });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? "Error"}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Connection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
+}
+
+/**
+ * Every failure leaves as the error envelope of docs/contract.md §1; a server fault is logged with its
  * stack and answered with a request id, never with the stack or SQL text.
  */
 export function installErrorHandling(
@@ -207,6 +289,25 @@ export function installErrorHandling(
     }
     const clientError = frameworkError(error);
     if (clientError) return sendError(reply, clientError);
+    if (isStorageFull(error)) {
+      request.log.error({ err: error }, "storage full");
+      return sendError(
+        reply,
+        new ApiError(
+          "insufficient_storage",
+          "The server's disk is full, so nothing was changed; retry once space is freed.",
+        ),
+      );
+    }
+    if (isDatabaseUnavailable(error)) {
+      // Not a fault of this code: the database is away for now (lost connection, restart, lock
+      // held too long, I/O error). The client may retry; nothing was acknowledged.
+      request.log.warn({ err: error }, "database unavailable");
+      return sendError(
+        reply,
+        new ApiError("unavailable", "The database is temporarily unavailable; retry in a moment."),
+      );
+    }
     request.log.error({ err: error }, "unexpected error");
     return sendError(
       reply,

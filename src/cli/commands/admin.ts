@@ -1,19 +1,63 @@
+import { existsSync } from "node:fs";
 import { formatTable } from "../table.js";
 import type { Command } from "commander";
 import type { Services } from "../../app.js";
-import { dataDirFrom } from "../../config.js";
+import { ConfigError, dataDirFrom } from "../../config.js";
+import type { DatabaseHandle } from "../../db/connection.js";
 import { isoTime } from "../../lib/clock.js";
 import { OrganizationError } from "../../organizations/service.js";
 import { CliError } from "../client.js";
 
-/** Runs an administrative command directly against the database named by the environment. */
+/** Where the database is and what named it, for messages. */
+function databaseSource(env: NodeJS.ProcessEnv): string {
+  if (env.DATABASE_URL?.trim()) return "from DATABASE_URL";
+  if (env.MAINLINE_DATA_DIR?.trim()) return "in MAINLINE_DATA_DIR";
+  return "in the default data directory ./mainline-data, relative to the current directory";
+}
+
+/**
+ * Opens the database named by the environment for a command that must not create one: a typo in
+ * MAINLINE_DATA_DIR, or a command run in the wrong directory, would otherwise make a new empty
+ * database and answer from it. `serve` and `migrate` are the commands that create it.
+ */
+async function openExistingDatabase(): Promise<DatabaseHandle> {
+  const [{ describeDatabaseUrl, openDatabase, redactUrl }, { hasMainlineSchema, migrateToLatest }] =
+    await Promise.all([import("../../db/connection.js"), import("../../db/migrate.js")]);
+  const options = { url: process.env.DATABASE_URL, dataDir: dataDirFrom(process.env) };
+  let described: ReturnType<typeof describeDatabaseUrl>;
+  try {
+    described = describeDatabaseUrl(options);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  const shown = described.dialect === "postgres" ? redactUrl(described.target) : described.target;
+  const refuse = (what: string) =>
+    new CliError(
+      `${what} (${databaseSource(process.env)}). Nothing was created. To create it there, run \`mainline migrate\` (or \`mainline serve\`); to use another, set MAINLINE_DATA_DIR or DATABASE_URL.`,
+      2,
+    );
+  if (described.dialect === "sqlite" && described.target !== ":memory:") {
+    if (!existsSync(described.target)) throw refuse(`No Mainline database at ${shown}`);
+  }
+  const database = openDatabase(options);
+  try {
+    if (!(await hasMainlineSchema(database))) {
+      throw refuse(`The database at ${shown} has no Mainline schema`);
+    }
+    // An existing database of an older version is brought up to date, as serve would.
+    await migrateToLatest(database);
+    return database;
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+}
+
+/** Runs an administrative command directly against the existing database named by the environment. */
 async function withServices<T>(work: (services: Services) => Promise<T>): Promise<T> {
   // Loaded on use so that the CLI starts quickly for every other command.
-  const { createServices, openMigratedDatabase } = await import("../../app.js");
-  const database = await openMigratedDatabase({
-    url: process.env.DATABASE_URL,
-    dataDir: dataDirFrom(process.env),
-  });
+  const { createServices } = await import("../../app.js");
+  const database = await openExistingDatabase();
   try {
     return await work(createServices(database));
   } catch (error) {
@@ -27,7 +71,9 @@ async function withServices<T>(work: (services: Services) => Promise<T>): Promis
 export function registerAdminCommands(program: Command): void {
   program
     .command("migrate")
-    .description("Apply pending database migrations (serve also does this at start)")
+    .description(
+      "Apply pending database migrations, creating the database if there is none (serve also does this at start)",
+    )
     .action(async () => {
       const [{ openDatabase }, { migrateToLatest }] = await Promise.all([
         import("../../db/connection.js"),

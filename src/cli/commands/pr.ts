@@ -2,7 +2,8 @@ import { formatTable } from "../table.js";
 import { InvalidArgumentError, type Command } from "commander";
 import { CliError, callApi, type ClientOptions } from "../client.js";
 import { address, addressOptions, client, type QueueOptions } from "./queue.js";
-import { parseLocalRepoArg, serverOptions } from "./repo.js";
+import { parseLocalRepoArg } from "../repo-arg.js";
+import { serverOptions } from "./repo.js";
 import type { RepoRef } from "../../db/stores/repositories.js";
 import type { LocalPullRequestView } from "../../api/local/pull-requests.js";
 
@@ -273,11 +274,17 @@ export function registerPullRequestCommands(program: Command): void {
         },
       ) => {
         if (o.local) {
+          if (o.repo.host.toLowerCase() !== "local") {
+            throw new CliError(
+              `--local lists pull requests of Mainline's local git host, and ${o.repo.host}/${o.repo.owner}/${o.repo.name} is not on it; name a local repository as owner/name.`,
+              2,
+            );
+          }
           const { pullRequests } = await callApi<{ pullRequests: LocalPullRequestView[] }>(
             client(o),
             "local/listPullRequests",
             {
-              repo: { ...o.repo, host: "local" },
+              repo: o.repo,
               ...(o.state === undefined ? {} : { state: o.state }),
             },
           );

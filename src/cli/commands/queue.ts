@@ -69,7 +69,7 @@ export function addressOptions(command: Command): Command {
   return command
     .requiredOption(
       "--repo <host/owner/name>",
-      "the repository, e.g. github.com/acme/app",
+      "the repository: owner/name on Mainline's local git host (acme/app = local/acme/app), else host/owner/name (github.com/acme/app)",
       parseRepoArg,
     )
     .option("--branch <branch>", "the target branch", "main")

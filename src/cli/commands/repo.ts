@@ -1,23 +1,9 @@
 import { spawn } from "node:child_process";
-import { InvalidArgumentError, Option, type Command } from "commander";
+import { Option, type Command } from "commander";
 import type { RepoRef } from "../../db/stores/repositories.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
-import { parseRepoArg } from "../repo-arg.js";
+import { parseLocalRepoArg, parseRepoArg } from "../repo-arg.js";
 import { whoami } from "../upload/protocol.js";
-
-/** `owner/name` (or `local/owner/name`): a repository on the local git host. */
-export function parseLocalRepoArg(value: string): RepoRef {
-  const parts = value
-    .trim()
-    .replace(/\.git$/, "")
-    .split("/");
-  if (parts.length === 3 && parts[0]?.toLowerCase() === "local") parts.shift();
-  const [owner, name] = parts;
-  if (parts.length !== 2 || !owner || !name) {
-    throw new InvalidArgumentError("expected owner/name, e.g. acme/app");
-  }
-  return { host: "local", owner, name };
-}
 
 /** --url and --token, as every remote command takes them. */
 export function serverOptions(command: Command): Command {
@@ -86,7 +72,11 @@ export function registerRepoCommands(program: Command): void {
         "Print the repository's public id (Trunk's --public-repo-id): it lets CI of pull requests from forks, which has no token, upload test results for this repository and nothing else",
       ),
   )
-    .argument("<repo>", "host/owner/name, or owner/name on github.com", parseRepoArg)
+    .argument(
+      "<repo>",
+      "host/owner/name (github.com/acme/app), or owner/name on the local git host",
+      parseRepoArg,
+    )
     .option("--rotate", "replace it with a new one; the old one stops working at once")
     .action(async (ref: RepoRef, o: ClientOptions & { rotate?: boolean }) => {
       const org = await whoami(o);

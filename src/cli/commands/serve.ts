@@ -25,6 +25,8 @@ Environment:
   MAINLINE_RETENTION_DAYS   raw test runs older than this are pruned (default 90, min 8)
   MAINLINE_MAX_BUNDLE_MB    largest test-results bundle accepted (default 1024)
   MAINLINE_CI_PARALLELISM   checks the built-in CI runner runs at once (default 2)
+  MAINLINE_INGEST_LEASE_SECONDS  how soon another process resumes the uploads of one that
+                            died while processing them (default 30)
   MAINLINE_BOOTSTRAP_ORG    with MAINLINE_BOOTSTRAP_TOKEN (32+ characters): make sure that
   MAINLINE_BOOTSTRAP_TOKEN  organization exists and accepts that token`,
     )
@@ -37,18 +39,23 @@ Environment:
       // Loaded here so that other commands (and --help) start without the server's modules.
       const { createHttpServer, createServices, openMigratedDatabase, stopService } =
         await import("../../app.js");
+      let log: {
+        info(o: object, m: string): void;
+        warn(o: object, m: string): void;
+        error(o: object, m: string): void;
+      } | null = null;
       const database = await openMigratedDatabase({
         url: config.databaseUrl,
         dataDir: config.dataDir,
+        // The pool replaces the connection; requests that were using it answered 503.
+        onConnectionError: (error) => log?.warn({ err: error }, "database connection lost"),
       });
-      let log: { info(o: object, m: string): void; error(o: object, m: string): void } | null =
-        null;
       const services = createServices(database, {
         dataDir: config.dataDir,
         publicUrl: config.explicitPublicUrl,
         maxBundleBytes: config.maxBundleBytes,
         ciParallelism: config.ciParallelism,
-        worker: { retentionDays: config.retentionDays },
+        worker: { retentionDays: config.retentionDays, leaseMs: config.ingestLeaseMs },
         logger: {
           info: (fields, message) => log?.info(fields, message),
           error: (fields, message) => log?.error(fields, message),

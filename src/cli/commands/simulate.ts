@@ -27,6 +27,9 @@ export interface SimulateFlags {
   ciJitter?: string | undefined;
   failureRate?: string | undefined;
   flakeRate?: string | undefined;
+  flakesKnown?: boolean | undefined;
+  conflictRate?: string | undefined;
+  stackRate?: string | undefined;
   concurrency?: string | undefined;
   batch?: boolean | undefined;
   batchSize?: string | undefined;
@@ -98,6 +101,9 @@ export function simulationOptions(flags: SimulateFlags): SimulationOptions {
     ciJitter,
     failureRate: required("--failure-rate", number("--failure-rate", flags.failureRate)),
     flakeRate: number("--flake-rate", flags.flakeRate) ?? SIMULATION_DEFAULTS.flakeRate,
+    flakesKnown: flags.flakesKnown === true,
+    conflictRate: number("--conflict-rate", flags.conflictRate) ?? SIMULATION_DEFAULTS.conflictRate,
+    stackRate: number("--stack-rate", flags.stackRate) ?? SIMULATION_DEFAULTS.stackRate,
     concurrency: required("--concurrency", whole("--concurrency", flags.concurrency)),
     batch,
     batchSize: whole("--batch-size", flags.batchSize) ?? SIMULATION_DEFAULTS.batchSize,
@@ -230,6 +236,15 @@ export function registerSimulate(program: Command): void {
     .option("--ci-jitter <f>", "a run lasts T·(1 + f·U[-1,1]) (default 0)")
     .option("--failure-rate <p>", "probability that a PR is bad (its runs always fail)")
     .option("--flake-rate <f>", "probability that a run fails anyway (default 0)")
+    .option("--flakes-known", "flakes are known flaky tests: reported, and a rerun passes")
+    .option(
+      "--conflict-rate <p>",
+      "probability that a PR edits the same lines as one just before it (default 0)",
+    )
+    .option(
+      "--stack-rate <p>",
+      "probability that a PR is stacked on one just before it (default 0)",
+    )
     .option("--concurrency <c>", "queue setting: PRs (units) tested at once")
     .option("--batch", "queue setting: test PRs in batches")
     .option("--batch-size <b>", "queue setting: target batch size (default 4)")

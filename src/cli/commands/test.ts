@@ -5,9 +5,11 @@ import {
   describeProcessing,
   locate,
   readAll,
+  reportsBefore,
   resolveOrg,
   send,
   type Located,
+  type ReportsBefore,
   type UploadFlags,
 } from "../upload/flow.js";
 import { getQuarantineConfig } from "../upload/protocol.js";
@@ -21,6 +23,9 @@ import {
 } from "../upload/quarantine.js";
 import type { ReportsSummary } from "../upload/reports.js";
 import { uploadIo } from "./upload.js";
+
+export const COMMAND_HINT =
+  "mainline: put -- before the test command, e.g. mainline test --junit 'reports/*.xml' -- python3 -m pytest";
 
 /** Signals passed on to the command; SIGINT from a terminal already reaches its whole group. */
 const FORWARDED: readonly NodeJS.Signals[] = ["SIGTERM", "SIGHUP"];
@@ -72,6 +77,7 @@ async function uploadAndLookUp(
   argv: readonly string[],
   own: number,
   flags: UploadFlags,
+  before: ReportsBefore,
 ): Promise<{
   summary: ReportsSummary | null;
   uploaded: boolean;
@@ -82,7 +88,7 @@ async function uploadAndLookUp(
   let located: Located;
   let summary: ReportsSummary;
   try {
-    located = await locate(flags, io);
+    located = await locate(flags, io, before);
     summary = await readAll(located, io);
   } catch (error) {
     warn(`no results uploaded: ${messageOf(error)}`);
@@ -136,8 +142,19 @@ export function registerTest(program: Command): void {
         "Run a test command, upload its JUnit results, and pass when every failed test is quarantined",
       )
       .usage("--junit <globs...> [options] -- <command...>")
-      .argument("<command...>", "the test command (after --); a single argument runs in a shell"),
+      .argument("<command...>", "the test command (after --); a single argument runs in a shell")
+      .configureOutput({
+        // --junit takes several globs, so only `--` can tell where the command starts; without it
+        // the command's own options look like ours (`python3 -m pytest`: "unknown option '-m'").
+        outputError: (message, write) => {
+          write(message);
+          if (!process.argv.includes("--")) write(`${COMMAND_HINT}\n`);
+        },
+      }),
   ).action(async (argv: string[], flags: UploadFlags) => {
+    // Reports left from an earlier run must not speak for this one (a crash before any report
+    // is written would otherwise pass on an old report's quarantined failures).
+    const before = await reportsBefore(flags, uploadIo(process.stderr));
     const ran = await runCommand(argv);
     if ("spawnError" in ran) {
       note(`cannot run ${argv[0] ?? ""} (${ran.spawnError})`);
@@ -147,7 +164,7 @@ export function registerTest(program: Command): void {
     const own = commandExitCode(ran);
     let exitCode: number;
     try {
-      const looked = await uploadAndLookUp(argv, own, flags);
+      const looked = await uploadAndLookUp(argv, own, flags, before);
       const decision = decideExit({
         command: ran,
         reports:

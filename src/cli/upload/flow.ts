@@ -69,7 +69,7 @@ export function addUploadOptions(command: Command): Command {
     )
     .option(
       "--repo <host/owner/name>",
-      "the repository (default: from `git remote get-url origin`)",
+      "the repository, host/owner/name (owner/name: local/owner/name) (default: from `git remote get-url origin`)",
       parseRepoArg,
     )
     .option("--org <slug>", "the organization (default: the API token's)")
@@ -145,8 +145,58 @@ function splitPatterns(patterns: readonly string[]): string[] {
   return patterns.flatMap((p) => p.split(",")).filter((p) => p.trim() !== "");
 }
 
-/** The context (flags, CI variables, git), the report files and CODEOWNERS. No network. */
-export async function locate(flags: UploadFlags, io: Io): Promise<Located> {
+/**
+ * The reports that exist before `mainline test` runs its command, with their modification times,
+ * and when the command started: only reports the command wrote may count (`freshReports`).
+ */
+export interface ReportsBefore {
+  startedAtMs: number;
+  mtimes: ReadonlyMap<string, number>;
+}
+
+/** Notes the reports matching --junit now; call it right before starting the command. */
+export async function reportsBefore(flags: UploadFlags, io: Io): Promise<ReportsBefore> {
+  const expansion = await expandGlobs(splitPatterns(flags.junit), io.cwd).catch(() => null);
+  const mtimes = new Map<string, number>();
+  for (const file of expansion?.files ?? []) {
+    const found = await stat(file).catch(() => null);
+    if (found !== null) mtimes.set(file, found.mtimeMs);
+  }
+  return { startedAtMs: Date.now(), mtimes };
+}
+
+/**
+ * The files written while the command ran: new ones, ones whose modification time changed, and
+ * ones modified at or after its start. A report left from an earlier run is none of these.
+ */
+export async function freshReports(
+  files: readonly string[],
+  before: ReportsBefore,
+): Promise<{ fresh: string[]; stale: string[] }> {
+  const fresh: string[] = [];
+  const stale: string[] = [];
+  for (const file of files) {
+    const mtime = (await stat(file).catch(() => null))?.mtimeMs;
+    const earlier = before.mtimes.get(file);
+    const written =
+      earlier === undefined ||
+      mtime === undefined ||
+      mtime !== earlier ||
+      mtime >= before.startedAtMs;
+    (written ? fresh : stale).push(file);
+  }
+  return { fresh, stale };
+}
+
+/**
+ * The context (flags, CI variables, git), the report files and CODEOWNERS. No network. With
+ * `writtenSince` (mainline test), only reports written since then are taken.
+ */
+export async function locate(
+  flags: UploadFlags,
+  io: Io,
+  writtenSince?: ReportsBefore,
+): Promise<Located> {
   const patterns = splitPatterns(flags.junit);
   const git = await readGitFacts(io.cwd);
   const context = resolveContext(flags, definedEnv(io.env), git);
@@ -157,6 +207,20 @@ export async function locate(flags: UploadFlags, io: Io): Promise<Located> {
   if (expansion.unmatched.length > 0) {
     io.err.write(`mainline: warning: no file matches ${quoteList(expansion.unmatched)}\n`);
   }
+  let files = expansion.files;
+  if (writtenSince !== undefined) {
+    const { fresh, stale } = await freshReports(files, writtenSince);
+    const listed = stale
+      .slice(0, 5)
+      .map((file) => path.relative(io.cwd, file) || file)
+      .join(", ");
+    const older = `${stale.length} report(s) matching --junit ${quoteList(patterns)} predate the command (${listed}${stale.length > 5 ? ", …" : ""})`;
+    if (fresh.length === 0) {
+      throw new CliError(`The command wrote no report: ${older}; they are not uploaded.`);
+    }
+    if (stale.length > 0) io.err.write(`mainline: warning: ${older}; they are not uploaded\n`);
+    files = fresh;
+  }
   const repoRoot = git.topLevel ?? io.cwd;
   let codeowners: string | null;
   if (flags.codeowners !== undefined) {
@@ -166,7 +230,7 @@ export async function locate(flags: UploadFlags, io: Io): Promise<Located> {
   } else {
     codeowners = await findCodeowners(repoRoot);
   }
-  return { context, files: expansion.files, repoRoot, codeowners };
+  return { context, files, repoRoot, codeowners };
 }
 
 /** `--org`, else the token's organization (a dry run does without the server). */

@@ -1,5 +1,5 @@
 /**
- * The uploader's side of Trunk's upload protocol (contract §4): createBundleUpload, a PUT of the
+ * The uploader's side of Trunk's upload protocol (docs/contract.md §4): createBundleUpload, a PUT of the
  * bundle to the URL it answers, and the quarantine lookup; plus get-upload to wait for processing.
  */
 import { createReadStream } from "node:fs";
@@ -7,6 +7,7 @@ import { stat } from "node:fs/promises";
 import http from "node:http";
 import https from "node:https";
 import { setTimeout as sleep } from "node:timers/promises";
+import { redactSecrets } from "../../lib/redact.js";
 import { VERSION } from "../../version.js";
 import type { RepositoryName } from "../../testhealth/identity.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
@@ -66,7 +67,7 @@ const PUT_IDLE_TIMEOUT_MS = 60_000;
 export async function putBundle(url: string, bundlePath: string): Promise<unknown> {
   const target = new URL(url);
   if (target.protocol !== "http:" && target.protocol !== "https:") {
-    throw new CliError(`The upload URL is not http(s): ${url}`);
+    throw new CliError(`The upload URL is not http(s): ${redactSecrets(url)}`);
   }
   const { size } = await stat(bundlePath);
   const transport = target.protocol === "https:" ? https : http;

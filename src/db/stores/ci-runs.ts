@@ -20,6 +20,21 @@ function toRecord(row: Selectable<CiRunsTable>): CiRunRecord {
   };
 }
 
+/**
+ * A queue run that never reached the runner: its test branch could not be built (a conflict;
+ * `error`), or the queue cancelled it first (`cancelled`). No check ran.
+ */
+export interface UnbuiltRun {
+  runId: string;
+  status: "error" | "cancelled";
+  prNumbers: number[];
+  baseSha: string;
+  createdAt: number;
+  finishedAt: number | null;
+  /** Why, in words (for a conflict, the queue's: with what, in which files). */
+  message: string;
+}
+
 /** The built-in CI runner's runs, by queue and run id. */
 export class CiRunStore implements CiRunRecords {
   constructor(private readonly db: Kysely<Database>) {}
@@ -118,6 +133,59 @@ export class CiRunStore implements CiRunRecords {
   }
 
   /** A queue's runs, newest first (for the API and CLI). */
+  /**
+   * The queue's finished runs that never reached the runner, newest first: their test branch
+   * could not be built (a merge conflict), or they were cancelled before it started them.
+   */
+  async unbuilt(queueId: string, limit: number, runId?: string): Promise<UnbuiltRun[]> {
+    let query = this.db
+      .selectFrom("mqRuns as r")
+      .select(["r.id", "r.status", "r.prs", "r.baseSha", "r.startedAt", "r.finishedAt"])
+      .where("r.queueId", "=", queueId)
+      .where("r.status", "!=", "running")
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom("ciRuns as c")
+              .select("c.runId")
+              .whereRef("c.queueId", "=", "r.queueId")
+              .whereRef("c.runId", "=", "r.id"),
+          ),
+        ),
+      );
+    if (runId !== undefined) query = query.where("r.id", "=", runId);
+    const rows = await query
+      .orderBy("r.startedAt", "desc")
+      .orderBy("r.id", "desc")
+      .limit(limit)
+      .execute();
+    const runs: UnbuiltRun[] = [];
+    for (const row of rows) {
+      const said = await this.db
+        .selectFrom("mqTransitions")
+        .select("detail")
+        .where("queueId", "=", queueId)
+        .where("runId", "=", row.id)
+        .where("reason", "=", "merge_conflict")
+        .orderBy("id")
+        .executeTakeFirst();
+      const conflict = row.status === "failed" || said !== undefined;
+      runs.push({
+        runId: row.id,
+        status: conflict ? "error" : "cancelled",
+        prNumbers: (JSON.parse(row.prs) as { number: number }[]).map((pr) => pr.number),
+        baseSha: row.baseSha,
+        createdAt: row.startedAt,
+        finishedAt: row.finishedAt,
+        message: conflict
+          ? `its test branch could not be built: ${said?.detail ?? "a merge conflict"}`
+          : "it was cancelled before the runner started it",
+      });
+    }
+    return runs;
+  }
+
   async list(queueId: string, limit: number): Promise<CiRunRecord[]> {
     const rows = await this.db
       .selectFrom("ciRuns")

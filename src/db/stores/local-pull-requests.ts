@@ -25,9 +25,9 @@ function toRecord(row: Selectable<LocalPullRequestsTable>): LocalPullRequestReco
 }
 
 /**
- * Pull requests of local repositories, numbered 1, 2, … per repository. A local repository
- * lives at one path on disk, so it belongs to one organization: it is found by host/owner/name
- * alone.
+ * Pull requests of local repositories, numbered 1, 2, … per repository. The git host's view finds
+ * the repository by its organization and host/owner/name (two organizations may each have one
+ * with the same name).
  */
 export class LocalPullRequestStore implements LocalPullRequestRecords {
   private readonly repositories: RepositoryStore;
@@ -138,7 +138,11 @@ export class LocalPullRequestStore implements LocalPullRequestRecords {
     values: Partial<LocalPullRequestsTable>,
   ): Promise<void> {
     const id = await this.repositoryId(repo);
-    if (id === undefined) throw new Error(`no local repository ${repo.owner}/${repo.name}`);
+    if (id === undefined) {
+      throw new Error(
+        `no local repository ${repo.owner}/${repo.name} in organization ${repo.organizationId}`,
+      );
+    }
     await this.db
       .updateTable("localPullRequests")
       .set(values)
@@ -148,6 +152,6 @@ export class LocalPullRequestStore implements LocalPullRequestRecords {
   }
 
   private async repositoryId(repo: HostedRepository): Promise<string | undefined> {
-    return (await this.repositories.findAnywhere(repo))?.id;
+    return (await this.repositories.find(repo.organizationId, repo))?.id;
   }
 }

@@ -302,13 +302,21 @@ export class MergeQueueRuntimeStore implements RuntimeStore {
         await trx.insertInto("mqTransitions").values(batch.map(transitionRow)).execute();
       }
       await this.upsertRuns(trx, step.runs);
+      // One statement per distinct answer (most commands share `{"ok":true}`).
+      const byResult = new Map<string, number[]>();
       for (const { id, result } of step.appliedCommands) {
-        await trx
-          .updateTable("mqCommands")
-          .set({ appliedAt: step.now, result: JSON.stringify(result) })
-          .where("id", "=", id)
-          .where("queueId", "=", step.queueId)
-          .execute();
+        const text = JSON.stringify(result);
+        byResult.set(text, [...(byResult.get(text) ?? []), id]);
+      }
+      for (const [result, ids] of byResult) {
+        for (const batch of chunks(ids, ROWS_PER_INSERT)) {
+          await trx
+            .updateTable("mqCommands")
+            .set({ appliedAt: step.now, result })
+            .where("id", "in", batch)
+            .where("queueId", "=", step.queueId)
+            .execute();
+        }
       }
       return true;
     });
@@ -321,6 +329,26 @@ export class MergeQueueRuntimeStore implements RuntimeStore {
       .returning("id")
       .executeTakeFirstOrThrow();
     return row.id;
+  }
+
+  async enqueueCommands(
+    commands: readonly { queueId: string; payload: unknown }[],
+    now: number,
+  ): Promise<number[]> {
+    if (commands.length === 0) return [];
+    // One transaction: one wait for the disk however many commands it stores.
+    return this.db.transaction().execute(async (trx) => {
+      const ids: number[] = [];
+      for (const { queueId, payload } of commands) {
+        const row = await trx
+          .insertInto("mqCommands")
+          .values({ queueId, payload: JSON.stringify(payload), createdAt: now })
+          .returning("id")
+          .executeTakeFirstOrThrow();
+        ids.push(row.id);
+      }
+      return ids;
+    });
   }
 
   async pendingCommands(queueId: string, limit: number): Promise<CommandRecord[]> {
@@ -407,6 +435,18 @@ export class MergeQueueRuntimeStore implements RuntimeStore {
       .selectAll()
       .where("entryId", "=", entryId)
       .orderBy("id")
+      .execute();
+    return rows.map(toTransition);
+  }
+
+  async pullRequestTransitions(queueId: string, prNumber: number): Promise<TransitionRecord[]> {
+    const rows = await this.db
+      .selectFrom("mqTransitions as t")
+      .innerJoin("mqEntries as e", "e.id", "t.entryId")
+      .selectAll("t")
+      .where("e.queueId", "=", queueId)
+      .where("e.prNumber", "=", prNumber)
+      .orderBy("t.id")
       .execute();
     return rows.map(toTransition);
   }

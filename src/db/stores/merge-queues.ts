@@ -16,7 +16,8 @@ import { repositoryLookupKey, type RepoRef } from "./repositories.js";
 export interface QueueListing {
   id: string;
   targetBranch: string;
-  repo: RepoRef;
+  /** The repository and the organization it belongs to. */
+  repo: RepoRef & { organizationId: string };
 }
 
 export interface MergeQueueRecord {
@@ -195,10 +196,12 @@ export class MergeQueueStore {
 
   /**
    * Every queue of repositories on one git host (`local`), across organizations, or of one such
-   * repository: what the host's change watcher serves.
+   * repository of one organization: what the host's change watcher serves.
    */
-  listForHost(host: string, repo?: RepoRef): Promise<QueueListing[]> {
-    return this.listQueues({ host, repo });
+  listForHost(host: string, repo?: RepoRef & { organizationId: string }): Promise<QueueListing[]> {
+    return this.listQueues(
+      repo ? { host, repo, organizationId: repo.organizationId } : { host, repo },
+    );
   }
 
   private async listQueues(filter: {
@@ -212,6 +215,7 @@ export class MergeQueueStore {
       .select([
         "mergeQueues.id",
         "mergeQueues.targetBranch",
+        "repositories.organizationId",
         "repositories.host",
         "repositories.owner",
         "repositories.name",
@@ -230,7 +234,12 @@ export class MergeQueueStore {
     return rows.map((row) => ({
       id: row.id,
       targetBranch: row.targetBranch,
-      repo: { host: row.host, owner: row.owner, name: row.name },
+      repo: {
+        organizationId: row.organizationId,
+        host: row.host,
+        owner: row.owner,
+        name: row.name,
+      },
     }));
   }
 

@@ -35,10 +35,11 @@ export class RepositoryStore {
   }
 
   /**
-   * The repository with this host/owner/name in any organization (the oldest, if several):
-   * for hosts where a repository has one owner, such as the local git host's directories.
+   * The oldest repository with this host/owner/name in any organization. Only for upgrading the
+   * old layout of local repositories, where one directory served every organization and
+   * belonged to whichever created it first; requests always look up within an organization.
    */
-  findAnywhere(ref: RepoRef): Promise<Repository | undefined> {
+  oldestAnywhere(ref: RepoRef): Promise<Repository | undefined> {
     return this.db
       .selectFrom("repositories")
       .select(COLUMNS)

@@ -3,7 +3,7 @@ import type { QuarantineSettings } from "../../testhealth/quarantine.js";
 import type { Database } from "../schema.js";
 
 /**
- * The rule of contract §3 as SQL over `test_cases`:
+ * The rule of docs/contract.md §3 as SQL over `test_cases`:
  * `enabled && (override == ALWAYS || (override != NEVER && auto && status == flaky))`.
  */
 export function quarantinedWhere(

@@ -3,6 +3,7 @@ import type BetterSqlite3 from "better-sqlite3";
 import type { DatabaseHandle, DialectName } from "../connection.js";
 import { relaxedTransaction } from "../relaxed.js";
 import type { Database } from "../schema.js";
+import { QUEUE_RUNNER_CLIENT } from "../../testhealth/runs.js";
 
 /**
  * The write side of test health, built for throughput (ADR 0007): runs go in with prepared
@@ -49,6 +50,8 @@ export interface StoredRun {
   branch: string;
   prNumber: number | null;
   excluded: boolean;
+  /** Uploaded by Mainline's own CI runner (the queue's runs; the classifier's `queueRun`). */
+  queueRun: boolean;
 }
 
 interface RunUpload {
@@ -56,6 +59,7 @@ interface RunUpload {
   branch: string;
   prNumber: number | null;
   excluded: boolean;
+  queueRun: boolean;
 }
 
 export interface ClassificationUpdate {
@@ -508,6 +512,7 @@ export class TestIngestStore {
         branch: upload.branch,
         prNumber: upload.prNumber,
         excluded: upload.excluded,
+        queueRun: upload.queueRun,
       });
     }
     return result;
@@ -525,7 +530,15 @@ export class TestIngestStore {
     for (let at = 0; at < keys.length; at += KEY_CHUNK) {
       const found = await db
         .selectFrom("uploads")
-        .select(["key", "state", "commitSha", "branch", "prNumber", "infrastructureFailure"])
+        .select([
+          "key",
+          "state",
+          "commitSha",
+          "branch",
+          "prNumber",
+          "infrastructureFailure",
+          "clientVersion",
+        ])
         .where("key", "in", keys.slice(at, at + KEY_CHUNK))
         .execute();
       for (const u of found) {
@@ -535,6 +548,7 @@ export class TestIngestStore {
           branch: u.branch ?? "",
           prNumber: u.prNumber,
           excluded: Boolean(u.infrastructureFailure),
+          queueRun: (u.clientVersion ?? "").startsWith(QUEUE_RUNNER_CLIENT),
         });
       }
     }

@@ -209,7 +209,7 @@ function rankByCount(counts: Int32Array, order: Int32Array): Int32Array {
 }
 
 /**
- * The read side of the three test lists (api.md, contract §3): which tests are on a page, in
+ * The read side of the three test lists (api.md, docs/contract.md §3): which tests are on a page, in
  * list order, and how many there are. Every list orders on a figure, then on the test id, and
  * pages over that total order; the caller reads the rows and figures of the page's tests by key.
  *
@@ -482,7 +482,7 @@ export class TestListStore {
     };
   }
 
-  /** Quarantined tests (contract §3's rule), most recently quarantined first. */
+  /** Quarantined tests (docs/contract.md §3's rule), most recently quarantined first. */
   async quarantined(
     repositoryId: string,
     settings: QuarantineSettings,

@@ -76,6 +76,17 @@ function toRecord(row: Selectable<UploadsTable>): UploadRecord {
 type Db = Kysely<Database> | Transaction<Database>;
 
 /** Uploads of bundles and their processing state (the work queue of the ingestion worker). */
+/** What identifies one claim of an upload: the upload and the attempt the claim counted. */
+export type ClaimedUpload = Pick<UploadRecord, "key" | "attempts">;
+
+/** The upload's lease ran out and another worker claimed it: this worker's work is void. */
+export class UploadTakenOver extends Error {
+  constructor(readonly uploadKey: number) {
+    super(`upload ${String(uploadKey)} was taken over by another worker (its lease ran out)`);
+    this.name = "UploadTakenOver";
+  }
+}
+
 export class UploadStore {
   constructor(
     private readonly db: Kysely<Database>,
@@ -205,13 +216,20 @@ export class UploadStore {
       .sort((a, b) => (a.receivedAt ?? 0) - (b.receivedAt ?? 0) || a.key - b.key);
   }
 
-  async extendLease(key: number, leaseUntil: number): Promise<void> {
-    await this.db
+  /**
+   * Renews (or, with `leaseUntil` = now, gives up) the lease of the claim `upload` was given:
+   * the claim's attempt number fences it, so a worker whose lease ran out and was taken over
+   * changes nothing. False when the claim is no longer this worker's.
+   */
+  async extendLease(upload: ClaimedUpload, leaseUntil: number): Promise<boolean> {
+    const result = await this.db
       .updateTable("uploads")
       .set({ leaseUntil })
-      .where("key", "=", key)
+      .where("key", "=", upload.key)
+      .where("attempts", "=", upload.attempts)
       .where("state", "=", "processing")
-      .execute();
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
   }
 
   /** An earlier upload of the same bytes to the same repository that was (or is being) counted. */
@@ -231,15 +249,19 @@ export class UploadStore {
     return row?.id;
   }
 
-  /** Records the outcome; in the caller's transaction so it lands together with the data. */
+  /**
+   * Records the outcome; in the caller's transaction so it lands together with the data. Throws
+   * `UploadTakenOver` (and the caller's transaction rolls back) when the claim is no longer the
+   * caller's: its lease ran out and another worker took the upload over.
+   */
   async markProcessed(
     db: Db,
-    key: number,
+    upload: ClaimedUpload,
     outcome: UploadOutcome,
     now: number,
     duplicateOf: string | null = null,
   ): Promise<void> {
-    await db
+    const result = await db
       .updateTable("uploads")
       .set({
         state: "processed",
@@ -262,8 +284,11 @@ export class UploadStore {
         testsSkipped: outcome.testsSkipped,
         infrastructureFailure: outcome.infrastructureFailure ? 1 : 0,
       })
-      .where("key", "=", key)
-      .execute();
+      .where("key", "=", upload.key)
+      .where("attempts", "=", upload.attempts)
+      .where("state", "=", "processing")
+      .executeTakeFirst();
+    if (result.numUpdatedRows === 0n) throw new UploadTakenOver(upload.key);
   }
 
   async markFailed(

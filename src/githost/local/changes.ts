@@ -22,7 +22,9 @@ export class LocalHostChanges {
   async watched(): Promise<HostedRepository[]> {
     const queues = await this.deps.queues.listForHost(LOCAL_HOST);
     const unique = new Map<string, HostedRepository>();
-    for (const { repo } of queues) unique.set(`${repo.owner}/${repo.name}`.toLowerCase(), repo);
+    for (const { repo } of queues) {
+      unique.set(`${repo.organizationId}/${repo.owner}/${repo.name}`.toLowerCase(), repo);
+    }
     return [...unique.values()];
   }
 

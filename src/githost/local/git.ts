@@ -2,8 +2,10 @@
  * The one way Mainline runs git: `spawn` with an argument list (never a shell, so branch names
  * and paths are never interpreted), in a hygienic environment so that neither the machine's nor
  * the user's git configuration, nor git variables inherited from a hook, change what a command does.
+ * The commands are started by a small helper process (`spawner.ts`), so that forking them does
+ * not hold up this process.
  */
-import { spawn } from "node:child_process";
+import { GitSpawner } from "./spawner.js";
 
 export interface GitOptions {
   /** The repository (`--git-dir`); omit to let git discover it from `cwd`. */
@@ -62,32 +64,28 @@ function hygienicEnv(extra: Record<string, string> | undefined): NodeJS.ProcessE
   };
 }
 
+/** Starts every git command of this process (one helper process, started on first use). */
+const spawner = new GitSpawner();
+
 /** Runs git and reports how it ended, whatever the exit code. */
-export function runGit(args: readonly string[], options: GitOptions = {}): Promise<GitOutput> {
+export async function runGit(
+  args: readonly string[],
+  options: GitOptions = {},
+): Promise<GitOutput> {
   const fullArgs =
     options.gitDir === undefined ? [...args] : ["--git-dir", options.gitDir, ...args];
-  return new Promise((resolve, reject) => {
-    const child = spawn("git", fullArgs, {
-      cwd: options.cwd,
-      env: hygienicEnv(options.env),
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      resolve({
-        stdout: Buffer.concat(stdout).toString("utf8"),
-        stderr: Buffer.concat(stderr).toString("utf8") + (signal ? `killed by ${signal}` : ""),
-        code: code ?? -1,
-      });
-    });
-    // A command that exits without reading its input closes the pipe early: not an error here.
-    child.stdin.on("error", () => undefined);
-    child.stdin.end(options.input ?? "");
+  // A command that exits without reading its input is not an error here (the helper ignores it).
+  const outcome = await spawner.run({
+    args: fullArgs,
+    cwd: options.cwd,
+    env: hygienicEnv(options.env),
+    input: options.input ?? "",
   });
+  return {
+    stdout: outcome.stdout,
+    stderr: outcome.stderr + (outcome.signal ? `killed by ${outcome.signal}` : ""),
+    code: outcome.code ?? -1,
+  };
 }
 
 /** Runs git and throws a `GitError` unless it exits with one of `expectedCodes`. */

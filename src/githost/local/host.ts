@@ -1,5 +1,5 @@
 /**
- * The local git host: bare repositories on this machine (contract §6), pull requests from
+ * The local git host: bare repositories on this machine (docs/contract.md §6), pull requests from
  * Mainline's own records, test branches and merges made with git plumbing in the bare repository
  * (no checkout, except a throwaway worktree to rebase).
  *
@@ -24,7 +24,13 @@ import type { LocalPullRequestRecord, LocalPullRequestRecords } from "./records.
 import { NO_HOOKS, git } from "./git.js";
 import { LOCAL_HOST, TEST_BRANCH_PREFIX, repositoryPath, testBranchName } from "./layout.js";
 import { replayOnto } from "./replay.js";
-import { RepositoryGit, ZERO_OID, assertObjectId } from "./repository-git.js";
+import {
+  RepositoryGit,
+  ZERO_OID,
+  assertObjectId,
+  type CommitSummary,
+  type TreeMerge,
+} from "./repository-git.js";
 
 export interface LocalGitHostOptions {
   dataDir: string;
@@ -66,12 +72,37 @@ export class LocalGitHost implements GitHost {
       draft: false,
     };
     if (head === undefined || base === undefined) return info;
-    const merged = await git.mergeTree(base, head);
+    const { merged } = await mergeStacked(git, base, head);
+    const contains = await this.stackedOn(repo, record, head, base);
     return {
       ...info,
       mergeability: merged.clean ? "mergeable" : "not_mergeable",
       upToDate: await git.isAncestor(base, head),
+      ...(contains.length > 0 ? { contains } : {}),
     };
+  }
+
+  /**
+   * The open pull requests into the same branch that this one is stacked on: their heads are in
+   * its history and not yet on the branch. The queue keeps a stack in order with this.
+   */
+  private async stackedOn(
+    repo: HostedRepository,
+    record: { number: number; baseBranch: string },
+    head: string,
+    base: string,
+  ): Promise<{ number: number; headSha: string }[]> {
+    const git = this.repository(repo);
+    const contains: { number: number; headSha: string }[] = [];
+    for (const other of await this.options.pullRequests.listOpen(repo)) {
+      if (other.number === record.number || other.baseBranch !== record.baseBranch) continue;
+      const otherHead = await git.branchHead(other.headBranch);
+      if (otherHead === undefined || otherHead === head) continue;
+      if ((await git.isAncestor(otherHead, head)) && !(await git.isAncestor(otherHead, base))) {
+        contains.push({ number: other.number, headSha: otherHead });
+      }
+    }
+    return contains;
   }
 
   async branchHead(repo: HostedRepository, branch: string): Promise<string | undefined> {
@@ -79,8 +110,8 @@ export class LocalGitHost implements GitHost {
   }
 
   /**
-   * Merges each pull request's head onto the base in order, one real merge commit each, and
-   * creates the test branch (create-only, so a repeated call returns the branch already made).
+   * Merges each pull request's head onto the base in order, one real merge commit each (dated
+   * as the base, so that they depend only on base and heads), and creates the test branch (create-only, so a repeated call returns the branch already made).
    */
   async createTestBranch(request: TestBranchRequest): Promise<TestBranchResult> {
     const git = this.repository(request.repo);
@@ -91,20 +122,37 @@ export class LocalGitHost implements GitHost {
 
     assertObjectId(request.baseSha, "baseSha");
     let current = request.baseSha;
-    for (const pr of request.prs) {
+    // The same pull requests on the same base make the same commits, whichever run asks: a run
+    // repeated on the same tested tree (a retry) tests the same commit, so that test health sees
+    // a failure and a pass there as pass-on-retry.
+    const date = await git.commitDateOf(request.baseSha);
+    for (const [index, pr] of request.prs.entries()) {
       assertObjectId(pr.headSha, `head of #${String(pr.number)}`);
-      const merged = await git.mergeTree(current, pr.headSha);
+      const { merged, onto } = await mergeStacked(git, current, pr.headSha, date);
       if (!merged.clean) {
+        // Which of those ahead it conflicts with: none when it conflicts with the base itself,
+        // else each one it does not merge with pairwise (all of them if only the mix conflicts).
+        const ahead = request.prs.slice(0, index);
+        let conflictsWith: number[] = [];
+        if ((await git.mergeTree(request.baseSha, pr.headSha)).clean) {
+          for (const other of ahead) {
+            if (!(await git.mergeTree(other.headSha, pr.headSha)).clean) {
+              conflictsWith.push(other.number);
+            }
+          }
+          if (conflictsWith.length === 0) conflictsWith = ahead.map((other) => other.number);
+        }
         return {
           ok: false,
           reason: "merge_conflict",
           prNumber: pr.number,
           files: merged.files,
+          conflictsWith,
           message: `#${String(pr.number)} does not merge onto ${request.targetBranch} and the pull requests ahead of it: ${merged.summary}`,
         };
       }
-      const message = `Merge #${String(pr.number)} for test run ${request.runId} of ${request.targetBranch}`;
-      current = await git.commitTree(merged.tree, [current, pr.headSha], message);
+      const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
+      current = await git.commitTree(merged.tree, [onto, pr.headSha], message, { date });
     }
     if (await git.compareAndSwap(ref, current, ZERO_OID)) return { ok: true, branch, sha: current };
     // Made concurrently by a repeated call: that one is the branch.
@@ -144,7 +192,7 @@ export class LocalGitHost implements GitHost {
   async checkout(repo: HostedRepository, sha: string, dir: string): Promise<void> {
     assertObjectId(sha, "commit");
     this.repository(repo);
-    const source = repositoryPath(this.options.dataDir, repo.owner, repo.name);
+    const source = repositoryPath(this.options.dataDir, repo);
     await git(["clone", "--quiet", "--shared", "--no-checkout", source, dir]);
     // Files written in parallel (one worker per CPU): a large tree checks out 2-3 times faster.
     await git([...NO_HOOKS, "-c", "checkout.workers=0", "checkout", "--quiet", "--detach", sha], {
@@ -179,6 +227,7 @@ export class LocalGitHost implements GitHost {
     const landed = await this.alreadyLanded(git, record, base);
     if (landed !== undefined) {
       if (record.state !== "merged") {
+        await keepLandedHead(git, number, request.headSha);
         await pullRequests.markMerged(request.repo, number, landed, this.options.clock.now());
       }
       return { ok: true, sha: landed };
@@ -186,7 +235,7 @@ export class LocalGitHost implements GitHost {
     const refusal = await this.checkMergeable(git, request, record, base);
     if (refusal) return refusal;
 
-    const landing = await this.landingCommit(git, request);
+    const landing = await this.landingCommit(git, request, record);
     if (!landing.ok) return landing;
     await pullRequests.markMerging(request.repo, number, landing.sha);
     const ref = `refs/heads/${request.targetBranch}`;
@@ -196,6 +245,7 @@ export class LocalGitHost implements GitHost {
         `${request.targetBranch} moved while #${String(number)} was merging`,
       );
     }
+    await keepLandedHead(git, number, request.headSha);
     await pullRequests.markMerged(request.repo, number, landing.sha, this.options.clock.now());
     return { ok: true, sha: landing.sha };
   }
@@ -238,33 +288,45 @@ export class LocalGitHost implements GitHost {
   }
 
   /**
-   * The commit to land, by merge method. Its tree is always the tree of merging the head onto
-   * the base, which is what the queue's test branch for this PR on this base contained.
+   * The commit to land, by merge method. Its tree is the tree that passed with the PR: the test
+   * branch of the run that cleared it, up to and including this PR (`tested`). Landing never
+   * merges afresh (a squash of a stacked PR, merged onto a base that holds its parent's squash,
+   * could conflict where the test branch did not); it only checks that the base it lands on has
+   * the tree the PR was tested on.
    */
   private async landingCommit(
     git: RepositoryGit,
     request: MergeRequest,
+    record: LocalPullRequestRecord,
   ): Promise<{ ok: true; sha: string } | Refusal> {
+    const pr = `#${String(request.prNumber)}`;
     const base = request.expectedBaseSha;
     const head = request.headSha;
-    const merged = await git.mergeTree(base, head);
-    if (!merged.clean)
-      return refuse("merge_conflict", `#${String(request.prNumber)}: ${merged.summary}`);
+    const tested = await this.testedMerge(git, request);
+    if (!tested.ok) return tested;
+    const { tree, testedOn } = tested;
     switch (request.method) {
       case "merge_commit": {
-        const message = `Merge pull request #${String(request.prNumber)}: ${request.title}`;
-        return { ok: true, sha: await git.commitTree(merged.tree, [base, head], message) };
+        const message = `Merge pull request ${pr}: ${request.title}`;
+        return { ok: true, sha: await git.commitTree(tree, [base, head], message) };
       }
-      case "squash":
-        return { ok: true, sha: await git.commitTree(merged.tree, [base], request.title) };
+      case "squash": {
+        const commits = await git.ownCommits(head, testedOn);
+        const squash = squashMessage(request.title, record, commits);
+        return { ok: true, sha: await git.commitTree(tree, [base], squash.message, squash) };
+      }
       case "rebase": {
+        // Only the PR's own commits: those of a stacked PR's parent landed with the parent.
         // Replayed commits keep their authors (and author dates); only the committer is Mainline.
-        const replay = await replayOnto(git, base, head, { GIT_COMMITTER_DATE: this.commitDate() });
-        if (!replay.ok) return refuse("merge_conflict", replay.message);
-        if ((await git.treeOf(replay.sha)) !== merged.tree) {
+        const commits = (await git.ownCommits(head, testedOn)).map((commit) => commit.sha);
+        const replay = await replayOnto(git, base, commits, {
+          GIT_COMMITTER_DATE: this.commitDate(),
+        });
+        if (!replay.ok) return refuse("merge_conflict", `${pr}: ${replay.message}`);
+        if ((await git.treeOf(replay.sha)) !== tree) {
           return refuse(
             "merge_conflict",
-            `rebasing #${String(request.prNumber)} gives a different tree than merging it, which is what was tested`,
+            `rebasing ${pr} gives a different tree than the one tested with it`,
           );
         }
         return { ok: true, sha: replay.sha };
@@ -272,11 +334,47 @@ export class LocalGitHost implements GitHost {
     }
   }
 
+  /**
+   * The tree that passed with the PR and the commit it was tested on top of. With a test branch:
+   * its merge of this head, found on its first-parent chain; the base must have the tree that
+   * merge was made onto (the PRs ahead landed as tested), or the test does not hold for it. A
+   * direct merge (no run) merges the head onto the base.
+   */
+  private async testedMerge(
+    git: RepositoryGit,
+    request: MergeRequest,
+  ): Promise<{ ok: true; tree: string; testedOn: string } | Refusal> {
+    const pr = `#${String(request.prNumber)}`;
+    const base = request.expectedBaseSha;
+    if (request.testedSha === undefined) {
+      const { merged, onto } = await mergeStacked(git, base, request.headSha);
+      if (!merged.clean) return refuse("merge_conflict", `${pr}: ${merged.summary}`);
+      return { ok: true, tree: merged.tree, testedOn: onto };
+    }
+    assertObjectId(request.testedSha, "tested commit");
+    const chain = await git.firstParentChain(request.testedSha, base);
+    const merge = chain.find((parents) => parents[2] === request.headSha && parents.length === 3);
+    const testedOn = merge?.[1];
+    if (merge?.[0] === undefined || testedOn === undefined) {
+      return refuse(
+        "rejected",
+        `${pr} at ${request.headSha} is not on the test branch ${request.testedSha} that cleared it`,
+      );
+    }
+    if ((await git.treeOf(testedOn)) !== (await git.treeOf(base))) {
+      return refuse(
+        "base_moved",
+        `${request.targetBranch} at ${base} does not hold what ${pr} was tested on`,
+      );
+    }
+    return { ok: true, tree: await git.treeOf(merge[0]), testedOn };
+  }
+
   private repository(repo: HostedRepository): RepositoryGit {
     if (repo.host.toLowerCase() !== LOCAL_HOST) {
       throw new Error(`${repo.host}/${repo.owner}/${repo.name} is not a local repository`);
     }
-    return new RepositoryGit(repositoryPath(this.options.dataDir, repo.owner, repo.name), () => {
+    return new RepositoryGit(repositoryPath(this.options.dataDir, repo), () => {
       const date = this.commitDate();
       return { GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date };
     });
@@ -288,9 +386,80 @@ export class LocalGitHost implements GitHost {
   }
 }
 
-/** What a check may have written into a clone's configuration must not run as a hook. */
+/** Where the heads of landed pull requests are kept (`refs/mainline/landed/<number>`). */
+const LANDED_PREFIX = "refs/mainline/landed/";
+
+/**
+ * Merges `head` onto `base`, knowing stacks. A pull request stacked on one that landed by squash
+ * or rebase contains its parent's original commits, which the base holds only as their landed
+ * copy: git's merge would apply the parent's change a second time from the old merge base, and
+ * conflict wherever the child edits its parent's lines. So when `head` contains the head of a
+ * landed PR that `base` lacks, `onto` is a commit with the base's tree and that head as second
+ * parent (it records that the base holds it), and the merge is made onto that: only the child's
+ * own change is applied. `onto` is the base itself otherwise.
+ */
+async function mergeStacked(
+  git: RepositoryGit,
+  base: string,
+  head: string,
+  date?: string,
+): Promise<{ merged: TreeMerge; onto: string }> {
+  const landed = await git.refsBetween(LANDED_PREFIX, head, base);
+  // The newest of them: the one no other contains (a stack's heads are all in its history).
+  let newest: string | undefined;
+  for (const candidate of landed) {
+    if (newest === undefined || (await git.isAncestor(newest, candidate))) newest = candidate;
+  }
+  if (newest === undefined) return { merged: await git.mergeTree(base, head), onto: base };
+  // Dated as the base: asked again (every look at the PR), it is the same commit, not a new one.
+  const message = `${newest} has landed on this base`;
+  const onto = await git.commitTree(await git.treeOf(base), [base, newest], message, {
+    date: date ?? (await git.commitDateOf(base)),
+  });
+  return { merged: await git.mergeTree(onto, head), onto };
+}
+
+/**
+ * Keeps the head of a PR that landed (written once the base holds it, so never for a PR that did
+ * not land): a PR stacked on it merges onto the landed commit from there (`mergeStacked`).
+ */
+async function keepLandedHead(git: RepositoryGit, number: number, head: string): Promise<void> {
+  await git.updateRef(`${LANDED_PREFIX}${String(number)}`, head);
+}
+
 function refuse(reason: Refusal["reason"], message: string): Refusal {
   return { ok: false, reason, message };
 }
 
-const repositoryKey = (repo: HostedRepository) => `${repo.owner}/${repo.name}`;
+const repositoryKey = (repo: HostedRepository) =>
+  `${repo.organizationId}/${repo.owner}/${repo.name}`.toLowerCase();
+
+/**
+ * A squash commit's author and message: the author is the PR's author as its commits name them
+ * (the commit author whose name or e-mail matches the PR's author, else the author of its first
+ * commit); the message is the title with `(#n)`, then the PR's description (the messages of its
+ * commits, as GitHub's default squash message has them, when there are several) and a
+ * `Co-authored-by:` trailer for every other author of its commits.
+ */
+export function squashMessage(
+  title: string,
+  record: Pick<LocalPullRequestRecord, "author">,
+  commits: CommitSummary[],
+): { message: string; author?: { name: string; email: string } } {
+  const login = record.author.toLowerCase();
+  const authors = commits.map((commit) => commit.author);
+  const author =
+    authors.find(
+      (a) => a.name.toLowerCase() === login || a.email.toLowerCase().split("@")[0] === login,
+    ) ?? authors[0];
+  const coAuthors: string[] = [];
+  for (const other of authors) {
+    const line = `Co-authored-by: ${other.name} <${other.email}>`;
+    if (other.email.toLowerCase() === author?.email.toLowerCase()) continue;
+    if (!coAuthors.includes(line)) coAuthors.push(line);
+  }
+  const description =
+    commits.length > 1 ? commits.map((commit) => `* ${commit.message}`).join("\n\n") : "";
+  const message = [title, description, coAuthors.join("\n")].filter((p) => p !== "").join("\n\n");
+  return author ? { message, author } : { message };
+}

@@ -1,12 +1,30 @@
 /**
- * Where local repositories live on disk (contract §6): `{dataDir}/git/{owner}/{name}.git`. Owner
- * and name become path segments, so they are checked before any path is built from them. Also
- * where Mainline's own branches live inside them.
+ * Where local repositories live on disk (docs/contract.md §6): one tree per organization,
+ * `{dataDir}/git/{organizationId}/{owner}/{name}.git`, so that two organizations may each have
+ * `local/acme/shop` and neither ever reaches the other's. Owner and name become path segments, so
+ * they are checked before any path is built from them. Also where Mainline's own branches live
+ * inside them.
  */
 import { join } from "node:path";
 import { ApiError } from "../../lib/errors.js";
 
 const NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
+
+/**
+ * The longest owner or name of a local repository. `{name}.git` must fit in one file name (255
+ * bytes on the usual file systems); 100 is GitHub's own limit for repository names.
+ */
+export const MAX_LOCAL_NAME_LENGTH = 100;
+
+/** What locates a local repository on disk: its organization, owner and name. */
+export interface LocalRepositoryAddress {
+  organizationId: string;
+  owner: string;
+  name: string;
+}
+
+/** Organization ids are UUIDs; anything that is not a plain path segment never becomes one. */
+const ORGANIZATION_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** The `host` of repositories on the local git host. */
 export const LOCAL_HOST = "local";
@@ -22,6 +40,12 @@ export function validateRepositoryName(owner: string, name: string): void {
     ["owner", owner],
     ["name", name],
   ] as const) {
+    if (value.length > MAX_LOCAL_NAME_LENGTH) {
+      throw ApiError.invalid(
+        `repo.${field}`,
+        `must be at most ${String(MAX_LOCAL_NAME_LENGTH)} characters for a local repository`,
+      );
+    }
     if (!NAME_PATTERN.test(value)) {
       throw ApiError.invalid(`repo.${field}`, `may only contain letters, digits, ".", "_" and "-"`);
     }
@@ -34,13 +58,21 @@ export function validateRepositoryName(owner: string, name: string): void {
   }
 }
 
-/** The bare repository's directory; validates the names first. */
-export function repositoryPath(dataDir: string, owner: string, name: string): string {
-  validateRepositoryName(owner, name);
-  return join(dataDir, "git", owner, `${name}.git`);
+/** The directory of an organization's local repositories. */
+export function organizationDirectory(dataDir: string, organizationId: string): string {
+  if (!ORGANIZATION_ID_PATTERN.test(organizationId)) {
+    throw new Error(`${JSON.stringify(organizationId)} is not an organization id`);
+  }
+  return join(dataDir, "git", organizationId);
 }
 
-/** Test branches live under this prefix, apart from the branches people push (contract §6). */
+/** The bare repository's directory; validates the names first. */
+export function repositoryPath(dataDir: string, repo: LocalRepositoryAddress): string {
+  validateRepositoryName(repo.owner, repo.name);
+  return join(organizationDirectory(dataDir, repo.organizationId), repo.owner, `${repo.name}.git`);
+}
+
+/** Test branches live under this prefix, apart from the branches people push (docs/contract.md §6). */
 export const TEST_BRANCH_PREFIX = "mainline-merge/";
 
 export function testBranchName(targetBranch: string, runId: string): string {

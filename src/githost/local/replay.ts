@@ -16,19 +16,16 @@ import type { RepositoryGit } from "./repository-git.js";
 
 export type Replay = { ok: true; sha: string } | { ok: false; message: string };
 
-/** Hooks of the hosted repository are the pushers' business, never run by Mainline. */
-/** The non-merge commits of `head` that `onto` lacks, oldest first, replayed onto `onto`. */
+/**
+ * `commits` (a pull request's own, oldest first) replayed onto `onto`. Hooks of the hosted
+ * repository are the pushers' business, never run by Mainline.
+ */
 export async function replayOnto(
   repository: RepositoryGit,
   onto: string,
-  head: string,
+  commits: string[],
   commitEnv: Record<string, string>,
 ): Promise<Replay> {
-  const { stdout } = await git(
-    ["rev-list", "--reverse", "--topo-order", "--no-merges", head, `^${onto}`],
-    { gitDir: repository.gitDir },
-  );
-  const commits = stdout.split("\n").filter((line) => line !== "");
   if (commits.length === 0) return { ok: true, sha: onto };
 
   const worktree = await mkdtemp(join(tmpdir(), "mainline-rebase-"));

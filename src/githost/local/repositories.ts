@@ -5,8 +5,9 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { ApiError, isStorageFull } from "../../lib/errors.js";
 import { git } from "./git.js";
-import { repositoryPath } from "./layout.js";
+import { repositoryPath, type LocalRepositoryAddress } from "./layout.js";
 
 export interface CreateRepositoryResult {
   /** False when the repository already existed (it is left as it was). */
@@ -20,14 +21,14 @@ const TARGET_EXISTS = new Set(["ENOTEMPTY", "EEXIST"]);
 export class LocalRepositories {
   constructor(private readonly dataDir: string) {}
 
-  path(owner: string, name: string): string {
-    return repositoryPath(this.dataDir, owner, name);
+  path(repo: LocalRepositoryAddress): string {
+    return repositoryPath(this.dataDir, repo);
   }
 
   /** Whether a git repository is there (a bare repository always has `HEAD`). */
-  async exists(owner: string, name: string): Promise<boolean> {
+  async exists(repo: LocalRepositoryAddress): Promise<boolean> {
     try {
-      return (await stat(join(this.path(owner, name), "HEAD"))).isFile();
+      return (await stat(join(this.path(repo), "HEAD"))).isFile();
     } catch {
       return false;
     }
@@ -40,9 +41,9 @@ export class LocalRepositories {
    * creates and crashes never leave a half-made repository where one is expected (the temporary
    * name starts with ".", which no repository name may).
    */
-  async create(owner: string, name: string): Promise<CreateRepositoryResult> {
-    const path = this.path(owner, name);
-    if (await this.exists(owner, name)) return { created: false, path };
+  async create(repo: LocalRepositoryAddress): Promise<CreateRepositoryResult> {
+    const path = this.path(repo);
+    if (await this.exists(repo)) return { created: false, path };
     await mkdir(dirname(path), { recursive: true });
     const staging = join(dirname(path), `.creating-${randomBytes(8).toString("hex")}`);
     try {
@@ -53,6 +54,12 @@ export class LocalRepositories {
       if (TARGET_EXISTS.has((error as NodeJS.ErrnoException).code ?? "")) {
         return { created: false, path };
       }
+      if (isStorageFull(error)) {
+        throw new ApiError(
+          "insufficient_storage",
+          `The server's disk is full, so the repository ${repo.owner}/${repo.name} was not created; retry later.`,
+        );
+      }
       throw error;
     } finally {
       await rm(staging, { recursive: true, force: true });
@@ -60,10 +67,10 @@ export class LocalRepositories {
   }
 
   /** Every branch and the commit it points at, by branch name (without `refs/heads/`). */
-  async branches(owner: string, name: string): Promise<Map<string, string>> {
+  async branches(repo: LocalRepositoryAddress): Promise<Map<string, string>> {
     const { stdout } = await git(
       ["for-each-ref", "--format=%(objectname) %(refname:strip=2)", "refs/heads"],
-      { gitDir: this.path(owner, name) },
+      { gitDir: this.path(repo) },
     );
     const branches = new Map<string, string>();
     for (const line of stdout.split("\n")) {

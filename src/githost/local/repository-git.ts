@@ -19,6 +19,13 @@ export function assertObjectId(value: string, what: string): void {
 export type TreeMerge =
   { clean: true; tree: string } | { clean: false; files: string[]; summary: string };
 
+/** A commit of a pull request, as a squash or a rebase needs it. */
+export interface CommitSummary {
+  sha: string;
+  author: { name: string; email: string };
+  message: string;
+}
+
 export class RepositoryGit {
   /** `commitEnv`: extra variables for commands that write commits (Mainline's commit dates). */
   constructor(
@@ -38,6 +45,14 @@ export class RepositoryGit {
 
   branchHead(branch: string): Promise<string | undefined> {
     return this.resolve(`refs/heads/${branch}`);
+  }
+
+  /** A commit's committer date in git's form (`<seconds> <zone>`). */
+  async commitDateOf(commit: string): Promise<string> {
+    const { stdout } = await git(["show", "-s", "--format=%ct %cz", commit], {
+      gitDir: this.gitDir,
+    });
+    return stdout.trim();
   }
 
   async treeOf(commit: string): Promise<string> {
@@ -79,12 +94,24 @@ export class RepositoryGit {
     return { clean: false, files, summary: `conflicts in ${files.join(", ")}` };
   }
 
-  async commitTree(tree: string, parents: string[], message: string): Promise<string> {
+  /**
+   * `author`: whom the commit is by (default: Mainline, like its committer); `date`: its author
+   * and commit date in git's form (default: Mainline's commit dates).
+   */
+  async commitTree(
+    tree: string,
+    parents: string[],
+    message: string,
+    options: { author?: { name: string; email: string }; date?: string } = {},
+  ): Promise<string> {
     const args = ["commit-tree", tree, ...parents.flatMap((parent) => ["-p", parent])];
+    const { author, date } = options;
+    const by = author ? { GIT_AUTHOR_NAME: author.name, GIT_AUTHOR_EMAIL: author.email } : {};
+    const when = date ? { GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date } : {};
     const { stdout } = await git([...args, "-F", "-"], {
       gitDir: this.gitDir,
       input: message,
-      env: this.commitEnv(),
+      env: { ...this.commitEnv(), ...by, ...when },
     });
     return stdout.trim();
   }
@@ -99,6 +126,52 @@ export class RepositoryGit {
     if (result.code === 0) return true;
     if (((await this.resolve(ref)) ?? ZERO_OID) !== expected) return false;
     throw new GitError(args, result.code, result.stderr);
+  }
+
+  /**
+   * The non-merge commits of `head` that `base` lacks, oldest first, with their authors and
+   * messages (what a squash or a rebase of a pull request lands).
+   */
+  async ownCommits(head: string, base: string): Promise<CommitSummary[]> {
+    const format = "%H%x00%an%x00%ae%x00%B%x00";
+    const args = ["log", "--reverse", "--topo-order", "--no-merges", "-z", `--format=${format}`];
+    const { stdout } = await git([...args, head, `^${base}`], { gitDir: this.gitDir });
+    const fields = stdout.split("\0");
+    const commits: CommitSummary[] = [];
+    // Each commit is four NUL-terminated fields; `-z` adds one more NUL between commits.
+    for (let i = 0; i + 3 < fields.length; i += 5) {
+      const [sha = "", name = "", email = "", message = ""] = fields.slice(i, i + 4);
+      if (sha === "") break;
+      commits.push({ sha: sha.trim(), author: { name, email }, message: message.trim() });
+    }
+    return commits;
+  }
+
+  /**
+   * The first-parent history of `tip` down to (not including) what `stop` reaches, each commit
+   * with its parents: `[commit, firstParent, ...otherParents]`, newest first.
+   */
+  async firstParentChain(tip: string, stop: string): Promise<string[][]> {
+    const { stdout } = await git(["rev-list", "--first-parent", "--parents", tip, `^${stop}`], {
+      gitDir: this.gitDir,
+    });
+    return stdout
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => line.split(" "));
+  }
+
+  /** Refs under `prefix` whose commits `head` contains and `base` does not. */
+  async refsBetween(prefix: string, head: string, base: string): Promise<string[]> {
+    const { stdout } = await git(
+      ["for-each-ref", "--format=%(objectname)", `--merged=${head}`, `--no-merged=${base}`, prefix],
+      { gitDir: this.gitDir },
+    );
+    return [...new Set(stdout.split("\n").filter((line) => line !== ""))];
+  }
+
+  async updateRef(ref: string, sha: string): Promise<void> {
+    await git(["update-ref", ref, sha], { gitDir: this.gitDir });
   }
 
   async deleteRef(ref: string): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * The local git host's API (contract §6): repositories as bare git repositories in the data
+ * The local git host's API (docs/contract.md §6): repositories as bare git repositories in the data
  * directory, and pull requests opened and closed through Mainline. Git holds the code; people
  * push with plain git. A change Mainline makes itself (a closed PR) is reported to the queues at
  * once; pushes are found by the ref watcher.
@@ -10,22 +10,23 @@ import type { Clock } from "../../lib/clock.js";
 import { ApiError } from "../../lib/errors.js";
 import type { HostedRepository } from "../../mergequeue/providers.js";
 import type { Principal } from "../../organizations/service.js";
-import { LOCAL_HOST, validateRepositoryName } from "./layout.js";
+import { LOCAL_HOST, validateRepositoryName, type LocalRepositoryAddress } from "./layout.js";
 import type { LocalPullRequestRecord, LocalPullRequestState } from "./records.js";
 
-/** What the service needs of the bare repositories on disk (`LocalRepositories`). */
+/**
+ * What the service needs of the bare repositories on disk (`LocalRepositories`), each in its
+ * organization's tree.
+ */
 export interface BareRepositories {
   /** Creates the bare repository; `created: false` when it already exists. */
-  create(owner: string, name: string): Promise<{ created: boolean; path: string }>;
-  exists(owner: string, name: string): Promise<boolean>;
-  path(owner: string, name: string): string;
-  branches(owner: string, name: string): Promise<Map<string, string>>;
+  create(repo: LocalRepositoryAddress): Promise<{ created: boolean; path: string }>;
+  exists(repo: LocalRepositoryAddress): Promise<boolean>;
+  path(repo: LocalRepositoryAddress): string;
+  branches(repo: LocalRepositoryAddress): Promise<Map<string, string>>;
 }
 
 export interface LocalHostServiceDeps {
   repositories: Pick<RepositoryStore, "find" | "ensure">;
-  /** Any organization's repository with this host/owner/name (a path on disk has one owner). */
-  repositoryAnywhere(ref: RepoRef): Promise<Repository | undefined>;
   pullRequests: LocalPullRequestStore;
   bare: BareRepositories;
   clock: Clock;
@@ -44,37 +45,38 @@ export class LocalHostService {
   constructor(private readonly deps: LocalHostServiceDeps) {}
 
   /**
-   * Creates a local repository for the token's organization: its row and its bare repository.
-   * Answers the path to push to. A repository that exists already is a 409.
+   * Creates a local repository for the token's organization: its row and its bare repository,
+   * in the organization's own tree on disk (another organization's repository of the same name
+   * is another directory). Answers the path to push to. A repository that exists already is a
+   * 409.
    */
   async createRepository(
     principal: Principal,
     ref: RepoRef,
   ): Promise<{ repository: Repository; remoteUrl: string }> {
     const local = this.localRef(ref);
-    const elsewhere = await this.deps.repositoryAnywhere(local);
-    if (elsewhere && elsewhere.organizationId !== principal.organizationId) {
-      throw new ApiError(
-        "conflict",
-        `The local repository ${local.owner}/${local.name} belongs to another organization.`,
-      );
-    }
+    const organizationId = principal.organizationId;
+    const existing = await this.deps.repositories.find(organizationId, local);
     // The path on disk is the one the organization's repository was created with: another
     // spelling of its name (names match case-insensitively) is the same repository.
-    const onDisk = elsewhere ?? local;
-    const { created } = await this.deps.bare.create(onDisk.owner, onDisk.name);
-    if (!created && elsewhere) {
+    const onDisk = {
+      organizationId,
+      owner: (existing ?? local).owner,
+      name: (existing ?? local).name,
+    };
+    const { created } = await this.deps.bare.create(onDisk);
+    if (!created && existing) {
       throw new ApiError(
         "conflict",
         `The local repository ${local.owner}/${local.name} exists already.`,
       );
     }
     const repository = await this.deps.repositories.ensure(
-      principal.organizationId,
+      organizationId,
       local,
       this.deps.clock.now(),
     );
-    return { repository, remoteUrl: this.deps.bare.path(repository.owner, repository.name) };
+    return { repository, remoteUrl: this.deps.bare.path(repository) };
   }
 
   async openPullRequest(
@@ -88,7 +90,7 @@ export class LocalHostService {
     if (head === "") throw ApiError.invalid("head", "must name a branch");
     if (base === "") throw ApiError.invalid("base", "must name a branch");
     if (head === base) throw ApiError.invalid("head", "must differ from base");
-    const branches = await this.deps.bare.branches(repository.owner, repository.name);
+    const branches = await this.deps.bare.branches(repository);
     for (const [field, branch] of [
       ["head", head],
       ["base", base],
@@ -147,14 +149,14 @@ export class LocalHostService {
 
   /** The repository's branches and their heads now. */
   branches(repository: Repository): Promise<Map<string, string>> {
-    return this.deps.bare.branches(repository.owner, repository.name);
+    return this.deps.bare.branches(repository);
   }
 
   /** The organization's local repository, which must exist on disk too. */
   async repository(principal: Principal, ref: RepoRef): Promise<Repository> {
     const local = this.localRef(ref);
     const repository = await this.deps.repositories.find(principal.organizationId, local);
-    if (!repository || !(await this.deps.bare.exists(repository.owner, repository.name))) {
+    if (!repository || !(await this.deps.bare.exists(repository))) {
       throw new ApiError(
         "not_found",
         `No local repository ${local.owner}/${local.name} in organization "${principal.organizationSlug}"; create it with \`mainline repo create ${local.owner}/${local.name}\`.`,
@@ -175,7 +177,12 @@ export class LocalHostService {
   }
 
   private hosted(repository: Repository): HostedRepository {
-    return { host: repository.host, owner: repository.owner, name: repository.name };
+    return {
+      organizationId: repository.organizationId,
+      host: repository.host,
+      owner: repository.owner,
+      name: repository.name,
+    };
   }
 
   private noPullRequest(repository: Repository, number: number): ApiError {

@@ -32,7 +32,8 @@ export interface LocalRefWatcherOptions {
   intervalMs?: number;
 }
 
-const repositoryKey = (repo: HostedRepository) => `${repo.owner}/${repo.name}`;
+const repositoryKey = (repo: HostedRepository) =>
+  `${repo.organizationId}/${repo.owner}/${repo.name}`.toLowerCase();
 
 export class LocalRefWatcher {
   private readonly intervalMs: number;
@@ -101,7 +102,7 @@ export class LocalRefWatcher {
     const key = repositoryKey(repo);
     let branches: Map<string, string>;
     try {
-      branches = await this.options.repositories.branches(repo.owner, repo.name);
+      branches = await this.options.repositories.branches(repo);
     } catch (error) {
       this.options.logger.error(`ref watcher: reading the branches of ${key} failed`, error);
       return;

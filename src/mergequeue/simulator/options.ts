@@ -28,6 +28,17 @@ export interface SimulationOptions {
   failureRate: number;
   /** Probability that any run fails although nothing in it is bad. */
   flakeRate: number;
+  /**
+   * Flakes are known flaky tests: a run that failed only on them says so (`flakyOnly`), and a
+   * rerun of the same combination does not flake again (a failure then a pass on the same tree).
+   */
+  flakesKnown: boolean;
+  /** Probability that a PR edits the same lines as one of the few submitted just before it. */
+  conflictRate: number;
+  /** Probability that a PR is stacked on (built on the branch of) one submitted just before it. */
+  stackRate: number;
+  /** Conflicting pairs of PR numbers, in addition to those `conflictRate` draws (tests). */
+  conflictPairs?: [number, number][];
   concurrency: number;
   batch: boolean;
   batchSize: number;
@@ -53,6 +64,9 @@ export interface SimulationOptions {
 export const SIMULATION_DEFAULTS = Object.freeze({
   ciJitter: 0,
   flakeRate: 0,
+  flakesKnown: false,
+  conflictRate: 0,
+  stackRate: 0,
   batchSize: 4,
   batchWaitMinutes: 5,
   bisectionConcurrency: 1,
@@ -160,6 +174,8 @@ export function validateOptions(o: SimulationOptions): void {
   fraction("--ci-jitter", o.ciJitter);
   fraction("--failure-rate", o.failureRate);
   fraction("--flake-rate", o.flakeRate);
+  fraction("--conflict-rate", o.conflictRate);
+  fraction("--stack-rate", o.stackRate);
   whole("--concurrency", o.concurrency, 1, 10_000);
   whole("--batch-size", o.batchSize, 1, 10_000);
   whole("--batch-wait-minutes", o.batchWaitMinutes, 0, 100_000);

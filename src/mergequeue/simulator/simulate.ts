@@ -111,6 +111,18 @@ export interface Anomalies {
   mergeTransitionMismatch: number;
   /** The planner refused an event (`rejection`). */
   rejectedEvents: number;
+  /**
+   * A merge while a PR submitted earlier was still queued (counted only in one lane without
+   * priorities, where queue order is submission order): the queue's order broken.
+   */
+  mergedOutOfOrder: number;
+  /** A PR concluded `merged_through_stack` although no PR stacked on it had merged. */
+  mergedThroughNothing: number;
+  /**
+   * A PR failed with `merge_conflict` though every PR it conflicts with was submitted after it
+   * (counted only in one lane without priorities): it failed for conflicting with one behind.
+   */
+  conflictWithLaterEvicted: number;
 }
 
 export interface SimulationReport {
@@ -126,6 +138,7 @@ export interface SimulationReport {
   ciRunsPerMerged: number | null;
   p50MinutesInQueue: number | null;
   p95MinutesInQueue: number | null;
+  /** Failed PRs that were good: not bad (pass alone) and conflicting with no other PR. */
   goodPrsEvicted: number;
   badMerged: number;
   /** Single-lane ceiling (1-p)/p per T, p counting flakes; null when nothing can fail. */
@@ -146,6 +159,13 @@ export interface SimulationReport {
     meanQueued: number;
     ciRunsCancelled: number;
     bisectionRuns: number;
+    /** PRs with a conflict partner, PRs stacked on another, test branches that did not build. */
+    conflictingPrs: number;
+    stackedPrs: number;
+    conflictBuilds: number;
+    /** Conflicting PRs that failed with `merge_conflict` / merged. */
+    conflictEvictions: number;
+    conflictingMerged: number;
     ciHours: number;
     meanPrsPerRun: number | null;
     meanUnitSize: number | null;
@@ -191,6 +211,9 @@ interface RunRecord {
   startedAt: number;
   endsAt: number;
   outcome: "passed" | "failed";
+  flakyOnly?: boolean;
+  /** The test branch did not build: no CI run. */
+  conflict?: boolean;
   state: "running" | "finished" | "cancelled";
 }
 
@@ -200,6 +223,7 @@ interface PrRecord {
   outcome: "merged" | "failed" | "cancelled" | null;
   concludedAt: number | null;
   mergedByDecision: boolean;
+  reason: string | null;
 }
 
 /** A fresh commit id: 40 hex digits, `kind` first (a = PR head, b = branch commit). */
@@ -251,10 +275,14 @@ export function simulate(
         checksPassed: true,
         state: "open",
         draft: false,
+        ...(sim.stackedOn === null
+          ? {}
+          : { contains: [{ number: sim.stackedOn, headSha: sha("a", sim.stackedOn) }] }),
       },
       outcome: null,
       concludedAt: null,
       mergedByDecision: false,
+      reason: null,
     });
   }
 
@@ -298,7 +326,17 @@ export function simulate(
     wakeNotInFuture: 0,
     mergeTransitionMismatch: 0,
     rejectedEvents: 0,
+    mergedOutOfOrder: 0,
+    mergedThroughNothing: 0,
+    conflictWithLaterEvicted: 0,
   };
+  /** Commit index at which each PR landed (by merge). */
+  const landedAt = new Map<number, number>();
+  /** One lane, no priorities: queue order is submission order, and merges must keep it. */
+  const singleLaneOrder = o.priorities === null && o.targetsFanout === null;
+  /** The lowest PR number not yet concluded (PRs arrive in number order). */
+  let lowestOpen = 1;
+  let conflictBuilds = 0;
   const eventsByType: Record<string, number> = {};
   const transitions: Record<string, number> = {};
   let events = 0;
@@ -337,12 +375,60 @@ export function simulate(
     }
     pr.outcome = outcome;
     pr.concludedAt = now;
+    while (prs.get(lowestOpen)?.outcome != null) lowestOpen += 1;
     concluded += 1;
     queued -= 1;
     lastConclusionAt = now;
   };
 
+  /**
+   * The test branch: the first PR, in the run's order, that edits the same lines as a PR on the
+   * base or ahead of it in the run does not apply (as `git merge-tree` finds it).
+   */
+  const buildConflict = (run: TestRun): QueueEvent | null => {
+    const base = commitIndex.get(run.baseSha) ?? 0;
+    const ahead: number[] = [];
+    for (const item of run.prs) {
+      const partners = prs.get(item.number)?.sim.conflictsWith ?? [];
+      if (partners.length > 0) {
+        const withBase = partners.some((n) => (landedAt.get(n) ?? Infinity) <= base);
+        const withAhead = partners.filter((n) => ahead.includes(n));
+        if (withBase || withAhead.length > 0) {
+          return {
+            type: "run_finished",
+            runId: run.id,
+            outcome: "failed",
+            failingChecks: [],
+            reason: "merge_conflict",
+            conflict: {
+              prNumber: item.number,
+              files: ["shared.ts"],
+              conflictsWith: withBase ? [] : withAhead,
+            },
+          };
+        }
+      }
+      ahead.push(item.number);
+    }
+    return null;
+  };
+
   const startRun = (run: TestRun) => {
+    const conflict = buildConflict(run);
+    if (conflict !== null) {
+      // No CI run: the driver reports the conflict at once.
+      conflictBuilds += 1;
+      runs.set(run.id, {
+        startedAt: now,
+        endsAt: now,
+        outcome: "failed",
+        conflict: true,
+        state: "finished",
+      });
+      tested.delete(run.id);
+      followUps.push(conflict);
+      return;
+    }
     ciRuns += 1;
     if (run.kind === "bisection") bisectionRuns += 1;
     prsInRuns += run.prs.length;
@@ -364,10 +450,13 @@ export function simulate(
       1,
       Math.round(o.ciMinutes * MINUTE * (1 + o.ciJitter * ci.uniform(-1, 1))),
     );
+    // Known flaky tests fail at most once on the same combination: its rerun passes.
+    const flakes = flaked && (!o.flakesKnown || run.attempt === 1);
     const record: RunRecord = {
       startedAt: now,
       endsAt: now + duration,
-      outcome: bad || flaked ? "failed" : "passed",
+      outcome: bad || flakes ? "failed" : "passed",
+      flakyOnly: o.flakesKnown && flakes && !bad,
       state: "running",
     };
     runs.set(run.id, record);
@@ -407,6 +496,7 @@ export function simulate(
         return;
       case "cancel_run": {
         const run = runs.get(decision.runId);
+        if (run?.conflict === true) return;
         if (run === undefined || run.state !== "running") {
           anomalies.cancelledUnknownRun += 1;
           return;
@@ -425,6 +515,7 @@ export function simulate(
         }
         if (pr.outcome !== null || pr.mergedByDecision) anomalies.actedOnConcludedPr += 1;
         if (decision.expectedBaseSha !== head) anomalies.mergeBaseMoved += 1;
+        if (singleLaneOrder && lowestOpen < pr.sim.number) anomalies.mergedOutOfOrder += 1;
         checkTested(decision.runId, pr);
         pr.mergedByDecision = true;
         merges += 1;
@@ -435,6 +526,7 @@ export function simulate(
         commits += 1;
         head = sha("b", commits);
         commitIndex.set(head, commits);
+        landedAt.set(pr.sim.number, commits);
         lineage.push(pr.sim.number);
         followUps.push({ type: "merge_finished", entryId: decision.entryId, newHeadSha: head });
         return;
@@ -448,6 +540,22 @@ export function simulate(
           return;
         }
         if (decision.to === "merged" || decision.to === "failed" || decision.to === "cancelled") {
+          pr.reason = decision.reason;
+          if (decision.reason === "merged_through_stack") {
+            // Its commits landed inside a PR stacked on it, which must have merged.
+            const child = [...prs.values()].find(
+              (c) => c.sim.stackedOn === pr.sim.number && c.mergedByDecision,
+            );
+            if (child === undefined) anomalies.mergedThroughNothing += 1;
+            pr.mergedByDecision = true;
+          }
+          if (
+            decision.reason === "merge_conflict" &&
+            singleLaneOrder &&
+            pr.sim.conflictsWith.every((n) => n > pr.sim.number)
+          ) {
+            anomalies.conflictWithLaterEvicted += 1;
+          }
           conclude(pr, decision.to);
         }
         return;
@@ -541,6 +649,7 @@ export function simulate(
           runId: next.runId,
           outcome: run.outcome,
           failingChecks: run.outcome === "failed" ? [FAILING_CHECK] : [],
+          ...(run.flakyOnly ? { flakyOnly: true } : {}),
         };
         break;
       }
@@ -594,16 +703,27 @@ export function simulate(
   let cancelled = 0;
   let goodPrsEvicted = 0;
   let badPrs = 0;
+  let conflictingPrs = 0;
+  let stackedPrs = 0;
+  let conflictEvictions = 0;
+  let conflictingMerged = 0;
   const inQueue: number[] = [];
   for (const pr of prs.values()) {
     if (pr.sim.bad) badPrs += 1;
+    if (pr.sim.stackedOn !== null) stackedPrs += 1;
+    const conflicting = pr.sim.conflictsWith.length > 0;
+    if (conflicting) {
+      conflictingPrs += 1;
+      if (pr.outcome === "merged") conflictingMerged += 1;
+      if (pr.reason === "merge_conflict") conflictEvictions += 1;
+    }
     if (pr.mergedByDecision !== (pr.outcome === "merged")) anomalies.mergeTransitionMismatch += 1;
     if (pr.outcome === "merged") {
       merged += 1;
       inQueue.push(((pr.concludedAt ?? 0) - pr.sim.arrivalAt) / MINUTE);
     } else if (pr.outcome === "failed") {
       failed += 1;
-      if (!pr.sim.bad) goodPrsEvicted += 1;
+      if (!pr.sim.bad && !conflicting) goodPrsEvicted += 1;
     } else if (pr.outcome === "cancelled") cancelled += 1;
   }
   inQueue.sort((a, b) => a - b);
@@ -652,6 +772,11 @@ export function simulate(
       meanQueued: now > 0 ? round(queuedArea / now) : 0,
       ciRunsCancelled,
       bisectionRuns,
+      conflictingPrs,
+      stackedPrs,
+      conflictBuilds,
+      conflictEvictions,
+      conflictingMerged,
       ciHours: round(ciMs / HOUR),
       meanPrsPerRun: ciRuns > 0 ? round(prsInRuns / ciRuns) : null,
       meanUnitSize: ciRuns > 0 ? round(unitsInRuns / ciRuns) : null,
@@ -683,6 +808,9 @@ export function describeSettings(o: SimulationOptions): Record<string, unknown> 
     ciJitter: o.ciJitter,
     failureRate: o.failureRate,
     flakeRate: o.flakeRate,
+    flakesKnown: o.flakesKnown,
+    conflictRate: o.conflictRate,
+    stackRate: o.stackRate,
     mode: o.targetsFanout === null ? "single" : "parallel",
     concurrency: o.concurrency,
     batch: o.batch,

@@ -18,7 +18,17 @@ export interface SimulatedPr {
   priority: number | null;
   /** null: single mode (no targets uploaded). */
   targets: ImpactedTargets | null;
+  /**
+   * PRs it edits the same lines as (symmetric): whichever comes later in the queue does not
+   * apply onto the other. A PR with a partner is not "good": it conflicts with a PR ahead of it.
+   */
+  conflictsWith: number[];
+  /** The PR it is stacked on (its branch contains that PR's commits), or null. */
+  stackedOn: number | null;
 }
+
+/** How far back a conflict partner or a stack parent is drawn from. */
+const NEIGHBOURHOOD = 4;
 
 const NATO = [
   "alpha",
@@ -75,13 +85,55 @@ export function generatePullRequests(o: SimulationOptions): SimulatedPr[] {
   const priorities = new Random(o.seed, "priorities");
   const fanOut = new Random(o.seed, "targets");
   const names = targetNames(o.targets);
-  return arrivals.map((arrivalAt, i) => ({
+  const prs: SimulatedPr[] = arrivals.map((arrivalAt, i) => ({
     number: i + 1,
     arrivalAt,
     bad: badness.chance(o.failureRate),
     priority: o.priorities === null ? null : priorities.weighted(o.priorities),
     targets: o.targetsFanout === null ? null : drawTargets(o.targetsFanout, names, fanOut),
+    conflictsWith: [],
+    stackedOn: null,
   }));
+  // Conflicts and stacks, each from its own stream (so that the rest of a workload stays the
+  // same when they are turned on). Stacks and conflicts never share a PR: a stack's PRs build
+  // on each other's lines by design.
+  const conflicts = new Random(o.seed, "conflicts");
+  const stacks = new Random(o.seed, "stacks");
+  const parents = new Set<number>();
+  for (const [i, pr] of prs.entries()) {
+    const stack = stacks.chance(o.stackRate);
+    const stackPick = stacks.uniform(0, 1);
+    const conflict = conflicts.chance(o.conflictRate);
+    const conflictPick = conflicts.uniform(0, 1);
+    const earlier = prs.slice(Math.max(0, i - NEIGHBOURHOOD), i);
+    if (stack) {
+      const candidates = earlier.filter((e) => e.conflictsWith.length === 0);
+      const parent = candidates[Math.floor(stackPick * candidates.length)];
+      if (parent) {
+        pr.stackedOn = parent.number;
+        parents.add(parent.number);
+        // It contains the parent's change: whatever breaks the parent breaks it.
+        pr.bad ||= parent.bad;
+        continue;
+      }
+    }
+    if (conflict) {
+      const candidates = earlier.filter((e) => e.stackedOn === null && !parents.has(e.number));
+      const partner = candidates[Math.floor(conflictPick * candidates.length)];
+      if (partner) {
+        pr.conflictsWith.push(partner.number);
+        partner.conflictsWith.push(pr.number);
+      }
+    }
+  }
+  for (const [a, b] of o.conflictPairs ?? []) {
+    const first = prs[a - 1];
+    const second = prs[b - 1];
+    if (!first || !second || a === b) continue;
+    first.conflictsWith.push(b);
+    second.conflictsWith.push(a);
+  }
+  return prs;
 }
 
 function drawTargets(

@@ -12,6 +12,7 @@
  * Only the commit SHA and the repository are required; everything else falls back to null.
  */
 import { branchFromEnv, cleanBranch, jobNameFrom, jobUrlFrom, prNumberFrom } from "./ci-env.js";
+import { findUnstorableText } from "../../lib/text.js";
 import { BundleError } from "./errors.js";
 
 export interface BundleRepoRef {
@@ -86,6 +87,10 @@ const VARIANT_LIMIT = 64;
 
 export function parseBundleMeta(json: unknown): BundleMeta {
   if (!isObject(json)) throw new BundleError("meta.json is not a JSON object");
+  // Text that cannot be stored as sent (NUL, unpaired surrogates) fails the bundle with its
+  // field named, rather than failing in the database.
+  const unstorable = findUnstorableText(json, "");
+  if (unstorable) throw new BundleError(`meta.json's ${unstorable.path} ${unstorable.message}`);
   const meta = flattenProps(json);
   const repoSection = objectAt(meta, "repo") ?? {};
   const envs = stringMap(objectAt(meta, "envs"));

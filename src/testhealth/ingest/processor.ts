@@ -32,10 +32,12 @@ import { failureSignature, failureSummary } from "../failure-signatures.js";
 import { repoFullName, testId } from "../identity.js";
 import {
   JunitParseError,
+  TEXT_LIMIT,
   mergeRepeatedTestcases,
   parseJunit,
   type ParsedTestCase,
 } from "../junit/index.js";
+import { fitText, withCuts } from "../junit/long-text.js";
 import { isInfrastructureFailure, runTime } from "../runs.js";
 import type { BundleStorage } from "./bundle-storage.js";
 import { classifyCandidates } from "./classify-tests.js";
@@ -140,7 +142,7 @@ export class UploadProcessor {
     if (duplicateOf !== undefined) {
       const original = await uploads.find(duplicateOf);
       await ingest.transaction(upload.repositoryId, async ({ trx }) => {
-        await uploads.markProcessed(trx, upload.key, outcomeOf(original), clock.now(), duplicateOf);
+        await uploads.markProcessed(trx, upload, outcomeOf(original), clock.now(), duplicateOf);
       });
       await bundles.remove(upload.bundlePath);
       await uploads.forgetBundle(upload.key);
@@ -203,7 +205,7 @@ async function finishBatch(deps: ProcessorDependencies, runs: readonly BundleRun
     const now = clock.now();
     for (const [index, run] of runs.entries()) {
       await tx.insertRuns(pending[index] ?? []);
-      await uploads.markProcessed(trx, run.upload.key, run.outcome(), now);
+      await uploads.markProcessed(trx, run.upload, run.outcome(), now);
     }
     await ingest.aggregateUploads(
       trx,
@@ -437,7 +439,7 @@ class BundleRun {
     return {
       meta,
       org,
-      // Ids hash the repository as the uploader spelled it (contract §3), as Trunk does.
+      // Ids hash the repository as the uploader spelled it (docs/contract.md §3), as Trunk does.
       repoFullName: repoFullName(meta.repo.name ? meta.repo : repository),
       variant: meta.variant ?? "",
       uploadedAt,
@@ -569,7 +571,7 @@ class BundleRun {
     if (this.pendingRuns.length >= RUN_FLUSH) await this.flush();
   }
 
-  /** The test's id (contract §3), remembered: hashing it costs more than the lookup. */
+  /** The test's id (docs/contract.md §3), remembered: hashing it costs more than the lookup. */
   private idOf(context: Context, c: ParsedTestCase): string {
     const identity = [
       context.org,
@@ -646,5 +648,6 @@ function failureText(failure: { message: string | null; text: string | null }): 
   const parts = [failure.message, failure.text].filter((p): p is string => !!p);
   if (parts.length === 2 && parts[1]?.includes(parts[0] ?? "")) parts.shift();
   const text = parts.join("\n");
-  return text === "" ? null : text.slice(0, 8_000);
+  // Either part may have been cut already (head, marker, tail): cut the whole once more.
+  return text === "" ? null : fitText(withCuts(text), TEXT_LIMIT);
 }

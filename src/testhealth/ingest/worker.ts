@@ -1,9 +1,10 @@
 import type { TestIngestStore } from "../../db/stores/test-ingest.js";
 import type { TestSettingsStore } from "../../db/stores/test-settings.js";
-import type { UploadStore } from "../../db/stores/uploads.js";
+import { UploadTakenOver, type ClaimedUpload, type UploadStore } from "../../db/stores/uploads.js";
 import type { BundleStorage } from "./bundle-storage.js";
 import type { Clock } from "../../lib/clock.js";
 import { windowLookbackMs } from "../classifier.js";
+import { isDatabaseUnavailable } from "../../db/faults.js";
 import { classifyCandidates } from "./classify-tests.js";
 import type { UploadProcessor } from "./processor.js";
 
@@ -11,7 +12,11 @@ const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;
 
 export interface WorkerOptions {
-  /** How long a claimed upload stays ours without renewal (a crashed worker's uploads resume after it). */
+  /**
+   * How long a claimed upload stays ours without renewal: a crashed worker's uploads are taken
+   * over by another process (or this one restarted) once it ends. Renewed every third of it
+   * while the batch is processed.
+   */
   leaseMs: number;
   /** Re-classification of tests with active monitors, so that they resolve as windows slide. */
   sweepIntervalMs: number;
@@ -25,7 +30,7 @@ export interface WorkerOptions {
 }
 
 export const DEFAULT_WORKER_OPTIONS: WorkerOptions = {
-  leaseMs: 5 * MINUTE,
+  leaseMs: 30_000,
   sweepIntervalMs: MINUTE,
   retentionDays: 90,
   retentionIntervalMs: 6 * 60 * MINUTE,
@@ -65,6 +70,8 @@ export class IngestWorker {
   /** Repositories whose monitor settings changed: all their recent tests are re-classified. */
   private readonly reclassifyQueue = new Set<string>();
   private busy = false;
+  /** Claims a database outage interrupted, to give back once the database answers again. */
+  private readonly interrupted: ClaimedUpload[] = [];
 
   constructor(
     private readonly deps: WorkerDependencies,
@@ -142,13 +149,16 @@ export class IngestWorker {
   /** Processes the next batch of waiting uploads; false when none is waiting. */
   async processNext(): Promise<boolean> {
     const { uploads, processor, clock, logger } = this.deps;
+    await this.releaseInterrupted();
     const now = clock.now();
     const batch = await uploads.claimBatch(now, now + this.options.leaseMs, this.options.batchSize);
     if (batch.length === 0) return false;
+    // Renewed on a timer, so also while a long batch is being processed (it yields to the event
+    // loop between bundles and chunks); a renewal that fails is retried at the next tick.
     const renew = setInterval(() => {
       const at = clock.now();
       for (const upload of batch) {
-        uploads.extendLease(upload.key, at + this.options.leaseMs).catch(() => undefined);
+        uploads.extendLease(upload, at + this.options.leaseMs).catch(() => undefined);
       }
     }, this.options.leaseMs / 3);
     const started = performance.now();
@@ -159,6 +169,24 @@ export class IngestWorker {
         logger.info({ upload: upload.id, result: results[index], ms }, "upload processed");
       });
     } catch (error) {
+      if (error instanceof UploadTakenOver) {
+        // This worker stalled past its lease and another one has the uploads now: its work
+        // was rolled back, the other's counts.
+        logger.error({ err: error }, "upload taken over by another worker; batch abandoned");
+        return true;
+      }
+      if (isDatabaseUnavailable(error)) {
+        // The database went away (lost connection, restart): not the bundles' fault, so no
+        // upload is failed for it. They are given back for the next attempt as soon as the
+        // database answers (or, if this process dies first, when the lease runs out).
+        logger.error(
+          { err: error, uploads: batch.map((u) => u.id) },
+          "upload processing interrupted: database unavailable; will retry",
+        );
+        this.interrupted.push(...batch);
+        await this.releaseInterrupted().catch(() => undefined);
+        throw error;
+      }
       // An unexpected fault (not a bad bundle): the lease runs out and another attempt follows,
       // each upload alone, up to a limit, so that a poison bundle cannot loop forever.
       for (const upload of batch) {
@@ -170,13 +198,22 @@ export class IngestWorker {
             clock.now(),
           );
         } else {
-          await uploads.extendLease(upload.key, clock.now());
+          await uploads.extendLease(upload, clock.now());
         }
       }
     } finally {
       clearInterval(renew);
     }
     return true;
+  }
+
+  /** Gives back the claims a database outage interrupted (fenced: only if still ours). */
+  private async releaseInterrupted(): Promise<void> {
+    while (this.interrupted.length > 0) {
+      const [claim] = this.interrupted;
+      if (claim) await this.deps.uploads.extendLease(claim, this.deps.clock.now());
+      this.interrupted.shift();
+    }
   }
 
   private async maintenance(): Promise<void> {

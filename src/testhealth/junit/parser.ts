@@ -1,7 +1,11 @@
 /**
  * Streaming JUnit XML reader. saxes tokenizes; this module keeps only the enclosing suites and the
- * one `<testcase>` being read, so memory does not grow with the size of the report (saxes does hold
- * one text node at a time; we keep at most TEXT_LIMIT characters of it).
+ * one `<testcase>` being read, so memory does not grow with the size of the report. No text is
+ * held whole: saxes's own buffers are drained as the input streams by (bounded-saxes.ts), and
+ * every text keeps at most its head and its tail (long-text.ts): names are cut to NAME_LIMIT
+ * characters (their head: they make the test's identity), everything else (failure messages and
+ * bodies, output, properties, file paths, other attributes) to TEXT_LIMIT characters, the head
+ * and the tail with a marker of how much was cut between them.
  *
  * Late errors: a report is all or nothing. `parseJunit` yields each test case as soon as its
  * `</testcase>` is read, so a file cut off near its end yields cases and then throws a
@@ -16,7 +20,9 @@
  * (an I/O error of the stream) is passed through unchanged: it says nothing about the report.
  */
 import { SaxesParser, type SaxesTagPlain } from "saxes";
+import { SaxesBounds, WRITE_SLICE } from "./bounded-saxes.js";
 import { decodeXmlText, type JunitSource } from "./decode.js";
+import { fitText, TextCollector } from "./long-text.js";
 import {
   JunitParseError,
   NAME_LIMIT,
@@ -32,7 +38,7 @@ import { parseDurationMs, parseLineNumber, parseTimestampMs, truncate } from "./
 export type { JunitSource } from "./decode.js";
 
 export interface JunitParseOptions {
-  /** Cap for messages, stack traces and output (default TEXT_LIMIT). */
+  /** Cap for messages, stack traces, output and other attributes (default TEXT_LIMIT). */
   textLimit?: number;
   /** Cap for test, class and suite names (default NAME_LIMIT). */
   nameLimit?: number;
@@ -76,25 +82,14 @@ const RETRY_ELEMENTS: ReadonlyMap<string, AttemptKind> = new Map([
   ["rerunFailure", "rerun"],
   ["rerunError", "rerun"],
 ]);
-/** Keep a little more than the limit so that trimming surrounding whitespace still leaves TEXT_LIMIT. */
-const CAPTURE_SLACK = 256;
+/** Elements nested deeper than this are refused (no report needs it; each level costs memory). */
+const MAX_DEPTH = 10_000;
+/** Retry elements and properties kept per test case; further ones are ignored. */
+const MAX_RETRIES = 1_000;
+const MAX_PROPERTIES = 1_000;
 
-/** Collects element text up to a cap; the rest of a huge output is dropped as it streams by. */
-class TextCapture {
-  private text = "";
-  constructor(private readonly limit: number) {}
-
-  append(chunk: string): void {
-    const room = this.limit + CAPTURE_SLACK - this.text.length;
-    if (room > 0) this.text += chunk.length <= room ? chunk : chunk.slice(0, room);
-  }
-
-  /** Trimmed and capped; null when there is nothing but whitespace. */
-  value(): string | null {
-    const trimmed = this.text.trim();
-    return trimmed === "" ? null : truncate(trimmed, this.limit);
-  }
-}
+/** Element text, trimmed; head and tail kept while a huge output streams by. */
+type TextCapture = TextCollector;
 
 /** A `<testsuites>` or `<testsuite>` we are inside, with what its test cases inherit. */
 interface SuiteScope {
@@ -147,10 +142,18 @@ class JunitReader {
   private rootSeen = false;
   private rootClosed = false;
   private cdata = new CdataTracker();
+  private readonly bounds: SaxesBounds;
+  private propertyCount = 0;
 
   constructor(options: JunitParseOptions) {
     this.textLimit = options.textLimit ?? TEXT_LIMIT;
     this.nameLimit = options.nameLimit ?? NAME_LIMIT;
+    // Attribute values are cut when their tag opens: enough for either rule applied afterwards.
+    this.bounds = new SaxesBounds(
+      this.parser,
+      (text) => this.open.at(-1)?.capture?.append(text),
+      Math.max(this.textLimit, 2 * this.nameLimit + 100),
+    );
     this.parser.on("error", (error) => {
       this.onSaxesError(error);
     });
@@ -178,8 +181,11 @@ class JunitReader {
         throw new JunitParseError("not XML: the file does not start with '<'");
       this.sawContent = true;
     }
-    this.cdata.see(body);
-    this.parser.write(body);
+    for (let at = 0; at < body.length; at += WRITE_SLICE) {
+      const slice = body.length <= WRITE_SLICE ? body : body.slice(at, at + WRITE_SLICE);
+      this.cdata.see(slice);
+      this.bounds.write(slice);
+    }
   }
 
   close(): void {
@@ -218,7 +224,9 @@ class JunitReader {
 
   private onOpen(tag: SaxesTagPlain): void {
     const name = tag.name;
-    const attributes = tag.attributes;
+    const attributes = this.bounds.attributes(tag.attributes);
+    if (this.open.length >= MAX_DEPTH)
+      throw new JunitParseError(`elements are nested more than ${MAX_DEPTH} levels deep`);
     const parent = this.open.at(-1);
     const element: OpenElement = { name, capture: parent?.capture ?? null, onClose: null };
     if (!this.rootSeen) {
@@ -240,6 +248,7 @@ class JunitReader {
       const scope = this.scopes.at(-1) ?? { outermostSuiteName: null, file: null, startedAt: null };
       const record = newTestCase(this.open.length, attributes, scope);
       this.current = record;
+      this.propertyCount = 0;
       element.onClose = () => {
         this.current = null;
         this.completed.push(this.finish(record));
@@ -254,7 +263,7 @@ class JunitReader {
     const ownFile = attributes.file ?? attributes.filepath;
     return {
       outermostSuiteName: enclosing?.outermostSuiteName ?? ownName,
-      file: ownFile !== undefined ? truncate(ownFile, this.textLimit) : (enclosing?.file ?? null),
+      file: ownFile !== undefined ? this.fit(ownFile) : (enclosing?.file ?? null),
       startedAt: parseTimestampMs(attributes.timestamp) ?? enclosing?.startedAt ?? null,
     };
   }
@@ -286,7 +295,7 @@ class JunitReader {
       const status: AttemptStatus = name === "skipped" ? "skipped" : "failed";
       testCase.result = { status, attributes, text: this.capture() };
       element.capture = testCase.result.text;
-    } else if (retryKind !== undefined) {
+    } else if (retryKind !== undefined && testCase.retries.length < MAX_RETRIES) {
       const retry: RetryRecord = {
         kind: retryKind,
         attributes,
@@ -316,13 +325,14 @@ class JunitReader {
     attributes: Record<string, string>,
   ): void {
     const name = attributes.name;
-    if (name === undefined) return;
+    if (name === undefined || this.propertyCount >= MAX_PROPERTIES) return;
+    this.propertyCount += 1;
     const text = this.capture();
     element.capture = text;
     element.onClose = () => {
       const value = attributes.value ?? text.value() ?? "";
       testCase.properties ??= Object.create(null) as Record<string, string>;
-      testCase.properties[truncate(name, this.nameLimit)] = truncate(value, this.textLimit);
+      testCase.properties[truncate(name, this.nameLimit)] = this.fit(value);
     };
   }
 
@@ -333,7 +343,12 @@ class JunitReader {
   }
 
   private capture(): TextCapture {
-    return new TextCapture(this.textLimit);
+    return new TextCollector(this.textLimit, true);
+  }
+
+  /** Free text (not a name): head and tail, cut to the text limit. */
+  private fit(text: string): string {
+    return fitText(text, this.textLimit);
   }
 
   private finish(record: TestCaseRecord): ParsedTestCase {
@@ -358,9 +373,9 @@ class JunitReader {
       name: truncate(attributes.name ?? "", this.nameLimit),
       classname: truncate(attributes.classname ?? "", this.nameLimit),
       parent: scope.outermostSuiteName ?? "",
-      file: ownFile !== undefined ? truncate(ownFile, this.textLimit) : scope.file,
+      file: ownFile !== undefined ? this.fit(ownFile) : scope.file,
       line: parseLineNumber(attributes.line),
-      idAttribute: attributes.id !== undefined ? truncate(attributes.id, this.textLimit) : null,
+      idAttribute: attributes.id !== undefined ? this.fit(attributes.id) : null,
       attempts: [...retries, final],
     };
     if (record.properties !== null) parsed.properties = record.properties;
@@ -383,8 +398,8 @@ class JunitReader {
   private failureOf(attributes: Record<string, string>, text: TextCapture): AttemptFailure {
     const { type, message } = attributes;
     return {
-      type: type !== undefined ? truncate(type, this.textLimit) : null,
-      message: message !== undefined ? truncate(message, this.textLimit) : null,
+      type: type !== undefined ? this.fit(type) : null,
+      message: message !== undefined ? this.fit(message) : null,
       text: text.value(),
     };
   }

@@ -1,0 +1,627 @@
+/**
+ * Mixed-load benchmark (issue 13): 50 concurrent clients against a real `mainline serve` on
+ * 127.0.0.1, each sending a mix of reads (getQueue, listPullRequests, the Flaky Tests lists, test
+ * details), uploads (createBundleUpload, then the PUT of a small bundle) and submissions of new
+ * pull requests (submitPullRequest) to a paused queue and to a running one. Target: every
+ * operation's p99 within 150 ms, on SQLite and on PostgreSQL.
+ *
+ * Setup per database (not measured): a fresh data directory (SQLite; PostgreSQL 15 in a throwaway
+ * database), two local repositories (`bench/paused`, `bench/running`) whose only check is `true`,
+ * BENCH_PRS pull requests opened in each, a queue on each (one paused, one running with
+ * concurrency 2 and no batching), and a few uploads processed so that the lists and the test
+ * details have something to show. Then each client loops over the mix until BENCH_SECONDS pass or
+ * BENCH_REQUESTS requests were sent; a client whose next submission would find no unsubmitted
+ * pull request left sends the next read instead. Any answer but 200 counts as an error and fails
+ * the run.
+ *
+ * Usage: npm run bench:mixed-load
+ *   BENCH_DB (sqlite,postgres)   databases to measure
+ *   BENCH_SECONDS (25)           measured seconds per database (5..120)
+ *   BENCH_REQUESTS (40000)       at most this many requests per database
+ *   BENCH_CONCURRENCY (50)       concurrent clients
+ *   BENCH_PRS (400)              pull requests opened per queue (submissions are capped by it)
+ *   BENCH_CPU_PROF (unset)       a directory: the server writes a V8 CPU profile there
+ */
+import { randomBytes } from "node:crypto";
+import http from "node:http";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { git } from "../src/githost/local/git.js";
+import { writeBundleBuffer } from "../src/testhealth/bundle/index.js";
+import { integerFromEnv, listFromEnv } from "./support/env.js";
+import { machineInfo } from "./support/machine.js";
+import {
+  ROOT,
+  showServerOutput,
+  startServer,
+  withThrowawayPostgres,
+  type RunningServer,
+} from "./support/server.js";
+import { formatTable } from "./support/table.js";
+
+const RESULTS_FILE = path.join(ROOT, "bench", "results", "mixed-load.json");
+const SECONDS = integerFromEnv("BENCH_SECONDS", 25, 5, 120);
+const MAX_REQUESTS = integerFromEnv("BENCH_REQUESTS", 40_000, 100, 1_000_000);
+const CONCURRENCY = integerFromEnv("BENCH_CONCURRENCY", 50, 1, 500);
+const PRS = integerFromEnv("BENCH_PRS", 400, 10, 20_000);
+const DATABASES = listFromEnv("BENCH_DB", "sqlite,postgres").map((name) => {
+  if (name !== "sqlite" && name !== "postgres") {
+    throw new Error(`BENCH_DB takes sqlite and/or postgres (got "${name}").`);
+  }
+  return name;
+});
+const TARGET_P99_MS = 150;
+/** Distinct bundles (different commits); uploads cycle over them. */
+const BUNDLES = 300;
+const TESTS_PER_BUNDLE = 40;
+
+const ORG = "bench";
+const PAUSED = { host: "local", owner: "bench", name: "paused" };
+const RUNNING = { host: "local", owner: "bench", name: "running" };
+const PAUSED_QUEUE = { repo: PAUSED, targetBranch: "main" };
+const RUNNING_QUEUE = { repo: RUNNING, targetBranch: "main" };
+const TESTS_REPO = { host: "github.com", owner: "bench", name: "tests" };
+const CHECK_CONFIG = ["ci:", "  checks:", "    - name: check", '      run: "true"', ""].join("\n");
+
+const say = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
+
+// ---------------------------------------------------------------------------------------------
+// HTTP: one keep-alive agent, as a load generator would use
+
+const newAgent = () => new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY + 10 });
+let agent = newAgent();
+
+interface Answer {
+  status: number;
+  text: string;
+}
+
+function request(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: string | Buffer,
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        method,
+        agent,
+        headers: { ...headers, "content-length": String(Buffer.byteLength(body)) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => {
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") });
+        });
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+class Api {
+  constructor(
+    readonly baseUrl: string,
+    private readonly token: string,
+  ) {}
+
+  post(operation: string, body: unknown): Promise<Answer> {
+    return request(
+      `${this.baseUrl}/v1/${operation}`,
+      "POST",
+      { "content-type": "application/json", "x-api-token": this.token },
+      JSON.stringify(body),
+    );
+  }
+
+  async call<T>(operation: string, body: unknown): Promise<T> {
+    const answer = await this.post(operation, body);
+    if (answer.status !== 200) {
+      throw new Error(`${operation}: ${String(answer.status)} ${answer.text}`);
+    }
+    return JSON.parse(answer.text) as T;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// setup
+
+/** A bare repository: main with `.mainline.yml`, and branches `pr-k` each adding its own file. */
+async function generateRepository(dir: string): Promise<void> {
+  const parts: string[] = [];
+  let time = 1_700_000_000;
+  const commit = (ref: string, mark: number, from: number | null, message: string) => {
+    time += 1;
+    parts.push(
+      `commit ${ref}\nmark :${String(mark)}\ncommitter Bench <bench@example.com> ${String(time)} +0000\n`,
+      `data ${String(Buffer.byteLength(message))}\n${message}\n`,
+      from === null ? "" : `from :${String(from)}\n`,
+    );
+  };
+  const modify = (file: string, content: string) => {
+    parts.push(`M 100644 inline ${file}\ndata ${String(Buffer.byteLength(content))}\n${content}\n`);
+  };
+  commit("refs/heads/main", 1, null, "Start");
+  modify(".mainline.yml", CHECK_CONFIG);
+  modify("README.md", "bench\n");
+  for (let k = 1; k <= PRS; k++) {
+    commit(`refs/heads/pr-${String(k)}`, 1 + k, 1, `Change ${String(k)}`);
+    modify(`changes/${String(k)}.txt`, `pull request ${String(k)}\n`);
+  }
+  parts.push("done\n");
+  await git(["init", "--quiet", "--bare", "--initial-branch=main", dir]);
+  await git(["fast-import", "--quiet", "--done"], { cwd: dir, input: parts.join("") });
+}
+
+/** Runs `work` over `items`, `parallel` at a time. */
+async function eachLimited<T>(
+  items: readonly T[],
+  parallel: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      for (let i = next++; i < items.length; i = next++) await work(items[i] as T);
+    }),
+  );
+}
+
+async function makeBundles(): Promise<Buffer[]> {
+  const bundles: Buffer[] = [];
+  const now = Math.floor(Date.now() / 1000);
+  for (let b = 0; b < BUNDLES; b++) {
+    const cases: string[] = [];
+    for (let t = 0; t < TESTS_PER_BUNDLE; t++) {
+      // A few tests fail now and then, so that the lists have rows.
+      const fails = t < 4 && (b + t) % 3 === 0;
+      cases.push(
+        `<testcase classname="bench.Suite${String(t % 5)}" name="test ${String(t)}" file="src/t${String(t)}.ts" time="0.01">` +
+          (fails ? `<failure message="boom">expected ${String(t)}</failure>` : "") +
+          "</testcase>",
+      );
+    }
+    const junit = `<?xml version="1.0"?><testsuites><testsuite name="bench" tests="${String(TESTS_PER_BUNDLE)}">${cases.join("")}</testsuite></testsuites>`;
+    bundles.push(
+      await writeBundleBuffer({
+        meta: {
+          orgSlug: ORG,
+          repo: TESTS_REPO,
+          commitSha: randomBytes(20).toString("hex"),
+          cliVersion: "0.7.8",
+          uploadTimeEpochSeconds: now,
+          branch: b % 2 === 0 ? "main" : `feature-${String(b)}`,
+          envs: b % 2 === 0 ? {} : { TRUNK_PR_NUMBER: String(b) },
+        },
+        junitFiles: [{ originalPath: "reports/junit.xml", data: junit }],
+      }),
+    );
+  }
+  return bundles;
+}
+
+async function upload(api: Api, bundle: Buffer): Promise<[Answer, Answer | null]> {
+  const created = await api.post("metrics/createBundleUpload", {
+    repo: TESTS_REPO,
+    orgUrlSlug: ORG,
+    clientVersion: "bench",
+  });
+  if (created.status !== 200) return [created, null];
+  const { url } = JSON.parse(created.text) as { url: string };
+  const put = await request(url, "PUT", { "content-type": "application/octet-stream" }, bundle);
+  return [created, put];
+}
+
+interface Setup {
+  api: Api;
+  /** The pull requests opened in each repository, none submitted yet. */
+  opened: { paused: number[]; running: number[] };
+  bundles: Buffer[];
+  testId: string;
+  setupSeconds: number;
+}
+
+async function setUp(server: RunningServer, token: string, template: string): Promise<Setup> {
+  const started = performance.now();
+  const api = new Api(server.baseUrl, token);
+  for (const repo of [PAUSED, RUNNING]) {
+    const { remoteUrl } = await api.call<{ remoteUrl: string }>("local/createRepository", {
+      repo,
+    });
+    await git(["push", "--quiet", remoteUrl, "refs/heads/*:refs/heads/*"], { cwd: template });
+    await api.call("createQueue", { repo, targetBranch: "main" });
+  }
+  await api.call("updateQueue", { ...PAUSED_QUEUE, state: "paused" });
+  await api.call("updateQueue", { ...RUNNING_QUEUE, concurrency: 2, batch: false });
+  const branches = Array.from({ length: PRS }, (_, i) => i + 1);
+  const opened = { paused: [] as number[], running: [] as number[] };
+  for (const [which, repo] of [
+    ["paused", PAUSED],
+    ["running", RUNNING],
+  ] as const) {
+    await eachLimited(branches, 8, async (k) => {
+      const { number } = await api.call<{ number: number }>("local/openPullRequest", {
+        repo,
+        head: `pr-${String(k)}`,
+        base: "main",
+        title: `Change ${String(k)}`,
+        author: "bench",
+      });
+      opened[which].push(number);
+    });
+  }
+  const bundles = await makeBundles();
+  for (const bundle of bundles.slice(0, 10)) {
+    const [created, put] = await upload(api, bundle);
+    if (put?.status !== 200) throw new Error(`seeding upload: ${created.text} ${put?.text ?? ""}`);
+  }
+  // Wait until the seeded uploads are processed (the failing list shows their failures).
+  let testId: string | undefined;
+  const end = new Date(Date.now() + 60_000).toISOString();
+  const start = new Date(Date.now() - 3_600_000).toISOString();
+  for (let attempt = 0; attempt < 300 && testId === undefined; attempt++) {
+    const listed = await api.call<{ tests: { test_id?: string; id?: string }[] }>(
+      "flaky-tests/list-failing-tests",
+      failingBody(start, end),
+    );
+    const first = listed.tests[0];
+    testId = first?.test_id ?? first?.id;
+    if (testId === undefined) await delay(100);
+  }
+  if (testId === undefined) throw new Error("the seeded uploads were not processed in 30 s");
+  return { api, opened, bundles, testId, setupSeconds: (performance.now() - started) / 1000 };
+}
+
+function failingBody(start: string, end: string): object {
+  return {
+    repo: TESTS_REPO,
+    org_url_slug: ORG,
+    start_time: start,
+    end_time: end,
+    page_query: { page_size: 50 },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// the load
+
+const OPERATIONS = [
+  "getQueue",
+  "listPullRequests",
+  "list-failing-tests",
+  "list-unhealthy-tests",
+  "get-test-details",
+  "createBundleUpload",
+  "PUT bundle",
+  "submitPullRequest (paused)",
+  "submitPullRequest (running)",
+] as const;
+type Operation = (typeof OPERATIONS)[number];
+
+/** What a client sends in turn, round and round (an upload is createBundleUpload + PUT). */
+const MIX: readonly ("read" | "upload" | "submit paused" | "submit running")[] = [
+  "read",
+  "submit paused",
+  "read",
+  "upload",
+  "read",
+  "submit running",
+  "read",
+  "upload",
+  "read",
+  "submit paused",
+  "read",
+  "submit running",
+];
+const READS: readonly Operation[] = [
+  "getQueue",
+  "listPullRequests",
+  "list-failing-tests",
+  "list-unhealthy-tests",
+  "get-test-details",
+];
+
+interface Samples {
+  latencies: Map<Operation, number[]>;
+  errors: Map<Operation, { count: number; example: string }>;
+  requests: number;
+  submitted: { paused: number; running: number };
+  seconds: number;
+}
+
+async function runLoad(setup: Setup): Promise<Samples> {
+  const { api, opened, bundles, testId } = setup;
+  const latencies = new Map<Operation, number[]>(OPERATIONS.map((op) => [op, []]));
+  const errors = new Map<Operation, { count: number; example: string }>();
+  let requests = 0;
+  const submitted = { paused: 0, running: 0 };
+  let nextBundle = 10;
+  let nextRead = 0;
+  const started = performance.now();
+  const deadline = started + SECONDS * 1000;
+  const end = new Date(Date.now() + 3_600_000).toISOString();
+  const start = new Date(Date.now() - 3_600_000).toISOString();
+
+  const record = (op: Operation, begun: number, answer: Answer | null) => {
+    latencies.get(op)?.push(performance.now() - begun);
+    requests += 1;
+    if (answer !== null && answer.status !== 200) {
+      const seen = errors.get(op) ?? { count: 0, example: "" };
+      seen.count += 1;
+      seen.example ||= `${String(answer.status)} ${answer.text.slice(0, 300)}`;
+      errors.set(op, seen);
+    }
+  };
+
+  const read = async () => {
+    const op = READS[nextRead++ % READS.length] as Operation;
+    const begun = performance.now();
+    let answer: Answer;
+    switch (op) {
+      case "getQueue":
+        answer = await api.post("getQueue", PAUSED_QUEUE);
+        break;
+      case "listPullRequests":
+        answer = await api.post("listPullRequests", { ...PAUSED_QUEUE, take: 50 });
+        break;
+      case "list-failing-tests":
+        answer = await api.post("flaky-tests/list-failing-tests", failingBody(start, end));
+        break;
+      case "list-unhealthy-tests":
+        answer = await api.post("flaky-tests/list-unhealthy-tests", {
+          repo: TESTS_REPO,
+          org_url_slug: ORG,
+          status: "FLAKY",
+          page_query: { page_size: 50 },
+        });
+        break;
+      default:
+        answer = await api.post("flaky-tests/get-test-details", {
+          repo: TESTS_REPO,
+          org_url_slug: ORG,
+          test_id: testId,
+        });
+    }
+    record(op, begun, answer);
+  };
+
+  const client = async (index: number) => {
+    for (let step = index; performance.now() < deadline && requests < MAX_REQUESTS; step++) {
+      const kind = MIX[step % MIX.length];
+      if (kind === "submit paused" || kind === "submit running") {
+        const which = kind === "submit paused" ? "paused" : "running";
+        const number = opened[which][submitted[which]];
+        if (number === undefined) {
+          await read();
+          continue;
+        }
+        submitted[which] += 1;
+        const op: Operation = `submitPullRequest (${which})`;
+        const begun = performance.now();
+        const answer = await api.post("submitPullRequest", {
+          ...(which === "paused" ? PAUSED_QUEUE : RUNNING_QUEUE),
+          pr: { number },
+        });
+        record(op, begun, answer);
+      } else if (kind === "upload") {
+        const bundle = bundles[nextBundle++ % bundles.length] as Buffer;
+        let begun = performance.now();
+        const created = await api.post("metrics/createBundleUpload", {
+          repo: TESTS_REPO,
+          orgUrlSlug: ORG,
+          clientVersion: "bench",
+        });
+        record("createBundleUpload", begun, created);
+        if (created.status !== 200) continue;
+        const { url } = JSON.parse(created.text) as { url: string };
+        begun = performance.now();
+        const put = await request(
+          url,
+          "PUT",
+          { "content-type": "application/octet-stream" },
+          bundle,
+        );
+        record("PUT bundle", begun, put);
+      } else {
+        await read();
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => client(i)));
+  return {
+    latencies,
+    errors,
+    requests,
+    submitted,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// figures
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank] ?? Number.NaN;
+}
+
+interface OperationResult {
+  operation: Operation;
+  requests: number;
+  errors: number;
+  p50Ms: number;
+  p95Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  pass: boolean;
+}
+
+interface DatabaseResult {
+  database: string;
+  seconds: number;
+  requests: number;
+  requestsPerSecond: number;
+  submitted: { paused: number; running: number };
+  setupSeconds: number;
+  operations: OperationResult[];
+  errorExamples: Record<string, string>;
+  pass: boolean;
+}
+
+const oneDecimal = (value: number): number => Math.round(value * 10) / 10;
+
+function summarize(database: string, setup: Setup, samples: Samples): DatabaseResult {
+  const operations = OPERATIONS.map((operation): OperationResult => {
+    const sorted = [...(samples.latencies.get(operation) ?? [])].sort((a, b) => a - b);
+    const errors = samples.errors.get(operation)?.count ?? 0;
+    const p99 = percentile(sorted, 99);
+    return {
+      operation,
+      requests: sorted.length,
+      errors,
+      p50Ms: oneDecimal(percentile(sorted, 50)),
+      p95Ms: oneDecimal(percentile(sorted, 95)),
+      p99Ms: oneDecimal(p99),
+      maxMs: oneDecimal(sorted[sorted.length - 1] ?? Number.NaN),
+      pass: sorted.length > 0 && errors === 0 && p99 <= TARGET_P99_MS,
+    };
+  });
+  return {
+    database,
+    seconds: oneDecimal(samples.seconds),
+    requests: samples.requests,
+    requestsPerSecond: Math.round(samples.requests / samples.seconds),
+    submitted: samples.submitted,
+    setupSeconds: oneDecimal(setup.setupSeconds),
+    operations,
+    errorExamples: Object.fromEntries(
+      [...samples.errors].map(([op, seen]) => [op, `${String(seen.count)}× ${seen.example}`]),
+    ),
+    pass: operations.every((o) => o.pass),
+  };
+}
+
+function print(result: DatabaseResult): void {
+  say(
+    `\n${result.database}: ${String(result.requests)} requests in ${String(result.seconds)} s ` +
+      `(${String(result.requestsPerSecond)}/s, ${String(CONCURRENCY)} clients); submitted ` +
+      `${String(result.submitted.paused)} to the paused queue, ${String(result.submitted.running)} to the running one`,
+  );
+  say(
+    formatTable(
+      ["operation", "requests", "errors", "p50 ms", "p95 ms", "p99 ms", "max ms", "p99 ≤ 150"],
+      result.operations.map((o) => [
+        o.operation,
+        String(o.requests),
+        String(o.errors),
+        o.p50Ms.toFixed(1),
+        o.p95Ms.toFixed(1),
+        o.p99Ms.toFixed(1),
+        o.maxMs.toFixed(1),
+        o.pass ? "PASS" : "FAIL",
+      ]),
+      [0, 7],
+    ),
+  );
+  for (const [op, example] of Object.entries(result.errorExamples))
+    say(`  errors, ${op}: ${example}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function benchDatabase(
+  database: string,
+  databaseUrl: string | undefined,
+  template: string,
+): Promise<DatabaseResult> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "mainline-bench-mixed-"));
+  const token = randomBytes(24).toString("hex");
+  let server: RunningServer | undefined;
+  try {
+    const profileDir = process.env.BENCH_CPU_PROF;
+    server = await startServer({
+      token,
+      dataDir,
+      databaseUrl,
+      ...(profileDir
+        ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${path.resolve(profileDir)}`] }
+        : {}),
+    });
+    say(`${database}: setting up (${String(PRS)} pull requests per queue)…`);
+    const setup = await setUp(server, token, template);
+    say(
+      `${database}: set up in ${setup.setupSeconds.toFixed(1)} s; loading for ${String(SECONDS)} s…`,
+    );
+    const samples = await runLoad(setup);
+    const result = summarize(database, setup, samples);
+    print(result);
+    showServerOutput(`(${database})`, server.takeOutput());
+    return result;
+  } finally {
+    agent.destroy();
+    agent = newAgent();
+    await server?.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const loadBefore = os.loadavg()[0] ?? 0;
+  const work = await mkdtemp(path.join(os.tmpdir(), "mainline-bench-mixed-repo-"));
+  const results: DatabaseResult[] = [];
+  try {
+    const template = path.join(work, "template.git");
+    await generateRepository(template);
+    for (const database of DATABASES) {
+      results.push(
+        database === "sqlite"
+          ? await benchDatabase("SQLite", undefined, template)
+          : await withThrowawayPostgres((url) => benchDatabase("PostgreSQL", url, template)),
+      );
+    }
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  const pass = results.every((r) => r.pass);
+  say(
+    `\nTarget: every operation's p99 within ${String(TARGET_P99_MS)} ms on ${results.map((r) => r.database).join(" and ")}: ${pass ? "PASS" : "FAIL"}`,
+  );
+  await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
+  await writeFile(
+    RESULTS_FILE,
+    `${JSON.stringify(
+      {
+        date: new Date().toISOString(),
+        node: process.version,
+        machine: machineInfo(loadBefore),
+        load: { concurrency: CONCURRENCY, seconds: SECONDS, maxRequests: MAX_REQUESTS, prs: PRS },
+        targetP99Ms: TARGET_P99_MS,
+        databases: results,
+        pass,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  say(`Wrote ${path.relative(ROOT, RESULTS_FILE)}`);
+  if (!pass) process.exitCode = 1;
+}
+
+try {
+  await main();
+} catch (error) {
+  process.stderr.write(
+    `bench:mixed-load failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.exitCode = 1;
+}

@@ -1,0 +1,20 @@
+import { describe, expect, it } from "vitest";
+import { redactSecrets } from "../../src/lib/redact.js";
+
+describe("redactSecrets", () => {
+  it("hides credential query values, URL passwords and API tokens, and nothing else", () => {
+    const token = "mlt_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde";
+    expect(redactSecrets("/v1/uploads/u1?expires=1795712799192&signature=abc_DEF-123")).toBe(
+      "/v1/uploads/u1?expires=1795712799192&signature=[redacted]",
+    );
+    expect(redactSecrets("GET /x?Token=abc&page=2&X-Amz-Signature=f00 done")).toBe(
+      "GET /x?Token=[redacted]&page=2&X-Amz-Signature=[redacted] done",
+    );
+    expect(redactSecrets("postgres://app:s3cr3t@db:5432/main")).toBe(
+      "postgres://app:[redacted]@db:5432/main",
+    );
+    expect(redactSecrets(`token ${token} refused`)).toBe("token mlt_[redacted] refused");
+    const harmless = "No operation GET /v1/nowhere. Expires in 5 minutes; key names: a, b.";
+    expect(redactSecrets(harmless)).toBe(harmless);
+  });
+});
