@@ -125,6 +125,24 @@ describe("Trunk's binary test report", () => {
     expect(cases.map((c) => [c.name, c.attempts[0]?.status])).toEqual([["old", "failed"]]);
   });
 
+  it("keeps the beginning and the end of an over-long failure text", () => {
+    const text = `start ${"x".repeat(20_000)} end`;
+    const bytes = encodeTestReport({
+      test_results: [
+        {
+          test_case_runs: [{ name: "long", status: failure, test_output: { text, message: text } }],
+        },
+      ],
+    });
+    const failed = testCasesOfReport(decodeTestReport(bytes))[0]?.attempts[0]?.failure;
+    for (const kept of [failed?.text ?? "", failed?.message ?? ""]) {
+      expect(kept.length).toBeLessThanOrEqual(8_000);
+      expect(kept.startsWith("start ")).toBe(true);
+      expect(kept.endsWith(" end")).toBe(true);
+      expect(kept).toContain("characters cut");
+    }
+  });
+
   it("rejects bytes that are not a report", () => {
     expect(() => decodeTestReport(Buffer.from("<testsuites></testsuites>\u0007\u0007"))).toThrow(
       TestReportError,

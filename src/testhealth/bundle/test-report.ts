@@ -14,6 +14,7 @@
 import protobuf from "protobufjs";
 import type { AttemptKind, AttemptStatus, ParsedAttempt, ParsedTestCase } from "../junit/types.js";
 import { NAME_LIMIT, TEXT_LIMIT } from "../junit/types.js";
+import { fitText, headOf } from "../junit/long-text.js";
 
 const SCHEMA = `
 syntax = "proto3";
@@ -239,8 +240,8 @@ function attemptFromRun(run: TestCaseRunMessage, kind: AttemptKind): ParsedAttem
       status === "failed"
         ? {
             type: null,
-            message: message === null ? null : cut(message, TEXT_LIMIT),
-            text: text === null ? null : cut(text.trim(), TEXT_LIMIT),
+            message: message === null ? null : fitText(message, TEXT_LIMIT),
+            text: text === null ? null : fitText(text.trim(), TEXT_LIMIT),
           }
         : null,
     systemOut: cutOrNull(output?.system_out),
@@ -276,11 +277,13 @@ function positive(value: number | undefined): number | null {
   return value !== undefined && value > 0 ? value : null;
 }
 
+/** Names keep their beginning, as in JUnit reports. */
 function cut(value: string, limit: number): string {
-  return value.length > limit ? value.slice(0, limit) : value;
+  return headOf(value, limit);
 }
 
+/** Long texts keep their beginning and end, as in JUnit reports. */
 function cutOrNull(value: string | undefined): string | null {
   const text = nonEmpty(value);
-  return text === null ? null : cut(text, TEXT_LIMIT);
+  return text === null ? null : fitText(text, TEXT_LIMIT);
 }
