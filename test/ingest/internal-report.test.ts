@@ -1,4 +1,3 @@
-import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   collect,
@@ -10,6 +9,7 @@ import {
   type TestCaseRunMessage,
 } from "../../src/testhealth/bundle/index.js";
 import { REPO, startTestServer, type TestServer } from "../helpers/server.js";
+import { rspecPluginReport } from "../helpers/trunk-reports.js";
 import { ingest, junit, uploadState } from "../helpers/uploads.js";
 
 // Trunk's uploader puts `internal.bin` (a protobuf report of every test it read) beside the JUnit
@@ -23,7 +23,6 @@ afterAll(async () => {
   await server.close();
 });
 
-const FIXTURES = new URL("../fixtures/bundles/", import.meta.url);
 const { success, failure } = TEST_CASE_RUN_STATUS;
 
 let commitCounter = 0;
@@ -129,8 +128,8 @@ describe("internal.bin", () => {
     });
   });
 
-  it("ingests the report Trunk's RSpec plugin writes (real sample)", async () => {
-    const bytes = await readFile(new URL("trunk-rspec-internal.bin", FIXTURES));
+  it("ingests a report shaped as Trunk's RSpec plugin writes it", async () => {
+    const bytes = rspecPluginReport();
     const id = await ingest(
       server,
       await trunkBundle([{ name: "internal/0", content: { data: bytes } }], "internal/0"),

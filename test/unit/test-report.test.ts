@@ -1,4 +1,3 @@
-import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import {
   decodeTestReport,
@@ -8,13 +7,13 @@ import {
   testCasesOfReport,
   TestReportError,
 } from "../../src/testhealth/bundle/index.js";
+import { repeatedRunsReport, rspecPluginReport } from "../helpers/trunk-reports.js";
 
-const FIXTURES = new URL("../fixtures/bundles/", import.meta.url);
 const { success, failure, skipped } = TEST_CASE_RUN_STATUS;
 
 describe("Trunk's binary test report", () => {
-  it("reads the report Trunk's RSpec plugin writes (real sample, a bare TestResult)", async () => {
-    const bytes = await readFile(new URL("trunk-rspec-internal.bin", FIXTURES));
+  it("reads a report shaped as Trunk's RSpec plugin writes it (a bare TestResult)", () => {
+    const bytes = rspecPluginReport();
     const report = decodeTestReport(bytes);
     expect(report.uploader_metadata).toMatchObject({ origin: "rspec" });
     const cases = testCasesOfReport(report);
@@ -34,8 +33,8 @@ describe("Trunk's binary test report", () => {
     expect(cases[0]?.attempts[0]?.startedAt).toBe(1748019964000);
   });
 
-  it("reads repeated runs as attempts, the last one the outcome (real sample)", async () => {
-    const bytes = await readFile(new URL("trunk-internal-with-variant.bin", FIXTURES));
+  it("reads repeated runs as attempts, the last one the outcome", () => {
+    const bytes = repeatedRunsReport();
     const report = decodeTestReport(bytes);
     expect(report.uploader_metadata?.variant).toBe("test-variant");
     const cases = testCasesOfReport(report);
