@@ -4,7 +4,7 @@
  * parser alone on the same data; and the peak memory of the server while it ingests one very
  * large JUnit file.
  *
- * The workload is `generateWorkload` (research test-health §1.14): thousands of tests, Bernoulli
+ * The workload is `generateWorkload` (background §test-health-1.14): thousands of tests, Bernoulli
  * flakes, broken tests, re-runs of failed jobs on the same commit, main, PR and merge-queue
  * branches. Every upload's JUnit report and bundle is built before any timing. Then, per
  * database, a fresh `mainline serve` child: a few concurrent clients upload every bundle

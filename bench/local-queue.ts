@@ -27,6 +27,7 @@ import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { git as runGit } from "../src/githost/local/git.js";
 import { integerFromEnv, listFromEnv } from "./support/env.js";
+import { FastImportStream } from "./support/fast-import.js";
 import { machineInfo } from "./support/machine.js";
 import {
   ROOT,
@@ -97,19 +98,9 @@ const prFile = (k: number): number => (k * 97) % FILES;
  * changing one to three files each, then a branch `pr-k` off main's tip for each pull request.
  */
 function fastImportStream(): string {
-  const parts: string[] = [];
-  let time = 1_700_000_000;
-  const commit = (ref: string, mark: number, from: number | null, message: string) => {
-    time += 60;
-    parts.push(
-      `commit ${ref}\nmark :${String(mark)}\ncommitter Bench <bench@example.com> ${String(time)} +0000\n`,
-      `data ${String(Buffer.byteLength(message))}\n${message}\n`,
-      from === null ? "" : `from :${String(from)}\n`,
-    );
-  };
-  const modify = (file: string, content: string) => {
-    parts.push(`M 100644 inline ${file}\ndata ${String(Buffer.byteLength(content))}\n${content}\n`);
-  };
+  const stream = new FastImportStream(60);
+  const commit = stream.commit.bind(stream);
+  const modify = stream.modify.bind(stream);
   commit("refs/heads/main", 1, null, "Start the project");
   modify(".mainline.yml", CHECK_CONFIG);
   for (let i = 0; i < FILES; i++) modify(filePath(i), `file ${String(i)}\nversion 0\n`);
@@ -125,8 +116,7 @@ function fastImportStream(): string {
     const i = prFile(k);
     modify(filePath(i), `file ${String(i)}\nchanged by pull request ${String(k)}\n`);
   }
-  parts.push("done\n");
-  return parts.join("");
+  return stream.text();
 }
 
 async function generateRepository(dir: string): Promise<{ ms: number }> {

@@ -1,11 +1,11 @@
 /**
  * Merge-queue benchmark: the planner (src/mergequeue/planner.ts) driven by the simulator
- * (src/mergequeue/simulator) on virtual time, against the throughput model of research
- * merge-queue §5.2 and against latency and wall-time targets. Every scenario is seeded.
+ * (src/mergequeue/simulator) on virtual time, against the throughput model of background
+ * §merge-queue-5.2 and against latency and wall-time targets. Every scenario is seeded.
  *
  * 1. Single lane, T=30 min, p=0.05, C=10, no batching, Poisson arrivals at 40/h (the lane
  *    saturates): merged per hour within 5% of the round model b·S(q,C)·60/T (15.25/h; the
- *    research table's Monte Carlo gives 15.7/h), averaged over several seeds.
+ *    Monte Carlo of background §merge-queue-5.2 gives 15.7/h), averaged over several seeds.
  * 2. The same with batches of 4: CI runs per merged PR at most half of (1), both as means over
  *    the same seeds. Measured with Mainline's `speculationThresholdPercent` (35), and for context
  *    with Trunk's fixed speculation, other thresholds, fixed shallower pipelines, the unbatched
@@ -61,7 +61,7 @@ const SPECULATION_THRESHOLD = 35;
 
 const TARGETS = {
   modelTolerance: 0.05,
-  /** The research table's Monte Carlo figure for p=0.05, C=10, T=30 (§5.2). */
+  /** The Monte Carlo figure for p=0.05, C=10, T=30 (background §merge-queue-5.2). */
   tableMergedPerHour: 15.7,
   batchRunsRatio: 0.5,
   evictedShare: 0.01,
@@ -78,7 +78,10 @@ const round = (value: number, digits = 2): number => {
   return Math.round(value * factor) / factor;
 };
 
-/** The common workload: a saturated single lane (research §5.2's table row p=0.05, C=10). */
+/**
+ * The common workload: a saturated single lane (background §merge-queue-5.2, table row p=0.05,
+ * C=10).
+ */
 function options(overrides: Partial<SimulationOptions>): SimulationOptions {
   const ciMinutes = overrides.ciMinutes ?? 30;
   const ciJitter = overrides.ciJitter ?? SIMULATION_DEFAULTS.ciJitter;
@@ -253,7 +256,7 @@ async function main(): Promise<void> {
       });
       const offTable = rate / TARGETS.tableMergedPerHour - 1;
       targets.push({
-        name: "1 merged/h vs research table (Monte Carlo), for reference",
+        name: "1 merged/h vs background §merge-queue-5.2 (Monte Carlo), for reference",
         measured: `${round(rate)}/h (${offTable >= 0 ? "+" : ""}${round(offTable * 100, 1)}%)`,
         threshold: `${TARGETS.tableMergedPerHour}/h ±${TARGETS.modelTolerance * 100}%`,
         pass: Math.abs(offTable) <= TARGETS.modelTolerance,

@@ -31,6 +31,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { git } from "../src/githost/local/git.js";
 import { writeBundleBuffer } from "../src/testhealth/bundle/index.js";
 import { integerFromEnv, listFromEnv } from "./support/env.js";
+import { FastImportStream } from "./support/fast-import.js";
 import { machineInfo } from "./support/machine.js";
 import {
   ROOT,
@@ -137,19 +138,9 @@ class Api {
 
 /** A bare repository: main with `.mainline.yml`, and branches `pr-k` each adding its own file. */
 async function generateRepository(dir: string): Promise<void> {
-  const parts: string[] = [];
-  let time = 1_700_000_000;
-  const commit = (ref: string, mark: number, from: number | null, message: string) => {
-    time += 1;
-    parts.push(
-      `commit ${ref}\nmark :${String(mark)}\ncommitter Bench <bench@example.com> ${String(time)} +0000\n`,
-      `data ${String(Buffer.byteLength(message))}\n${message}\n`,
-      from === null ? "" : `from :${String(from)}\n`,
-    );
-  };
-  const modify = (file: string, content: string) => {
-    parts.push(`M 100644 inline ${file}\ndata ${String(Buffer.byteLength(content))}\n${content}\n`);
-  };
+  const stream = new FastImportStream(1);
+  const commit = stream.commit.bind(stream);
+  const modify = stream.modify.bind(stream);
   commit("refs/heads/main", 1, null, "Start");
   modify(".mainline.yml", CHECK_CONFIG);
   modify("README.md", "bench\n");
@@ -157,9 +148,8 @@ async function generateRepository(dir: string): Promise<void> {
     commit(`refs/heads/pr-${String(k)}`, 1 + k, 1, `Change ${String(k)}`);
     modify(`changes/${String(k)}.txt`, `pull request ${String(k)}\n`);
   }
-  parts.push("done\n");
   await git(["init", "--quiet", "--bare", "--initial-branch=main", dir]);
-  await git(["fast-import", "--quiet", "--done"], { cwd: dir, input: parts.join("") });
+  await git(["fast-import", "--quiet", "--done"], { cwd: dir, input: stream.text() });
 }
 
 /** Runs `work` over `items`, `parallel` at a time. */

@@ -30,6 +30,7 @@ import { UploadProcessor } from "./testhealth/ingest/processor.js";
 import { IngestWorker, type WorkerLogger, type WorkerOptions } from "./testhealth/ingest/worker.js";
 import { Pager } from "./testhealth/pager.js";
 import { RepositoryAccess } from "./testhealth/repository-access.js";
+import { PublicRepositoryIds } from "./testhealth/public-repository-ids.js";
 import { DEFAULT_MAX_BUNDLE_BYTES, UploadService } from "./testhealth/upload-service.js";
 import { VERSION } from "./version.js";
 import { CiRunService } from "./ci/service.js";
@@ -55,6 +56,8 @@ export interface Services {
   uploads: UploadService;
   pager: Pager;
   access: RepositoryAccess;
+  /** Public repository ids: uploads from forks (Trunk's `x-trunk-public-repo-id`). */
+  publicIds: PublicRepositoryIds;
   stores: {
     repositories: RepositoryStore;
     testCases: TestCaseStore;
@@ -96,6 +99,8 @@ export interface ServiceOptions {
   dataDir?: string;
   publicUrl?: string | undefined;
   maxBundleBytes?: number;
+  /** Uploads with a public repository id: per repository and hour (default 60), bundle cap (100 MiB). */
+  publicUploads?: { perHour?: number; maxBundleBytes?: number };
   worker?: Partial<WorkerOptions>;
   logger?: WorkerLogger;
   /** The git host and CI of repositories that are not on the local git host. */
@@ -153,7 +158,19 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     options.worker,
   );
   const mergeQueues = new MergeQueueStore(db, database.dialect);
+  const publicIds = new PublicRepositoryIds({
+    repositories,
+    access,
+    clock,
+    ...options.publicUploads,
+    organizationSlug: async (organizationId) => {
+      const organization = await organizationStore.findById(organizationId);
+      if (!organization) throw new Error(`organization ${organizationId} vanished`);
+      return organization.slug;
+    },
+  });
   const uploads = new UploadService({
+    publicIds,
     testCases,
     uploads: uploadStore,
     settings: testSettings,
@@ -294,6 +311,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     uploads,
     pager: new Pager(secrets, clock),
     access,
+    publicIds,
     stores: {
       repositories,
       testCases,

@@ -37,6 +37,7 @@ import type { UploadService } from "../testhealth/upload-service.js";
 import type { Pager } from "../testhealth/pager.js";
 import type { Services } from "../app.js";
 import { registerListRoutes } from "./flakytests/lists.js";
+import { registerPublicRepoIdRoutes } from "./flakytests/public-repo-id.js";
 import { registerTestPage } from "./flakytests/test-page.js";
 import { registerTestRoutes } from "./flakytests/tests.js";
 import type { ApiApp } from "./types.js";
@@ -62,7 +63,7 @@ export interface ServerDependencies {
   uploaderFile?: string | undefined;
 }
 
-/** submitPullRequest … getMergeQueueMetrics (research trunk-api §3). */
+/** submitPullRequest … getMergeQueueMetrics (background §trunk-api-3). */
 function registerPullRequestRoutes(scope: ApiApp, pullRequests: PullRequestService): void {
   registerSubmitPullRequest(scope, pullRequests);
   registerCancelPullRequest(scope, pullRequests);
@@ -77,6 +78,18 @@ function registerPullRequestRoutes(scope: ApiApp, pullRequests: PullRequestServi
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/**
+ * The path with every run of slashes made one, the query left as sent. Trunk's uploader given a
+ * base URL that ends in "/" asks for `//v1/metrics/...`; every route answers such paths as if
+ * the slashes were single.
+ */
+export function collapseSlashes(url: string): string {
+  const query = url.indexOf("?");
+  const path = query === -1 ? url : url.slice(0, query);
+  if (!path.includes("//")) return url;
+  return path.replace(/\/{2,}/g, "/") + (query === -1 ? "" : url.slice(query));
+}
+
 export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   const app: ApiApp = Fastify({
     // No secret in the log: request URLs, error messages and stacks are redacted.
@@ -87,6 +100,8 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
       const given = request.headers["x-request-id"];
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     },
+    // Before routing, so that the router, the 404/405 answers and the logs all see one path.
+    rewriteUrl: (request) => collapseSlashes(request.url ?? "/"),
     // Requests that arrive while shutting down get our own 503 envelope (below), not fastify's.
     return503OnClosing: false,
     // The router's own refusals (bad percent-encoding, over-long ids) get the error envelope.
@@ -112,6 +127,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   // Every operation takes JSON; fastify's built-in text/plain parser would let other bodies in.
   app.removeContentTypeParser("text/plain");
   app.decorateRequest("principal", null);
+  app.decorateRequest("publicCaller", null);
 
   let closing = false;
   app.addHook("preClose", (done) => {
@@ -154,7 +170,10 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
           "Test health and merge queue, compatible with Trunk.io's v1 API. Send the organization's API token in `x-api-token`. Every operation is POST with a JSON body unless shown otherwise.",
       },
       components: {
-        securitySchemes: { ApiKeyAuth: { type: "apiKey", in: "header", name: "x-api-token" } },
+        securitySchemes: {
+          ApiKeyAuth: { type: "apiKey", in: "header", name: "x-api-token" },
+          PublicRepoId: { type: "apiKey", in: "header", name: "x-trunk-public-repo-id" },
+        },
       },
     },
   });
@@ -186,9 +205,11 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   });
 
   await app.register((scope: ApiApp, _options, done) => {
-    requireApiToken(scope, deps.organizations, inFlight);
+    requireApiToken(scope, deps.organizations, inFlight, deps.services.publicIds);
     scope.addHook("onRoute", (route) => {
-      route.schema = { ...route.schema, security: [{ ApiKeyAuth: [] }] };
+      const security: Record<string, string[]>[] = [{ ApiKeyAuth: [] }];
+      if (route.config?.publicRepoId === true) security.push({ PublicRepoId: [] });
+      route.schema = { ...route.schema, security };
     });
     registerWhoAmI(scope);
     registerCreateQueue(scope, deps.queues);
@@ -199,6 +220,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     registerLocalHostRoutes(scope, deps.services.local.service);
     registerCiRoutes(scope, deps.services.local.ciRuns);
     registerUploadRoutes(scope, deps.uploads, deps.pager, baseUrl);
+    registerPublicRepoIdRoutes(scope, deps.services.publicIds);
     registerListRoutes(scope, deps.services);
     registerTestRoutes(scope, deps.services);
     done();

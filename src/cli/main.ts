@@ -11,6 +11,7 @@ import { registerRepoCommands } from "./commands/repo.js";
 import { registerServe } from "./commands/serve.js";
 import { registerSimulate } from "./commands/simulate.js";
 import { registerTest } from "./commands/test.js";
+import { registerTestsCommands } from "./commands/tests.js";
 import { registerUpload } from "./commands/upload.js";
 
 export function buildProgram(): Command {
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerCiCommands(program);
   registerUpload(program);
   registerTest(program);
+  registerTestsCommands(program);
   registerSimulate(program);
   return program;
 }

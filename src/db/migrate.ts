@@ -10,6 +10,7 @@ import { mergeQueueEngine } from "./migrations/0007_merge_queue_engine.js";
 import { localGitHost } from "./migrations/0008_local_git_host.js";
 import { speculationThreshold } from "./migrations/0009_speculation_threshold.js";
 import { ciRunOrganization } from "./migrations/0010_ci_run_organization.js";
+import { publicRepositoryIds } from "./migrations/0012_public_repository_ids.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -25,6 +26,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0008_local_git_host": localGitHost,
   "0009_speculation_threshold": speculationThreshold,
   "0010_ci_run_organization": ciRunOrganization,
+  "0012_public_repository_ids": publicRepositoryIds,
 };
 
 export interface MigrationReport {

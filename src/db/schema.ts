@@ -33,6 +33,8 @@ export interface RepositoriesTable {
   /** `lower(host/owner/name)`: repositories are looked up case-insensitively (docs/contract.md §2). */
   lookupKey: string;
   createdAt: number;
+  /** Trunk's public repository id (uploads from forks); null until first asked for. */
+  publicId: string | null;
 }
 
 export interface MergeQueuesTable {

@@ -803,6 +803,7 @@ class StepWork {
           prNumber: branch.prNumber,
           files: branch.files,
           ...(branch.conflictsWith ? { conflictsWith: branch.conflictsWith } : {}),
+          ...(branch.landedConflicts ? { landedConflicts: branch.landedConflicts } : {}),
         },
       });
       return;

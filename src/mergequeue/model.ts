@@ -21,8 +21,8 @@ export const TERMINAL_PR_STATES: readonly PrState[] = ["merged", "failed", "canc
 export const isTerminal = (state: PrState): boolean => TERMINAL_PR_STATES.includes(state);
 
 /**
- * Why a pull request changed state. Trunk's vocabulary where it has a word (research
- * merge-queue §2.4, trunk-api §3.4), ours where it has none.
+ * Why a pull request changed state. Trunk's vocabulary where it has a word (background
+ * §merge-queue-2.4, §trunk-api-3.4), ours where it has none.
  */
 export const TRANSITION_REASONS = [
   // entering and leaving the queue
@@ -78,7 +78,7 @@ export const QUEUE_ACTOR: Actor = Object.freeze({ kind: "queue" });
 
 export type Mergeability = "unspecified" | "in_progress" | "mergeable" | "not_mergeable";
 
-/** `"ALL"`: depends on everything; `[]`: on nothing (research merge-queue §2.8). */
+/** `"ALL"`: depends on everything; `[]`: on nothing (background §merge-queue-2.8). */
 export type ImpactedTargets = "ALL" | string[];
 
 /** What the git host says about a pull request; refreshed by `pr_updated` events. */
@@ -188,7 +188,7 @@ export interface BisectionSegment {
   inferred: boolean;
 }
 
-/** A failed batch being split to find its culprits (research merge-queue §2.7). */
+/** A failed batch being split to find its culprits (background §merge-queue-2.7). */
 export interface BisectionGroup {
   id: string;
   /** The failed run that started it. */
@@ -283,7 +283,13 @@ export type QueueEvent =
        * onto the base and the PRs ahead of it, the PRs among those it conflicts with (absent:
        * unknown, all of them; empty: the target branch itself) and the files.
        */
-      conflict?: { prNumber: number; files: string[]; conflictsWith?: number[] };
+      conflict?: {
+        prNumber: number;
+        files: string[];
+        conflictsWith?: number[];
+        /** PRs already on the target that it conflicts with (it does not apply onto the base). */
+        landedConflicts?: number[];
+      };
     }
   | { type: "merge_finished"; entryId: string; newHeadSha: string }
   | { type: "merge_failed"; entryId: string; reason: TransitionReason; message: string }

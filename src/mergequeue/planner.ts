@@ -1,7 +1,7 @@
 /**
  * The merge-queue planner: a pure function from a queue's state and one event to the decisions
  * to carry out (start runs, cancel runs, merge, change states). It implements Trunk's semantics
- * (research merge-queue §2): predictive testing, pending failure and its depth, optimistic
+ * (background §merge-queue-2): predictive testing, pending failure and its depth, optimistic
  * merging, batching with bisection, priorities with urgent preemption, timeouts, queue states,
  * parallel lanes from impacted targets and direct merge. No I/O, no clock, no randomness: the same
  * state and event always give the same result.
@@ -131,7 +131,7 @@ class Planning {
         this.restart(event.prNumber, event.actor);
         return;
       case "set_impacted_targets": {
-        // Targets belong to a commit of a PR (research merge-queue §2.8); CI usually uploads
+        // Targets belong to a commit of a PR (background §merge-queue-2.8); CI usually uploads
         // them before the PR is submitted, or for a push the queue has not seen yet.
         const entry = this.byNumber(event.prNumber);
         if (entry?.pr.headSha === event.headSha) {
@@ -327,7 +327,9 @@ class Planning {
     const detail =
       aheadNumbers.length > 0
         ? `conflicts with ${aheadNumbers.map((n) => `#${n}`).join(", ")} (ahead of it in the queue)${files}`
-        : `does not apply onto ${this.s.targetBranch}${files}`;
+        : conflict.landedConflicts && conflict.landedConflicts.length > 0
+          ? `conflicts with ${conflict.landedConflicts.map((n) => `#${n}`).join(", ")} (already merged into ${this.s.targetBranch})${files}`
+          : `does not apply onto ${this.s.targetBranch}${files}`;
     run.status = "failed";
     run.finishedAt = this.now;
     run.failingChecks = [];
@@ -514,7 +516,7 @@ class Planning {
     // A report of a head the queue itself produced earlier arrives late: nothing changed.
     if (headSha === base.anchorSha || base.merges.some((m) => m.sha === headSha)) return;
     this.s.base = { headSha, merges: [], anchorSha: headSha };
-    // Trunk restarts everything in flight on an outside push (research merge-queue §2.4).
+    // Trunk restarts everything in flight on an outside push (background §merge-queue-2.4).
     for (const group of Object.values(this.s.bisections)) this.dissolveBisection(group);
     for (const run of Object.values(this.s.runs)) {
       if (run.status === "running" || run.status === "passed") {
@@ -1240,7 +1242,7 @@ class Planning {
       ],
     };
     this.s.bisections[id] = group;
-    // Its runs take the bisection slots (research merge-queue §2.7), but its PRs keep their
+    // Its runs take the bisection slots (background §merge-queue-2.7), but its PRs keep their
     // places in the queue: nothing behind them lands, or is tested, before they are decided
     // (what is tested behind them meanwhile would have to be tested again with those cleared).
     for (const entry of unit) {

@@ -1,6 +1,6 @@
 /**
  * What the queue driver needs from the outside world. Two implementations of each are planned:
- * the local git host and built-in runner (one machine), and GitHub (research github-provider.md):
+ * the local git host and built-in runner (one machine), and GitHub (background §github-provider):
  * the shapes below are chosen so that both fit. The simulator implements them on virtual time.
  */
 import type { MergeMethod } from "./settings.js";
@@ -41,6 +41,11 @@ export type TestBranchResult =
        * base itself; absent: the host cannot tell (the planner then names every PR ahead).
        */
       conflictsWith?: number[];
+      /**
+       * When it conflicts with the base itself: the PRs already landed on the target whose
+       * changes it conflicts with, where the host can tell.
+       */
+      landedConflicts?: number[];
       message: string;
     };
 

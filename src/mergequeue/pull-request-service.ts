@@ -1,5 +1,5 @@
 /**
- * The pull-request operations of the merge queue (research trunk-api §3): submit, cancel,
+ * The pull-request operations of the merge queue (background §trunk-api-3): submit, cancel,
  * restart, impacted targets, reads of entries and test runs, and the queues' Prometheus metrics.
  * Changes go to the queue's engine as commands (its driver is the queue's only writer); reads
  * come from the records the engine keeps.
@@ -250,7 +250,7 @@ export interface PullRequestServiceDeps {
   clock: Clock;
 }
 
-/** submitPullRequest … getMergeQueueMetrics (research trunk-api §3.1–3.6, §3.11–3.13). */
+/** submitPullRequest … getMergeQueueMetrics (background §trunk-api-3). */
 export class PullRequestService implements QueueContents {
   constructor(private readonly deps: PullRequestServiceDeps) {}
 

@@ -1,5 +1,5 @@
 /**
- * The Prometheus metrics of merge queues (getMergeQueueMetrics; research merge-queue §2.13): what
+ * The Prometheus metrics of merge queues (getMergeQueueMetrics; background §merge-queue-2.13): what
  * one queue's entries and transitions say about the last hour, and the exposition text. Pure: the
  * service reads the records, these functions measure and format them.
  */

@@ -113,12 +113,20 @@ const hours = (h: number): string => (h % 24 === 0 && h >= 48 ? `${h / 24} days`
 /** The branches runs were on, most frequent first: "main" or "main, master". */
 function branchesOf(runs: readonly ClassifierRun[]): string {
   const counts = new Map<string, number>();
-  for (const run of runs) counts.set(run.branch, (counts.get(run.branch) ?? 0) + 1);
+  for (const run of runs) {
+    if (run.branch !== "") counts.set(run.branch, (counts.get(run.branch) ?? 0) + 1);
+  }
   return [...counts.entries()]
     .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
     .slice(0, 3)
     .map(([branch]) => branch)
     .join(", ");
+}
+
+/** ` on main, release/1` — nothing when the runs name no branch. */
+function onBranches(runs: readonly ClassifierRun[]): string {
+  const branches = branchesOf(runs);
+  return branches ? ` on ${branches}` : "";
 }
 
 function transition(
@@ -257,7 +265,10 @@ function failureRate(
   // Once active it stays so until the rate falls below resolution on enough runs, or the test
   // stops running in scope for a whole window (stale).
   else active = window.length > 0 && !(enough && rate < monitor.resolution);
-  const reason = `Failure rate ${percent(rate)} (${failed} of ${window.length} runs) over the last ${hours(monitor.windowHours)} on ${branchesOf(window) || "no branch"}`;
+  const reason =
+    window.length === 0
+      ? `No runs in scope over the last ${hours(monitor.windowHours)}`
+      : `Failure rate ${percent(rate)} (${failed} of ${window.length} runs) over the last ${hours(monitor.windowHours)}${onBranches(window)}`;
   return transition(previous, active, reason, now);
 }
 
@@ -286,7 +297,10 @@ function failureCount(
     monitor.enabled &&
     (inWindow.length >= monitor.failures ||
       (wasActive && quietFor < monitor.resolutionHours * HOUR));
-  const reason = `${inWindow.length} failure${inWindow.length === 1 ? "" : "s"} within ${hours(monitor.windowHours)} on ${branchesOf(inWindow) || "no branch"}`;
+  const reason =
+    inWindow.length === 0
+      ? `No failures in scope within ${hours(monitor.windowHours)}`
+      : `${inWindow.length} failure${inWindow.length === 1 ? "" : "s"} within ${hours(monitor.windowHours)}${onBranches(inWindow)}`;
   return transition(previous, active, reason, now);
 }
 

@@ -3,6 +3,7 @@
  * (sign-in form, errors). Pure functions from view data to an HTML string: no JavaScript, inline
  * CSS, and every interpolated value escaped by the `markup` template unless it is itself `SafeHtml`.
  */
+import { inferTestFile } from "./file-inference.js";
 import type { PresentedFailingTest } from "./test-presenter.js";
 
 /** Markup that is already safe: produced by `markup`, never by concatenating raw input. */
@@ -210,7 +211,12 @@ ${body}
 
 function overview(view: TestPageView): SafeHtml {
   const { test } = view;
-  const file = test.file_path ? markup`<code>${test.file_path}</code>` : none("unknown");
+  const inferred = test.file_path ? undefined : inferTestFile(test.classname, test.name);
+  const file = test.file_path
+    ? markup`<code>${test.file_path}</code>`
+    : inferred
+      ? markup`<code>${inferred}</code> ${none("(from the class name; the report names no file)")}`
+      : none("not in the report");
   const owners = test.codeowners.length > 0 ? test.codeowners.join(", ") : none("unknown");
   const ticket = test.ticket
     ? link(test.ticket.html_url, test.ticket.html_url)
@@ -298,7 +304,11 @@ function monitorsSection(view: TestPageView): SafeHtml {
   const rows = view.monitors.map((m) => {
     const flags = m.classification ?? none("no longer configured");
     const state = m.active ? badge(m.classification ?? "other", "active") : "inactive";
-    return markup`<tr><td><code>${m.id}</code></td><td>${flags}</td><td>${state}</td><td>${m.reason}</td><td>${time(m.changed_at, view.now)}</td></tr>
+    // An inactive monitor's reason is the evidence of when it last changed, not of today.
+    const reason = m.active
+      ? markup`${m.reason}`
+      : markup`<span class="muted">Past evidence, not current:</span> <s class="muted">${m.reason}</s>`;
+    return markup`<tr><td><code>${m.id}</code></td><td>${flags}</td><td>${state}</td><td>${reason}</td><td>${time(m.changed_at, view.now)}</td></tr>
 `;
   });
   return markup`<h2>Monitors</h2>
@@ -376,6 +386,8 @@ export interface LoginPageOptions {
   /** Where the form posts: the page's own path and query. */
   action: string;
   orgSlug: string;
+  /** The anti-forgery token the form sends back (the same value as its cookie). */
+  csrfToken: string;
   /** Shown above the form, e.g. why the last token was refused. */
   problem?: string | undefined;
   title?: string | undefined;
@@ -392,6 +404,7 @@ export function renderLoginPage(options: LoginPageOptions): string {
 for this organization's test pages.</p>
 ${problem}
 <form class="login" method="post" action="${options.action}">
+  <input type="hidden" name="csrf" value="${options.csrfToken}">
   <label for="token">API token</label>
   <input id="token" name="token" type="password" autocomplete="off" required>
   <button type="submit">Sign in</button>

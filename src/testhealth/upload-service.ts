@@ -10,6 +10,7 @@ import { ApiError, isStorageFull } from "../lib/errors.js";
 import type { Principal } from "../organizations/service.js";
 import { BundleTooLargeError, type BundleStorage } from "./ingest/bundle-storage.js";
 import type { RepositoryAccess } from "./repository-access.js";
+import type { PublicRepositoryCaller, PublicRepositoryIds } from "./public-repository-ids.js";
 
 export const UPLOAD_URL_TTL_MS = 60 * 60_000;
 export const DEFAULT_MAX_BUNDLE_BYTES = 1024 * 1024 * 1024;
@@ -24,6 +25,7 @@ export interface UploadServiceDependencies {
   access: RepositoryAccess;
   clock: Clock;
   maxBundleBytes: number;
+  publicIds: Pick<PublicRepositoryIds, "checkScope" | "takeUploadSlot" | "maxBundleBytes">;
   /** Called once a bundle is stored, so that processing starts at once. */
   onBundleStored: () => void;
 }
@@ -57,32 +59,66 @@ export class UploadService {
       request.repo,
       now,
     );
+    return this.createUpload(principal, repository, request.clientVersion, baseUrl, null);
+  }
+
+  /**
+   * createBundleUpload for a caller that presented a public repository id: its own repository
+   * only, a limited number an hour, and a URL that takes bundles up to the public cap (the cap
+   * is part of what the URL's signature covers).
+   */
+  async createPublicBundleUpload(
+    caller: PublicRepositoryCaller,
+    request: { repo: RepoRef; orgUrlSlug: string | null; clientVersion: string | null },
+    baseUrl: string,
+  ): Promise<CreatedUpload> {
+    this.deps.publicIds.checkScope(caller, request.orgUrlSlug, request.repo);
+    this.deps.publicIds.takeUploadSlot(caller);
+    const cap = Math.min(this.deps.publicIds.maxBundleBytes, this.deps.maxBundleBytes);
+    return this.createUpload(caller, caller.repository, request.clientVersion, baseUrl, cap);
+  }
+
+  private async createUpload(
+    owner: { organizationId: string; organizationSlug: string },
+    repository: Repository,
+    clientVersion: string | null,
+    baseUrl: string,
+    maxBytes: number | null,
+  ): Promise<CreatedUpload> {
+    const now = this.deps.clock.now();
     const id = randomUUID();
     const expires = now + UPLOAD_URL_TTL_MS;
     await this.deps.uploads.create({
       id,
-      organizationId: principal.organizationId,
+      organizationId: owner.organizationId,
       repositoryId: repository.id,
-      clientVersion: request.clientVersion,
+      clientVersion,
       createdAt: now,
       urlExpiresAt: expires,
     });
-    const signature = await this.sign(id, expires);
-    const url = `${baseUrl.replace(/\/+$/, "")}/v1/uploads/${id}?expires=${expires}&signature=${signature}`;
-    return { id, idV2: id, url, key: `uploads/${principal.organizationSlug}/${id}.tar.zst` };
+    const signature = await this.sign(id, expires, maxBytes);
+    const limit = maxBytes === null ? "" : `&limit=${maxBytes}`;
+    const url = `${baseUrl.replace(/\/+$/, "")}/v1/uploads/${id}?expires=${expires}${limit}&signature=${signature}`;
+    return { id, idV2: id, url, key: `uploads/${owner.organizationSlug}/${id}.tar.zst` };
   }
 
   /** The `PUT` to a signed URL. Resolves once the bundle is on disk and recorded. */
   async receiveBundle(
     id: string,
-    query: { expires?: string | undefined; signature?: string | undefined },
+    query: {
+      expires?: string | undefined;
+      signature?: string | undefined;
+      limit?: string | undefined;
+    },
     body: Readable,
   ): Promise<UploadRecord> {
     const expires = Number(query.expires);
+    const limit = query.limit === undefined ? null : Number(query.limit);
     const given = Buffer.from(query.signature ?? "", "base64url");
-    const expected = Buffer.from(await this.sign(id, expires), "base64url");
+    const expected = Buffer.from(await this.sign(id, expires, limit), "base64url");
     if (
       !Number.isSafeInteger(expires) ||
+      (limit !== null && !(Number.isSafeInteger(limit) && limit > 0)) ||
       given.length !== expected.length ||
       !timingSafeEqual(given, expected)
     ) {
@@ -100,7 +136,7 @@ export class UploadService {
     }
     const upload = await this.deps.uploads.find(id);
     if (!upload) throw new ApiError("not_found", "No such upload.");
-    return this.storeBundle(upload, body);
+    return this.storeBundle(upload, body, limit ?? this.deps.maxBundleBytes);
   }
 
   /**
@@ -125,11 +161,15 @@ export class UploadService {
     });
     const upload = await this.deps.uploads.find(id);
     if (!upload) throw new Error(`upload ${id} vanished`);
-    return this.storeBundle(upload, body);
+    return this.storeBundle(upload, body, this.deps.maxBundleBytes);
   }
 
   /** Stores the bundle of an upload still awaiting it, durably, then starts its processing. */
-  private async storeBundle(upload: UploadRecord, body: Readable): Promise<UploadRecord> {
+  private async storeBundle(
+    upload: UploadRecord,
+    body: Readable,
+    maxBytes: number,
+  ): Promise<UploadRecord> {
     const id = upload.id;
     if (upload.state !== "awaiting_bundle") {
       throw new ApiError(
@@ -139,12 +179,7 @@ export class UploadService {
     }
     let stored;
     try {
-      stored = await this.deps.bundles.store(
-        upload.organizationId,
-        id,
-        body,
-        this.deps.maxBundleBytes,
-      );
+      stored = await this.deps.bundles.store(upload.organizationId, id, body, maxBytes);
     } catch (error) {
       if (error instanceof BundleTooLargeError) {
         throw new ApiError("payload_too_large", `The bundle is larger than ${error.limit} bytes.`);
@@ -193,10 +228,25 @@ export class UploadService {
       }
       throw error;
     }
-    const settings = await this.deps.settings.get(repository.id);
+    return this.quarantineOf(repository.id);
+  }
+
+  private async quarantineOf(
+    repositoryId: string,
+  ): Promise<{ isDisabled: boolean; testIds: string[] }> {
+    const settings = await this.deps.settings.get(repositoryId);
     if (!settings.quarantine.quarantiningEnabled) return { isDisabled: true, testIds: [] };
-    const testIds = await this.deps.testCases.quarantinedIds(repository.id, settings.quarantine);
+    const testIds = await this.deps.testCases.quarantinedIds(repositoryId, settings.quarantine);
     return { isDisabled: false, testIds };
+  }
+
+  /** getQuarantineConfig for a public-id caller: its own repository's ids, nothing else. */
+  async publicQuarantineConfig(
+    caller: PublicRepositoryCaller,
+    request: { repo: RepoRef; orgUrlSlug: string | null },
+  ): Promise<{ isDisabled: boolean; testIds: string[] }> {
+    this.deps.publicIds.checkScope(caller, request.orgUrlSlug, request.repo);
+    return this.quarantineOf(caller.repository.id);
   }
 
   async getUpload(
@@ -225,10 +275,12 @@ export class UploadService {
     return this.deps.uploads.list(repositoryId, offset, limit);
   }
 
-  private async sign(id: string, expires: number): Promise<string> {
+  /** Covers the upload, the expiry and, for capped URLs, the cap (so it cannot be raised). */
+  private async sign(id: string, expires: number, limit: number | null): Promise<string> {
     this.signingKey ??= await this.deps.secrets.getOrCreate(SECRET_NAME, this.deps.clock.now());
+    const capped = limit === null ? "" : `\u0000limit=${limit}`;
     return createHmac("sha256", this.signingKey)
-      .update(`${id}\u0000${expires}`)
+      .update(`${id}\u0000${expires}${capped}`)
       .digest("base64url");
   }
 }

@@ -1,5 +1,5 @@
 /**
- * A seeded generator of realistic CI test results (research test-health §1.14): tests with a
+ * A seeded generator of realistic CI test results (background §test-health-1.14): tests with a
  * latent truth (healthy, flaky with a Bernoulli failure probability, broken from some time on),
  * CI runs on main, pull requests and merge-queue branches, failed jobs re-run on the same commit,
  * and occasional infrastructure outages. Used by benchmarks and end-to-end tests; deterministic

@@ -84,6 +84,8 @@ describe("the OpenAPI document", () => {
       "POST /v1/flakytests-uploader/upload-metrics": false,
       "POST /v1/flaky-tests/list-uploads": true,
       "POST /v1/flaky-tests/get-upload": true,
+      "POST /v1/flaky-tests/get-public-repo-id": true,
+      "POST /v1/flaky-tests/rotate-public-repo-id": true,
       "POST /v1/flaky-tests/list-failing-tests": true,
       "POST /v1/flaky-tests/list-unhealthy-tests": true,
       "POST /v1/flaky-tests/list-quarantined-tests": true,
@@ -94,6 +96,22 @@ describe("the OpenAPI document", () => {
       "POST /v1/flaky-tests/get-test-settings": true,
       "POST /v1/flaky-tests/update-test-settings": true,
     });
+  });
+
+  it("documents the public repository id exactly where the server takes it", () => {
+    const withPublicId = Object.entries(paths).flatMap(([path, methods]) =>
+      Object.entries(methods)
+        .filter(([, op]) =>
+          (op.security ?? []).some(
+            (s) => typeof s === "object" && s !== null && "PublicRepoId" in s,
+          ),
+        )
+        .map(([method]) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(withPublicId.sort()).toEqual([
+      "POST /v1/metrics/createBundleUpload",
+      "POST /v1/metrics/getQuarantineConfig",
+    ]);
   });
 
   it("documents the error envelope for the error statuses of each operation", () => {

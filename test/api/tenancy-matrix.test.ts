@@ -78,6 +78,10 @@ const OWN_ORGANIZATION: Record<string, string> = {
     "with B's slug: an upload to B's own repository of that name (created by its first upload)",
   "POST /v1/metrics/getQuarantineConfig":
     "with B's slug: the quarantine configuration of B's own repository of that name (empty)",
+  "POST /v1/flaky-tests/get-public-repo-id":
+    "with B's slug: the public id of B's own repository of that name (created if new)",
+  "POST /v1/flaky-tests/rotate-public-repo-id":
+    "with B's slug: a new public id for B's own repository of that name",
 };
 
 let server: TestServer;
@@ -375,6 +379,9 @@ function allAttacks(): Attack[] {
           query.set("repoHost", REPO.host);
         } else if (parameter.in === "query" && parameter.name === "expires") {
           query.set("expires", String(Date.now() + 3_600_000));
+        } else if (parameter.in === "query" && parameter.name === "limit") {
+          // The size cap of public-id uploads, covered by the signature like the rest.
+          query.set("limit", String(1024 ** 3));
         } else if (parameter.in === "query" && parameter.name === "signature") {
           // The signed URL is the credential: B does not have A's signature.
           query.set("signature", "0".repeat(64));

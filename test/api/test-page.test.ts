@@ -33,14 +33,53 @@ async function get(path: string, headers: Record<string, string> = {}) {
   return server.request(path, { headers, redirect: "manual" });
 }
 
-async function signIn(path: string, token: string, headers: Record<string, string> = {}) {
+interface SignInForm {
+  /** `mainline_csrf=…`, as the browser sends it back. */
+  cookie: string;
+  /** The form's hidden `csrf` field. */
+  csrf: string;
+}
+
+function csrfCookieOf(headers: Headers): string | undefined {
+  return headers
+    .getSetCookie()
+    .find((c) => c.startsWith("mainline_csrf="))
+    ?.split(";")[0];
+}
+
+/** The sign-in form as a browser holds it after loading the page. */
+async function openForm(path: string): Promise<SignInForm> {
+  const page = await get(path);
+  expect(page.status).toBe(401);
+  const csrf = /<input type="hidden" name="csrf" value="([^"]+)">/.exec(page.text)?.[1];
+  const cookie = csrfCookieOf(page.headers);
+  expect(csrf).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  expect(cookie).toBe(`mainline_csrf=${csrf}`);
+  return { cookie: cookie ?? "", csrf: csrf ?? "" };
+}
+
+/** Posts the form: by default one just opened; `null` posts without its token and cookie. */
+async function signIn(
+  path: string,
+  token: string,
+  headers: Record<string, string> = {},
+  form?: SignInForm | null,
+) {
+  const held = form === undefined ? await openForm(path) : form;
   return server.request(path, {
     method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
-    body: new URLSearchParams({ token }).toString(),
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      ...(held ? { cookie: held.cookie } : {}),
+      ...headers,
+    },
+    body: new URLSearchParams({ token, ...(held ? { csrf: held.csrf } : {}) }).toString(),
     redirect: "manual",
   });
 }
+
+const tokenCookieSet = (headers: Headers) =>
+  headers.getSetCookie().some((c) => c.startsWith("mainline_token="));
 
 beforeAll(async () => {
   server = await startTestServer();
@@ -124,13 +163,69 @@ describe("the test page", () => {
     expect(page.text).toContain("<h1>checkout works</h1>");
   });
 
-  it("accepts the form from its own origin only", async () => {
-    const own = await signIn(pagePath, server.token, { origin: server.url });
+  it("sets the form's anti-forgery cookie with the sign-in form, and keeps a held one", async () => {
+    const page = await get(pagePath);
+    const cookie = page.headers.getSetCookie().find((c) => c.startsWith("mainline_csrf=")) ?? "";
+    expect(cookie).toContain("HttpOnly");
+    expect(cookie).toContain("SameSite=Strict");
+    expect(cookie).toContain("Path=/acme/flaky-tests");
+    const form = await openForm(pagePath);
+    const again = await get(pagePath, { cookie: form.cookie });
+    expect(csrfCookieOf(again.headers)).toBe(form.cookie);
+    expect(again.text).toContain(`name="csrf" value="${form.csrf}"`);
+  });
+
+  it("accepts the form from its own page as browsers send it", async () => {
+    const own = await signIn(pagePath, server.token, {
+      origin: server.url,
+      "sec-fetch-site": "same-origin",
+    });
     expect(own.status).toBe(303);
-    const foreign = await signIn(pagePath, server.token, { origin: "https://evil.example" });
-    expect(foreign.status).toBe(403);
-    expect(foreign.headers.get("set-cookie")).toBeNull();
-    expect((await signIn(pagePath, server.token, { origin: "null" })).status).toBe(403);
+    // Chromium under referrer-policy: no-referrer: Origin null, but Sec-Fetch-Site same-origin.
+    const chromium = await signIn(pagePath, server.token, {
+      origin: "null",
+      "sec-fetch-site": "same-origin",
+    });
+    expect(chromium.status).toBe(303);
+    expect(tokenCookieSet(chromium.headers)).toBe(true);
+  });
+
+  it("refuses the form from another site", async () => {
+    for (const headers of [
+      { origin: "https://evil.example" },
+      { origin: "https://evil.example", "sec-fetch-site": "cross-site" },
+      { origin: "null", "sec-fetch-site": "cross-site" },
+      { "sec-fetch-site": "same-site" },
+    ]) {
+      const foreign = await signIn(pagePath, server.token, headers);
+      expect(foreign.status, JSON.stringify(headers)).toBe(403);
+      expect(foreign.text).toContain("Sign-in refused");
+      expect(foreign.headers.get("set-cookie")).toBeNull();
+    }
+  });
+
+  it("refuses the form without its anti-forgery token, or with another one", async () => {
+    const bare = await signIn(pagePath, server.token, { origin: "null" }, null);
+    expect(bare.status).toBe(403);
+    expect(tokenCookieSet(bare.headers)).toBe(false);
+    expect(bare.text).toContain("had expired or did not come from this page");
+    expect(bare.text).toContain('name="csrf"');
+    const curl = await signIn(pagePath, server.token, {}, null);
+    expect(curl.status).toBe(403);
+
+    const mine = await openForm(pagePath);
+    const theirs = await openForm(pagePath);
+    expect(mine.csrf).not.toBe(theirs.csrf);
+    const mixed = await signIn(
+      pagePath,
+      server.token,
+      {},
+      { cookie: mine.cookie, csrf: theirs.csrf },
+    );
+    expect(mixed.status).toBe(403);
+    expect(tokenCookieSet(mixed.headers)).toBe(false);
+    const fieldOnly = await signIn(pagePath, server.token, {}, { cookie: "", csrf: mine.csrf });
+    expect(fieldOnly.status).toBe(403);
   });
 
   it("answers the form's other problems as pages", async () => {
@@ -150,7 +245,7 @@ describe("the test page", () => {
     const wrong = await signIn(pagePath, "not-a-token");
     expect(wrong.status).toBe(401);
     expect(wrong.text).toContain("not valid");
-    expect(wrong.headers.get("set-cookie")).toBeNull();
+    expect(tokenCookieSet(wrong.headers)).toBe(false);
     const empty = await signIn(pagePath, "");
     expect(empty.status).toBe(401);
     expect(empty.text).toContain("Enter an API token");
@@ -173,7 +268,7 @@ describe("the test page", () => {
     expect(foreign.text).not.toContain("checkout works");
     const form = await signIn(pagePath, globex.token);
     expect(form.status).toBe(403);
-    expect(form.headers.get("set-cookie")).toBeNull();
+    expect(tokenCookieSet(form.headers)).toBe(false);
   });
 
   it("answers 404 for an unknown test or repository, 400 without a repository", async () => {
@@ -205,6 +300,26 @@ describe("the test page", () => {
     expect(page.text).toContain("<h1>&lt;script&gt;alert(1)&lt;/script&gt;</h1>");
     expect(page.text).toContain("suite &quot;&lt;script&gt;alert(1)&lt;/script&gt;&quot;");
     expect(page.text).toContain("<title>&lt;script&gt;alert(1)&lt;/script&gt; · acme/app");
+  });
+
+  it("shows a pytest test's file inferred from its class name when the report names none", async () => {
+    await ingest(
+      server,
+      await bundle({
+        files: [
+          junit([{ name: "test_total", classname: "shop.tests.test_cart.TestCart" }], "pytest"),
+        ],
+      }),
+    );
+    await server.services.worker.idle();
+    const path = await htmlUrl(
+      REPO,
+      testIdOf({ name: "test_total", classname: "shop.tests.test_cart.TestCart", suite: "pytest" }),
+    );
+    const page = await get(path, { "x-api-token": server.token });
+    expect(page.status).toBe(200);
+    expect(page.text).toContain("<dt>File</dt><dd><code>shop/tests/test_cart.py</code>");
+    expect(page.text).toContain("the report names no file");
   });
 
   it("is not in the OpenAPI document", async () => {

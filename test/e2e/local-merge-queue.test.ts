@@ -98,7 +98,7 @@ describe.each(SCENARIOS)(
       const numberOf = (k: number) => numbers.get(k) ?? -1;
       const lastTransition = async (k: number) => (await timeline(call, numberOf(k))).at(-1);
       // Of the two that conflict, the first to land wins. That is #8, except that a bisected batch
-      // leaves the main queue (research merge-queue §2.7): #9, behind it, may land first.
+      // leaves the main queue (background §merge-queue-2.7): #9, behind it, may land first.
       const [landed, conflicted] =
         batch && (await stateOf(call, numberOf(9))) === "merged"
           ? ([9, 8] as const)
@@ -118,7 +118,7 @@ describe.each(SCENARIOS)(
 
       // One commit each (squash), nothing else, in the order the queue merged them. That is the
       // submission order, except that a bisected batch's good pull requests come back behind
-      // what was in flight (research merge-queue §2.7).
+      // what was in flight (background §merge-queue-2.7).
       const mergedAt = new Map<number, string>();
       for (const k of good) {
         const last = await lastTransition(k);

@@ -88,6 +88,39 @@ describe("conflicts in test branches", () => {
       prs: [ahead, pr],
     });
     expect(result).toMatchObject({ ok: false, prNumber: pr.number, conflictsWith: [] });
+    expect(result).not.toHaveProperty("landedConflicts");
+  });
+
+  it("names the PR already merged into the target that a stale PR conflicts with", async () => {
+    const landed = openPullRequest("landed", { "a.txt": "landed\n" });
+    const later = openPullRequest("later", { "a.txt": "later\n" });
+    const unrelated = openPullRequest("unrelated-landed", { "c.txt": "c\n" });
+    // #1 lands (as a squash commit would), then an unrelated PR lands after it.
+    clone.git("fetch", "--quiet", "origin");
+    const squash = clone.commit({
+      branch: "main",
+      from: "origin/main",
+      files: { "a.txt": "landed\n" },
+      message: "landed (#1)",
+    });
+    await records.markMerged(repo, landed.number, squash, 1);
+    const after = clone.commit({ branch: "main", files: { "c.txt": "c\n" }, message: "c (#3)" });
+    await records.markMerged(repo, unrelated.number, after, 2);
+    clone.push("main");
+    const result = await host.createTestBranch({
+      repo,
+      targetBranch: "main",
+      runId: "run-3",
+      baseSha: after,
+      prs: [later],
+    });
+    expect(result).toMatchObject({
+      ok: false,
+      prNumber: later.number,
+      files: ["a.txt"],
+      conflictsWith: [],
+      landedConflicts: [landed.number],
+    });
   });
 });
 

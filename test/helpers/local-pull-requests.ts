@@ -48,6 +48,11 @@ export class MemoryLocalPullRequests implements LocalPullRequestRecords {
     return Promise.resolve(open.map((r) => ({ ...r })));
   }
 
+  listMerged(repo: HostedRepository): Promise<LocalPullRequestRecord[]> {
+    const merged = (this.records.get(key(repo)) ?? []).filter((r) => r.state === "merged");
+    return Promise.resolve(merged.map((r) => ({ ...r })));
+  }
+
   markMerging(repo: HostedRepository, number: number, sha: string): Promise<void> {
     return this.write("markMerging", () => {
       this.stored(repo, number).mergingSha = sha;

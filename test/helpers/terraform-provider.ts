@@ -1,6 +1,6 @@
 /**
  * A faithful substitute for Trunk's Terraform provider (terraform-provider-trunk v1.0.4) as far
- * as the wire goes (research trunk-api §8): the requests it sends for create, read, update,
+ * as the wire goes (background §trunk-api-8): the requests it sends for create, read, update,
  * delete and import, and what it does with the answers. Go cannot be built here, so this
  * replays its behaviour: pointer fields with `omitempty`, `x-source: terraform`, retries on 5xx
  * only, every attribute read back into state unconditionally.

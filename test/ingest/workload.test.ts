@@ -1,5 +1,5 @@
 /**
- * A generated CI workload (research test-health §1.14: flaky and broken truths, main, PR and
+ * A generated CI workload (background §test-health-1.14: flaky and broken truths, main, PR and
  * merge-queue branches, re-runs, outages) uploaded through the HTTP protocol, one bundle per CI
  * run with the clock at the run's time. The stored statuses must equal what the pure classifier
  * says when it sees every run (replayed upload by upload, as the service does), and match the

@@ -168,7 +168,7 @@ describe("readBundle: round trip with writeBundle (gzip)", () => {
 });
 
 describe("readBundle: plain tar and zstd", () => {
-  it("reads an uncompressed tar, in any entry order, and skips other entries", async () => {
+  it("reads an uncompressed tar, in any entry order, and skips unknown entries", async () => {
     const bytes = await archive([
       { name: "./junit/0", content: { data: junit("S", '<testcase name="t"/>') } },
       { name: "internal.bin", content: { data: new Uint8Array([1, 2, 3]) } },
@@ -179,6 +179,7 @@ describe("readBundle: plain tar and zstd", () => {
     const seen = await readAll(chunked(bytes, 300));
     expect(seen.map((entry) => `${entry.kind}:${entry.path}`)).toEqual([
       "junit:junit/0",
+      "report:internal.bin",
       "junit:reports/extra.xml",
       "meta:meta.json",
     ]);
@@ -193,12 +194,13 @@ describe("readBundle: plain tar and zstd", () => {
     const seen = await readAll(chunked(bytes, 50));
     expect(seen.map((entry) => `${entry.kind}:${entry.path}`)).toEqual([
       "meta:meta.json",
+      "report:internal.bin",
       "junit:junit/0",
     ]);
     const meta = seen[0]?.entry;
     if (meta?.kind !== "meta") throw new Error("no meta");
     expect(meta.meta).toMatchObject({ prNumber: 77, variant: "linux-x64", cliVersion: "0.7.8" });
-    expect(seen[1]?.cases.map((testCase) => testCase.name)).toEqual(["spins", "stops"]);
+    expect(seen[2]?.cases.map((testCase) => testCase.name)).toEqual(["spins", "stops"]);
   });
 
   it("streams a multi-block zstd bundle", async () => {
@@ -373,6 +375,19 @@ describe("readBundle: bad bundles", () => {
     expect(await rejection(Readable.from([bytes]), { maxEntries: 3 })).toBe(
       "the bundle has more than 3 entries",
     );
+  });
+
+  it("caps a binary test report, which is held in memory too", async () => {
+    const report = await archive([
+      { name: "meta.json", content: { data: validMeta } },
+      { name: "internal/0", content: { data: new Uint8Array(200) } },
+    ]);
+    expect(await rejection(Readable.from([report]), { maxReportBytes: 100 })).toBe(
+      "internal/0 is larger than 100 bytes",
+    );
+    const seen = await readAll(Readable.from([report]), { maxReportBytes: 200 });
+    const entry = seen.find((e) => e.kind === "report")?.entry;
+    expect(entry?.kind === "report" ? entry.bytes.length : -1).toBe(200);
   });
 
   it("caps meta.json and CODEOWNERS, which are held in memory", async () => {

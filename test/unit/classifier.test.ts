@@ -355,6 +355,54 @@ describe("failure count (off by default)", () => {
   });
 });
 
+describe("monitor reasons", () => {
+  it("say there were no runs or failures instead of naming 'no branch'", () => {
+    // A pull request's runs only: the stable-branch and count monitors see nothing in scope.
+    const counting: MonitorSettings = {
+      ...settings,
+      failureCount: [
+        {
+          id: "two-on-release",
+          enabled: true,
+          classification: "broken",
+          scope: { globs: ["release/*"] },
+          failures: 2,
+          windowHours: 1,
+          resolutionHours: 6,
+        },
+      ],
+    };
+    const result = classify([run({ branch: "feature/x" })], counting, {}, NOW);
+    expect(result.monitors["broken-on-stable"]?.reason).toBe("No runs in scope over the last 24 h");
+    expect(result.monitors["two-on-release"]?.reason).toBe("No failures in scope within 1 h");
+    for (const state of Object.values(result.monitors)) {
+      expect(state.reason).not.toContain("no branch");
+    }
+  });
+
+  it("leave out runs that name no branch", () => {
+    const runs = times(5, () => run({ branch: "", status: "failed" }));
+    const everywhere: MonitorSettings = {
+      ...settings,
+      failureRate: [
+        {
+          id: "everywhere",
+          enabled: true,
+          classification: "broken",
+          scope: { globs: ["*"] },
+          windowHours: 24,
+          activation: 0.5,
+          resolution: 0.2,
+          minRuns: 3,
+        },
+      ],
+    };
+    expect(classify(runs, everywhere, {}, NOW).monitors.everywhere?.reason).toBe(
+      "Failure rate 100% (5 of 5 runs) over the last 24 h",
+    );
+  });
+});
+
 describe("branch globs", () => {
   it("* matches any text including slashes, ? one character, the rest literally", () => {
     expect(branchGlob("trunk-merge/*").test("trunk-merge/main/pr-1")).toBe(true);

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { parsePriority, priorityName } from "../../src/mergequeue/model.js";
 import { MINUTE, PlannerHarness, defined } from "../helpers/planner-harness.js";
 
-describe("predictive testing (research merge-queue §2.5)", () => {
+describe("predictive testing (background §merge-queue-2.5)", () => {
   it("tests each pull request on top of everything ahead and merges in order", () => {
     const h = new PlannerHarness({ concurrency: 3 });
     h.submit(1);
@@ -51,7 +51,7 @@ describe("predictive testing (research merge-queue §2.5)", () => {
   });
 });
 
-describe("pending failure (research merge-queue §2.6)", () => {
+describe("pending failure (background §merge-queue-2.6)", () => {
   it("holds a failure until the pull requests ahead finish, then evicts the culprit", () => {
     const h = new PlannerHarness({ concurrency: 3 });
     h.submit(1);
@@ -98,7 +98,7 @@ describe("pending failure (research merge-queue §2.6)", () => {
   });
 });
 
-describe("pending failure depth and optimistic merging (research merge-queue §2.6)", () => {
+describe("pending failure depth and optimistic merging (background §merge-queue-2.6)", () => {
   it("a passing successor clears a flaky failure when optimistic merging is on", () => {
     const h = new PlannerHarness({
       concurrency: 3,
@@ -184,7 +184,7 @@ describe("speculation on top of a held failure", () => {
   });
 });
 
-describe("speculationThresholdPercent (Mainline's extension, research merge-queue §8.3)", () => {
+describe("speculationThresholdPercent (Mainline's extension, background §merge-queue-8.3)", () => {
   /** A record of 100 verdicts on single pull requests, `failed` of which stood. */
   const record = (failed: number) => ({ units: 100, prs: 100, failed });
 
@@ -268,7 +268,7 @@ describe("speculationThresholdPercent (Mainline's extension, research merge-queu
   });
 });
 
-describe("batching (research merge-queue §2.7)", () => {
+describe("batching (background §merge-queue-2.7)", () => {
   it("starts a batch when the wait expires: A 0:00, B 1:00, C 2:30 → ABC at 5:00", () => {
     const h = new PlannerHarness({
       batch: true,
@@ -537,7 +537,7 @@ describe("stacked pull requests (issue 14, item 7)", () => {
   });
 });
 
-describe("priorities (research merge-queue §2.9, docs/contract.md §5)", () => {
+describe("priorities (background §merge-queue-2.9, docs/contract.md §5)", () => {
   it("urgent tests now: A restarts behind it, B goes back to pending", () => {
     const h = new PlannerHarness({ concurrency: 2 });
     h.submit(1); // A
@@ -588,7 +588,7 @@ describe("priorities (research merge-queue §2.9, docs/contract.md §5)", () => 
   });
 });
 
-describe("timeouts (research merge-queue §2.10)", () => {
+describe("timeouts (background §merge-queue-2.10)", () => {
   it("a run past testingTimeoutMinutes is cancelled and counts as a failure", () => {
     const h = new PlannerHarness({ testingTimeoutMinutes: 30 });
     h.submit(1);
@@ -653,7 +653,7 @@ describe("queue states (docs/contract.md §5)", () => {
   });
 });
 
-describe("parallel mode (research merge-queue §2.8)", () => {
+describe("parallel mode (background §merge-queue-2.8)", () => {
   it("targets uploaded before the submission count for that commit only", () => {
     const h = new PlannerHarness({ mode: "parallel", concurrency: 2 });
     h.send({ type: "set_impacted_targets", prNumber: 1, headSha: "h1", targets: ["web"] });
@@ -696,7 +696,7 @@ describe("parallel mode (research merge-queue §2.8)", () => {
   });
 });
 
-describe("changes from outside the queue (research merge-queue §2.4)", () => {
+describe("changes from outside the queue (background §merge-queue-2.4)", () => {
   it("a push to a queued pull request cancels it (pr_pushed_to) and retests those behind", () => {
     const h = new PlannerHarness({ concurrency: 2 });
     h.submit(1);
@@ -827,7 +827,7 @@ describe("flaky failures and merge failures", () => {
   });
 });
 
-describe("direct merge (research merge-queue §2.11)", () => {
+describe("direct merge (background §merge-queue-2.11)", () => {
   it("merges an up-to-date pull request with green checks into an empty queue without a run", () => {
     const h = new PlannerHarness({ directMergeMode: "always" });
     h.submit(1, { pr: { upToDate: true, checksPassed: true } });

@@ -156,7 +156,7 @@ describe("arrivals and pull requests", () => {
   });
 });
 
-describe("the throughput model (research merge-queue §5.2)", () => {
+describe("the throughput model (background §merge-queue-5.2)", () => {
   it("gives the cap column: (1-p)/p per T", () => {
     expect(capMergesPerHour(0.02, 30)).toBeCloseTo(98, 6);
     expect(capMergesPerHour(0.05, 30)).toBeCloseTo(38, 6);

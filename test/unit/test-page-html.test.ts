@@ -177,6 +177,50 @@ describe("the test page", () => {
     expect(empty).toContain("No changes recorded yet.");
     expect(empty).not.toContain("Last set by");
     expect(empty).toContain("9 days ago");
+    expect(empty).toContain('<dt>File</dt><dd><span class="muted">not in the report</span></dd>');
+  });
+
+  it("labels an inactive monitor's reason as past evidence, an active one's as current", () => {
+    const page = renderTestPage(
+      view({
+        monitors: [
+          {
+            id: "pass-on-retry",
+            classification: "flaky",
+            active: false,
+            reason: "Failed and passed on the same commit abc1234",
+            changed_at: "2026-03-01T00:00:00.000Z",
+          },
+          {
+            id: "main-broken",
+            classification: "broken",
+            active: true,
+            reason: "Failure rate 100% (5 of 5 runs) over the last 24 h on main",
+            changed_at: "2026-03-10T00:00:00.000Z",
+          },
+        ],
+      }),
+    );
+    expect(page).toContain(
+      '<td>inactive</td><td><span class="muted">Past evidence, not current:</span> <s class="muted">Failed and passed on the same commit abc1234</s></td>',
+    );
+    expect(page).toContain(
+      "</td><td>Failure rate 100% (5 of 5 runs) over the last 24 h on main</td>",
+    );
+  });
+
+  it("shows the file the report names, else one inferred only when certain", () => {
+    const withFile = (file_path: string, classname: string, name: string) =>
+      renderTestPage(view({ test: { ...view().test, file_path, classname, name } }));
+    expect(withFile("src/a.test.ts", "tests.test_foo.TestBar", "test_baz")).toContain(
+      "<dt>File</dt><dd><code>src/a.test.ts</code></dd>",
+    );
+    expect(withFile("", "tests.test_foo.TestBar", "test_baz")).toContain(
+      '<dt>File</dt><dd><code>tests/test_foo.py</code> <span class="muted">(from the class name; the report names no file)</span></dd>',
+    );
+    expect(withFile("", "com.acme.CheckoutTest", "testCheckout")).toContain(
+      '<dt>File</dt><dd><span class="muted">not in the report</span></dd>',
+    );
   });
 });
 
@@ -185,16 +229,20 @@ describe("sign-in and message pages", () => {
     const login = renderLoginPage({
       action: '/acme/flaky-tests/test/x?repo=a/b&host="h"',
       orgSlug: "<acme>",
+      csrfToken: "t0k3n",
       problem: EVIL,
     });
     expect(login).toContain(
       '<form class="login" method="post" action="/acme/flaky-tests/test/x?repo=a/b&amp;host=&quot;h&quot;">',
     );
     expect(login).toContain('<input id="token" name="token" type="password"');
+    expect(login).toContain('<input type="hidden" name="csrf" value="t0k3n">');
     expect(login).toContain("&lt;acme&gt;");
     expect(login).not.toContain("<img");
     expect(login).toContain('role="alert"');
-    expect(renderLoginPage({ action: "/", orgSlug: "acme" })).not.toContain('role="alert"');
+    expect(renderLoginPage({ action: "/", orgSlug: "acme", csrfToken: "t" })).not.toContain(
+      'role="alert"',
+    );
   });
 
   it("escapes message pages", () => {

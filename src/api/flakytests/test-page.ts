@@ -1,3 +1,4 @@
+import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { Services } from "../../app.js";
@@ -15,7 +16,12 @@ import { presentRun } from "./test-detail-schemas.js";
 import { loadTestDetails, testDetailsStore } from "./tests.js";
 
 export const TOKEN_COOKIE = "mainline_token";
+/** The sign-in form's anti-forgery token (double-submit: this cookie and the form's field). */
+export const CSRF_COOKIE = "mainline_csrf";
+export const CSRF_FIELD = "csrf";
 const COOKIE_MAX_AGE_S = 30 * 24 * 3600;
+const CSRF_MAX_AGE_S = 12 * 3600;
+const CSRF_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 const PAGE_RUNS = 50;
 const FORM_BODY_LIMIT = 16 * 1024;
 
@@ -68,17 +74,18 @@ function pagePath(params: { org: string; id: string }, query: { repo?: string; h
   return `/${encodeURIComponent(params.org)}/flaky-tests/test/${encodeURIComponent(params.id)}${qs ? `?${qs}` : ""}`;
 }
 
-function tokenCookie(
+function pageCookie(
   services: Pick<Services, "publicUrl">,
   request: FastifyRequest,
   org: string,
-  token: string,
+  name: string,
+  value: string,
   maxAge: number,
 ): string {
   const secure =
     request.protocol === "https" || (services.publicUrl?.startsWith("https:") ?? false);
   return [
-    `${TOKEN_COOKIE}=${encodeURIComponent(token)}`,
+    `${name}=${encodeURIComponent(value)}`,
     `Path=/${encodeURIComponent(org)}/flaky-tests`,
     `Max-Age=${maxAge}`,
     "HttpOnly",
@@ -88,25 +95,39 @@ function tokenCookie(
 }
 
 /**
- * A browser's sign-in must come from our own page (no login CSRF): an `Origin` header, when sent,
- * must name this host (or MAINLINE_PUBLIC_URL's). Clients that send none (curl) are let through.
+ * Whether a sign-in post comes from another site (login CSRF). Browsers say so in
+ * `Sec-Fetch-Site` (anything but `same-origin`, or `none` for a user's own action, is refused:
+ * `same-site` too, so a sibling subdomain cannot post either) and in `Origin` when it names a
+ * host (it must be this one or MAINLINE_PUBLIC_URL's). `Origin: null` is what a browser sends
+ * for our own form under `referrer-policy: no-referrer`, so it is not proof of anything: the
+ * double-submit token decides then.
  */
-function sameOrigin(services: Pick<Services, "publicUrl">, request: FastifyRequest): boolean {
+function crossSite(services: Pick<Services, "publicUrl">, request: FastifyRequest): boolean {
+  const fetchSite = request.headers["sec-fetch-site"];
+  if (fetchSite !== undefined && fetchSite !== "same-origin" && fetchSite !== "none") return true;
   const origin = request.headers.origin;
-  if (origin === undefined) return true;
+  if (origin === undefined || origin === "null") return false;
   let host: string;
   try {
     host = new URL(origin).host;
   } catch {
-    return false;
+    return true;
   }
-  if (host === "") return false;
-  if (host === request.host) return true;
+  if (host === "") return true;
+  if (host === request.host) return false;
   try {
-    return services.publicUrl !== undefined && new URL(services.publicUrl).host === host;
+    return services.publicUrl === undefined || new URL(services.publicUrl).host !== host;
   } catch {
-    return false;
+    return true;
   }
+}
+
+/** The form's field matches the cookie the form was served with (both our random value). */
+function csrfMatches(request: FastifyRequest, field: unknown): boolean {
+  const cookie = cookieValue(request, CSRF_COOKIE);
+  if (cookie === undefined || typeof field !== "string") return false;
+  if (!CSRF_PATTERN.test(cookie) || !CSRF_PATTERN.test(field)) return false;
+  return timingSafeEqual(Buffer.from(cookie), Buffer.from(field));
 }
 
 /** `owner/name` (GitLab owners may hold slashes: the name is after the last one). */
@@ -123,6 +144,8 @@ function parseRepo(repo: string | undefined): { owner: string; name: string } | 
  * `x-api-token`: the page takes that header or the `mainline_token` cookie, and without a valid
  * one answers 401 with a sign-in form that posts the token to the same URL, which sets the
  * cookie (HttpOnly, SameSite=Strict, scoped to the organization's pages) and redirects back.
+ * The form is guarded against login CSRF by `Sec-Fetch-Site`/`Origin` and a double-submit token
+ * (cookie `mainline_csrf` = field `csrf`); sessions may later bind that token to themselves.
  */
 export function registerTestPage(app: ApiApp, services: Services): void {
   const details = testDetailsStore(services);
@@ -167,6 +190,36 @@ export function registerTestPage(app: ApiApp, services: Services): void {
     Querystring: { repo?: string; host?: string };
   }>;
 
+  /**
+   * The sign-in form, with its anti-forgery token: the one the browser already holds (so that
+   * several tabs keep working), else a fresh one; the cookie is set again either way, to renew it.
+   */
+  function sendLoginPage(
+    request: PageRequest,
+    reply: FastifyReply,
+    status: number,
+    options: { title?: string; problem?: string | undefined },
+  ): FastifyReply {
+    const held = cookieValue(request, CSRF_COOKIE);
+    const csrf =
+      held !== undefined && CSRF_PATTERN.test(held) ? held : randomBytes(32).toString("base64url");
+    const org = request.params.org;
+    void reply.header(
+      "set-cookie",
+      pageCookie(services, request, org, CSRF_COOKIE, csrf, CSRF_MAX_AGE_S),
+    );
+    return sendPage(
+      reply,
+      status,
+      renderLoginPage({
+        action: pagePath(request.params, request.query),
+        orgSlug: org,
+        csrfToken: csrf,
+        ...options,
+      }),
+    );
+  }
+
   /** 401/403 pages, or the caller's principal. */
   async function authenticate(
     request: PageRequest,
@@ -174,7 +227,6 @@ export function registerTestPage(app: ApiApp, services: Services): void {
     token: string | undefined,
     problem: string | undefined,
   ): Promise<Principal | undefined> {
-    const action = pagePath(request.params, request.query);
     let principal: Principal | undefined;
     if (token) {
       try {
@@ -185,33 +237,22 @@ export function registerTestPage(app: ApiApp, services: Services): void {
     }
     if (!principal) {
       if (token && cookieValue(request, TOKEN_COOKIE) === token) {
-        void reply.header("set-cookie", tokenCookie(services, request, request.params.org, "", 0));
+        const org = request.params.org;
+        void reply.header("set-cookie", pageCookie(services, request, org, TOKEN_COOKIE, "", 0));
       }
-      await sendPage(
-        reply,
-        401,
-        renderLoginPage({
-          action,
-          orgSlug: request.params.org,
-          problem: token ? (problem ?? "That token is not valid or was revoked.") : problem,
-        }),
-      );
+      await sendLoginPage(request, reply, 401, {
+        problem: token ? (problem ?? "That token is not valid or was revoked.") : problem,
+      });
       return undefined;
     }
     try {
       services.access.checkOrganization(principal, request.params.org);
     } catch (error) {
       if (!(error instanceof ApiError) || error.code !== "forbidden") throw error;
-      await sendPage(
-        reply,
-        403,
-        renderLoginPage({
-          action,
-          orgSlug: request.params.org,
-          title: "This test belongs to another organization",
-          problem: `${error.message} Sign in with a token of "${request.params.org}" to see it.`,
-        }),
-      );
+      await sendLoginPage(request, reply, 403, {
+        title: "This test belongs to another organization",
+        problem: `${error.message} Sign in with a token of "${request.params.org}" to see it.`,
+      });
       return undefined;
     }
     return principal;
@@ -290,7 +331,7 @@ export function registerTestPage(app: ApiApp, services: Services): void {
     PAGE_PATH,
     { schema: { hide: true, params: PageParams, querystring: PageQuery } },
     async (request, reply) => {
-      if (!sameOrigin(services, request)) {
+      if (crossSite(services, request)) {
         return sendPage(
           reply,
           403,
@@ -301,6 +342,12 @@ export function registerTestPage(app: ApiApp, services: Services): void {
         );
       }
       const body = request.body as Record<string, unknown> | null | undefined;
+      if (!csrfMatches(request, body?.[CSRF_FIELD])) {
+        return sendLoginPage(request, reply, 403, {
+          problem:
+            "The sign-in form had expired or did not come from this page; enter the token again.",
+        });
+      }
       const given = typeof body?.token === "string" ? body.token.trim() : "";
       const principal = await authenticate(
         request,
@@ -314,7 +361,7 @@ export function registerTestPage(app: ApiApp, services: Services): void {
         .headers({ ...HTML_HEADERS, location: pagePath(request.params, request.query) })
         .header(
           "set-cookie",
-          tokenCookie(services, request, request.params.org, given, COOKIE_MAX_AGE_S),
+          pageCookie(services, request, request.params.org, TOKEN_COOKIE, given, COOKIE_MAX_AGE_S),
         )
         .send(renderMessagePage("Signed in", "Continue to the test page."));
     },

@@ -106,11 +106,12 @@ export function registerUploadRoutes(
   app.post(
     "/v1/metrics/createBundleUpload",
     {
+      config: { publicRepoId: true },
       schema: {
         tags: ["Uploads"],
         summary: "Start an upload of test results",
         description:
-          "Trunk's uploader protocol: answers a signed, single-use URL (valid one hour) to which the bundle (a tar archive, plain, gzip or zstd, with `meta.json` and JUnit files) is `PUT` without a token. The repository is created by its first upload.",
+          "Trunk's uploader protocol: answers a signed, single-use URL (valid one hour) to which the bundle (a tar archive, plain, gzip or zstd, with `meta.json` and JUnit files) is `PUT` without a token. The repository is created by its first upload. Instead of a token, the repository's public id may be sent in `x-trunk-public-repo-id` (uploads from forks): then only for that repository, at most 60 uploads an hour, bundles up to 100 MiB.",
         body: CreateBundleUploadBody,
         response: {
           200: Type.Object({
@@ -119,30 +120,32 @@ export function registerUploadRoutes(
             url: Type.String(),
             key: Type.String(),
           }),
-          ...errorResponses(...COMMON_ERRORS, 403),
+          ...errorResponses(...COMMON_ERRORS, 403, 429),
         },
       },
     },
-    async (request) =>
-      uploads.createBundleUpload(
-        principalOf(request),
-        {
-          repo: request.body.repo,
-          orgUrlSlug: request.body.orgUrlSlug ?? null,
-          clientVersion: request.body.clientVersion ?? null,
-        },
-        baseUrl(request),
-      ),
+    async (request) => {
+      const upload = {
+        repo: request.body.repo,
+        orgUrlSlug: request.body.orgUrlSlug ?? null,
+        clientVersion: request.body.clientVersion ?? null,
+      };
+      if (request.publicCaller) {
+        return uploads.createPublicBundleUpload(request.publicCaller, upload, baseUrl(request));
+      }
+      return uploads.createBundleUpload(principalOf(request), upload, baseUrl(request));
+    },
   );
 
   app.post(
     "/v1/metrics/getQuarantineConfig",
     {
+      config: { publicRepoId: true },
       schema: {
         tags: ["Uploads"],
         summary: "Quarantined tests of a repository",
         description:
-          "Every quarantined test id of the repository, whatever `testIdentifiers` holds; `isDisabled` when quarantining is off. A repository that never uploaded has none.",
+          "Every quarantined test id of the repository, whatever `testIdentifiers` holds; `isDisabled` when quarantining is off. A repository that never uploaded has none. Also answers to the repository's public id (`x-trunk-public-repo-id`), for that repository only.",
         body: QuarantineConfigBody,
         response: {
           200: Type.Object({ isDisabled: Type.Boolean(), testIds: Type.Array(Type.String()) }),
@@ -150,11 +153,11 @@ export function registerUploadRoutes(
         },
       },
     },
-    async (request) =>
-      uploads.quarantineConfig(principalOf(request), {
-        repo: request.body.repo,
-        orgUrlSlug: request.body.orgUrlSlug ?? null,
-      }),
+    async (request) => {
+      const asked = { repo: request.body.repo, orgUrlSlug: request.body.orgUrlSlug ?? null };
+      if (request.publicCaller) return uploads.publicQuarantineConfig(request.publicCaller, asked);
+      return uploads.quarantineConfig(principalOf(request), asked);
+    },
   );
 
   app.post(
@@ -233,6 +236,7 @@ export function registerUnauthenticatedUploadRoutes(app: ApiApp, uploads: Upload
         params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
         querystring: Type.Object({
           expires: Type.Optional(Type.String()),
+          limit: Type.Optional(Type.String()),
           signature: Type.Optional(Type.String()),
         }),
         response: {

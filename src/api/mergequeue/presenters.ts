@@ -130,7 +130,7 @@ export function presentCheckRun(
   };
 }
 
-/** getMergeQueueTestingDetails (research trunk-api §3.12). */
+/** getMergeQueueTestingDetails (background §trunk-api-3.12). */
 export function presentTestingDetails(details: TestingDetails): TestingDetailsBody {
   return {
     requiredStatuses: details.requiredStatuses,

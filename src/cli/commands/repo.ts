@@ -2,7 +2,8 @@ import { spawn } from "node:child_process";
 import { Option, type Command } from "commander";
 import type { RepoRef } from "../../db/stores/repositories.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
-import { parseLocalRepoArg } from "../repo-arg.js";
+import { parseLocalRepoArg, parseRepoArg } from "../repo-arg.js";
+import { whoami } from "../upload/protocol.js";
 
 /** --url and --token, as every remote command takes them. */
 export function serverOptions(command: Command): Command {
@@ -42,7 +43,9 @@ function pushEverything(from: string, remote: string): Promise<void> {
 export function registerRepoCommands(program: Command): void {
   const repo = program
     .command("repo")
-    .description("Repositories on Mainline's local git host (through the HTTP API)");
+    .description(
+      "Repositories: on Mainline's local git host, and public ids for uploads from forks (through the HTTP API)",
+    );
 
   serverOptions(
     repo
@@ -60,5 +63,33 @@ export function registerRepoCommands(program: Command): void {
       process.stderr.write(
         `Created local/${ref.owner}/${ref.name}${o.from === undefined ? "" : ` from ${o.from}`}. Push to it with: git push ${remoteUrl} <branch>\n`,
       );
+    });
+
+  serverOptions(
+    repo
+      .command("public-id")
+      .description(
+        "Print the repository's public id (Trunk's --public-repo-id): it lets CI of pull requests from forks, which has no token, upload test results for this repository and nothing else",
+      ),
+  )
+    .argument(
+      "<repo>",
+      "host/owner/name (github.com/acme/app), or owner/name on the local git host",
+      parseRepoArg,
+    )
+    .option("--rotate", "replace it with a new one; the old one stops working at once")
+    .action(async (ref: RepoRef, o: ClientOptions & { rotate?: boolean }) => {
+      const org = await whoami(o);
+      const operation = o.rotate ? "rotate-public-repo-id" : "get-public-repo-id";
+      const answer = await callApi<{ public_repo_id: string }>(o, `flaky-tests/${operation}`, {
+        repo: ref,
+        org_url_slug: org,
+      });
+      process.stdout.write(`${answer.public_repo_id}\n`);
+      if (o.rotate) {
+        process.stderr.write(
+          `New public id for ${ref.host}/${ref.owner}/${ref.name}; the previous one no longer works.\n`,
+        );
+      }
     });
 }

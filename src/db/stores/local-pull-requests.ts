@@ -119,6 +119,11 @@ export class LocalPullRequestStore implements LocalPullRequestRecords {
     return id === undefined ? [] : this.list(id, "open");
   }
 
+  async listMerged(repo: HostedRepository): Promise<LocalPullRequestRecord[]> {
+    const id = await this.repositoryId(repo);
+    return id === undefined ? [] : this.list(id, "merged");
+  }
+
   async markMerging(repo: HostedRepository, number: number, sha: string): Promise<void> {
     await this.setWhere(repo, number, { mergingSha: sha });
   }

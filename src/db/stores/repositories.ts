@@ -71,6 +71,7 @@ export class RepositoryStore {
         name: ref.name,
         lookupKey: repositoryLookupKey(ref),
         createdAt: now,
+        publicId: null,
       })
       .onConflict((oc) => oc.columns(["organizationId", "lookupKey"]).doNothing())
       .returning(COLUMNS)
@@ -80,5 +81,40 @@ export class RepositoryStore {
     const raced = await this.find(organizationId, ref);
     if (!raced) throw new Error("repository vanished while being created");
     return raced;
+  }
+
+  /** The repository's public id, null until one is given. */
+  async publicId(repositoryId: string): Promise<string | null> {
+    const row = await this.db
+      .selectFrom("repositories")
+      .select("publicId")
+      .where("id", "=", repositoryId)
+      .executeTakeFirst();
+    return row?.publicId ?? null;
+  }
+
+  /**
+   * Gives the repository `candidate` as its public id unless it has one (or, with `replace`,
+   * always); answers the id it has afterwards.
+   */
+  async setPublicId(repositoryId: string, candidate: string, replace: boolean): Promise<string> {
+    let update = this.db
+      .updateTable("repositories")
+      .set({ publicId: candidate })
+      .where("id", "=", repositoryId);
+    if (!replace) update = update.where("publicId", "is", null);
+    await update.execute();
+    const current = await this.publicId(repositoryId);
+    if (current === null) throw new Error(`repository ${repositoryId} vanished`);
+    return current;
+  }
+
+  /** The repository a public id belongs to, in whichever organization. */
+  findByPublicId(publicId: string): Promise<Repository | undefined> {
+    return this.db
+      .selectFrom("repositories")
+      .select(COLUMNS)
+      .where("publicId", "=", publicId)
+      .executeTakeFirst();
   }
 }

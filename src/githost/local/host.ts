@@ -142,12 +142,23 @@ export class LocalGitHost implements GitHost {
           }
           if (conflictsWith.length === 0) conflictsWith = ahead.map((other) => other.number);
         }
+        const landedConflicts =
+          conflictsWith.length === 0
+            ? await this.landedConflicts(
+                request.repo,
+                git,
+                request.baseSha,
+                pr.headSha,
+                merged.files,
+              )
+            : [];
         return {
           ok: false,
           reason: "merge_conflict",
           prNumber: pr.number,
           files: merged.files,
           conflictsWith,
+          ...(landedConflicts.length > 0 ? { landedConflicts } : {}),
           message: `#${String(pr.number)} does not merge onto ${request.targetBranch} and the pull requests ahead of it: ${merged.summary}`,
         };
       }
@@ -159,6 +170,35 @@ export class LocalGitHost implements GitHost {
     const made = await git.resolve(ref);
     if (made === undefined) throw new Error(`test branch ${branch} vanished while being created`);
     return { ok: true, branch, sha: made };
+  }
+
+  /**
+   * The pull requests the queue landed on the base since `head` left it whose changes touch the
+   * conflicting files: what a PR that no longer applies onto its target conflicts with. Each
+   * commit of the base's first-parent history belongs to the nearest PR landed at or after it
+   * (a squash or merge commit is the PR's own; a rebase lands several commits, the last recorded).
+   */
+  private async landedConflicts(
+    repo: HostedRepository,
+    git: RepositoryGit,
+    base: string,
+    head: string,
+    files: string[],
+  ): Promise<number[]> {
+    if (files.length === 0) return [];
+    const touching = new Set(await git.firstParentCommits(base, head, files));
+    if (touching.size === 0) return [];
+    const landedAs = new Map<string, number>();
+    for (const record of await this.options.pullRequests.listMerged(repo)) {
+      if (record.mergedSha) landedAs.set(record.mergedSha, record.number);
+    }
+    const numbers: number[] = [];
+    let owner: number | undefined;
+    for (const sha of await git.firstParentCommits(base, head)) {
+      owner = landedAs.get(sha) ?? owner;
+      if (touching.has(sha) && owner !== undefined && !numbers.includes(owner)) numbers.push(owner);
+    }
+    return numbers.sort((a, b) => a - b);
   }
 
   /** Deletes a test branch (gone already is fine); refuses any other branch, to be safe. */

@@ -30,6 +30,8 @@ export interface LocalPullRequestRecords {
   find(repo: HostedRepository, number: number): Promise<LocalPullRequestRecord | undefined>;
   /** Open PRs of a repository (the ref watcher compares their heads). */
   listOpen(repo: HostedRepository): Promise<LocalPullRequestRecord[]>;
+  /** PRs of a repository that the queue merged (their `mergedSha` set). */
+  listMerged(repo: HostedRepository): Promise<LocalPullRequestRecord[]>;
   /** Records the commit about to land (before the compare-and-swap of the base branch). */
   markMerging(repo: HostedRepository, number: number, sha: string): Promise<void>;
   /** The PR landed as `sha`: state `merged`. */

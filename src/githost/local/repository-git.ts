@@ -161,6 +161,17 @@ export class RepositoryGit {
       .map((line) => line.split(" "));
   }
 
+  /**
+   * The first-parent history of `tip` down to (not including) what `stop` reaches, newest first;
+   * with `paths`, only the commits that change one of them (against their first parent).
+   */
+  async firstParentCommits(tip: string, stop: string, paths: string[] = []): Promise<string[]> {
+    const args = ["rev-list", "--first-parent", tip, `^${stop}`];
+    if (paths.length > 0) args.push("--", ...paths);
+    const { stdout } = await git(args, { gitDir: this.gitDir });
+    return stdout.split("\n").filter((line) => line !== "");
+  }
+
   /** Refs under `prefix` whose commits `head` contains and `base` does not. */
   async refsBetween(prefix: string, head: string, base: string): Promise<string[]> {
     const { stdout } = await git(

@@ -1,6 +1,6 @@
 /**
  * The merge-queue simulator: the planner on a virtual clock, against a simulated git host and CI
- * (research merge-queue §2.15: arrival rate, CI time, failure and flake rates, fan-out of
+ * (background §merge-queue-2.15: arrival rate, CI time, failure and flake rates, fan-out of
  * impacted targets). A discrete-event loop: PR arrivals, CI runs finishing and the planner's own
  * wake-ups sit in one heap ordered by virtual time, ties broken by the order they were scheduled.
  * Each is handed to `plan`, and its decisions are carried out exactly as a driver would:

@@ -1,5 +1,5 @@
 /**
- * The throughput model of research merge-queue §5.2 (a): one linear speculative lane, where a
+ * The throughput model of background §merge-queue-5.2 (a): one linear speculative lane, where a
  * failure invalidates everything behind it. In a round of one CI duration `T` the queue merges
  * the units ahead of the first failing one, at most `C` of them.
  *

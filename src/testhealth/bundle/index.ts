@@ -29,3 +29,14 @@ export {
   type FileContent,
   type WriteBundleOptions,
 } from "./writer.js";
+export {
+  decodeTestReport,
+  encodeTestReport,
+  encodeTestResult,
+  testCasesOfReport,
+  TestReportError,
+  TEST_CASE_RUN_STATUS,
+  type TestCaseRunMessage,
+  type TestReportMessage,
+  type TestResultMessage,
+} from "./test-report.js";

@@ -8,6 +8,8 @@ export interface BundleLimits {
   maxMetaBytes: number;
   /** `CODEOWNERS` is buffered too (default 5 MiB; GitHub itself stops reading at 3 MB). */
   maxCodeownersBytes: number;
+  /** A binary test report (`internal.bin`) is decoded whole, so it is buffered (default 256 MiB). */
+  maxReportBytes: number;
 }
 
 export const DEFAULT_BUNDLE_LIMITS: Readonly<BundleLimits> = {
@@ -15,6 +17,7 @@ export const DEFAULT_BUNDLE_LIMITS: Readonly<BundleLimits> = {
   maxEntries: 10_000,
   maxMetaBytes: 10 * 1024 ** 2,
   maxCodeownersBytes: 5 * 1024 ** 2,
+  maxReportBytes: 256 * 1024 ** 2,
 };
 
 export function resolveLimits(overrides: Partial<BundleLimits> = {}): BundleLimits {

@@ -69,6 +69,11 @@ export interface BundleMeta {
   /** Where the uploader read CODEOWNERS from, null when it sent none. */
   codeownersPath: string | null;
   fileSets: BundleFileSet[];
+  /**
+   * Where the uploader put the binary test report that stands for the whole bundle
+   * (`internal.bin`, or `internal/<n>` when it was handed one), null when meta.json does not say.
+   */
+  internalBundledFile: string | null;
   /** The captured CI environment, string values only. */
   envs: Record<string, string>;
   tags: Array<{ key: string; value: string }>;
@@ -116,6 +121,7 @@ export function parseBundleMeta(json: unknown): BundleMeta {
     testCommand: stringAt(meta, "test_command"),
     codeownersPath: stringAt(objectAt(meta, "codeowners") ?? {}, "path"),
     fileSets: arrayAt(meta, "file_sets").filter(isObject).map(fileSetFrom),
+    internalBundledFile: stringAt(objectAt(meta, "internal_bundled_file") ?? {}, "path"),
     envs,
     tags: arrayAt(meta, "tags").filter(isObject).flatMap(tagFrom),
   };

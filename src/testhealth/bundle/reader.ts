@@ -37,6 +37,8 @@ export type ReadBundleOptions = Partial<BundleLimits>;
 export type BundleEntry =
   | { kind: "meta"; path: string; meta: BundleMeta; raw: unknown }
   | { kind: "codeowners"; path: string; text: string }
+  /** Trunk's binary test report (`internal.bin`, `internal/<n>`), whole: see `test-report.ts`. */
+  | { kind: "report"; path: string; bytes: Uint8Array }
   | {
       kind: "junit";
       /** As in the archive: `junit/0` in Trunk's bundles, any `*.xml` otherwise. */
@@ -50,15 +52,13 @@ export type BundleEntry =
 const META_PATH = "meta.json";
 const CODEOWNERS_PATH = "CODEOWNERS";
 
-type EntryKind = "meta" | "codeowners" | "junit" | "skip";
+type EntryKind = "meta" | "codeowners" | "junit" | "report" | "skip";
 
-/**
- * `internal.bin` (Trunk's protobuf report), `internal/<n>`, `bazel_bep.json` and anything else
- * are skipped: we compute results from the JUnit XML ourselves.
- */
+/** `bazel_bep.json` and anything else unknown are skipped. */
 function classify(path: string): EntryKind {
   if (path === META_PATH) return "meta";
   if (path === CODEOWNERS_PATH) return "codeowners";
+  if (path === "internal.bin" || /^internal\/[^/]+$/.test(path)) return "report";
   if (path.startsWith("junit/") || path.toLowerCase().endsWith(".xml")) return "junit";
   return "skip";
 }
@@ -83,6 +83,8 @@ export async function* readBundle(
       } else if (kind === "codeowners") {
         const text = decodeText(await readCapped(entry, limits.maxCodeownersBytes, path));
         yield { kind, path, text };
+      } else if (kind === "report") {
+        yield { kind, path, bytes: await readCapped(entry, limits.maxReportBytes, path) };
       } else if (kind === "junit") {
         const body = new EntryBody(entry, fail);
         yield { kind, path, size: entry.header.size, stream: body.chunks() };

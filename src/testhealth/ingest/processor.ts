@@ -19,7 +19,14 @@ import type {
   UploadStore,
 } from "../../db/stores/uploads.js";
 import type { Clock } from "../../lib/clock.js";
-import { BundleError, readBundle, type BundleMeta } from "../bundle/index.js";
+import {
+  BundleError,
+  decodeTestReport,
+  readBundle,
+  testCasesOfReport,
+  TestReportError,
+  type BundleMeta,
+} from "../bundle/index.js";
 import { windowLookbackMs } from "../classifier.js";
 import { failureSignature, failureSummary } from "../failure-signatures.js";
 import { repoFullName, testId } from "../identity.js";
@@ -268,17 +275,51 @@ interface Context {
   branch: string;
 }
 
-/** The state of reading one bundle. */
+/** What one report file of a bundle (a JUnit file or a binary test report) contributed. */
+interface FileResult {
+  counts: FileCounts;
+  error: FileError | null;
+}
+
+type Spooled =
+  | { index: number; name: string; file: string }
+  | { index: number; name: string; bytes: Uint8Array };
+
+/**
+ * The state of reading one bundle.
+ *
+ * Precedence (docs/test-health.md): Trunk's uploader writes `internal.bin`, a binary report of
+ * every test it was given (or `internal/<n>` when it was handed a binary report, named by
+ * meta.json's `internal_bundled_file`), beside the JUnit files it read them from. That report,
+ * when present, stands for the bundle: the JUnit files and any other binary report are not
+ * counted, whichever comes first in the archive. Without it (or when it holds no test, or
+ * cannot be decoded), every JUnit file and every `internal/<n>` counts.
+ */
 class BundleRun {
-  filesOk = 0;
-  readonly fileErrors: FileError[] = [];
-  private filesTotal = 0;
+  private readonly files = new Map<number, FileResult>();
+  /** The bundle's own report was read: nothing else counts. */
+  private superseded = false;
   private contextValue: Context | null = null;
-  private readonly spooled: { index: number; name: string; file: string }[] = [];
+  private readonly spooled: Spooled[] = [];
   private pendingRuns: RunRow[] = [];
   private readonly flushedFiles = new Set<number>();
-  private readonly totals = zeroCounts();
   codeowners: string | null = null;
+
+  get filesOk(): number {
+    return [...this.files.values()].filter((f) => f.error === null).length;
+  }
+
+  get fileErrors(): FileError[] {
+    return [...this.files.values()].flatMap((f) => (f.error ? [f.error] : []));
+  }
+
+  private get totals(): FileCounts {
+    const totals = zeroCounts();
+    for (const { counts } of this.files.values()) {
+      for (const key of Object.keys(counts) as (keyof FileCounts)[]) totals[key] += counts[key];
+    }
+    return totals;
+  }
 
   constructor(
     private readonly deps: ProcessorDependencies,
@@ -321,14 +362,16 @@ class BundleRun {
 
   /** Infrastructure-failure protection: this upload's failures count for no monitor. */
   get excluded(): boolean {
+    const totals = this.totals;
     return isInfrastructureFailure({
-      passed: this.totals.attemptsPassed,
-      failed: this.totals.attemptsFailed,
+      passed: totals.attemptsPassed,
+      failed: totals.attemptsFailed,
     });
   }
 
   outcome(): UploadOutcome {
     const context = this.context;
+    const totals = this.totals;
     return {
       commitSha: context.meta.commitSha,
       branch: context.branch,
@@ -337,11 +380,11 @@ class BundleRun {
       jobUrl: context.meta.jobUrl,
       variant: context.variant,
       uploadedAt: context.uploadedAt,
-      filesTotal: this.filesTotal,
+      filesTotal: this.files.size,
       fileErrors: this.fileErrors,
-      testsPassed: this.totals.passed,
-      testsFailed: this.totals.failed,
-      testsSkipped: this.totals.skipped,
+      testsPassed: totals.passed,
+      testsFailed: totals.failed,
+      testsSkipped: totals.skipped,
       infrastructureFailure: this.excluded,
     };
   }
@@ -352,13 +395,17 @@ class BundleRun {
       if (entry.kind === "meta") {
         this.contextValue = await this.contextOf(entry.meta);
         for (const spooled of this.spooled) {
-          await this.readFile(spooled.index, spooled.name, createReadStream(spooled.file));
+          if ("bytes" in spooled) await this.readReport(spooled.index, spooled.name, spooled.bytes);
+          else await this.readFile(spooled.index, spooled.name, createReadStream(spooled.file));
         }
       } else if (entry.kind === "codeowners") {
         this.codeowners = entry.text;
+      } else if (entry.kind === "report") {
+        const fileIndex = index++;
+        if (this.contextValue) await this.readReport(fileIndex, entry.path, entry.bytes);
+        else this.spooled.push({ index: fileIndex, name: entry.path, bytes: entry.bytes });
       } else {
         const fileIndex = index++;
-        this.filesTotal += 1;
         if (this.contextValue) {
           await this.readFile(fileIndex, entry.path, entry.stream);
         } else {
@@ -373,7 +420,9 @@ class BundleRun {
   }
 
   async cleanup(): Promise<void> {
-    for (const spooled of this.spooled) await rm(spooled.file, { force: true });
+    for (const spooled of this.spooled) {
+      if ("file" in spooled) await rm(spooled.file, { force: true });
+    }
   }
 
   private async contextOf(meta: BundleMeta): Promise<Context> {
@@ -398,11 +447,53 @@ class BundleRun {
     };
   }
 
+  /** Trunk's binary report: the bundle's own one replaces every other file's runs. */
+  private async readReport(fileIndex: number, name: string, bytes: Uint8Array): Promise<void> {
+    if (this.superseded) return;
+    const bundled = this.contextValue?.meta.internalBundledFile ?? null;
+    const standsForBundle = name === "internal.bin" || name === bundled;
+    let cases: ParsedTestCase[];
+    try {
+      cases = testCasesOfReport(decodeTestReport(bytes));
+    } catch (error) {
+      if (!(error instanceof TestReportError)) throw error;
+      // A broken report of the bundle's own leaves the JUnit files to count.
+      this.files.set(fileIndex, {
+        counts: zeroCounts(),
+        error: { file: this.displayName(fileIndex, name), reason: error.reason },
+      });
+      return;
+    }
+    // An empty one (zero bytes decode as an empty report) stands for nothing.
+    if (standsForBundle && cases.length > 0) {
+      await this.discardFilesOtherThan(fileIndex);
+      this.superseded = true;
+    }
+    const counts = zeroCounts();
+    for (let start = 0; start < cases.length; start += CASE_BATCH) {
+      await this.addCases(cases.slice(start, start + CASE_BATCH), fileIndex, counts, false);
+    }
+    this.files.set(fileIndex, { counts, error: null });
+  }
+
+  /** Forgets what the other files of the bundle contributed (written ahead or not). */
+  private async discardFilesOtherThan(fileIndex: number): Promise<void> {
+    this.pendingRuns = this.pendingRuns.filter((r) => r.fileIndex === fileIndex);
+    for (const index of this.files.keys()) {
+      if (index !== fileIndex && this.flushedFiles.has(index)) {
+        await this.deps.ingest.deleteRuns(this.upload.key, index);
+      }
+    }
+    for (const index of [...this.files.keys()]) if (index !== fileIndex) this.files.delete(index);
+  }
+
   private async readFile(
     fileIndex: number,
     name: string,
     stream: AsyncIterable<Uint8Array>,
   ): Promise<void> {
+    // The reader drains what is left unread.
+    if (this.superseded) return;
     const counts = zeroCounts();
     let batch: ParsedTestCase[] = [];
     try {
@@ -421,13 +512,13 @@ class BundleRun {
       if (this.flushedFiles.has(fileIndex)) {
         await this.deps.ingest.deleteRuns(this.upload.key, fileIndex);
       }
-      this.fileErrors.push({ file: this.displayName(fileIndex, name), reason: error.reason });
+      this.files.set(fileIndex, {
+        counts: zeroCounts(),
+        error: { file: this.displayName(fileIndex, name), reason: error.reason },
+      });
       return;
     }
-    this.filesOk += 1;
-    for (const key of Object.keys(counts) as (keyof FileCounts)[]) {
-      this.totals[key] += counts[key];
-    }
+    this.files.set(fileIndex, { counts, error: null });
   }
 
   /** The path on the CI machine when meta.json names it, else the path inside the bundle. */
@@ -443,10 +534,12 @@ class BundleRun {
     parsed: readonly ParsedTestCase[],
     fileIndex: number,
     counts: FileCounts,
+    /** JUnit records of one test are attempts to merge; a binary report's cases come merged. */
+    merge = true,
   ): Promise<void> {
     const context = this.contextValue;
     if (!context || parsed.length === 0) return;
-    const cases = mergeRepeatedTestcases(parsed);
+    const cases = merge ? mergeRepeatedTestcases(parsed) : parsed;
     const ids = cases.map((c) => this.idOf(context, c));
     const keys = await this.keysOf(cases, ids);
     const { uploadedAt } = context;

@@ -3,9 +3,10 @@
  * (gotestsum `--rerun-fails`, Xcode retries, Trunk's Playwright reporter, pytest-rerunfailures).
  * `mergeRepeatedTestcases` folds them into one `ParsedTestCase` whose attempts keep file order.
  *
- * Hollow records (research §2.2). pytest-rerunfailures 16.6.1 writes a failed attempt as a
- * `<testcase>` with no result child, which reads as a pass: an always-failing test then looks like
- * "passed, passed, failed", a false pass-on-retry that would auto-quarantine a broken test.
+ * Hollow records (background §test-health-2.2). pytest-rerunfailures 16.6.1 writes a failed
+ * attempt as a `<testcase>` with no result child, which reads as a pass: an always-failing test
+ * then looks like "passed, passed, failed", a false pass-on-retry that would auto-quarantine a
+ * broken test.
  * A record is *hollow* when it has no result, retry or output elements, no properties, and a
  * duration that is absent or zero. Rule: a hollow record is taken as a FAILED attempt when
  *   (a) a later record of the same test failed — retry tools only rerun after a failure, so an
