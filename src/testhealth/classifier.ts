@@ -71,10 +71,19 @@ export function lookbackMs(settings: MonitorSettings): number {
 export function windowLookbackMs(settings: MonitorSettings): number {
   return Math.max(
     0,
-    ...settings.failureRate.map((m) => m.windowHours * HOUR),
+    ...settings.failureRate.map(
+      (m) => m.windowHours * HOUR + (m.classification === "flaky" ? COMMIT_ORDER_MARGIN_MS : 0),
+    ),
     ...settings.failureCount.map((m) => Math.max(m.windowHours, m.resolutionHours) * HOUR),
   );
 }
+
+/**
+ * How far before a flaky rate monitor's window its runs still place their commits in order
+ * (`failureStreaks`): a re-run of a commit whose first run was up to this much older than the
+ * window is ordered at that first run, before the window's newer commits.
+ */
+export const COMMIT_ORDER_MARGIN_MS = 6 * HOUR;
 
 const counted = (run: ClassifierRun): boolean => !run.excluded && run.status !== "skipped";
 
@@ -178,7 +187,45 @@ function passOnRetry(
   return detectedAt === undefined ? state : { ...state, detectedAt };
 }
 
-/** Failure rate over a rolling window, with hysteresis between activation and resolution. */
+/**
+ * Separate streaks of failures: failures with a pass between them, in the order of the commits
+ * (each commit where its first run in `ordering` falls, its runs together). Commit order, not run order: a
+ * re-run of an older commit that ends after a newer commit's run is not a pass between that
+ * newer commit's failures.
+ */
+export function failureStreaks(
+  runs: readonly ClassifierRun[],
+  ordering: readonly ClassifierRun[] = runs,
+): number {
+  const firstAt = new Map<string, number>();
+  for (const run of ordering) {
+    const seen = firstAt.get(run.commit);
+    if (seen === undefined || run.at < seen) firstAt.set(run.commit, run.at);
+  }
+  const ordered = [...runs].sort(
+    (a, b) =>
+      (firstAt.get(a.commit) ?? a.at) - (firstAt.get(b.commit) ?? b.at) ||
+      a.commit.localeCompare(b.commit) ||
+      compareRuns(a, b),
+  );
+  let streaks = 0;
+  let inStreak = false;
+  for (const run of ordered) {
+    if (run.status === "failed") {
+      if (!inStreak) streaks += 1;
+      inStreak = true;
+    } else if (run.status === "passed") {
+      inStreak = false;
+    }
+  }
+  return streaks;
+}
+
+/**
+ * Failure rate over a rolling window, with hysteresis between activation and resolution. A
+ * monitor that classifies tests flaky activates only on intermittent failures (at least two
+ * streaks).
+ */
 function failureRate(
   monitor: FailureRateMonitor,
   runs: readonly ClassifierRun[],
@@ -197,9 +244,24 @@ function failureRate(
   const rate = window.length === 0 ? 0 : failed / window.length;
   const enough = window.length >= monitor.minRuns;
   const wasActive = monitor.enabled && previous?.active === true;
+  // Flakiness is failing now and then: a test whose failures in the window form one unbroken
+  // streak changed behaviour once (broken by a commit, maybe fixed by a later one): breakage,
+  // which the broken monitors judge, not flakiness (ADR 0020).
+  const intermittent =
+    monitor.classification !== "flaky" ||
+    failureStreaks(
+      window,
+      runs.filter(
+        (run) =>
+          countedFor(run, monitor.classification, settings) &&
+          run.at <= now &&
+          now - run.at < monitor.windowHours * HOUR + COMMIT_ORDER_MARGIN_MS &&
+          inScope(run.branch, monitor.scope, settings),
+      ),
+    ) >= 2;
   let active: boolean;
   if (!monitor.enabled) active = false;
-  else if (!wasActive) active = enough && rate >= monitor.activation;
+  else if (!wasActive) active = enough && rate >= monitor.activation && intermittent;
   // Once active it stays so until the rate falls below resolution on enough runs, or the test
   // stops running in scope for a whole window (stale).
   else active = window.length > 0 && !(enough && rate < monitor.resolution);

@@ -136,11 +136,15 @@ describe("failure rate", () => {
 
   it("flaky on main between activation and resolution keeps its state (hysteresis)", () => {
     // 2 of 10 = 20%: activates. Later 3 of 20 = 15%: stays. Then 1 of 20 = 5%: resolves.
+    // The failures are intermittent (passes between them).
     const first = times(10, (i) =>
-      run({ status: i < 2 ? "failed" : "passed", at: NOW - i * 60_000 }),
+      run({ status: i % 5 === 0 ? "failed" : "passed", at: NOW - i * 60_000 }),
     );
     const second = times(20, (i) =>
-      run({ status: i < 3 ? "failed" : "passed", at: NOW + HOUR * 25 - i * 60_000 }),
+      run({
+        status: i % 5 === 0 && i < 15 ? "failed" : "passed",
+        at: NOW + HOUR * 25 - i * 60_000,
+      }),
     );
     const third = times(20, (i) =>
       run({ status: i < 1 ? "failed" : "passed", at: NOW + HOUR * 50 - i * 60_000 }),
@@ -171,23 +175,110 @@ describe("failure rate", () => {
   });
 
   it("watches merge-queue branches with their own thresholds", () => {
-    const runs = times(5, (i) =>
-      run({ branch: `trunk-merge/main/pr-${i}`, status: i === 0 ? "failed" : "passed" }),
+    const runs = times(10, (i) =>
+      run({
+        branch: `trunk-merge/main/pr-${i}`,
+        at: NOW - HOUR + i * 60_000,
+        status: i === 0 || i === 5 ? "failed" : "passed",
+      }),
     );
     expect(classify(runs, settings, {}, NOW)).toMatchObject({
       status: "flaky",
       reason: expect.stringContaining(
-        "Failure rate 20% (1 of 5 runs) over the last 12 h",
+        "Failure rate 20% (2 of 10 runs) over the last 12 h",
       ) as unknown,
     });
   });
 
+  it("failures in one unbroken streak are breakage, not flakiness (ADR 0020)", () => {
+    // Broken by a commit, fixed by the next: 5 failures then 10 passes on main (33%), and the
+    // same in the merge queue.
+    const streak = (branch: (i: number) => string) =>
+      times(15, (i) =>
+        run({
+          branch: branch(i),
+          at: NOW - HOUR + i * 60_000,
+          status: i < 5 ? "failed" : "passed",
+        }),
+      );
+    expect(
+      classify(
+        streak(() => "main"),
+        settings,
+        {},
+        NOW,
+      ).status,
+    ).toBe("healthy");
+    expect(
+      classify(
+        streak((i) => `trunk-merge/main/pr-${i}`),
+        settings,
+        {},
+        NOW,
+      ).status,
+    ).toBe("healthy");
+    // The same failures with a pass between them are intermittent: flaky.
+    const intermittent = streak(() => "main").map((r, i) =>
+      i === 2 ? { ...r, status: "passed" as const } : r,
+    );
+    expect(classify(intermittent, settings, {}, NOW)).toMatchObject({
+      status: "flaky",
+      reason: "Failure rate 27% (4 of 15 runs) over the last 24 h on main",
+    });
+  });
+
+  it("streaks follow the commits: a late re-run of an older commit is no pass between failures", () => {
+    // Commits c0..c11 on main, one every 10 min; c4 breaks the test. c3's job is re-run and
+    // passes (it predates the break) after c4 and c5 have failed.
+    const commits = times(12, (i) =>
+      run({
+        commit: `c${String(i).padStart(6, "0")}`,
+        at: NOW - 3 * HOUR + i * 10 * 60_000,
+        status: i >= 4 ? "failed" : "passed",
+      }),
+    );
+    const rerun = run({ commit: "c000003", at: NOW - 3 * HOUR + 55 * 60_000, status: "passed" });
+    const result = classify([...commits, rerun], settings, {}, NOW);
+    // 8 of 13 runs failed (62%): not yet broken (90%), and not flaky either.
+    expect(result.monitors["flaky-on-stable"]?.active).toBe(false);
+    expect(result.status).toBe("healthy");
+  });
+
+  it("a re-run of a commit whose first run left the window is ordered at that first run", () => {
+    // c0 ran (and passed) just before the window; its job was re-run 20 min later, inside the
+    // window, after c1 broke the test. c1..c10 fail: 10 of 11 runs, one streak.
+    const start = NOW - 24 * HOUR;
+    const runs = [
+      run({ commit: "c0", at: start - 10 * 60_000 }),
+      run({ commit: "c1", at: start + 5 * 60_000, status: "failed" }),
+      run({ commit: "c0", at: start + 10 * 60_000 }),
+      ...times(9, (i) =>
+        run({ commit: `c${String(i + 2)}`, at: start + (i + 1) * HOUR, status: "failed" }),
+      ),
+    ];
+    const result = classify(runs, settings, {}, NOW);
+    expect(result.monitors["flaky-on-stable"]?.active).toBe(false);
+  });
+
+  it("a test broken on main then fixed goes back to healthy, never flaky (ADR 0020)", () => {
+    const broken = times(6, (i) => run({ status: "failed", at: NOW - 6 * HOUR + i * HOUR }));
+    const fixed = times(8, (i) => run({ at: NOW + (i + 1) * HOUR }));
+    const steps = [...broken, ...fixed].map((_, i, all) => ({
+      runs: all.slice(0, i + 1),
+      now: all[i]?.at ?? NOW,
+    }));
+    const statuses = replay(steps).map((r) => r.status);
+    expect(statuses).toContain("broken");
+    expect(statuses).not.toContain("flaky");
+    expect(statuses.at(-1)).toBe("healthy");
+  });
+
   it("failures the queue judges (its own runs) never make a test flaky by rate: breakage", () => {
-    // A test a pull request broke fails in that PR's queue runs and passes in all the others.
+    // A test pull requests broke fails in their queue runs and passes in all the others.
     const runs = times(10, (i) =>
       run({
         branch: `mainline-merge/main/run-${i}`,
-        status: i < 3 ? "failed" : "passed",
+        status: i % 4 === 0 ? "failed" : "passed",
         queueRun: true,
       }),
     );
