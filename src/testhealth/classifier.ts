@@ -246,7 +246,7 @@ function failureRate(
   const wasActive = monitor.enabled && previous?.active === true;
   // Flakiness is failing now and then: a test whose failures in the window form one unbroken
   // streak changed behaviour once (broken by a commit, maybe fixed by a later one): breakage,
-  // which the broken monitors judge, not flakiness (ADR 0020).
+  // which the broken monitors judge, not flakiness (ADR 0016).
   const intermittent =
     monitor.classification !== "flaky" ||
     failureStreaks(
