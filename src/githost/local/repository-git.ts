@@ -172,6 +172,29 @@ export class RepositoryGit {
     return stdout.split("\n").filter((line) => line !== "");
   }
 
+  /**
+   * Branches whose tips `head` contains and `base` does not, with their tips, in one git call
+   * (however many branches the repository has).
+   */
+  async branchesBetween(head: string, base: string): Promise<Map<string, string>> {
+    const { stdout } = await git(
+      [
+        "for-each-ref",
+        "--format=%(objectname) %(refname:strip=2)",
+        `--merged=${head}`,
+        `--no-merged=${base}`,
+        "refs/heads",
+      ],
+      { gitDir: this.gitDir },
+    );
+    const branches = new Map<string, string>();
+    for (const line of stdout.split("\n")) {
+      const space = line.indexOf(" ");
+      if (space > 0) branches.set(line.slice(space + 1), line.slice(0, space));
+    }
+    return branches;
+  }
+
   /** Refs under `prefix` whose commits `head` contains and `base` does not. */
   async refsBetween(prefix: string, head: string, base: string): Promise<string[]> {
     const { stdout } = await git(
