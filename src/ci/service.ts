@@ -61,6 +61,20 @@ export class CiRunService {
     }
     const text = await this.deps.readLog(queue.id, runId, check);
     if (text === undefined) {
+      const ended = run.status !== "queued" && run.status !== "running";
+      // A run cancelled (or ended) before this check started: it never will have a log.
+      if (ended && run.checks.every((c) => c.startedAt === null)) {
+        throw new ApiError(
+          "not_found",
+          `Run ${runId} ran no checks, so it has no logs: it ended (${run.status}) before any started.`,
+        );
+      }
+      if (ended && run.checks.find((c) => c.name === check)?.startedAt === null) {
+        throw new ApiError(
+          "not_found",
+          `The check "${check}" of run ${runId} never started (the run ended: ${run.status}), so it has no log.`,
+        );
+      }
       throw new ApiError("not_found", `The check "${check}" of run ${runId} has no log yet.`);
     }
     return text;
