@@ -52,6 +52,7 @@ import {
 } from "./support/server.js";
 import { integerFromEnv } from "./support/env.js";
 import { formatTable } from "./support/table.js";
+import { seededRandom } from "../src/lib/seeded-random.js";
 
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "ingest.json");
 
@@ -595,18 +596,6 @@ interface BigFile {
   prepareSeconds: number;
 }
 
-/** mulberry32, as the workload generator: reproducible without Math.random. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const MODULES = ["billing", "accounts", "search", "checkout", "inventory", "shipping", "auth"];
 const NOUNS = ["Invoice", "Ledger", "Session", "Cart", "Order", "Token", "Address", "Report"];
 const ROLES = ["Calculator", "Repository", "Service", "Controller", "Validator", "Mapper"];
@@ -659,7 +648,7 @@ async function writeBigJunit(
   targetBytes: number,
 ): Promise<{ bytes: number; testcases: number; failures: number }> {
   const out = createWriteStream(file);
-  const next = random(SEED);
+  const next = seededRandom(SEED);
   let bytes = 0;
   let testcases = 0;
   let failures = 0;

@@ -11,6 +11,7 @@
  * the upload (`flakyFailure` when a retry passed, `rerunFailure` when none did); a few uploads
  * are hit by an infrastructure outage that fails nearly everything.
  */
+import { randomHex, seededRandom } from "../lib/seeded-random.js";
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
 
@@ -114,21 +115,6 @@ export interface DetectionWorkload {
   uploads(): Generator<DetectionUpload>;
 }
 
-/** mulberry32: small, fast and reproducible. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const hex = (next: () => number, length: number): string =>
-  Array.from({ length }, () => Math.floor(next() * 16).toString(16)).join("");
-
 /** Pull requests open at once; each CI run on a PR picks one of them. */
 const OPEN_PULL_REQUESTS = 40;
 const FIRST_PR = 1000;
@@ -210,7 +196,7 @@ export const failureMessage = (test: number): string =>
   FAILURES[test % FAILURES.length] ?? "failed";
 
 export function generateDetectionWorkload(options: DetectionWorkloadOptions): DetectionWorkload {
-  const tests = makeTests(options, random(options.seed));
+  const tests = makeTests(options, seededRandom(options.seed));
   const endAt = options.startAt + options.days * 24 * HOUR;
   const spacing = Math.floor((24 * HOUR) / options.ciRunsPerDay);
   const branchBroken = tests
@@ -221,7 +207,7 @@ export function generateDetectionWorkload(options: DetectionWorkloadOptions): De
     tests,
     endAt,
     *uploads() {
-      const next = random(options.seed ^ 0x5bd1e995);
+      const next = seededRandom(options.seed ^ 0x5bd1e995);
       let mergeQueueRun = 0;
       /** Broken PRs that entered the queue (once each: convicted, they leave it). */
       const queued = new Set<number>();
@@ -274,7 +260,7 @@ export function generateDetectionWorkload(options: DetectionWorkloadOptions): De
             }
           }
         }
-        const commit = hex(next, 40);
+        const commit = randomHex(next, 40);
         const variants: Variant[] = ["linux", "windows"];
         for (let shard = 0; shard < options.shards; shard++) {
           for (const variant of variants) {

@@ -5,6 +5,8 @@
  * and occasional infrastructure outages. Used by benchmarks and end-to-end tests; deterministic
  * for a seed (no Math.random, no clock).
  */
+import { randomHex, seededRandom } from "../lib/seeded-random.js";
+
 export interface WorkloadOptions {
   seed: number;
   tests: number;
@@ -72,21 +74,6 @@ export interface Workload {
   uploads(): Generator<GeneratedUpload>;
 }
 
-/** mulberry32: small, fast, good enough for test data, and reproducible. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const hex = (next: () => number, length: number): string =>
-  Array.from({ length }, () => Math.floor(next() * 16).toString(16)).join("");
-
 const FAILURES = [
   "AssertionError: expected 200 to equal 500",
   "TimeoutError: operation timed out after 5000 ms",
@@ -128,11 +115,11 @@ function outcome(test: GeneratedTest, at: number, outage: boolean, next: () => n
 }
 
 export function generateWorkload(options: WorkloadOptions): Workload {
-  const tests = makeTests(options, random(options.seed));
+  const tests = makeTests(options, seededRandom(options.seed));
   return {
     tests,
     *uploads() {
-      const next = random(options.seed ^ 0x5bd1e995);
+      const next = seededRandom(options.seed ^ 0x5bd1e995);
       let pr = 100;
       for (let run = 0; run < options.runs; run++) {
         const startedAt = options.startAt + run * options.runSpacingMs;
@@ -147,7 +134,7 @@ export function generateWorkload(options: WorkloadOptions): Workload {
             : kind === "pr"
               ? `feature/pr-${prNumber}`
               : `trunk-merge/main/${run}`;
-        const commit = hex(next, 40);
+        const commit = randomHex(next, 40);
         const outage = next() < options.outageRate;
         for (let attempt = 1; attempt <= options.maxReruns + 1; attempt++) {
           const at = startedAt + (attempt - 1) * 60_000;
