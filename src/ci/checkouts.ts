@@ -13,7 +13,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
-import type { HostedRepository } from "../mergequeue/providers.js";
+import type { OwnedRepoRef } from "../mergequeue/providers.js";
 
 /** A working tree of one commit, held by one run until released. */
 export interface Workspace {
@@ -23,16 +23,16 @@ export interface Workspace {
 }
 
 export interface Workspaces {
-  acquire(repo: HostedRepository, sha: string): Promise<Workspace>;
+  acquire(repo: OwnedRepoRef, sha: string): Promise<Workspace>;
 }
 
-export type CheckoutFunction = (repo: HostedRepository, sha: string, dir: string) => Promise<void>;
+export type CheckoutFunction = (repo: OwnedRepoRef, sha: string, dir: string) => Promise<void>;
 
 /** A new working tree of `sha` in a directory of its own under `root`; nothing left if it fails. */
 async function freshCheckout(
   root: string,
   checkout: CheckoutFunction,
-  repo: HostedRepository,
+  repo: OwnedRepoRef,
   sha: string,
 ): Promise<string> {
   const dir = path.join(root, randomUUID());
@@ -53,7 +53,7 @@ export class FreshCheckouts implements Workspaces {
     private readonly checkout: CheckoutFunction,
   ) {}
 
-  async acquire(repo: HostedRepository, sha: string): Promise<Workspace> {
+  async acquire(repo: OwnedRepoRef, sha: string): Promise<Workspace> {
     const dir = await freshCheckout(this.root, this.checkout, repo, sha);
     return { dir, release: () => rm(dir, { recursive: true, force: true }) };
   }
@@ -70,7 +70,7 @@ export interface CheckoutPoolOptions {
   maxIdlePerRepository?: number;
 }
 
-const repositoryKey = (repo: HostedRepository) =>
+const repositoryKey = (repo: OwnedRepoRef) =>
   `${repo.organizationId}/${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
 
 export class CheckoutPool implements Workspaces {
@@ -82,7 +82,7 @@ export class CheckoutPool implements Workspaces {
     this.maxIdle = options.maxIdlePerRepository ?? 4;
   }
 
-  async acquire(repo: HostedRepository, sha: string): Promise<Workspace> {
+  async acquire(repo: OwnedRepoRef, sha: string): Promise<Workspace> {
     const key = repositoryKey(repo);
     const idle = this.idle.get(key) ?? [];
     for (let dir = idle.pop(); dir !== undefined; dir = idle.pop()) {

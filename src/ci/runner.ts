@@ -23,7 +23,7 @@ import {
   type CiResultListener,
   type CiRunRequest,
   type CiRunResult,
-  type HostedRepository,
+  type OwnedRepoRef,
   type RequiredStatusesSource,
 } from "../mergequeue/providers.js";
 import type { Workspace, Workspaces } from "./checkouts.js";
@@ -53,7 +53,7 @@ export interface LocalCiRunnerOptions {
   dataDir: string;
   records: CiRunRecords;
   /** The git host's `readFile`. */
-  readFile(repo: HostedRepository, sha: string, file: string): Promise<string | undefined>;
+  readFile(repo: OwnedRepoRef, sha: string, file: string): Promise<string | undefined>;
   /** Where runs get their working trees (`checkouts.ts`: fresh per run, or pooled). */
   workspaces: Workspaces;
   /** Checks running at once, across all runs. Default 2. */

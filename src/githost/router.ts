@@ -8,7 +8,7 @@ import type {
   CiRunRequest,
   CiResultListener,
   GitHost,
-  HostedRepository,
+  OwnedRepoRef,
   MergeRequest,
   TestBranchRequest,
 } from "../mergequeue/providers.js";
@@ -19,15 +19,15 @@ export class GitHostRouter implements GitHost {
     private readonly fallback: GitHost,
   ) {}
 
-  private for(repo: HostedRepository): GitHost {
+  private for(repo: OwnedRepoRef): GitHost {
     return this.hosts.get(repo.host.toLowerCase()) ?? this.fallback;
   }
 
-  pullRequest(repo: HostedRepository, number: number) {
+  pullRequest(repo: OwnedRepoRef, number: number) {
     return this.for(repo).pullRequest(repo, number);
   }
 
-  branchHead(repo: HostedRepository, branch: string) {
+  branchHead(repo: OwnedRepoRef, branch: string) {
     return this.for(repo).branchHead(repo, branch);
   }
 
@@ -35,7 +35,7 @@ export class GitHostRouter implements GitHost {
     return this.for(request.repo).createTestBranch(request);
   }
 
-  deleteTestBranch(repo: HostedRepository, branch: string) {
+  deleteTestBranch(repo: OwnedRepoRef, branch: string) {
     return this.for(repo).deleteTestBranch(repo, branch);
   }
 
@@ -43,7 +43,7 @@ export class GitHostRouter implements GitHost {
     return this.for(request.repo).merge(request);
   }
 
-  readFile(repo: HostedRepository, sha: string, path: string) {
+  readFile(repo: OwnedRepoRef, sha: string, path: string) {
     return this.for(repo).readFile(repo, sha, path);
   }
 }

@@ -29,7 +29,7 @@ import {
   type CiProvider,
   type CiRunResult,
   type GitHost,
-  type HostedRepository,
+  type OwnedRepoRef,
 } from "./providers.js";
 import type {
   CommandResult,
@@ -370,7 +370,7 @@ export class MergeQueueEngine {
     if (!queue) return;
     const repository = await this.deps.repositories.findById(queue.repositoryId);
     if (!repository) return;
-    const repo: HostedRepository = {
+    const repo: OwnedRepoRef = {
       organizationId: repository.organizationId,
       host: repository.host,
       owner: repository.owner,
@@ -483,7 +483,7 @@ class StepWork {
 
   constructor(
     private readonly queueId: string,
-    private readonly repo: HostedRepository,
+    private readonly repo: OwnedRepoRef,
     private readonly targetBranch: string,
     private readonly deps: EngineDeps,
   ) {}

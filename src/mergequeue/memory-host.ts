@@ -11,7 +11,7 @@ import type {
   CiRunRequest,
   CiRunResult,
   GitHost,
-  HostedRepository,
+  OwnedRepoRef,
   MergeRequest,
   MergeResult,
   TestBranchRequest,
@@ -44,7 +44,7 @@ export function openPullRequestInfo(
  * The in-memory host is one space of names (tests open pull requests on it by host/owner/name,
  * without knowing organization ids), so it addresses repositories without their organization.
  */
-type MemoryAddress = Pick<HostedRepository, "host" | "owner" | "name">;
+type MemoryAddress = Pick<OwnedRepoRef, "host" | "owner" | "name">;
 
 const key = (repo: MemoryAddress) => `${repo.host}/${repo.owner}/${repo.name}`.toLowerCase();
 

@@ -3,23 +3,14 @@
  * the local git host and built-in runner (one machine), and GitHub (background §github-provider):
  * the shapes below are chosen so that both fit. The simulator implements them on virtual time.
  */
+import type { OwnedRepoRef } from "../organizations/repositories.js";
 import type { MergeMethod } from "./settings.js";
 import type { PullRequestInfo, TransitionReason } from "./model.js";
 
-/**
- * A repository as the git host addresses it, with the organization it belongs to: every
- * repository belongs to exactly one organization, and two organizations may each have one with
- * the same host/owner/name (the local git host keeps them apart on disk).
- */
-export interface HostedRepository {
-  organizationId: string;
-  host: string;
-  owner: string;
-  name: string;
-}
+export type { OwnedRepoRef } from "../organizations/repositories.js";
 
 export interface TestBranchRequest {
-  repo: HostedRepository;
+  repo: OwnedRepoRef;
   targetBranch: string;
   runId: string;
   /** The commit the run is based on (the target branch's head when planned). */
@@ -50,7 +41,7 @@ export type TestBranchResult =
     };
 
 export interface MergeRequest {
-  repo: HostedRepository;
+  repo: OwnedRepoRef;
   targetBranch: string;
   prNumber: number;
   /** The PR must still be at this commit (GitHub: `sha` of `PUT /pulls/{n}/merge`). */
@@ -82,17 +73,17 @@ export type MergeResult =
  * with the commit it produced), so the driver may repeat a step after a crash.
  */
 export interface GitHost {
-  pullRequest(repo: HostedRepository, number: number): Promise<PullRequestInfo | undefined>;
-  branchHead(repo: HostedRepository, branch: string): Promise<string | undefined>;
+  pullRequest(repo: OwnedRepoRef, number: number): Promise<PullRequestInfo | undefined>;
+  branchHead(repo: OwnedRepoRef, branch: string): Promise<string | undefined>;
   createTestBranch(request: TestBranchRequest): Promise<TestBranchResult>;
-  deleteTestBranch(repo: HostedRepository, branch: string): Promise<void>;
+  deleteTestBranch(repo: OwnedRepoRef, branch: string): Promise<void>;
   merge(request: MergeRequest): Promise<MergeResult>;
   /** A file's contents at a commit (`.mainline.yml`, `.trunk/trunk.yaml`), undefined if absent. */
-  readFile(repo: HostedRepository, sha: string, path: string): Promise<string | undefined>;
+  readFile(repo: OwnedRepoRef, sha: string, path: string): Promise<string | undefined>;
 }
 
 export interface CiRunRequest {
-  repo: HostedRepository;
+  repo: OwnedRepoRef;
   queueId: string;
   runId: string;
   targetBranch: string;

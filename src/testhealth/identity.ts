@@ -24,16 +24,7 @@ export function uuidv5(namespace: string, name: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-export interface RepositoryName {
-  host: string;
-  owner: string;
-  name: string;
-}
-
-/** `host/owner/name`, spelled as given: Trunk hashes the spelling, so it must not be normalized. */
-export function repoFullName(repository: RepositoryName): string {
-  return `${repository.host}/${repository.owner}/${repository.name}`;
-}
+export { repoFullName, type RepoRef } from "../organizations/repositories.js";
 
 /** What identifies a test case; a missing part counts as `""`. */
 export interface TestIdentity {

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LocalRepositories } from "../../src/githost/local/repositories.js";
 import { LocalRefWatcher, type RefChange } from "../../src/githost/local/watcher.js";
-import type { HostedRepository } from "../../src/mergequeue/providers.js";
+import type { OwnedRepoRef } from "../../src/mergequeue/providers.js";
 import { WorkingClone, temporaryDirectory } from "../helpers/local-git.js";
 
 const app = { organizationId: "org-1", host: "local", owner: "acme", name: "app" };
@@ -14,7 +14,7 @@ let repositories: LocalRepositories;
 let clone: WorkingClone;
 let changes: RefChange[];
 let errors: string[];
-let watched: HostedRepository[];
+let watched: OwnedRepoRef[];
 let watcher: LocalRefWatcher;
 
 beforeEach(async () => {

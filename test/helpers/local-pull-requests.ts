@@ -1,10 +1,10 @@
-import type { HostedRepository } from "../../src/mergequeue/providers.js";
+import type { OwnedRepoRef } from "../../src/mergequeue/providers.js";
 import type {
   LocalPullRequestRecord,
   LocalPullRequestRecords,
 } from "../../src/githost/local/records.js";
 
-const key = (repo: HostedRepository) => `${repo.host}/${repo.owner}/${repo.name}`;
+const key = (repo: OwnedRepoRef) => `${repo.host}/${repo.owner}/${repo.name}`;
 
 /**
  * The local host's pull-request records in memory, for tests of the host alone (integration
@@ -16,7 +16,7 @@ export class MemoryLocalPullRequests implements LocalPullRequestRecords {
   crash: { at: "markMerging" | "markMerged"; stored: boolean } | null = null;
 
   open(
-    repo: HostedRepository,
+    repo: OwnedRepoRef,
     pr: { headBranch: string; baseBranch?: string; title?: string; author?: string },
   ): LocalPullRequestRecord {
     const list = this.records.get(key(repo)) ?? [];
@@ -38,34 +38,34 @@ export class MemoryLocalPullRequests implements LocalPullRequestRecords {
     return record;
   }
 
-  find(repo: HostedRepository, number: number): Promise<LocalPullRequestRecord | undefined> {
+  find(repo: OwnedRepoRef, number: number): Promise<LocalPullRequestRecord | undefined> {
     const found = this.records.get(key(repo))?.find((r) => r.number === number);
     return Promise.resolve(found ? { ...found } : undefined);
   }
 
-  listOpen(repo: HostedRepository): Promise<LocalPullRequestRecord[]> {
+  listOpen(repo: OwnedRepoRef): Promise<LocalPullRequestRecord[]> {
     const open = (this.records.get(key(repo)) ?? []).filter((r) => r.state === "open");
     return Promise.resolve(open.map((r) => ({ ...r })));
   }
 
-  listMerged(repo: HostedRepository): Promise<LocalPullRequestRecord[]> {
+  listMerged(repo: OwnedRepoRef): Promise<LocalPullRequestRecord[]> {
     const merged = (this.records.get(key(repo)) ?? []).filter((r) => r.state === "merged");
     return Promise.resolve(merged.map((r) => ({ ...r })));
   }
 
-  markMerging(repo: HostedRepository, number: number, sha: string): Promise<void> {
+  markMerging(repo: OwnedRepoRef, number: number, sha: string): Promise<void> {
     return this.write("markMerging", () => {
       this.stored(repo, number).mergingSha = sha;
     });
   }
 
-  markMerged(repo: HostedRepository, number: number, sha: string, now: number): Promise<void> {
+  markMerged(repo: OwnedRepoRef, number: number, sha: string, now: number): Promise<void> {
     return this.write("markMerged", () => {
       Object.assign(this.stored(repo, number), { state: "merged", mergedSha: sha, closedAt: now });
     });
   }
 
-  private stored(repo: HostedRepository, number: number): LocalPullRequestRecord {
+  private stored(repo: OwnedRepoRef, number: number): LocalPullRequestRecord {
     const found = this.records.get(key(repo))?.find((r) => r.number === number);
     if (!found) throw new Error(`no pull request #${String(number)}`);
     return found;

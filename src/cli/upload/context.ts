@@ -11,7 +11,7 @@ import {
   prNumberFrom,
   type CiEnv,
 } from "../../testhealth/bundle/ci-env.js";
-import type { RepositoryName } from "../../testhealth/identity.js";
+import type { RepoRef } from "../../testhealth/identity.js";
 import { CliError } from "../client.js";
 import { parseRepoArg } from "../repo-arg.js";
 
@@ -38,7 +38,7 @@ export const NO_GIT: GitFacts = {
 
 /** The flags of `mainline upload` and `mainline test` that name the run. */
 export interface ContextFlags {
-  repo?: RepositoryName | undefined;
+  repo?: RepoRef | undefined;
   commit?: string | undefined;
   branch?: string | undefined;
   pr?: number | undefined;
@@ -48,7 +48,7 @@ export interface ContextFlags {
 }
 
 export interface UploadContext {
-  repo: RepositoryName;
+  repo: RepoRef;
   /** The git remote's URL when known (sent as `remoteUrls` and meta.json's `repo_url`). */
   remoteUrl: string | null;
   commitSha: string;
@@ -104,7 +104,7 @@ export function resolveContext(flags: ContextFlags, env: CiEnv, git: GitFacts): 
   };
 }
 
-function repoFromRemote(remoteUrl: string | null): RepositoryName {
+function repoFromRemote(remoteUrl: string | null): RepoRef {
   if (remoteUrl === null) {
     throw new CliError(
       "Cannot tell the repository: no git remote `origin` here; pass --repo <host/owner/name>.",

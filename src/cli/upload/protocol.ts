@@ -9,7 +9,7 @@ import https from "node:https";
 import { setTimeout as sleep } from "node:timers/promises";
 import { redactSecrets } from "../../lib/redact.js";
 import { VERSION } from "../../version.js";
-import type { RepositoryName } from "../../testhealth/identity.js";
+import type { RepoRef } from "../../testhealth/identity.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
 import type { QuarantineConfig, TestIdentifier } from "./quarantine.js";
 
@@ -33,7 +33,7 @@ export interface BundleUpload {
 
 export async function createBundleUpload(
   client: ClientOptions,
-  request: { repo: RepositoryName; org: string; remoteUrls: readonly string[] },
+  request: { repo: RepoRef; org: string; remoteUrls: readonly string[] },
 ): Promise<BundleUpload> {
   const answer = await callApi<Partial<Record<keyof BundleUpload, unknown>>>(
     client,
@@ -129,7 +129,7 @@ function parseJson(text: string): unknown {
 export async function getQuarantineConfig(
   client: ClientOptions,
   request: {
-    repo: RepositoryName;
+    repo: RepoRef;
     org: string;
     remoteUrls: readonly string[];
     testIdentifiers: readonly TestIdentifier[];
@@ -175,7 +175,7 @@ export interface WaitOptions {
 /** Polls get-upload until the upload is processed or failed; throws when it takes too long. */
 export async function waitForUpload(
   client: ClientOptions,
-  request: { repo: RepositoryName; org: string; uploadId: string },
+  request: { repo: RepoRef; org: string; uploadId: string },
   options: WaitOptions,
 ): Promise<UploadStatus> {
   const deadline = Date.now() + options.timeoutMs;

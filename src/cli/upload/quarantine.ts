@@ -8,7 +8,7 @@
  * server, an unreadable report) can turn a failing command into a passing one.
  */
 import { constants } from "node:os";
-import { repoFullName, testId, type RepositoryName } from "../../testhealth/identity.js";
+import { repoFullName, testId, type RepoRef } from "../../testhealth/identity.js";
 import type { FailedTest } from "./reports.js";
 
 /** One entry of getQuarantineConfig's `testIdentifiers` (Trunk's mixed casing). */
@@ -27,7 +27,7 @@ export interface TestIdentifier {
 /** The failed tests with their ids (as the server computes them), each id once. */
 export function failedTestIdentifiers(
   failed: readonly FailedTest[],
-  identity: { org: string; repo: RepositoryName; variant: string },
+  identity: { org: string; repo: RepoRef; variant: string },
 ): TestIdentifier[] {
   const byId = new Map<string, TestIdentifier>();
   for (const test of failed) {

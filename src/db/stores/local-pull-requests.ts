@@ -4,7 +4,7 @@ import type {
   LocalPullRequestRecords,
   LocalPullRequestState,
 } from "../../githost/local/records.js";
-import type { HostedRepository } from "../../mergequeue/providers.js";
+import type { OwnedRepoRef } from "../../mergequeue/providers.js";
 import type { Database, LocalPullRequestsTable } from "../schema.js";
 import { RepositoryStore } from "./repositories.js";
 
@@ -109,36 +109,31 @@ export class LocalPullRequestStore implements LocalPullRequestRecords {
 
   // ---- LocalPullRequestRecords (the git host's view) -------------------------------------------
 
-  async find(repo: HostedRepository, number: number): Promise<LocalPullRequestRecord | undefined> {
+  async find(repo: OwnedRepoRef, number: number): Promise<LocalPullRequestRecord | undefined> {
     const id = await this.repositoryId(repo);
     return id === undefined ? undefined : this.get(id, number);
   }
 
-  async listOpen(repo: HostedRepository): Promise<LocalPullRequestRecord[]> {
+  async listOpen(repo: OwnedRepoRef): Promise<LocalPullRequestRecord[]> {
     const id = await this.repositoryId(repo);
     return id === undefined ? [] : this.list(id, "open");
   }
 
-  async listMerged(repo: HostedRepository): Promise<LocalPullRequestRecord[]> {
+  async listMerged(repo: OwnedRepoRef): Promise<LocalPullRequestRecord[]> {
     const id = await this.repositoryId(repo);
     return id === undefined ? [] : this.list(id, "merged");
   }
 
-  async markMerging(repo: HostedRepository, number: number, sha: string): Promise<void> {
+  async markMerging(repo: OwnedRepoRef, number: number, sha: string): Promise<void> {
     await this.setWhere(repo, number, { mergingSha: sha });
   }
 
-  async markMerged(
-    repo: HostedRepository,
-    number: number,
-    sha: string,
-    now: number,
-  ): Promise<void> {
+  async markMerged(repo: OwnedRepoRef, number: number, sha: string, now: number): Promise<void> {
     await this.setWhere(repo, number, { state: "merged", mergedSha: sha, closedAt: now });
   }
 
   private async setWhere(
-    repo: HostedRepository,
+    repo: OwnedRepoRef,
     number: number,
     values: Partial<LocalPullRequestsTable>,
   ): Promise<void> {
@@ -156,7 +151,7 @@ export class LocalPullRequestStore implements LocalPullRequestRecords {
       .execute();
   }
 
-  private async repositoryId(repo: HostedRepository): Promise<string | undefined> {
+  private async repositoryId(repo: OwnedRepoRef): Promise<string | undefined> {
     return (await this.repositories.find(repo.organizationId, repo))?.id;
   }
 }

@@ -2,22 +2,13 @@ import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { Database } from "../schema.js";
 
-/** `{host, owner, name}` as clients send it in every request. */
-export interface RepoRef {
-  host: string;
-  owner: string;
-  name: string;
-}
+import {
+  repositoryLookupKey,
+  type RepoRef,
+  type Repository,
+} from "../../organizations/repositories.js";
 
-export interface Repository extends RepoRef {
-  id: string;
-  organizationId: string;
-  createdAt: number;
-}
-
-export function repositoryLookupKey(ref: RepoRef): string {
-  return `${ref.host}/${ref.owner}/${ref.name}`.toLowerCase();
-}
+export { repositoryLookupKey, type RepoRef, type Repository };
 
 const COLUMNS = ["id", "organizationId", "host", "owner", "name", "createdAt"] as const;
 

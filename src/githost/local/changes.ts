@@ -5,12 +5,12 @@
  */
 import type { LocalPullRequestRecords } from "./records.js";
 import type { QueueCommand } from "../../mergequeue/model.js";
-import type { HostedRepository } from "../../mergequeue/providers.js";
+import type { OwnedRepoRef } from "../../mergequeue/providers.js";
 import type { QueueListing } from "../../db/stores/merge-queues.js";
 import { LOCAL_HOST } from "./layout.js";
 
 export interface LocalHostChangesDeps {
-  queues: { listForHost(host: string, repo?: HostedRepository): Promise<QueueListing[]> };
+  queues: { listForHost(host: string, repo?: OwnedRepoRef): Promise<QueueListing[]> };
   pullRequests: Pick<LocalPullRequestRecords, "listOpen">;
   engine: { notify(queueId: string, command: QueueCommand): Promise<void> };
 }
@@ -19,9 +19,9 @@ export class LocalHostChanges {
   constructor(private readonly deps: LocalHostChangesDeps) {}
 
   /** The local repositories that have a queue: the ones worth watching. */
-  async watched(): Promise<HostedRepository[]> {
+  async watched(): Promise<OwnedRepoRef[]> {
     const queues = await this.deps.queues.listForHost(LOCAL_HOST);
-    const unique = new Map<string, HostedRepository>();
+    const unique = new Map<string, OwnedRepoRef>();
     for (const { repo } of queues) {
       unique.set(`${repo.organizationId}/${repo.owner}/${repo.name}`.toLowerCase(), repo);
     }
@@ -29,7 +29,7 @@ export class LocalHostChanges {
   }
 
   /** A branch appeared, moved or disappeared: its queue (target branch) and its PRs (head). */
-  async branchChanged(repo: HostedRepository, branch: string): Promise<void> {
+  async branchChanged(repo: OwnedRepoRef, branch: string): Promise<void> {
     const queues = await this.deps.queues.listForHost(LOCAL_HOST, repo);
     if (queues.length === 0) return;
     const heads = (await this.deps.pullRequests.listOpen(repo)).filter(
@@ -46,7 +46,7 @@ export class LocalHostChanges {
   }
 
   /** A pull request changed through the API: every queue of its repository reads it again. */
-  async pullRequestChanged(repo: HostedRepository, number: number): Promise<void> {
+  async pullRequestChanged(repo: OwnedRepoRef, number: number): Promise<void> {
     for (const queue of await this.deps.queues.listForHost(LOCAL_HOST, repo)) {
       await this.deps.engine.notify(queue.id, { type: "pr_changed", prNumber: number });
     }

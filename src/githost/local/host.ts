@@ -14,7 +14,7 @@ import type { Clock } from "../../lib/clock.js";
 import type { PullRequestInfo } from "../../mergequeue/model.js";
 import type {
   GitHost,
-  HostedRepository,
+  OwnedRepoRef,
   MergeRequest,
   MergeResult,
   TestBranchRequest,
@@ -52,7 +52,7 @@ export class LocalGitHost implements GitHost {
    * merge, so an open record is reported `closed` (head `""`, mergeability `unspecified`); the
    * queue then cancels it as it would a closed pull request.
    */
-  async pullRequest(repo: HostedRepository, number: number): Promise<PullRequestInfo | undefined> {
+  async pullRequest(repo: OwnedRepoRef, number: number): Promise<PullRequestInfo | undefined> {
     const git = this.repository(repo);
     const record = await this.options.pullRequests.find(repo, number);
     if (!record) return undefined;
@@ -87,7 +87,7 @@ export class LocalGitHost implements GitHost {
    * its history and not yet on the branch. The queue keeps a stack in order with this.
    */
   private async stackedOn(
-    repo: HostedRepository,
+    repo: OwnedRepoRef,
     record: { number: number; baseBranch: string },
     head: string,
     base: string,
@@ -106,7 +106,7 @@ export class LocalGitHost implements GitHost {
     return contains;
   }
 
-  async branchHead(repo: HostedRepository, branch: string): Promise<string | undefined> {
+  async branchHead(repo: OwnedRepoRef, branch: string): Promise<string | undefined> {
     return this.repository(repo).branchHead(branch);
   }
 
@@ -180,7 +180,7 @@ export class LocalGitHost implements GitHost {
    * (a squash or merge commit is the PR's own; a rebase lands several commits, the last recorded).
    */
   private async landedConflicts(
-    repo: HostedRepository,
+    repo: OwnedRepoRef,
     git: RepositoryGit,
     base: string,
     head: string,
@@ -203,7 +203,7 @@ export class LocalGitHost implements GitHost {
   }
 
   /** Deletes a test branch (gone already is fine); refuses any other branch, to be safe. */
-  async deleteTestBranch(repo: HostedRepository, branch: string): Promise<void> {
+  async deleteTestBranch(repo: OwnedRepoRef, branch: string): Promise<void> {
     if (!branch.startsWith(TEST_BRANCH_PREFIX)) {
       throw new Error(`${branch} is not a test branch; only test branches are deleted`);
     }
@@ -222,7 +222,7 @@ export class LocalGitHost implements GitHost {
     return run;
   }
 
-  async readFile(repo: HostedRepository, sha: string, path: string): Promise<string | undefined> {
+  async readFile(repo: OwnedRepoRef, sha: string, path: string): Promise<string | undefined> {
     return this.repository(repo).readFile(sha, path);
   }
 
@@ -230,7 +230,7 @@ export class LocalGitHost implements GitHost {
    * A working tree of `sha` at `dir` (which must not exist) for the built-in CI runner: a clone
    * that borrows the repository's objects instead of copying them.
    */
-  async checkout(repo: HostedRepository, sha: string, dir: string): Promise<void> {
+  async checkout(repo: OwnedRepoRef, sha: string, dir: string): Promise<void> {
     assertObjectId(sha, "commit");
     this.repository(repo);
     const source = repositoryPath(this.options.dataDir, repo);
@@ -247,7 +247,7 @@ export class LocalGitHost implements GitHost {
    * other file (untracked, ignored, nested repositories) removed. Hooks a check may have left in
    * the clone are not run. Throws when git cannot (a check broke the clone): make a fresh one then.
    */
-  async refreshCheckout(repo: HostedRepository, sha: string, dir: string): Promise<void> {
+  async refreshCheckout(repo: OwnedRepoRef, sha: string, dir: string): Promise<void> {
     assertObjectId(sha, "commit");
     this.repository(repo);
     // This clone and this tree, whatever a check wrote into its configuration.
@@ -411,7 +411,7 @@ export class LocalGitHost implements GitHost {
     return { ok: true, tree: await git.treeOf(merge[0]), testedOn };
   }
 
-  private repository(repo: HostedRepository): RepositoryGit {
+  private repository(repo: OwnedRepoRef): RepositoryGit {
     if (repo.host.toLowerCase() !== LOCAL_HOST) {
       throw new Error(`${repo.host}/${repo.owner}/${repo.name} is not a local repository`);
     }
@@ -472,7 +472,7 @@ function refuse(reason: Refusal["reason"], message: string): Refusal {
   return { ok: false, reason, message };
 }
 
-const repositoryKey = (repo: HostedRepository) =>
+const repositoryKey = (repo: OwnedRepoRef) =>
   `${repo.organizationId}/${repo.owner}/${repo.name}`.toLowerCase();
 
 /**

@@ -3,7 +3,7 @@
  * commits): their numbers, branches, title, author and state, and the merge the queue made.
  * Implemented over the database by `db/stores/local-pull-requests.ts`.
  */
-import type { HostedRepository } from "../../mergequeue/providers.js";
+import type { OwnedRepoRef } from "../../mergequeue/providers.js";
 
 export type LocalPullRequestState = "open" | "closed" | "merged";
 
@@ -27,13 +27,13 @@ export interface LocalPullRequestRecord {
 }
 
 export interface LocalPullRequestRecords {
-  find(repo: HostedRepository, number: number): Promise<LocalPullRequestRecord | undefined>;
+  find(repo: OwnedRepoRef, number: number): Promise<LocalPullRequestRecord | undefined>;
   /** Open PRs of a repository (the ref watcher compares their heads). */
-  listOpen(repo: HostedRepository): Promise<LocalPullRequestRecord[]>;
+  listOpen(repo: OwnedRepoRef): Promise<LocalPullRequestRecord[]>;
   /** PRs of a repository that the queue merged (their `mergedSha` set). */
-  listMerged(repo: HostedRepository): Promise<LocalPullRequestRecord[]>;
+  listMerged(repo: OwnedRepoRef): Promise<LocalPullRequestRecord[]>;
   /** Records the commit about to land (before the compare-and-swap of the base branch). */
-  markMerging(repo: HostedRepository, number: number, sha: string): Promise<void>;
+  markMerging(repo: OwnedRepoRef, number: number, sha: string): Promise<void>;
   /** The PR landed as `sha`: state `merged`. */
-  markMerged(repo: HostedRepository, number: number, sha: string, now: number): Promise<void>;
+  markMerged(repo: OwnedRepoRef, number: number, sha: string, now: number): Promise<void>;
 }

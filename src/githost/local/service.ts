@@ -8,7 +8,7 @@ import type { LocalPullRequestStore } from "../../db/stores/local-pull-requests.
 import type { RepoRef, Repository, RepositoryStore } from "../../db/stores/repositories.js";
 import type { Clock } from "../../lib/clock.js";
 import { ApiError } from "../../lib/errors.js";
-import type { HostedRepository } from "../../mergequeue/providers.js";
+import type { OwnedRepoRef } from "../../mergequeue/providers.js";
 import type { Principal } from "../../organizations/service.js";
 import { LOCAL_HOST, validateRepositoryName, type LocalRepositoryAddress } from "./layout.js";
 import type { LocalPullRequestRecord, LocalPullRequestState } from "./records.js";
@@ -31,7 +31,7 @@ export interface LocalHostServiceDeps {
   bare: BareRepositories;
   clock: Clock;
   /** A pull request changed through the API (closed): its queues re-read it. */
-  pullRequestChanged(repo: HostedRepository, number: number): Promise<void>;
+  pullRequestChanged(repo: OwnedRepoRef, number: number): Promise<void>;
 }
 
 export interface OpenPullRequestInput {
@@ -176,7 +176,7 @@ export class LocalHostService {
     return { host: LOCAL_HOST, owner: ref.owner, name: ref.name };
   }
 
-  private hosted(repository: Repository): HostedRepository {
+  private hosted(repository: Repository): OwnedRepoRef {
     return {
       organizationId: repository.organizationId,
       host: repository.host,

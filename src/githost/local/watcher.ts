@@ -6,12 +6,12 @@
  *
  * Test branches (`mainline-merge/...`) are Mainline's own doing and are not reported.
  */
-import type { HostedRepository } from "../../mergequeue/providers.js";
+import type { OwnedRepoRef } from "../../mergequeue/providers.js";
 import { TEST_BRANCH_PREFIX } from "./layout.js";
 import type { LocalRepositories } from "./repositories.js";
 
 export interface RefChange {
-  repo: HostedRepository;
+  repo: OwnedRepoRef;
   branch: string;
   /** null: the branch appeared. */
   before: string | null;
@@ -26,13 +26,13 @@ export interface RefWatcherLogger {
 export interface LocalRefWatcherOptions {
   repositories: Pick<LocalRepositories, "branches">;
   /** The repositories to watch, asked at every poll (they come and go). */
-  watched: () => HostedRepository[] | Promise<HostedRepository[]>;
+  watched: () => OwnedRepoRef[] | Promise<OwnedRepoRef[]>;
   listener: (change: RefChange) => void | Promise<void>;
   logger: RefWatcherLogger;
   intervalMs?: number;
 }
 
-const repositoryKey = (repo: HostedRepository) =>
+const repositoryKey = (repo: OwnedRepoRef) =>
   `${repo.organizationId}/${repo.owner}/${repo.name}`.toLowerCase();
 
 export class LocalRefWatcher {
@@ -84,7 +84,7 @@ export class LocalRefWatcher {
   }
 
   private async poll(): Promise<void> {
-    let watched: HostedRepository[];
+    let watched: OwnedRepoRef[];
     try {
       watched = await this.options.watched();
     } catch (error) {
@@ -98,7 +98,7 @@ export class LocalRefWatcher {
     for (const repo of watched) await this.pollRepository(repo);
   }
 
-  private async pollRepository(repo: HostedRepository): Promise<void> {
+  private async pollRepository(repo: OwnedRepoRef): Promise<void> {
     const key = repositoryKey(repo);
     let branches: Map<string, string>;
     try {
@@ -124,7 +124,7 @@ export class LocalRefWatcher {
 }
 
 function changes(
-  repo: HostedRepository,
+  repo: OwnedRepoRef,
   before: Map<string, string>,
   after: Map<string, string>,
 ): RefChange[] {

@@ -1,0 +1,33 @@
+/**
+ * A repository, named the one way the whole code base names it. Every repository belongs to
+ * exactly one organization; two organizations may each have one with the same host/owner/name.
+ */
+
+/** `{host, owner, name}` as clients send it in every request. */
+export interface RepoRef {
+  host: string;
+  owner: string;
+  name: string;
+}
+
+/** A repository reference with the organization it belongs to (how git hosts address it). */
+export interface OwnedRepoRef extends RepoRef {
+  organizationId: string;
+}
+
+/** A stored repository. */
+export interface Repository extends RepoRef {
+  id: string;
+  organizationId: string;
+  createdAt: number;
+}
+
+/** The case-insensitive key repositories are looked up by. */
+export function repositoryLookupKey(ref: RepoRef): string {
+  return `${ref.host}/${ref.owner}/${ref.name}`.toLowerCase();
+}
+
+/** `host/owner/name`, spelled as given: Trunk hashes the spelling, so it must not be normalized. */
+export function repoFullName(repository: RepoRef): string {
+  return `${repository.host}/${repository.owner}/${repository.name}`;
+}
