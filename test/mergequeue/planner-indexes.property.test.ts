@@ -227,4 +227,27 @@ describe("the planner's derived indexes", () => {
     resubmit1();
     expect(numbers()).toEqual([2, 1]);
   });
+
+  it("keeps a run planned on a head inside the lineage while older runs hold its start", () => {
+    const h = new PlannerHarness({ testingTimeoutMinutes: 60, concurrency: 4 });
+    for (const n of [1, 2, 3, 4]) h.submit(n);
+    const runOf = (n: number) => {
+      const id = h.snapshot.prIndex[String(n)];
+      return h.snapshot.entries[id ?? ""]?.runId ?? "";
+    };
+    const pass = (n: number) =>
+      h.send({ type: "run_finished", runId: runOf(n), outcome: "passed", failingChecks: [] });
+    pass(1);
+    // #5 is planned on the head #1 made; #4's run still holds the lineage back to the start.
+    h.submit(5);
+    const fifth = runOf(5);
+    expect(h.snapshot.runs[fifth]?.baseSha).toBe(h.snapshot.base.headSha);
+    pass(2);
+    pass(3);
+    expect(h.snapshot.base.merges.length).toBeGreaterThanOrEqual(3);
+    pass(4);
+    pass(5);
+    expect(h.merged).toEqual([1, 2, 3, 4, 5]);
+    expect(h.cancelled.has(fifth)).toBe(false);
+  });
 });
