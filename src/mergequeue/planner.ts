@@ -193,6 +193,19 @@ class Planning {
     return id === undefined ? undefined : this.s.entries[id];
   }
 
+  /** Keeps the index of stacked entries in step with `entries` (see `stackIndexOf`). */
+  private noteStack(entry: Entry, present: boolean): void {
+    const index = stackIndexes.get(this.s.entries);
+    if (index) noteStack(index, entry, present);
+  }
+
+  /** An entry gets a new PR record: the index of stacked entries follows it. */
+  private setPr(entry: Entry, pr: PullRequestInfo): void {
+    this.noteStack(entry, false);
+    entry.pr = pr;
+    this.noteStack(entry, true);
+  }
+
   private submit(
     pr: PullRequestInfo,
     priority: number | null,
@@ -237,6 +250,7 @@ class Planning {
     if (uploaded?.headSha === pr.headSha) entry.impactedTargets = uploaded.targets;
     Reflect.deleteProperty(this.s.uploadedTargets, String(pr.number));
     this.s.entries[id] = entry;
+    this.noteStack(entry, true);
     this.s.prIndex[String(pr.number)] = id;
     this.s.notReady.push(id);
     this.decisions.push({
@@ -481,11 +495,11 @@ class Planning {
     if (!entry) return;
     const before = entry.pr;
     if (this.s.merging?.entryId === entry.id) {
-      entry.pr = { ...pr, headSha: before.headSha };
+      this.setPr(entry, { ...pr, headSha: before.headSha });
       return;
     }
     if (pr.state === "merged") {
-      entry.pr = pr;
+      this.setPr(entry, pr);
       this.conclude(entry, "merged", "merged_manually", { kind: "git_host" });
       return;
     }
@@ -494,7 +508,7 @@ class Planning {
       return;
     }
     if (pr.headSha !== before.headSha) {
-      entry.pr = pr;
+      this.setPr(entry, pr);
       this.conclude(entry, "cancelled", "pr_pushed_to", { kind: "git_host" }, null, pr.headSha);
       return;
     }
@@ -506,7 +520,7 @@ class Planning {
       this.conclude(entry, "cancelled", "pr_base_branch_changed", { kind: "git_host" });
       return;
     }
-    entry.pr = pr;
+    this.setPr(entry, pr);
     this.checkPullRequest(entry);
   }
 
@@ -628,23 +642,17 @@ class Planning {
       });
       if (index === -1) index = order.length;
     } else {
-      // Behind everything already tested at its position; by priority among the rest.
-      let firstFree = 0;
-      for (let i = order.length - 1; i >= 0; i--) {
-        if (this.entry(at(order, i)).positioned) {
-          firstFree = i + 1;
-          break;
-        }
-      }
+      // Behind everything already tested at its position; by priority among the rest: the
+      // first entry behind the last positioned one that it goes ahead of (one pass, backwards).
       index = order.length;
-      for (let i = firstFree; i < order.length; i++) {
+      for (let i = order.length - 1; i >= 0; i--) {
         const other = this.entry(at(order, i));
+        if (other.positioned) break;
         if (
           other.priorityValue > entry.priorityValue ||
           (other.priorityValue === entry.priorityValue && other.seq > entry.seq)
         ) {
           index = i;
-          break;
         }
       }
     }
@@ -687,8 +695,9 @@ class Planning {
   /** Queued entries whose PR is stacked on `entry`'s PR (they contain its head). */
   private containedIn(entry: Entry): string[] {
     const ids: string[] = [];
-    for (const other of Object.values(this.s.entries)) {
-      if (other.id === entry.id || !other.pr.contains) continue;
+    for (const id of stackIndexOf(this.s.entries).get(entry.pr.number) ?? []) {
+      const other = this.s.entries[id];
+      if (!other || other.id === entry.id || !other.pr.contains) continue;
       if (
         other.pr.contains.some(
           (c) => c.number === entry.pr.number && c.headSha === entry.pr.headSha,
@@ -869,6 +878,7 @@ class Planning {
     this.transition(entry, to, reason, runId, detail, actor);
     this.concluded.push(entry);
     Reflect.deleteProperty(this.s.entries, entry.id);
+    this.noteStack(entry, false);
     Reflect.deleteProperty(this.s.prIndex, String(entry.pr.number));
   }
 
@@ -899,7 +909,7 @@ class Planning {
         if (this.landingOf(run) === undefined) {
           this.invalidateRun(run, "restarted_on_new_base", QUEUE_ACTOR);
         }
-      } else if (run.status === "failed" && this.landedSince(run.baseSha) === undefined) {
+      } else if (run.status === "failed" && this.landedFrom(run.baseSha) === undefined) {
         for (const id of run.unit) {
           const entry = this.s.entries[id];
           if (entry?.failure?.runId === run.id && !entry.bisection) {
@@ -1173,7 +1183,7 @@ class Planning {
 
   private resolveFailures(): void {
     const seen = new Set<string>();
-    for (const id of [...this.s.order]) {
+    for (const id of this.heldInOrder()) {
       const entry = this.s.entries[id];
       if (!entry || entry.state !== "pending_failure" || entry.bisection || !entry.failure)
         continue;
@@ -1210,6 +1220,33 @@ class Planning {
         this.startBisection(run, unit);
       }
     }
+  }
+
+  /**
+   * The queued entries holding a failure of their own run (`pending_failure`, not bisected), in
+   * queue order. Found through the runs (a failure points at a run whose unit holds the entry),
+   * so that the cost follows the runs, not the length of the queue.
+   */
+  private heldInOrder(): string[] {
+    const held: string[] = [];
+    for (const run of Object.values(this.s.runs)) {
+      for (const id of run.unit) {
+        const entry = this.s.entries[id];
+        if (
+          entry?.state === "pending_failure" &&
+          !entry.bisection &&
+          entry.failure?.runId === run.id
+        ) {
+          held.push(id);
+        }
+      }
+    }
+    if (held.length === 0) return held;
+    const positions = new Map<string, number>();
+    for (const id of held) positions.set(id, this.s.order.indexOf(id));
+    return [...new Set(held)]
+      .filter((id) => (positions.get(id) ?? -1) >= 0)
+      .sort((a, b) => (positions.get(a) ?? 0) - (positions.get(b) ?? 0));
   }
 
   /** `pendingFailureDepth`: successors within that many levels still testing with this unit. */
@@ -1432,24 +1469,20 @@ class Planning {
 
   // ---- merging -------------------------------------------------------------------------------
 
-  /** PRs the queue merged on top of a run's base since it started; undefined if unrelated. */
-  private landedSince(baseSha: string): QueueSnapshot["base"]["merges"] | undefined {
+  /**
+   * Where in `base.merges` the PRs merged since `baseSha` start (`merges.length` when nothing
+   * landed since); undefined if the head is not on the lineage.
+   */
+  private landedFrom(baseSha: string): number | undefined {
     const base = this.s.base;
-    if (baseSha === base.anchorSha) return base.merges;
+    if (baseSha === base.anchorSha) return 0;
     const index = this.lineageIndex().get(baseSha);
-    return index === undefined ? undefined : base.merges.slice(index + 1);
+    return index === undefined ? undefined : index + 1;
   }
 
-  /** Where each head of the lineage is (rebuilt when the lineage changed). */
-  private lineageCache: { key: string; index: Map<string, number> } | null = null;
-
+  /** Where each head of the lineage is (kept across calls, extended as merges are appended). */
   private lineageIndex(): Map<string, number> {
-    const base = this.s.base;
-    const key = `${base.anchorSha}:${base.merges.length}:${base.headSha}`;
-    if (this.lineageCache?.key !== key) {
-      this.lineageCache = { key, index: new Map(base.merges.map((m, i) => [m.sha, i])) };
-    }
-    return this.lineageCache.index;
+    return lineageIndexOf(this.s.base.merges);
   }
 
   /**
@@ -1458,16 +1491,18 @@ class Planning {
    * matches the target branch (then it cannot clear anything).
    */
   private landingOf(run: TestRun): Entry[] | undefined {
-    const landed = this.landedSince(run.baseSha);
-    if (!landed) return undefined;
+    const from = this.landedFrom(run.baseSha);
+    if (from === undefined) return undefined;
     let position = 0;
     if (this.config.mode !== "parallel") {
       // One lane: what landed must be exactly the run's first PRs.
-      for (const merge of landed) {
-        if (run.prs[position]?.entryId !== merge.entryId) return undefined;
+      const merges = this.s.base.merges;
+      for (let m = from; m < merges.length; m++) {
+        if (run.prs[position]?.entryId !== at(merges, m).entryId) return undefined;
         position += 1;
       }
     } else {
+      const landed = this.s.base.merges.slice(from);
       // Lanes: the run's own PRs may land in any order that respects their dependencies; a PR of
       // another lane that landed meanwhile is harmless when it is independent of what is left.
       const included = new Set(run.prs.map((pr) => pr.entryId));
@@ -1640,6 +1675,63 @@ class Planning {
     }
     return wake === Infinity ? null : wake;
   }
+}
+
+/**
+ * For each PR number, the queued entries whose PR contains one of its heads (stacked on it):
+ * derived data, kept per `entries` object across `plan` calls. Built from the entries the first
+ * time; then the planner notes every entry it adds, drops or gives a new PR. Readers check each
+ * entry against the snapshot, so an entry noted that is gone or changed is skipped.
+ */
+const stackIndexes = new WeakMap<Record<string, Entry>, Map<number, Set<string>>>();
+
+function stackIndexOf(entries: Record<string, Entry>): Map<number, Set<string>> {
+  let index = stackIndexes.get(entries);
+  if (!index) {
+    index = new Map();
+    stackIndexes.set(entries, index);
+    for (const entry of Object.values(entries)) noteStack(index, entry, true);
+  }
+  return index;
+}
+
+function noteStack(index: Map<number, Set<string>>, entry: Entry, present: boolean): void {
+  for (const c of entry.pr.contains ?? []) {
+    let ids = index.get(c.number);
+    if (present) {
+      if (!ids) index.set(c.number, (ids = new Set()));
+      ids.add(entry.id);
+    } else if (ids) {
+      ids.delete(entry.id);
+      if (ids.size === 0) index.delete(c.number);
+    }
+  }
+}
+
+/**
+ * Where each head of a lineage (`base.merges`) is: derived data, kept per array across `plan`
+ * calls and extended as merges are appended, rebuilt when the array is replaced or no longer
+ * starts as it did (a later duplicate head wins, as in a fresh build).
+ */
+const lineageIndexes = new WeakMap<
+  QueueSnapshot["base"]["merges"],
+  { length: number; lastSha: string | null; index: Map<string, number> }
+>();
+
+function lineageIndexOf(merges: QueueSnapshot["base"]["merges"]): Map<string, number> {
+  let cached = lineageIndexes.get(merges);
+  if (
+    !cached ||
+    cached.length > merges.length ||
+    (cached.length > 0 && merges[cached.length - 1]?.sha !== cached.lastSha)
+  ) {
+    cached = { length: 0, lastSha: null, index: new Map() };
+    lineageIndexes.set(merges, cached);
+  }
+  for (let i = cached.length; i < merges.length; i++) cached.index.set(at(merges, i).sha, i);
+  cached.length = merges.length;
+  cached.lastSha = merges[merges.length - 1]?.sha ?? null;
+  return cached.index;
 }
 
 /** The element at `index`, which the caller knows exists. */
