@@ -38,7 +38,7 @@ import type { Pager } from "../testhealth/pager.js";
 import type { Services } from "../app.js";
 import { registerListRoutes } from "./flakytests/lists.js";
 import { registerPublicRepoIdRoutes } from "./flakytests/public-repo-id.js";
-import { registerTestPage } from "./flakytests/test-page.js";
+import { registerTestPage } from "../web/test-page/routes.js";
 import { registerTestRoutes } from "./flakytests/tests.js";
 import type { ApiApp } from "./types.js";
 

@@ -3,7 +3,7 @@ import type { Services } from "../../app.js";
 import type { Repository } from "../../db/stores/repositories.js";
 import type { StoredTestSettings } from "../../db/stores/test-settings.js";
 import type { Principal } from "../../organizations/service.js";
-import { cachedCodeowners, type PresentationContext } from "../../testhealth/test-presenter.js";
+import { cachedCodeowners, type PresentationContext } from "./presenters/tests.js";
 import { principalOf } from "../plugins/auth.js";
 
 export interface FlakyTestsRequestContext {

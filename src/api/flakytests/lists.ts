@@ -7,11 +7,7 @@ import { ApiError } from "../../lib/errors.js";
 import type { PageQueryScope } from "../../lib/page-tokens.js";
 import type { HealthStatus } from "../../testhealth/monitors.js";
 import { quarantineSetting, type QuarantineOverride } from "../../testhealth/quarantine.js";
-import {
-  presentFailingTest,
-  presentTest,
-  type PresentationContext,
-} from "../../testhealth/test-presenter.js";
+import { presentFailingTest, presentTest, type PresentationContext } from "./presenters/tests.js";
 import { CaseInsensitiveEnum, COMMON_ERRORS, errorResponses } from "../schemas.js";
 import type { ApiApp } from "../types.js";
 import { flakyTestsContext, type FlakyTestsRequestContext } from "./context.js";

@@ -18,7 +18,7 @@ import {
   ticketUrl,
   type PresentationContext,
   type PresentedFailingTest,
-} from "../../testhealth/test-presenter.js";
+} from "./presenters/tests.js";
 import { COMMON_ERRORS, errorResponses } from "../schemas.js";
 import type { ApiApp } from "../types.js";
 import { flakyTestsContext } from "./context.js";

@@ -2,15 +2,15 @@
  * How a test looks in the Flaky Tests API (api.md + docs/contract.md §3 "Other fields"): snake_case,
  * `status.value` lowercase, rates as fractions, `ticket` only when linked. Pure.
  */
-import type { TestCaseRow, TestFigures } from "../db/stores/test-views.js";
-import { isoTime } from "../lib/clock.js";
-import { parseCodeowners, type Codeowners } from "./codeowners.js";
-import type { HealthStatus } from "./monitors.js";
+import type { TestCaseRow, TestFigures } from "../../../db/stores/test-views.js";
+import { isoTime } from "../../../lib/clock.js";
+import { parseCodeowners, type Codeowners } from "../../../testhealth/codeowners.js";
+import type { HealthStatus } from "../../../testhealth/monitors.js";
 import {
   quarantineSetting,
   type QuarantineOverride,
   type QuarantineSettings,
-} from "./quarantine.js";
+} from "../../../testhealth/quarantine.js";
 
 export interface PresentationContext {
   orgSlug: string;

@@ -4,16 +4,15 @@ import { Type } from "typebox";
 import type { Services } from "../../app.js";
 import { ApiError } from "../../lib/errors.js";
 import type { Principal } from "../../organizations/service.js";
-import { cachedCodeowners, type PresentationContext } from "../../testhealth/test-presenter.js";
 import {
-  renderLoginPage,
-  renderMessagePage,
-  renderTestPage,
-} from "../../testhealth/test-page-html.js";
-import type { ApiApp } from "../types.js";
-import { baseUrlOf } from "./context.js";
-import { presentRun } from "./test-detail-schemas.js";
-import { loadTestDetails, testDetailsStore } from "./tests.js";
+  cachedCodeowners,
+  type PresentationContext,
+} from "../../api/flakytests/presenters/tests.js";
+import { renderLoginPage, renderMessagePage, renderTestPage } from "./html.js";
+import type { ApiApp } from "../../api/types.js";
+import { baseUrlOf } from "../../api/flakytests/context.js";
+import { presentRun } from "../../api/flakytests/test-detail-schemas.js";
+import { loadTestDetails, testDetailsStore } from "../../api/flakytests/tests.js";
 
 export const TOKEN_COOKIE = "mainline_token";
 /** The sign-in form's anti-forgery token (double-submit: this cookie and the form's field). */

@@ -3,8 +3,8 @@
  * (sign-in form, errors). Pure functions from view data to an HTML string: no JavaScript, inline
  * CSS, and every interpolated value escaped by the `markup` template unless it is itself `SafeHtml`.
  */
-import { inferTestFile } from "./file-inference.js";
-import type { PresentedFailingTest } from "./test-presenter.js";
+import { inferTestFile } from "../../testhealth/file-inference.js";
+import type { PresentedFailingTest } from "../../api/flakytests/presenters/tests.js";
 
 /** Markup that is already safe: produced by `markup`, never by concatenating raw input. */
 export class SafeHtml {
