@@ -1,10 +1,8 @@
-import type { TestIngestStore } from "../../db/stores/test-ingest.js";
-import type { TestSettingsStore } from "../../db/stores/test-settings.js";
-import { UploadTakenOver, type ClaimedUpload, type UploadStore } from "../../db/stores/uploads.js";
+import type { IngestRecords, TestSettingsRecords, UploadRecords } from "../ports.js";
+import { UploadTakenOver, type ClaimedUpload } from "../records.js";
 import type { BundleStorage } from "./bundle-storage.js";
 import type { Clock } from "../../lib/clock.js";
 import { windowLookbackMs } from "../classifier.js";
-import { isDatabaseUnavailable } from "../../db/faults.js";
 import { classifyCandidates } from "./classify-tests.js";
 import type { UploadProcessor } from "./processor.js";
 
@@ -44,13 +42,35 @@ export interface WorkerLogger {
 }
 
 export interface WorkerDependencies {
-  uploads: UploadStore;
-  ingest: TestIngestStore;
-  settings: TestSettingsStore;
+  uploads: Pick<
+    UploadRecords,
+    | "claimBatch"
+    | "extendLease"
+    | "markFailed"
+    | "oldBundles"
+    | "deleteExpiredUnused"
+    | "forgetBundle"
+  >;
+  ingest: Pick<
+    IngestRecords,
+    | "transaction"
+    | "activeCandidates"
+    | "runsForClassification"
+    | "applyClassifications"
+    | "repositoriesWithActiveMonitors"
+    | "pruneRuns"
+    | "pruneAggregates"
+  >;
+  settings: Pick<TestSettingsRecords, "get">;
   processor: UploadProcessor;
   bundles: BundleStorage;
   clock: Clock;
   logger: WorkerLogger;
+  /**
+   * Whether an error means "the database is away for now" (a lost connection, a restart):
+   * the uploads are given back for a later attempt instead of failing.
+   */
+  databaseUnavailable(error: unknown): boolean;
 }
 
 /**
@@ -175,7 +195,7 @@ export class IngestWorker {
         logger.error({ err: error }, "upload taken over by another worker; batch abandoned");
         return true;
       }
-      if (isDatabaseUnavailable(error)) {
+      if (this.deps.databaseUnavailable(error)) {
         // The database went away (lost connection, restart): not the bundles' fault, so no
         // upload is failed for it. They are given back for the next attempt as soon as the
         // database answers (or, if this process dies first, when the lease runs out).
