@@ -5,7 +5,6 @@ import type { FastifyServerOptions } from "fastify";
 import { buildServer } from "./api/server.js";
 import type { ApiApp } from "./api/types.js";
 import { openDatabase, type DatabaseHandle, type OpenDatabaseOptions } from "./db/connection.js";
-import { isDatabaseUnavailable } from "./db/faults.js";
 import { migrateToLatest } from "./db/migrate.js";
 import { MergeQueueStore } from "./db/stores/merge-queues.js";
 import { OrganizationStore } from "./db/stores/organizations.js";
@@ -155,7 +154,6 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
       bundles,
       clock,
       logger: options.logger ?? silentLogger,
-      databaseUnavailable: isDatabaseUnavailable,
     },
     options.worker,
   );

@@ -3,6 +3,7 @@ import { UploadTakenOver, type ClaimedUpload } from "../records.js";
 import type { BundleStorage } from "./bundle-storage.js";
 import type { Clock } from "../../lib/clock.js";
 import { windowLookbackMs } from "../classifier.js";
+import { isDatabaseUnavailable } from "../../db/faults.js";
 import { classifyCandidates } from "./classify-tests.js";
 import type { UploadProcessor } from "./processor.js";
 
@@ -66,11 +67,6 @@ export interface WorkerDependencies {
   bundles: BundleStorage;
   clock: Clock;
   logger: WorkerLogger;
-  /**
-   * Whether an error means "the database is away for now" (a lost connection, a restart):
-   * the uploads are given back for a later attempt instead of failing.
-   */
-  databaseUnavailable(error: unknown): boolean;
 }
 
 /**
@@ -195,7 +191,7 @@ export class IngestWorker {
         logger.error({ err: error }, "upload taken over by another worker; batch abandoned");
         return true;
       }
-      if (this.deps.databaseUnavailable(error)) {
+      if (isDatabaseUnavailable(error)) {
         // The database went away (lost connection, restart): not the bundles' fault, so no
         // upload is failed for it. They are given back for the next attempt as soon as the
         // database answers (or, if this process dies first, when the lease runs out).
