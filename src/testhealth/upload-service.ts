@@ -252,32 +252,6 @@ export class UploadService {
     return this.quarantineOf(caller.repository.id);
   }
 
-  async getUpload(
-    principal: Principal,
-    orgUrlSlug: string,
-    repo: RepoRef,
-    id: string,
-  ): Promise<UploadRecord> {
-    const repository = await this.deps.access.find(principal, orgUrlSlug, repo);
-    const upload = await this.deps.uploads.find(id, principal.organizationId);
-    if (!upload || upload.repositoryId !== repository.id) {
-      throw new ApiError("not_found", `No upload ${id} in this repository.`);
-    }
-    return upload;
-  }
-
-  repositoryOf(principal: Principal, orgUrlSlug: string, repo: RepoRef): Promise<Repository> {
-    return this.deps.access.find(principal, orgUrlSlug, repo);
-  }
-
-  listUploads(
-    repositoryId: string,
-    offset: number,
-    limit: number,
-  ): Promise<{ total: number; uploads: UploadRecord[] }> {
-    return this.deps.uploads.list(repositoryId, offset, limit);
-  }
-
   /** Covers the upload, the expiry and, for capped URLs, the cap (so it cannot be raised). */
   private async sign(id: string, expires: number, limit: number | null): Promise<string> {
     this.signingKey ??= await this.deps.secrets.getOrCreate(SECRET_NAME, this.deps.clock.now());

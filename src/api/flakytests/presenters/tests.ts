@@ -2,7 +2,8 @@
  * How a test looks in the Flaky Tests API (api.md + docs/contract.md §3 "Other fields"): snake_case,
  * `status.value` lowercase, rates as fractions, `ticket` only when linked. Pure.
  */
-import type { TestCaseRow, TestFigures } from "../../../db/stores/test-views.js";
+import type { TestCaseRow, TestFigures } from "../../../testhealth/records.js";
+import { ticketUrl } from "../../../testhealth/tickets.js";
 import { isoTime } from "../../../lib/clock.js";
 import { parseCodeowners, type Codeowners } from "../../../testhealth/codeowners.js";
 import type { HealthStatus } from "../../../testhealth/monitors.js";
@@ -11,6 +12,17 @@ import {
   type QuarantineOverride,
   type QuarantineSettings,
 } from "../../../testhealth/quarantine.js";
+import { PASS_ON_RETRY, type MonitorStates } from "../../../testhealth/classifier.js";
+import type { MonitorClassification, MonitorSettings } from "../../../testhealth/monitors.js";
+import type { HistoryRecord, StoredTestSettings } from "../../../testhealth/records.js";
+import type { RepositoryScope, TestDetails } from "../../../testhealth/test-queries.js";
+import type {
+  PresentedHistoryEntry,
+  PresentedMonitorState,
+  PresentedQuarantine,
+} from "../test-detail-schemas.js";
+import type { QuarantinedTestSchema } from "../test-schemas.js";
+import type { Static } from "typebox";
 
 export interface PresentationContext {
   orgSlug: string;
@@ -57,12 +69,6 @@ export function repositoryHtmlUrl(repo: PresentationContext["repo"]): string {
 export function testHtmlUrl(context: PresentationContext, id: string): string {
   const repo = `${encodeURIComponent(context.repo.owner)}/${encodeURIComponent(context.repo.name)}`;
   return `${context.baseUrl}/${encodeURIComponent(context.orgSlug)}/flaky-tests/test/${id}?repo=${repo}`;
-}
-
-/** A linked id that is an http(s) URL is the link; otherwise the repository's base URL + id. */
-export function ticketUrl(ticket: string, ticketBaseUrl: string | null): string | null {
-  if (/^https?:\/\//i.test(ticket)) return ticket;
-  return ticketBaseUrl === null ? null : `${ticketBaseUrl}${ticket}`;
 }
 
 export function statusOf(row: TestCaseRow): PresentedStatus {
@@ -135,4 +141,130 @@ export function cachedCodeowners(text: string | null): Codeowners | null {
     codeownersCache.set(text, parsed);
   }
   return parsed;
+}
+
+/** How the tests of a request's repository are presented: its links, settings and owners. */
+export function presentationOf(scope: RepositoryScope, baseUrl: string): PresentationContext {
+  const { repository, settings } = scope;
+  return {
+    orgSlug: scope.principal.organizationSlug,
+    repo: { host: repository.host, owner: repository.owner, name: repository.name },
+    baseUrl,
+    quarantine: settings.quarantine,
+    ticketBaseUrl: settings.ticketBaseUrl,
+    codeowners: cachedCodeowners(settings.codeowners),
+  };
+}
+
+export function presentQuarantinedTest(
+  row: TestCaseRow,
+  quarantinedAt: number,
+  context: PresentationContext,
+): Static<typeof QuarantinedTestSchema> {
+  const setting = quarantineSetting(
+    context.quarantine,
+    row.quarantineOverride as QuarantineOverride,
+    row.status as HealthStatus,
+  );
+  return {
+    name: row.name,
+    parent: row.parent,
+    file: row.file,
+    classname: row.classname,
+    codeowners: row.file && context.codeowners ? context.codeowners.ownersOf(row.file) : [],
+    quarantined_at: isoTime(quarantinedAt),
+    status_last_updated_at: isoTime(row.statusChangedAt),
+    test_case_id: row.id,
+    variant: row.variant,
+    quarantine_setting: setting ?? "AUTO_QUARANTINE",
+    status: row.status.toUpperCase(),
+  };
+}
+
+export interface PresentedTestDetails {
+  test: PresentedFailingTest & { quarantine: PresentedQuarantine };
+  status_history: PresentedHistoryEntry[];
+  monitors: PresentedMonitorState[];
+}
+
+/** Everything get-test-details answers (also what the test's HTML page shows). */
+export function presentTestDetails(
+  details: TestDetails,
+  settings: StoredTestSettings,
+  context: PresentationContext,
+): PresentedTestDetails {
+  const { row, figures, history } = details;
+  return {
+    test: {
+      ...presentFailingTest(row, figures, context),
+      quarantine: presentQuarantine(row, settings.quarantine),
+    },
+    status_history: history.map(presentHistoryEntry),
+    monitors: presentMonitorStates(row, settings.monitors),
+  };
+}
+
+export function presentQuarantine(
+  row: TestCaseRow,
+  settings: QuarantineSettings,
+): PresentedQuarantine {
+  const override = row.quarantineOverride as QuarantineOverride;
+  return {
+    setting: quarantineSetting(settings, override, row.status as HealthStatus),
+    override,
+    override_actor: row.overrideActor,
+    override_reason: row.overrideReason,
+    override_at: row.overrideAt === null ? null : isoTime(row.overrideAt),
+  };
+}
+
+export function presentHistoryEntry(entry: HistoryRecord): PresentedHistoryEntry {
+  return {
+    status: entry.status,
+    reason: entry.reason,
+    at: isoTime(entry.at),
+    kind: entry.kind,
+    actor: entry.actor,
+  };
+}
+
+/**
+ * The monitors' states stored on the test: pass-on-retry first, then the configured monitors in
+ * the settings' order, then states of monitors no longer configured (by id).
+ */
+export function presentMonitorStates(
+  row: TestCaseRow,
+  settings: MonitorSettings,
+): PresentedMonitorState[] {
+  let states: MonitorStates;
+  try {
+    states = JSON.parse(row.monitorStates) as MonitorStates;
+  } catch {
+    states = {};
+  }
+  const configured = new Map<string, MonitorClassification>([
+    [PASS_ON_RETRY, "flaky"],
+    ...settings.failureRate.map((m) => [m.id, m.classification] as const),
+    ...settings.failureCount.map((m) => [m.id, m.classification] as const),
+  ]);
+  const order = [...configured.keys()];
+  const ids = Object.keys(states).sort((a, b) => {
+    const ia = order.indexOf(a);
+    const ib = order.indexOf(b);
+    if (ia !== -1 || ib !== -1) return (ia === -1 ? Infinity : ia) - (ib === -1 ? Infinity : ib);
+    return a < b ? -1 : a > b ? 1 : 0;
+  });
+  return ids.flatMap((id) => {
+    const state = states[id];
+    if (!state) return [];
+    return [
+      {
+        id,
+        classification: configured.get(id) ?? null,
+        active: state.active,
+        reason: state.reason,
+        changed_at: isoTime(state.changedAt),
+      },
+    ];
+  });
 }
