@@ -2,9 +2,14 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import path from "node:path";
 import type { FastifyServerOptions } from "fastify";
-import { buildServer } from "./api/server.js";
+import { buildServer, type ServerDependencies } from "./api/server.js";
 import type { ApiApp } from "./api/types.js";
-import { openDatabase, type DatabaseHandle, type OpenDatabaseOptions } from "./db/connection.js";
+import {
+  openDatabase,
+  pingDatabase,
+  type DatabaseHandle,
+  type OpenDatabaseOptions,
+} from "./db/connection.js";
 import { migrateToLatest } from "./db/migrate.js";
 import { MergeQueueStore } from "./db/stores/merge-queues.js";
 import { OrganizationStore } from "./db/stores/organizations.js";
@@ -32,6 +37,10 @@ import { Pager } from "./testhealth/pager.js";
 import { RepositoryAccess } from "./testhealth/repository-access.js";
 import { PublicRepositoryIds } from "./testhealth/public-repository-ids.js";
 import { DEFAULT_MAX_BUNDLE_BYTES, UploadService } from "./testhealth/upload-service.js";
+import { TestManagementService } from "./testhealth/test-management.js";
+import { TestQueryService } from "./testhealth/test-queries.js";
+import { TestDetailsStore } from "./db/stores/test-details.js";
+import { TestListStore } from "./db/stores/test-lists.js";
 import { VERSION } from "./version.js";
 import { CiRunService } from "./ci/service.js";
 import { CheckoutPool } from "./ci/checkouts.js";
@@ -58,6 +67,10 @@ export interface Services {
   access: RepositoryAccess;
   /** Public repository ids: uploads from forks (Trunk's `x-trunk-public-repo-id`). */
   publicIds: PublicRepositoryIds;
+  /** Test health's read side: the Flaky Tests lists, a test's details and runs, uploads. */
+  testQueries: TestQueryService;
+  /** Test health's writes people drive: overrides, tickets, settings. */
+  testManagement: TestManagementService;
   stores: {
     repositories: RepositoryStore;
     testCases: TestCaseStore;
@@ -181,6 +194,28 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     maxBundleBytes: options.maxBundleBytes ?? DEFAULT_MAX_BUNDLE_BYTES,
     onBundleStored: () => {
       worker.wake();
+    },
+  });
+
+  const pager = new Pager(secrets, clock);
+  const testViews = new TestViewStore(db, database.dialect);
+  const testDetails = new TestDetailsStore(db, database.dialect);
+  const testQueries = new TestQueryService({
+    access,
+    settings: testSettings,
+    views: testViews,
+    lists: new TestListStore(db, database.dialect),
+    details: testDetails,
+    uploads: uploadStore,
+    pager,
+    clock,
+  });
+  const testManagement = new TestManagementService({
+    queries: testQueries,
+    details: testDetails,
+    clock,
+    reclassify: (repositoryId) => {
+      worker.reclassify(repositoryId);
     },
   });
 
@@ -309,16 +344,18 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     }),
     pullRequests,
     uploads,
-    pager: new Pager(secrets, clock),
+    pager,
     access,
     publicIds,
+    testQueries,
+    testManagement,
     stores: {
       repositories,
       testCases,
       testSettings,
       ingest,
       uploads: uploadStore,
-      testViews: new TestViewStore(db, database.dialect),
+      testViews,
       bundles,
     },
     worker,
@@ -392,20 +429,34 @@ export async function stopService(
   await database.close();
 }
 
-export function createHttpServer(
+/** What the HTTP server is given of the services: each part only what its routes call. */
+export function serverDependencies(
   services: Services,
   logger: FastifyServerOptions["logger"],
-): Promise<ApiApp> {
-  return buildServer({
-    db: services.database.db,
+): ServerDependencies {
+  return {
+    pingDatabase: () => pingDatabase(services.database.db),
     organizations: services.organizations,
     queues: services.queues,
     pullRequests: services.pullRequests,
     uploads: services.uploads,
-    pager: services.pager,
-    services,
+    testHealth: {
+      queries: services.testQueries,
+      management: services.testManagement,
+      access: services.access,
+      publicIds: services.publicIds,
+      clock: services.clock,
+    },
+    local: services.local,
     publicUrl: services.publicUrl,
     logger,
     version: VERSION,
-  });
+  };
+}
+
+export function createHttpServer(
+  services: Services,
+  logger: FastifyServerOptions["logger"],
+): Promise<ApiApp> {
+  return buildServer(serverDependencies(services, logger));
 }

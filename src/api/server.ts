@@ -2,8 +2,6 @@ import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyServerOptions } from "fastify";
 import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.js";
 import { ApiError } from "../lib/errors.js";
 import type { PullRequestService } from "../mergequeue/pull-request-service.js";
 import type { MergeQueueService } from "../mergequeue/queue-service.js";
@@ -33,12 +31,16 @@ import { installTextCheck } from "./plugins/text.js";
 import { registerServiceRoutes, registerWhoAmI } from "./service/routes.js";
 import { registerUploaderRoute } from "./service/uploader.js";
 import { registerUnauthenticatedUploadRoutes, registerUploadRoutes } from "./flakytests/uploads.js";
+import type { Clock } from "../lib/clock.js";
+import type { PublicRepositoryIds } from "../testhealth/public-repository-ids.js";
+import type { RepositoryAccess } from "../testhealth/repository-access.js";
+import type { TestManagementService } from "../testhealth/test-management.js";
+import type { TestQueryService } from "../testhealth/test-queries.js";
 import type { UploadService } from "../testhealth/upload-service.js";
-import type { Pager } from "../testhealth/pager.js";
-import type { Services } from "../app.js";
 import { registerListRoutes } from "./flakytests/lists.js";
+import { testPageView } from "./flakytests/presenters/test-page.js";
 import { registerPublicRepoIdRoutes } from "./flakytests/public-repo-id.js";
-import { registerTestPage } from "./flakytests/test-page.js";
+import { registerTestPage } from "../web/test-page/routes.js";
 import { registerTestRoutes } from "./flakytests/tests.js";
 import type { ApiApp } from "./types.js";
 
@@ -46,15 +48,26 @@ import type { ApiApp } from "./types.js";
 export const BODY_LIMIT_BYTES = 20 * 1024 * 1024;
 
 export interface ServerDependencies {
-  db: Kysely<Database>;
+  /** Resolves when the database answers a trivial query (the status routes). */
+  pingDatabase: () => Promise<void>;
   organizations: OrganizationService;
   queues: MergeQueueService;
   /** The pull-request operations; their routes exist only when given (they need the engine). */
   pullRequests?: PullRequestService | undefined;
   uploads: UploadService;
-  pager: Pager;
-  /** Everything else the test-health routes read and write. */
-  services: Services;
+  /** Test health's services: what its routes and the test page call. */
+  testHealth: {
+    queries: TestQueryService;
+    management: TestManagementService;
+    access: Pick<RepositoryAccess, "checkOrganization">;
+    publicIds: PublicRepositoryIds;
+    clock: Clock;
+  };
+  /** The local git host's and built-in runner's services (their routes). */
+  local: {
+    service: Parameters<typeof registerLocalHostRoutes>[1];
+    ciRuns: Parameters<typeof registerCiRoutes>[1];
+  };
   /** MAINLINE_PUBLIC_URL when set; otherwise links use the address each request came to. */
   publicUrl: string | undefined;
   logger: FastifyServerOptions["logger"];
@@ -179,7 +192,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   });
 
   installMetrics(app, new HttpMetrics());
-  registerServiceRoutes(app, deps.db);
+  registerServiceRoutes(app, deps.pingDatabase);
   registerUploaderRoute(app, { file: deps.uploaderFile, version: deps.version });
 
   let openApi: OpenApiDocument | undefined;
@@ -200,12 +213,19 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   });
 
   await app.register((scope: ApiApp, _options, done) => {
-    registerTestPage(scope, deps.services);
+    registerTestPage(scope, {
+      authenticate: (token) => deps.organizations.authenticate(token),
+      checkOrganization: (principal, orgSlug) => {
+        deps.testHealth.access.checkOrganization(principal, orgSlug);
+      },
+      testPage: testPageView(deps.testHealth),
+      publicUrl: deps.publicUrl,
+    });
     done();
   });
 
   await app.register((scope: ApiApp, _options, done) => {
-    requireApiToken(scope, deps.organizations, inFlight, deps.services.publicIds);
+    requireApiToken(scope, deps.organizations, inFlight, deps.testHealth.publicIds);
     scope.addHook("onRoute", (route) => {
       const security: Record<string, string[]>[] = [{ ApiKeyAuth: [] }];
       if (route.config?.publicRepoId === true) security.push({ PublicRepoId: [] });
@@ -217,12 +237,13 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     registerUpdateQueue(scope, deps.queues);
     registerDeleteQueue(scope, deps.queues);
     if (deps.pullRequests) registerPullRequestRoutes(scope, deps.pullRequests);
-    registerLocalHostRoutes(scope, deps.services.local.service);
-    registerCiRoutes(scope, deps.services.local.ciRuns);
-    registerUploadRoutes(scope, deps.uploads, deps.pager, baseUrl);
-    registerPublicRepoIdRoutes(scope, deps.services.publicIds);
-    registerListRoutes(scope, deps.services);
-    registerTestRoutes(scope, deps.services);
+    registerLocalHostRoutes(scope, deps.local.service);
+    registerCiRoutes(scope, deps.local.ciRuns);
+    registerUploadRoutes(scope, deps.uploads, deps.testHealth.queries, baseUrl);
+    registerPublicRepoIdRoutes(scope, deps.testHealth.publicIds);
+    const flakyTests = { ...deps.testHealth, publicUrl: deps.publicUrl };
+    registerListRoutes(scope, flakyTests);
+    registerTestRoutes(scope, flakyTests);
     done();
   });
 

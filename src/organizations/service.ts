@@ -10,12 +10,7 @@ import {
   publicId,
   tokenHint,
 } from "../lib/tokens.js";
-import type {
-  ApiTokenRecord,
-  Organization,
-  OrganizationStore,
-  TokenOwner,
-} from "../db/stores/organizations.js";
+import type { ApiTokenRecord, Organization, OrganizationRecords, TokenOwner } from "./records.js";
 
 export const DEFAULT_ORGANIZATION = "default";
 
@@ -46,7 +41,7 @@ export function assertValidSlug(slug: string): void {
 
 export class OrganizationService {
   constructor(
-    private readonly store: OrganizationStore,
+    private readonly store: OrganizationRecords,
     private readonly clock: Clock,
   ) {}
 

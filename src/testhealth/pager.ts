@@ -1,4 +1,4 @@
-import type { ServerSecretStore } from "../db/stores/server-secrets.js";
+import type { ServerSecretRecords } from "./ports.js";
 import type { Clock } from "../lib/clock.js";
 import { pageInfo, readPageToken, type PageInfo, type PageQueryScope } from "../lib/page-tokens.js";
 
@@ -9,7 +9,7 @@ export class Pager {
   private key: Buffer | undefined;
 
   constructor(
-    private readonly secrets: ServerSecretStore,
+    private readonly secrets: ServerSecretRecords,
     private readonly clock: Clock,
   ) {}
 

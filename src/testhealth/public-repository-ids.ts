@@ -7,8 +7,12 @@
  * other operation, nothing on another repository.
  */
 import { randomBytes } from "node:crypto";
-import type { RepoRef, Repository, RepositoryStore } from "../db/stores/repositories.js";
-import { repositoryLookupKey } from "../db/stores/repositories.js";
+import {
+  repositoryLookupKey,
+  type RepoRef,
+  type Repository,
+} from "../organizations/repositories.js";
+import type { RepositoryRecords } from "./ports.js";
 import type { Clock } from "../lib/clock.js";
 import { ApiError } from "../lib/errors.js";
 import type { Principal } from "../organizations/service.js";
@@ -30,7 +34,7 @@ export interface PublicRepositoryCaller {
 }
 
 export interface PublicRepositoryIdDependencies {
-  repositories: Pick<RepositoryStore, "publicId" | "setPublicId" | "findByPublicId">;
+  repositories: Pick<RepositoryRecords, "publicId" | "setPublicId" | "findByPublicId">;
   access: RepositoryAccess;
   clock: Clock;
   organizationSlug(organizationId: string): Promise<string>;

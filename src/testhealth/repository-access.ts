@@ -1,4 +1,5 @@
-import type { RepoRef, Repository, RepositoryStore } from "../db/stores/repositories.js";
+import type { RepoRef, Repository } from "../organizations/repositories.js";
+import type { RepositoryRecords } from "./ports.js";
 import { ApiError } from "../lib/errors.js";
 import type { Principal } from "../organizations/service.js";
 
@@ -7,7 +8,7 @@ import type { Principal } from "../organizations/service.js";
  * otherwise, whether or not that organization exists), and a repository unknown to it is a 404.
  */
 export class RepositoryAccess {
-  constructor(private readonly repositories: Pick<RepositoryStore, "find" | "ensure">) {}
+  constructor(private readonly repositories: Pick<RepositoryRecords, "find" | "ensure">) {}
 
   checkOrganization(principal: Principal, orgUrlSlug: string | null | undefined): void {
     if (orgUrlSlug === null || orgUrlSlug === undefined || orgUrlSlug === "") return;

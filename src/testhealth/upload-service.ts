@@ -1,10 +1,13 @@
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import type { Readable } from "node:stream";
-import type { RepoRef, Repository } from "../db/stores/repositories.js";
-import type { TestCaseStore } from "../db/stores/test-cases.js";
-import type { ServerSecretStore } from "../db/stores/server-secrets.js";
-import type { TestSettingsStore } from "../db/stores/test-settings.js";
-import type { UploadRecord, UploadStore } from "../db/stores/uploads.js";
+import type { RepoRef, Repository } from "../organizations/repositories.js";
+import type {
+  ServerSecretRecords,
+  TestCaseRecords,
+  TestSettingsRecords,
+  UploadRecords,
+} from "./ports.js";
+import type { UploadRecord } from "./records.js";
 import type { Clock } from "../lib/clock.js";
 import { ApiError, isStorageFull } from "../lib/errors.js";
 import type { Principal } from "../organizations/service.js";
@@ -17,10 +20,10 @@ export const DEFAULT_MAX_BUNDLE_BYTES = 1024 * 1024 * 1024;
 const SECRET_NAME = "upload-url-signing";
 
 export interface UploadServiceDependencies {
-  testCases: TestCaseStore;
-  uploads: UploadStore;
-  settings: TestSettingsStore;
-  secrets: ServerSecretStore;
+  testCases: Pick<TestCaseRecords, "quarantinedIds">;
+  uploads: Pick<UploadRecords, "create" | "find" | "markReceived" | "list">;
+  settings: Pick<TestSettingsRecords, "get">;
+  secrets: ServerSecretRecords;
   bundles: BundleStorage;
   access: RepositoryAccess;
   clock: Clock;
@@ -247,32 +250,6 @@ export class UploadService {
   ): Promise<{ isDisabled: boolean; testIds: string[] }> {
     this.deps.publicIds.checkScope(caller, request.orgUrlSlug, request.repo);
     return this.quarantineOf(caller.repository.id);
-  }
-
-  async getUpload(
-    principal: Principal,
-    orgUrlSlug: string,
-    repo: RepoRef,
-    id: string,
-  ): Promise<UploadRecord> {
-    const repository = await this.deps.access.find(principal, orgUrlSlug, repo);
-    const upload = await this.deps.uploads.find(id, principal.organizationId);
-    if (!upload || upload.repositoryId !== repository.id) {
-      throw new ApiError("not_found", `No upload ${id} in this repository.`);
-    }
-    return upload;
-  }
-
-  repositoryOf(principal: Principal, orgUrlSlug: string, repo: RepoRef): Promise<Repository> {
-    return this.deps.access.find(principal, orgUrlSlug, repo);
-  }
-
-  listUploads(
-    repositoryId: string,
-    offset: number,
-    limit: number,
-  ): Promise<{ total: number; uploads: UploadRecord[] }> {
-    return this.deps.uploads.list(repositoryId, offset, limit);
   }
 
   /** Covers the upload, the expiry and, for capped URLs, the cap (so it cannot be raised). */

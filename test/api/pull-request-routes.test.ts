@@ -11,10 +11,9 @@ import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { buildServer } from "../../src/api/server.js";
 import type { ApiApp } from "../../src/api/types.js";
-import { createServices, stopService } from "../../src/app.js";
+import { createServices, serverDependencies, stopService } from "../../src/app.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { PullRequestService, actorOf } from "../../src/mergequeue/pull-request-service.js";
-import { VERSION } from "../../src/version.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { RecordingBus, StoredRecords, entryRecord, transition } from "../helpers/fake-engine.js";
 
@@ -72,15 +71,7 @@ beforeAll(async () => {
   bus = new RecordingBus();
   const store = new MergeQueueStore(database.handle.db, database.handle.dialect);
   app = await buildServer({
-    db: database.handle.db,
-    organizations: services.organizations,
-    queues: services.queues,
-    uploads: services.uploads,
-    pager: services.pager,
-    services,
-    publicUrl: undefined,
-    logger: false,
-    version: VERSION,
+    ...serverDependencies(services, false),
     pullRequests: new PullRequestService({
       queues: store,
       runtime,

@@ -9,7 +9,7 @@ import {
   renderMessagePage,
   renderTestPage,
   type TestPageView,
-} from "../../src/testhealth/test-page-html.js";
+} from "../../src/web/test-page/html.js";
 
 const EVIL = `<img src=x onerror="alert('x')">&amp;`;
 const NOW = Date.parse("2026-03-10T12:00:00.000Z");

@@ -1,20 +1,15 @@
-import { Type, type Static } from "typebox";
-import type { Services } from "../../app.js";
-import { TestListStore } from "../../db/stores/test-lists.js";
-import type { TestCaseRow, TestFigures } from "../../db/stores/test-views.js";
-import { isoTime } from "../../lib/clock.js";
+import { Type } from "typebox";
 import { ApiError } from "../../lib/errors.js";
-import type { PageQueryScope } from "../../lib/page-tokens.js";
-import type { HealthStatus } from "../../testhealth/monitors.js";
-import { quarantineSetting, type QuarantineOverride } from "../../testhealth/quarantine.js";
-import {
-  presentFailingTest,
-  presentTest,
-  type PresentationContext,
-} from "../../testhealth/test-presenter.js";
 import { CaseInsensitiveEnum, COMMON_ERRORS, errorResponses } from "../schemas.js";
+import { principalOf } from "../plugins/auth.js";
 import type { ApiApp } from "../types.js";
-import { flakyTestsContext, type FlakyTestsRequestContext } from "./context.js";
+import { baseUrlOf, pageRequest, repositoryQuery, type FlakyTestsDependencies } from "./context.js";
+import {
+  presentationOf,
+  presentFailingTest,
+  presentQuarantinedTest,
+  presentTest,
+} from "./presenters/tests.js";
 import { DateTime, OrgRepoFields, PageQuerySchema, PageSchema } from "./schemas.js";
 import { FailingTestSchema, QuarantinedTestSchema, UnhealthyTestSchema } from "./test-schemas.js";
 
@@ -36,8 +31,6 @@ const ListUnhealthyBody = Type.Object({
 });
 
 const ListQuarantinedBody = Type.Object({ ...OrgRepoFields, page_query: PageQuerySchema });
-
-type QuarantinedTest = Static<typeof QuarantinedTestSchema>;
 
 /**
  * An RFC 3339 time as epoch milliseconds, keeping digits beyond the millisecond (Date.parse drops
@@ -76,71 +69,11 @@ function failingWindow(body: { start_time: string; end_time: string }): {
   return { start: Math.ceil(start), end: Math.ceil(end) };
 }
 
-function scopeOf(
-  endpoint: string,
-  context: FlakyTestsRequestContext,
-  filters: string,
-): PageQueryScope {
-  return {
-    endpoint,
-    organizationId: context.principal.organizationId,
-    repositoryId: context.repository.id,
-    filters,
-  };
-}
-
-/** Rows of the page's keys, in the page's order (a test deleted meanwhile is left out). */
-function inOrder<T extends { key: number }>(
-  entries: readonly T[],
-  rows: Map<number, TestCaseRow>,
-): { entry: T; row: TestCaseRow }[] {
-  return entries.flatMap((entry) => {
-    const row = rows.get(entry.key);
-    return row ? [{ entry, row }] : [];
-  });
-}
-
-function noFigures(prsImpacted7d: number): TestFigures {
-  return {
-    failureRate7d: 0,
-    failureRate24h: 0,
-    runs7d: 0,
-    runs24h: 0,
-    prsImpacted7d,
-    mostCommonFailures: [],
-  };
-}
-
-function presentQuarantinedTest(
-  row: TestCaseRow,
-  quarantinedAt: number,
-  context: PresentationContext,
-): QuarantinedTest {
-  const setting = quarantineSetting(
-    context.quarantine,
-    row.quarantineOverride as QuarantineOverride,
-    row.status as HealthStatus,
-  );
-  return {
-    name: row.name,
-    parent: row.parent,
-    file: row.file,
-    classname: row.classname,
-    codeowners: row.file && context.codeowners ? context.codeowners.ownersOf(row.file) : [],
-    quarantined_at: isoTime(quarantinedAt),
-    status_last_updated_at: isoTime(row.statusChangedAt),
-    test_case_id: row.id,
-    variant: row.variant,
-    quarantine_setting: setting ?? "AUTO_QUARANTINE",
-    status: row.status.toUpperCase(),
-  };
-}
-
 /** list-failing-tests, list-unhealthy-tests, list-quarantined-tests (api.md, docs/contract.md §3). */
-export function registerListRoutes(app: ApiApp, services: Services): void {
-  const lists = new TestListStore(services.database.db, services.database.dialect);
-  const views = services.stores.testViews;
-
+export function registerListRoutes(
+  app: ApiApp,
+  deps: Pick<FlakyTestsDependencies, "queries" | "publicUrl">,
+): void {
   app.post(
     "/v1/flaky-tests/list-failing-tests",
     {
@@ -159,25 +92,15 @@ export function registerListRoutes(app: ApiApp, services: Services): void {
     async (request) => {
       const { body } = request;
       const window = failingWindow(body);
-      const context = await flakyTestsContext(services, request, body);
-      const scope = scopeOf(
-        "list-failing-tests",
-        context,
-        `start=${window.start};end=${window.end}`,
-      );
-      const { page_size: size, page_token: token } = body.page_query;
-      const offset = await services.pager.offset(scope, token);
-      const page = await lists.failing(context.repository.id, window, offset, size);
-      const keys = page.rows.map((r) => r.key);
-      const [rows, figures] = await Promise.all([
-        views.rowsByKey(keys),
-        views.figures(keys, services.clock.now()),
-      ]);
+      const listed = await deps.queries.listFailing(principalOf(request), {
+        ...repositoryQuery(body),
+        window,
+        page: pageRequest(body.page_query),
+      });
+      const context = presentationOf(listed.scope, baseUrlOf(deps.publicUrl, request));
       return {
-        tests: inOrder(page.rows, rows).map(({ entry, row }) =>
-          presentFailingTest(row, figures.get(entry.key) ?? noFigures(0), context.presentation),
-        ),
-        page: await services.pager.page(scope, offset, size, page.total),
+        tests: listed.items.map(({ row, figures }) => presentFailingTest(row, figures, context)),
+        page: listed.page,
       };
     },
   );
@@ -200,23 +123,15 @@ export function registerListRoutes(app: ApiApp, services: Services): void {
     async (request) => {
       const { body } = request;
       const status = body.status.toUpperCase() as (typeof UNHEALTHY_STATUSES)[number];
-      const context = await flakyTestsContext(services, request, body);
-      const scope = scopeOf("list-unhealthy-tests", context, `status=${status}`);
-      const { page_size: size, page_token: token } = body.page_query;
-      const offset = await services.pager.offset(scope, token);
-      const page = await lists.unhealthy(
-        context.repository.id,
-        status === "FLAKY" ? "flaky" : "broken",
-        services.clock.now(),
-        offset,
-        size,
-      );
-      const rows = await views.rowsByKey(page.rows.map((r) => r.key));
+      const listed = await deps.queries.listUnhealthy(principalOf(request), {
+        ...repositoryQuery(body),
+        status: status === "FLAKY" ? "flaky" : "broken",
+        page: pageRequest(body.page_query),
+      });
+      const context = presentationOf(listed.scope, baseUrlOf(deps.publicUrl, request));
       return {
-        tests: inOrder(page.rows, rows).map(({ entry, row }) =>
-          presentTest(row, noFigures(entry.prsImpacted7d), context.presentation),
-        ),
-        page: await services.pager.page(scope, offset, size, page.total),
+        tests: listed.items.map(({ row, figures }) => presentTest(row, figures, context)),
+        page: listed.page,
       };
     },
   );
@@ -241,22 +156,16 @@ export function registerListRoutes(app: ApiApp, services: Services): void {
     },
     async (request) => {
       const { body } = request;
-      const context = await flakyTestsContext(services, request, body);
-      const scope = scopeOf("list-quarantined-tests", context, "");
-      const { page_size: size, page_token: token } = body.page_query;
-      const offset = await services.pager.offset(scope, token);
-      const page = await lists.quarantined(
-        context.repository.id,
-        context.settings.quarantine,
-        offset,
-        size,
-      );
-      const rows = await views.rowsByKey(page.rows.map((r) => r.key));
+      const listed = await deps.queries.listQuarantined(principalOf(request), {
+        ...repositoryQuery(body),
+        page: pageRequest(body.page_query),
+      });
+      const context = presentationOf(listed.scope, baseUrlOf(deps.publicUrl, request));
       return {
-        quarantined_tests: inOrder(page.rows, rows).map(({ entry, row }) =>
-          presentQuarantinedTest(row, entry.quarantinedAt, context.presentation),
+        quarantined_tests: listed.items.map(({ row, quarantinedAt }) =>
+          presentQuarantinedTest(row, quarantinedAt, context),
         ),
-        page: await services.pager.page(scope, offset, size, page.total),
+        page: listed.page,
       };
     },
   );

@@ -1,18 +1,4 @@
 import { Type, type Static, type TSchema } from "typebox";
-import type { HistoryRecord, RunRecord } from "../../db/stores/test-details.js";
-import type { TestCaseRow } from "../../db/stores/test-views.js";
-import { isoTime } from "../../lib/clock.js";
-import { PASS_ON_RETRY, type MonitorStates } from "../../testhealth/classifier.js";
-import type {
-  HealthStatus,
-  MonitorClassification,
-  MonitorSettings,
-} from "../../testhealth/monitors.js";
-import {
-  quarantineSetting,
-  type QuarantineOverride,
-  type QuarantineSettings,
-} from "../../testhealth/quarantine.js";
 import { CLASSIFICATIONS, NAMED_SCOPES, SETTINGS_LIMITS } from "../../testhealth/settings-wire.js";
 import { CaseInsensitiveEnum, PATTERN_MESSAGES, RepoRefSchema } from "../schemas.js";
 import { DateTime, OrgRepoFields, PageQuerySchema, PageSchema } from "./schemas.js";
@@ -331,90 +317,7 @@ export const TestSettingsResponse = Type.Object({
   updated_at: Nullable(DateTime("When the settings were last written; null: the defaults.")),
 });
 
-// ---- presenters (pure; rows never leave otherwise) --------------------------------------------
-
 export type PresentedQuarantine = Static<typeof QuarantineSchema>;
 export type PresentedHistoryEntry = Static<typeof HistoryEntrySchema>;
 export type PresentedMonitorState = Static<typeof MonitorStateSchema>;
 export type PresentedRun = Static<typeof RunSchema>;
-
-export function presentQuarantine(
-  row: TestCaseRow,
-  settings: QuarantineSettings,
-): PresentedQuarantine {
-  const override = row.quarantineOverride as QuarantineOverride;
-  return {
-    setting: quarantineSetting(settings, override, row.status as HealthStatus),
-    override,
-    override_actor: row.overrideActor,
-    override_reason: row.overrideReason,
-    override_at: row.overrideAt === null ? null : isoTime(row.overrideAt),
-  };
-}
-
-export function presentHistoryEntry(entry: HistoryRecord): PresentedHistoryEntry {
-  return {
-    status: entry.status,
-    reason: entry.reason,
-    at: isoTime(entry.at),
-    kind: entry.kind,
-    actor: entry.actor,
-  };
-}
-
-/**
- * The monitors' states stored on the test: pass-on-retry first, then the configured monitors in
- * the settings' order, then states of monitors no longer configured (by id).
- */
-export function presentMonitorStates(
-  row: TestCaseRow,
-  settings: MonitorSettings,
-): PresentedMonitorState[] {
-  let states: MonitorStates;
-  try {
-    states = JSON.parse(row.monitorStates) as MonitorStates;
-  } catch {
-    states = {};
-  }
-  const configured = new Map<string, MonitorClassification>([
-    [PASS_ON_RETRY, "flaky"],
-    ...settings.failureRate.map((m) => [m.id, m.classification] as const),
-    ...settings.failureCount.map((m) => [m.id, m.classification] as const),
-  ]);
-  const order = [...configured.keys()];
-  const ids = Object.keys(states).sort((a, b) => {
-    const ia = order.indexOf(a);
-    const ib = order.indexOf(b);
-    if (ia !== -1 || ib !== -1) return (ia === -1 ? Infinity : ia) - (ib === -1 ? Infinity : ib);
-    return a < b ? -1 : a > b ? 1 : 0;
-  });
-  return ids.flatMap((id) => {
-    const state = states[id];
-    if (!state) return [];
-    return [
-      {
-        id,
-        classification: configured.get(id) ?? null,
-        active: state.active,
-        reason: state.reason,
-        changed_at: isoTime(state.changedAt),
-      },
-    ];
-  });
-}
-
-export function presentRun(run: RunRecord): PresentedRun {
-  return {
-    at: isoTime(run.at),
-    status: run.status,
-    attempt: run.attempt,
-    commit_sha: run.commitSha,
-    branch: run.branch,
-    pr_number: run.prNumber,
-    duration_ms: run.durationMs,
-    upload_id: run.uploadId,
-    failure_summary: run.failureSummary,
-    failure_text: run.failureText,
-    infrastructure_failure: run.excluded,
-  };
-}

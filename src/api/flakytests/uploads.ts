@@ -1,15 +1,12 @@
 import type { IncomingMessage } from "node:http";
-import { Type, type Static } from "typebox";
-import type { UploadRecord } from "../../db/stores/uploads.js";
-import { isoTime } from "../../lib/clock.js";
-import type { Pager } from "../../testhealth/pager.js";
+import { Type } from "typebox";
+import type { TestQueryService } from "../../testhealth/test-queries.js";
 import type { UploadService } from "../../testhealth/upload-service.js";
 import { principalOf } from "../plugins/auth.js";
 import { COMMON_ERRORS, EmptyObject, errorResponses, RepoRefSchema } from "../schemas.js";
 import type { ApiApp } from "../types.js";
-import { DateTime, OrgRepoFields, PageQuerySchema, PageSchema } from "./schemas.js";
-
-const NullableString = Type.Union([Type.String(), Type.Null()]);
+import { OrgRepoFields, PageQuerySchema, PageSchema } from "./schemas.js";
+import { presentUpload, UploadSchema } from "./presenters/uploads.js";
 
 const CreateBundleUploadBody = Type.Object({
   repo: RepoRefSchema,
@@ -25,82 +22,20 @@ const QuarantineConfigBody = Type.Object({
   testIdentifiers: Type.Optional(Type.Array(Type.Object({}))),
 });
 
-export const UploadSchema = Type.Object({
-  id: Type.String({ format: "uuid" }),
-  state: Type.String({
-    enum: ["pending", "processing", "processed", "failed"],
-    description:
-      "`pending`: stored, waiting; `processing`; `processed` (its runs count); `failed` (see `reason`).",
-  }),
-  reason: Type.Union([Type.String(), Type.Null()], {
-    description: "Why the upload failed, one sentence; null otherwise.",
-  }),
-  created_at: DateTime("When the upload URL was requested."),
-  received_at: Type.Union([DateTime("When the bundle was stored."), Type.Null()]),
-  processed_at: Type.Union([DateTime("When processing ended."), Type.Null()]),
-  bundle_bytes: Type.Union([Type.Integer(), Type.Null()]),
-  client_version: NullableString,
-  commit_sha: NullableString,
-  branch: NullableString,
-  pr_number: Type.Union([Type.Integer(), Type.Null()]),
-  job_name: NullableString,
-  job_url: NullableString,
-  variant: NullableString,
-  uploaded_at: Type.Union([
-    DateTime("The upload's time (runs without a usable timestamp get it)."),
-    Type.Null(),
-  ]),
-  files_total: Type.Integer(),
-  files_failed: Type.Integer(),
-  file_errors: Type.Array(Type.Object({ file: Type.String(), reason: Type.String() })),
-  tests_passed: Type.Integer(),
-  tests_failed: Type.Integer(),
-  tests_skipped: Type.Integer(),
-  infrastructure_failure: Type.Boolean({
-    description: "At least 80% of at least 10 runs failed: excluded from detection and rates.",
-  }),
-  duplicate_of: Type.Union([Type.String(), Type.Null()], {
-    description: "The earlier upload of the same bundle; this one counted nothing.",
-  }),
-});
-
-export function presentUpload(upload: UploadRecord): Static<typeof UploadSchema> {
-  const time = (at: number | null) => (at === null ? null : isoTime(at));
-  return {
-    id: upload.id,
-    state: upload.state === "awaiting_bundle" ? "pending" : upload.state,
-    reason: upload.reason,
-    created_at: isoTime(upload.createdAt),
-    received_at: time(upload.receivedAt),
-    processed_at: time(upload.processedAt),
-    bundle_bytes: upload.bundleBytes,
-    client_version: upload.clientVersion,
-    commit_sha: upload.commitSha,
-    branch: upload.branch,
-    pr_number: upload.prNumber,
-    job_name: upload.jobName,
-    job_url: upload.jobUrl,
-    variant: upload.variant,
-    uploaded_at: time(upload.uploadedAt),
-    files_total: upload.filesTotal,
-    files_failed: upload.filesFailed,
-    file_errors: upload.fileErrors,
-    tests_passed: upload.testsPassed,
-    tests_failed: upload.testsFailed,
-    tests_skipped: upload.testsSkipped,
-    infrastructure_failure: upload.infrastructureFailure,
-    duplicate_of: upload.duplicateOf,
-  };
-}
-
 /** The base URL clients reach us at: MAINLINE_PUBLIC_URL, else what the request was sent to. */
 export type BaseUrlResolver = (request: { protocol: string; host: string }) => string;
 
 /** Authenticated upload operations (Trunk's uploader protocol and the uploads listing). */
 export function registerUploadRoutes(
   app: ApiApp,
-  uploads: UploadService,
-  pager: Pager,
+  uploads: Pick<
+    UploadService,
+    | "createBundleUpload"
+    | "createPublicBundleUpload"
+    | "quarantineConfig"
+    | "publicQuarantineConfig"
+  >,
+  queries: Pick<TestQueryService, "listUploads" | "getUpload">,
   baseUrl: BaseUrlResolver,
 ): void {
   app.post(
@@ -176,21 +111,13 @@ export function registerUploadRoutes(
       },
     },
     async (request) => {
-      const principal = principalOf(request);
       const { repo, org_url_slug, page_query } = request.body;
-      const repository = await uploads.repositoryOf(principal, org_url_slug, repo);
-      const scope = {
-        endpoint: "list-uploads",
-        organizationId: principal.organizationId,
-        repositoryId: repository.id,
-        filters: "",
-      };
-      const offset = await pager.offset(scope, page_query.page_token);
-      const page = await uploads.listUploads(repository.id, offset, page_query.page_size);
-      return {
-        uploads: page.uploads.map(presentUpload),
-        page: await pager.page(scope, offset, page_query.page_size, page.total),
-      };
+      const listed = await queries.listUploads(principalOf(request), {
+        orgUrlSlug: org_url_slug,
+        repo,
+        page: { size: page_query.page_size, token: page_query.page_token },
+      });
+      return { uploads: listed.items.map(presentUpload), page: listed.page };
     },
   );
 
@@ -209,7 +136,11 @@ export function registerUploadRoutes(
     },
     async (request) => {
       const { repo, org_url_slug, upload_id } = request.body;
-      const upload = await uploads.getUpload(principalOf(request), org_url_slug, repo, upload_id);
+      const upload = await queries.getUpload(principalOf(request), {
+        orgUrlSlug: org_url_slug,
+        repo,
+        uploadId: upload_id,
+      });
       return { upload: presentUpload(upload) };
     },
   );

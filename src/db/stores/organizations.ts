@@ -1,41 +1,18 @@
 import type { Kysely } from "kysely";
 import { precompile, type PrecompiledQuery } from "../precompiled.js";
 import type { Database } from "../schema.js";
+import type {
+  ApiTokenRecord,
+  NewApiToken,
+  Organization,
+  OrganizationRecords,
+  TokenOwner,
+} from "../../organizations/records.js";
 
-export interface Organization {
-  id: string;
-  slug: string;
-  createdAt: number;
-}
-
-export interface ApiTokenRecord {
-  id: string;
-  organizationId: string;
-  name: string | null;
-  tokenHint: string;
-  createdAt: number;
-  revokedAt: number | null;
-}
-
-export interface NewApiToken {
-  id: string;
-  organizationId: string;
-  name: string | null;
-  tokenHash: string;
-  tokenHint: string;
-  createdAt: number;
-}
-
-/** The organization a presented token belongs to, if the token is known and not revoked. */
-export interface TokenOwner {
-  tokenId: string;
-  tokenHash: string;
-  organizationId: string;
-  organizationSlug: string;
-}
+export type { ApiTokenRecord, NewApiToken, Organization, TokenOwner };
 
 /** Organizations and their API tokens (one aggregate: a token never outlives its organization). */
-export class OrganizationStore {
+export class OrganizationStore implements OrganizationRecords {
   private readonly activeTokenOwner: PrecompiledQuery<[tokenHash: string], TokenOwner>;
 
   constructor(private readonly db: Kysely<Database>) {

@@ -7,13 +7,14 @@ import {
   type RepoRef,
   type Repository,
 } from "../../organizations/repositories.js";
+import type { RepositoryRecords } from "../../testhealth/ports.js";
 
 export { repositoryLookupKey, type RepoRef, type Repository };
 
 const COLUMNS = ["id", "organizationId", "host", "owner", "name", "createdAt"] as const;
 
 /** Repositories of an organization, looked up case-insensitively by host/owner/name. */
-export class RepositoryStore {
+export class RepositoryStore implements RepositoryRecords {
   constructor(private readonly db: Kysely<Database>) {}
 
   find(organizationId: string, ref: RepoRef): Promise<Repository | undefined> {

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { Database } from "../schema.js";
+import type { ServerSecretRecords } from "../../testhealth/ports.js";
 
 export const SECRET_BYTES = 32;
 
@@ -8,7 +9,7 @@ export const SECRET_BYTES = 32;
  * Named random keys, created on first use and then the same for every process and restart: a
  * page token signed by one server must be accepted by another, and after a restart.
  */
-export class ServerSecretStore {
+export class ServerSecretStore implements ServerSecretRecords {
   constructor(private readonly db: Kysely<Database>) {}
 
   async getOrCreate(name: string, now: number): Promise<Buffer> {

@@ -1,6 +1,7 @@
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from "kysely";
 import type { QuarantineSettings } from "../../testhealth/quarantine.js";
 import type { Database } from "../schema.js";
+import type { TestCaseRecords } from "../../testhealth/ports.js";
 
 /**
  * The rule of docs/contract.md §3 as SQL over `test_cases`:
@@ -25,7 +26,7 @@ export function quarantinedWhere(
 }
 
 /** Test cases of repositories: what the Flaky Tests API reads and the overrides it writes. */
-export class TestCaseStore {
+export class TestCaseStore implements TestCaseRecords {
   constructor(private readonly db: Kysely<Database>) {}
 
   /** Ids of every quarantined test of the repository (getQuarantineConfig). */

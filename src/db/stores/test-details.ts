@@ -1,49 +1,19 @@
 import { sql, type Kysely } from "kysely";
-import type { QuarantineOverride } from "../../testhealth/quarantine.js";
 import type { RepositoryTestSettings } from "../../testhealth/settings.js";
 import type { DialectName } from "../connection.js";
 import { repositoryLookupKey, type Repository } from "./repositories.js";
 import type { Database } from "../schema.js";
 import { TestSettingsStore, type StoredTestSettings } from "./test-settings.js";
-import type { TestCaseRow } from "./test-views.js";
+import type {
+  HistoryRecord,
+  OverrideChange,
+  RunRecord,
+  TestCaseRow,
+  TicketChange,
+} from "../../testhealth/records.js";
+import type { TestDetailRecords } from "../../testhealth/ports.js";
 
-/** One run of a test as its run history shows it. */
-export interface RunRecord {
-  at: number;
-  status: string;
-  attempt: string;
-  commitSha: string;
-  branch: string;
-  prNumber: number | null;
-  durationMs: number | null;
-  uploadId: string;
-  failureSummary: string | null;
-  failureText: string | null;
-  /** The upload was excluded by infrastructure-failure protection: its runs count for nothing. */
-  excluded: boolean;
-}
-
-export interface HistoryRecord {
-  at: number;
-  status: string;
-  reason: string;
-  kind: string;
-  actor: string | null;
-}
-
-export interface OverrideChange {
-  override: QuarantineOverride;
-  actor: string;
-  reason: string | null;
-  at: number;
-}
-
-export interface TicketChange {
-  /** The linked id or URL; null unlinks. */
-  ticket: string | null;
-  actor: string;
-  at: number;
-}
+export type { HistoryRecord, OverrideChange, RunRecord, TicketChange };
 
 const REPOSITORY_COLUMNS = ["id", "organizationId", "host", "owner", "name", "createdAt"] as const;
 
@@ -52,7 +22,7 @@ const REPOSITORY_COLUMNS = ["id", "organizationId", "host", "owner", "name", "cr
  * order so that offset pages never skip or repeat a row), status history, and the two per-test
  * writes (quarantine override, ticket), each in one transaction with its history row.
  */
-export class TestDetailsStore {
+export class TestDetailsStore implements TestDetailRecords {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,

@@ -4,6 +4,28 @@ import type { DatabaseHandle, DialectName } from "../connection.js";
 import { relaxedTransaction } from "../relaxed.js";
 import type { Database } from "../schema.js";
 import { QUEUE_RUNNER_CLIENT } from "../../testhealth/runs.js";
+import type {
+  AggregatedUpload,
+  ClassificationCandidate,
+  ClassificationUpdate,
+  IngestTransaction as DomainIngestTransaction,
+  NewTestCase,
+  RunRow,
+  StoredRun,
+} from "../../testhealth/records.js";
+import type { IngestRecords } from "../../testhealth/ports.js";
+
+export type {
+  AggregatedUpload,
+  ClassificationCandidate,
+  ClassificationUpdate,
+  NewTestCase,
+  RunRow,
+  StoredRun,
+};
+
+/** An upload's final transaction: everything written through it lands together or not at all. */
+export type IngestTransaction = DomainIngestTransaction<Transaction<Database>>;
 
 /**
  * The write side of test health, built for throughput (ADR 0007): runs go in with prepared
@@ -11,65 +33,12 @@ import { QUEUE_RUNNER_CLIENT } from "../../testhealth/runs.js";
  * derived from an upload's runs by set-based SQL inside the upload's final transaction.
  */
 
-export interface NewTestCase {
-  id: string;
-  name: string;
-  classname: string | null;
-  parent: string | null;
-  file: string | null;
-  variant: string;
-}
-
-export interface RunRow {
-  testKey: number;
-  uploadKey: number;
-  fileIndex: number;
-  at: number;
-  status: "passed" | "failed" | "skipped";
-  attempt: "final" | "flaky" | "rerun";
-  durationMs: number | null;
-  failureSignature: string | null;
-  failureSummary: string | null;
-  failureText: string | null;
-}
-
-/** A test the classifier must look at, with what it needs from the test's row. */
-export interface ClassificationCandidate {
-  key: number;
-  repositoryId: string;
-  status: string;
-  statusReason: string;
-  statusChangedAt: number;
-  monitorStates: string;
-}
-
-export interface StoredRun {
-  at: number;
-  status: "passed" | "failed" | "skipped";
-  commit: string;
-  branch: string;
-  prNumber: number | null;
-  excluded: boolean;
-  /** Uploaded by Mainline's own CI runner (the queue's runs; the classifier's `queueRun`). */
-  queueRun: boolean;
-}
-
 interface RunUpload {
   commitSha: string;
   branch: string;
   prNumber: number | null;
   excluded: boolean;
   queueRun: boolean;
-}
-
-export interface ClassificationUpdate {
-  key: number;
-  status: string;
-  reason: string;
-  /** Set when the status changed (a history row is written). */
-  changedAt: number | null;
-  monitorStates: string;
-  monitorsActive: boolean;
 }
 
 const RUN_COLUMNS = [
@@ -131,20 +100,7 @@ const KEY_CHUNK = 500;
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-export interface AggregatedUpload {
-  key: number;
-  repositoryId: string;
-  prNumber: number | null;
-  excluded: boolean;
-}
-
-/** An upload's final transaction: everything written through it lands together or not at all. */
-export interface IngestTransaction {
-  trx: Transaction<Database>;
-  insertRuns(rows: readonly RunRow[]): Promise<void>;
-}
-
-export class TestIngestStore {
+export class TestIngestStore implements IngestRecords {
   private readonly db: Kysely<Database>;
   private readonly dialect: DialectName;
   private readonly sqlite: BetterSqlite3.Database | null;

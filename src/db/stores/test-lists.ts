@@ -3,30 +3,15 @@ import type { QuarantineSettings } from "../../testhealth/quarantine.js";
 import type { DialectName } from "../connection.js";
 import type { Database } from "../schema.js";
 import { quarantinedWhere } from "./test-cases.js";
+import type {
+  FailingEntry,
+  ListedPage,
+  QuarantinedEntry,
+  UnhealthyEntry,
+} from "../../testhealth/records.js";
+import type { TestListRecords } from "../../testhealth/ports.js";
 
-/** One page of a list: the rows' keys in list order, with the figure each list sorts by. */
-export interface ListedPage<T> {
-  total: number;
-  rows: T[];
-}
-
-export interface FailingEntry {
-  key: number;
-  /** Failed runs in the window (every failed attempt, infrastructure-failure uploads included). */
-  failures: number;
-}
-
-export interface UnhealthyEntry {
-  key: number;
-  /** Distinct PRs with a counted failure in the last 7 days (`test_pr_failures`). */
-  prsImpacted7d: number;
-}
-
-export interface QuarantinedEntry {
-  key: number;
-  /** `override_at` for an ALWAYS_QUARANTINE override, else `status_changed_at`. */
-  quarantinedAt: number;
-}
+export type { FailingEntry, ListedPage, QuarantinedEntry, UnhealthyEntry };
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -223,7 +208,7 @@ function rankByCount(counts: Int32Array, order: Int32Array): Int32Array {
  * a unit and retention removes whole units, so a unit whose signature did not change holds the
  * same rows. Changed units are read again; the partial hours always come from raw runs.
  */
-export class TestListStore {
+export class TestListStore implements TestListRecords {
   private readonly repositories = new Map<string, RepositoryFailures>();
 
   constructor(

@@ -2,17 +2,15 @@ import type { Kysely } from "kysely";
 import type { MonitorSettings } from "../../testhealth/monitors.js";
 import { defaultTestSettings, type RepositoryTestSettings } from "../../testhealth/settings.js";
 import type { Database } from "../schema.js";
+import type { StoredTestSettings } from "../../testhealth/records.js";
+import type { TestSettingsRecords } from "../../testhealth/ports.js";
 
-export interface StoredTestSettings extends RepositoryTestSettings {
-  codeowners: string | null;
-  codeownersUpdatedAt: number | null;
-  updatedAt: number | null;
-}
+export type { StoredTestSettings };
 
 const bit = (value: boolean): number => (value ? 1 : 0);
 
 /** `repository_test_settings`: one row per repository, created on first write (defaults before). */
-export class TestSettingsStore {
+export class TestSettingsStore implements TestSettingsRecords {
   constructor(private readonly db: Kysely<Database>) {}
 
   async get(repositoryId: string): Promise<StoredTestSettings> {

@@ -1,25 +1,10 @@
-import { sql, type Kysely, type Selectable } from "kysely";
+import { sql, type Kysely } from "kysely";
+import type { FailureGroupRow, TestCaseRow, TestFigures } from "../../testhealth/records.js";
 import type { DialectName } from "../connection.js";
-import type { Database, TestCasesTable } from "../schema.js";
+import type { Database } from "../schema.js";
+import type { TestViewRecords } from "../../testhealth/ports.js";
 
-export type TestCaseRow = Selectable<TestCasesTable>;
-
-export interface FailureGroupRow {
-  summary: string;
-  occurrenceCount: number;
-  lastOccurrence: number;
-}
-
-/** What the API shows of a test beyond its row: rates, PRs impacted, common failures. */
-export interface TestFigures {
-  failureRate7d: number;
-  failureRate24h: number;
-  /** Runs counted in the rates (passed + failed, excluded uploads aside). */
-  runs7d: number;
-  runs24h: number;
-  prsImpacted7d: number;
-  mostCommonFailures: FailureGroupRow[];
-}
+export type { FailureGroupRow, TestCaseRow, TestFigures };
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -40,7 +25,7 @@ const ceilHour = (at: number) => Math.ceil(at / HOUR) * HOUR;
  * hours from `test_hourly_stats`, the partial first hour of a window from raw runs, so the
  * windows are exact to the millisecond while reading at most ~170 rows per test.
  */
-export class TestViewStore {
+export class TestViewStore implements TestViewRecords {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,

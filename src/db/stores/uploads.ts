@@ -2,67 +2,24 @@ import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import type { DialectName } from "../connection.js";
 import { relaxedTransaction } from "../relaxed.js";
 import type { Database, UploadsTable } from "../schema.js";
+import {
+  UploadTakenOver,
+  type ClaimedUpload,
+  type FileError,
+  type UploadOutcome,
+  type UploadRecord,
+  type UploadState,
+} from "../../testhealth/records.js";
+import type { UploadRecords } from "../../testhealth/ports.js";
 
-/**
- * `awaiting_bundle`: created, its URL not used yet. `pending`: the bundle is stored, waiting for a
- * worker. `processing`: a worker holds its lease. `processed` / `failed`: done.
- */
-export type UploadState = "awaiting_bundle" | "pending" | "processing" | "processed" | "failed";
-
-export interface FileError {
-  file: string;
-  reason: string;
-}
-
-export interface UploadRecord {
-  key: number;
-  id: string;
-  organizationId: string;
-  repositoryId: string;
-  state: UploadState;
-  reason: string | null;
-  clientVersion: string | null;
-  createdAt: number;
-  urlExpiresAt: number;
-  receivedAt: number | null;
-  bundlePath: string | null;
-  bundleBytes: number | null;
-  contentHash: string | null;
-  attempts: number;
-  processedAt: number | null;
-  duplicateOf: string | null;
-  commitSha: string | null;
-  branch: string | null;
-  prNumber: number | null;
-  jobName: string | null;
-  jobUrl: string | null;
-  variant: string | null;
-  uploadedAt: number | null;
-  filesTotal: number;
-  filesFailed: number;
-  fileErrors: FileError[];
-  testsPassed: number;
-  testsFailed: number;
-  testsSkipped: number;
-  infrastructureFailure: boolean;
-}
-
-/** What processing found, written when the upload is done. */
-export interface UploadOutcome {
-  commitSha: string;
-  branch: string;
-  prNumber: number | null;
-  jobName: string | null;
-  jobUrl: string | null;
-  variant: string;
-  uploadedAt: number;
-  filesTotal: number;
-  fileErrors: FileError[];
-  testsPassed: number;
-  testsFailed: number;
-  testsSkipped: number;
-  infrastructureFailure: boolean;
-}
+export {
+  UploadTakenOver,
+  type ClaimedUpload,
+  type FileError,
+  type UploadOutcome,
+  type UploadRecord,
+  type UploadState,
+};
 
 function toRecord(row: Selectable<UploadsTable>): UploadRecord {
   return {
@@ -76,18 +33,7 @@ function toRecord(row: Selectable<UploadsTable>): UploadRecord {
 type Db = Kysely<Database> | Transaction<Database>;
 
 /** Uploads of bundles and their processing state (the work queue of the ingestion worker). */
-/** What identifies one claim of an upload: the upload and the attempt the claim counted. */
-export type ClaimedUpload = Pick<UploadRecord, "key" | "attempts">;
-
-/** The upload's lease ran out and another worker claimed it: this worker's work is void. */
-export class UploadTakenOver extends Error {
-  constructor(readonly uploadKey: number) {
-    super(`upload ${String(uploadKey)} was taken over by another worker (its lease ran out)`);
-    this.name = "UploadTakenOver";
-  }
-}
-
-export class UploadStore {
+export class UploadStore implements UploadRecords {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,

@@ -1,8 +1,4 @@
-import type {
-  ClassificationCandidate,
-  ClassificationUpdate,
-  StoredRun,
-} from "../../db/stores/test-ingest.js";
+import type { ClassificationCandidate, ClassificationUpdate, StoredRun } from "../records.js";
 import { classify, type MonitorStates } from "../classifier.js";
 import type { MonitorSettings } from "../monitors.js";
 

@@ -10,14 +10,8 @@ import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { setImmediate } from "node:timers/promises";
-import type { NewTestCase, RunRow, TestIngestStore } from "../../db/stores/test-ingest.js";
-import type { TestSettingsStore } from "../../db/stores/test-settings.js";
-import type {
-  FileError,
-  UploadOutcome,
-  UploadRecord,
-  UploadStore,
-} from "../../db/stores/uploads.js";
+import type { IngestRecords, TestSettingsRecords, UploadRecords } from "../ports.js";
+import type { FileError, NewTestCase, RunRow, UploadOutcome, UploadRecord } from "../records.js";
 import type { Clock } from "../../lib/clock.js";
 import {
   BundleError,
@@ -56,9 +50,22 @@ const BATCH_FLUSH = 40_000;
 const KEY_CACHE_LIMIT = 50_000;
 
 export interface ProcessorDependencies {
-  uploads: UploadStore;
-  ingest: TestIngestStore;
-  settings: TestSettingsStore;
+  uploads: Pick<
+    UploadRecords,
+    "find" | "findDuplicate" | "markProcessed" | "markFailed" | "sameCommit" | "forgetBundle"
+  >;
+  ingest: Pick<
+    IngestRecords,
+    | "ensureTestCases"
+    | "insertRunsNow"
+    | "deleteRuns"
+    | "transaction"
+    | "aggregateUploads"
+    | "candidatesOfUploads"
+    | "runsForClassification"
+    | "applyClassifications"
+  >;
+  settings: Pick<TestSettingsRecords, "get" | "putCodeowners">;
   bundles: BundleStorage;
   clock: Clock;
   organizationSlug(organizationId: string): Promise<string>;

@@ -1,6 +1,5 @@
-import type { TestIngestStore } from "../../db/stores/test-ingest.js";
-import type { TestSettingsStore } from "../../db/stores/test-settings.js";
-import { UploadTakenOver, type ClaimedUpload, type UploadStore } from "../../db/stores/uploads.js";
+import type { IngestRecords, TestSettingsRecords, UploadRecords } from "../ports.js";
+import { UploadTakenOver, type ClaimedUpload } from "../records.js";
 import type { BundleStorage } from "./bundle-storage.js";
 import type { Clock } from "../../lib/clock.js";
 import { windowLookbackMs } from "../classifier.js";
@@ -44,9 +43,26 @@ export interface WorkerLogger {
 }
 
 export interface WorkerDependencies {
-  uploads: UploadStore;
-  ingest: TestIngestStore;
-  settings: TestSettingsStore;
+  uploads: Pick<
+    UploadRecords,
+    | "claimBatch"
+    | "extendLease"
+    | "markFailed"
+    | "oldBundles"
+    | "deleteExpiredUnused"
+    | "forgetBundle"
+  >;
+  ingest: Pick<
+    IngestRecords,
+    | "transaction"
+    | "activeCandidates"
+    | "runsForClassification"
+    | "applyClassifications"
+    | "repositoriesWithActiveMonitors"
+    | "pruneRuns"
+    | "pruneAggregates"
+  >;
+  settings: Pick<TestSettingsRecords, "get">;
   processor: UploadProcessor;
   bundles: BundleStorage;
   clock: Clock;

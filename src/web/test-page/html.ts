@@ -3,8 +3,7 @@
  * (sign-in form, errors). Pure functions from view data to an HTML string: no JavaScript, inline
  * CSS, and every interpolated value escaped by the `markup` template unless it is itself `SafeHtml`.
  */
-import { inferTestFile } from "./file-inference.js";
-import type { PresentedFailingTest } from "./test-presenter.js";
+import { inferTestFile } from "../../testhealth/file-inference.js";
 
 /** Markup that is already safe: produced by `markup`, never by concatenating raw input. */
 export class SafeHtml {
@@ -51,6 +50,26 @@ export function markup(strings: TemplateStringsArray, ...values: Interpolation[]
 
 // ---- view data (the wire shapes of get-test-details and list-test-runs) ----------------------
 
+/** The test as get-test-details presents it (the fields the page shows). */
+export interface PageTest {
+  id: string;
+  repository: { html_url: string };
+  html_url: string;
+  name: string;
+  variant: string;
+  status: { value: string; reason: string; timestamp: string };
+  codeowners: string[];
+  pull_requests_impacted_last_7d: number;
+  quarantined: boolean;
+  file_path: string;
+  parent: string;
+  classname: string;
+  ticket?: { html_url: string };
+  most_common_failures: { summary: string; occurrence_count: number; last_occurrence: string }[];
+  failure_rate_last_7d: number;
+  failure_rate_last_24h: number;
+}
+
 export interface PageQuarantine {
   setting: string | null;
   override: string;
@@ -92,7 +111,7 @@ export interface TestPageView {
   orgSlug: string;
   /** `owner/name` */
   repositoryName: string;
-  test: PresentedFailingTest;
+  test: PageTest;
   quarantine: PageQuarantine;
   history: readonly PageHistoryEntry[];
   monitors: readonly PageMonitor[];

@@ -1,19 +1,44 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import type {
+  FastifyBaseLogger,
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from "fastify";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
-import type { Services } from "../../app.js";
 import { ApiError } from "../../lib/errors.js";
 import type { Principal } from "../../organizations/service.js";
-import { cachedCodeowners, type PresentationContext } from "../../testhealth/test-presenter.js";
-import {
-  renderLoginPage,
-  renderMessagePage,
-  renderTestPage,
-} from "../../testhealth/test-page-html.js";
-import type { ApiApp } from "../types.js";
-import { baseUrlOf } from "./context.js";
-import { presentRun } from "./test-detail-schemas.js";
-import { loadTestDetails, testDetailsStore } from "./tests.js";
+import { renderLoginPage, renderMessagePage, renderTestPage, type TestPageView } from "./html.js";
+
+/** The fastify scope the page is registered in (TypeBox schemas type each request). */
+export type WebApp = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+/** What the test page needs: who a token is, and the test's view (built by the HTTP layer). */
+export interface TestPageDependencies {
+  /** The principal of an API token; throws `unauthorized` for an unknown or revoked one. */
+  authenticate(token: string): Promise<Principal>;
+  /** Throws `forbidden` when `orgSlug` is not the principal's organization. */
+  checkOrganization(principal: Principal, orgSlug: string): void;
+  /** The page's view of a test of the caller's organization; undefined when there is none. */
+  testPage(
+    principal: Principal,
+    query: { testId: string; repo: { owner: string; name: string; host?: string | undefined } },
+    baseUrl: string,
+  ): Promise<TestPageView | undefined>;
+  /** MAINLINE_PUBLIC_URL when set; otherwise links use the address each request came to. */
+  publicUrl: string | undefined;
+}
 
 export const TOKEN_COOKIE = "mainline_token";
 /** The sign-in form's anti-forgery token (double-submit: this cookie and the form's field). */
@@ -22,7 +47,6 @@ export const CSRF_FIELD = "csrf";
 const COOKIE_MAX_AGE_S = 30 * 24 * 3600;
 const CSRF_MAX_AGE_S = 12 * 3600;
 const CSRF_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-const PAGE_RUNS = 50;
 const FORM_BODY_LIMIT = 16 * 1024;
 
 const PAGE_PATH = "/:org/flaky-tests/test/:id";
@@ -75,7 +99,7 @@ function pagePath(params: { org: string; id: string }, query: { repo?: string; h
 }
 
 function pageCookie(
-  services: Pick<Services, "publicUrl">,
+  services: Pick<TestPageDependencies, "publicUrl">,
   request: FastifyRequest,
   org: string,
   name: string,
@@ -102,7 +126,10 @@ function pageCookie(
  * for our own form under `referrer-policy: no-referrer`, so it is not proof of anything: the
  * double-submit token decides then.
  */
-function crossSite(services: Pick<Services, "publicUrl">, request: FastifyRequest): boolean {
+function crossSite(
+  services: Pick<TestPageDependencies, "publicUrl">,
+  request: FastifyRequest,
+): boolean {
   const fetchSite = request.headers["sec-fetch-site"];
   if (fetchSite !== undefined && fetchSite !== "same-origin" && fetchSite !== "none") return true;
   const origin = request.headers.origin;
@@ -147,9 +174,7 @@ function parseRepo(repo: string | undefined): { owner: string; name: string } | 
  * The form is guarded against login CSRF by `Sec-Fetch-Site`/`Origin` and a double-submit token
  * (cookie `mainline_csrf` = field `csrf`); sessions may later bind that token to themselves.
  */
-export function registerTestPage(app: ApiApp, services: Services): void {
-  const details = testDetailsStore(services);
-
+export function registerTestPage(app: WebApp, services: TestPageDependencies): void {
   // The sign-in form's body; only in this scope.
   app.addContentTypeParser(
     "application/x-www-form-urlencoded",
@@ -230,7 +255,7 @@ export function registerTestPage(app: ApiApp, services: Services): void {
     let principal: Principal | undefined;
     if (token) {
       try {
-        principal = await services.organizations.authenticate(token);
+        principal = await services.authenticate(token);
       } catch (error) {
         if (!(error instanceof ApiError) || error.code !== "unauthorized") throw error;
       }
@@ -246,7 +271,7 @@ export function registerTestPage(app: ApiApp, services: Services): void {
       return undefined;
     }
     try {
-      services.access.checkOrganization(principal, request.params.org);
+      services.checkOrganization(principal, request.params.org);
     } catch (error) {
       if (!(error instanceof ApiError) || error.code !== "forbidden") throw error;
       await sendLoginPage(request, reply, 403, {
@@ -279,12 +304,12 @@ export function registerTestPage(app: ApiApp, services: Services): void {
           ),
         );
       }
-      const found = await details.findTestByRepositoryName(
-        principal.organizationId,
-        request.params.id.toLowerCase(),
-        { ...repo, host: request.query.host },
+      const view = await services.testPage(
+        principal,
+        { testId: request.params.id, repo: { ...repo, host: request.query.host } },
+        (services.publicUrl ?? `${request.protocol}://${request.host}`).replace(/\/+$/, ""),
       );
-      if (!found) {
+      if (!view) {
         return sendPage(
           reply,
           404,
@@ -294,35 +319,7 @@ export function registerTestPage(app: ApiApp, services: Services): void {
           ),
         );
       }
-      const { repository, test } = found;
-      const settings = await services.stores.testSettings.get(repository.id);
-      const presentation: PresentationContext = {
-        orgSlug: principal.organizationSlug,
-        repo: { host: repository.host, owner: repository.owner, name: repository.name },
-        baseUrl: baseUrlOf(services, request),
-        quarantine: settings.quarantine,
-        ticketBaseUrl: settings.ticketBaseUrl,
-        codeowners: cachedCodeowners(settings.codeowners),
-      };
-      const [view, runs] = await Promise.all([
-        loadTestDetails(services, details, test, settings, presentation),
-        details.runsPage(test.key, 0, PAGE_RUNS),
-      ]);
-      return sendPage(
-        reply,
-        200,
-        renderTestPage({
-          orgSlug: principal.organizationSlug,
-          repositoryName: `${repository.owner}/${repository.name}`,
-          test: view.test,
-          quarantine: view.test.quarantine,
-          history: view.status_history,
-          monitors: view.monitors,
-          runs: runs.runs.map(presentRun),
-          totalRuns: runs.total,
-          now: services.clock.now(),
-        }),
-      );
+      return sendPage(reply, 200, renderTestPage(view));
     },
   );
 

@@ -1,0 +1,38 @@
+import type { Clock } from "../../../lib/clock.js";
+import type { Principal } from "../../../organizations/service.js";
+import type { TestQueryService } from "../../../testhealth/test-queries.js";
+import type { TestPageView } from "../../../web/test-page/html.js";
+import type { TestPageDependencies } from "../../../web/test-page/routes.js";
+import { presentRun } from "./runs.js";
+import { presentationOf, presentTestDetails } from "./tests.js";
+
+/** The latest runs the test page shows. */
+const PAGE_RUNS = 50;
+
+/**
+ * The test page's view of a test: what get-test-details and list-test-runs present, for the
+ * page in src/web to render.
+ */
+export function testPageView(deps: {
+  queries: Pick<TestQueryService, "testPage">;
+  clock: Clock;
+}): TestPageDependencies["testPage"] {
+  return async (principal: Principal, query, baseUrl): Promise<TestPageView | undefined> => {
+    const found = await deps.queries.testPage(principal, query, PAGE_RUNS);
+    if (!found) return undefined;
+    const { scope, details, runs } = found;
+    const view = presentTestDetails(details, scope.settings, presentationOf(scope, baseUrl));
+    const { repository } = scope;
+    return {
+      orgSlug: principal.organizationSlug,
+      repositoryName: `${repository.owner}/${repository.name}`,
+      test: view.test,
+      quarantine: view.test.quarantine,
+      history: view.status_history,
+      monitors: view.monitors,
+      runs: runs.runs.map(presentRun),
+      totalRuns: runs.total,
+      now: deps.clock.now(),
+    };
+  };
+}

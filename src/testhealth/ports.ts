@@ -1,0 +1,210 @@
+/**
+ * What test health needs from storage, as narrow interfaces (the stores in src/db/stores
+ * implement them; the composition root hands them in). Services take `Pick<…>`s of these, so
+ * that each names exactly the operations it uses.
+ */
+import type { RepoRef, Repository } from "../organizations/repositories.js";
+import type { QuarantineSettings } from "./quarantine.js";
+import type { RepositoryTestSettings } from "./settings.js";
+import type {
+  AggregatedUpload,
+  ClaimedUpload,
+  ClassificationCandidate,
+  ClassificationUpdate,
+  FailingEntry,
+  FileError,
+  HistoryRecord,
+  IngestTransaction,
+  ListedPage,
+  NewTestCase,
+  OverrideChange,
+  QuarantinedEntry,
+  RunRecord,
+  RunRow,
+  StoredRun,
+  StoredTestSettings,
+  StoreTransaction,
+  TestCaseRow,
+  TestFigures,
+  TicketChange,
+  UnhealthyEntry,
+  UploadOutcome,
+  UploadRecord,
+} from "./records.js";
+
+/** Repositories of organizations (looked up case-insensitively by host/owner/name). */
+export interface RepositoryRecords {
+  find(organizationId: string, ref: RepoRef): Promise<Repository | undefined>;
+  findById(id: string): Promise<Repository | undefined>;
+  ensure(organizationId: string, ref: RepoRef, now: number): Promise<Repository>;
+  publicId(repositoryId: string): Promise<string | null>;
+  setPublicId(repositoryId: string, candidate: string, replace: boolean): Promise<string>;
+  findByPublicId(publicId: string): Promise<Repository | undefined>;
+}
+
+/** The server's own secrets (signing keys), created once and shared by every process. */
+export interface ServerSecretRecords {
+  getOrCreate(name: string, now: number): Promise<Buffer>;
+}
+
+/** A repository's test-health settings (the defaults until the first write). */
+export interface TestSettingsRecords {
+  get(repositoryId: string): Promise<StoredTestSettings>;
+  putCodeowners(repositoryId: string, text: string, at: number): Promise<void>;
+}
+
+/** Tests as rows, and the figures (rates, PRs impacted, common failures) shown with them. */
+export interface TestViewRecords {
+  rowsByKey(keys: readonly number[]): Promise<Map<number, TestCaseRow>>;
+  findById(repositoryId: string, id: string): Promise<TestCaseRow | undefined>;
+  figures(keys: readonly number[], now: number): Promise<Map<number, TestFigures>>;
+}
+
+/** The three Flaky Tests lists, as pages of keys in list order. */
+export interface TestListRecords {
+  failing(
+    repositoryId: string,
+    window: { start: number; end: number },
+    offset: number,
+    limit: number,
+  ): Promise<ListedPage<FailingEntry>>;
+  unhealthy(
+    repositoryId: string,
+    status: "flaky" | "broken",
+    now: number,
+    offset: number,
+    limit: number,
+  ): Promise<ListedPage<UnhealthyEntry>>;
+  quarantined(
+    repositoryId: string,
+    settings: QuarantineSettings,
+    offset: number,
+    limit: number,
+  ): Promise<ListedPage<QuarantinedEntry>>;
+}
+
+/** A test's run and status history, and the writes on one test or a repository's settings. */
+export interface TestDetailRecords {
+  runsPage(
+    testKey: number,
+    offset: number,
+    limit: number,
+  ): Promise<{ total: number; runs: RunRecord[] }>;
+  statusHistory(testKey: number, limit: number): Promise<HistoryRecord[]>;
+  /** Sets the override and writes its history row (with `description`) in one transaction. */
+  setOverride(
+    testKey: number,
+    change: OverrideChange,
+    description: string,
+  ): Promise<TestCaseRow | undefined>;
+  /** Links or unlinks the ticket and writes its history row (`describe(previous)`) at once. */
+  setTicket(
+    testKey: number,
+    change: TicketChange,
+    describe: (previous: string | null) => string,
+  ): Promise<TestCaseRow | undefined>;
+  modifySettings(
+    repositoryId: string,
+    now: number,
+    change: (current: StoredTestSettings) => RepositoryTestSettings,
+  ): Promise<StoredTestSettings>;
+  findTestByRepositoryName(
+    organizationId: string,
+    testId: string,
+    repo: { owner: string; name: string; host?: string | undefined },
+  ): Promise<{ repository: Repository; test: TestCaseRow } | undefined>;
+}
+
+/** Which tests are quarantined (getQuarantineConfig, the built-in runner's test results). */
+export interface TestCaseRecords {
+  quarantinedIds(repositoryId: string, settings: QuarantineSettings): Promise<string[]>;
+  flakyOrQuarantined(
+    repositoryId: string,
+    ids: readonly string[],
+    settings: QuarantineSettings,
+  ): Promise<Set<string>>;
+}
+
+/** Uploads and their processing state: the work queue of the ingestion worker. */
+export interface UploadRecords {
+  create(values: {
+    id: string;
+    organizationId: string;
+    repositoryId: string;
+    clientVersion: string | null;
+    createdAt: number;
+    urlExpiresAt: number;
+  }): Promise<void>;
+  find(id: string, organizationId?: string): Promise<UploadRecord | undefined>;
+  markReceived(
+    id: string,
+    values: { bundlePath: string; bundleBytes: number; contentHash: string; receivedAt: number },
+  ): Promise<boolean>;
+  claimBatch(now: number, leaseUntil: number, limit: number): Promise<UploadRecord[]>;
+  extendLease(upload: ClaimedUpload, leaseUntil: number): Promise<boolean>;
+  findDuplicate(upload: UploadRecord): Promise<string | undefined>;
+  markProcessed(
+    trx: StoreTransaction,
+    upload: ClaimedUpload,
+    outcome: UploadOutcome,
+    now: number,
+    duplicateOf?: string | null,
+  ): Promise<void>;
+  markFailed(key: number, reason: string, now: number, fileErrors?: FileError[]): Promise<void>;
+  sameCommit(
+    trx: StoreTransaction,
+    repositoryId: string,
+    commitShas: readonly string[],
+  ): Promise<{ key: number; commitSha: string; uploadedAt: number }[]>;
+  list(
+    repositoryId: string,
+    offset: number,
+    limit: number,
+  ): Promise<{ total: number; uploads: UploadRecord[] }>;
+  forgetBundle(keys: number | readonly number[]): Promise<void>;
+  /** Retention: bundles of uploads done before `before`. */
+  oldBundles(before: number, limit?: number): Promise<{ key: number; bundlePath: string }[]>;
+  deleteExpiredUnused(now: number): Promise<number>;
+}
+
+/** The write side of ingestion: tests, runs, aggregates and classifications. */
+export interface IngestRecords {
+  ensureTestCases(
+    repositoryId: string,
+    cases: readonly NewTestCase[],
+    now: number,
+  ): Promise<Map<string, number>>;
+  insertRunsNow(rows: readonly RunRow[]): Promise<void>;
+  deleteRuns(uploadKey: number, fileIndex?: number): Promise<void>;
+  transaction<T>(repositoryId: string, work: (tx: IngestTransaction) => Promise<T>): Promise<T>;
+  aggregateUploads(
+    trx: StoreTransaction,
+    repositoryId: string,
+    uploads: readonly AggregatedUpload[],
+  ): Promise<void>;
+  candidatesOfUploads(
+    trx: StoreTransaction,
+    uploadKeys: readonly number[],
+    failedSince: number,
+  ): Promise<ClassificationCandidate[]>;
+  activeCandidates(
+    trx: StoreTransaction,
+    repositoryId: string,
+    failedSince?: number,
+  ): Promise<ClassificationCandidate[]>;
+  repositoriesWithActiveMonitors(): Promise<string[]>;
+  runsForClassification(
+    trx: StoreTransaction,
+    testKeys: readonly number[],
+    since: number,
+    commitUploads: readonly number[],
+    currentUploads: readonly number[],
+  ): Promise<Map<number, StoredRun[]>>;
+  applyClassifications(
+    trx: StoreTransaction,
+    updates: readonly ClassificationUpdate[],
+  ): Promise<void>;
+  /** Retention: runs, then aggregates, older than `before`. */
+  pruneRuns(before: number, batch?: number): Promise<number>;
+  pruneAggregates(before: number): Promise<void>;
+}
