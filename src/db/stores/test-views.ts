@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable } from "kysely";
 import type { DialectName } from "../connection.js";
+import { sqlDialect } from "../dialect.js";
 import type { Database, TestCasesTable } from "../schema.js";
 
 export type TestCaseRow = Selectable<TestCasesTable>;
@@ -112,7 +113,7 @@ export class TestViewStore {
     const weekFrom = now - 7 * DAY;
     const dayFrom = now - DAY;
     const [weekHour, dayHour] = [ceilHour(weekFrom), ceilHour(dayFrom)];
-    const notExcluded = this.dialect === "postgres" ? sql`false` : sql`0`;
+    const notExcluded = sqlDialect(this.dialect).false;
     const rawRuns = (from: number, to: number, inDay: number) => sql`
       select r.test_key, ${sql.lit(inDay)} as in_day,
         case when r.status = 'passed' then 1 else 0 end as passed,
