@@ -48,6 +48,15 @@ export interface SqlDialect {
    */
   lockKey(trx: Transaction<Database>, key: string): Promise<void>;
   /**
+   * One transaction whose commit does not wait for the disk (see `relaxed.ts`): PostgreSQL sets
+   * `synchronous_commit = off` for it; SQLite holds the connection, lowers `synchronous` to
+   * NORMAL around it and restores FULL after, so no other write commits under the relaxed setting.
+   */
+  relaxedTransaction<T>(
+    db: Kysely<Database>,
+    work: (trx: Transaction<Database>) => Promise<T>,
+  ): Promise<T>;
+  /**
    * Runs reads with no parallel workers: on PostgreSQL in a transaction that disables them
    * (short scans cost less than starting workers on a busy machine); on SQLite as they are.
    */
@@ -70,6 +79,11 @@ const postgres: SqlDialect = {
   lockKey: async (trx, key) => {
     await sql`select pg_advisory_xact_lock(hashtext(${key}))`.execute(trx);
   },
+  relaxedTransaction: (db, work) =>
+    db.transaction().execute(async (trx) => {
+      await sql`set local synchronous_commit = off`.execute(trx);
+      return work(trx);
+    }),
   withoutParallelWorkers: (db, work) =>
     db.transaction().execute(async (trx) => {
       await sql`set local max_parallel_workers_per_gather = 0`.execute(trx);
@@ -88,6 +102,15 @@ const sqlite: SqlDialect = {
   forUpdateSkipLocked: (query) => query,
   forNoKeyUpdate: (query) => query,
   lockKey: () => Promise.resolve(),
+  relaxedTransaction: (db, work) =>
+    db.connection().execute(async (connection) => {
+      await sql`pragma synchronous = NORMAL`.execute(connection);
+      try {
+        return await connection.transaction().execute(work);
+      } finally {
+        await sql`pragma synchronous = FULL`.execute(connection);
+      }
+    }),
   withoutParallelWorkers: (db, work) => work(db),
 };
 
