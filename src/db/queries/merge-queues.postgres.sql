@@ -41,8 +41,8 @@ select "merge_queues"."id", "merge_queues"."target_branch", "repositories"."orga
   order by "repositories"."lookup_key", "merge_queues"."target_branch";
 
 -- MergeQueueStore.insert(queue)
-insert into "merge_queues" ("id", "repository_id", "target_branch", "created_at", "updated_at", "state", "pending_mode", "can_optimistically_merge", "batch", "comments_enabled", "commands_enabled", "create_prs_for_testing_branches", "status_check_enabled", "extension_enabled", "label_commands_enabled", "state_labels_enabled")
-  values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+insert into "merge_queues" ("id", "repository_id", "target_branch", "created_at", "updated_at", "state", "mode", "pending_mode", "concurrency", "bisection_concurrency", "testing_timeout_minutes", "pending_failure_depth", "can_optimistically_merge", "batch", "batching_max_wait_time_minutes", "batching_min_size", "merge_method", "comments_enabled", "commands_enabled", "create_prs_for_testing_branches", "status_check_enabled", "direct_merge_mode", "optimization_mode", "required_statuses", "extension_enabled", "enqueueing_label", "label_commands_enabled", "state_labels_enabled", "not_ready_timeout_hours", "speculation_threshold_percent")
+  values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)
   on conflict ("repository_id", "target_branch") do nothing
   returning "id";
 
@@ -54,8 +54,8 @@ select "merge_queues".*
   where "repositories"."organization_id" = $1 and "repositories"."lookup_key" = $2 and "merge_queues"."target_branch" = $3
   for update of "merge_queues";
 update "merge_queues"
-  set "can_optimistically_merge" = $1, "batch" = $2, "comments_enabled" = $3, "commands_enabled" = $4, "create_prs_for_testing_branches" = $5, "status_check_enabled" = $6, "required_statuses" = $7, "extension_enabled" = $8, "label_commands_enabled" = $9, "state_labels_enabled" = $10, "updated_at" = $11, "version" = $12
-  where "id" = $13
+  set "state" = $1, "mode" = $2, "pending_mode" = $3, "concurrency" = $4, "bisection_concurrency" = $5, "testing_timeout_minutes" = $6, "pending_failure_depth" = $7, "can_optimistically_merge" = $8, "batch" = $9, "batching_max_wait_time_minutes" = $10, "batching_min_size" = $11, "merge_method" = $12, "comments_enabled" = $13, "commands_enabled" = $14, "create_prs_for_testing_branches" = $15, "status_check_enabled" = $16, "direct_merge_mode" = $17, "optimization_mode" = $18, "required_statuses" = $19, "extension_enabled" = $20, "enqueueing_label" = $21, "label_commands_enabled" = $22, "state_labels_enabled" = $23, "not_ready_timeout_hours" = $24, "speculation_threshold_percent" = $25, "updated_at" = $26, "version" = $27
+  where "id" = $28
   returning *;
 commit;
 
@@ -66,8 +66,8 @@ select *
 
 -- MergeQueueStore.setConfiguration(id, configuration, now)
 update "merge_queues"
-  set "state" = $1, "pending_mode" = $2, "can_optimistically_merge" = $3, "batch" = $4, "comments_enabled" = $5, "commands_enabled" = $6, "create_prs_for_testing_branches" = $7, "status_check_enabled" = $8, "extension_enabled" = $9, "label_commands_enabled" = $10, "state_labels_enabled" = $11, "updated_at" = $12, "version" = "version" + $13
-  where "id" = $14;
+  set "state" = $1, "mode" = $2, "pending_mode" = $3, "concurrency" = $4, "bisection_concurrency" = $5, "testing_timeout_minutes" = $6, "pending_failure_depth" = $7, "can_optimistically_merge" = $8, "batch" = $9, "batching_max_wait_time_minutes" = $10, "batching_min_size" = $11, "merge_method" = $12, "comments_enabled" = $13, "commands_enabled" = $14, "create_prs_for_testing_branches" = $15, "status_check_enabled" = $16, "direct_merge_mode" = $17, "optimization_mode" = $18, "required_statuses" = $19, "extension_enabled" = $20, "enqueueing_label" = $21, "label_commands_enabled" = $22, "state_labels_enabled" = $23, "not_ready_timeout_hours" = $24, "speculation_threshold_percent" = $25, "updated_at" = $26, "version" = "version" + $27
+  where "id" = $28;
 
 -- MergeQueueStore.delete(id)
 delete

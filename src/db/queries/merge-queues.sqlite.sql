@@ -41,8 +41,8 @@ select "merge_queues"."id", "merge_queues"."target_branch", "repositories"."orga
   order by "repositories"."lookup_key", "merge_queues"."target_branch";
 
 -- MergeQueueStore.insert(queue)
-insert into "merge_queues" ("id", "repository_id", "target_branch", "created_at", "updated_at", "state", "pending_mode", "can_optimistically_merge", "batch", "comments_enabled", "commands_enabled", "create_prs_for_testing_branches", "status_check_enabled", "extension_enabled", "label_commands_enabled", "state_labels_enabled")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+insert into "merge_queues" ("id", "repository_id", "target_branch", "created_at", "updated_at", "state", "mode", "pending_mode", "concurrency", "bisection_concurrency", "testing_timeout_minutes", "pending_failure_depth", "can_optimistically_merge", "batch", "batching_max_wait_time_minutes", "batching_min_size", "merge_method", "comments_enabled", "commands_enabled", "create_prs_for_testing_branches", "status_check_enabled", "direct_merge_mode", "optimization_mode", "required_statuses", "extension_enabled", "enqueueing_label", "label_commands_enabled", "state_labels_enabled", "not_ready_timeout_hours", "speculation_threshold_percent")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   on conflict ("repository_id", "target_branch") do nothing
   returning "id";
 
@@ -53,7 +53,7 @@ select "merge_queues".*
   inner join "repositories" on "repositories"."id" = "merge_queues"."repository_id"
   where "repositories"."organization_id" = ? and "repositories"."lookup_key" = ? and "merge_queues"."target_branch" = ?;
 update "merge_queues"
-  set "can_optimistically_merge" = ?, "batch" = ?, "comments_enabled" = ?, "commands_enabled" = ?, "create_prs_for_testing_branches" = ?, "status_check_enabled" = ?, "required_statuses" = ?, "extension_enabled" = ?, "label_commands_enabled" = ?, "state_labels_enabled" = ?, "updated_at" = ?, "version" = ?
+  set "state" = ?, "mode" = ?, "pending_mode" = ?, "concurrency" = ?, "bisection_concurrency" = ?, "testing_timeout_minutes" = ?, "pending_failure_depth" = ?, "can_optimistically_merge" = ?, "batch" = ?, "batching_max_wait_time_minutes" = ?, "batching_min_size" = ?, "merge_method" = ?, "comments_enabled" = ?, "commands_enabled" = ?, "create_prs_for_testing_branches" = ?, "status_check_enabled" = ?, "direct_merge_mode" = ?, "optimization_mode" = ?, "required_statuses" = ?, "extension_enabled" = ?, "enqueueing_label" = ?, "label_commands_enabled" = ?, "state_labels_enabled" = ?, "not_ready_timeout_hours" = ?, "speculation_threshold_percent" = ?, "updated_at" = ?, "version" = ?
   where "id" = ?
   returning *;
 commit;
@@ -65,7 +65,7 @@ select *
 
 -- MergeQueueStore.setConfiguration(id, configuration, now)
 update "merge_queues"
-  set "state" = ?, "pending_mode" = ?, "can_optimistically_merge" = ?, "batch" = ?, "comments_enabled" = ?, "commands_enabled" = ?, "create_prs_for_testing_branches" = ?, "status_check_enabled" = ?, "extension_enabled" = ?, "label_commands_enabled" = ?, "state_labels_enabled" = ?, "updated_at" = ?, "version" = "version" + ?
+  set "state" = ?, "mode" = ?, "pending_mode" = ?, "concurrency" = ?, "bisection_concurrency" = ?, "testing_timeout_minutes" = ?, "pending_failure_depth" = ?, "can_optimistically_merge" = ?, "batch" = ?, "batching_max_wait_time_minutes" = ?, "batching_min_size" = ?, "merge_method" = ?, "comments_enabled" = ?, "commands_enabled" = ?, "create_prs_for_testing_branches" = ?, "status_check_enabled" = ?, "direct_merge_mode" = ?, "optimization_mode" = ?, "required_statuses" = ?, "extension_enabled" = ?, "enqueueing_label" = ?, "label_commands_enabled" = ?, "state_labels_enabled" = ?, "not_ready_timeout_hours" = ?, "speculation_threshold_percent" = ?, "updated_at" = ?, "version" = "version" + ?
   where "id" = ?;
 
 -- MergeQueueStore.delete(id)

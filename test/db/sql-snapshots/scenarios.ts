@@ -15,6 +15,7 @@ import { TestListStore } from "../../../src/db/stores/test-lists.js";
 import { TestSettingsStore } from "../../../src/db/stores/test-settings.js";
 import { TestViewStore } from "../../../src/db/stores/test-views.js";
 import { UploadStore } from "../../../src/db/stores/uploads.js";
+import { DEFAULT_QUEUE_SETTINGS } from "../../../src/mergequeue/settings.js";
 import type { Answer } from "./recorder.js";
 
 /**
@@ -71,6 +72,7 @@ const QUEUE_ID = "queue-1";
 const REPO = { host: "local", owner: "acme", name: "widgets" };
 const OWNED_REPO = { ...REPO, organizationId: ORG };
 const QUARANTINE = { quarantiningEnabled: true, autoQuarantine: true };
+const CONFIGURATION = { ...DEFAULT_QUEUE_SETTINGS, state: "running" as const, pendingMode: null };
 
 /** Answers statements whose SQL matches `pattern` with `rows`, the others with none. */
 function when(...rules: [pattern: RegExp, rows: Record<string, unknown>[]][]): Answer {
@@ -261,7 +263,7 @@ export const SCENARIOS: StoreScenario[] = [
                 from: "pending",
                 to: "testing",
                 reason: "started",
-                actor: { kind: "system" } as never,
+                actor: { kind: "queue" },
                 runId: "run-1",
                 detail: null,
               },
@@ -270,7 +272,7 @@ export const SCENARIOS: StoreScenario[] = [
               {
                 id: "run-1",
                 queueId: QUEUE_ID,
-                kind: "test" as never,
+                kind: "main",
                 status: "running",
                 baseSha: "b".repeat(40),
                 testBranch: "mainline/test/run-1",
@@ -363,19 +365,18 @@ export const SCENARIOS: StoreScenario[] = [
             repositoryId: REPO_ID,
             targetBranch: "main",
             createdAt: NOW,
-            configuration: { state: "running", pendingMode: null } as never,
+            configuration: CONFIGURATION,
           }),
       },
       {
         method: "modify",
         answer: () => [QUEUE_ROW],
-        run: (s) => s.modify(ORG, REPO, "main", NOW, (current) => current.configuration),
+        run: (s) => s.modify(ORG, REPO, "main", NOW, () => CONFIGURATION),
       },
       { method: "findById", run: (s) => s.findById(QUEUE_ID) },
       {
         method: "setConfiguration",
-        run: (s) =>
-          s.setConfiguration(QUEUE_ID, { state: "running", pendingMode: null } as never, NOW),
+        run: (s) => s.setConfiguration(QUEUE_ID, CONFIGURATION, NOW),
       },
       { method: "delete", run: (s) => s.delete(QUEUE_ID) },
     ],
