@@ -13,6 +13,16 @@ select "key", "id"
   where "repository_id" = $1 and "id" in ($2);
 
 -- TestIngestStore.insertRunsNow(rows)
+-- one run
+begin;
+set local synchronous_commit = off;
+insert into test_runs (test_key, upload_key, file_index, at, status, attempt, duration_ms, failure_signature, failure_summary, failure_text)
+select *
+  from unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::text[]);
+commit;
+
+-- TestIngestStore.insertRunsNow(rows)
+-- 51 runs (SQLite: 50 per statement, then one by one)
 begin;
 set local synchronous_commit = off;
 insert into test_runs (test_key, upload_key, file_index, at, status, attempt, duration_ms, failure_signature, failure_summary, failure_text)

@@ -550,7 +550,13 @@ export const SCENARIOS: StoreScenario[] = [
             NOW,
           ),
       },
-      { method: "insertRunsNow", run: (s) => s.insertRunsNow([RUN]) },
+      { method: "insertRunsNow", variant: "one run", run: (s) => s.insertRunsNow([RUN]) },
+      {
+        method: "insertRunsNow",
+        variant: "51 runs (SQLite: 50 per statement, then one by one)",
+        run: (s) =>
+          s.insertRunsNow(Array.from({ length: 51 }, (_, i) => ({ ...RUN, testKey: i + 1 }))),
+      },
       { method: "deleteRuns", variant: "an upload", run: (s) => s.deleteRuns(10) },
       { method: "deleteRuns", variant: "one file", run: (s) => s.deleteRuns(10, 2) },
       {
