@@ -1,5 +1,6 @@
-import { sql, type Kysely, type Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { DialectName } from "./connection.js";
+import { sqlDialect } from "./dialect.js";
 import type { Database } from "./schema.js";
 
 /**
@@ -12,23 +13,10 @@ import type { Database } from "./schema.js";
  * On SQLite the connection is held throughout, so no other write commits under the relaxed
  * setting. Inside `work` use only the transaction it is given (the connection is taken).
  */
-export async function relaxedTransaction<T>(
+export function relaxedTransaction<T>(
   db: Kysely<Database>,
   dialect: DialectName,
   work: (trx: Transaction<Database>) => Promise<T>,
 ): Promise<T> {
-  if (dialect === "postgres") {
-    return db.transaction().execute(async (trx) => {
-      await sql`set local synchronous_commit = off`.execute(trx);
-      return work(trx);
-    });
-  }
-  return db.connection().execute(async (connection) => {
-    await sql`pragma synchronous = NORMAL`.execute(connection);
-    try {
-      return await connection.transaction().execute(work);
-    } finally {
-      await sql`pragma synchronous = FULL`.execute(connection);
-    }
-  });
+  return sqlDialect(dialect).relaxedTransaction(db, work);
 }

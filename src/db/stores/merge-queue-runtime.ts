@@ -12,6 +12,7 @@ import type {
   TransitionRecord,
 } from "../../mergequeue/records.js";
 import type { DialectName } from "../connection.js";
+import { sqlDialect } from "../dialect.js";
 import type {
   Database,
   MqCommandsTable,
@@ -285,7 +286,7 @@ export class MergeQueueRuntimeStore implements RuntimeStore {
         .selectFrom("mqRuntime")
         .select("leaseEpoch")
         .where("queueId", "=", step.queueId)
-        .$if(this.dialect === "postgres", (qb) => qb.forUpdate())
+        .$call((qb) => sqlDialect(this.dialect).forUpdate(qb))
         .executeTakeFirst();
       if (runtime?.leaseEpoch !== step.epoch) return false;
       await trx

@@ -8,6 +8,7 @@ import type {
   QueueState,
 } from "../../mergequeue/settings.js";
 import type { DialectName } from "../connection.js";
+import { sqlDialect } from "../dialect.js";
 import { precompile, type PrecompiledQuery } from "../precompiled.js";
 import type { Database, MergeQueuesTable } from "../schema.js";
 import { repositoryLookupKey, type RepoRef } from "./repositories.js";
@@ -281,7 +282,7 @@ export class MergeQueueStore {
         repositoryLookupKey(repo),
         targetBranch,
       )
-        .$if(this.dialect === "postgres", (qb) => qb.forUpdate("mergeQueues"))
+        .$call((qb) => sqlDialect(this.dialect).forUpdate(qb, "mergeQueues"))
         .executeTakeFirst();
       if (!row) return undefined;
       const current = toRecord(row);

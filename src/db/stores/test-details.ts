@@ -1,6 +1,7 @@
 import { sql, type Kysely } from "kysely";
 import type { RepositoryTestSettings } from "../../testhealth/settings.js";
 import type { DialectName } from "../connection.js";
+import { sqlDialect } from "../dialect.js";
 import { repositoryLookupKey, type Repository } from "./repositories.js";
 import type { Database } from "../schema.js";
 import { TestSettingsStore, type StoredTestSettings } from "./test-settings.js";
@@ -143,7 +144,7 @@ export class TestDetailsStore implements TestDetailRecords {
         .selectFrom("testCases")
         .selectAll()
         .where("key", "=", testKey)
-        .$if(this.dialect === "postgres", (qb) => qb.forNoKeyUpdate())
+        .$call((qb) => sqlDialect(this.dialect).forNoKeyUpdate(qb))
         .executeTakeFirst();
       if (!current) return undefined;
       if (current.ticket === change.ticket) return current;
@@ -179,11 +180,7 @@ export class TestDetailsStore implements TestDetailRecords {
     change: (current: StoredTestSettings) => RepositoryTestSettings,
   ): Promise<StoredTestSettings> {
     return this.db.transaction().execute(async (trx) => {
-      if (this.dialect === "postgres") {
-        await sql`select pg_advisory_xact_lock(hashtext(${`test-settings:${repositoryId}`}))`.execute(
-          trx,
-        );
-      }
+      await sqlDialect(this.dialect).lockKey(trx, `test-settings:${repositoryId}`);
       const store = new TestSettingsStore(trx);
       const current = await store.get(repositoryId);
       const next = change(current);

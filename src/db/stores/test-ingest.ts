@@ -1,6 +1,7 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from "kysely";
 import type BetterSqlite3 from "better-sqlite3";
 import type { DatabaseHandle, DialectName } from "../connection.js";
+import { sqlDialect } from "../dialect.js";
 import { relaxedTransaction } from "../relaxed.js";
 import type { Database } from "../schema.js";
 import { QUEUE_RUNNER_CLIENT } from "../../testhealth/runs.js";
@@ -243,17 +244,13 @@ export class TestIngestStore implements IngestRecords {
     work: (tx: IngestTransaction) => Promise<T>,
   ): Promise<T> {
     return relaxedTransaction(this.db, this.dialect, async (trx) => {
-      if (this.dialect === "postgres") {
-        await sql`select pg_advisory_xact_lock(hashtext(${`test-health:${repositoryId}`}))`.execute(
-          trx,
-        );
-      }
+      await sqlDialect(this.dialect).lockKey(trx, `test-health:${repositoryId}`);
       return work({ trx, insertRuns: (rows) => this.insertRunsIn(trx, rows) });
     });
   }
 
   private greatest(a: RawBuilder<unknown>, b: RawBuilder<unknown>): RawBuilder<number> {
-    return this.dialect === "postgres" ? sql`greatest(${a}, ${b})` : sql`max(${a}, ${b})`;
+    return sqlDialect(this.dialect).greatest(a, b);
   }
 
   /** `aggregateUploads` of one upload. */
@@ -420,7 +417,7 @@ export class TestIngestStore implements IngestRecords {
   }
 
   private true(): RawBuilder<unknown> {
-    return this.dialect === "postgres" ? sql`true` : sql`1`;
+    return sqlDialect(this.dialect).true;
   }
 
   /**
@@ -547,9 +544,10 @@ export class TestIngestStore implements IngestRecords {
   async pruneRuns(before: number, batch = 50_000): Promise<number> {
     let total = 0;
     for (;;) {
+      const row = sqlDialect(this.dialect).rowAddress;
       const result = await sql`
-        delete from test_runs where ${sql.raw(this.dialect === "postgres" ? "ctid" : "rowid")} in (
-          select ${sql.raw(this.dialect === "postgres" ? "ctid" : "rowid")} from test_runs
+        delete from test_runs where ${row} in (
+          select ${row} from test_runs
           where at < ${before} limit ${batch})`.execute(this.db);
       const deleted = Number(result.numAffectedRows ?? 0n);
       total += deleted;

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type RawBuilder } from "kysely";
 import type { QuarantineSettings } from "../../testhealth/quarantine.js";
 import type { DialectName } from "../connection.js";
+import { sqlDialect } from "../dialect.js";
 import type { Database } from "../schema.js";
 import { quarantinedWhere } from "./test-cases.js";
 import type {
@@ -272,11 +273,7 @@ export class TestListStore implements TestListRecords {
    * scans here take a few milliseconds, less than starting workers does on a busy machine.
    */
   private async reading<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T> {
-    if (this.dialect !== "postgres") return work(this.db);
-    return this.db.transaction().execute(async (trx) => {
-      await sql`set local max_parallel_workers_per_gather = 0`.execute(trx);
-      return work(trx);
-    });
+    return sqlDialect(this.dialect).withoutParallelWorkers(this.db, work);
   }
 
   private repositoryFailures(repositoryId: string): RepositoryFailures {
@@ -330,12 +327,9 @@ export class TestListStore implements TestListRecords {
         stale.push(row.unit);
       }
     }
-    const arrays =
-      this.dialect === "postgres"
-        ? sql`json_agg(test_key order by test_key) as tests,
-            json_agg(failed + excluded_failed order by test_key) as failures`
-        : sql`json_group_array(test_key) as tests,
-            json_group_array(failed + excluded_failed) as failures`;
+    const dialect = sqlDialect(this.dialect);
+    const arrays = sql`${dialect.jsonArrayAgg(sql`test_key`, sql`test_key`)} as tests,
+      ${dialect.jsonArrayAgg(sql`failed + excluded_failed`, sql`test_key`)} as failures`;
     for (let at = 0; at < stale.length; at += KEY_CHUNK) {
       // The range lets PostgreSQL seek in the index; the list filters.
       const chunk = stale.slice(at, at + KEY_CHUNK);

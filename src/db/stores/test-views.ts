@@ -1,7 +1,8 @@
 import { sql, type Kysely } from "kysely";
 import type { FailureGroupRow, TestCaseRow, TestFigures } from "../../testhealth/records.js";
 import type { DialectName } from "../connection.js";
-import type { Database } from "../schema.js";
+import { sqlDialect } from "../dialect.js";
+import type { Database, TestCasesTable } from "../schema.js";
 import type { TestViewRecords } from "../../testhealth/ports.js";
 
 export type { FailureGroupRow, TestCaseRow, TestFigures };
@@ -97,7 +98,7 @@ export class TestViewStore implements TestViewRecords {
     const weekFrom = now - 7 * DAY;
     const dayFrom = now - DAY;
     const [weekHour, dayHour] = [ceilHour(weekFrom), ceilHour(dayFrom)];
-    const notExcluded = this.dialect === "postgres" ? sql`false` : sql`0`;
+    const notExcluded = sqlDialect(this.dialect).false;
     const rawRuns = (from: number, to: number, inDay: number) => sql`
       select r.test_key, ${sql.lit(inDay)} as in_day,
         case when r.status = 'passed' then 1 else 0 end as passed,

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import type { DialectName } from "../connection.js";
+import { sqlDialect } from "../dialect.js";
 import { relaxedTransaction } from "../relaxed.js";
 import type { Database, UploadsTable } from "../schema.js";
 import {
@@ -143,16 +144,14 @@ export class UploadStore implements UploadRecords {
         .limit(limit - 1);
     const rows = await relaxedTransaction(this.db, this.dialect, async (trx) => {
       const firstQuery = ready(trx);
-      const first = await (
-        this.dialect === "postgres" ? firstQuery.forUpdate().skipLocked() : firstQuery
-      ).executeTakeFirst();
+      const first = await sqlDialect(this.dialect)
+        .forUpdateSkipLocked(firstQuery)
+        .executeTakeFirst();
       if (!first) return [];
       const keys = [first.key];
       if (first.attempts === 0 && limit > 1) {
         const more = companions(trx, first);
-        const found = await (
-          this.dialect === "postgres" ? more.forUpdate().skipLocked() : more
-        ).execute();
+        const found = await sqlDialect(this.dialect).forUpdateSkipLocked(more).execute();
         keys.push(...found.map((r) => r.key));
       }
       return claim(trx, keys);
