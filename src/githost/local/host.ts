@@ -136,7 +136,8 @@ export class LocalGitHost implements GitHost {
     head: string,
     between: ReadonlyMap<string, string>,
   ): Promise<{ number: number; headSha: string }[]> {
-    if (between.size === 0) return [];
+    // Its own head branch is always among them: only others need the list of open PRs.
+    if (![...between.values()].some((tip) => tip !== head)) return [];
     const contains: { number: number; headSha: string }[] = [];
     for (const other of await this.options.pullRequests.listOpen(repo)) {
       if (other.number === record.number || other.baseBranch !== record.baseBranch) continue;
