@@ -466,6 +466,30 @@ interface DatabaseResult {
   operations: OperationResult[];
   errorExamples: Record<string, string>;
   pass: boolean;
+  /**
+   * Seconds after the load until every submission the paused queue acknowledged was in it
+   * (submissions are answered once stored; the driver applies them after).
+   */
+  pausedQueueSettledSeconds?: number;
+}
+
+/**
+ * Waits until the paused queue holds every pull request it acknowledged (none lost), and says
+ * how long after the load that was; throws after a minute.
+ */
+async function settled(api: Api, acknowledged: number): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    const queue = await api.call<{ enqueuedPullRequests: unknown[] }>("getQueue", PAUSED_QUEUE);
+    const held = queue.enqueuedPullRequests.length;
+    if (held === acknowledged) return (performance.now() - started) / 1000;
+    if (held > acknowledged || performance.now() - started > 60_000) {
+      throw new Error(
+        `the paused queue holds ${String(held)} of ${String(acknowledged)} acknowledged pull requests`,
+      );
+    }
+    await delay(100);
+  }
 }
 
 const oneDecimal = (value: number): number => Math.round(value * 10) / 10;
@@ -523,6 +547,11 @@ function print(result: DatabaseResult): void {
       [0, 7],
     ),
   );
+  if (result.pausedQueueSettledSeconds !== undefined) {
+    say(
+      `  every acknowledged submission was in the paused queue ${result.pausedQueueSettledSeconds.toFixed(1)} s after the load`,
+    );
+  }
   for (const [op, example] of Object.entries(result.errorExamples))
     say(`  errors, ${op}: ${example}`);
 }
@@ -554,6 +583,7 @@ async function benchDatabase(
     );
     const samples = await runLoad(setup);
     const result = summarize(database, setup, samples);
+    result.pausedQueueSettledSeconds = await settled(setup.api, samples.submitted.paused);
     print(result);
     showServerOutput(`(${database})`, server.takeOutput());
     return result;

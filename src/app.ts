@@ -325,6 +325,8 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     runtime,
     commands: engine,
     clock,
+    storedPullRequest: (repo, number) =>
+      repo.host.toLowerCase() === LOCAL_HOST ? localHost.storedPullRequest(repo, number) : null,
   });
   return {
     database,

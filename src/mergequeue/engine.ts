@@ -45,7 +45,14 @@ interface CiResultCommand {
   result: CiRunResult;
 }
 
-type InboxPayload = QueueCommand | CiResultCommand;
+/**
+ * A submission answered once it was stored (`accept`): the API checked it against what the git
+ * host has stored, so the driver applies it whatever it finds now; a pull request closed or merged
+ * meanwhile shows as such in its timeline instead of refusing the command.
+ */
+type AcceptedSubmit = Extract<QueueCommand, { type: "submit" }> & { acknowledged: true };
+
+type InboxPayload = QueueCommand | AcceptedSubmit | CiResultCommand;
 
 export interface EngineLogger {
   error(message: string, error?: unknown): void;
@@ -127,6 +134,14 @@ export class MergeQueueEngine {
   >();
   /** Callers of `execute` waiting in this process, by command id: answered at the commit. */
   private readonly waiters = new Map<number, (result: CommandResult) => void>();
+  /**
+   * Submissions acknowledged by `accept` and not yet applied by a step of this process, by queue
+   * and pull request: a read of that pull request waits for them (`settled`).
+   */
+  private readonly accepted = new Map<
+    string,
+    { id: number; answered: Promise<CommandResult>; since: number }
+  >();
   /** Commands not yet stored, and whether a transaction storing earlier ones is under way. */
   private incoming: Incoming[] = [];
   private storing: Promise<void> | null = null;
@@ -186,28 +201,81 @@ export class MergeQueueEngine {
       answer = resolve;
     });
     const id = await this.store(queueId, command, answer);
-    const deadline = Date.now() + this.options.commandTimeoutMs;
     try {
-      const { answerPollMs } = this.options;
-      for (let wait = answerPollMs; ; wait = Math.min(wait * 2, Math.max(answerPollMs, 1000))) {
-        let timer: NodeJS.Timeout | undefined;
-        const result = await Promise.race([
-          answered,
-          new Promise<null>((resolve) => {
-            timer = setTimeout(resolve, wait, null);
-          }),
-        ]);
-        clearTimeout(timer);
-        if (result) return result;
-        const record = await this.deps.runtime.command(id);
-        if (record?.result) return record.result;
-        if (Date.now() > deadline) {
-          throw new Error(`the merge queue did not apply command ${id} in time`);
-        }
-        this.kick(queueId);
-      }
+      const result = await this.answerOf(queueId, id, answered, this.options.commandTimeoutMs);
+      if (result) return result;
+      throw new Error(`the merge queue did not apply command ${id} in time`);
     } finally {
       this.waiters.delete(id);
+    }
+  }
+
+  /**
+   * Stores a submission and returns once it is durable, without waiting for the driver: the
+   * caller has checked it already (the queue and the pull request exist, the pull request is
+   * open). The driver applies it at its next step; until then a read of the pull request in this
+   * process waits for it (`settled`), so that a client reads what it wrote.
+   */
+  async accept(queueId: string, command: Extract<QueueCommand, { type: "submit" }>): Promise<void> {
+    let answer!: (result: CommandResult) => void;
+    const answered = new Promise<CommandResult>((resolve) => {
+      answer = resolve;
+    });
+    const key = acceptedKey(queueId, command.prNumber);
+    const id = await this.store(queueId, { ...command, acknowledged: true }, (result) => {
+      if (this.accepted.get(key)?.id === id) this.accepted.delete(key);
+      answer(result);
+    });
+    // Forget what another process applied and nobody read (no answer reaches this one then).
+    const now = Date.now();
+    for (const [other, pending] of this.accepted) {
+      if (now - pending.since > this.options.commandTimeoutMs) {
+        this.accepted.delete(other);
+        this.waiters.delete(pending.id);
+      }
+    }
+    this.accepted.set(key, { id, answered, since: now });
+  }
+
+  /**
+   * Resolves once the submissions of a pull request acknowledged by `accept` in this process
+   * have been applied (at once when there are none), or after `commandTimeoutMs` at most.
+   */
+  async settled(queueId: string, prNumber: number): Promise<void> {
+    const key = acceptedKey(queueId, prNumber);
+    const pending = this.accepted.get(key);
+    if (!pending) return;
+    const left = pending.since + this.options.commandTimeoutMs - Date.now();
+    if (left > 0) await this.answerOf(queueId, pending.id, pending.answered, left);
+    if (this.accepted.get(key)?.id === pending.id) this.accepted.delete(key);
+  }
+
+  /**
+   * A stored command's answer: handed over by a step of this process, else read from the store
+   * (another process drives the queue, or a kick was lost), or null after `timeoutMs`.
+   */
+  private async answerOf(
+    queueId: string,
+    id: number,
+    answered: Promise<CommandResult>,
+    timeoutMs: number,
+  ): Promise<CommandResult | null> {
+    const deadline = Date.now() + timeoutMs;
+    const { answerPollMs } = this.options;
+    for (let wait = answerPollMs; ; wait = Math.min(wait * 2, Math.max(answerPollMs, 1000))) {
+      let timer: NodeJS.Timeout | undefined;
+      const result = await Promise.race([
+        answered,
+        new Promise<null>((resolve) => {
+          timer = setTimeout(resolve, wait, null);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (result) return result;
+      const record = await this.deps.runtime.command(id);
+      if (record?.result) return record.result;
+      if (Date.now() > deadline) return null;
+      this.kick(queueId);
     }
   }
 
@@ -474,6 +542,8 @@ export class MergeQueueEngine {
   }
 }
 
+const acceptedKey = (queueId: string, prNumber: number) => `${queueId}#${String(prNumber)}`;
+
 /** What one step carries out and then writes. */
 class StepWork {
   readonly transitions: TransitionRecord[] = [];
@@ -556,7 +626,9 @@ class StepWork {
             },
           };
         }
-        if (pr.state !== "open") {
+        // An acknowledged submission is applied anyway: the planner concludes it as what the
+        // pull request became (closed, merged), which its timeline shows.
+        if (pr.state !== "open" && !("acknowledged" in payload)) {
           return {
             error: {
               ok: false,

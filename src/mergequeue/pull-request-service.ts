@@ -9,6 +9,7 @@ import { ApiError } from "../lib/errors.js";
 import type { MergeQueueRecord, MergeQueueStore } from "../db/stores/merge-queues.js";
 import type { RepoRef } from "../db/stores/repositories.js";
 import type { Principal } from "../organizations/service.js";
+import type { OwnedRepoRef } from "./providers.js";
 import {
   DEFAULT_PRIORITY,
   URGENT_PRIORITY,
@@ -46,7 +47,23 @@ import type {
 /** Hands a command to the queue's engine and answers once its driver has applied it. */
 export interface CommandBus {
   execute(queueId: string, command: QueueCommand): Promise<CommandResult>;
+  /**
+   * Stores a submission already checked by the caller and returns once it is durable; the driver
+   * applies it later. Without it, submissions wait for the driver (`execute`).
+   */
+  accept?(queueId: string, command: Extract<QueueCommand, { type: "submit" }>): Promise<void>;
+  /** Resolves once the accepted submissions of a pull request have been applied. */
+  settled?(queueId: string, prNumber: number): Promise<void>;
 }
+
+/**
+ * What a git host has stored about a pull request, read without asking git: enough to check a
+ * submission before it is stored. Null when the host keeps no such record (the driver checks).
+ */
+export type StoredPullRequestLookup = (
+  repo: OwnedRepoRef,
+  number: number,
+) => Promise<{ state: "open" | "closed" | "merged" } | undefined> | null;
 
 export interface PullRequestReadiness {
   hasImpactedTargets: boolean;
@@ -248,6 +265,8 @@ export interface PullRequestServiceDeps {
   >;
   commands: CommandBus;
   clock: Clock;
+  /** Lets submissions to hosts that store their pull requests be answered once stored. */
+  storedPullRequest?: StoredPullRequestLookup;
 }
 
 /** submitPullRequest … getMergeQueueMetrics (background §trunk-api-3). */
@@ -284,13 +303,39 @@ export class PullRequestService implements QueueContents {
         );
       }
     }
-    await this.execute(queue, {
-      type: "submit",
+    const command = {
+      type: "submit" as const,
       prNumber: request.prNumber,
       priority,
       noBatch: request.noBatch ?? false,
       actor,
-    });
+    };
+    const { commands } = this.deps;
+    const stored = this.deps.storedPullRequest?.(
+      { organizationId: principal.organizationId, ...address.repo },
+      request.prNumber,
+    );
+    if (!commands.accept || !stored) {
+      await this.execute(queue, command);
+      return;
+    }
+    // Checked against what the host stored, then answered once durable (ADR 0018): what the
+    // driver finds later (conflicts, mergeability, a PR closed meanwhile) shows in its timeline.
+    const pr = await stored;
+    const { owner, name } = address.repo;
+    if (!pr) {
+      throw new ApiError(
+        "not_found",
+        `Pull request #${request.prNumber} does not exist in ${owner}/${name}.`,
+      );
+    }
+    if (pr.state !== "open") {
+      throw new ApiError(
+        "conflict",
+        `Pull request #${request.prNumber} is ${pr.state}; only open pull requests can be queued.`,
+      );
+    }
+    await commands.accept(queue.id, command);
   }
 
   async cancel(
@@ -339,6 +384,7 @@ export class PullRequestService implements QueueContents {
     includeTimeline: boolean,
   ): Promise<PullRequestView> {
     const queue = await this.require(principal, address);
+    if ("number" in pr) await this.deps.commands.settled?.(queue.id, pr.number);
     const entry =
       "number" in pr
         ? await this.deps.runtime.latestEntry(queue.id, pr.number)
@@ -364,6 +410,9 @@ export class PullRequestService implements QueueContents {
   ): Promise<{ pullRequests: PullRequestView[]; notFound: { number: number }[] }> {
     const queue = await this.require(principal, address);
     const unique = [...new Set(numbers)];
+    await Promise.all(
+      unique.map((number) => this.deps.commands.settled?.(queue.id, number) ?? Promise.resolve()),
+    );
     const entries = await Promise.all(
       unique.map((number) => this.deps.runtime.latestEntry(queue.id, number)),
     );

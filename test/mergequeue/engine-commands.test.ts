@@ -30,6 +30,15 @@ const submit = (prNumber: number): QueueCommand => ({
   actor,
 });
 
+/** A submission as `accept` takes it. */
+const submission = (prNumber: number) => ({
+  type: "submit" as const,
+  prNumber,
+  priority: null as number | null,
+  noBatch: false,
+  actor,
+});
+
 /** The real store, counting the calls the command path makes. */
 class CountingStore extends MergeQueueRuntimeStore {
   readonly calls = {
@@ -262,5 +271,58 @@ describe("the engine's command path, on a real database", () => {
       database.handle.dialect,
     ).latestEntry(QUEUE, 1);
     expect(entry?.state).toBe("cancelled");
+  });
+});
+
+describe("submissions answered once stored (accept)", () => {
+  it("answers before any step applies it; a crash right after the answer loses nothing", async () => {
+    const crashed = secondHandle();
+    const store = counting(crashed);
+    // Another process holds the lease: this one stores commands but cannot apply them.
+    expect(await store.acquireLease(QUEUE, "elsewhere", Date.now(), 60_000)).toBeTruthy();
+    const first = engine(store, crashed, { leaseMs: 60_000 });
+    await first.accept(QUEUE, { ...submission(1), priority: 10 });
+    await first.accept(QUEUE, submission(2));
+    const pending = await storedCommands();
+    expect(pending).toHaveLength(2);
+    expect(pending.every((c) => c.appliedAt === null && c.result === null)).toBe(true);
+
+    // The process dies before its driver ran; the next one (once the lease expired) applies them.
+    await crashed.close();
+    handles.splice(handles.indexOf(crashed), 1);
+    skipped = 120_000;
+    const second = engine(counting(), database.handle, { owner: "p2" });
+    second.kick(QUEUE);
+    await second.idle();
+    const active = await new MergeQueueRuntimeStore(
+      database.handle.db,
+      database.handle.dialect,
+    ).activeEntries(QUEUE);
+    expect(active.map((e) => [e.prNumber, e.priorityValue]).sort()).toEqual([
+      [1, 10],
+      [2, 100],
+    ]);
+    for (const n of [1, 2]) expect(await submissionsOf(n)).toBe(1);
+  });
+
+  it("a read waits for the accepted submission; a pull request closed meanwhile shows as cancelled", async () => {
+    const e = engine(counting(), database.handle);
+    host.updatePullRequest(repo, 3, { state: "closed" });
+    await e.accept(QUEUE, submission(3));
+    await e.accept(QUEUE, submission(4));
+    await e.settled(QUEUE, 3);
+    await e.settled(QUEUE, 4);
+    const store = new MergeQueueRuntimeStore(database.handle.db, database.handle.dialect);
+    // Applied by the time the reads return, without waiting for `idle`.
+    expect(await store.latestEntry(QUEUE, 4)).toMatchObject({ state: "pending" });
+    expect(await store.latestEntry(QUEUE, 3)).toMatchObject({
+      state: "cancelled",
+      lastReason: "pr_closed",
+    });
+    const commands = await storedCommands();
+    expect(commands.map((c) => JSON.parse(c.result ?? "null") as unknown)).toEqual([
+      { ok: true },
+      { ok: true },
+    ]);
   });
 });

@@ -47,6 +47,14 @@ export class LocalGitHost implements GitHost {
 
   constructor(private readonly options: LocalGitHostOptions) {}
 
+  /** What is stored about a pull request (no git): enough to check a submission. */
+  async storedPullRequest(
+    repo: OwnedRepoRef,
+    number: number,
+  ): Promise<Pick<LocalPullRequestRecord, "state" | "baseBranch"> | undefined> {
+    return this.options.pullRequests.find(repo, number);
+  }
+
   /**
    * A pull request as git sees it now. A head branch that no longer exists leaves nothing to
    * merge, so an open record is reported `closed` (head `""`, mergeability `unspecified`); the
@@ -56,8 +64,10 @@ export class LocalGitHost implements GitHost {
     const git = this.repository(repo);
     const record = await this.options.pullRequests.find(repo, number);
     if (!record) return undefined;
-    const head = await git.branchHead(record.headBranch);
-    const base = await git.branchHead(record.baseBranch);
+    // Both heads in one git call.
+    const heads = await branchHeads(git, [record.headBranch, record.baseBranch]);
+    const head = heads.get(record.headBranch);
+    const base = heads.get(record.baseBranch);
     const info: PullRequestInfo = {
       number,
       title: record.title,
@@ -72,30 +82,62 @@ export class LocalGitHost implements GitHost {
       draft: false,
     };
     if (head === undefined || base === undefined) return info;
-    const { merged } = await mergeStacked(git, base, head);
-    const contains = await this.stackedOn(repo, record, head, base);
+    // One git call lists the branches `head` contains and `base` does not (the stack check: it
+    // costs the same with 10 or 1,000 open pull requests) and the landed heads among them.
+    const between = await refsBetween(git, head, base);
+    const { mergeable, upToDate } = await this.mergeability(git, base, head, between.landed);
+    const contains = await this.stackedOn(repo, record, head, between.branches);
     return {
       ...info,
-      mergeability: merged.clean ? "mergeable" : "not_mergeable",
-      upToDate: await git.isAncestor(base, head),
+      mergeability: mergeable ? "mergeable" : "not_mergeable",
+      upToDate,
       ...(contains.length > 0 ? { contains } : {}),
     };
   }
 
+  /** Mergeability by (base, head, landed heads between them): what git says never changes. */
+  private readonly merges = new Map<string, Promise<{ mergeable: boolean; upToDate: boolean }>>();
+
+  /**
+   * Whether `head` merges onto `base` and already contains it. Both depend only on the two commits
+   * and the landed heads between them (`mergeStacked`), so each answer is kept: a pull request
+   * looked up again (every submission, push notice or replan) costs no merge.
+   */
+  private mergeability(
+    git: RepositoryGit,
+    base: string,
+    head: string,
+    landed: readonly string[],
+  ): Promise<{ mergeable: boolean; upToDate: boolean }> {
+    const key = `${git.gitDir}\0${base}\0${head}\0${landed.join(",")}`;
+    const known = this.merges.get(key);
+    if (known) return known;
+    const answer = (async () => {
+      const { merged } = await mergeStacked(git, base, head, undefined, landed);
+      return { mergeable: merged.clean, upToDate: await git.isAncestor(base, head) };
+    })();
+    this.merges.set(key, answer);
+    // A failed git call is not an answer; the oldest answers go first beyond the bound.
+    answer.catch(() => this.merges.delete(key));
+    if (this.merges.size > MERGEABILITY_CACHE) {
+      const oldest = this.merges.keys().next();
+      if (!oldest.done) this.merges.delete(oldest.value);
+    }
+    return answer;
+  }
+
   /**
    * The open pull requests into the same branch that this one is stacked on: their heads are in
-   * its history and not yet on the branch. The queue keeps a stack in order with this.
+   * its history and not yet on the branch (`between`). The queue keeps a stack in order with this.
    */
   private async stackedOn(
     repo: OwnedRepoRef,
     record: { number: number; baseBranch: string },
     head: string,
-    base: string,
+    between: ReadonlyMap<string, string>,
   ): Promise<{ number: number; headSha: string }[]> {
-    // One git call lists the branches `head` contains and `base` does not: a lookup costs the
-    // same with 10 or 1,000 open pull requests.
-    const between = await this.repository(repo).branchesBetween(head, base);
-    if (between.size === 0) return [];
+    // Its own head branch is always among them: only others need the list of open PRs.
+    if (![...between.values()].some((tip) => tip !== head)) return [];
     const contains: { number: number; headSha: string }[] = [];
     for (const other of await this.options.pullRequests.listOpen(repo)) {
       if (other.number === record.number || other.baseBranch !== record.baseBranch) continue;
@@ -444,8 +486,10 @@ async function mergeStacked(
   base: string,
   head: string,
   date?: string,
+  /** The landed heads `head` contains and `base` lacks, when the caller has listed them. */
+  landedBetween?: readonly string[],
 ): Promise<{ merged: TreeMerge; onto: string }> {
-  const landed = await git.refsBetween(LANDED_PREFIX, head, base);
+  const landed = landedBetween ?? (await git.refsBetween(LANDED_PREFIX, head, base));
   // The newest of them: the one no other contains (a stack's heads are all in its history).
   let newest: string | undefined;
   for (const candidate of landed) {
@@ -458,6 +502,63 @@ async function mergeStacked(
     date: date ?? (await git.commitDateOf(base)),
   });
   return { merged: await git.mergeTree(onto, head), onto };
+}
+
+/** How many mergeability answers the host keeps (a few hundred bytes each). */
+const MERGEABILITY_CACHE = 10_000;
+
+/** The tips of branches, in one git call; a branch that does not exist is absent. */
+async function branchHeads(
+  repository: RepositoryGit,
+  branches: readonly string[],
+): Promise<Map<string, string>> {
+  const refs = [...new Set(branches)].map((branch) => `refs/heads/${branch}`);
+  // A pattern also matches the refs below it (`refs/heads/a` matches `refs/heads/a/b`): only
+  // exact names count. Ref names cannot hold the characters that would make it a glob.
+  const { stdout } = await git(["for-each-ref", "--format=%(objectname) %(refname)", ...refs], {
+    gitDir: repository.gitDir,
+  });
+  const heads = new Map<string, string>();
+  for (const line of stdout.split("\n")) {
+    const space = line.indexOf(" ");
+    const ref = line.slice(space + 1);
+    if (space > 0 && refs.includes(ref))
+      heads.set(ref.slice("refs/heads/".length), line.slice(0, space));
+  }
+  return heads;
+}
+
+/**
+ * In one git call: the branches whose tips `head` contains and `base` does not, with their tips,
+ * and the landed heads (`LANDED_PREFIX`) `head` contains and `base` does not.
+ */
+async function refsBetween(
+  repository: RepositoryGit,
+  head: string,
+  base: string,
+): Promise<{ branches: Map<string, string>; landed: string[] }> {
+  const { stdout } = await git(
+    [
+      "for-each-ref",
+      "--format=%(objectname) %(refname)",
+      `--merged=${head}`,
+      `--no-merged=${base}`,
+      "refs/heads",
+      LANDED_PREFIX,
+    ],
+    { gitDir: repository.gitDir },
+  );
+  const branches = new Map<string, string>();
+  const landed = new Set<string>();
+  for (const line of stdout.split("\n")) {
+    const space = line.indexOf(" ");
+    if (space <= 0) continue;
+    const sha = line.slice(0, space);
+    const ref = line.slice(space + 1);
+    if (ref.startsWith("refs/heads/")) branches.set(ref.slice("refs/heads/".length), sha);
+    else if (ref.startsWith(LANDED_PREFIX)) landed.add(sha);
+  }
+  return { branches, landed: [...landed].sort() };
 }
 
 /**
