@@ -150,6 +150,7 @@ function registerLocalPullRequestCommands(pr: Command): void {
     .option("--base <branch>", "the branch to merge into", "main")
     .option("--title <title>", "the title (default: the head branch)")
     .option("--author <name>", "who opened it (default: $USER)")
+    .option("--description <text>", "what it is about (a squash merge's commit message has it)")
     .action(
       async (
         o: ClientOptions & {
@@ -158,6 +159,7 @@ function registerLocalPullRequestCommands(pr: Command): void {
           base: string;
           title?: string;
           author?: string;
+          description?: string;
         },
       ) => {
         const author = o.author ?? process.env.USER;
@@ -167,6 +169,7 @@ function registerLocalPullRequestCommands(pr: Command): void {
           base: o.base,
           ...(o.title === undefined ? {} : { title: o.title }),
           ...(author === undefined ? {} : { author }),
+          ...(o.description === undefined ? {} : { description: o.description }),
         });
         write(`${String(number)}\n`);
         process.stderr.write(`Opened #${String(number)}: ${o.head} into ${o.base}.\n`);
