@@ -11,6 +11,7 @@ import { localGitHost } from "./migrations/0008_local_git_host.js";
 import { speculationThreshold } from "./migrations/0009_speculation_threshold.js";
 import { ciRunOrganization } from "./migrations/0010_ci_run_organization.js";
 import { publicRepositoryIds } from "./migrations/0012_public_repository_ids.js";
+import { localPullRequestDescriptions } from "./migrations/0013_local_pull_request_descriptions.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -27,6 +28,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0009_speculation_threshold": speculationThreshold,
   "0010_ci_run_organization": ciRunOrganization,
   "0012_public_repository_ids": publicRepositoryIds,
+  "0013_local_pull_request_descriptions": localPullRequestDescriptions,
 };
 
 export interface MigrationReport {

@@ -319,6 +319,8 @@ export interface LocalPullRequestsTable {
   baseBranch: string;
   title: string;
   author: string;
+  /** `""` when it has none. */
+  description: string;
   state: string;
   mergingSha: string | null;
   mergedSha: string | null;

@@ -43,6 +43,7 @@ import type {
   RuntimeStore,
   TransitionRecord,
 } from "./records.js";
+import { waitsOf } from "./waiting.js";
 
 /** Hands a command to the queue's engine and answers once its driver has applied it. */
 export interface CommandBus {
@@ -451,7 +452,7 @@ export class PullRequestService implements QueueContents {
     const page = rows.slice(0, take);
     const last = page[page.length - 1];
     return {
-      pullRequests: page.map(toEnqueuedPullRequest),
+      pullRequests: await this.withWaits(queue.id, page.map(toEnqueuedPullRequest)),
       ...(rows.length > take && last ? { nextCursor: encodeCursor(last.seq) } : {}),
     };
   }
@@ -529,7 +530,8 @@ export class PullRequestService implements QueueContents {
 
   /** getQueue's enqueuedPullRequests: the entries that have not concluded, in queue order. */
   async enqueued(queueId: string): Promise<EnqueuedPullRequest[]> {
-    return queueOrder(await this.deps.runtime.activeEntries(queueId)).map(toEnqueuedPullRequest);
+    const entries = queueOrder(await this.deps.runtime.activeEntries(queueId));
+    return this.withWaits(queueId, entries.map(toEnqueuedPullRequest));
   }
 
   /**
@@ -569,12 +571,30 @@ export class PullRequestService implements QueueContents {
       forceEnqueued: false,
       isCurrentlySubmittedToQueue: entry.concludedAt === null,
     };
+    await this.withWaits(entry.queueId, [view]);
     if (includeTimeline) {
       // Every submission of the pull request, not only the last one.
       const history = await this.deps.runtime.pullRequestTransitions(entry.queueId, entry.prNumber);
       view.timeline = history.map(toTimelineItem);
     }
     return view;
+  }
+
+  /**
+   * Adds what pending pull requests wait for (batch forming, a bisection ahead), read from the
+   * queue's stored snapshot, which the planner keeps it in; nothing is read when none is pending.
+   */
+  private async withWaits<T extends EnqueuedPullRequest>(
+    queueId: string,
+    items: T[],
+  ): Promise<T[]> {
+    if (!items.some((item) => item.state === "pending")) return items;
+    const waits = waitsOf((await this.deps.runtime.loadSnapshot(queueId))?.snapshot);
+    for (const item of items) {
+      const waiting = waits.get(item.id);
+      if (waiting) item.waitingFor = waiting;
+    }
+    return items;
   }
 
   private async execute(queue: MergeQueueRecord, command: QueueCommand): Promise<void> {

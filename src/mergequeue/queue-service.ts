@@ -5,6 +5,7 @@ import type { MergeQueueRecord, MergeQueueStore } from "../db/stores/merge-queue
 import type { RepoRef, Repository, RepositoryStore } from "../db/stores/repositories.js";
 import type { Principal } from "../organizations/service.js";
 import type { PrState, PriorityName } from "./model.js";
+import type { WaitingFor } from "./waiting.js";
 import {
   applySettingsUpdate,
   initialConfiguration,
@@ -31,6 +32,8 @@ export interface EnqueuedPullRequest {
   usedDefaultPriorityName?: string;
   skipTheLine: boolean;
   noBatch: boolean;
+  /** A pending pull request the queue holds on purpose: what it waits for. */
+  waitingFor?: WaitingFor;
 }
 
 /** What the queue service needs to know about the pull requests of a queue. */

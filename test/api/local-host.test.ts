@@ -273,6 +273,23 @@ describe("local/openPullRequest", () => {
     expect(second).toMatchObject({ number: 2, title: "Add b", author: "bob", head: "b" });
   });
 
+  it("keeps a description (or GitHub's body) and answers it; none is the empty string", async () => {
+    const { repo, project } = await newProject();
+    for (const b of ["a", "b", "c"]) await project.branch(b, { [`numbers/${b}.txt`]: "2\n" });
+    await ok(openPr(repo, { head: "a", description: "Adds a.\n\nMore on a." }));
+    await ok(openPr(repo, { head: "b", body: "Adds b." }));
+    await ok(openPr(repo, { head: "c" }));
+    const described = (await listPrs(repo)).map((pr) => [pr.number, pr.description]);
+    expect(described).toEqual([
+      [3, ""],
+      [2, "Adds b."],
+      [1, "Adds a.\n\nMore on a."],
+    ]);
+    await project.branch("d", { "numbers/d.txt": "2\n" });
+    refused(await openPr(repo, { head: "d", description: "x", body: "y" }), 400, "body");
+    expect((await listPrs(repo)).map((pr) => pr.number)).toEqual([3, 2, 1]);
+  });
+
   it("refuses what a client gets wrong, with the field named, and opens nothing", async () => {
     const { repo, project } = await newProject();
     await project.branch("a", { "numbers/a.txt": "2\n" });
@@ -345,13 +362,23 @@ describe("the queue and the built-in CI on the local git host", () => {
   it("tests and merges a pull request: its runs, checks and logs; closing it afterwards is 409", async () => {
     const { repo, project } = await newProject();
     await project.branch("a", { "numbers/a.txt": "2\n" }, "Add a");
-    await ok(openPr(repo, { head: "a", title: "Add a" }));
+    await ok(
+      openPr(repo, {
+        head: "a",
+        title: "Add a",
+        description: "Numbers need a 2.\n\nIt is the next one.",
+      }),
+    );
     await queueAndSubmit(repo, 1);
     await waitForState(repo, 1, "merged");
 
     const [merged] = await listPrs(repo);
     expect(merged).toMatchObject({ number: 1, state: "merged" });
     expect(merged?.mergedSha).toBe(await git(project.remote, "rev-parse", "main"));
+    // Squashed (the default): the title with its number, then the description.
+    expect(await git(project.remote, "log", "-1", "--format=%B", "main")).toBe(
+      "Add a (#1)\n\nNumbers need a 2.\n\nIt is the next one.",
+    );
     const mergedRefusal = refused(
       await server.call("local/closePullRequest", { repo, number: 1 }),
       409,

@@ -471,3 +471,70 @@ describe("the OpenAPI document", () => {
     expect(paths["/v1/getMergeQueueMetrics"]?.get).toBeDefined();
   });
 });
+
+describe("waitingFor", () => {
+  interface Waiting {
+    reason: string;
+    message: string;
+    until?: string;
+    batch?: { have: number; need: number };
+  }
+  type WaitingItem = Item & { waitingFor?: Waiting };
+
+  it("a lone pull request in batching mode says the batch is forming, until the run starts", async () => {
+    const queue = await freshQueue({
+      requiredStatuses: ["test"],
+      batch: true,
+      batchingMinSize: 3,
+      batchingMaxWaitTimeMinutes: 30,
+    });
+    const pr = openPr(queue.targetBranch);
+    const before = Date.now();
+    await submit(queue, pr.number);
+    const item = await eventually(async () => {
+      const read = (await get(queue, pr.number)) as WaitingItem;
+      expect(read.waitingFor).toBeDefined();
+      return read;
+    });
+    expect(item.state).toBe("pending");
+    const waiting = item.waitingFor as Waiting;
+    expect(waiting).toMatchObject({ reason: "batch_forming", batch: { have: 1, need: 3 } });
+    // The batch starts batchingMaxWaitTimeMinutes after the pull request became ready.
+    const until = Date.parse(waiting.until ?? "");
+    expect(until).toBeGreaterThanOrEqual(before + 30 * 60_000 - 5_000);
+    expect(until).toBeLessThanOrEqual(Date.now() + 30 * 60_000);
+    expect(waiting.message).toBe(
+      `batch forming: 1 of 3, starts by ${waiting.until ?? ""} at the latest`,
+    );
+
+    // The queue's contents and the listing say the same.
+    const contents = await server.call<{ enqueuedPullRequests: WaitingItem[] }>("getQueue", queue);
+    expect(contents.body.enqueuedPullRequests[0]?.waitingFor).toEqual(waiting);
+    const listed = await server.call<{ pullRequests: WaitingItem[] }>("listPullRequests", queue);
+    expect(listed.body.pullRequests[0]?.waitingFor).toEqual(waiting);
+
+    // Two more fill the batch: it is tested, and nothing waits any more.
+    const more = [openPr(queue.targetBranch), openPr(queue.targetBranch)];
+    for (const other of more) await submit(queue, other.number);
+    await eventually(async () => {
+      const read = (await get(queue, pr.number)) as WaitingItem;
+      expect(read.state).toBe("testing");
+      expect(read).not.toHaveProperty("waitingFor");
+    });
+    for (const other of more) {
+      expect(await get(queue, other.number)).not.toHaveProperty("waitingFor");
+    }
+    const after = await server.call<{ enqueuedPullRequests: WaitingItem[] }>("getQueue", queue);
+    expect(after.body.enqueuedPullRequests.filter((p) => p.waitingFor)).toEqual([]);
+  });
+
+  it("a pull request tested on its own waits for nothing", async () => {
+    const queue = await freshQueue({ requiredStatuses: ["test"] });
+    const pr = openPr(queue.targetBranch);
+    await submit(queue, pr.number);
+    await eventually(async () => {
+      expect((await get(queue, pr.number)).state).toBe("testing");
+    });
+    expect(await get(queue, pr.number)).not.toHaveProperty("waitingFor");
+  });
+});

@@ -98,7 +98,10 @@ describe("mainline pr open|close", () => {
     const opened = succeeded(await cli("pr", "open", ...local, "--head", "x"));
     expect(opened.stdout).toBe("1\n");
     expect(opened.stderr).toContain("Opened #1: x into main.");
-    const second = await cli("pr", "open", ...local, "--head", "y", "--title", "Add y");
+    const second = await cli(
+      ...["pr", "open", ...local, "--head", "y", "--title", "Add y"],
+      ...["--description", "Adds y.\n\nBecause x needs it."],
+    );
     expect(succeeded(second).stdout).toBe("2\n");
 
     const [twice, missing, unknownRepo] = await Promise.all([
@@ -116,14 +119,18 @@ describe("mainline pr open|close", () => {
       "No pull request #9 in acme/shop",
     );
     const prs = await ok(
-      server.call<{ pullRequests: { number: number; state: string; author: string }[] }>(
-        "local/listPullRequests",
-        { repo: repoOf("shop") },
-      ),
+      server.call<{
+        pullRequests: { number: number; state: string; author: string; description: string }[];
+      }>("local/listPullRequests", { repo: repoOf("shop") }),
     );
     expect(prs.pullRequests).toEqual([
-      expect.objectContaining({ number: 2, state: "closed", author: "carol" }),
-      expect.objectContaining({ number: 1, state: "open", author: "carol" }),
+      expect.objectContaining({
+        number: 2,
+        state: "closed",
+        author: "carol",
+        description: "Adds y.\n\nBecause x needs it.",
+      }),
+      expect.objectContaining({ number: 1, state: "open", author: "carol", description: "" }),
     ]);
   });
 });

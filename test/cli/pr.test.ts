@@ -7,6 +7,7 @@ import { runCli, stopAllProcesses, type CliResult } from "../helpers/process.js"
 import { InMemoryGitHost, startEngineServer } from "../helpers/git-host.js";
 import type { TestServer } from "../helpers/server.js";
 import { failed, succeeded } from "./support.js";
+import { describeWaitingFor, localClockTime } from "../../src/cli/waiting.js";
 
 const REPO = { host: "github.com", owner: "acme", name: "app" };
 const BRANCH = "cli-main";
@@ -96,6 +97,68 @@ describe("mainline pr", () => {
     expect(text).toContain("\ntimeline\n");
     expect(text).toMatch(/^\S+ +- +not_ready +submitted +api-token:/m);
     expect(text).toMatch(/^\S+ +not_ready +pending +ready +queue/m);
+  });
+
+  it("status, list and queue get say what a waiting pull request waits for, in local time", async () => {
+    const targetBranch = "cli-batching";
+    const address = { repo: REPO, targetBranch };
+    expect((await server.call("createQueue", address)).status).toBe(200);
+    const settings = { batch: true, batchingMinSize: 3, batchingMaxWaitTimeMinutes: 30 };
+    expect((await server.call("updateQueue", { ...address, ...settings })).status).toBe(200);
+    const head = `cli/batching-${++headCounter}`;
+    const { number } = git.openPullRequest({
+      ...REPO,
+      head,
+      base: targetBranch,
+      title: "Alone",
+      author: "alice",
+    });
+    const at = ["--repo", "github.com/acme/app", "--branch", targetBranch];
+    const serverArgs = ["--url", server.url, "--token", server.token];
+    succeeded(await runCli(["pr", "submit", String(number), ...at, ...serverArgs]));
+
+    let until = "";
+    for (let i = 0; i < 100 && until === ""; i++) {
+      const read = await server.call<{ waitingFor?: { until?: string } }>(
+        "getSubmittedPullRequest",
+        { ...address, pr: { number } },
+      );
+      until = read.body.waitingFor?.until ?? "";
+      if (until === "") await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(until).not.toBe("");
+    const expected = `batch forming: 1 of 3, starts by ${localClockTime(Date.parse(until))} at the latest`;
+
+    const status = succeeded(
+      await runCli(["pr", "status", String(number), ...at, ...serverArgs]),
+    ).stdout;
+    expect(status).toMatch(/^state +pending$/m);
+    expect(status).toMatch(new RegExp(`^waitingFor +${expected.replace(/[()]/g, "\\$&")}$`, "m"));
+
+    const list = succeeded(await runCli(["pr", "list", ...at, ...serverArgs])).stdout;
+    expect(list).toContain(`pending (${expected})`);
+
+    const queue = succeeded(await runCli(["queue", "get", ...at, ...serverArgs])).stdout;
+    expect(queue).toMatch(new RegExp(`#${number} +${expected}$`, "m"));
+  });
+
+  it("words a wait on the local clock, with the date when it is not today", () => {
+    const now = new Date(2026, 0, 15, 9, 0).getTime();
+    const until = new Date(2026, 0, 15, 15, 19).toISOString();
+    const batch = { have: 1, need: 3 };
+    expect(describeWaitingFor({ reason: "batch_forming", message: "", until, batch }, now)).toBe(
+      "batch forming: 1 of 3, starts by 15:19 at the latest",
+    );
+    const tomorrow = new Date(2026, 0, 16, 0, 4).toISOString();
+    expect(
+      describeWaitingFor({ reason: "batch_forming", message: "", until: tomorrow, batch }, now),
+    ).toBe("batch forming: 1 of 3, starts by 2026-01-16 00:04 at the latest");
+    expect(
+      describeWaitingFor({ reason: "bisection_ahead", message: "", prNumbers: [4, 5] }, now),
+    ).toBe("waiting for the bisection of the batch ahead (#4, #5)");
+    expect(describeWaitingFor({ reason: "something_new", message: "as the server says" })).toBe(
+      "as the server says",
+    );
   });
 
   it("list as a table and as JSON pages", async () => {

@@ -280,6 +280,33 @@ describe("merges", () => {
     expect(hosted("rev-parse", `${result.sha}^{tree}`)).toBe(hosted("rev-parse", `${head}^{tree}`));
   });
 
+  it("squash: the PR's description after the title, then the other authors as trailers", async () => {
+    clone.commit({ branch: "feature", from: baseSha, files: { "f.txt": "f\n" }, author: ALICE });
+    const head = clone.commit({
+      branch: "feature",
+      files: { "g.txt": "g\n" },
+      author: { name: "Bob", email: "bob@example.com" },
+      message: "add g",
+    });
+    clone.push("feature");
+    const description = "Why: f and g belong together.\n\nSee the design notes.";
+    const record = records.open(repo, {
+      headBranch: "feature",
+      author: ALICE.name,
+      description: `${description}\n`,
+    });
+    const result = await host.merge(
+      mergeRequest({ number: record.number, headSha: head }, "squash"),
+    );
+    if (!result.ok) throw new Error(result.message);
+    expect(commitField(result.sha, "%B")).toBe(
+      `Title of #1\n\n${description}\n\nCo-authored-by: Bob <bob@example.com>`,
+    );
+    expect(commitField(result.sha, "%an <%ae>|%cn")).toBe(
+      `${ALICE.name} <${ALICE.email}>|Mainline`,
+    );
+  });
+
   it("rebase: replays each commit onto the base, keeping authors and messages", async () => {
     const moved = pushToMain({ "main.txt": "m\n" });
     clone.commit({

@@ -17,7 +17,13 @@ export class MemoryLocalPullRequests implements LocalPullRequestRecords {
 
   open(
     repo: OwnedRepoRef,
-    pr: { headBranch: string; baseBranch?: string; title?: string; author?: string },
+    pr: {
+      headBranch: string;
+      baseBranch?: string;
+      title?: string;
+      author?: string;
+      description?: string;
+    },
   ): LocalPullRequestRecord {
     const list = this.records.get(key(repo)) ?? [];
     const record: LocalPullRequestRecord = {
@@ -27,6 +33,7 @@ export class MemoryLocalPullRequests implements LocalPullRequestRecords {
       baseBranch: pr.baseBranch ?? "main",
       title: pr.title ?? `Change ${pr.headBranch}`,
       author: pr.author ?? "dev",
+      description: pr.description ?? "",
       state: "open",
       mergingSha: null,
       mergedSha: null,

@@ -5,6 +5,7 @@
 import { Type, type Static } from "typebox";
 import type { LocalPullRequestRecord } from "../../githost/local/records.js";
 import type { LocalHostService } from "../../githost/local/service.js";
+import { ApiError } from "../../lib/errors.js";
 import { principalOf } from "../plugins/auth.js";
 import {
   BranchName,
@@ -24,6 +25,9 @@ const LocalPullRequest = Type.Object({
   number: Type.Integer(),
   title: Type.String(),
   author: Type.String(),
+  description: Type.String({
+    description: 'What the pull request is about; `""` when none was given.',
+  }),
   head: Type.String({ description: "The branch with the changes." }),
   base: Type.String({ description: "The branch it merges into." }),
   headSha: Type.Union([Type.String(), Type.Null()], {
@@ -47,6 +51,7 @@ function present(pr: LocalPullRequestRecord, headSha: string | undefined) {
     number: pr.number,
     title: pr.title,
     author: pr.author,
+    description: pr.description,
     head: pr.headBranch,
     base: pr.baseBranch,
     headSha: headSha ?? null,
@@ -88,13 +93,26 @@ export function registerLocalHostRoutes(app: ApiApp, local: LocalHostService): v
         tags: ["Local git host"],
         summary: "Open a pull request on the local git host",
         description:
-          "Both branches must exist (push them first). A second open pull request from the same head into the same base is a 409.",
+          "Both branches must exist (push them first). A second open pull request from the same head into the same base is a 409. `description` (or `body`) is kept and, with the squash merge method, becomes the body of the commit that lands.",
         body: Type.Object({
           repo: RepoRefSchema,
           head: BranchName("The branch with the changes."),
           base: BranchName("The branch to merge into, e.g. `main`."),
           title: Type.Optional(Type.String({ maxLength: 1000 })),
           author: Type.Optional(Type.String({ maxLength: 255 })),
+          description: Type.Optional(
+            Type.String({
+              maxLength: 65536,
+              description:
+                "What the pull request is about. A squash merge puts it in the commit message, after the title.",
+            }),
+          ),
+          body: Type.Optional(
+            Type.String({
+              maxLength: 65536,
+              description: "GitHub's name for `description`; send one of the two.",
+            }),
+          ),
         }),
         response: {
           200: Type.Object({ number: Type.Integer() }),
@@ -103,8 +121,15 @@ export function registerLocalHostRoutes(app: ApiApp, local: LocalHostService): v
       },
     },
     async (request) => {
-      const { repo, ...input } = request.body;
-      const pr = await local.openPullRequest(principalOf(request), repo, input);
+      const { repo, body, description, ...input } = request.body;
+      if (body !== undefined && description !== undefined && body !== description) {
+        throw ApiError.invalid("body", "must not differ from description; send one of the two");
+      }
+      const given = description ?? body;
+      const pr = await local.openPullRequest(principalOf(request), repo, {
+        ...input,
+        ...(given === undefined ? {} : { description: given }),
+      });
       return { number: pr.number };
     },
   );

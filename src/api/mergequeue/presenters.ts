@@ -3,6 +3,7 @@ import { isoTime } from "../../lib/clock.js";
 import type { EnqueuedPullRequest } from "../../mergequeue/queue-service.js";
 import type { QueueMode, QueueSettingsPatch } from "../../mergequeue/settings.js";
 import type { Actor } from "../../mergequeue/model.js";
+import type { WaitingFor } from "../../mergequeue/waiting.js";
 import type {
   PullRequestView,
   TestingDetails,
@@ -76,6 +77,18 @@ export function presentMergeItem(pr: EnqueuedPullRequest): MergeItemBody {
     prSha: pr.prSha,
     prBaseBranch: pr.prBaseBranch,
     prAuthor: pr.prAuthor,
+    ...(pr.waitingFor === undefined ? {} : { waitingFor: presentWaiting(pr.waitingFor) }),
+  };
+}
+
+/** What a pending pull request waits for, its time in RFC 3339. */
+function presentWaiting(waiting: WaitingFor): NonNullable<MergeItemBody["waitingFor"]> {
+  return {
+    reason: waiting.reason,
+    message: waiting.message,
+    ...(waiting.until === undefined ? {} : { until: isoTime(waiting.until) }),
+    ...(waiting.batch === undefined ? {} : { batch: { ...waiting.batch } }),
+    ...(waiting.prNumbers === undefined ? {} : { prNumbers: [...waiting.prNumbers] }),
   };
 }
 

@@ -9,6 +9,7 @@ import {
   WRITABLE_QUEUE_STATES,
 } from "../../mergequeue/settings.js";
 import { PR_STATES, PRIORITY_NAMES } from "../../mergequeue/model.js";
+import { WAITING_KINDS } from "../../mergequeue/waiting.js";
 import {
   BranchName,
   CaseInsensitiveEnum,
@@ -194,6 +195,36 @@ export const MergeItemFields = {
   prSha: Type.String({ description: "Head commit of the pull request." }),
   prBaseBranch: Type.String({ description: "The branch the pull request targets." }),
   prAuthor: Type.String(),
+  waitingFor: Type.Optional(
+    Type.Object(
+      {
+        reason: OutputEnum(
+          WAITING_KINDS,
+          "`batch_forming`: the batch waits for more pull requests, until `until` at the latest; `bisection_ahead`: a failed batch ahead is being bisected, and this pull request keeps its place behind it.",
+        ),
+        message: Type.String({
+          description:
+            'In words, e.g. "batch forming: 1 of 3, starts by 2026-01-01T15:19:00.000Z at the latest".',
+        }),
+        until: Type.Optional(
+          Type.String({ format: "date-time", description: "When the wait ends at the latest." }),
+        ),
+        batch: Type.Optional(
+          Type.Object(
+            { have: Type.Integer(), need: Type.Integer() },
+            { description: "Pull requests in the forming batch, and the size it waits for." },
+          ),
+        ),
+        prNumbers: Type.Optional(
+          Type.Array(Type.Integer(), { description: "The pull requests being bisected ahead." }),
+        ),
+      },
+      {
+        description:
+          "Only on a `pending` pull request the queue holds on purpose: what it waits for. Absent once it is tested, or when it waits for nothing but a free slot.",
+      },
+    ),
+  ),
 };
 
 export const MergeItemSchema = Type.Object(MergeItemFields, {

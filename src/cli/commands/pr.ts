@@ -6,6 +6,7 @@ import { parseLocalRepoArg } from "../repo-arg.js";
 import { serverOptions } from "./repo.js";
 import type { RepoRef } from "../../db/stores/repositories.js";
 import type { LocalPullRequestView } from "../../api/local/pull-requests.js";
+import { describeWaitingFor, type WaitingForBody } from "../waiting.js";
 
 /** A pull request number: digits (a leading `#` is allowed), at most 4294967295. */
 export function parsePrNumber(value: string): number {
@@ -36,6 +37,7 @@ interface MergeItem {
   prSha?: string;
   prBaseBranch?: string;
   prAuthor?: string;
+  waitingFor?: WaitingForBody;
 }
 
 interface TimelineItem {
@@ -73,6 +75,9 @@ export function formatPullRequest(pr: PullRequestDetails): string {
     ["pr", `#${pr.prNumber ?? "?"} ${pr.prTitle ?? ""}`.trimEnd()],
     ["author", pr.prAuthor ?? ""],
     ["state", pr.state ?? ""],
+    ...(pr.waitingFor
+      ? [["waitingFor", describeWaitingFor(pr.waitingFor)] as [string, string]]
+      : []),
     ["stateChangedAt", pr.stateChangedAt ?? ""],
     ["priority", describePriority(pr)],
     ["skipTheLine", String(pr.skipTheLine)],
@@ -108,7 +113,7 @@ export function formatPullRequestList(prs: MergeItem[]): string {
     ["PR", "STATE", "PRIORITY", "CHANGED", "AUTHOR", "TITLE"],
     ...prs.map((pr) => [
       `#${pr.prNumber ?? "?"}`,
-      pr.state ?? "",
+      pr.waitingFor ? `${pr.state ?? ""} (${describeWaitingFor(pr.waitingFor)})` : (pr.state ?? ""),
       describePriority(pr),
       pr.stateChangedAt ?? "",
       pr.prAuthor ?? "",
@@ -145,6 +150,7 @@ function registerLocalPullRequestCommands(pr: Command): void {
     .option("--base <branch>", "the branch to merge into", "main")
     .option("--title <title>", "the title (default: the head branch)")
     .option("--author <name>", "who opened it (default: $USER)")
+    .option("--description <text>", "what it is about (a squash merge's commit message has it)")
     .action(
       async (
         o: ClientOptions & {
@@ -153,6 +159,7 @@ function registerLocalPullRequestCommands(pr: Command): void {
           base: string;
           title?: string;
           author?: string;
+          description?: string;
         },
       ) => {
         const author = o.author ?? process.env.USER;
@@ -162,6 +169,7 @@ function registerLocalPullRequestCommands(pr: Command): void {
           base: o.base,
           ...(o.title === undefined ? {} : { title: o.title }),
           ...(author === undefined ? {} : { author }),
+          ...(o.description === undefined ? {} : { description: o.description }),
         });
         write(`${String(number)}\n`);
         process.stderr.write(`Opened #${String(number)}: ${o.head} into ${o.base}.\n`);

@@ -2,6 +2,7 @@ import { InvalidArgumentError, Option, type Command } from "commander";
 import type { RepoRef } from "../../db/stores/repositories.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
 import { parseRepoArg } from "../repo-arg.js";
+import { describeWaitingFor, type WaitingForBody } from "../waiting.js";
 
 type Kind = "integer" | "boolean" | "text";
 
@@ -97,6 +98,12 @@ function printSettings(body: Record<string, unknown>, json: boolean | undefined)
   const queued = body.enqueuedPullRequests;
   if (Array.isArray(queued)) {
     process.stdout.write(`${"enqueued".padEnd(width)}  ${queued.length} pull request(s)\n`);
+    // Those the queue holds on purpose say what they wait for.
+    for (const pr of queued as { prNumber?: number; waitingFor?: WaitingForBody }[]) {
+      if (!pr.waitingFor) continue;
+      const label = `#${String(pr.prNumber ?? "?")}`;
+      process.stdout.write(`${label.padStart(width)}  ${describeWaitingFor(pr.waitingFor)}\n`);
+    }
   }
 }
 

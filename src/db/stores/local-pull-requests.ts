@@ -14,6 +14,7 @@ export interface OpenPullRequest {
   baseBranch: string;
   title: string;
   author: string;
+  description?: string;
   now: number;
 }
 
@@ -51,6 +52,7 @@ export class LocalPullRequestStore implements LocalPullRequestRecords {
         baseBranch: input.baseBranch,
         title: input.title,
         author: input.author,
+        description: input.description ?? "",
         state: "open",
         mergingSha: null,
         mergedSha: null,

@@ -579,13 +579,13 @@ const repositoryKey = (repo: OwnedRepoRef) =>
 /**
  * A squash commit's author and message: the author is the PR's author as its commits name them
  * (the commit author whose name or e-mail matches the PR's author, else the author of its first
- * commit); the message is the title with `(#n)`, then the PR's description (the messages of its
- * commits, as GitHub's default squash message has them, when there are several) and a
- * `Co-authored-by:` trailer for every other author of its commits.
+ * commit); the message is the title with `(#n)`, then the PR's description (when it has none,
+ * the messages of its commits, as GitHub's default squash message has them, when there are
+ * several) and a `Co-authored-by:` trailer for every other author of its commits.
  */
 export function squashMessage(
   title: string,
-  record: Pick<LocalPullRequestRecord, "author">,
+  record: Pick<LocalPullRequestRecord, "author"> & { description?: string },
   commits: CommitSummary[],
 ): { message: string; author?: { name: string; email: string } } {
   const login = record.author.toLowerCase();
@@ -600,8 +600,13 @@ export function squashMessage(
     if (other.email.toLowerCase() === author?.email.toLowerCase()) continue;
     if (!coAuthors.includes(line)) coAuthors.push(line);
   }
+  const given = record.description?.trim() ?? "";
   const description =
-    commits.length > 1 ? commits.map((commit) => `* ${commit.message}`).join("\n\n") : "";
+    given !== ""
+      ? given
+      : commits.length > 1
+        ? commits.map((commit) => `* ${commit.message}`).join("\n\n")
+        : "";
   const message = [title, description, coAuthors.join("\n")].filter((p) => p !== "").join("\n\n");
   return author ? { message, author } : { message };
 }

@@ -14,6 +14,8 @@ export interface LocalPullRequestRecord {
   baseBranch: string;
   title: string;
   author: string;
+  /** What the pull request is about, in words (`""` when none was given). */
+  description: string;
   state: LocalPullRequestState;
   /**
    * The commit the queue is landing on the base branch for this PR, written before the branch

@@ -39,6 +39,8 @@ export interface OpenPullRequestInput {
   base: string;
   title?: string | undefined;
   author?: string | undefined;
+  /** The pull request's description (GitHub's `body`). */
+  description?: string | undefined;
 }
 
 export class LocalHostService {
@@ -116,6 +118,7 @@ export class LocalHostService {
       baseBranch: base,
       title: input.title?.trim() || head,
       author: input.author?.trim() || "unknown",
+      description: input.description?.trim() ?? "",
       now: this.deps.clock.now(),
     });
   }
