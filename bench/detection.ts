@@ -8,9 +8,10 @@
  * activation and window on SQLite (the same workload unless BENCH_SWEEP_TESTS makes it smaller).
  *
  * Usage: npm run bench:detection
- *   BENCH_TESTS (2000)          tests in the repository
+ *   BENCH_TESTS (1000)          tests in the repository
  *   BENCH_DAYS (14)             simulated days
- *   BENCH_RUNS_PER_DAY (200)    CI runs a day (each: 4 shard jobs, the first on two variants)
+ *   BENCH_RUNS_PER_DAY (150)    CI runs a day (each: 4 shard jobs, the first on two variants)
+ *   BENCH_EXTERNAL_QUEUE (0)    percent of the merge queue's runs uploaded by another CI
  *   BENCH_DATABASES (sqlite)    "sqlite", "postgresql" or both, comma-separated
  *   BENCH_SWEEP (1)             0 skips the sweep
  *   BENCH_SWEEP_TESTS           tests in the sweep's workload (default BENCH_TESTS)
@@ -47,6 +48,12 @@ const RUNS_PER_DAY = integerFromEnv(
   10,
   2000,
 );
+const EXTERNAL_QUEUE = integerFromEnv(
+  "BENCH_EXTERNAL_QUEUE",
+  Math.round((DETECTION_WORKLOAD.externalQueueShare ?? 0) * 100),
+  0,
+  100,
+);
 const SWEEP = (process.env.BENCH_SWEEP ?? "1").trim() !== "0";
 const SWEEP_TESTS = integerFromEnv("BENCH_SWEEP_TESTS", TESTS, 50, 50_000);
 const DATABASES = listFromEnv("BENCH_DATABASES", "sqlite");
@@ -71,6 +78,7 @@ function workload(tests: number): DetectionWorkloadOptions {
     tests,
     days: DAYS,
     ciRunsPerDay: RUNS_PER_DAY,
+    externalQueueShare: EXTERNAL_QUEUE / 100,
     startAt: START_AT,
   };
 }
@@ -195,7 +203,7 @@ async function main(): Promise<void> {
   const results: { name: string; database: string; tests: number; report: DetectionReport }[] = [];
   for (const database of DATABASES) {
     say(
-      `defaults on ${database}: ${String(TESTS)} tests, ${String(RUNS_PER_DAY)} CI runs a day, ${String(DAYS)} days`,
+      `defaults on ${database}: ${String(TESTS)} tests, ${String(RUNS_PER_DAY)} CI runs a day, ${String(DAYS)} days, ${String(EXTERNAL_QUEUE)}% of queue runs from another CI`,
     );
     const report = await measure(database, TESTS);
     say(
@@ -242,7 +250,7 @@ async function main(): Promise<void> {
   await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
   await writeFile(
     RESULTS_FILE,
-    `${JSON.stringify({ seed: SEED, days: DAYS, ciRunsPerDay: RUNS_PER_DAY, results }, null, 2)}\n`,
+    `${JSON.stringify({ seed: SEED, days: DAYS, ciRunsPerDay: RUNS_PER_DAY, externalQueuePercent: EXTERNAL_QUEUE, results }, null, 2)}\n`,
   );
   say(`\nresults: ${path.relative(ROOT, RESULTS_FILE)}`);
 }

@@ -11,6 +11,7 @@ import { createServices } from "../../src/app.js";
 import type { DatabaseHandle } from "../../src/db/connection.js";
 import { writeBundleBuffer } from "../../src/testhealth/bundle/index.js";
 import {
+  QUEUE_CLIENT,
   generateDetectionWorkload,
   renderDetectionJunit,
   type DetectionTruth,
@@ -231,6 +232,10 @@ export async function runDetection(options: DetectionRunOptions): Promise<Detect
     if (upload.attempt > 1) count("re-runs of a failed job");
     if (upload.outage) count("infrastructure outages");
     if (upload.convicted) count("merge-queue runs of a convicted PR");
+    if (upload.kind === "mq" && upload.clientVersion !== QUEUE_CLIENT) {
+      count("merge-queue uploads from another CI");
+      if (upload.convicted) count("merge-queue runs of a convicted PR from another CI");
+    }
     if (upload.variant !== "linux") count(`uploads of variant ${upload.variant}`);
     if (upload.cases.some((c) => c.attempts.length > 1)) count("uploads with retries inside");
     for (const item of upload.cases) {

@@ -5,11 +5,13 @@
  * Each test has a truth: healthy; flaky with a failure probability; broken on main by a commit
  * and never fixed; broken by a commit and fixed by a later one; broken on one variant only; or
  * broken on one pull request's branch only (that PR reaches the merge queue, which convicts it).
- * CI runs on main, on pull-request branches and on the merge queue's test branches. Every CI run
- * is split into shard jobs (one upload each); the first shard also runs on a second variant. A
- * job with a failure is often re-run on the same commit; one shard retries failed tests inside
- * the upload (`flakyFailure` when a retry passed, `rerunFailure` when none did); a few uploads
- * are hit by an infrastructure outage that fails nearly everything.
+ * CI runs on main, on pull-request branches and on the merge queue's test branches (tested by
+ * Mainline's own runner or, for a share of them, by another CI on GitHub's queue branches, whose
+ * failures the classifier cannot leave to the queue). Every CI run is split into shard jobs (one
+ * upload each); the first shard also runs on a second variant. A job with a failure is often
+ * re-run on the same commit; one shard retries failed tests inside the upload (`flakyFailure`
+ * when a retry passed, `rerunFailure` when none did); a few uploads are hit by an
+ * infrastructure outage that fails nearly everything.
  */
 import { randomHex, seededRandom } from "../lib/seeded-random.js";
 const HOUR = 3_600_000;
@@ -39,6 +41,13 @@ export interface DetectionWorkloadOptions {
   maxReruns: number;
   /** Chance that one upload is an infrastructure outage. */
   outageRate: number;
+  /**
+   * Share of merge-queue runs tested and uploaded by another CI system on GitHub's queue branches
+   * (`gh-readonly-queue/…`), whose failures the classifier counts like any other; the rest come
+   * from Mainline's own runner, whose failures the queue judges. Spread evenly over the queue's
+   * runs without drawing random numbers, so that it changes no other part of the history.
+   */
+  externalQueueShare?: number;
 }
 
 export const DETECTION_WORKLOAD: Readonly<Omit<DetectionWorkloadOptions, "seed" | "startAt">> =
@@ -59,6 +68,7 @@ export const DETECTION_WORKLOAD: Readonly<Omit<DetectionWorkloadOptions, "seed" 
     rerunChance: 0.7,
     maxReruns: 2,
     outageRate: 0.005,
+    externalQueueShare: 0,
   });
 
 /** The variants: every shard runs on the first, the first shard also on the second. */
@@ -234,9 +244,14 @@ export function generateDetectionWorkload(options: DetectionWorkloadOptions): De
           if (pick && pick.test.truth.kind === "branch-broken") prNumber = pick.test.truth.pr;
         }
         let branch = kind === "main" ? "main" : `feature/pr-${String(prNumber)}`;
+        let external = kind !== "mq";
         if (kind === "mq") {
           mergeQueueRun += 1;
-          branch = `mainline-merge/main/run-${String(mergeQueueRun)}`;
+          const share = options.externalQueueShare ?? 0;
+          external = Math.floor(mergeQueueRun * share) !== Math.floor((mergeQueueRun - 1) * share);
+          branch = external
+            ? `gh-readonly-queue/main/run-${String(mergeQueueRun)}`
+            : `mainline-merge/main/run-${String(mergeQueueRun)}`;
           if (stacked && stacked.runs > 0) {
             convictedTests = stacked.tests;
             convicted = true;
@@ -301,7 +316,7 @@ export function generateDetectionWorkload(options: DetectionWorkloadOptions): De
                 prNumber: kind === "main" ? null : prNumber,
                 variant,
                 job: `test (${variant}, shard ${String(shard + 1)}/${String(options.shards)})`,
-                clientVersion: kind === "mq" ? QUEUE_CLIENT : EXTERNAL_CLIENT,
+                clientVersion: external ? EXTERNAL_CLIENT : QUEUE_CLIENT,
                 kind,
                 attempt,
                 outage,
@@ -309,7 +324,7 @@ export function generateDetectionWorkload(options: DetectionWorkloadOptions): De
                 cases,
               };
               const failed = cases.some((c) => c.attempts.at(-1) === "failed");
-              // The queue's runner does not re-run a failed run: it bisects and convicts.
+              // A queue does not re-run a failed run: it bisects and convicts.
               if (!failed || kind === "mq" || next() >= options.rerunChance) break;
             }
           }

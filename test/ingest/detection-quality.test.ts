@@ -25,6 +25,8 @@ beforeAll(async () => {
       ciRunsPerDay: 32,
       shards: 2,
       startAt: Date.UTC(2026, 10, 1),
+      // Half the queue's runs come from another CI, whose failures the queue does not judge.
+      externalQueueShare: 0.5,
       // More of every kind than the full-size workload, so that a small history has enough.
       shares: {
         flaky: 0.15,
@@ -55,6 +57,7 @@ describe("detection quality at the default monitors", () => {
       "re-runs of a failed job",
       "infrastructure outages",
       "merge-queue runs of a convicted PR",
+      "merge-queue runs of a convicted PR from another CI",
       "uploads of variant windows",
       "uploads with retries inside",
     ]) {
