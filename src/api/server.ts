@@ -22,8 +22,8 @@ import { registerRestartTestsOnPullRequest } from "./mergequeue/restartTestsOnPu
 import { registerSetImpactedTargets } from "./mergequeue/setImpactedTargets.js";
 import { registerSubmitPullRequest } from "./mergequeue/submitPullRequest.js";
 import { registerUpdateQueue } from "./mergequeue/updateQueue.js";
-import { registerCiRoutes } from "./local/ci.js";
-import { registerLocalHostRoutes } from "./local/pull-requests.js";
+import { registerCiRoutes } from "../providers/local/routes/ci.js";
+import { registerLocalHostRoutes } from "../providers/local/routes/pull-requests.js";
 import { requireApiToken } from "./plugins/auth.js";
 import { clientError, installErrorHandling, routerError } from "./plugins/errors.js";
 import { InFlightWork, trackHandlers } from "./plugins/in-flight.js";

@@ -3,8 +3,8 @@ import {
   parseMainlineConfig,
   parseTrunkRequiredStatuses,
   type MainlineConfig,
-} from "../../src/ci/config.js";
-import { resolveRequiredStatuses } from "../../src/ci/required-statuses.js";
+} from "../../src/mergequeue/repo-config.js";
+import { resolveRequiredStatuses } from "../../src/mergequeue/required-statuses.js";
 
 function messageOf(text: string): string {
   const parsed = parseMainlineConfig(text);

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { MemoryGitHost } from "../../src/mergequeue/memory-host.js";
+import { MemoryGitHost } from "../../src/mergequeue/simulator/memory-host.js";
 import { startTestServer, type TestServer } from "./server.js";
 
 /** The in-memory git host, with pull requests opened the way a person opens them. */

@@ -9,13 +9,13 @@
  * environment by `checkEnvironment`. Logs live at
  * `{dataDir}/ci/logs/{queueId}/{runId}/{n}-{check}.log` (a rerun overwrites them).
  */
-import { isDatabaseUnavailable } from "../db/faults.js";
+import { isDatabaseUnavailable } from "../../../db/faults.js";
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { systemClock, type Clock } from "../lib/clock.js";
-import { expandGlobs } from "../lib/glob.js";
-import type { TransitionReason } from "../mergequeue/model.js";
+import { systemClock, type Clock } from "../../../lib/clock.js";
+import { expandGlobs } from "../../../lib/glob.js";
+import type { TransitionReason } from "../../../mergequeue/model.js";
 import {
   judgeChecks,
   type CheckConclusion,
@@ -25,13 +25,17 @@ import {
   type CiRunResult,
   type OwnedRepoRef,
   type RequiredStatusesSource,
-} from "../mergequeue/providers.js";
+} from "../../../mergequeue/providers.js";
 import type { Workspace, Workspaces } from "./checkouts.js";
-import { parseMainlineConfig, parseTrunkRequiredStatuses, type CheckDefinition } from "./config.js";
+import {
+  parseMainlineConfig,
+  parseTrunkRequiredStatuses,
+  type CheckDefinition,
+} from "../../../mergequeue/repo-config.js";
 import { checkEnvironment } from "./environment.js";
 import { runCommand } from "./process.js";
 import type { CiCheckRecord, CiRunRecord, CiRunRecords } from "./records.js";
-import { resolveRequiredStatuses } from "./required-statuses.js";
+import { resolveRequiredStatuses } from "../../../mergequeue/required-statuses.js";
 import { Slots } from "./slots.js";
 
 export interface CiRunnerLogger {

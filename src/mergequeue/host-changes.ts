@@ -3,11 +3,11 @@
  * push, seen by the ref watcher) and a pull request changed through the API (closed). The queue's
  * driver reads the branch or pull request again itself, so a late or repeated notice is harmless.
  */
-import type { LocalPullRequestRecords } from "./records.js";
-import type { QueueCommand } from "../../mergequeue/model.js";
-import type { OwnedRepoRef } from "../../mergequeue/providers.js";
-import type { QueueListing } from "../../db/stores/merge-queues.js";
-import { LOCAL_HOST } from "./layout.js";
+import type { LocalPullRequestRecords } from "../providers/local/git/records.js";
+import type { QueueCommand } from "./model.js";
+import type { OwnedRepoRef } from "./providers.js";
+import type { QueueListing } from "../db/stores/merge-queues.js";
+import { LOCAL_HOST } from "../providers/local/git/layout.js";
 
 export interface LocalHostChangesDeps {
   queues: { listForHost(host: string, repo?: OwnedRepoRef): Promise<QueueListing[]> };

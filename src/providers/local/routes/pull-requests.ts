@@ -3,9 +3,9 @@
  * pull requests. Repositories are `{host: "local", owner, name}`.
  */
 import { Type, type Static } from "typebox";
-import type { LocalPullRequestRecord } from "../../githost/local/records.js";
-import type { LocalHostService } from "../../githost/local/service.js";
-import { principalOf } from "../plugins/auth.js";
+import type { LocalPullRequestRecord } from "../git/records.js";
+import type { LocalHostService } from "../git/service.js";
+import { principalOf } from "../../../api/plugins/auth.js";
 import {
   BranchName,
   COMMON_ERRORS,
@@ -15,8 +15,8 @@ import {
   RepoRefSchema,
   errorResponses,
   prNumberOf,
-} from "../schemas.js";
-import type { ApiApp } from "../types.js";
+} from "../../../api/schemas.js";
+import type { ApiApp } from "../../../api/types.js";
 
 const PR_STATES = ["open", "closed", "merged"] as const;
 

@@ -4,12 +4,12 @@
  * push with plain git. A change Mainline makes itself (a closed PR) is reported to the queues at
  * once; pushes are found by the ref watcher.
  */
-import type { LocalPullRequestStore } from "../../db/stores/local-pull-requests.js";
-import type { RepoRef, Repository, RepositoryStore } from "../../db/stores/repositories.js";
-import type { Clock } from "../../lib/clock.js";
-import { ApiError } from "../../lib/errors.js";
-import type { OwnedRepoRef } from "../../mergequeue/providers.js";
-import type { Principal } from "../../organizations/service.js";
+import type { LocalPullRequestStore } from "../../../db/stores/local-pull-requests.js";
+import type { RepoRef, Repository, RepositoryStore } from "../../../db/stores/repositories.js";
+import type { Clock } from "../../../lib/clock.js";
+import { ApiError } from "../../../lib/errors.js";
+import type { OwnedRepoRef } from "../../../mergequeue/providers.js";
+import type { Principal } from "../../../organizations/service.js";
 import { LOCAL_HOST, validateRepositoryName, type LocalRepositoryAddress } from "./layout.js";
 import type { LocalPullRequestRecord, LocalPullRequestState } from "./records.js";
 

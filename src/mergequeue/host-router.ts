@@ -11,7 +11,7 @@ import type {
   OwnedRepoRef,
   MergeRequest,
   TestBranchRequest,
-} from "../mergequeue/providers.js";
+} from "./providers.js";
 
 export class GitHostRouter implements GitHost {
   constructor(

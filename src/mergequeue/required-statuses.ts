@@ -3,8 +3,8 @@
  * Pure. A source that gives an explicit empty list wins too, and fails the run: an empty list is
  * a decision someone wrote down, and falling through to a looser source would ignore it.
  */
-import type { RequiredStatusesSource } from "../mergequeue/providers.js";
-import type { MainlineConfig } from "./config.js";
+import type { RequiredStatusesSource } from "./providers.js";
+import type { MainlineConfig } from "./repo-config.js";
 
 export interface RequiredStatusesInput {
   /** The queue's `requiredStatuses` setting; null when not overridden. */
