@@ -22,8 +22,6 @@ import { registerRestartTestsOnPullRequest } from "./mergequeue/restartTestsOnPu
 import { registerSetImpactedTargets } from "./mergequeue/setImpactedTargets.js";
 import { registerSubmitPullRequest } from "./mergequeue/submitPullRequest.js";
 import { registerUpdateQueue } from "./mergequeue/updateQueue.js";
-import { registerCiRoutes } from "../providers/local/routes/ci.js";
-import { registerLocalHostRoutes } from "../providers/local/routes/pull-requests.js";
 import { requireApiToken } from "./plugins/auth.js";
 import { clientError, installErrorHandling, routerError } from "./plugins/errors.js";
 import { InFlightWork, trackHandlers } from "./plugins/in-flight.js";
@@ -55,6 +53,8 @@ export interface ServerDependencies {
   pager: Pager;
   /** Everything else the test-health routes read and write. */
   services: Services;
+  /** The providers' own operations (the local host's `/v1/local/*`), on the authenticated scope. */
+  providerRoutes?: readonly ((scope: ApiApp) => void)[];
   /** MAINLINE_PUBLIC_URL when set; otherwise links use the address each request came to. */
   publicUrl: string | undefined;
   logger: FastifyServerOptions["logger"];
@@ -217,8 +217,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     registerUpdateQueue(scope, deps.queues);
     registerDeleteQueue(scope, deps.queues);
     if (deps.pullRequests) registerPullRequestRoutes(scope, deps.pullRequests);
-    registerLocalHostRoutes(scope, deps.services.local.service);
-    registerCiRoutes(scope, deps.services.local.ciRuns);
+    for (const routes of deps.providerRoutes ?? []) routes(scope);
     registerUploadRoutes(scope, deps.uploads, deps.pager, baseUrl);
     registerPublicRepoIdRoutes(scope, deps.services.publicIds);
     registerListRoutes(scope, deps.services);

@@ -1,26 +1,40 @@
 /**
- * Carries what happens on the local git host to the queues that care: a branch that moved (a
- * push, seen by the ref watcher) and a pull request changed through the API (closed). The queue's
- * driver reads the branch or pull request again itself, so a late or repeated notice is harmless.
+ * Carries what happens on a git host to the queues that care, whatever the host: a branch that
+ * moved (a push, a branch created or deleted) and a pull request that changed (pushed, closed,
+ * reopened, retargeted). Each provider turns its own notices into these events (the local host's
+ * ref watcher and API; GitHub's webhooks); this turns them into queue commands. The queue's
+ * driver reads the branch or pull request again itself, so a late or repeated event is harmless.
  */
-import type { LocalPullRequestRecords } from "../providers/local/git/records.js";
 import type { QueueCommand } from "./model.js";
 import type { OwnedRepoRef } from "./providers.js";
-import type { QueueListing } from "../db/stores/merge-queues.js";
-import { LOCAL_HOST } from "../providers/local/git/layout.js";
+import type { MergeQueueRecords } from "./records.js";
 
-export interface LocalHostChangesDeps {
-  queues: { listForHost(host: string, repo?: OwnedRepoRef): Promise<QueueListing[]> };
-  pullRequests: Pick<LocalPullRequestRecords, "listOpen">;
+/** Something that happened on a git host, in host-neutral words. */
+export type HostChange =
+  | {
+      type: "branch_moved";
+      repo: OwnedRepoRef;
+      branch: string;
+      /** The open pull requests whose head is this branch (they moved with it). */
+      pullRequests: readonly number[];
+    }
+  | {
+      type: "pull_request_changed";
+      repo: OwnedRepoRef;
+      number: number;
+    };
+
+export interface HostChangesDeps {
+  queues: Pick<MergeQueueRecords, "listForHost">;
   engine: { notify(queueId: string, command: QueueCommand): Promise<void> };
 }
 
-export class LocalHostChanges {
-  constructor(private readonly deps: LocalHostChangesDeps) {}
+export class HostChanges {
+  constructor(private readonly deps: HostChangesDeps) {}
 
-  /** The local repositories that have a queue: the ones worth watching. */
-  async watched(): Promise<OwnedRepoRef[]> {
-    const queues = await this.deps.queues.listForHost(LOCAL_HOST);
+  /** The repositories of a host that have a queue: the ones worth watching. */
+  async watched(host: string): Promise<OwnedRepoRef[]> {
+    const queues = await this.deps.queues.listForHost(host);
     const unique = new Map<string, OwnedRepoRef>();
     for (const { repo } of queues) {
       unique.set(`${repo.organizationId}/${repo.owner}/${repo.name}`.toLowerCase(), repo);
@@ -28,27 +42,34 @@ export class LocalHostChanges {
     return [...unique.values()];
   }
 
-  /** A branch appeared, moved or disappeared: its queue (target branch) and its PRs (head). */
-  async branchChanged(repo: OwnedRepoRef, branch: string): Promise<void> {
-    const queues = await this.deps.queues.listForHost(LOCAL_HOST, repo);
-    if (queues.length === 0) return;
-    const heads = (await this.deps.pullRequests.listOpen(repo)).filter(
-      (pr) => pr.headBranch === branch,
-    );
-    for (const queue of queues) {
-      if (queue.targetBranch === branch) {
-        await this.deps.engine.notify(queue.id, { type: "branch_moved" });
-      }
-      for (const pr of heads) {
-        await this.deps.engine.notify(queue.id, { type: "pr_changed", prNumber: pr.number });
-      }
-    }
+  /** Whether any queue serves the repository (a provider may skip work for the others). */
+  async hasQueues(repo: OwnedRepoRef): Promise<boolean> {
+    return (await this.deps.queues.listForHost(repo.host, repo)).length > 0;
   }
 
-  /** A pull request changed through the API: every queue of its repository reads it again. */
-  async pullRequestChanged(repo: OwnedRepoRef, number: number): Promise<void> {
-    for (const queue of await this.deps.queues.listForHost(LOCAL_HOST, repo)) {
-      await this.deps.engine.notify(queue.id, { type: "pr_changed", prNumber: number });
+  /** The queue commands a change makes, and the queues they go to. */
+  async commands(change: HostChange): Promise<{ queueId: string; command: QueueCommand }[]> {
+    const queues = await this.deps.queues.listForHost(change.repo.host, change.repo);
+    if (change.type === "pull_request_changed") {
+      // Every queue of the repository reads it again: a retargeted PR leaves one and joins another.
+      return queues.map((queue) => ({
+        queueId: queue.id,
+        command: { type: "pr_changed", prNumber: change.number },
+      }));
+    }
+    return queues.flatMap((queue) => {
+      const commands: QueueCommand[] = [
+        ...(queue.targetBranch === change.branch ? [{ type: "branch_moved" as const }] : []),
+        ...change.pullRequests.map((prNumber) => ({ type: "pr_changed" as const, prNumber })),
+      ];
+      return commands.map((command) => ({ queueId: queue.id, command }));
+    });
+  }
+
+  /** Hands a change to the queues it concerns. */
+  async apply(change: HostChange): Promise<void> {
+    for (const { queueId, command } of await this.commands(change)) {
+      await this.deps.engine.notify(queueId, command);
     }
   }
 }

@@ -1,8 +1,10 @@
 /**
  * One `GitHost` and one `CiProvider` for the engine, whatever hosts the repositories: each call
  * goes to the provider of the repository's host (`local` → the local git host and built-in
- * runner), anything else to the fallback (GitHub once it exists; in-memory until then).
+ * runner). A host with no provider gets the fallback when one is given (tests and the simulator
+ * give an in-memory host), else a clear `host_not_connected` error.
  */
+import { ApiError } from "../lib/errors.js";
 import type {
   CiProvider,
   CiRunRequest,
@@ -13,11 +15,66 @@ import type {
   TestBranchRequest,
 } from "./providers.js";
 
+/** The error of any operation on a repository whose host has no provider. */
+export function hostNotConnected(host: string): ApiError {
+  return new ApiError(
+    "host_not_connected",
+    `No provider for host ${host} is configured on this server: its pull requests cannot be read, tested or merged.`,
+  );
+}
+
+/** A host with no provider: every operation fails with `host_not_connected`. */
+class UnconnectedHost implements GitHost {
+  private fail(repo: OwnedRepoRef): never {
+    throw hostNotConnected(repo.host);
+  }
+  pullRequest(repo: OwnedRepoRef): Promise<never> {
+    return Promise.resolve().then(() => this.fail(repo));
+  }
+  branchHead(repo: OwnedRepoRef): Promise<never> {
+    return Promise.resolve().then(() => this.fail(repo));
+  }
+  createTestBranch(request: TestBranchRequest): Promise<never> {
+    return Promise.resolve().then(() => this.fail(request.repo));
+  }
+  deleteTestBranch(repo: OwnedRepoRef): Promise<never> {
+    return Promise.resolve().then(() => this.fail(repo));
+  }
+  merge(request: MergeRequest): Promise<never> {
+    return Promise.resolve().then(() => this.fail(request.repo));
+  }
+  readFile(repo: OwnedRepoRef): Promise<never> {
+    return Promise.resolve().then(() => this.fail(repo));
+  }
+}
+
+/** No CI for a host with no provider: a run never starts (its git host failed first). */
+class UnconnectedCi implements CiProvider {
+  start(request: CiRunRequest): Promise<void> {
+    return Promise.reject(hostNotConnected(request.repo.host));
+  }
+  cancel(): Promise<void> {
+    return Promise.resolve();
+  }
+  onResult(): () => void {
+    return () => undefined;
+  }
+}
+
 export class GitHostRouter implements GitHost {
+  private readonly fallback: GitHost;
+
   constructor(
     private readonly hosts: ReadonlyMap<string, GitHost>,
-    private readonly fallback: GitHost,
-  ) {}
+    fallback?: GitHost,
+  ) {
+    this.fallback = fallback ?? new UnconnectedHost();
+  }
+
+  /** Whether the repositories of a host can be reached (a provider, or the fallback, serves it). */
+  connected(host: string): boolean {
+    return this.hosts.has(host.toLowerCase()) || !(this.fallback instanceof UnconnectedHost);
+  }
 
   private for(repo: OwnedRepoRef): GitHost {
     return this.hosts.get(repo.host.toLowerCase()) ?? this.fallback;
@@ -49,10 +106,14 @@ export class GitHostRouter implements GitHost {
 }
 
 export class CiRouter implements CiProvider {
+  private readonly fallback: CiProvider;
+
   constructor(
     private readonly providers: ReadonlyMap<string, CiProvider>,
-    private readonly fallback: CiProvider,
-  ) {}
+    fallback?: CiProvider,
+  ) {
+    this.fallback = fallback ?? new UnconnectedCi();
+  }
 
   private all(): CiProvider[] {
     return [...new Set([...this.providers.values(), this.fallback])];

@@ -6,8 +6,7 @@
  */
 import type { Clock } from "../lib/clock.js";
 import { ApiError } from "../lib/errors.js";
-import type { MergeQueueRecord, MergeQueueStore } from "../db/stores/merge-queues.js";
-import type { RepoRef } from "../db/stores/repositories.js";
+import type { RepoRef } from "../organizations/repositories.js";
 import type { Principal } from "../organizations/service.js";
 import {
   DEFAULT_PRIORITY,
@@ -19,7 +18,6 @@ import {
   type Mergeability,
   type PrState,
   type QueueCommand,
-  type QueueSnapshot,
 } from "./model.js";
 import {
   METRICS_WINDOW_MS,
@@ -34,10 +32,13 @@ import {
   type QueueAddress,
   type QueueContents,
 } from "./queue-service.js";
+import { upgradeSnapshot } from "./snapshot.js";
 import type {
   CommandResult,
   EntryListQuery,
   EntryRecord,
+  MergeQueueRecord,
+  MergeQueueRecords,
   RunRecord,
   RuntimeStore,
   TransitionRecord,
@@ -230,10 +231,25 @@ export function normalizeImpactedTargets(targets: string | readonly string[]): I
   throw ApiError.invalid("impactedTargets", 'must be a list of targets or "ALL"');
 }
 
+/**
+ * A pull request of a repository whose host has no provider could never be read, tested or
+ * merged: refused at once, instead of waiting in the queue forever.
+ */
+export function requireConnectedHost(
+  connected: ((host: string) => boolean) | undefined,
+  host: string,
+): void {
+  if (!connected || connected(host)) return;
+  throw new ApiError(
+    "host_not_connected",
+    `The merge queue cannot reach pull requests on ${host}: no provider for host ${host} is configured on this server (the local git host is; see \`mainline repo create\`).`,
+  );
+}
+
 // ---- the service -------------------------------------------------------------------------------
 
 export interface PullRequestServiceDeps {
-  queues: Pick<MergeQueueStore, "find" | "listForOrganization">;
+  queues: Pick<MergeQueueRecords, "find" | "listForOrganization">;
   runtime: Pick<
     RuntimeStore,
     | "latestEntry"
@@ -248,6 +264,8 @@ export interface PullRequestServiceDeps {
   >;
   commands: CommandBus;
   clock: Clock;
+  /** Whether a git host has a provider on this server (default: every host has one). */
+  hostConnected?: (host: string) => boolean;
 }
 
 /** submitPullRequest … getMergeQueueMetrics (background §trunk-api-3). */
@@ -272,6 +290,7 @@ export class PullRequestService implements QueueContents {
       );
     }
     const queue = await this.require(principal, address);
+    requireConnectedHost(this.deps.hostConnected, address.repo.host);
     const { state } = queue.configuration;
     if (state === "draining" || state === "switching_modes") {
       // A pull request already queued may still change its priority; new ones wait.
@@ -462,7 +481,7 @@ export class PullRequestService implements QueueContents {
         this.deps.runtime.transitionsSince(queue.id, windowStart),
         this.deps.runtime.loadSnapshot(queue.id),
       ]);
-      const snapshot = stored?.snapshot as QueueSnapshot | undefined;
+      const snapshot = stored ? upgradeSnapshot(stored.snapshot) : undefined;
       series.push({
         repo: `${queue.repo.owner}/${queue.repo.name}`,
         branch: queue.targetBranch,
