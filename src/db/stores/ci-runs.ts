@@ -4,7 +4,7 @@ import type {
   CiRunStatus,
   CiRunStorage,
   UnbuiltRun,
-} from "../../providers/local/ci/records.js";
+} from "../../mergequeue/ci-run-records.js";
 import type { CiRunsTable, Database } from "../schema.js";
 
 const UNFINISHED: CiRunStatus[] = ["queued", "running"];

@@ -4,7 +4,7 @@ import type {
   LocalPullRequestStorage,
   LocalPullRequestState,
   OpenPullRequest,
-} from "../../providers/local/git/records.js";
+} from "../../mergequeue/local-pull-request-records.js";
 import type { OwnedRepoRef } from "../../mergequeue/providers.js";
 import type { Database, LocalPullRequestsTable } from "../schema.js";
 import { RepositoryStore } from "./repositories.js";

@@ -15,13 +15,13 @@ import type { MergeQueueRecords, RepositoryRecords } from "../../mergequeue/reco
 import type { Principal } from "../../organizations/service.js";
 import type { RepoRef, Repository } from "../../organizations/repositories.js";
 import { CheckoutPool } from "./ci/checkouts.js";
-import type { CiRunStorage } from "./ci/records.js";
+import type { CiRunStorage } from "../../mergequeue/ci-run-records.js";
 import { LocalCiRunner } from "./ci/runner.js";
 import { CiRunService } from "./ci/service.js";
 import { CiTestResults, type CiTestResultsDeps } from "./ci/test-results.js";
 import { LocalGitHost } from "./git/host.js";
 import { LOCAL_HOST } from "./git/layout.js";
-import type { LocalPullRequestStorage } from "./git/records.js";
+import type { LocalPullRequestStorage } from "../../mergequeue/local-pull-request-records.js";
 import { LocalRepositories } from "./git/repositories.js";
 import { LocalHostService } from "./git/service.js";
 import { LocalRefWatcher } from "./git/watcher.js";

@@ -33,7 +33,11 @@ import {
 } from "../../../mergequeue/repo-config.js";
 import { checkEnvironment } from "./environment.js";
 import { runCommand } from "./process.js";
-import type { CiCheckRecord, CiRunRecord, CiRunRecords } from "./records.js";
+import type {
+  CiCheckRecord,
+  CiRunRecord,
+  CiRunRecords,
+} from "../../../mergequeue/ci-run-records.js";
 import { consultsSource, resolveRequiredStatuses } from "../../../mergequeue/required-statuses.js";
 import { Slots } from "./slots.js";
 

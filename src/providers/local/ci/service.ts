@@ -6,7 +6,7 @@ import { ApiError } from "../../../lib/errors.js";
 import { requireQueue, type QueueAddress } from "../../../mergequeue/queue-service.js";
 import type { MergeQueueRecords } from "../../../mergequeue/records.js";
 import type { Principal } from "../../../organizations/service.js";
-import type { CiRunQueries, CiRunRecord, UnbuiltRun } from "./records.js";
+import type { CiRunQueries, CiRunRecord, UnbuiltRun } from "../../../mergequeue/ci-run-records.js";
 
 export interface CiRunServiceDeps {
   queues: Pick<MergeQueueRecords, "find">;

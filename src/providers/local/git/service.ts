@@ -15,7 +15,7 @@ import type {
   LocalPullRequestManagement,
   LocalPullRequestRecord,
   LocalPullRequestState,
-} from "./records.js";
+} from "../../../mergequeue/local-pull-request-records.js";
 
 /**
  * What the service needs of the bare repositories on disk (`LocalRepositories`), each in its
