@@ -19,7 +19,7 @@ import type {
 export function hostNotConnected(host: string): ApiError {
   return new ApiError(
     "host_not_connected",
-    `No provider for host ${host} is configured on this server: its pull requests cannot be read, tested or merged.`,
+    `The merge queue cannot reach ${host}: no provider for host ${host} is configured on this server, so its pull requests cannot be read, tested or merged.`,
   );
 }
 

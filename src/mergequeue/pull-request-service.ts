@@ -32,6 +32,7 @@ import {
   type QueueAddress,
   type QueueContents,
 } from "./queue-service.js";
+import { hostNotConnected } from "./host-router.js";
 import { upgradeSnapshot } from "./snapshot.js";
 import type {
   CommandResult,
@@ -240,10 +241,7 @@ export function requireConnectedHost(
   host: string,
 ): void {
   if (!connected || connected(host)) return;
-  throw new ApiError(
-    "host_not_connected",
-    `The merge queue cannot reach pull requests on ${host}: no provider for host ${host} is configured on this server (the local git host is; see \`mainline repo create\`).`,
-  );
+  throw hostNotConnected(host);
 }
 
 // ---- the service -------------------------------------------------------------------------------
