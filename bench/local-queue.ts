@@ -25,7 +25,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { git as runGit } from "../src/githost/local/git.js";
+import { git as runGit } from "../src/providers/local/git/git.js";
 import { integerFromEnv, listFromEnv } from "./support/env.js";
 import { FastImportStream } from "./support/fast-import.js";
 import { machineInfo } from "./support/machine.js";
@@ -401,7 +401,7 @@ async function micro(template: string): Promise<MicroResult[]> {
       await time("checkout (10,000 files)", () =>
         git(["checkout", "--quiet", "--detach", head], { cwd: dir }),
       );
-      // What the service does instead (src/ci/checkouts.ts): reuse the checkout of the run
+      // What the service does instead (src/providers/local/ci/checkouts.ts): reuse the checkout of the run
       // before, brought to the next commit.
       const next = (await git(["rev-parse", `pr-${String(k + 1)}`], { cwd: template })).stdout;
       await time("reused checkout: checkout --force + clean", async () => {

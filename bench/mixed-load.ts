@@ -28,7 +28,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { git } from "../src/githost/local/git.js";
+import { git } from "../src/providers/local/git/git.js";
 import { writeBundleBuffer } from "../src/testhealth/bundle/index.js";
 import { integerFromEnv, listFromEnv } from "./support/env.js";
 import { FastImportStream } from "./support/fast-import.js";

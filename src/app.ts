@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import path from "node:path";
 import type { FastifyServerOptions } from "fastify";
 import { buildServer, type ServerDependencies } from "./api/server.js";
 import type { ApiApp } from "./api/types.js";
@@ -25,7 +24,6 @@ import { MergeQueueRuntimeStore } from "./db/stores/merge-queue-runtime.js";
 import { CiRunStore } from "./db/stores/ci-runs.js";
 import { LocalPullRequestStore } from "./db/stores/local-pull-requests.js";
 import { MergeQueueEngine, type EngineOptions } from "./mergequeue/engine.js";
-import { MemoryCi, MemoryGitHost } from "./mergequeue/memory-host.js";
 import type { CiProvider, GitHost } from "./mergequeue/providers.js";
 import { PullRequestService } from "./mergequeue/pull-request-service.js";
 import { MergeQueueService } from "./mergequeue/queue-service.js";
@@ -42,18 +40,11 @@ import { TestQueryService } from "./testhealth/test-queries.js";
 import { TestDetailsStore } from "./db/stores/test-details.js";
 import { TestListStore } from "./db/stores/test-lists.js";
 import { VERSION } from "./version.js";
-import { CiRunService } from "./ci/service.js";
-import { CheckoutPool } from "./ci/checkouts.js";
-import { LocalCiRunner } from "./ci/runner.js";
-import { CiTestResults } from "./ci/test-results.js";
-import { LocalHostChanges } from "./githost/local/changes.js";
-import { LocalGitHost } from "./githost/local/host.js";
-import { LOCAL_HOST } from "./githost/local/layout.js";
-import { LocalRepositories } from "./githost/local/repositories.js";
-import { upgradeLocalRepositoryLayout } from "./githost/local/layout-upgrade.js";
-import { LocalHostService } from "./githost/local/service.js";
-import { LocalRefWatcher } from "./githost/local/watcher.js";
-import { CiRouter, GitHostRouter } from "./githost/router.js";
+import { isDatabaseUnavailable } from "./db/faults.js";
+import { HostChanges } from "./mergequeue/host-changes.js";
+import { CiRouter, GitHostRouter } from "./mergequeue/host-router.js";
+import { createLocalProvider, LOCAL_HOST, type LocalProvider } from "./providers/local/index.js";
+import { upgradeLocalRepositoryLayout } from "./providers/local/git/layout-upgrade.js";
 
 /** The composition root: stores and services over one database. */
 export interface Services {
@@ -85,7 +76,7 @@ export interface Services {
   /** The merge-queue driver; started by `mainline serve` (and tests that need it). */
   engine: MergeQueueEngine;
   /** What the merge queue tests and merges through: the local git host and built-in runner for
-   * `local` repositories, the fallback (in memory until GitHub is connected) for the rest. */
+   * `local` repositories; a host with no provider answers `host_not_connected`. */
   gitHost: GitHost;
   ci: CiProvider;
   /** The local git host (docs/contract.md §6) and the built-in CI runner; started by `mainline serve`. */
@@ -94,17 +85,8 @@ export interface Services {
   publicUrl: string | undefined;
 }
 
-export interface LocalServices {
-  host: LocalGitHost;
-  service: LocalHostService;
-  runner: LocalCiRunner;
-  watcher: LocalRefWatcher;
-  ciRuns: CiRunService;
-  /** Resumes the runner's unfinished runs and starts watching the repositories for pushes. */
-  start(): Promise<void>;
-  /** Stops the checks (their runs resume at the next start) and the watcher. */
-  stop(): Promise<void>;
-}
+/** The local provider: its git host, runner, routes, start and stop. */
+export type LocalServices = LocalProvider;
 
 export interface ServiceOptions {
   clock?: Clock;
@@ -116,7 +98,10 @@ export interface ServiceOptions {
   publicUploads?: { perHour?: number; maxBundleBytes?: number };
   worker?: Partial<WorkerOptions>;
   logger?: WorkerLogger;
-  /** The git host and CI of repositories that are not on the local git host. */
+  /**
+   * The git host and CI of repositories that are not on the local git host (tests and the
+   * simulator give in-memory ones); without them such repositories answer `host_not_connected`.
+   */
   gitHost?: GitHost;
   ci?: CiProvider;
   engine?: Partial<EngineOptions>;
@@ -219,49 +204,37 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     },
   });
 
-  // The local git host and the built-in runner, for repositories whose host is `local`.
-  const localPullRequests = new LocalPullRequestStore(db);
-  const localRepositories = new LocalRepositories(dataDir);
-  const localHost = new LocalGitHost({ dataDir, pullRequests: localPullRequests, clock });
-  const ciRunStore = new CiRunStore(db);
-  const testResults = new CiTestResults({
-    repository: (request) => repositories.find(request.repo.organizationId, request.repo),
-    organizationSlug: async (id) => (await organizationStore.findById(id))?.slug,
-    uploads,
-    testCases,
-    settings: testSettings,
-    clock,
-  });
   const log = options.logger ?? silentLogger;
-  // Runs reuse the checkouts of finished runs (a checkout of a large repository costs seconds).
-  const checkouts = new CheckoutPool({
-    root: path.join(dataDir, "ci", "checkouts", randomUUID()),
-    checkout: (repo, sha, dir) => localHost.checkout(repo, sha, dir),
-    refresh: (repo, sha, dir) => localHost.refreshCheckout(repo, sha, dir),
-  });
-  const runner = new LocalCiRunner({
-    dataDir,
-    records: ciRunStore,
-    readFile: (repo, sha, file) => localHost.readFile(repo, sha, file),
-    workspaces: checkouts,
-    clock,
-    testResults: (input) => testResults.report(input),
-    logger: {
-      error: (message, error) => {
-        log.error({ err: error }, message);
-      },
-      warn: (message) => {
-        log.info({}, message);
-      },
-    },
-    ...(options.ciParallelism === undefined ? {} : { parallelism: options.ciParallelism }),
-  });
-  const gitHost = new GitHostRouter(
-    new Map([[LOCAL_HOST, localHost]]),
-    options.gitHost ?? new MemoryGitHost(),
-  );
-  const ci = new CiRouter(new Map([[LOCAL_HOST, runner]]), options.ci ?? new MemoryCi());
   const runtime = new MergeQueueRuntimeStore(db, database.dialect);
+  // Host changes reach the engine, which needs the providers' git hosts: built after them.
+  const changes = new HostChanges({
+    queues: mergeQueues,
+    engine: { notify: (queueId, command) => engine.notify(queueId, command) },
+  });
+  // The local git host and the built-in runner, for repositories whose host is `local`.
+  const local = createLocalProvider({
+    dataDir,
+    clock,
+    logger: log,
+    stores: {
+      pullRequests: new LocalPullRequestStore(db),
+      ciRuns: new CiRunStore(db),
+      repositories,
+      queues: mergeQueues,
+    },
+    testResults: {
+      organizationSlug: async (id) => (await organizationStore.findById(id))?.slug,
+      uploads,
+      testCases,
+      settings: testSettings,
+    },
+    changes,
+    isStorageUnavailable: isDatabaseUnavailable,
+    ...(options.ciParallelism === undefined ? {} : { ciParallelism: options.ciParallelism }),
+    ...(options.watchIntervalMs === undefined ? {} : { watchIntervalMs: options.watchIntervalMs }),
+  });
+  const gitHost = new GitHostRouter(new Map([[local.hostName, local.gitHost]]), options.gitHost);
+  const ci = new CiRouter(new Map([[local.hostName, local.ci]]), options.ci);
   const engine = new MergeQueueEngine(
     {
       runtime,
@@ -272,61 +245,22 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
       clock,
       logger: {
         error: (message, error) => {
-          (options.logger ?? silentLogger).error({ err: error }, message);
+          log.error({ err: error }, message);
         },
       },
     },
     { owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, ...options.engine },
   );
-  const changes = new LocalHostChanges({
-    queues: mergeQueues,
-    pullRequests: localPullRequests,
-    engine,
-  });
-  const watcher = new LocalRefWatcher({
-    repositories: localRepositories,
-    watched: () => changes.watched(),
-    listener: (change) => changes.branchChanged(change.repo, change.branch),
-    logger: {
-      error: (message, error) => {
-        log.error({ err: error }, message);
-      },
-    },
-    ...(options.watchIntervalMs === undefined ? {} : { intervalMs: options.watchIntervalMs }),
-  });
-  const local: LocalServices = {
-    host: localHost,
-    service: new LocalHostService({
-      repositories,
-      pullRequests: localPullRequests,
-      bare: localRepositories,
-      clock,
-      pullRequestChanged: (repo, number) => changes.pullRequestChanged(repo, number),
-    }),
-    runner,
-    watcher,
-    ciRuns: new CiRunService({
-      queues: mergeQueues,
-      runs: ciRunStore,
-      readLog: (queueId, runId, check) => runner.readLog(queueId, runId, check),
-    }),
-    async start() {
-      await runner.resume();
-      watcher.start();
-    },
-    async stop() {
-      await watcher.stop();
-      await runner.stop();
-      await checkouts.close();
-    },
-  };
   const pullRequests = new PullRequestService({
     queues: mergeQueues,
     runtime,
     commands: engine,
     clock,
     storedPullRequest: (repo, number) =>
-      repo.host.toLowerCase() === LOCAL_HOST ? localHost.storedPullRequest(repo, number) : null,
+      repo.host.toLowerCase() === local.hostName
+        ? local.gitHost.storedPullRequest(repo, number)
+        : null,
+    hostConnected: (host) => gitHost.connected(host),
   });
   return {
     database,
@@ -335,7 +269,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     queues: new MergeQueueService({
       repositories,
       existingRepositories: new Map([
-        [LOCAL_HOST, (principal, ref) => local.service.repository(principal, ref)],
+        [LOCAL_HOST, (principal, ref) => local.existingRepository(principal, ref)],
       ]),
       queues: mergeQueues,
       contents: pullRequests,
@@ -449,7 +383,11 @@ export function serverDependencies(
       publicIds: services.publicIds,
       clock: services.clock,
     },
-    local: services.local,
+    providerRoutes: [
+      (scope) => {
+        services.local.routes(scope);
+      },
+    ],
     publicUrl: services.publicUrl,
     logger,
     version: VERSION,

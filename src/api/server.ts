@@ -20,8 +20,6 @@ import { registerRestartTestsOnPullRequest } from "./mergequeue/restartTestsOnPu
 import { registerSetImpactedTargets } from "./mergequeue/setImpactedTargets.js";
 import { registerSubmitPullRequest } from "./mergequeue/submitPullRequest.js";
 import { registerUpdateQueue } from "./mergequeue/updateQueue.js";
-import { registerCiRoutes } from "./local/ci.js";
-import { registerLocalHostRoutes } from "./local/pull-requests.js";
 import { requireApiToken } from "./plugins/auth.js";
 import { clientError, installErrorHandling, routerError } from "./plugins/errors.js";
 import { InFlightWork, trackHandlers } from "./plugins/in-flight.js";
@@ -63,11 +61,8 @@ export interface ServerDependencies {
     publicIds: PublicRepositoryIds;
     clock: Clock;
   };
-  /** The local git host's and built-in runner's services (their routes). */
-  local: {
-    service: Parameters<typeof registerLocalHostRoutes>[1];
-    ciRuns: Parameters<typeof registerCiRoutes>[1];
-  };
+  /** The providers' own operations (the local host's `/v1/local/*`), on the authenticated scope. */
+  providerRoutes?: readonly ((scope: ApiApp) => void)[];
   /** MAINLINE_PUBLIC_URL when set; otherwise links use the address each request came to. */
   publicUrl: string | undefined;
   logger: FastifyServerOptions["logger"];
@@ -237,8 +232,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     registerUpdateQueue(scope, deps.queues);
     registerDeleteQueue(scope, deps.queues);
     if (deps.pullRequests) registerPullRequestRoutes(scope, deps.pullRequests);
-    registerLocalHostRoutes(scope, deps.local.service);
-    registerCiRoutes(scope, deps.local.ciRuns);
+    for (const routes of deps.providerRoutes ?? []) routes(scope);
     registerUploadRoutes(scope, deps.uploads, deps.testHealth.queries, baseUrl);
     registerPublicRepoIdRoutes(scope, deps.testHealth.publicIds);
     const flakyTests = { ...deps.testHealth, publicUrl: deps.publicUrl };

@@ -11,6 +11,8 @@ export const ERROR_STATUS = {
   method_not_allowed: 405,
   request_timeout: 408,
   conflict: 409,
+  /** The repository's git host has no provider configured on this server. */
+  host_not_connected: 409,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,

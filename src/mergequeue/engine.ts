@@ -10,9 +10,9 @@
  * the two repeats them harmlessly when the stored state is replayed.
  */
 import type { Clock } from "../lib/clock.js";
-import type { MergeQueueRecord } from "../db/stores/merge-queues.js";
-import type { Repository } from "../db/stores/repositories.js";
+import type { Repository } from "../organizations/repositories.js";
 import { initialSnapshot, plan } from "./planner.js";
+import { upgradeSnapshot } from "./snapshot.js";
 import {
   isTerminal,
   type Decision,
@@ -34,6 +34,7 @@ import {
 import type {
   CommandResult,
   EntryRecord,
+  MergeQueueRecord,
   RunRecord,
   RuntimeStore,
   TransitionRecord,
@@ -451,7 +452,7 @@ export class MergeQueueEngine {
         : await runtime.loadSnapshot(queueId);
     let snapshot: QueueSnapshot;
     if (stored) {
-      snapshot = stored.snapshot as QueueSnapshot;
+      snapshot = upgradeSnapshot(stored.snapshot);
     } else {
       const head = (await this.deps.gitHost.branchHead(repo, queue.targetBranch)) ?? "";
       snapshot = initialSnapshot({

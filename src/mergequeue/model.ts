@@ -210,6 +210,8 @@ export interface BaseLineage {
 
 /** Everything the planner knows about one queue. */
 export interface QueueSnapshot {
+  /** The shape's version (`snapshot.ts` upgrades older ones when they are loaded). */
+  version: number;
   queueId: string;
   targetBranch: string;
   configuration: QueueConfiguration;
@@ -237,14 +239,14 @@ export interface QueueSnapshot {
   nextId: number;
   /**
    * The queue's recent verdicts, from which `speculationThresholdPercent` estimates how likely
-   * a run is to be used (absent in snapshots stored before this field existed).
+   * a run is to be used.
    */
-  verdicts?: VerdictRecord;
+  verdicts: VerdictRecord;
   /**
    * Heads of stacked-on pull requests that landed inside another PR the queue merged, by PR
-   * number: a later submission of that head is merged, not tested (absent in older snapshots).
+   * number: a later submission of that head is merged, not tested.
    */
-  landedThrough?: Record<string, { headSha: string; by: number }>;
+  landedThrough: Record<string, { headSha: string; by: number }>;
   /** Entries that carry a `waiting` reason (so that clearing them needs no scan). */
   waiting?: string[];
 }

@@ -9,6 +9,7 @@
  * `plan` changes the snapshot it is given and returns it; callers continue with the result.
  */
 import { finishModeSwitch, type QueueConfiguration } from "./settings.js";
+import { SNAPSHOT_VERSION } from "./snapshot.js";
 import { NO_VERDICTS, recordVerdict, worthSpeculating } from "./speculation.js";
 import {
   QUEUE_ACTOR,
@@ -41,6 +42,7 @@ export function initialSnapshot(input: {
   headSha: string;
 }): QueueSnapshot {
   return {
+    version: SNAPSHOT_VERSION,
     queueId: input.queueId,
     targetBranch: input.targetBranch,
     configuration: input.configuration,
@@ -56,6 +58,7 @@ export function initialSnapshot(input: {
     nextSeq: 1,
     nextId: 1,
     verdicts: { ...NO_VERDICTS },
+    landedThrough: {},
   };
 }
 
@@ -476,7 +479,7 @@ class Planning {
     // The PRs it is stacked on landed with it: merged, now or whenever they are submitted.
     const contained = entry.pr.contains ?? [];
     if (contained.length === 0) return;
-    const through = (this.s.landedThrough ??= {});
+    const through = this.s.landedThrough;
     for (const c of contained) {
       through[String(c.number)] = { headSha: c.headSha, by: entry.pr.number };
     }
@@ -588,7 +591,7 @@ class Planning {
   }
 
   private checkPullRequest(entry: Entry): void {
-    const through = this.s.landedThrough?.[String(entry.pr.number)];
+    const through = this.s.landedThrough[String(entry.pr.number)];
     if (through?.headSha === entry.pr.headSha && this.s.merging?.entryId !== entry.id) {
       // Its commits are on the branch already, inside a PR stacked on it: nothing to test.
       this.conclude(
@@ -1029,12 +1032,12 @@ class Planning {
     if (threshold <= 0) return true;
     let untested = 0;
     for (const id of deps) if (this.entry(id).state === "testing") untested += 1;
-    return worthSpeculating(threshold, this.s.verdicts ?? NO_VERDICTS, untested);
+    return worthSpeculating(threshold, this.s.verdicts, untested);
   }
 
   /** Counts a verdict on a unit of `prs` pull requests towards the queue's failure rate. */
   private recordVerdict(prs: number, failed: boolean): void {
-    this.s.verdicts = recordVerdict(this.s.verdicts ?? NO_VERDICTS, prs, failed);
+    this.s.verdicts = recordVerdict(this.s.verdicts, prs, failed);
   }
 
   /**

@@ -6,8 +6,7 @@
  */
 import type { Clock } from "../lib/clock.js";
 import { ApiError } from "../lib/errors.js";
-import type { MergeQueueRecord, MergeQueueStore } from "../db/stores/merge-queues.js";
-import type { RepoRef } from "../db/stores/repositories.js";
+import type { RepoRef } from "../organizations/repositories.js";
 import type { Principal } from "../organizations/service.js";
 import type { OwnedRepoRef } from "./providers.js";
 import {
@@ -20,7 +19,6 @@ import {
   type Mergeability,
   type PrState,
   type QueueCommand,
-  type QueueSnapshot,
 } from "./model.js";
 import {
   METRICS_WINDOW_MS,
@@ -35,10 +33,14 @@ import {
   type QueueAddress,
   type QueueContents,
 } from "./queue-service.js";
+import { hostNotConnected } from "./host-router.js";
+import { upgradeSnapshot } from "./snapshot.js";
 import type {
   CommandResult,
   EntryListQuery,
   EntryRecord,
+  MergeQueueRecord,
+  MergeQueueRecords,
   RunRecord,
   RuntimeStore,
   TransitionRecord,
@@ -248,10 +250,22 @@ export function normalizeImpactedTargets(targets: string | readonly string[]): I
   throw ApiError.invalid("impactedTargets", 'must be a list of targets or "ALL"');
 }
 
+/**
+ * A pull request of a repository whose host has no provider could never be read, tested or
+ * merged: refused at once, instead of waiting in the queue forever.
+ */
+export function requireConnectedHost(
+  connected: ((host: string) => boolean) | undefined,
+  host: string,
+): void {
+  if (!connected || connected(host)) return;
+  throw hostNotConnected(host);
+}
+
 // ---- the service -------------------------------------------------------------------------------
 
 export interface PullRequestServiceDeps {
-  queues: Pick<MergeQueueStore, "find" | "listForOrganization">;
+  queues: Pick<MergeQueueRecords, "find" | "listForOrganization">;
   runtime: Pick<
     RuntimeStore,
     | "latestEntry"
@@ -268,6 +282,8 @@ export interface PullRequestServiceDeps {
   clock: Clock;
   /** Lets submissions to hosts that store their pull requests be answered once stored. */
   storedPullRequest?: StoredPullRequestLookup;
+  /** Whether a git host has a provider on this server (default: every host has one). */
+  hostConnected?: (host: string) => boolean;
 }
 
 /** submitPullRequest … getMergeQueueMetrics (background §trunk-api-3). */
@@ -292,6 +308,7 @@ export class PullRequestService implements QueueContents {
       );
     }
     const queue = await this.require(principal, address);
+    requireConnectedHost(this.deps.hostConnected, address.repo.host);
     const { state } = queue.configuration;
     if (state === "draining" || state === "switching_modes") {
       // A pull request already queued may still change its priority; new ones wait.
@@ -512,7 +529,7 @@ export class PullRequestService implements QueueContents {
         this.deps.runtime.transitionsSince(queue.id, windowStart),
         this.deps.runtime.loadSnapshot(queue.id),
       ]);
-      const snapshot = stored?.snapshot as QueueSnapshot | undefined;
+      const snapshot = stored ? upgradeSnapshot(stored.snapshot) : undefined;
       series.push({
         repo: `${queue.repo.owner}/${queue.repo.name}`,
         branch: queue.targetBranch,

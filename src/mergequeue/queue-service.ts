@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { ApiError } from "../lib/errors.js";
 import type { Clock } from "../lib/clock.js";
-import type { MergeQueueRecord, MergeQueueStore } from "../db/stores/merge-queues.js";
-import type { RepoRef, Repository, RepositoryStore } from "../db/stores/repositories.js";
+import type { RepoRef, Repository } from "../organizations/repositories.js";
+import type { MergeQueueRecord, MergeQueueRecords, RepositoryRecords } from "./records.js";
 import type { Principal } from "../organizations/service.js";
 import type { PrState, PriorityName } from "./model.js";
 import type { WaitingFor } from "./waiting.js";
@@ -56,7 +56,7 @@ export function describeQueue(address: QueueAddress): string {
 export class MergeQueueService {
   constructor(
     private readonly deps: {
-      repositories: Pick<RepositoryStore, "ensure">;
+      repositories: Pick<RepositoryRecords, "ensure">;
       /**
        * Hosts whose repositories are made through Mainline (`local`), by lower-case host: the
        * organization's repository, or a 404. A queue is never the way such a repository comes
@@ -66,7 +66,7 @@ export class MergeQueueService {
         string,
         (principal: Principal, ref: RepoRef) => Promise<Repository>
       >;
-      queues: MergeQueueStore;
+      queues: MergeQueueRecords;
       contents: QueueContents;
       clock: Clock;
       /** Tells the queue's driver that its settings changed (it replans at once). */
@@ -164,7 +164,7 @@ export class MergeQueueService {
 
 /** The queue at an address of the principal's organization, or a 404 that names the address. */
 export async function requireQueue(
-  queues: Pick<MergeQueueStore, "find">,
+  queues: Pick<MergeQueueRecords, "find">,
   principal: Principal,
   address: QueueAddress,
 ): Promise<MergeQueueRecord> {

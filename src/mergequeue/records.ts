@@ -5,6 +5,68 @@
  */
 import type { Actor, ImpactedTargets, Mergeability, PrState, RunKind, RunStatus } from "./model.js";
 import type { RequiredStatusesSource } from "./providers.js";
+import type { RepoRef, Repository } from "../organizations/repositories.js";
+import type { QueueConfiguration } from "./settings.js";
+
+/** A queue as listed for an organization: enough to address it and label its metrics. */
+export interface QueueListing {
+  id: string;
+  targetBranch: string;
+  /** The repository and the organization it belongs to. */
+  repo: RepoRef & { organizationId: string };
+}
+
+export interface MergeQueueRecord {
+  id: string;
+  repositoryId: string;
+  targetBranch: string;
+  configuration: QueueConfiguration;
+  createdAt: number;
+  updatedAt: number;
+  version: number;
+}
+
+/**
+ * The queues' settings in storage (implemented by `db/stores/merge-queues.ts`): one row per
+ * repository and target branch.
+ */
+export interface MergeQueueRecords {
+  /** The queue of `targetBranch` in an organization's repository. */
+  find(
+    organizationId: string,
+    repo: RepoRef,
+    targetBranch: string,
+  ): Promise<MergeQueueRecord | undefined>;
+  /** Every queue of an organization, or of one of its repositories, by repository and branch. */
+  listForOrganization(organizationId: string, repo?: RepoRef): Promise<QueueListing[]>;
+  /** Every queue of repositories on one git host, or of one such repository of an organization. */
+  listForHost(host: string, repo?: RepoRef & { organizationId: string }): Promise<QueueListing[]>;
+  /** False when the queue already exists. */
+  insert(queue: Omit<MergeQueueRecord, "version" | "updatedAt">): Promise<boolean>;
+  /**
+   * Read, decide, write, as one transaction holding the queue: `decide` may throw to refuse the
+   * change. Undefined when there is no such queue.
+   */
+  modify(
+    organizationId: string,
+    repo: RepoRef,
+    targetBranch: string,
+    now: number,
+    decide: (current: MergeQueueRecord) => QueueConfiguration,
+  ): Promise<MergeQueueRecord | undefined>;
+  findById(id: string): Promise<MergeQueueRecord | undefined>;
+  /** The engine's own settings changes (a mode switch that finished). */
+  setConfiguration(id: string, configuration: QueueConfiguration, now: number): Promise<void>;
+  delete(id: string): Promise<boolean>;
+}
+
+/** The repositories the merge queue reads and registers (implemented by `db/stores/repositories.ts`). */
+export interface RepositoryRecords {
+  find(organizationId: string, ref: RepoRef): Promise<Repository | undefined>;
+  findById(id: string): Promise<Repository | undefined>;
+  /** The repository, registered first when the organization has none of that name. */
+  ensure(organizationId: string, ref: RepoRef, now: number): Promise<Repository>;
+}
 
 /** One submission of a pull request, as listed by the API (kept after it concludes). */
 export interface EntryRecord {

@@ -5,8 +5,8 @@
  */
 import { readdir } from "node:fs/promises";
 import path from "node:path";
-import type { CiRunView as CiRun } from "../../src/api/local/ci.js";
-import type { LocalPullRequestView as LocalPr } from "../../src/api/local/pull-requests.js";
+import type { CiRunView as CiRun } from "../../src/providers/local/routes/ci.js";
+import type { LocalPullRequestView as LocalPr } from "../../src/providers/local/routes/pull-requests.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   PROJECT_FILES,

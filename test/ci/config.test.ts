@@ -3,8 +3,8 @@ import {
   parseMainlineConfig,
   parseTrunkRequiredStatuses,
   type MainlineConfig,
-} from "../../src/ci/config.js";
-import { resolveRequiredStatuses } from "../../src/ci/required-statuses.js";
+} from "../../src/mergequeue/repo-config.js";
+import { consultsSource, resolveRequiredStatuses } from "../../src/mergequeue/required-statuses.js";
 
 function messageOf(text: string): string {
   const parsed = parseMainlineConfig(text);
@@ -201,5 +201,19 @@ describe("required statuses", () => {
   it("fails when no source names any", () => {
     const none = resolveRequiredStatuses({ override: null, mainline: undefined, trunk: undefined });
     expect(none).toMatchObject({ ok: false, reason: "no_required_statuses" });
+  });
+
+  it("consults a source only when no earlier one names statuses (one precedence)", () => {
+    expect(consultsSource({ override: null, mainline: mainline() }, "trunk_config")).toBe(true);
+    expect(consultsSource({ override: ["o"], mainline: mainline() }, "trunk_config")).toBe(false);
+    expect(consultsSource({ override: null, mainline: mainline(["m"]) }, "trunk_config")).toBe(
+      false,
+    );
+    // An explicit empty list decides too: nothing after it is read.
+    expect(consultsSource({ override: [], mainline: mainline() }, "trunk_config")).toBe(false);
+    expect(consultsSource({ override: null, mainline: undefined }, "branch_protection")).toBe(true);
+    expect(
+      consultsSource({ override: null, mainline: mainline(), trunk: ["t"] }, "branch_protection"),
+    ).toBe(false);
   });
 });

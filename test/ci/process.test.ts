@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runCommand, type CommandOptions } from "../../src/ci/process.js";
+import { runCommand, type CommandOptions } from "../../src/providers/local/ci/process.js";
 import { expectGone } from "../helpers/ci-git.js";
 
 let dir: string;

@@ -3,13 +3,13 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { FreshCheckouts, type CheckoutFunction } from "../../src/ci/checkouts.js";
-import type { CiRunRecord } from "../../src/ci/records.js";
+import { FreshCheckouts, type CheckoutFunction } from "../../src/providers/local/ci/checkouts.js";
+import type { CiRunRecord } from "../../src/mergequeue/ci-run-records.js";
 import {
   LocalCiRunner,
   type LocalCiRunnerOptions,
   type TestResultsInput,
-} from "../../src/ci/runner.js";
+} from "../../src/providers/local/ci/runner.js";
 import type { CiRunRequest, CiRunResult } from "../../src/mergequeue/providers.js";
 import { createRepository, expectGone, type TestRepository } from "../helpers/ci-git.js";
 import { InMemoryCiRunRecords } from "../helpers/ci-run-records.js";

@@ -2,7 +2,7 @@ import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { GitError, git, runGit } from "../../src/githost/local/git.js";
+import { GitError, git, runGit } from "../../src/providers/local/git/git.js";
 
 const inherited = process.env.GIT_DIR;
 

@@ -17,8 +17,8 @@ import { columnTypes } from "../../src/db/migrations/types.js";
 import { initialConfiguration } from "../../src/mergequeue/settings.js";
 import { OrganizationStore } from "../../src/db/stores/organizations.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
-import { upgradeLocalRepositoryLayout } from "../../src/githost/local/layout-upgrade.js";
-import { LocalRepositories } from "../../src/githost/local/repositories.js";
+import { upgradeLocalRepositoryLayout } from "../../src/providers/local/git/layout-upgrade.js";
+import { LocalRepositories } from "../../src/providers/local/git/repositories.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { WorkingClone, plainGit } from "../helpers/local-git.js";
 

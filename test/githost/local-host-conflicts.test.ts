@@ -1,8 +1,8 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LocalGitHost } from "../../src/githost/local/host.js";
-import { LocalRepositories } from "../../src/githost/local/repositories.js";
+import { LocalGitHost } from "../../src/providers/local/git/host.js";
+import { LocalRepositories } from "../../src/providers/local/git/repositories.js";
 import { WorkingClone, temporaryDirectory } from "../helpers/local-git.js";
 import { MemoryLocalPullRequests } from "../helpers/local-pull-requests.js";
 

@@ -1,9 +1,9 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CheckoutPool } from "../../src/ci/checkouts.js";
-import { LocalGitHost } from "../../src/githost/local/host.js";
-import { LocalRepositories } from "../../src/githost/local/repositories.js";
+import { CheckoutPool } from "../../src/providers/local/ci/checkouts.js";
+import { LocalGitHost } from "../../src/providers/local/git/host.js";
+import { LocalRepositories } from "../../src/providers/local/git/repositories.js";
 import type { MergeMethod } from "../../src/mergequeue/settings.js";
 import type { MergeRequest } from "../../src/mergequeue/providers.js";
 import {

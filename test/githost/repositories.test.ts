@@ -1,8 +1,8 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { repositoryPath, validateRepositoryName } from "../../src/githost/local/layout.js";
-import { LocalRepositories } from "../../src/githost/local/repositories.js";
+import { repositoryPath, validateRepositoryName } from "../../src/providers/local/git/layout.js";
+import { LocalRepositories } from "../../src/providers/local/git/repositories.js";
 import { WorkingClone, plainGit, temporaryDirectory } from "../helpers/local-git.js";
 
 const ORG = "0b7c41f2-6a53-4f4e-9d1e-3c2a8f5e7d10";

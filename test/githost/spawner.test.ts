@@ -1,5 +1,5 @@
 /**
- * Git commands started by the helper process (src/githost/local/spawner.ts): output, exit codes,
+ * Git commands started by the helper process (src/providers/local/git/spawner.ts): output, exit codes,
  * standard input, environment and working directory arrive as a direct spawn would give them, the
  * server's own process never forks git, and a helper that dies is replaced by the next command.
  */
@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { runGit } from "../../src/githost/local/git.js";
-import { GitSpawner } from "../../src/githost/local/spawner.js";
+import { runGit } from "../../src/providers/local/git/git.js";
+import { GitSpawner } from "../../src/providers/local/git/spawner.js";
 
 const spawners: GitSpawner[] = [];
 const dirs: string[] = [];

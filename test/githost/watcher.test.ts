@@ -1,8 +1,8 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { LocalRepositories } from "../../src/githost/local/repositories.js";
-import { LocalRefWatcher, type RefChange } from "../../src/githost/local/watcher.js";
+import { LocalRepositories } from "../../src/providers/local/git/repositories.js";
+import { LocalRefWatcher, type RefChange } from "../../src/providers/local/git/watcher.js";
 import type { OwnedRepoRef } from "../../src/mergequeue/providers.js";
 import { WorkingClone, temporaryDirectory } from "../helpers/local-git.js";
 

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { MemoryGitHost } from "../../src/mergequeue/memory-host.js";
+import { MemoryCi, MemoryGitHost } from "../../src/mergequeue/simulator/memory-host.js";
 import { startTestServer, type TestServer } from "./server.js";
 
 /** The in-memory git host, with pull requests opened the way a person opens them. */
@@ -34,5 +34,8 @@ export class InMemoryGitHost extends MemoryGitHost {
 /** A test server whose merge queues run against an in-memory git host the test opens PRs on. */
 export async function startEngineServer(): Promise<{ server: TestServer; git: InMemoryGitHost }> {
   const git = new InMemoryGitHost();
-  return { server: await startTestServer({ gitHost: git, startWorker: false }), git };
+  return {
+    server: await startTestServer({ gitHost: git, ci: new MemoryCi(), startWorker: false }),
+    git,
+  };
 }

@@ -1,4 +1,4 @@
-import { openPullRequestInfo } from "../../src/mergequeue/memory-host.js";
+import { openPullRequestInfo } from "../../src/mergequeue/simulator/memory-host.js";
 import { initialSnapshot, plan } from "../../src/mergequeue/planner.js";
 import type {
   Decision,

@@ -12,7 +12,7 @@ import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { OrganizationStore } from "../../src/db/stores/organizations.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import { MergeQueueEngine, type EngineOptions } from "../../src/mergequeue/engine.js";
-import { MemoryCi, MemoryGitHost } from "../../src/mergequeue/memory-host.js";
+import { MemoryCi, MemoryGitHost } from "../../src/mergequeue/simulator/memory-host.js";
 import type { QueueCommand, QueueSnapshot } from "../../src/mergequeue/model.js";
 import { initialConfiguration } from "../../src/mergequeue/settings.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";

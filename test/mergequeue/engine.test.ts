@@ -5,7 +5,7 @@ import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { OrganizationStore } from "../../src/db/stores/organizations.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import { MergeQueueEngine } from "../../src/mergequeue/engine.js";
-import { MemoryCi, MemoryGitHost } from "../../src/mergequeue/memory-host.js";
+import { MemoryCi, MemoryGitHost } from "../../src/mergequeue/simulator/memory-host.js";
 import type { QueueCommand } from "../../src/mergequeue/model.js";
 import { initialConfiguration, type QueueSettings } from "../../src/mergequeue/settings.js";
 import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";

@@ -5,7 +5,7 @@ import { address, addressOptions, client, type QueueOptions } from "./queue.js";
 import { parseLocalRepoArg } from "../repo-arg.js";
 import { serverOptions } from "./repo.js";
 import type { RepoRef } from "../../db/stores/repositories.js";
-import type { LocalPullRequestView } from "../../api/local/pull-requests.js";
+import type { LocalPullRequestView } from "../../providers/local/routes/pull-requests.js";
 import { describeWaitingFor, type WaitingForBody } from "../waiting.js";
 
 /** A pull request number: digits (a leading `#` is allowed), at most 4294967295. */

@@ -1,5 +1,10 @@
 import type { Kysely, Selectable } from "kysely";
-import type { CiRunRecord, CiRunRecords, CiRunStatus } from "../../ci/records.js";
+import type {
+  CiRunRecord,
+  CiRunStatus,
+  CiRunStorage,
+  UnbuiltRun,
+} from "../../mergequeue/ci-run-records.js";
 import type { CiRunsTable, Database } from "../schema.js";
 
 const UNFINISHED: CiRunStatus[] = ["queued", "running"];
@@ -24,19 +29,10 @@ function toRecord(row: Selectable<CiRunsTable>): CiRunRecord {
  * A queue run that never reached the runner: its test branch could not be built (a conflict;
  * `error`), or the queue cancelled it first (`cancelled`). No check ran.
  */
-export interface UnbuiltRun {
-  runId: string;
-  status: "error" | "cancelled";
-  prNumbers: number[];
-  baseSha: string;
-  createdAt: number;
-  finishedAt: number | null;
-  /** Why, in words (for a conflict, the queue's: with what, in which files). */
-  message: string;
-}
+export type { UnbuiltRun };
 
 /** The built-in CI runner's runs, by queue and run id. */
-export class CiRunStore implements CiRunRecords {
+export class CiRunStore implements CiRunStorage {
   constructor(private readonly db: Kysely<Database>) {}
 
   async create(record: CiRunRecord): Promise<boolean> {

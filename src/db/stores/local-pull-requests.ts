@@ -1,22 +1,15 @@
 import type { Kysely, Selectable } from "kysely";
 import type {
   LocalPullRequestRecord,
-  LocalPullRequestRecords,
+  LocalPullRequestStorage,
   LocalPullRequestState,
-} from "../../githost/local/records.js";
+  OpenPullRequest,
+} from "../../mergequeue/local-pull-request-records.js";
 import type { OwnedRepoRef } from "../../mergequeue/providers.js";
 import type { Database, LocalPullRequestsTable } from "../schema.js";
 import { RepositoryStore } from "./repositories.js";
 
-export interface OpenPullRequest {
-  repositoryId: string;
-  headBranch: string;
-  baseBranch: string;
-  title: string;
-  author: string;
-  description?: string;
-  now: number;
-}
+export type { OpenPullRequest };
 
 /** Attempts at taking the next number when concurrent opens race for it. */
 const NUMBER_ATTEMPTS = 20;
@@ -30,7 +23,7 @@ function toRecord(row: Selectable<LocalPullRequestsTable>): LocalPullRequestReco
  * the repository by its organization and host/owner/name (two organizations may each have one
  * with the same name).
  */
-export class LocalPullRequestStore implements LocalPullRequestRecords {
+export class LocalPullRequestStore implements LocalPullRequestStorage {
   private readonly repositories: RepositoryStore;
 
   constructor(private readonly db: Kysely<Database>) {

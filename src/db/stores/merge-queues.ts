@@ -7,29 +7,18 @@ import type {
   QueueMode,
   QueueState,
 } from "../../mergequeue/settings.js";
+import type {
+  MergeQueueRecord,
+  MergeQueueRecords,
+  QueueListing,
+} from "../../mergequeue/records.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
 import { precompile, type PrecompiledQuery } from "../precompiled.js";
 import type { Database, MergeQueuesTable } from "../schema.js";
 import { repositoryLookupKey, type RepoRef } from "./repositories.js";
 
-/** A queue as listed for an organization: enough to address it and label its metrics. */
-export interface QueueListing {
-  id: string;
-  targetBranch: string;
-  /** The repository and the organization it belongs to. */
-  repo: RepoRef & { organizationId: string };
-}
-
-export interface MergeQueueRecord {
-  id: string;
-  repositoryId: string;
-  targetBranch: string;
-  configuration: QueueConfiguration;
-  createdAt: number;
-  updatedAt: number;
-  version: number;
-}
+export type { MergeQueueRecord, QueueListing };
 
 type ConfigurationColumns = Omit<
   Insertable<MergeQueuesTable>,
@@ -146,7 +135,7 @@ function toRecord(row: Selectable<MergeQueuesTable>): MergeQueueRecord {
 }
 
 /** Merge queues (one per repository and target branch) and their settings. */
-export class MergeQueueStore {
+export class MergeQueueStore implements MergeQueueRecords {
   private readonly queueByAddress: PrecompiledQuery<
     [organizationId: string, lookupKey: string, targetBranch: string],
     Selectable<MergeQueuesTable>

@@ -5,17 +5,16 @@
  * quarantined tests (background §merge-queue-8.4) instead of failing the pull request.
  */
 import path from "node:path";
-import type { CiRunRequest } from "../mergequeue/providers.js";
-import type { Repository } from "../db/stores/repositories.js";
-import type { TestCaseStore } from "../db/stores/test-cases.js";
-import type { TestSettingsStore } from "../db/stores/test-settings.js";
-import type { Clock } from "../lib/clock.js";
-import { failedTestIdentifiers } from "../cli/upload/quarantine.js";
-import { readReports } from "../cli/upload/reports.js";
-import { writeBundle } from "../testhealth/bundle/writer.js";
-import { QUEUE_RUNNER_CLIENT } from "../testhealth/runs.js";
-import type { UploadService } from "../testhealth/upload-service.js";
-import { VERSION } from "../version.js";
+import type { CiRunRequest } from "../../../mergequeue/providers.js";
+import type { Repository } from "../../../organizations/repositories.js";
+import type { Clock } from "../../../lib/clock.js";
+import { failedTestIdentifiers } from "../../../cli/upload/quarantine.js";
+import { readReports } from "../../../cli/upload/reports.js";
+import { writeBundle } from "../../../testhealth/bundle/writer.js";
+import type { QuarantineSettings } from "../../../testhealth/quarantine.js";
+import { QUEUE_RUNNER_CLIENT } from "../../../testhealth/runs.js";
+import type { UploadService } from "../../../testhealth/upload-service.js";
+import { VERSION } from "../../../version.js";
 
 /** More failing tests than this are not "a few flaky ones": the run fails as it is. */
 const MAX_FAILED_TESTS_CHECKED = 500;
@@ -25,8 +24,15 @@ export interface CiTestResultsDeps {
   repository(request: CiRunRequest): Promise<Repository | undefined>;
   organizationSlug(organizationId: string): Promise<string | undefined>;
   uploads: Pick<UploadService, "submitBundle">;
-  testCases: Pick<TestCaseStore, "flakyOrQuarantined">;
-  settings: Pick<TestSettingsStore, "get">;
+  testCases: {
+    /** The ones of `ids` that test health knows as flaky or quarantined. */
+    flakyOrQuarantined(
+      repositoryId: string,
+      ids: readonly string[],
+      settings: QuarantineSettings,
+    ): Promise<Set<string>>;
+  };
+  settings: { get(repositoryId: string): Promise<{ quarantine: QuarantineSettings }> };
   clock: Clock;
 }
 

@@ -4,14 +4,18 @@
  * push with plain git. A change Mainline makes itself (a closed PR) is reported to the queues at
  * once; pushes are found by the ref watcher.
  */
-import type { LocalPullRequestStore } from "../../db/stores/local-pull-requests.js";
-import type { RepoRef, Repository, RepositoryStore } from "../../db/stores/repositories.js";
-import type { Clock } from "../../lib/clock.js";
-import { ApiError } from "../../lib/errors.js";
-import type { OwnedRepoRef } from "../../mergequeue/providers.js";
-import type { Principal } from "../../organizations/service.js";
+import type { Clock } from "../../../lib/clock.js";
+import { ApiError } from "../../../lib/errors.js";
+import type { OwnedRepoRef } from "../../../mergequeue/providers.js";
+import type { RepositoryRecords } from "../../../mergequeue/records.js";
+import type { RepoRef, Repository } from "../../../organizations/repositories.js";
+import type { Principal } from "../../../organizations/service.js";
 import { LOCAL_HOST, validateRepositoryName, type LocalRepositoryAddress } from "./layout.js";
-import type { LocalPullRequestRecord, LocalPullRequestState } from "./records.js";
+import type {
+  LocalPullRequestManagement,
+  LocalPullRequestRecord,
+  LocalPullRequestState,
+} from "../../../mergequeue/local-pull-request-records.js";
 
 /**
  * What the service needs of the bare repositories on disk (`LocalRepositories`), each in its
@@ -26,8 +30,8 @@ export interface BareRepositories {
 }
 
 export interface LocalHostServiceDeps {
-  repositories: Pick<RepositoryStore, "find" | "ensure">;
-  pullRequests: LocalPullRequestStore;
+  repositories: Pick<RepositoryRecords, "find" | "ensure">;
+  pullRequests: LocalPullRequestManagement;
   bare: BareRepositories;
   clock: Clock;
   /** A pull request changed through the API (closed): its queues re-read it. */

@@ -17,7 +17,7 @@
  * | `MAINLINE_PR_NUMBERS` | the pull requests in the run, in merge order, comma-separated |
  * | `MAINLINE_CHECK` | the check's `name` |
  */
-import type { CiRunRequest } from "../mergequeue/providers.js";
+import type { CiRunRequest } from "../../../mergequeue/providers.js";
 
 const SERVER_ONLY = /^(MAINLINE_|DATABASE_URL$)/;
 

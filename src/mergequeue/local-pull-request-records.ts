@@ -3,7 +3,7 @@
  * commits): their numbers, branches, title, author and state, and the merge the queue made.
  * Implemented over the database by `db/stores/local-pull-requests.ts`.
  */
-import type { OwnedRepoRef } from "../../mergequeue/providers.js";
+import type { OwnedRepoRef } from "./providers.js";
 
 export type LocalPullRequestState = "open" | "closed" | "merged";
 
@@ -39,3 +39,31 @@ export interface LocalPullRequestRecords {
   /** The PR landed as `sha`: state `merged`. */
   markMerged(repo: OwnedRepoRef, number: number, sha: string, now: number): Promise<void>;
 }
+
+export interface OpenPullRequest {
+  repositoryId: string;
+  headBranch: string;
+  baseBranch: string;
+  title: string;
+  author: string;
+  description?: string;
+  now: number;
+}
+
+/** What the local host's API does with its pull requests (open, close, list). */
+export interface LocalPullRequestManagement {
+  /** Opens a pull request with the repository's next number. */
+  open(input: OpenPullRequest): Promise<LocalPullRequestRecord>;
+  /** Closes an open pull request; a closed or merged one is returned as it is. */
+  close(
+    repositoryId: string,
+    number: number,
+    now: number,
+  ): Promise<LocalPullRequestRecord | undefined>;
+  get(repositoryId: string, number: number): Promise<LocalPullRequestRecord | undefined>;
+  /** A repository's pull requests, newest first, optionally in one state. */
+  list(repositoryId: string, state?: LocalPullRequestState): Promise<LocalPullRequestRecord[]>;
+}
+
+/** The local pull requests in storage (implemented by `db/stores/local-pull-requests.ts`). */
+export type LocalPullRequestStorage = LocalPullRequestRecords & LocalPullRequestManagement;

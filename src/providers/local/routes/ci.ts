@@ -1,11 +1,11 @@
 /** The built-in CI runner's runs and logs, per merge queue. */
 import { Type, type Static } from "typebox";
-import type { CiRunRecord } from "../../ci/records.js";
-import type { CiRunService } from "../../ci/service.js";
-import { QueueAddressFields } from "../mergequeue/schemas.js";
-import { principalOf } from "../plugins/auth.js";
-import { COMMON_ERRORS, errorResponses } from "../schemas.js";
-import type { ApiApp } from "../types.js";
+import type { CiRunRecord } from "../../../mergequeue/ci-run-records.js";
+import type { CiRunService } from "../ci/service.js";
+import { QueueAddressFields } from "../../../api/mergequeue/schemas.js";
+import { principalOf } from "../../../api/plugins/auth.js";
+import { COMMON_ERRORS, errorResponses } from "../../../api/schemas.js";
+import type { ApiApp } from "../../../api/types.js";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const NullableTime = Type.Union([Type.String({ format: "date-time" }), Type.Null()]);

@@ -6,7 +6,7 @@
  *
  * Test branches (`mainline-merge/...`) are Mainline's own doing and are not reported.
  */
-import type { OwnedRepoRef } from "../../mergequeue/providers.js";
+import type { OwnedRepoRef } from "../../../mergequeue/providers.js";
 import { TEST_BRANCH_PREFIX } from "./layout.js";
 import type { LocalRepositories } from "./repositories.js";
 

@@ -3,10 +3,10 @@
  * pull requests. Repositories are `{host: "local", owner, name}`.
  */
 import { Type, type Static } from "typebox";
-import type { LocalPullRequestRecord } from "../../githost/local/records.js";
-import type { LocalHostService } from "../../githost/local/service.js";
-import { ApiError } from "../../lib/errors.js";
-import { principalOf } from "../plugins/auth.js";
+import type { LocalPullRequestRecord } from "../../../mergequeue/local-pull-request-records.js";
+import type { LocalHostService } from "../git/service.js";
+import { principalOf } from "../../../api/plugins/auth.js";
+import { ApiError } from "../../../lib/errors.js";
 import {
   BranchName,
   COMMON_ERRORS,
@@ -16,8 +16,8 @@ import {
   RepoRefSchema,
   errorResponses,
   prNumberOf,
-} from "../schemas.js";
-import type { ApiApp } from "../types.js";
+} from "../../../api/schemas.js";
+import type { ApiApp } from "../../../api/types.js";
 
 const PR_STATES = ["open", "closed", "merged"] as const;
 

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { ApiError, isStorageFull } from "../../lib/errors.js";
+import { ApiError, isStorageFull } from "../../../lib/errors.js";
 import { git } from "./git.js";
 import { repositoryPath, type LocalRepositoryAddress } from "./layout.js";
 

@@ -9,13 +9,12 @@
  * environment by `checkEnvironment`. Logs live at
  * `{dataDir}/ci/logs/{queueId}/{runId}/{n}-{check}.log` (a rerun overwrites them).
  */
-import { isDatabaseUnavailable } from "../db/faults.js";
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { systemClock, type Clock } from "../lib/clock.js";
-import { expandGlobs } from "../lib/glob.js";
-import type { TransitionReason } from "../mergequeue/model.js";
+import { systemClock, type Clock } from "../../../lib/clock.js";
+import { expandGlobs } from "../../../lib/glob.js";
+import type { TransitionReason } from "../../../mergequeue/model.js";
 import {
   judgeChecks,
   type CheckConclusion,
@@ -25,13 +24,21 @@ import {
   type CiRunResult,
   type OwnedRepoRef,
   type RequiredStatusesSource,
-} from "../mergequeue/providers.js";
+} from "../../../mergequeue/providers.js";
 import type { Workspace, Workspaces } from "./checkouts.js";
-import { parseMainlineConfig, parseTrunkRequiredStatuses, type CheckDefinition } from "./config.js";
+import {
+  parseMainlineConfig,
+  parseTrunkRequiredStatuses,
+  type CheckDefinition,
+} from "../../../mergequeue/repo-config.js";
 import { checkEnvironment } from "./environment.js";
 import { runCommand } from "./process.js";
-import type { CiCheckRecord, CiRunRecord, CiRunRecords } from "./records.js";
-import { resolveRequiredStatuses } from "./required-statuses.js";
+import type {
+  CiCheckRecord,
+  CiRunRecord,
+  CiRunRecords,
+} from "../../../mergequeue/ci-run-records.js";
+import { consultsSource, resolveRequiredStatuses } from "../../../mergequeue/required-statuses.js";
 import { Slots } from "./slots.js";
 
 export interface CiRunnerLogger {
@@ -68,6 +75,11 @@ export interface LocalCiRunnerOptions {
    * and runs whose runner stopped or died taken over, every third of it once `resume()` ran.
    */
   leaseMs?: number;
+  /**
+   * Whether an error means "the storage is away for now" (the run is started again later, a
+   * result handed over again) rather than a failure of the checks. Default: never.
+   */
+  isStorageUnavailable?: (error: unknown) => boolean;
 }
 
 /** Why a run's signal was aborted: a cancelled run is finished; a stopped one is resumed later. */
@@ -140,6 +152,10 @@ export class LocalCiRunner implements CiProvider {
   private readonly leaseMs: number;
   private leaseTimer: NodeJS.Timeout | null = null;
   private stopped = false;
+
+  private storageUnavailable(error: unknown): boolean {
+    return this.options.isStorageUnavailable?.(error) ?? false;
+  }
 
   constructor(private readonly options: LocalCiRunnerOptions) {
     this.slots = new Slots(options.parallelism ?? 2);
@@ -331,7 +347,7 @@ export class LocalCiRunner implements CiProvider {
       if (await this.settleIfAborted(writer, signal)) return;
       // The database went away (recording a check, reporting test results): not the checks'
       // fault. The run stays unfinished and this runner starts it again at its next scan.
-      if (isDatabaseUnavailable(error)) throw error;
+      if (this.storageUnavailable(error)) throw error;
       // The checks could not run (checkout failed…): they fail, so the run cannot pass untested.
       this.options.logger?.error(`ci run ${request.runId}: could not run the checks`, error);
       for (const check of record.checks) {
@@ -360,7 +376,7 @@ export class LocalCiRunner implements CiProvider {
     const { config } = parsed;
     const override = request.requiredStatuses;
     let trunk: string[] | undefined;
-    if (override === null && config.requiredStatuses === undefined) {
+    if (consultsSource({ override, mainline: config }, "trunk_config")) {
       const trunkText = await this.readRepoFile(request, TRUNK_FILE);
       if (!trunkText.ok) return trunkText;
       const trunkParsed =
@@ -519,7 +535,7 @@ export class LocalCiRunner implements CiProvider {
             await listener(result);
             return;
           } catch (error) {
-            if (!isDatabaseUnavailable(error)) {
+            if (!this.storageUnavailable(error)) {
               this.options.logger?.error(`ci run ${result.runId}: a result listener failed`, error);
               return;
             }

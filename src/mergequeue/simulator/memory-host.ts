@@ -16,8 +16,8 @@ import type {
   MergeResult,
   TestBranchRequest,
   TestBranchResult,
-} from "./providers.js";
-import type { PullRequestInfo } from "./model.js";
+} from "../providers.js";
+import type { PullRequestInfo } from "../model.js";
 
 /** An open, mergeable pull request into `main`, with whatever the caller sets. */
 export function openPullRequestInfo(

@@ -10,8 +10,8 @@
  * after a crash finds it instead of landing the pull request twice.
  */
 import path from "node:path";
-import type { Clock } from "../../lib/clock.js";
-import type { PullRequestInfo } from "../../mergequeue/model.js";
+import type { Clock } from "../../../lib/clock.js";
+import type { PullRequestInfo } from "../../../mergequeue/model.js";
 import type {
   GitHost,
   OwnedRepoRef,
@@ -19,8 +19,11 @@ import type {
   MergeResult,
   TestBranchRequest,
   TestBranchResult,
-} from "../../mergequeue/providers.js";
-import type { LocalPullRequestRecord, LocalPullRequestRecords } from "./records.js";
+} from "../../../mergequeue/providers.js";
+import type {
+  LocalPullRequestRecord,
+  LocalPullRequestRecords,
+} from "../../../mergequeue/local-pull-request-records.js";
 import { NO_HOOKS, git } from "./git.js";
 import { LOCAL_HOST, TEST_BRANCH_PREFIX, repositoryPath, testBranchName } from "./layout.js";
 import { replayOnto } from "./replay.js";

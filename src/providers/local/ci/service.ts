@@ -2,16 +2,15 @@
  * The built-in runner's runs as the API shows them: a queue's recent runs with their checks, and
  * a check's log.
  */
-import type { CiRunStore, UnbuiltRun } from "../db/stores/ci-runs.js";
-import type { MergeQueueStore } from "../db/stores/merge-queues.js";
-import { ApiError } from "../lib/errors.js";
-import { requireQueue, type QueueAddress } from "../mergequeue/queue-service.js";
-import type { Principal } from "../organizations/service.js";
-import type { CiRunRecord } from "./records.js";
+import { ApiError } from "../../../lib/errors.js";
+import { requireQueue, type QueueAddress } from "../../../mergequeue/queue-service.js";
+import type { MergeQueueRecords } from "../../../mergequeue/records.js";
+import type { Principal } from "../../../organizations/service.js";
+import type { CiRunQueries, CiRunRecord, UnbuiltRun } from "../../../mergequeue/ci-run-records.js";
 
 export interface CiRunServiceDeps {
-  queues: Pick<MergeQueueStore, "find">;
-  runs: Pick<CiRunStore, "list" | "get" | "unbuilt">;
+  queues: Pick<MergeQueueRecords, "find">;
+  runs: CiRunQueries;
   readLog(queueId: string, runId: string, check: string): Promise<string | undefined>;
 }
 

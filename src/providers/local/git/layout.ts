@@ -6,7 +6,7 @@
  * inside them.
  */
 import { join } from "node:path";
-import { ApiError } from "../../lib/errors.js";
+import { ApiError } from "../../../lib/errors.js";
 
 const NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
 

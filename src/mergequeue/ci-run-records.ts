@@ -3,7 +3,7 @@
  * log files) and to start again after a crash the runs that had not finished. Implemented over
  * the database by `db/stores/ci-runs.ts`.
  */
-import type { CheckConclusion, CiRunRequest } from "../mergequeue/providers.js";
+import type { CheckConclusion, CiRunRequest } from "./providers.js";
 
 export type CiRunStatus = "queued" | "running" | "passed" | "failed" | "cancelled" | "error";
 
@@ -64,3 +64,26 @@ export interface CiRunRecords {
   /** Ends `owner`'s leases at once (a graceful stop): the next runner may take the runs. */
   release(owner: string): Promise<void>;
 }
+
+/** A run of a queue that never reached the runner (its test branch could not be built, or it was cancelled first). */
+export interface UnbuiltRun {
+  runId: string;
+  status: "error" | "cancelled";
+  prNumbers: number[];
+  baseSha: string;
+  createdAt: number;
+  finishedAt: number | null;
+  /** Why, in words (for a conflict, the queue's: with what, in which files). */
+  message: string;
+}
+
+/** What the API lists of a queue's runs (implemented by `db/stores/ci-runs.ts`). */
+export interface CiRunQueries {
+  get(queueId: string, runId: string): Promise<CiRunRecord | undefined>;
+  /** The queue's most recent runs, newest first. */
+  list(queueId: string, limit: number): Promise<CiRunRecord[]>;
+  /** The queue's runs that never reached the runner, newest first (or the one of `runId`). */
+  unbuilt(queueId: string, limit: number, runId?: string): Promise<UnbuiltRun[]>;
+}
+
+export type CiRunStorage = CiRunRecords & CiRunQueries;

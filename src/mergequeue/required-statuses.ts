@@ -3,8 +3,8 @@
  * Pure. A source that gives an explicit empty list wins too, and fails the run: an empty list is
  * a decision someone wrote down, and falling through to a looser source would ignore it.
  */
-import type { RequiredStatusesSource } from "../mergequeue/providers.js";
-import type { MainlineConfig } from "./config.js";
+import type { RequiredStatusesSource } from "./providers.js";
+import type { MainlineConfig } from "./repo-config.js";
 
 export interface RequiredStatusesInput {
   /** The queue's `requiredStatuses` setting; null when not overridden. */
@@ -29,16 +29,47 @@ const SOURCE_NAMES: Record<RequiredStatusesSource, string> = {
   mainline_checks: "the checks of .mainline.yml",
 };
 
-export function resolveRequiredStatuses(input: RequiredStatusesInput): RequiredStatuses {
-  // The built-in runner's default (docs/contract.md §6): every check of `.mainline.yml`.
-  const candidates: [RequiredStatusesSource, string[] | null | undefined][] = [
+/**
+ * The precedence, first source first: the queue's override, the repository's configuration
+ * (`.mainline.yml`, then `.trunk/trunk.yaml`), the git host's branch protection, and last the
+ * built-in runner's default (docs/contract.md §6): every check of `.mainline.yml`.
+ */
+function candidates(
+  input: RequiredStatusesInput,
+): [RequiredStatusesSource, string[] | null | undefined][] {
+  return [
     ["merge_instance", input.override],
     ["mainline_config", input.mainline?.requiredStatuses],
     ["trunk_config", input.trunk],
     ["branch_protection", input.branchProtection],
     ["mainline_checks", input.mainline?.checks.map((check) => check.name)],
   ];
-  for (const [source, statuses] of candidates) {
+}
+
+/**
+ * Whether a source is consulted at all: no source before it names statuses. A caller reads a
+ * source only when it is (the runner reads `.trunk/trunk.yaml` only then), so that the precedence
+ * is written in this one place.
+ */
+export function consultsSource(
+  input: Partial<RequiredStatusesInput>,
+  source: RequiredStatusesSource,
+): boolean {
+  const known: RequiredStatusesInput = {
+    override: input.override ?? null,
+    mainline: input.mainline,
+    trunk: input.trunk,
+    ...(input.branchProtection === undefined ? {} : { branchProtection: input.branchProtection }),
+  };
+  for (const [candidate, statuses] of candidates(known)) {
+    if (candidate === source) return true;
+    if (statuses !== null && statuses !== undefined) return false;
+  }
+  return false;
+}
+
+export function resolveRequiredStatuses(input: RequiredStatusesInput): RequiredStatuses {
+  for (const [source, statuses] of candidates(input)) {
     if (statuses === null || statuses === undefined) continue;
     if (statuses.length === 0) {
       return {

@@ -1,0 +1,48 @@
+/**
+ * The planner's persisted snapshot carries a `version`; a snapshot stored by an older server is
+ * brought to the current shape in one place, step by step, when the engine (or the metrics) load
+ * it. The planner itself only ever sees the current shape.
+ *
+ * - version 1 (no `version` field): `verdicts` and `landedThrough` may be absent.
+ * - version 2: every field of `QueueSnapshot` that is not optional is present.
+ */
+import type { QueueSnapshot } from "./model.js";
+import { NO_VERDICTS } from "./speculation.js";
+
+export const SNAPSHOT_VERSION = 2;
+
+type Stored = Record<string, unknown> & { version?: unknown };
+
+/** One step per version: the function at index `n` turns a version-`n` snapshot into `n + 1`. */
+const UPGRADES: Record<number, (snapshot: Stored) => Stored> = {
+  1: (snapshot) => ({
+    ...snapshot,
+    verdicts: snapshot.verdicts ?? { ...NO_VERDICTS },
+    landedThrough: snapshot.landedThrough ?? {},
+    version: 2,
+  }),
+};
+
+/** The stored snapshot in the current shape (a snapshot without `version` is version 1). */
+export function upgradeSnapshot(stored: unknown): QueueSnapshot {
+  if (typeof stored !== "object" || stored === null) {
+    throw new Error("the stored planner snapshot is not an object");
+  }
+  let snapshot = stored as Stored;
+  let version = snapshot.version === undefined ? 1 : snapshot.version;
+  if (typeof version !== "number" || !Number.isInteger(version) || version < 1) {
+    throw new Error(`the stored planner snapshot has an unknown version ${JSON.stringify(version)}`);
+  }
+  if (version > SNAPSHOT_VERSION) {
+    throw new Error(
+      `the stored planner snapshot is version ${version}, newer than this server's (${SNAPSHOT_VERSION}): upgrade Mainline`,
+    );
+  }
+  while (version < SNAPSHOT_VERSION) {
+    const step = UPGRADES[version];
+    if (!step) throw new Error(`no upgrade of planner snapshots from version ${version}`);
+    snapshot = step(snapshot);
+    version += 1;
+  }
+  return snapshot as unknown as QueueSnapshot;
+}
