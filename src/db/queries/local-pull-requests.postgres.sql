@@ -5,8 +5,8 @@
 select max("number") as "number"
   from "local_pull_requests"
   where "repository_id" = $1;
-insert into "local_pull_requests" ("repository_id", "number", "head_branch", "base_branch", "title", "author", "state", "merging_sha", "merged_sha", "created_at", "closed_at")
-  values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+insert into "local_pull_requests" ("repository_id", "number", "head_branch", "base_branch", "title", "author", "description", "state", "merging_sha", "merged_sha", "created_at", "closed_at")
+  values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
   on conflict ("repository_id", "number") do nothing;
 
 -- LocalPullRequestStore.close(repositoryId, number, now)

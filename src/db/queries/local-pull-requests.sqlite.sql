@@ -5,8 +5,8 @@
 select max("number") as "number"
   from "local_pull_requests"
   where "repository_id" = ?;
-insert into "local_pull_requests" ("repository_id", "number", "head_branch", "base_branch", "title", "author", "state", "merging_sha", "merged_sha", "created_at", "closed_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+insert into "local_pull_requests" ("repository_id", "number", "head_branch", "base_branch", "title", "author", "description", "state", "merging_sha", "merged_sha", "created_at", "closed_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   on conflict ("repository_id", "number") do nothing;
 
 -- LocalPullRequestStore.close(repositoryId, number, now)
