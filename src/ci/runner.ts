@@ -9,7 +9,7 @@
  * environment by `checkEnvironment`. Logs live at
  * `{dataDir}/ci/logs/{queueId}/{runId}/{n}-{check}.log` (a rerun overwrites them).
  */
-import { isDatabaseUnavailable } from "../db/faults.js";
+import { isDatabaseUnavailable } from "../lib/faults.js";
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
@@ -30,7 +30,7 @@ import type { Workspace, Workspaces } from "./checkouts.js";
 import { parseMainlineConfig, parseTrunkRequiredStatuses, type CheckDefinition } from "./config.js";
 import { checkEnvironment } from "./environment.js";
 import { runCommand } from "./process.js";
-import type { CiCheckRecord, CiRunRecord, CiRunRecords } from "./records.js";
+import type { CiCheckRecord, CiRunRecord, CiRunRecords } from "../mergequeue/ci-run-records.js";
 import { resolveRequiredStatuses } from "./required-statuses.js";
 import { Slots } from "./slots.js";
 

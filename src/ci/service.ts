@@ -7,7 +7,7 @@ import type { MergeQueueStore } from "../db/stores/merge-queues.js";
 import { ApiError } from "../lib/errors.js";
 import { requireQueue, type QueueAddress } from "../mergequeue/queue-service.js";
 import type { Principal } from "../organizations/service.js";
-import type { CiRunRecord } from "./records.js";
+import type { CiRunRecord } from "../mergequeue/ci-run-records.js";
 
 export interface CiRunServiceDeps {
   queues: Pick<MergeQueueStore, "find">;

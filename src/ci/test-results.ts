@@ -11,7 +11,7 @@ import type { TestCaseStore } from "../db/stores/test-cases.js";
 import type { TestSettingsStore } from "../db/stores/test-settings.js";
 import type { Clock } from "../lib/clock.js";
 import { failedTestIdentifiers } from "../cli/upload/quarantine.js";
-import { readReports } from "../cli/upload/reports.js";
+import { readReports } from "../testhealth/reports.js";
 import { writeBundle } from "../testhealth/bundle/writer.js";
 import { QUEUE_RUNNER_CLIENT } from "../testhealth/runs.js";
 import type { UploadService } from "../testhealth/upload-service.js";

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { FreshCheckouts, type CheckoutFunction } from "../../src/ci/checkouts.js";
-import type { CiRunRecord } from "../../src/ci/records.js";
+import type { CiRunRecord } from "../../src/mergequeue/ci-run-records.js";
 import {
   LocalCiRunner,
   type LocalCiRunnerOptions,

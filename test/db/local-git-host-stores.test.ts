@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { CiRunRecord } from "../../src/ci/records.js";
+import type { CiRunRecord } from "../../src/mergequeue/ci-run-records.js";
 import { CiRunStore } from "../../src/db/stores/ci-runs.js";
 import { LocalPullRequestStore } from "../../src/db/stores/local-pull-requests.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";

@@ -1,4 +1,4 @@
-import type { CiRunRecord, CiRunRecords } from "../../src/ci/records.js";
+import type { CiRunRecord, CiRunRecords } from "../../src/mergequeue/ci-run-records.js";
 
 const unfinished = (record: CiRunRecord) =>
   record.status === "queued" || record.status === "running";

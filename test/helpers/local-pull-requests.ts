@@ -2,7 +2,7 @@ import type { OwnedRepoRef } from "../../src/mergequeue/providers.js";
 import type {
   LocalPullRequestRecord,
   LocalPullRequestRecords,
-} from "../../src/githost/local/records.js";
+} from "../../src/mergequeue/local-pull-request-records.js";
 
 const key = (repo: OwnedRepoRef) => `${repo.host}/${repo.owner}/${repo.name}`;
 

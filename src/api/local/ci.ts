@@ -1,6 +1,6 @@
 /** The built-in CI runner's runs and logs, per merge queue. */
 import { Type, type Static } from "typebox";
-import type { CiRunRecord } from "../../ci/records.js";
+import type { CiRunRecord } from "../../mergequeue/ci-run-records.js";
 import type { CiRunService } from "../../ci/service.js";
 import { QueueAddressFields } from "../mergequeue/schemas.js";
 import { principalOf } from "../plugins/auth.js";

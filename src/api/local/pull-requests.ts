@@ -3,7 +3,7 @@
  * pull requests. Repositories are `{host: "local", owner, name}`.
  */
 import { Type, type Static } from "typebox";
-import type { LocalPullRequestRecord } from "../../githost/local/records.js";
+import type { LocalPullRequestRecord } from "../../mergequeue/local-pull-request-records.js";
 import type { LocalHostService } from "../../githost/local/service.js";
 import { principalOf } from "../plugins/auth.js";
 import {

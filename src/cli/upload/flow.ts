@@ -32,7 +32,7 @@ import {
   whoami,
   type UploadStatus,
 } from "./protocol.js";
-import { describeCounts, readReports, type ReportsSummary } from "./reports.js";
+import { describeCounts, readReports, type ReportsSummary } from "../../testhealth/reports.js";
 
 export interface UploadFlags {
   junit: string[];

@@ -9,7 +9,7 @@
  */
 import { constants } from "node:os";
 import { repoFullName, testId, type RepoRef } from "../../testhealth/identity.js";
-import type { FailedTest } from "./reports.js";
+import type { FailedTest } from "../../testhealth/reports.js";
 
 /** One entry of getQuarantineConfig's `testIdentifiers` (Trunk's mixed casing). */
 export interface TestIdentifier {

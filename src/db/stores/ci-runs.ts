@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from "kysely";
-import type { CiRunRecord, CiRunRecords, CiRunStatus } from "../../ci/records.js";
+import type { CiRunRecord, CiRunRecords, CiRunStatus } from "../../mergequeue/ci-run-records.js";
 import type { CiRunsTable, Database } from "../schema.js";
 
 const UNFINISHED: CiRunStatus[] = ["queued", "running"];

@@ -3,7 +3,7 @@ import type {
   LocalPullRequestRecord,
   LocalPullRequestRecords,
   LocalPullRequestState,
-} from "../../githost/local/records.js";
+} from "../../mergequeue/local-pull-request-records.js";
 import type { OwnedRepoRef } from "../../mergequeue/providers.js";
 import type { Database, LocalPullRequestsTable } from "../schema.js";
 import { RepositoryStore } from "./repositories.js";

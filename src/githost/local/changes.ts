@@ -3,7 +3,7 @@
  * push, seen by the ref watcher) and a pull request changed through the API (closed). The queue's
  * driver reads the branch or pull request again itself, so a late or repeated notice is harmless.
  */
-import type { LocalPullRequestRecords } from "./records.js";
+import type { LocalPullRequestRecords } from "../../mergequeue/local-pull-request-records.js";
 import type { QueueCommand } from "../../mergequeue/model.js";
 import type { OwnedRepoRef } from "../../mergequeue/providers.js";
 import type { QueueListing } from "../../db/stores/merge-queues.js";

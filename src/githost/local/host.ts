@@ -20,7 +20,10 @@ import type {
   TestBranchRequest,
   TestBranchResult,
 } from "../../mergequeue/providers.js";
-import type { LocalPullRequestRecord, LocalPullRequestRecords } from "./records.js";
+import type {
+  LocalPullRequestRecord,
+  LocalPullRequestRecords,
+} from "../../mergequeue/local-pull-request-records.js";
 import { NO_HOOKS, git } from "./git.js";
 import { LOCAL_HOST, TEST_BRANCH_PREFIX, repositoryPath, testBranchName } from "./layout.js";
 import { replayOnto } from "./replay.js";

@@ -11,7 +11,10 @@ import { ApiError } from "../../lib/errors.js";
 import type { OwnedRepoRef } from "../../mergequeue/providers.js";
 import type { Principal } from "../../organizations/service.js";
 import { LOCAL_HOST, validateRepositoryName, type LocalRepositoryAddress } from "./layout.js";
-import type { LocalPullRequestRecord, LocalPullRequestState } from "./records.js";
+import type {
+  LocalPullRequestRecord,
+  LocalPullRequestState,
+} from "../../mergequeue/local-pull-request-records.js";
 
 /**
  * What the service needs of the bare repositories on disk (`LocalRepositories`), each in its

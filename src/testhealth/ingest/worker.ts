@@ -4,7 +4,7 @@ import { UploadTakenOver, type ClaimedUpload, type UploadStore } from "../../db/
 import type { BundleStorage } from "./bundle-storage.js";
 import type { Clock } from "../../lib/clock.js";
 import { windowLookbackMs } from "../classifier.js";
-import { isDatabaseUnavailable } from "../../db/faults.js";
+import { isDatabaseUnavailable } from "../../lib/faults.js";
 import { classifyCandidates } from "./classify-tests.js";
 import type { UploadProcessor } from "./processor.js";
 

@@ -3,7 +3,7 @@
  * log files) and to start again after a crash the runs that had not finished. Implemented over
  * the database by `db/stores/ci-runs.ts`.
  */
-import type { CheckConclusion, CiRunRequest } from "../mergequeue/providers.js";
+import type { CheckConclusion, CiRunRequest } from "./providers.js";
 
 export type CiRunStatus = "queued" | "running" | "passed" | "failed" | "cancelled" | "error";
 

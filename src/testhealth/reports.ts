@@ -9,7 +9,7 @@ import {
   mergeRepeatedTestcases,
   parseJunit,
   type ParsedTestCase,
-} from "../../testhealth/junit/index.js";
+} from "./junit/index.js";
 
 export interface TestCounts {
   passed: number;

@@ -3,7 +3,7 @@
  * commits): their numbers, branches, title, author and state, and the merge the queue made.
  * Implemented over the database by `db/stores/local-pull-requests.ts`.
  */
-import type { OwnedRepoRef } from "../../mergequeue/providers.js";
+import type { OwnedRepoRef } from "./providers.js";
 
 export type LocalPullRequestState = "open" | "closed" | "merged";
 
