@@ -4,7 +4,12 @@ import path from "node:path";
 import type { FastifyServerOptions } from "fastify";
 import { buildServer } from "./api/server.js";
 import type { ApiApp } from "./api/types.js";
-import { openDatabase, type DatabaseHandle, type OpenDatabaseOptions } from "./db/connection.js";
+import {
+  openDatabase,
+  pingDatabase,
+  type DatabaseHandle,
+  type OpenDatabaseOptions,
+} from "./db/connection.js";
 import { migrateToLatest } from "./db/migrate.js";
 import { MergeQueueStore } from "./db/stores/merge-queues.js";
 import { OrganizationStore } from "./db/stores/organizations.js";
@@ -397,7 +402,7 @@ export function createHttpServer(
   logger: FastifyServerOptions["logger"],
 ): Promise<ApiApp> {
   return buildServer({
-    db: services.database.db,
+    pingDatabase: () => pingDatabase(services.database.db),
     organizations: services.organizations,
     queues: services.queues,
     pullRequests: services.pullRequests,

@@ -2,8 +2,6 @@ import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyServerOptions } from "fastify";
 import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.js";
 import { ApiError } from "../lib/errors.js";
 import type { PullRequestService } from "../mergequeue/pull-request-service.js";
 import type { MergeQueueService } from "../mergequeue/queue-service.js";
@@ -46,7 +44,8 @@ import type { ApiApp } from "./types.js";
 export const BODY_LIMIT_BYTES = 20 * 1024 * 1024;
 
 export interface ServerDependencies {
-  db: Kysely<Database>;
+  /** Resolves when the database answers a trivial query (the health checks). */
+  pingDatabase: () => Promise<void>;
   organizations: OrganizationService;
   queues: MergeQueueService;
   /** The pull-request operations; their routes exist only when given (they need the engine). */
@@ -179,7 +178,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   });
 
   installMetrics(app, new HttpMetrics());
-  registerServiceRoutes(app, deps.db);
+  registerServiceRoutes(app, deps.pingDatabase);
   registerUploaderRoute(app, { file: deps.uploaderFile, version: deps.version });
 
   let openApi: OpenApiDocument | undefined;

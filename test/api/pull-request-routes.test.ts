@@ -12,6 +12,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { buildServer } from "../../src/api/server.js";
 import type { ApiApp } from "../../src/api/types.js";
 import { createServices, stopService } from "../../src/app.js";
+import { pingDatabase } from "../../src/db/connection.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { PullRequestService, actorOf } from "../../src/mergequeue/pull-request-service.js";
 import { VERSION } from "../../src/version.js";
@@ -72,7 +73,7 @@ beforeAll(async () => {
   bus = new RecordingBus();
   const store = new MergeQueueStore(database.handle.db, database.handle.dialect);
   app = await buildServer({
-    db: database.handle.db,
+    pingDatabase: () => pingDatabase(database.handle.db),
     organizations: services.organizations,
     queues: services.queues,
     uploads: services.uploads,

@@ -1,7 +1,4 @@
-import type { Kysely } from "kysely";
 import { Type } from "typebox";
-import { pingDatabase } from "../../db/connection.js";
-import type { Database } from "../../db/schema.js";
 import { ApiError } from "../../lib/errors.js";
 import { principalOf } from "../plugins/auth.js";
 import { COMMON_ERRORS, errorResponses } from "../schemas.js";
@@ -10,7 +7,7 @@ import type { ApiApp } from "../types.js";
 const DATABASE_TIMEOUT_MS = 2000;
 
 /** True when the database answers a trivial query within two seconds. */
-async function databaseIsUp(db: Kysely<Database>): Promise<boolean> {
+async function databaseIsUp(ping: () => Promise<void>): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => {
@@ -18,7 +15,7 @@ async function databaseIsUp(db: Kysely<Database>): Promise<boolean> {
     }, DATABASE_TIMEOUT_MS);
   });
   try {
-    return await Promise.race([pingDatabase(db).then(() => true), timeout]);
+    return await Promise.race([ping().then(() => true), timeout]);
   } catch {
     return false;
   } finally {
@@ -45,7 +42,7 @@ const StatusResponse = Type.Object({
 });
 
 /** Unauthenticated service endpoints: liveness with a database check, and Trunk's /v1/status. */
-export function registerServiceRoutes(app: ApiApp, db: Kysely<Database>): void {
+export function registerServiceRoutes(app: ApiApp, pingDatabase: () => Promise<void>): void {
   app.get(
     "/healthz",
     {
@@ -60,7 +57,7 @@ export function registerServiceRoutes(app: ApiApp, db: Kysely<Database>): void {
       },
     },
     async () => {
-      if (!(await databaseIsUp(db))) {
+      if (!(await databaseIsUp(pingDatabase))) {
         throw new ApiError("unavailable", "The database is not reachable.");
       }
       return { status: "ok" as const, database: "ok" as const };
@@ -79,7 +76,7 @@ export function registerServiceRoutes(app: ApiApp, db: Kysely<Database>): void {
     },
     async () => {
       const api = { name: "API", color: "green", statusDescription: "Operational" };
-      if (await databaseIsUp(db)) {
+      if (await databaseIsUp(pingDatabase)) {
         return {
           overallStatus: {
             type: "up",
