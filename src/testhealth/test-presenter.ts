@@ -4,6 +4,7 @@
  */
 import type { TestCaseRow, TestFigures } from "../db/stores/test-views.js";
 import { isoTime } from "../lib/clock.js";
+import type { RepoRef } from "../organizations/repositories.js";
 import { parseCodeowners, type Codeowners } from "./codeowners.js";
 import type { HealthStatus } from "./monitors.js";
 import {
@@ -14,7 +15,7 @@ import {
 
 export interface PresentationContext {
   orgSlug: string;
-  repo: { host: string; owner: string; name: string };
+  repo: RepoRef;
   /** The service's public base URL, without a trailing slash. */
   baseUrl: string;
   quarantine: QuarantineSettings;

@@ -2,6 +2,7 @@ import type { FastifyRequest } from "fastify";
 import type { Services } from "../../app.js";
 import type { Repository } from "../../db/stores/repositories.js";
 import type { StoredTestSettings } from "../../db/stores/test-settings.js";
+import type { RepoRef } from "../../organizations/repositories.js";
 import type { Principal } from "../../organizations/service.js";
 import { cachedCodeowners, type PresentationContext } from "../../testhealth/test-presenter.js";
 import { principalOf } from "../plugins/auth.js";
@@ -26,7 +27,7 @@ export function baseUrlOf(services: Pick<Services, "publicUrl">, request: Fastif
 export async function flakyTestsContext(
   services: Pick<Services, "access" | "stores" | "publicUrl">,
   request: FastifyRequest,
-  body: { org_url_slug: string; repo: { host: string; owner: string; name: string } },
+  body: { org_url_slug: string; repo: RepoRef },
 ): Promise<FlakyTestsRequestContext> {
   const principal = principalOf(request);
   const repository = await services.access.find(principal, body.org_url_slug, body.repo);

@@ -4,7 +4,7 @@ import { CliError, callApi, type ClientOptions } from "../client.js";
 import { address, addressOptions, client, type QueueOptions } from "./queue.js";
 import { parseLocalRepoArg } from "../repo-arg.js";
 import { serverOptions } from "./repo.js";
-import type { RepoRef } from "../../db/stores/repositories.js";
+import type { RepoRef } from "../../organizations/repositories.js";
 import type { LocalPullRequestView } from "../../api/local/pull-requests.js";
 
 /** A pull request number: digits (a leading `#` is allowed), at most 4294967295. */

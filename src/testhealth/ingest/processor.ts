@@ -29,7 +29,7 @@ import {
 } from "../bundle/index.js";
 import { windowLookbackMs } from "../classifier.js";
 import { failureSignature, failureSummary } from "../failure-signatures.js";
-import { repoFullName, testId } from "../identity.js";
+import { repoFullName, testId, type RepoRef } from "../identity.js";
 import {
   JunitParseError,
   TEXT_LIMIT,
@@ -62,7 +62,7 @@ export interface ProcessorDependencies {
   bundles: BundleStorage;
   clock: Clock;
   organizationSlug(organizationId: string): Promise<string>;
-  repository(repositoryId: string): Promise<{ host: string; owner: string; name: string }>;
+  repository(repositoryId: string): Promise<RepoRef>;
 }
 
 export type ProcessResult = "processed" | "failed" | "duplicate";
