@@ -290,7 +290,7 @@ const noCycles = {
      * @param {string} from
      */
     const next = (from) => {
-      const edges = graph.get(from) ?? [];
+      const edges = (from === file ? ownEdges : graph.get(from)) ?? [];
       if (!Object.hasOwn(rules.exceptions, from)) return edges;
       const fromLayer = rules.layerOf(from);
       return edges.filter((to) => {
@@ -298,8 +298,8 @@ const noCycles = {
         return !fromLayer || !toLayer || rules.allowed(fromLayer, toLayer, to);
       });
     };
-    const sourceCode = context.sourceCode;
-    graph.set(file, edgesOf(root, file, specifiersOf(sourceCode.text)));
+    // The file's own edges come from the text being linted, which may differ from the disk's.
+    const ownEdges = edgesOf(root, file, specifiersOf(context.sourceCode.text));
     const reported = new Set();
     return importVisitors(context, (node, specifier) => {
       const target = resolveImport(root, file, specifier);
