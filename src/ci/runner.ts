@@ -33,6 +33,7 @@ import { runCommand } from "./process.js";
 import type { CiCheckRecord, CiRunRecord, CiRunRecords } from "../mergequeue/ci-run-records.js";
 import { resolveRequiredStatuses } from "./required-statuses.js";
 import { Slots } from "./slots.js";
+import { MINUTE_MS } from "../lib/time.js";
 
 export interface CiRunnerLogger {
   warn(message: string): void;
@@ -423,7 +424,7 @@ export class LocalCiRunner implements CiProvider {
         command: check.run,
         cwd: workDir,
         env: checkEnvironment(process.env, writer.record.request, check.name),
-        timeoutMs: check.timeoutMinutes * 60_000,
+        timeoutMs: check.timeoutMinutes * MINUTE_MS,
         logPath,
         signal,
       });

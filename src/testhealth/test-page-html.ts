@@ -5,6 +5,7 @@
  */
 import { inferTestFile } from "./file-inference.js";
 import type { PresentedFailingTest } from "./test-presenter.js";
+import { MINUTE_MS } from "../lib/time.js";
 
 /** Markup that is already safe: produced by `markup`, never by concatenating raw input. */
 export class SafeHtml {
@@ -113,8 +114,8 @@ export function formatPercent(fraction: number): string {
 export function formatAge(thenIso: string, now: number): string {
   const ms = now - Date.parse(thenIso);
   if (!Number.isFinite(ms)) return "";
-  if (ms < 60_000) return "just now";
-  const minutes = Math.floor(ms / 60_000);
+  if (ms < MINUTE_MS) return "just now";
+  const minutes = Math.floor(ms / MINUTE_MS);
   if (minutes < 60) return `${minutes} min ago`;
   const hours = Math.floor(minutes / 60);
   if (hours < 48) return `${hours} h ago`;

@@ -3,6 +3,7 @@ import type { QuarantineSettings } from "../../testhealth/quarantine.js";
 import type { DialectName } from "../connection.js";
 import type { Database } from "../schema.js";
 import { quarantinedWhere } from "./test-cases.js";
+import { DAY_MS as DAY, HOUR_MS as HOUR } from "../../lib/time.js";
 
 /** One page of a list: the rows' keys in list order, with the figure each list sorts by. */
 export interface ListedPage<T> {
@@ -27,9 +28,6 @@ export interface QuarantinedEntry {
   /** `override_at` for an ALWAYS_QUARANTINE override, else `status_changed_at`. */
   quarantinedAt: number;
 }
-
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 
 /**
  * Literals, not parameters: a partial index is only used when the query repeats its predicate

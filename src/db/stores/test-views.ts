@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable } from "kysely";
 import type { DialectName } from "../connection.js";
 import type { Database, TestCasesTable } from "../schema.js";
+import { DAY_MS as DAY, HOUR_MS as HOUR } from "../../lib/time.js";
 
 export type TestCaseRow = Selectable<TestCasesTable>;
 
@@ -21,8 +22,6 @@ export interface TestFigures {
   mostCommonFailures: FailureGroupRow[];
 }
 
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 const KEY_CHUNK = 500;
 const MAX_GROUPS = 5;
 

@@ -41,8 +41,8 @@ import { fitText, withCuts } from "../junit/long-text.js";
 import { isInfrastructureFailure, runTime } from "../runs.js";
 import type { BundleStorage } from "./bundle-storage.js";
 import { classifyCandidates } from "./classify-tests.js";
+import { DAY_MS as DAY } from "../../lib/time.js";
 
-const DAY = 24 * 3_600_000;
 /** Parsed test cases are merged (repeated records = attempts) and keyed in groups this large. */
 const CASE_BATCH = 2_000;
 /** Runs are written ahead of the final transaction once this many are waiting. */

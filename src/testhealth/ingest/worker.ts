@@ -7,9 +7,7 @@ import { windowLookbackMs } from "../classifier.js";
 import { isDatabaseUnavailable } from "../../lib/faults.js";
 import { classifyCandidates } from "./classify-tests.js";
 import type { UploadProcessor } from "./processor.js";
-
-const MINUTE = 60_000;
-const DAY = 24 * 60 * MINUTE;
+import { DAY_MS as DAY, MINUTE_MS as MINUTE } from "../../lib/time.js";
 
 export interface WorkerOptions {
   /**
