@@ -205,17 +205,20 @@ const direction = {
 };
 
 /**
- * The import graph of src/ under a root, built once per process and root. The file being linted
- * contributes its edges from its own text (which may not be saved yet).
- * @type {Map<string, Map<string, string[]>>}
+ * The import graph of src/ under a root, built once per run (rebuilt when older than a few
+ * seconds, for editors that keep ESLint running). The file being linted contributes its edges
+ * from its own text (which may not be saved yet).
+ * @type {Map<string, { builtAt: number, graph: Map<string, string[]> }>}
  */
 const graphs = new Map();
+const GRAPH_MAX_AGE_MS = 30_000;
 
 /** @param {string} root */
 function graphOf(root) {
-  let graph = graphs.get(root);
-  if (graph) return graph;
-  graph = new Map();
+  const cached = graphs.get(root);
+  if (cached && Date.now() - cached.builtAt < GRAPH_MAX_AGE_MS) return cached.graph;
+  /** @type {Map<string, string[]>} */
+  const graph = new Map();
   const src = path.join(root, "src");
   const files = fs.existsSync(src)
     ? /** @type {string[]} */ (fs.readdirSync(src, { recursive: true, encoding: "utf8" }))
@@ -226,7 +229,7 @@ function graphOf(root) {
     const text = fs.readFileSync(path.join(root, file), "utf8");
     graph.set(file, edgesOf(root, file, specifiersOf(text)));
   }
-  graphs.set(root, graph);
+  graphs.set(root, { builtAt: Date.now(), graph });
   return graph;
 }
 
