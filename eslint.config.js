@@ -1,6 +1,7 @@
 // @ts-check
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+import { layersConfig } from "./eslint-rules/config.js";
 
 export default tseslint.config(
   { ignores: ["dist/", "node_modules/", "mainline-data/", "bin/", "coverage/"] },
@@ -19,6 +20,8 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
     },
   },
+  // One dependency direction through src/, and no import cycle (docs/ARCHITECTURE.md).
+  layersConfig,
   {
     // Plain JavaScript (this file, scripts): no type information, Node's globals.
     files: ["**/*.js", "**/*.mjs"],

@@ -40,7 +40,7 @@ import { TestQueryService } from "./testhealth/test-queries.js";
 import { TestDetailsStore } from "./db/stores/test-details.js";
 import { TestListStore } from "./db/stores/test-lists.js";
 import { VERSION } from "./version.js";
-import { isDatabaseUnavailable } from "./db/faults.js";
+import { isDatabaseUnavailable } from "./lib/faults.js";
 import { HostChanges } from "./mergequeue/host-changes.js";
 import { CiRouter, GitHostRouter } from "./mergequeue/host-router.js";
 import { createLocalProvider, LOCAL_HOST, type LocalProvider } from "./providers/local/index.js";

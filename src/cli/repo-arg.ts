@@ -1,6 +1,5 @@
 import { InvalidArgumentError } from "commander";
-import type { RepoRef } from "../db/stores/repositories.js";
-import { LOCAL_HOST } from "../providers/local/git/layout.js";
+import { LOCAL_HOST, type RepoRef } from "../organizations/repositories.js";
 
 const URL_PREFIX = /^[a-z][a-z0-9+.-]*:\/\/(?:[^@/]*@)?/i;
 const SCP_PREFIX = /^[^@/:]+@([^:/]+):/;

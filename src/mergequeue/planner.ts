@@ -29,9 +29,8 @@ import {
   type TestRun,
   type TransitionReason,
 } from "./model.js";
+import { HOUR_MS as HOUR, MINUTE_MS as MINUTE } from "../lib/time.js";
 
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
 /** Stacked-on heads remembered after landing inside another PR (the most recent PR numbers). */
 const LANDED_THROUGH_KEPT = 1000;
 

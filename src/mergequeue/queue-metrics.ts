@@ -6,9 +6,10 @@
 import type { EntryRecord, TransitionRecord } from "./records.js";
 import type { PrState } from "./model.js";
 import { NO_VERDICTS, estimatedFailureRate, type VerdictRecord } from "./speculation.js";
+import { HOUR_MS } from "../lib/time.js";
 
 /** Rolling metrics cover the hour before the scrape. */
-export const METRICS_WINDOW_MS = 60 * 60 * 1000;
+export const METRICS_WINDOW_MS = HOUR_MS;
 
 /** Histogram bounds in seconds (Trunk's); `+Inf` is implied. */
 export const DURATION_BUCKETS = [60, 300, 600, 900, 1800, 3600, 5400, 7200] as const;

@@ -10,6 +10,9 @@ export interface RepoRef {
   name: string;
 }
 
+/** The `host` of repositories on the built-in local git host. */
+export const LOCAL_HOST = "local";
+
 /** A repository reference with the organization it belongs to (how git hosts address it). */
 export interface OwnedRepoRef extends RepoRef {
   organizationId: string;

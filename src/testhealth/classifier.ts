@@ -11,6 +11,7 @@ import {
   type MonitorClassification,
   type MonitorSettings,
 } from "./monitors.js";
+import { DAY_MS as DAY, HOUR_MS as HOUR } from "../lib/time.js";
 
 export interface ClassifierRun {
   /** When the run happened, epoch ms. */
@@ -51,8 +52,6 @@ export interface Classification {
 }
 
 export const PASS_ON_RETRY = "pass-on-retry";
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 
 /** How long ago runs can still matter for these settings (callers load at least this much). */
 export function lookbackMs(settings: MonitorSettings): number {

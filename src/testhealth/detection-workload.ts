@@ -14,8 +14,7 @@
  * infrastructure outage that fails nearly everything.
  */
 import { randomHex, seededRandom } from "../lib/seeded-random.js";
-const HOUR = 3_600_000;
-const MINUTE = 60_000;
+import { HOUR_MS as HOUR, MINUTE_MS as MINUTE } from "../lib/time.js";
 
 export interface DetectionWorkloadOptions {
   seed: number;

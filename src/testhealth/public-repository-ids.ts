@@ -17,12 +17,12 @@ import type { Clock } from "../lib/clock.js";
 import { ApiError } from "../lib/errors.js";
 import type { Principal } from "../organizations/service.js";
 import type { RepositoryAccess } from "./repository-access.js";
+import { HOUR_MS as HOUR } from "../lib/time.js";
 
 /** Uploads a public id may create per repository in any hour (a sliding window). */
 export const PUBLIC_UPLOADS_PER_HOUR = 60;
 /** The largest bundle an upload created with a public id takes. */
 export const PUBLIC_MAX_BUNDLE_BYTES = 100 * 1024 * 1024;
-const HOUR = 3_600_000;
 const PREFIX = "mlpub_";
 const SHAPE = /^mlpub_[A-Za-z0-9_-]{24}$/;
 

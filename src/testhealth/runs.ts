@@ -1,9 +1,9 @@
 import { matchesAny, type MonitorSettings } from "./monitors.js";
+import { DAY_MS as DAY } from "../lib/time.js";
 
 /**
  * Rules about runs that ingestion applies (docs/contract.md §3 "Runs and what counts").
  */
-const DAY = 24 * 3_600_000;
 
 /**
  * A run's time is its testcase's (else its suite's) timestamp when that lies within the 24 hours

@@ -14,8 +14,9 @@ import type { Principal } from "../organizations/service.js";
 import { BundleTooLargeError, type BundleStorage } from "./ingest/bundle-storage.js";
 import type { RepositoryAccess } from "./repository-access.js";
 import type { PublicRepositoryCaller, PublicRepositoryIds } from "./public-repository-ids.js";
+import { HOUR_MS } from "../lib/time.js";
 
-export const UPLOAD_URL_TTL_MS = 60 * 60_000;
+export const UPLOAD_URL_TTL_MS = HOUR_MS;
 export const DEFAULT_MAX_BUNDLE_BYTES = 1024 * 1024 * 1024;
 const SECRET_NAME = "upload-url-signing";
 

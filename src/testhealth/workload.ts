@@ -6,6 +6,7 @@
  * for a seed (no Math.random, no clock).
  */
 import { randomHex, seededRandom } from "../lib/seeded-random.js";
+import { MINUTE_MS } from "../lib/time.js";
 
 export interface WorkloadOptions {
   seed: number;
@@ -28,7 +29,7 @@ export interface WorkloadOptions {
 export const DEFAULT_WORKLOAD: Readonly<Omit<WorkloadOptions, "seed" | "startAt">> = Object.freeze({
   tests: 1000,
   runs: 100,
-  runSpacingMs: 15 * 60_000,
+  runSpacingMs: 15 * MINUTE_MS,
   flakyShare: 0.05,
   brokenShare: 0.01,
   flakeProbabilities: [0.01, 0.02, 0.05, 0.1, 0.2, 0.5],
@@ -137,7 +138,7 @@ export function generateWorkload(options: WorkloadOptions): Workload {
         const commit = randomHex(next, 40);
         const outage = next() < options.outageRate;
         for (let attempt = 1; attempt <= options.maxReruns + 1; attempt++) {
-          const at = startedAt + (attempt - 1) * 60_000;
+          const at = startedAt + (attempt - 1) * MINUTE_MS;
           const results: GeneratedResult[] = tests.map((test, index) => {
             const failed = outcome(test, at, outage && attempt === 1, next);
             return {

@@ -5,7 +5,7 @@ import {
   failedTestIdentifiers,
   type TestRunOutcome,
 } from "../../src/cli/upload/quarantine.js";
-import type { FailedTest } from "../../src/cli/upload/reports.js";
+import type { FailedTest } from "../../src/testhealth/reports.js";
 import { testId } from "../../src/testhealth/identity.js";
 
 const FAILED_3: TestRunOutcome = {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fileProgress } from "../../src/cli/upload/progress.js";
-import { describeCounts, readReports, summarizeCases } from "../../src/cli/upload/reports.js";
+import { describeCounts, readReports, summarizeCases } from "../../src/testhealth/reports.js";
 import { parseJunitText } from "../../src/testhealth/junit/index.js";
 
 const REPORT = `<?xml version="1.0"?>

@@ -1,7 +1,7 @@
 import BetterSqlite3 from "better-sqlite3";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { isDatabaseUnavailable } from "../../src/db/faults.js";
+import { isDatabaseUnavailable } from "../../src/lib/faults.js";
 
 /** An error as node-postgres reports one from the server (SQLSTATE in `code`). */
 function postgresError(code: string, message: string): Error {

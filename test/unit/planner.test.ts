@@ -221,13 +221,13 @@ describe("speculationThresholdPercent (Mainline's extension, background §merge-
     }
     // Three failures against the prior's ten passed units: p ≈ 0.23, so at most two untested
     // pull requests may be ahead of a run (0.77² ≥ 0.5 > 0.77³).
-    expect(h.snapshot.verdicts?.failed).toBeCloseTo(2.9701, 4);
+    expect(h.snapshot.verdicts.failed).toBeCloseTo(2.9701, 4);
     for (const n of [4, 5, 6, 7]) h.submit(n);
     expect(h.runningUnits()).toEqual([[4], [5], [6]]);
     h.pass(4); // merges; the estimate falls to 0.21, still 0.79³ < 0.5
     expect(h.merged).toEqual([4]);
     expect(h.runningUnits()).toEqual([[5], [6], [7]]);
-    expect(h.snapshot.verdicts?.units).toBeCloseTo(3.9404, 4);
+    expect(h.snapshot.verdicts.units).toBeCloseTo(3.9404, 4);
     h.submit(8);
     expect(h.state(8)).toBe("pending");
   });
@@ -240,8 +240,8 @@ describe("speculationThresholdPercent (Mainline's extension, background §merge-
     h.fail([1]);
     expect(h.snapshot.verdicts).toMatchObject({ units: 1, failed: 1 });
     h.pass(2);
-    expect(h.snapshot.verdicts?.failed).toBeCloseTo(0.99, 6);
-    expect(h.snapshot.verdicts?.units).toBeCloseTo(1.99, 6);
+    expect(h.snapshot.verdicts.failed).toBeCloseTo(0.99, 6);
+    expect(h.snapshot.verdicts.units).toBeCloseTo(1.99, 6);
   });
 
   it("0 (the default) fills the concurrency whatever the failure rate, as Trunk does", () => {

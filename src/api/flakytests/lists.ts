@@ -12,8 +12,8 @@ import {
 } from "./presenters/tests.js";
 import { DateTime, OrgRepoFields, PageQuerySchema, PageSchema } from "./schemas.js";
 import { FailingTestSchema, QuarantinedTestSchema, UnhealthyTestSchema } from "./test-schemas.js";
+import { HOUR_MS as HOUR } from "../../lib/time.js";
 
-const HOUR = 3_600_000;
 const MAX_WINDOW_MS = 7 * 24 * HOUR;
 const UNHEALTHY_STATUSES = ["FLAKY", "BROKEN"] as const;
 

@@ -1,5 +1,5 @@
 import { Type } from "typebox";
-import type { RepoRef } from "../../db/stores/repositories.js";
+import type { RepoRef } from "../../organizations/repositories.js";
 import { ApiError } from "../../lib/errors.js";
 import type { PullRequestService } from "../../mergequeue/pull-request-service.js";
 import { principalOf } from "../plugins/auth.js";

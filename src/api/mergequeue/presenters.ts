@@ -1,4 +1,4 @@
-import type { MergeQueueRecord } from "../../db/stores/merge-queues.js";
+import type { MergeQueueRecord } from "../../mergequeue/records.js";
 import { isoTime } from "../../lib/clock.js";
 import type { EnqueuedPullRequest } from "../../mergequeue/queue-service.js";
 import type { QueueMode, QueueSettingsPatch } from "../../mergequeue/settings.js";

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from "../../db/faults.js";
+import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from "../../lib/faults.js";
 import { ApiError, isStorageFull, type ErrorDetail } from "../../lib/errors.js";
 import { redactSecrets } from "../../lib/redact.js";
 import { PATTERN_MESSAGES } from "../schemas.js";

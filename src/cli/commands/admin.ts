@@ -3,7 +3,7 @@ import { formatTable } from "../table.js";
 import type { Command } from "commander";
 import type { Services } from "../../app.js";
 import { ConfigError, dataDirFrom } from "../../config.js";
-import type { DatabaseHandle } from "../../db/connection.js";
+import type { DatabaseHandle } from "../../app-database.js";
 import { isoTime } from "../../lib/clock.js";
 import { OrganizationError } from "../../organizations/service.js";
 import { CliError } from "../client.js";
@@ -22,7 +22,7 @@ function databaseSource(env: NodeJS.ProcessEnv): string {
  */
 async function openExistingDatabase(): Promise<DatabaseHandle> {
   const [{ describeDatabaseUrl, openDatabase, redactUrl }, { hasMainlineSchema, migrateToLatest }] =
-    await Promise.all([import("../../db/connection.js"), import("../../db/migrate.js")]);
+    await Promise.all([import("../../app-database.js"), import("../../app-database.js")]);
   const options = { url: process.env.DATABASE_URL, dataDir: dataDirFrom(process.env) };
   let described: ReturnType<typeof describeDatabaseUrl>;
   try {
@@ -76,8 +76,8 @@ export function registerAdminCommands(program: Command): void {
     )
     .action(async () => {
       const [{ openDatabase }, { migrateToLatest }] = await Promise.all([
-        import("../../db/connection.js"),
-        import("../../db/migrate.js"),
+        import("../../app-database.js"),
+        import("../../app-database.js"),
       ]);
       const database = openDatabase({
         url: process.env.DATABASE_URL,

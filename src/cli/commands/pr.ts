@@ -4,8 +4,7 @@ import { CliError, callApi, type ClientOptions } from "../client.js";
 import { address, addressOptions, client, type QueueOptions } from "./queue.js";
 import { parseLocalRepoArg } from "../repo-arg.js";
 import { serverOptions } from "./repo.js";
-import type { RepoRef } from "../../db/stores/repositories.js";
-import type { LocalPullRequestView } from "../../providers/local/routes/pull-requests.js";
+import type { RepoRef } from "../../organizations/repositories.js";
 import { describeWaitingFor, type WaitingForBody } from "../waiting.js";
 
 /** A pull request number: digits (a leading `#` is allowed), at most 4294967295. */
@@ -125,6 +124,21 @@ export function formatPullRequestList(prs: MergeItem[]): string {
 const json = (body: unknown) => write(JSON.stringify(body, null, 2) + "\n");
 
 /** `pr list --local`: one row per pull request of the local git host. */
+/** A pull request of the local git host, as its API (`/v1/local/…`) answers it. */
+export interface LocalPullRequestView {
+  number: number;
+  title: string;
+  author: string;
+  description: string;
+  head: string;
+  base: string;
+  headSha: string | null;
+  state: "open" | "closed" | "merged";
+  createdAt: string;
+  closedAt: string | null;
+  mergedSha: string | null;
+}
+
 export function formatLocalPullRequestList(prs: LocalPullRequestView[]): string {
   return formatTable([
     ["PR", "STATE", "HEAD", "BASE", "SHA", "AUTHOR", "TITLE"],

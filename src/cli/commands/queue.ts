@@ -1,5 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from "commander";
-import type { RepoRef } from "../../db/stores/repositories.js";
+import type { RepoRef } from "../../organizations/repositories.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
 import { parseRepoArg } from "../repo-arg.js";
 import { describeWaitingFor, type WaitingForBody } from "../waiting.js";

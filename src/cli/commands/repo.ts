@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { Option, type Command } from "commander";
-import type { RepoRef } from "../../db/stores/repositories.js";
+import type { RepoRef } from "../../organizations/repositories.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
 import { parseLocalRepoArg, parseRepoArg } from "../repo-arg.js";
 import { whoami } from "../upload/protocol.js";

@@ -21,7 +21,7 @@ import {
   type QuarantineConfig,
   type TestIdentifier,
 } from "../upload/quarantine.js";
-import type { ReportsSummary } from "../upload/reports.js";
+import type { ReportsSummary } from "../../testhealth/reports.js";
 import { uploadIo } from "./upload.js";
 
 export const COMMAND_HINT =

@@ -1,8 +1,9 @@
 import { InvalidArgumentError, Option, type Command } from "commander";
-import type { RepoRef } from "../../db/stores/repositories.js";
+import type { RepoRef } from "../../organizations/repositories.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
 import { parseRepoArg } from "../repo-arg.js";
 import { formatTable } from "../table.js";
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../lib/time.js";
 
 /**
  * `mainline tests …`: test health from the command line, through the same HTTP API as curl
@@ -122,7 +123,7 @@ function parseOverride(value: string): string {
   return override;
 }
 
-const UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
+const UNITS: Record<string, number> = { m: MINUTE_MS, h: HOUR_MS, d: DAY_MS };
 
 /** `90m`, `24h`, `7d`: a window ending now. */
 function parseSince(value: string): number {

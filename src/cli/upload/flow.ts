@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { InvalidArgumentError, Option, type Command } from "commander";
-import type { RepoRef } from "../../db/stores/repositories.js";
+import type { RepoRef } from "../../organizations/repositories.js";
 import { writeBundle, type WriteBundleOptions } from "../../testhealth/bundle/writer.js";
 import { repoFullName } from "../../testhealth/identity.js";
 import { CliError, type ClientOptions } from "../client.js";
@@ -32,7 +32,7 @@ import {
   whoami,
   type UploadStatus,
 } from "./protocol.js";
-import { describeCounts, readReports, type ReportsSummary } from "./reports.js";
+import { describeCounts, readReports, type ReportsSummary } from "../../testhealth/reports.js";
 
 export interface UploadFlags {
   junit: string[];

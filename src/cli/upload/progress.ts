@@ -1,5 +1,5 @@
 /** `read 120/400 files` on standard error: one line redrawn on a terminal, a line every N files otherwise. */
-import type { Progress } from "./reports.js";
+import type { Progress } from "../../testhealth/reports.js";
 
 export interface ProgressSink {
   isTTY?: boolean;

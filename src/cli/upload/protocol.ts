@@ -12,6 +12,7 @@ import { VERSION } from "../../version.js";
 import type { RepoRef } from "../../testhealth/identity.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
 import type { QuarantineConfig, TestIdentifier } from "./quarantine.js";
+import { MINUTE_MS } from "../../lib/time.js";
 
 export const CLIENT_VERSION = `mainline ${VERSION}`;
 
@@ -58,7 +59,7 @@ export async function createBundleUpload(
 }
 
 /** Idle time after which a PUT is abandoned (the transfer itself may take longer). */
-const PUT_IDLE_TIMEOUT_MS = 60_000;
+const PUT_IDLE_TIMEOUT_MS = MINUTE_MS;
 
 /**
  * PUTs the file at `bundlePath` to `url`, streamed, with its length and no API token. Resolves

@@ -8,54 +8,13 @@
  * server, an unreadable report) can turn a failing command into a passing one.
  */
 import { constants } from "node:os";
-import { repoFullName, testId, type RepoRef } from "../../testhealth/identity.js";
-import type { FailedTest } from "./reports.js";
 
-/** One entry of getQuarantineConfig's `testIdentifiers` (Trunk's mixed casing). */
-export interface TestIdentifier {
-  name: string;
-  parentName: string;
-  className: string | null;
-  file: string | null;
-  id: string;
-  timestamp_millis: null;
-  is_quarantined: boolean;
-  failure_message: string | null;
-  variant: string;
-}
-
-/** The failed tests with their ids (as the server computes them), each id once. */
-export function failedTestIdentifiers(
-  failed: readonly FailedTest[],
-  identity: { org: string; repo: RepoRef; variant: string },
-): TestIdentifier[] {
-  const byId = new Map<string, TestIdentifier>();
-  for (const test of failed) {
-    const id = testId({
-      org: identity.org,
-      repoFullName: repoFullName(identity.repo),
-      file: test.file,
-      classname: test.classname,
-      parent: test.parent,
-      name: test.name,
-      variant: identity.variant,
-      idAttribute: test.idAttribute,
-    });
-    if (byId.has(id)) continue;
-    byId.set(id, {
-      name: test.name,
-      parentName: test.parent,
-      className: test.classname === "" ? null : test.classname,
-      file: test.file,
-      id,
-      timestamp_millis: null,
-      is_quarantined: false,
-      failure_message: test.message,
-      variant: identity.variant,
-    });
-  }
-  return [...byId.values()];
-}
+/** The ids of failed tests are the test-health module's; the built-in CI runner needs them too. */
+export {
+  failedTestIdentifiers,
+  type TestIdentifier,
+  type TestRunIdentity,
+} from "../../testhealth/reports.js";
 
 export interface CommandExit {
   code: number | null;

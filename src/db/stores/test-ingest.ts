@@ -27,6 +27,7 @@ export type {
 
 /** An upload's final transaction: everything written through it lands together or not at all. */
 export type IngestTransaction = DomainIngestTransaction<Transaction<Database>>;
+import { DAY_MS as DAY, HOUR_MS as HOUR } from "../../lib/time.js";
 
 /**
  * The write side of test health, built for throughput (ADR 0007): runs go in with prepared
@@ -92,10 +93,8 @@ function putRunValues(target: unknown[], offset: number, r: RunRow): void {
 /** Runs per SQLite insert statement. */
 const ROWS_PER_INSERT = 50;
 
-const HOUR = 3_600_000;
 /** A literal, not a parameter: PostgreSQL must see the SELECT and GROUP BY expressions as equal. */
 const HOURS = sql.raw(String(HOUR));
-const DAY = 24 * HOUR;
 const DAYS = sql.raw(String(DAY));
 const KEY_CHUNK = 500;
 

@@ -11,11 +11,9 @@ import type {
   UnhealthyEntry,
 } from "../../testhealth/records.js";
 import type { TestListRecords } from "../../testhealth/ports.js";
+import { DAY_MS as DAY, HOUR_MS as HOUR } from "../../lib/time.js";
 
 export type { FailingEntry, ListedPage, QuarantinedEntry, UnhealthyEntry };
-
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 
 /**
  * Literals, not parameters: a partial index is only used when the query repeats its predicate

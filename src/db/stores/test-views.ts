@@ -2,13 +2,12 @@ import { sql, type Kysely } from "kysely";
 import type { FailureGroupRow, TestCaseRow, TestFigures } from "../../testhealth/records.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
-import type { Database, TestCasesTable } from "../schema.js";
+import type { Database } from "../schema.js";
 import type { TestViewRecords } from "../../testhealth/ports.js";
+import { DAY_MS as DAY, HOUR_MS as HOUR } from "../../lib/time.js";
 
 export type { FailureGroupRow, TestCaseRow, TestFigures };
 
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 const KEY_CHUNK = 500;
 const MAX_GROUPS = 5;
 

@@ -29,9 +29,8 @@ import type { SimulationOptions } from "./options.js";
 import { Random } from "./random.js";
 import { capMergesPerHour, effectiveFailureRate, expectedMergesPerHour } from "./theory.js";
 import { generatePullRequests, type SimulatedPr } from "./workload.js";
+import { HOUR_MS as HOUR, MINUTE_MS as MINUTE } from "../../lib/time.js";
 
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
 const TARGET_BRANCH = "main";
 const FAILING_CHECK = "test";
 /** Events handed to the planner at one virtual instant before the run counts as a livelock. */

@@ -5,8 +5,7 @@
 import type { ImpactedTargets } from "../model.js";
 import { Random } from "./random.js";
 import type { Arrivals, Distribution, FanOut, SimulationOptions } from "./options.js";
-
-const MS_PER_HOUR = 3_600_000;
+import { HOUR_MS as MS_PER_HOUR } from "../../lib/time.js";
 
 export interface SimulatedPr {
   number: number;

@@ -23,7 +23,7 @@ import {
 } from "../bundle/index.js";
 import { windowLookbackMs } from "../classifier.js";
 import { failureSignature, failureSummary } from "../failure-signatures.js";
-import { repoFullName, testId } from "../identity.js";
+import { repoFullName, testId, type RepoRef } from "../identity.js";
 import {
   JunitParseError,
   TEXT_LIMIT,
@@ -35,8 +35,8 @@ import { fitText, withCuts } from "../junit/long-text.js";
 import { isInfrastructureFailure, runTime } from "../runs.js";
 import type { BundleStorage } from "./bundle-storage.js";
 import { classifyCandidates } from "./classify-tests.js";
+import { DAY_MS as DAY } from "../../lib/time.js";
 
-const DAY = 24 * 3_600_000;
 /** Parsed test cases are merged (repeated records = attempts) and keyed in groups this large. */
 const CASE_BATCH = 2_000;
 /** Runs are written ahead of the final transaction once this many are waiting. */
@@ -69,7 +69,7 @@ export interface ProcessorDependencies {
   bundles: BundleStorage;
   clock: Clock;
   organizationSlug(organizationId: string): Promise<string>;
-  repository(repositoryId: string): Promise<{ host: string; owner: string; name: string }>;
+  repository(repositoryId: string): Promise<RepoRef>;
 }
 
 export type ProcessResult = "processed" | "failed" | "duplicate";

@@ -3,12 +3,10 @@ import { UploadTakenOver, type ClaimedUpload } from "../records.js";
 import type { BundleStorage } from "./bundle-storage.js";
 import type { Clock } from "../../lib/clock.js";
 import { windowLookbackMs } from "../classifier.js";
-import { isDatabaseUnavailable } from "../../db/faults.js";
+import { isDatabaseUnavailable } from "../../lib/faults.js";
 import { classifyCandidates } from "./classify-tests.js";
 import type { UploadProcessor } from "./processor.js";
-
-const MINUTE = 60_000;
-const DAY = 24 * 60 * MINUTE;
+import { DAY_MS as DAY, MINUTE_MS as MINUTE } from "../../lib/time.js";
 
 export interface WorkerOptions {
   /**

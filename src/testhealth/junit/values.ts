@@ -2,6 +2,7 @@
  * Readers for JUnit attribute values as real producers write them. None of them throws: a value
  * we cannot read becomes null, because one odd attribute must not cost the whole report.
  */
+import { MINUTE_MS } from "../../lib/time.js";
 
 /** Cuts `text` to `limit` characters without splitting a surrogate pair. */
 export function truncate(text: string, limit: number): string {
@@ -124,5 +125,5 @@ function utcMillis(
   // Date.UTC rolls 31 February over into March; a report claiming that date is not trusted.
   const check = new Date(local);
   if (check.getUTCMonth() !== date.month - 1 || check.getUTCDate() !== date.day) return null;
-  return local + time.millis - offsetMinutes * 60_000;
+  return local + time.millis - offsetMinutes * MINUTE_MS;
 }

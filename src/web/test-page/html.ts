@@ -4,6 +4,7 @@
  * CSS, and every interpolated value escaped by the `markup` template unless it is itself `SafeHtml`.
  */
 import { inferTestFile } from "../../testhealth/file-inference.js";
+import { MINUTE_MS } from "../../lib/time.js";
 
 /** Markup that is already safe: produced by `markup`, never by concatenating raw input. */
 export class SafeHtml {
@@ -132,8 +133,8 @@ export function formatPercent(fraction: number): string {
 export function formatAge(thenIso: string, now: number): string {
   const ms = now - Date.parse(thenIso);
   if (!Number.isFinite(ms)) return "";
-  if (ms < 60_000) return "just now";
-  const minutes = Math.floor(ms / 60_000);
+  if (ms < MINUTE_MS) return "just now";
+  const minutes = Math.floor(ms / MINUTE_MS);
   if (minutes < 60) return `${minutes} min ago`;
   const hours = Math.floor(minutes / 60);
   if (hours < 48) return `${hours} h ago`;

@@ -40,6 +40,7 @@ import type {
 } from "../../../mergequeue/ci-run-records.js";
 import { consultsSource, resolveRequiredStatuses } from "../../../mergequeue/required-statuses.js";
 import { Slots } from "./slots.js";
+import { MINUTE_MS } from "../../../lib/time.js";
 
 export interface CiRunnerLogger {
   warn(message: string): void;
@@ -439,7 +440,7 @@ export class LocalCiRunner implements CiProvider {
         command: check.run,
         cwd: workDir,
         env: checkEnvironment(process.env, writer.record.request, check.name),
-        timeoutMs: check.timeoutMinutes * 60_000,
+        timeoutMs: check.timeoutMinutes * MINUTE_MS,
         logPath,
         signal,
       });

@@ -11,15 +11,12 @@
  */
 import { mkdir, readdir, rename, rmdir, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import type { RepoRef } from "../../../organizations/repositories.js";
 import { LOCAL_HOST, repositoryPath, type LocalRepositoryAddress } from "./layout.js";
 
 export interface LayoutUpgradeDeps {
   /** The organization's repository that the old directory `{owner}/{name}.git` belonged to. */
-  owner(ref: {
-    host: string;
-    owner: string;
-    name: string;
-  }): Promise<LocalRepositoryAddress | undefined>;
+  owner(ref: RepoRef): Promise<LocalRepositoryAddress | undefined>;
   logger: { info(message: string): void; error(message: string): void };
 }
 

@@ -26,8 +26,7 @@ export interface LocalRepositoryAddress {
 /** Organization ids are UUIDs; anything that is not a plain path segment never becomes one. */
 const ORGANIZATION_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** The `host` of repositories on the local git host. */
-export const LOCAL_HOST = "local";
+export { LOCAL_HOST } from "../../../organizations/repositories.js";
 
 /**
  * Throws a 400 naming the field (`repo.owner`, `repo.name`, as API requests spell them) unless owner and name are safe path segments: letters, digits,

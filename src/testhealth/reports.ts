@@ -1,6 +1,6 @@
 /**
  * Reads the JUnit reports before they are uploaded: test counts for the summary and the failed
- * tests for the quarantine lookup. Each file is streamed through the parser; only a compact copy
+ * tests for the quarantine lookup (with the ids the server gives them). Each file is streamed through the parser; only a compact copy
  * of each test case is kept (no output, no stack traces) so that repeated records can be merged.
  */
 import { createReadStream } from "node:fs";
@@ -9,7 +9,8 @@ import {
   mergeRepeatedTestcases,
   parseJunit,
   type ParsedTestCase,
-} from "../../testhealth/junit/index.js";
+} from "./junit/index.js";
+import { repoFullName, testId, type RepoRef } from "./identity.js";
 
 export interface TestCounts {
   passed: number;
@@ -138,4 +139,57 @@ export async function readReports(
 export function describeCounts(counts: TestCounts): string {
   const total = counts.passed + counts.failed + counts.skipped;
   return `${total} test${total === 1 ? "" : "s"} (${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped)`;
+}
+
+/** One entry of getQuarantineConfig's `testIdentifiers` (Trunk's mixed casing). */
+export interface TestIdentifier {
+  name: string;
+  parentName: string;
+  className: string | null;
+  file: string | null;
+  id: string;
+  timestamp_millis: null;
+  is_quarantined: boolean;
+  failure_message: string | null;
+  variant: string;
+}
+
+/** Whose tests these are: their ids depend on it. */
+export interface TestRunIdentity {
+  org: string;
+  repo: RepoRef;
+  variant: string;
+}
+
+/** The failed tests with their ids (as the server computes them), each id once. */
+export function failedTestIdentifiers(
+  failed: readonly FailedTest[],
+  identity: TestRunIdentity,
+): TestIdentifier[] {
+  const byId = new Map<string, TestIdentifier>();
+  for (const test of failed) {
+    const id = testId({
+      org: identity.org,
+      repoFullName: repoFullName(identity.repo),
+      file: test.file,
+      classname: test.classname,
+      parent: test.parent,
+      name: test.name,
+      variant: identity.variant,
+      idAttribute: test.idAttribute,
+    });
+    if (byId.has(id)) continue;
+    byId.set(id, {
+      name: test.name,
+      parentName: test.parent,
+      className: test.classname === "" ? null : test.classname,
+      file: test.file,
+      id,
+      timestamp_millis: null,
+      is_quarantined: false,
+      failure_message: test.message,
+      variant: identity.variant,
+    });
+  }
+  return [...byId.values()];
 }
