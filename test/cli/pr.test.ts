@@ -3,7 +3,7 @@
  * an in-memory git host.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, stopAllProcesses, type CliResult } from "../helpers/process.js";
+import { runCliInProcess, stopAllProcesses, type CliResult } from "../helpers/process.js";
 import { InMemoryGitHost, startEngineServer } from "../helpers/git-host.js";
 import type { TestServer } from "../helpers/server.js";
 import { failed, succeeded } from "./support.js";
@@ -42,7 +42,7 @@ function openPr(title: string): { number: number; head: string } {
 
 /** `mainline pr …` aimed at the test server's queue. */
 const pr = (...args: string[]): Promise<CliResult> =>
-  runCli([
+  runCliInProcess([
     "pr",
     ...args,
     "--repo",
