@@ -46,12 +46,17 @@ describe("runCli in-process", () => {
     expect(withToken.output.stderr).toContain(`mainline: Cannot reach Mainline at ${url} `);
   });
 
-  it("a usage error and help end the run with their codes, not the process", async () => {
+  it("a usage error, help and serve end the run with their codes, not the process", async () => {
     const usage = context(["pr", "submit"], {});
     expect(await runCli(usage.run)).toEqual({ code: 1, failed: true });
     expect(usage.output.stderr).toContain(
       "required option '--repo <host/owner/name>' not specified",
     );
+
+    // serve takes over the process's signals and exit: never in-process.
+    const serve = context(["serve"], { PORT: String(await freePort()) });
+    expect(await runCli(serve.run)).toEqual({ code: 1, failed: true });
+    expect(serve.output.stderr).toBe("mainline: serve runs only as a process of its own.\n");
 
     const help = context(["pr", "--help"], {});
     expect(await runCli(help.run)).toEqual({ code: 0, failed: false });

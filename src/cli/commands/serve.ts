@@ -2,6 +2,7 @@ import { setFlagsFromString } from "node:v8";
 import type { Command } from "commander";
 import { loadServiceConfig } from "../../config.js";
 import { VERSION } from "../../version.js";
+import { CliError } from "../client.js";
 import type { CliContext } from "../context.js";
 
 /** The heap may grow to 1.8× what the last full collection left (measured: docs/benchmarks.md). */
@@ -33,6 +34,8 @@ Environment:
   MAINLINE_BOOTSTRAP_TOKEN  organization exists and accepts that token`,
     )
     .action(async () => {
+      // It handles the process's signals and exits the process: it must be the process.
+      if (!context.ownsProcess) throw new CliError("serve runs only as a process of its own.");
       const config = loadServiceConfig(context.env);
       // A long-running server that parses large reports makes garbage fast; V8's default lets
       // the heap grow to several times what is live before a full collection. A smaller
