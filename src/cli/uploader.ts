@@ -4,29 +4,21 @@
  * plain `node`. scripts/bundle-uploader.mjs bundles this entry and everything it imports into
  * that file; nothing here may reach the server's modules (database drivers, fastify).
  */
-import { Command, CommanderError } from "commander";
-import { ConfigError } from "../config.js";
 import { VERSION } from "../version.js";
-import { CliError } from "./client.js";
 import { registerTest } from "./commands/test.js";
 import { registerUpload } from "./commands/upload.js";
+import { contextProgram, processContext } from "./context.js";
+import { runProgram } from "./run.js";
 
-const program = new Command()
+const context = processContext();
+const program = contextProgram(context)
   .name("mainline-upload")
   .description("Mainline's uploader: upload JUnit results, or run tests and upload theirs.")
   .version(VERSION)
   .showHelpAfterError("(run with --help for usage)");
-registerUpload(program);
-registerTest(program);
+registerUpload(program, context);
+registerTest(program, context);
 
-try {
-  await program.parseAsync(process.argv);
-} catch (error) {
-  if (error instanceof CommanderError) process.exit(error.exitCode);
-  if (error instanceof CliError || error instanceof ConfigError) {
-    process.stderr.write(`mainline: ${error.message}\n`);
-    process.exit(error instanceof ConfigError ? 2 : error.exitCode);
-  }
-  process.stderr.write(`mainline: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
-}
+const outcome = await runProgram(program, context);
+if (outcome.failed) process.exit(outcome.code);
+process.exitCode = outcome.code;

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLocalProject, git, type LocalProject } from "../helpers/local-project.js";
-import { runCli, stopAllProcesses, waitFor, type CliResult } from "../helpers/process.js";
+import { runCliInProcess, stopAllProcesses, waitFor, type CliResult } from "../helpers/process.js";
 import { ok, startTestServer, type TestServer } from "../helpers/server.js";
 import { failed as failedAtAll, succeeded } from "./support.js";
 
@@ -21,7 +21,7 @@ afterAll(async () => {
 
 /** `mainline <args>` aimed at the test server, as acme, with $USER set to carol. */
 const cli = (...args: string[]): Promise<CliResult> =>
-  runCli(args, { MAINLINE_URL: server.url, MAINLINE_TOKEN: server.token, USER: "carol" });
+  runCliInProcess(args, { MAINLINE_URL: server.url, MAINLINE_TOKEN: server.token, USER: "carol" });
 
 /** The error line of a command the server refused: `mainline: <message>`, a non-zero exit. */
 function failed(result: CliResult): string {

@@ -6,7 +6,7 @@ import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { runCli, stopAllProcesses } from "../helpers/process.js";
+import { runCliInProcess, stopAllProcesses } from "../helpers/process.js";
 import { createEmptyDatabase, TOKEN_PATTERN, type EmptyDatabase } from "./support.js";
 
 let database: EmptyDatabase;
@@ -45,7 +45,7 @@ describe("admin commands without a database", () => {
       ["token", "list", "--org", "acme"],
       ["token", "revoke", "tok_0123"],
     ]) {
-      const result = await runCli(args, database.env);
+      const result = await runCliInProcess(args, database.env);
       expect(result.code, args.join(" ")).toBe(2);
       expect(result.stdout).toBe("");
       const where =
@@ -60,13 +60,13 @@ describe("admin commands without a database", () => {
   }, 120_000);
 
   it("migrate creates it deliberately; then the commands work", async () => {
-    const migrated = await runCli(["migrate"], database.env);
+    const migrated = await runCliInProcess(["migrate"], database.env);
     expect(migrated.code).toBe(0);
     expect(migrated.stderr).toMatch(/^Applied: 0001_initial/);
-    const org = await runCli(["org", "create", "acme"], database.env);
+    const org = await runCliInProcess(["org", "create", "acme"], database.env);
     expect(org.code).toBe(0);
     expect(org.stdout.trim()).toMatch(TOKEN_PATTERN);
-    const listed = await runCli(["org", "list", "--json"], database.env);
+    const listed = await runCliInProcess(["org", "list", "--json"], database.env);
     expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ slug: "acme" })]);
   }, 60_000);
 });

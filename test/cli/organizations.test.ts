@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import {
-  runCli,
+  runCliInProcess,
   startServer,
   stopAllProcesses,
   type CliResult,
@@ -28,7 +28,7 @@ afterAll(async () => {
   await database.cleanup();
 });
 
-const cli = (...args: string[]): Promise<CliResult> => runCli(args, database.env);
+const cli = (...args: string[]): Promise<CliResult> => runCliInProcess(args, database.env);
 
 /** The token a successful `org create` / `token create` printed: its one and only stdout line. */
 function printedToken(result: CliResult): string {

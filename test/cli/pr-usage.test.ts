@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { freePort, runCli, stopAllProcesses } from "../helpers/process.js";
+import { freePort, runCliInProcess, stopAllProcesses } from "../helpers/process.js";
 
 afterAll(stopAllProcesses);
 
@@ -27,7 +27,7 @@ describe.concurrent("pr usage errors", () => {
   ];
   for (const [name, args, message] of cases) {
     it(name, async ({ expect }) => {
-      const result = await runCli(["pr", ...args, ...at]);
+      const result = await runCliInProcess(["pr", ...args, ...at]);
       expect(result.code).not.toBe(0);
       expect(result.code).not.toBeNull();
       expect(result.stdout).toBe("");

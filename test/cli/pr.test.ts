@@ -3,7 +3,7 @@
  * an in-memory git host.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, stopAllProcesses, type CliResult } from "../helpers/process.js";
+import { runCliInProcess, stopAllProcesses, type CliResult } from "../helpers/process.js";
 import { InMemoryGitHost, startEngineServer } from "../helpers/git-host.js";
 import type { TestServer } from "../helpers/server.js";
 import { failed, succeeded } from "./support.js";
@@ -43,7 +43,7 @@ function openPr(title: string): { number: number; head: string } {
 
 /** `mainline pr …` aimed at the test server's queue. */
 const pr = (...args: string[]): Promise<CliResult> =>
-  runCli([
+  runCliInProcess([
     "pr",
     ...args,
     "--repo",
@@ -115,7 +115,7 @@ describe("mainline pr", () => {
     });
     const at = ["--repo", "github.com/acme/app", "--branch", targetBranch];
     const serverArgs = ["--url", server.url, "--token", server.token];
-    succeeded(await runCli(["pr", "submit", String(number), ...at, ...serverArgs]));
+    succeeded(await runCliInProcess(["pr", "submit", String(number), ...at, ...serverArgs]));
 
     let until = "";
     for (let i = 0; i < 100 && until === ""; i++) {
@@ -130,15 +130,15 @@ describe("mainline pr", () => {
     const expected = `batch forming: 1 of 3, starts by ${localClockTime(Date.parse(until))} at the latest`;
 
     const status = succeeded(
-      await runCli(["pr", "status", String(number), ...at, ...serverArgs]),
+      await runCliInProcess(["pr", "status", String(number), ...at, ...serverArgs]),
     ).stdout;
     expect(status).toMatch(/^state +pending$/m);
     expect(status).toMatch(new RegExp(`^waitingFor +${expected.replace(/[()]/g, "\\$&")}$`, "m"));
 
-    const list = succeeded(await runCli(["pr", "list", ...at, ...serverArgs])).stdout;
+    const list = succeeded(await runCliInProcess(["pr", "list", ...at, ...serverArgs])).stdout;
     expect(list).toContain(`pending (${expected})`);
 
-    const queue = succeeded(await runCli(["queue", "get", ...at, ...serverArgs])).stdout;
+    const queue = succeeded(await runCliInProcess(["queue", "get", ...at, ...serverArgs])).stdout;
     expect(queue).toMatch(new RegExp(`#${number} +${expected}$`, "m"));
   });
 

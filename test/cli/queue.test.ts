@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import {
   freePort,
-  runCli,
+  runCliInProcess,
   startServer,
   stopAllProcesses,
   type CliResult,
@@ -33,11 +33,11 @@ afterAll(async () => {
 
 /** `mainline queue …` told where the server is with --url and --token. */
 const withFlags = (...args: string[]): Promise<CliResult> =>
-  runCli(["queue", ...args, "--url", server.url, "--token", TOKEN]);
+  runCliInProcess(["queue", ...args, "--url", server.url, "--token", TOKEN]);
 
 /** `mainline queue …` told where the server is with MAINLINE_URL and MAINLINE_TOKEN. */
 const withEnv = (args: string[], env: Record<string, string> = {}): Promise<CliResult> =>
-  runCli(["queue", ...args], { MAINLINE_URL: server.url, MAINLINE_TOKEN: TOKEN, ...env });
+  runCliInProcess(["queue", ...args], { MAINLINE_URL: server.url, MAINLINE_TOKEN: TOKEN, ...env });
 
 const parsed = (result: CliResult) =>
   JSON.parse(succeeded(result).stdout) as Record<string, unknown>;
@@ -236,12 +236,19 @@ describe("--repo", () => {
 
 describe("queue commands that cannot reach the API", () => {
   it("without a token: a clear message", async () => {
-    const result = await runCli(["queue", "get", "--repo", "acme/app", "--url", server.url]);
+    const result = await runCliInProcess([
+      "queue",
+      "get",
+      "--repo",
+      "acme/app",
+      "--url",
+      server.url,
+    ]);
     expect(failed(result)).toContain("mainline: No API token: pass --token or set MAINLINE_TOKEN");
   });
 
   it("with a wrong token: the server's 401 message", async () => {
-    const result = await runCli([
+    const result = await runCliInProcess([
       "queue",
       "get",
       "--repo",
@@ -256,7 +263,7 @@ describe("queue commands that cannot reach the API", () => {
 
   it("with no server at the address: 'Cannot reach Mainline'", async () => {
     const url = `http://127.0.0.1:${await freePort()}`;
-    const result = await runCli([
+    const result = await runCliInProcess([
       "queue",
       "get",
       "--repo",

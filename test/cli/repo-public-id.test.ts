@@ -1,7 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
-import { runCli, startServer, stopAllProcesses, type RunningServer } from "../helpers/process.js";
+import {
+  runCliInProcess,
+  startServer,
+  stopAllProcesses,
+  type RunningServer,
+} from "../helpers/process.js";
 import { failed, post, succeeded } from "./support.js";
 
 let database: TestDatabase;
@@ -24,7 +29,10 @@ afterAll(async () => {
 });
 
 const publicId = (...args: string[]) =>
-  runCli(["repo", "public-id", ...args], { MAINLINE_URL: server.url, MAINLINE_TOKEN: TOKEN });
+  runCliInProcess(["repo", "public-id", ...args], {
+    MAINLINE_URL: server.url,
+    MAINLINE_TOKEN: TOKEN,
+  });
 
 const REPO = { host: "github.com", owner: "acme", name: "app" };
 

@@ -13,7 +13,7 @@ import { CliError } from "../../src/cli/client.js";
 import { putBundle } from "../../src/cli/upload/protocol.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import {
-  runCli,
+  runCliInProcess,
   startServer,
   stopAllProcesses,
   waitFor,
@@ -68,7 +68,7 @@ describe("secrets and the server's log", () => {
   it("never logs a token or an upload URL's signature, nor echoes one in an error", async () => {
     const server = runningServer();
     const created = succeeded(
-      await runCli(["token", "create", "--org", "acme", "--name", "bot"], database.env),
+      await runCliInProcess(["token", "create", "--org", "acme", "--name", "bot"], database.env),
     );
     const token = created.stdout.trim();
     expect(token).toMatch(TOKEN_PATTERN);
@@ -166,7 +166,7 @@ describe("secrets and the server's log", () => {
 
       // A password in --url, echoed when the server cannot be reached.
       const password = randomBytes(12).toString("hex");
-      const unreachable = await runCli([
+      const unreachable = await runCliInProcess([
         "queue",
         "get",
         "--repo",

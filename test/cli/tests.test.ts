@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, stopAllProcesses, type CliResult } from "../helpers/process.js";
+import { runCliInProcess, stopAllProcesses, type CliResult } from "../helpers/process.js";
 import { REPO, startTestServer, type TestServer } from "../helpers/server.js";
 import { bundle, ingest, junit, testIdOf } from "../helpers/uploads.js";
 import { failed, succeeded } from "./support.js";
@@ -16,7 +16,7 @@ let otherFlakyId: string;
 
 /** `mainline tests …` with the server's address and acme's token in the environment. */
 const cli = (...args: string[]): Promise<CliResult> =>
-  runCli(["tests", ...args], { MAINLINE_URL: server.url, MAINLINE_TOKEN: server.token });
+  runCliInProcess(["tests", ...args], { MAINLINE_URL: server.url, MAINLINE_TOKEN: server.token });
 
 const at = ["--repo", "github.com/acme/app"];
 
@@ -129,7 +129,7 @@ describe("mainline tests: the lists", () => {
   });
 
   it("without a token it says how to get one", async () => {
-    const result = await runCli(["tests", "flaky", ...at], {
+    const result = await runCliInProcess(["tests", "flaky", ...at], {
       MAINLINE_URL: server.url,
       MAINLINE_TOKEN: "",
     });

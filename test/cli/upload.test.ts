@@ -13,6 +13,7 @@ import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import {
   REPO_ROOT,
   freePort,
+  runCliInProcess,
   startServer,
   stopAllProcesses,
   type RunningServer,
@@ -95,8 +96,17 @@ const CLI = path.join(REPO_ROOT, "src/cli/main.ts");
 /**
  * `mainline <args>` run in `cwd` (test/helpers/process.ts runs in the repository root). The
  * environment is built from scratch, so no CI variable of the machine running the tests leaks in.
+ * In-process; `runRealIn` is the same as a real process, for the smoke tests of the entry point.
  */
 function runIn(cwd: string, args: string[], env: Record<string, string> = {}): Promise<Result> {
+  return runCliInProcess(
+    args,
+    { ...gitEnv(), ...env },
+    { cwd, replaceEnv: true, timeoutMs: 60_000 },
+  );
+}
+
+function runRealIn(cwd: string, args: string[], env: Record<string, string> = {}): Promise<Result> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", TSX, CLI, ...args], {
       cwd,
@@ -118,6 +128,8 @@ function runIn(cwd: string, args: string[], env: Record<string, string> = {}): P
 
 const remote = (args: string[], env: Record<string, string> = {}) =>
   runIn(checkout, args, { MAINLINE_URL: server.url, MAINLINE_TOKEN: TOKEN, ...env });
+const remoteReal = (args: string[], env: Record<string, string> = {}) =>
+  runRealIn(checkout, args, { MAINLINE_URL: server.url, MAINLINE_TOKEN: TOKEN, ...env });
 
 function succeeded(result: Result): Result {
   expect(result.stderr).not.toMatch(/^mainline: (?!warning)/m);
@@ -328,7 +340,7 @@ describe("mainline upload and test without the server's consent", () => {
   });
 
   it("a signal that ended the command: 128 + its number", async () => {
-    const result = await runIn(checkout, [
+    const result = await runRealIn(checkout, [
       "test",
       "--junit",
       "passing/*.xml",
@@ -385,10 +397,8 @@ describe("mainline upload and test without the server's consent", () => {
 
 /** The upload endpoints (src/api/flakytests/) are being written at the same time as this file. */
 describe("uploads to a real server", () => {
-  async function upload(extra: string[] = []): Promise<string> {
-    const result = succeeded(
-      await remote(["upload", "--junit", "test-results/**/*.xml", ...extra]),
-    );
+  async function upload(extra: string[] = [], run = remote): Promise<string> {
+    const result = succeeded(await run(["upload", "--junit", "test-results/**/*.xml", ...extra]));
     const match =
       /^Uploaded ([0-9a-f-]{36}): 2 file\(s\), 5 tests \(3 passed, 1 failed, 1 skipped\) for github\.com\/acme\/app at [0-9a-f]{12}\.$/m.exec(
         result.stdout,
@@ -398,7 +408,8 @@ describe("uploads to a real server", () => {
   }
 
   it("upload: createBundleUpload, PUT, then the upload is known to the server", async () => {
-    const id = await upload();
+    // A real process: the smoke test of an upload from the entry point.
+    const id = await upload([], remoteReal);
     const answer = await post(
       server.url,
       "flaky-tests/get-upload",
@@ -442,7 +453,8 @@ describe("uploads to a real server", () => {
   });
 
   it("test: a passing command exits 0 and still uploads", async () => {
-    const result = await remote([
+    // A real process: the command inherits its standard streams.
+    const result = await remoteReal([
       "test",
       "--junit",
       "passing/*.xml",

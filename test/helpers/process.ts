@@ -108,6 +108,49 @@ export async function runCli(
   return { ...exit, stdout: spawned.stdout(), stderr: spawned.stderr(), timedOut };
 }
 
+/**
+ * Runs `mainline <args>` in this process (src/cli/program.ts's runCli), with the environment a
+ * child process would get (`runCli`'s, unless `replaceEnv` gives the whole environment) and its
+ * output collected. Same result as `runCli`, without the cost of a node process and its loader;
+ * `serve`, signals and crashes need the real process (`runCli`, `startServer`).
+ */
+export async function runCliInProcess(
+  args: string[],
+  env: ChildEnv = {},
+  options: { timeoutMs?: number; cwd?: string; replaceEnv?: boolean } = {},
+): Promise<CliResult> {
+  const { runCli: run } = await import("../../src/cli/program.js");
+  let stdout = "";
+  let stderr = "";
+  const outcome = run({
+    argv: args,
+    env: options.replaceEnv === true ? { ...env } : childEnv(env),
+    cwd: options.cwd ?? REPO_ROOT,
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    ownsProcess: false,
+    exitCode: undefined,
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => {
+      resolve(undefined);
+    }, options.timeoutMs ?? 20_000);
+  });
+  try {
+    const ended = await Promise.race([outcome, timeout]);
+    return {
+      code: ended === undefined ? null : ended.code,
+      signal: null,
+      stdout,
+      stderr,
+      timedOut: ended === undefined,
+    };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A port that was free a moment ago: listen on port 0, note the port, close. */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

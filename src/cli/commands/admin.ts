@@ -7,9 +7,10 @@ import type { DatabaseHandle } from "../../app-database.js";
 import { isoTime } from "../../lib/clock.js";
 import { OrganizationError } from "../../organizations/service.js";
 import { CliError } from "../client.js";
+import type { CliContext } from "../context.js";
 
 /** Where the database is and what named it, for messages. */
-function databaseSource(env: NodeJS.ProcessEnv): string {
+function databaseSource(env: CliContext["env"]): string {
   if (env.DATABASE_URL?.trim()) return "from DATABASE_URL";
   if (env.MAINLINE_DATA_DIR?.trim()) return "in MAINLINE_DATA_DIR";
   return "in the default data directory ./mainline-data, relative to the current directory";
@@ -20,10 +21,10 @@ function databaseSource(env: NodeJS.ProcessEnv): string {
  * MAINLINE_DATA_DIR, or a command run in the wrong directory, would otherwise make a new empty
  * database and answer from it. `serve` and `migrate` are the commands that create it.
  */
-async function openExistingDatabase(): Promise<DatabaseHandle> {
+async function openExistingDatabase(context: CliContext): Promise<DatabaseHandle> {
   const [{ describeDatabaseUrl, openDatabase, redactUrl }, { hasMainlineSchema, migrateToLatest }] =
     await Promise.all([import("../../app-database.js"), import("../../app-database.js")]);
-  const options = { url: process.env.DATABASE_URL, dataDir: dataDirFrom(process.env) };
+  const options = { url: context.env.DATABASE_URL, dataDir: dataDirFrom(context.env) };
   let described: ReturnType<typeof describeDatabaseUrl>;
   try {
     described = describeDatabaseUrl(options);
@@ -33,7 +34,7 @@ async function openExistingDatabase(): Promise<DatabaseHandle> {
   const shown = described.dialect === "postgres" ? redactUrl(described.target) : described.target;
   const refuse = (what: string) =>
     new CliError(
-      `${what} (${databaseSource(process.env)}). Nothing was created. To create it there, run \`mainline migrate\` (or \`mainline serve\`); to use another, set MAINLINE_DATA_DIR or DATABASE_URL.`,
+      `${what} (${databaseSource(context.env)}). Nothing was created. To create it there, run \`mainline migrate\` (or \`mainline serve\`); to use another, set MAINLINE_DATA_DIR or DATABASE_URL.`,
       2,
     );
   if (described.dialect === "sqlite" && described.target !== ":memory:") {
@@ -54,10 +55,13 @@ async function openExistingDatabase(): Promise<DatabaseHandle> {
 }
 
 /** Runs an administrative command directly against the existing database named by the environment. */
-async function withServices<T>(work: (services: Services) => Promise<T>): Promise<T> {
+async function withServices<T>(
+  context: CliContext,
+  work: (services: Services) => Promise<T>,
+): Promise<T> {
   // Loaded on use so that the CLI starts quickly for every other command.
   const { createServices } = await import("../../app.js");
-  const database = await openExistingDatabase();
+  const database = await openExistingDatabase(context);
   try {
     return await work(createServices(database));
   } catch (error) {
@@ -68,7 +72,7 @@ async function withServices<T>(work: (services: Services) => Promise<T>): Promis
   }
 }
 
-export function registerAdminCommands(program: Command): void {
+export function registerAdminCommands(program: Command, context: CliContext): void {
   program
     .command("migrate")
     .description(
@@ -80,12 +84,12 @@ export function registerAdminCommands(program: Command): void {
         import("../../app-database.js"),
       ]);
       const database = openDatabase({
-        url: process.env.DATABASE_URL,
-        dataDir: dataDirFrom(process.env),
+        url: context.env.DATABASE_URL,
+        dataDir: dataDirFrom(context.env),
       });
       try {
         const { applied } = await migrateToLatest(database);
-        process.stderr.write(
+        context.stderr.write(
           applied.length
             ? `Applied: ${applied.join(", ")}\n`
             : `Up to date (${database.location}).\n`,
@@ -103,28 +107,28 @@ export function registerAdminCommands(program: Command): void {
     )
     .option("--name <name>", "a label for the token")
     .action(async (slug: string, options: { name?: string }) => {
-      const issued = await withServices((s) =>
+      const issued = await withServices(context, (s) =>
         s.organizations.createOrganizationWithToken(slug, options.name),
       );
-      process.stderr.write(
+      context.stderr.write(
         `${issued.organizationCreated ? "Created organization" : "Organization exists:"} ${issued.organization.slug}; new token ${issued.tokenId} (shown once):\n`,
       );
-      process.stdout.write(`${issued.token}\n`);
+      context.stdout.write(`${issued.token}\n`);
     });
   org
     .command("list")
     .description("List organizations")
     .option("--json", "print JSON")
     .action(async (options: { json?: boolean }) => {
-      const orgs = await withServices((s) => s.organizations.listOrganizations());
+      const orgs = await withServices(context, (s) => s.organizations.listOrganizations());
       if (options.json) {
-        process.stdout.write(
+        context.stdout.write(
           JSON.stringify(orgs.map((o) => ({ slug: o.slug, createdAt: isoTime(o.createdAt) }))) +
             "\n",
         );
         return;
       }
-      process.stdout.write(
+      context.stdout.write(
         formatTable([["SLUG", "CREATED"], ...orgs.map((o) => [o.slug, isoTime(o.createdAt)])]),
       );
     });
@@ -138,13 +142,13 @@ export function registerAdminCommands(program: Command): void {
     .requiredOption("--org <slug>", "the organization")
     .option("--name <name>", "a label for the token")
     .action(async (options: { org: string; name?: string }) => {
-      const issued = await withServices((s) =>
+      const issued = await withServices(context, (s) =>
         s.organizations.issueToken(options.org, options.name),
       );
-      process.stderr.write(
+      context.stderr.write(
         `New token ${issued.tokenId} for ${issued.organization.slug} (shown once):\n`,
       );
-      process.stdout.write(`${issued.token}\n`);
+      context.stdout.write(`${issued.token}\n`);
     });
   token
     .command("list")
@@ -152,7 +156,7 @@ export function registerAdminCommands(program: Command): void {
     .requiredOption("--org <slug>", "the organization")
     .option("--json", "print JSON")
     .action(async (options: { org: string; json?: boolean }) => {
-      const tokens = await withServices((s) => s.organizations.listTokens(options.org));
+      const tokens = await withServices(context, (s) => s.organizations.listTokens(options.org));
       const view = tokens.map((t) => ({
         id: t.id,
         name: t.name,
@@ -161,10 +165,10 @@ export function registerAdminCommands(program: Command): void {
         revokedAt: t.revokedAt === null ? null : isoTime(t.revokedAt),
       }));
       if (options.json) {
-        process.stdout.write(JSON.stringify(view) + "\n");
+        context.stdout.write(JSON.stringify(view) + "\n");
         return;
       }
-      process.stdout.write(
+      context.stdout.write(
         formatTable([
           ["ID", "NAME", "STARTS WITH", "CREATED", "STATUS"],
           ...view.map((t) => [
@@ -181,7 +185,7 @@ export function registerAdminCommands(program: Command): void {
     .command("revoke <token-id>")
     .description("Revoke a token by its id (see `token list`); it stops working at once")
     .action(async (tokenId: string) => {
-      const revoked = await withServices((s) => s.organizations.revokeToken(tokenId));
-      process.stderr.write(`Revoked ${revoked.id}.\n`);
+      const revoked = await withServices(context, (s) => s.organizations.revokeToken(tokenId));
+      context.stderr.write(`Revoked ${revoked.id}.\n`);
     });
 }

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { callApi } from "../client.js";
+import type { CliContext } from "../context.js";
 import { formatTable } from "../table.js";
 import { address, addressOptions, client, type QueueOptions } from "./queue.js";
 
@@ -30,7 +31,7 @@ export function formatCiRuns(runs: CiRunView[]): string {
   ]);
 }
 
-export function registerCiCommands(program: Command): void {
+export function registerCiCommands(program: Command, context: CliContext): void {
   const ci = program
     .command("ci")
     .description("The built-in CI runner's runs and logs for a merge queue (HTTP API)");
@@ -43,9 +44,9 @@ export function registerCiCommands(program: Command): void {
         ...address(o),
         ...(o.take === undefined ? {} : { take: o.take }),
       });
-      if (o.json) process.stdout.write(JSON.stringify(body, null, 2) + "\n");
-      else if (body.runs.length === 0) process.stderr.write("No runs.\n");
-      else process.stdout.write(formatCiRuns(body.runs));
+      if (o.json) context.stdout.write(JSON.stringify(body, null, 2) + "\n");
+      else if (body.runs.length === 0) context.stderr.write("No runs.\n");
+      else context.stdout.write(formatCiRuns(body.runs));
     });
 
   addressOptions(ci.command("logs").description("Print the log of one check of a run"))
@@ -57,6 +58,6 @@ export function registerCiCommands(program: Command): void {
         runId,
         check,
       });
-      process.stdout.write(log);
+      context.stdout.write(log);
     });
 }

@@ -1,6 +1,7 @@
 import { formatTable } from "../table.js";
 import { InvalidArgumentError, type Command } from "commander";
 import { CliError, callApi, type ClientOptions } from "../client.js";
+import type { CliContext } from "../context.js";
 import { address, addressOptions, client, type QueueOptions } from "./queue.js";
 import { parseLocalRepoArg } from "../repo-arg.js";
 import { serverOptions } from "./repo.js";
@@ -59,8 +60,6 @@ interface PullRequestPage {
   pullRequests: MergeItem[];
   nextCursor?: string;
 }
-
-const write = (text: string) => process.stdout.write(text);
 
 export const describePriority = (pr: MergeItem): string =>
   `${pr.priorityName ?? "?"} (${pr.priorityValue ?? "?"})${pr.usedDefaultPriorityName ? ", default" : ""}`;
@@ -121,7 +120,8 @@ export function formatPullRequestList(prs: MergeItem[]): string {
   ]);
 }
 
-const json = (body: unknown) => write(JSON.stringify(body, null, 2) + "\n");
+const json = (context: CliContext, body: unknown) =>
+  context.stdout.write(JSON.stringify(body, null, 2) + "\n");
 
 /** `pr list --local`: one row per pull request of the local git host. */
 /** A pull request of the local git host, as its API (`/v1/local/…`) answers it. */
@@ -155,7 +155,7 @@ export function formatLocalPullRequestList(prs: LocalPullRequestView[]): string 
 }
 
 /** `pr open` and `pr close`: pull requests of the local git host. */
-function registerLocalPullRequestCommands(pr: Command): void {
+function registerLocalPullRequestCommands(pr: Command, context: CliContext): void {
   serverOptions(
     pr.command("open").description("Open a pull request on the local git host; prints its number"),
   )
@@ -176,7 +176,7 @@ function registerLocalPullRequestCommands(pr: Command): void {
           description?: string;
         },
       ) => {
-        const author = o.author ?? process.env.USER;
+        const author = o.author ?? context.env.USER;
         const { number } = await callApi<{ number: number }>(o, "local/openPullRequest", {
           repo: o.repo,
           head: o.head,
@@ -185,8 +185,8 @@ function registerLocalPullRequestCommands(pr: Command): void {
           ...(author === undefined ? {} : { author }),
           ...(o.description === undefined ? {} : { description: o.description }),
         });
-        write(`${String(number)}\n`);
-        process.stderr.write(`Opened #${String(number)}: ${o.head} into ${o.base}.\n`);
+        context.stdout.write(`${String(number)}\n`);
+        context.stderr.write(`Opened #${String(number)}: ${o.head} into ${o.base}.\n`);
       },
     );
 
@@ -195,17 +195,17 @@ function registerLocalPullRequestCommands(pr: Command): void {
     .requiredOption("--repo <owner/name>", "the local repository, e.g. acme/app", parseLocalRepoArg)
     .action(async (number: number, o: ClientOptions & { repo: RepoRef }) => {
       await callApi(o, "local/closePullRequest", { repo: o.repo, number });
-      process.stderr.write(`Closed #${String(number)}.\n`);
+      context.stderr.write(`Closed #${String(number)}.\n`);
     });
 }
 
-export function registerPullRequestCommands(program: Command): void {
+export function registerPullRequestCommands(program: Command, context: CliContext): void {
   const pr = program
     .command("pr")
     .description(
       "Submit, cancel, restart and inspect pull requests in a merge queue; open and close them on the local git host (HTTP API)",
     );
-  registerLocalPullRequestCommands(pr);
+  registerLocalPullRequestCommands(pr, context);
 
   addressOptions(pr.command("submit").description("Submit a pull request to the merge queue"))
     .argument("<number>", "the pull request number", parsePrNumber)
@@ -219,14 +219,14 @@ export function registerPullRequestCommands(program: Command): void {
         ...(o.priority === undefined ? {} : { priority: o.priority }),
         ...(o.batch ? {} : { noBatch: true }),
       });
-      process.stderr.write(`Submitted #${number} to the merge queue for ${o.branch}.\n`);
+      context.stderr.write(`Submitted #${number} to the merge queue for ${o.branch}.\n`);
     });
 
   addressOptions(pr.command("cancel").description("Remove a pull request from the merge queue"))
     .argument("<number>", "the pull request number", parsePrNumber)
     .action(async (number: number, o: QueueOptions) => {
       await callApi(client(o), "cancelPullRequest", { ...address(o), pr: { number } });
-      process.stderr.write(`Cancelled #${number} in the merge queue for ${o.branch}.\n`);
+      context.stderr.write(`Cancelled #${number} in the merge queue for ${o.branch}.\n`);
     });
 
   addressOptions(
@@ -235,7 +235,7 @@ export function registerPullRequestCommands(program: Command): void {
     .argument("<number>", "the pull request number", parsePrNumber)
     .action(async (number: number, o: QueueOptions) => {
       await callApi(client(o), "restartTestsOnPullRequest", { ...address(o), pr: { number } });
-      process.stderr.write(
+      context.stderr.write(
         `Restarted the tests of #${number} in the merge queue for ${o.branch}.\n`,
       );
     });
@@ -264,8 +264,8 @@ export function registerPullRequestCommands(program: Command): void {
           pr: number === undefined ? { branch: o.head } : { number },
           ...(o.timeline ? { includeTimeline: true } : {}),
         });
-        if (o.json) json(body);
-        else write(formatPullRequest(body));
+        if (o.json) json(context, body);
+        else context.stdout.write(formatPullRequest(body));
       },
     );
 
@@ -310,9 +310,9 @@ export function registerPullRequestCommands(program: Command): void {
               ...(o.state === undefined ? {} : { state: o.state }),
             },
           );
-          if (o.json) json({ pullRequests });
-          else if (pullRequests.length === 0) process.stderr.write("No pull requests.\n");
-          else write(formatLocalPullRequestList(pullRequests));
+          if (o.json) json(context, { pullRequests });
+          else if (pullRequests.length === 0) context.stderr.write("No pull requests.\n");
+          else context.stdout.write(formatLocalPullRequestList(pullRequests));
           return;
         }
         const page = await callApi<PullRequestPage>(client(o), "listPullRequests", {
@@ -323,13 +323,13 @@ export function registerPullRequestCommands(program: Command): void {
           ...(o.cursor === undefined ? {} : { cursor: o.cursor }),
         });
         if (o.json) {
-          json(page);
+          json(context, page);
           return;
         }
-        if (page.pullRequests.length === 0) process.stderr.write("No pull requests.\n");
-        else write(formatPullRequestList(page.pullRequests));
+        if (page.pullRequests.length === 0) context.stderr.write("No pull requests.\n");
+        else context.stdout.write(formatPullRequestList(page.pullRequests));
         if (page.nextCursor) {
-          process.stderr.write(`More pull requests: add --cursor ${page.nextCursor}\n`);
+          context.stderr.write(`More pull requests: add --cursor ${page.nextCursor}\n`);
         }
       },
     );

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, Option, type Command } from "commander";
 import type { RepoRef } from "../../organizations/repositories.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
+import type { CliContext } from "../context.js";
 import { parseRepoArg } from "../repo-arg.js";
 import { describeWaitingFor, type WaitingForBody } from "../waiting.js";
 
@@ -85,29 +86,33 @@ export function addressOptions(command: Command): Command {
 export const client = (o: QueueOptions): ClientOptions => ({ url: o.url, token: o.token });
 export const address = (o: QueueOptions) => ({ repo: o.repo, targetBranch: o.branch });
 
-function printSettings(body: Record<string, unknown>, json: boolean | undefined): void {
+function printSettings(
+  context: CliContext,
+  body: Record<string, unknown>,
+  json: boolean | undefined,
+): void {
   if (json) {
-    process.stdout.write(JSON.stringify(body, null, 2) + "\n");
+    context.stdout.write(JSON.stringify(body, null, 2) + "\n");
     return;
   }
   const width = Math.max(...Object.keys(body).map((k) => k.length));
   for (const [key, value] of Object.entries(body)) {
     if (key === "enqueuedPullRequests") continue;
-    process.stdout.write(`${key.padEnd(width)}  ${JSON.stringify(value)}\n`);
+    context.stdout.write(`${key.padEnd(width)}  ${JSON.stringify(value)}\n`);
   }
   const queued = body.enqueuedPullRequests;
   if (Array.isArray(queued)) {
-    process.stdout.write(`${"enqueued".padEnd(width)}  ${queued.length} pull request(s)\n`);
+    context.stdout.write(`${"enqueued".padEnd(width)}  ${queued.length} pull request(s)\n`);
     // Those the queue holds on purpose say what they wait for.
     for (const pr of queued as { prNumber?: number; waitingFor?: WaitingForBody }[]) {
       if (!pr.waitingFor) continue;
       const label = `#${String(pr.prNumber ?? "?")}`;
-      process.stdout.write(`${label.padStart(width)}  ${describeWaitingFor(pr.waitingFor)}\n`);
+      context.stdout.write(`${label.padStart(width)}  ${describeWaitingFor(pr.waitingFor)}\n`);
     }
   }
 }
 
-export function registerQueueCommands(program: Command): void {
+export function registerQueueCommands(program: Command, context: CliContext): void {
   const queue = program
     .command("queue")
     .description("Create, read, change and delete merge queues (through the HTTP API)");
@@ -121,7 +126,7 @@ export function registerQueueCommands(program: Command): void {
         ...(o.mode !== undefined ? { mode: o.mode } : {}),
         ...(o.concurrency !== undefined ? { concurrency: o.concurrency } : {}),
       });
-      process.stderr.write(`Created the merge queue for ${o.branch}.\n`);
+      context.stderr.write(`Created the merge queue for ${o.branch}.\n`);
     });
 
   addressOptions(
@@ -129,7 +134,7 @@ export function registerQueueCommands(program: Command): void {
   )
     .option("--json", "print the API's JSON")
     .action(async (o: QueueOptions) => {
-      printSettings(await callApi(client(o), "getQueue", address(o)), o.json);
+      printSettings(context, await callApi(client(o), "getQueue", address(o)), o.json);
     });
 
   const update = addressOptions(
@@ -163,13 +168,13 @@ export function registerQueueCommands(program: Command): void {
         body.requiredStatuses = names;
       }
       if (o.deleteRequiredStatuses === true) body.deleteRequiredStatuses = true;
-      printSettings(await callApi(client(o), "updateQueue", body), o.json);
+      printSettings(context, await callApi(client(o), "updateQueue", body), o.json);
     });
 
   addressOptions(queue.command("delete").description("Delete an empty merge queue")).action(
     async (o: QueueOptions) => {
       await callApi(client(o), "deleteQueue", address(o));
-      process.stderr.write(`Deleted the merge queue for ${o.branch}.\n`);
+      context.stderr.write(`Deleted the merge queue for ${o.branch}.\n`);
     },
   );
 }

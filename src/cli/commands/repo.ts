@@ -1,7 +1,7 @@
-import { spawn } from "node:child_process";
 import { Option, type Command } from "commander";
 import type { RepoRef } from "../../organizations/repositories.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
+import { spawnInContext, type CliContext } from "../context.js";
 import { parseLocalRepoArg, parseRepoArg } from "../repo-arg.js";
 import { whoami } from "../upload/protocol.js";
 
@@ -17,9 +17,10 @@ export function serverOptions(command: Command): Command {
 }
 
 /** Pushes every branch and tag of the repository at `from` to `remote`. */
-function pushEverything(from: string, remote: string): Promise<void> {
+function pushEverything(context: CliContext, from: string, remote: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(
+    const child = spawnInContext(
+      context,
       "git",
       [
         "-C",
@@ -30,7 +31,7 @@ function pushEverything(from: string, remote: string): Promise<void> {
         "refs/heads/*:refs/heads/*",
         "refs/tags/*:refs/tags/*",
       ],
-      { stdio: ["ignore", "inherit", "inherit"] },
+      { stdin: "ignore" },
     );
     child.on("error", reject);
     child.on("close", (code) => {
@@ -40,7 +41,7 @@ function pushEverything(from: string, remote: string): Promise<void> {
   });
 }
 
-export function registerRepoCommands(program: Command): void {
+export function registerRepoCommands(program: Command, context: CliContext): void {
   const repo = program
     .command("repo")
     .description(
@@ -58,9 +59,9 @@ export function registerRepoCommands(program: Command): void {
       const { remoteUrl } = await callApi<{ remoteUrl: string }>(o, "local/createRepository", {
         repo: ref,
       });
-      if (o.from !== undefined) await pushEverything(o.from, remoteUrl);
-      process.stdout.write(`${remoteUrl}\n`);
-      process.stderr.write(
+      if (o.from !== undefined) await pushEverything(context, o.from, remoteUrl);
+      context.stdout.write(`${remoteUrl}\n`);
+      context.stderr.write(
         `Created local/${ref.owner}/${ref.name}${o.from === undefined ? "" : ` from ${o.from}`}. Push to it with: git push ${remoteUrl} <branch>\n`,
       );
     });
@@ -85,9 +86,9 @@ export function registerRepoCommands(program: Command): void {
         repo: ref,
         org_url_slug: org,
       });
-      process.stdout.write(`${answer.public_repo_id}\n`);
+      context.stdout.write(`${answer.public_repo_id}\n`);
       if (o.rotate) {
-        process.stderr.write(
+        context.stderr.write(
           `New public id for ${ref.host}/${ref.owner}/${ref.name}; the previous one no longer works.\n`,
         );
       }

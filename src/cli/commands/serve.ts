@@ -2,13 +2,16 @@ import { setFlagsFromString } from "node:v8";
 import type { Command } from "commander";
 import { loadServiceConfig } from "../../config.js";
 import { VERSION } from "../../version.js";
+import { CliError } from "../client.js";
+import type { CliContext } from "../context.js";
 
 /** The heap may grow to 1.8× what the last full collection left (measured: docs/benchmarks.md). */
 const HEAP_GROWING_PERCENT = 80;
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
-export function registerServe(program: Command): void {
+/** Long-running, with the process's signals: only ever tested as a real process. */
+export function registerServe(program: Command, context: CliContext): void {
   program
     .command("serve")
     .description("Start the HTTP service (configured by environment variables)")
@@ -31,7 +34,9 @@ Environment:
   MAINLINE_BOOTSTRAP_TOKEN  organization exists and accepts that token`,
     )
     .action(async () => {
-      const config = loadServiceConfig(process.env);
+      // It handles the process's signals and exits the process: it must be the process.
+      if (!context.ownsProcess) throw new CliError("serve runs only as a process of its own.");
+      const config = loadServiceConfig(context.env);
       // A long-running server that parses large reports makes garbage fast; V8's default lets
       // the heap grow to several times what is live before a full collection. A smaller
       // growing factor keeps the peak near the live size, for a few percent more GC time.
@@ -70,7 +75,7 @@ Environment:
       } else {
         const issued = await services.organizations.ensureFirstStartOrganization();
         if (issued) {
-          process.stderr.write(
+          context.stderr.write(
             [
               "",
               `First start: created the organization "${issued.organization.slug}". Its API token (shown only this once):`,

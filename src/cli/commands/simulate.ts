@@ -14,6 +14,7 @@ import {
 } from "../../mergequeue/simulator/options.js";
 import { OPTIMIZATION_MODES, type OptimizationMode } from "../../mergequeue/settings.js";
 import { CliError } from "../client.js";
+import type { CliContext, CliOutput } from "../context.js";
 
 /** Exit code of every usage error of `simulate` (a bad or missing flag). */
 export const USAGE_EXIT_CODE = 2;
@@ -196,7 +197,7 @@ export function humanReport(report: SimulationReport, wallSeconds: number): stri
 }
 
 /** A bar on standard error, once the run has taken longer than two seconds. */
-function progressBar(stream: NodeJS.WriteStream): {
+function progressBar(stream: CliOutput): {
   update: (progress: SimulationProgress) => void;
   done: () => void;
 } {
@@ -223,7 +224,7 @@ function progressBar(stream: NodeJS.WriteStream): {
   };
 }
 
-export function registerSimulate(program: Command): void {
+export function registerSimulate(program: Command, context: CliContext): void {
   program
     .command("simulate")
     .description(
@@ -307,15 +308,15 @@ Example:
       }
       const { simulate } = await import("../../mergequeue/simulator/simulate.js");
       const planner = await import("../../mergequeue/planner.js");
-      const bar = process.stderr.isTTY ? progressBar(process.stderr) : null;
+      const bar = context.stderr.isTTY ? progressBar(context.stderr) : null;
       const { report, wallSeconds } = simulate(options, planner, {
         ...(bar ? { onProgress: bar.update } : {}),
       });
       bar?.done();
       if (flags.json === true) {
-        process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+        context.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       } else {
-        process.stdout.write(humanReport(report, wallSeconds));
+        context.stdout.write(humanReport(report, wallSeconds));
       }
     });
 }

@@ -1,5 +1,5 @@
-import { spawn } from "node:child_process";
 import type { Command } from "commander";
+import { spawnInContext, type CliContext } from "../context.js";
 import {
   addUploadOptions,
   describeProcessing,
@@ -35,19 +35,27 @@ const IGNORED_WHILE_RUNNING: readonly NodeJS.Signals[] = ["SIGINT", "SIGQUIT"];
  * Runs the command with our standard streams. One argument is a shell command line (`"npm test
  * && echo ok"`); several are a program and its arguments, run without a shell.
  */
-function runCommand(argv: readonly string[]): Promise<CommandExit | { spawnError: string }> {
+function runCommand(
+  context: CliContext,
+  argv: readonly string[],
+): Promise<CommandExit | { spawnError: string }> {
   const [program = "", ...args] = argv;
   const child =
     argv.length === 1
-      ? spawn(program, { shell: true, stdio: "inherit" })
-      : spawn(program, args, { stdio: "inherit" });
+      ? spawnInContext(context, program, [], { shell: true })
+      : spawnInContext(context, program, args);
   const forward = (signal: NodeJS.Signals) => {
     child.kill(signal);
   };
   const ignore = () => undefined;
-  for (const signal of FORWARDED) process.on(signal, forward);
-  for (const signal of IGNORED_WHILE_RUNNING) process.on(signal, ignore);
+  // The process's signals are ours to handle only when this run is the process.
+  const signals = context.ownsProcess;
+  if (signals) {
+    for (const signal of FORWARDED) process.on(signal, forward);
+    for (const signal of IGNORED_WHILE_RUNNING) process.on(signal, ignore);
+  }
   const stopListening = () => {
+    if (!signals) return;
     for (const signal of FORWARDED) process.off(signal, forward);
     for (const signal of IGNORED_WHILE_RUNNING) process.off(signal, ignore);
   };
@@ -63,8 +71,10 @@ function runCommand(argv: readonly string[]): Promise<CommandExit | { spawnError
   });
 }
 
-const warn = (message: string) => process.stderr.write(`mainline: warning: ${message}\n`);
-const note = (message: string) => process.stderr.write(`mainline: ${message}\n`);
+const warn = (context: CliContext, message: string) =>
+  context.stderr.write(`mainline: warning: ${message}\n`);
+const note = (context: CliContext, message: string) =>
+  context.stderr.write(`mainline: ${message}\n`);
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 function describeTest(test: TestIdentifier): string {
@@ -74,6 +84,7 @@ function describeTest(test: TestIdentifier): string {
 
 /** Upload and quarantine lookup; every failure becomes a warning (the exit rule handles it). */
 async function uploadAndLookUp(
+  context: CliContext,
   argv: readonly string[],
   own: number,
   flags: UploadFlags,
@@ -84,14 +95,14 @@ async function uploadAndLookUp(
   identifiers: TestIdentifier[];
   quarantine: QuarantineConfig | null;
 }> {
-  const io = uploadIo(process.stderr);
+  const io = uploadIo(context, context.stderr);
   let located: Located;
   let summary: ReportsSummary;
   try {
     located = await locate(flags, io, before);
     summary = await readAll(located, io);
   } catch (error) {
-    warn(`no results uploaded: ${messageOf(error)}`);
+    warn(context, `no results uploaded: ${messageOf(error)}`);
     return { summary: null, uploaded: false, identifiers: [], quarantine: null };
   }
   let org: string;
@@ -105,7 +116,7 @@ async function uploadAndLookUp(
       return { summary, uploaded: false, identifiers: [], quarantine: null };
     }
   } catch (error) {
-    warn(`the upload failed: ${messageOf(error)}`);
+    warn(context, `the upload failed: ${messageOf(error)}`);
     return { summary, uploaded: false, identifiers: [], quarantine: null };
   }
   const identifiers = failedTestIdentifiers(summary.failed, {
@@ -129,12 +140,12 @@ async function uploadAndLookUp(
     );
     return { summary, uploaded: true, identifiers, quarantine };
   } catch (error) {
-    warn(`the quarantine lookup failed: ${messageOf(error)}`);
+    warn(context, `the quarantine lookup failed: ${messageOf(error)}`);
     return { summary, uploaded: true, identifiers, quarantine: null };
   }
 }
 
-export function registerTest(program: Command): void {
+export function registerTest(program: Command, context: CliContext): void {
   addUploadOptions(
     program
       .command("test")
@@ -148,23 +159,23 @@ export function registerTest(program: Command): void {
         // the command's own options look like ours (`python3 -m pytest`: "unknown option '-m'").
         outputError: (message, write) => {
           write(message);
-          if (!process.argv.includes("--")) write(`${COMMAND_HINT}\n`);
+          if (!context.argv.includes("--")) write(`${COMMAND_HINT}\n`);
         },
       }),
   ).action(async (argv: string[], flags: UploadFlags) => {
     // Reports left from an earlier run must not speak for this one (a crash before any report
     // is written would otherwise pass on an old report's quarantined failures).
-    const before = await reportsBefore(flags, uploadIo(process.stderr));
-    const ran = await runCommand(argv);
+    const before = await reportsBefore(flags, uploadIo(context, context.stderr));
+    const ran = await runCommand(context, argv);
     if ("spawnError" in ran) {
-      note(`cannot run ${argv[0] ?? ""} (${ran.spawnError})`);
-      process.exitCode = 127;
+      note(context, `cannot run ${argv[0] ?? ""} (${ran.spawnError})`);
+      context.exitCode = 127;
       return;
     }
     const own = commandExitCode(ran);
     let exitCode: number;
     try {
-      const looked = await uploadAndLookUp(argv, own, flags, before);
+      const looked = await uploadAndLookUp(context, argv, own, flags, before);
       const decision = decideExit({
         command: ran,
         reports:
@@ -182,12 +193,14 @@ export function registerTest(program: Command): void {
         const quarantined = new Set(decision.quarantined);
         for (const test of looked.identifiers) {
           note(
+            context,
             `${quarantined.has(test.id) ? "quarantined" : "not quarantined"}: ${describeTest(test)} (${test.id})`,
           );
         }
       }
       if (own !== 0) {
         note(
+          context,
           decision.exitCode === 0
             ? `${decision.reason ?? ""} Exiting 0 instead of ${own}.`
             : `exit code ${own}: ${decision.reason ?? ""}`,
@@ -195,9 +208,9 @@ export function registerTest(program: Command): void {
       }
     } catch (error) {
       // Never let a fault on our side change the command's outcome.
-      warn(messageOf(error));
+      warn(context, messageOf(error));
       exitCode = own;
     }
-    process.exitCode = exitCode;
+    context.exitCode = exitCode;
   });
 }

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, Option, type Command } from "commander";
 import type { RepoRef } from "../../organizations/repositories.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
+import type { CliContext } from "../context.js";
 import { parseRepoArg } from "../repo-arg.js";
 import { formatTable } from "../table.js";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../lib/time.js";
@@ -94,14 +95,21 @@ const OVERRIDES: Record<string, string> = {
   none: "UNSPECIFIED",
 };
 
-function write(text: string): void {
-  process.stdout.write(text);
+/** Where a `tests` command writes: results on standard output, notes on standard error. */
+interface Printer {
+  write(text: string): void;
+  note(text: string): void;
 }
-function note(text: string): void {
-  process.stderr.write(text);
+
+function printer(context: CliContext): Printer {
+  return {
+    write: (text) => void context.stdout.write(text),
+    note: (text) => void context.stderr.write(text),
+  };
 }
-function printJson(body: unknown): void {
-  write(JSON.stringify(body, null, 2) + "\n");
+
+function printJson(out: Printer, body: unknown): void {
+  out.write(JSON.stringify(body, null, 2) + "\n");
 }
 
 function parsePageSize(value: string): number {
@@ -188,17 +196,19 @@ function percent(fraction: number): string {
 const displayName = (name: string, variant: string) => (variant ? `${name} [${variant}]` : name);
 
 /** The table, or a line saying there is nothing; then where the next page is (on stderr). */
-function printPage(rows: string[][], page: Page, nothing: string): void {
+function printPage(out: Printer, rows: string[][], page: Page, nothing: string): void {
   if (rows.length <= 1) {
-    write(`${nothing}\n`);
+    out.write(`${nothing}\n`);
     return;
   }
-  write(formatTable(rows));
+  out.write(formatTable(rows));
   if (page.total_pages > 1) {
     const next = page.next_page_token
       ? `; next page: --page-token ${page.next_page_token}`
       : "; last page";
-    note(`Page ${page.page_index + 1} of ${page.total_pages} (${page.total_rows} tests)${next}\n`);
+    out.note(
+      `Page ${page.page_index + 1} of ${page.total_pages} (${page.total_rows} tests)${next}\n`,
+    );
   }
 }
 
@@ -210,7 +220,7 @@ const testRow = (t: ListedTest): string[] => [
   displayName(t.name, t.variant),
 ];
 
-function registerLists(tests: Command): void {
+function registerLists(tests: Command, out: Printer): void {
   listOptions(
     tests
       .command("failing")
@@ -237,7 +247,7 @@ function registerLists(tests: Command): void {
         { ...(await scope(o)), start_time: start, end_time: end, page_query: pageQuery(o) },
       );
       if (o.json) {
-        printJson(body);
+        printJson(out, body);
         return;
       }
       const rows = [
@@ -261,7 +271,7 @@ function registerLists(tests: Command): void {
           ];
         }),
       ];
-      printPage(rows, body.page, "No test failed in that window.");
+      printPage(out, rows, body.page, "No test failed in that window.");
     });
 
   for (const status of ["flaky", "broken"] as const) {
@@ -274,11 +284,11 @@ function registerLists(tests: Command): void {
         { ...(await scope(o)), status: status.toUpperCase(), page_query: pageQuery(o) },
       );
       if (o.json) {
-        printJson(body);
+        printJson(out, body);
         return;
       }
       const rows = [["ID", "STATUS", "QUARANTINED", "PRS 7D", "NAME"], ...body.tests.map(testRow)];
-      printPage(rows, body.page, `No ${status} tests.`);
+      printPage(out, rows, body.page, `No ${status} tests.`);
     });
   }
 
@@ -291,7 +301,7 @@ function registerLists(tests: Command): void {
       { ...(await scope(o)), page_query: pageQuery(o) },
     );
     if (o.json) {
-      printJson(body);
+      printJson(out, body);
       return;
     }
     const rows = [
@@ -304,7 +314,7 @@ function registerLists(tests: Command): void {
         displayName(t.name, t.variant),
       ]),
     ];
-    printPage(rows, body.page, "No quarantined tests.");
+    printPage(out, rows, body.page, "No quarantined tests.");
   });
 }
 
@@ -375,7 +385,7 @@ export function formatTestDetails(details: TestDetails): string {
   return out;
 }
 
-function registerTestCommands(tests: Command): void {
+function registerTestCommands(tests: Command, out: Printer): void {
   testsOptions(
     tests
       .command("show")
@@ -387,10 +397,10 @@ function registerTestCommands(tests: Command): void {
       test_id: testId,
     });
     if (o.json) {
-      printJson(body);
+      printJson(out, body);
       return;
     }
-    write(formatTestDetails(body));
+    out.write(formatTestDetails(body));
   });
 
   testsOptions(
@@ -419,10 +429,10 @@ function registerTestCommands(tests: Command): void {
         ...(typeof o.actor === "string" ? { actor: o.actor } : {}),
       });
       if (o.json) {
-        printJson(body);
+        printJson(out, body);
         return;
       }
-      write(
+      out.write(
         `Override ${body.override}: the test is ${body.quarantined ? `quarantined (${body.setting ?? ""})` : "not quarantined"}.\n`,
       );
     });
@@ -451,22 +461,22 @@ function registerTestCommands(tests: Command): void {
           { repo, org_url_slug, test_case_id: testId, external_ticket_id: ticket ?? null },
         );
         if (o.json) {
-          printJson(body);
+          printJson(out, body);
           return;
         }
-        write(body.ticket ? `Linked ${body.ticket.html_url}\n` : "Unlinked the ticket.\n");
+        out.write(body.ticket ? `Linked ${body.ticket.html_url}\n` : "Unlinked the ticket.\n");
       },
     );
 }
 
-function printSettings(body: Record<string, unknown>): void {
+function printSettings(out: Printer, body: Record<string, unknown>): void {
   const width = Math.max(...Object.keys(body).map((k) => k.length));
   for (const [key, value] of Object.entries(body)) {
-    write(`${key.padEnd(width)}  ${JSON.stringify(value)}\n`);
+    out.write(`${key.padEnd(width)}  ${JSON.stringify(value)}\n`);
   }
 }
 
-function registerSettings(tests: Command): void {
+function registerSettings(tests: Command, out: Printer): void {
   const settings = tests
     .command("settings")
     .description("A repository's test-health settings (get, update)");
@@ -479,10 +489,10 @@ function registerSettings(tests: Command): void {
         await scope(o),
       );
       if (o.json) {
-        printJson(body);
+        printJson(out, body);
         return;
       }
-      printSettings(body);
+      printSettings(out, body);
     },
   );
 
@@ -524,20 +534,21 @@ function registerSettings(tests: Command): void {
         { ...(await scope(o)), ...patch },
       );
       if (o.json) {
-        printJson(body);
+        printJson(out, body);
         return;
       }
-      printSettings(body);
+      printSettings(out, body);
     });
 }
 
-export function registerTestsCommands(program: Command): void {
+export function registerTestsCommands(program: Command, context: CliContext): void {
+  const out = printer(context);
   const tests = program
     .command("tests")
     .description(
       "Test health: failing, flaky, broken and quarantined tests, one test, overrides, tickets, settings (through the HTTP API)",
     );
-  registerLists(tests);
-  registerTestCommands(tests);
-  registerSettings(tests);
+  registerLists(tests, out);
+  registerTestCommands(tests, out);
+  registerSettings(tests, out);
 }

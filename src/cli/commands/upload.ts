@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { CliError } from "../client.js";
+import type { CliContext, CliOutput } from "../context.js";
 import {
   addUploadOptions,
   describeProcessing,
@@ -11,22 +12,23 @@ import {
   type UploadFlags,
 } from "../upload/flow.js";
 
-export function uploadIo(out: NodeJS.WritableStream): Io {
+/** The upload flow's IO: results as lines on `out`, warnings on the context's standard error. */
+export function uploadIo(context: CliContext, out: CliOutput): Io {
   return {
-    cwd: process.cwd(),
-    env: process.env,
+    cwd: context.cwd,
+    env: context.env,
     out: (line) => out.write(`${line}\n`),
-    err: process.stderr,
+    err: context.stderr,
   };
 }
 
-export function registerUpload(program: Command): void {
+export function registerUpload(program: Command, context: CliContext): void {
   addUploadOptions(
     program
       .command("upload")
       .description("Upload JUnit XML results to Mainline (Trunk's bundle format)"),
   ).action(async (flags: UploadFlags) => {
-    const io = uploadIo(process.stdout);
+    const io = uploadIo(context, context.stdout);
     const located = await locate(flags, io);
     const org = await resolveOrg(flags, io);
     const summary = await readAll(located, io);

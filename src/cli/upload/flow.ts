@@ -12,6 +12,7 @@ import type { RepoRef } from "../../organizations/repositories.js";
 import { writeBundle, type WriteBundleOptions } from "../../testhealth/bundle/writer.js";
 import { repoFullName } from "../../testhealth/identity.js";
 import { CliError, type ClientOptions } from "../client.js";
+import type { CliOutput } from "../context.js";
 import { parseRepoArg } from "../repo-arg.js";
 import {
   metaEnvs,
@@ -108,7 +109,7 @@ export interface Io {
   cwd: string;
   env: Readonly<Record<string, string | undefined>>;
   out: (line: string) => void;
-  err: NodeJS.WritableStream & { isTTY?: boolean };
+  err: CliOutput;
 }
 
 export interface Located {
@@ -198,7 +199,7 @@ export async function locate(
   writtenSince?: ReportsBefore,
 ): Promise<Located> {
   const patterns = splitPatterns(flags.junit);
-  const git = await readGitFacts(io.cwd);
+  const git = await readGitFacts(io.cwd, io.env);
   const context = resolveContext(flags, definedEnv(io.env), git);
   const expansion = await expandGlobs(patterns, io.cwd);
   if (expansion.files.length === 0) {
@@ -258,10 +259,11 @@ export async function readAll(located: Located, io: Io): Promise<ReportsSummary>
 async function bundleOptions(
   prepared: Prepared,
   flags: UploadFlags,
+  io: Io,
   extra: { ids?: { id: string; idV2: string }; testCommand?: string },
 ): Promise<WriteBundleOptions> {
   const { context } = prepared;
-  const details = await commitDetails(prepared.repoRoot, context.commitSha);
+  const details = await commitDetails(prepared.repoRoot, context.commitSha, io.env);
   return {
     meta: {
       orgSlug: prepared.org,
@@ -344,7 +346,7 @@ export async function send(
         ? path.join(workDir, "bundle.tar.gz")
         : path.resolve(io.cwd, flags.output);
     if (flags.dryRun === true) {
-      const bytes = await writeBundleFile(await bundleOptions(prepared, flags, extra), target);
+      const bytes = await writeBundleFile(await bundleOptions(prepared, flags, io, extra), target);
       io.out("Dry run: nothing was uploaded.");
       printPlan(prepared, io, bytes, flags.output ?? null);
       return { uploadId: null, bundleBytes: bytes, processing: null };
@@ -354,7 +356,7 @@ export async function send(
       org: prepared.org,
       remoteUrls: prepared.context.remoteUrl === null ? [] : [prepared.context.remoteUrl],
     });
-    const options = await bundleOptions(prepared, flags, { ...extra, ids: created });
+    const options = await bundleOptions(prepared, flags, io, { ...extra, ids: created });
     const bytes = await writeBundleFile(options, target);
     await putBundle(created.url, target);
     io.out(

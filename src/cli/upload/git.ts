@@ -4,12 +4,15 @@ import { stat } from "node:fs/promises";
 import path from "node:path";
 import type { GitFacts } from "./context.js";
 
-function git(cwd: string, args: string[]): Promise<string | null> {
+/** The environment git runs with (default: this process's). */
+export type GitEnv = Readonly<Record<string, string | undefined>>;
+
+function git(cwd: string, args: string[], env: GitEnv = process.env): Promise<string | null> {
   return new Promise((resolve) => {
     execFile(
       "git",
       args,
-      { cwd, encoding: "utf8", timeout: 10_000, maxBuffer: 1024 * 1024 },
+      { cwd, env: { ...env }, encoding: "utf8", timeout: 10_000, maxBuffer: 1024 * 1024 },
       (error, stdout) => {
         const text = stdout.trim();
         resolve(error || text === "" ? null : text);
@@ -18,13 +21,13 @@ function git(cwd: string, args: string[]): Promise<string | null> {
   });
 }
 
-export async function readGitFacts(cwd: string): Promise<GitFacts> {
+export async function readGitFacts(cwd: string, env?: GitEnv): Promise<GitFacts> {
   const [topLevel, remoteUrl, headSha, headBranch, headSubject] = await Promise.all([
-    git(cwd, ["rev-parse", "--show-toplevel"]),
-    git(cwd, ["remote", "get-url", "origin"]),
-    git(cwd, ["rev-parse", "--verify", "--quiet", "HEAD"]),
-    git(cwd, ["rev-parse", "--abbrev-ref", "HEAD"]),
-    git(cwd, ["log", "-1", "--format=%s", "HEAD"]),
+    git(cwd, ["rev-parse", "--show-toplevel"], env),
+    git(cwd, ["remote", "get-url", "origin"], env),
+    git(cwd, ["rev-parse", "--verify", "--quiet", "HEAD"], env),
+    git(cwd, ["rev-parse", "--abbrev-ref", "HEAD"], env),
+    git(cwd, ["log", "-1", "--format=%s", "HEAD"], env),
   ]);
   return { topLevel, remoteUrl, headSha, headBranch, headSubject };
 }
@@ -37,8 +40,13 @@ export interface CommitDetails {
 }
 
 /** The commit's time, author and message, when the commit is in the local clone. */
-export async function commitDetails(cwd: string, sha: string): Promise<CommitDetails | null> {
-  const text = await git(cwd, ["log", "-1", "--format=%ct%x00%an%x00%ae%x00%B", sha, "--"]);
+export async function commitDetails(
+  cwd: string,
+  sha: string,
+  env?: GitEnv,
+): Promise<CommitDetails | null> {
+  const format = "--format=%ct%x00%an%x00%ae%x00%B";
+  const text = await git(cwd, ["log", "-1", format, sha, "--"], env);
   if (text === null) return null;
   const [epoch = "", authorName = "", authorEmail = "", ...message] = text.split("\0");
   const epochSeconds = Number(epoch);
