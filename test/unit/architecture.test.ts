@@ -103,10 +103,10 @@ describe("the layer rule", () => {
     ]);
   });
 
-  it("counts today's src/githost and src/ci as providers, so HTTP may not reach into them", async () => {
+  it("keeps HTTP out of the providers", async () => {
     const messages = await lint(
       "src/api/mergequeue/x.ts",
-      'import { LocalCiRunner } from "../../ci/runner.js";\nexport const r = LocalCiRunner;\n',
+      'import { LocalCiRunner } from "../../providers/local/ci/runner.js";\nexport const r = LocalCiRunner;\n',
     );
     expect(messages).toHaveLength(1);
     expect(messages[0]?.message).toContain(

@@ -54,13 +54,20 @@ export class CiRunService {
       }
       throw new ApiError("not_found", `No CI run ${runId} in this queue.`);
     }
+    const ended = run.status !== "queued" && run.status !== "running";
+    if (ended && run.checks.length === 0) {
+      // Cancelled or ended before the runner had even read which checks to run.
+      throw new ApiError(
+        "not_found",
+        `Run ${runId} ran no checks, so it has no logs: it ended (${run.status}) before any started.`,
+      );
+    }
     if (!run.checks.some((c) => c.name === check)) {
       const names = run.checks.map((c) => c.name).join(", ") || "none";
       throw new ApiError("not_found", `Run ${runId} has no check "${check}" (checks: ${names}).`);
     }
     const text = await this.deps.readLog(queue.id, runId, check);
     if (text === undefined) {
-      const ended = run.status !== "queued" && run.status !== "running";
       // A run cancelled (or ended) before this check started: it never will have a log.
       if (ended && run.checks.every((c) => c.startedAt === null)) {
         throw new ApiError(
