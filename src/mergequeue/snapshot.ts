@@ -31,7 +31,9 @@ export function upgradeSnapshot(stored: unknown): QueueSnapshot {
   let snapshot = stored as Stored;
   let version = snapshot.version === undefined ? 1 : snapshot.version;
   if (typeof version !== "number" || !Number.isInteger(version) || version < 1) {
-    throw new Error(`the stored planner snapshot has an unknown version ${JSON.stringify(version)}`);
+    throw new Error(
+      `the stored planner snapshot has an unknown version ${JSON.stringify(version)}`,
+    );
   }
   if (version > SNAPSHOT_VERSION) {
     throw new Error(
