@@ -139,7 +139,7 @@ export interface UploadRecords {
   markReceived(
     id: string,
     values: { bundlePath: string; bundleBytes: number; contentHash: string; receivedAt: number },
-  ): Promise<boolean>;
+  ): Promise<UploadRecord | undefined>;
   claimBatch(now: number, leaseUntil: number, limit: number): Promise<UploadRecord[]>;
   extendLease(upload: ClaimedUpload, leaseUntil: number): Promise<boolean>;
   findDuplicate(upload: UploadRecord): Promise<string | undefined>;

@@ -191,7 +191,7 @@ export class UploadService {
       if (isStorageFull(error)) throw bundleStorageFull();
       throw error;
     }
-    let received: boolean;
+    let received: UploadRecord | undefined;
     try {
       received = await this.deps.uploads.markReceived(id, {
         bundlePath: stored.path,
@@ -213,7 +213,7 @@ export class UploadService {
       );
     }
     this.deps.onBundleStored();
-    return (await this.deps.uploads.find(id)) ?? upload;
+    return received;
   }
 
   /** Every quarantined test of the repository, whatever the client asked about (docs/contract.md §4). */

@@ -483,6 +483,25 @@ describe(`merge-queue runtime store on ${TEST_DIALECT}`, () => {
     expect(await store.command(c2)).toMatchObject({ appliedAt: null, result: null });
   });
 
+  it("commands stored together: each id answers its own command, short list or long", async () => {
+    for (const count of [1, 3, 450]) {
+      const commands = Array.from({ length: count }, (_, i) => ({
+        queueId: i % 3 === 0 ? "q2" : "q1",
+        payload: { type: "submit", prNumber: count * 1000 + i },
+      }));
+      const ids = await store.enqueueCommands(commands, 50);
+      expect(ids).toHaveLength(count);
+      expect(new Set(ids).size).toBe(count);
+      for (const [i, id] of ids.entries()) {
+        expect(await store.command(id)).toMatchObject({
+          queueId: commands[i]?.queueId,
+          payload: commands[i]?.payload,
+          createdAt: 50,
+        });
+      }
+    }
+  });
+
   it("due queues: pending commands or a wake-up time reached, each queue once", async () => {
     expect(await store.dueQueues(5000)).toEqual([]);
     const lease = await store.acquireLease("q1", "a", 1000, 500);

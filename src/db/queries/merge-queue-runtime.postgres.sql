@@ -48,14 +48,9 @@ insert into "mq_commands" ("queue_id", "payload", "created_at")
   returning "id";
 
 -- MergeQueueRuntimeStore.enqueueCommands(commands, now)
-begin;
 insert into "mq_commands" ("queue_id", "payload", "created_at")
-  values ($1, $2, $3)
+  values ($1, $2, $3), ($4, $5, $6)
   returning "id";
-insert into "mq_commands" ("queue_id", "payload", "created_at")
-  values ($1, $2, $3)
-  returning "id";
-commit;
 
 -- MergeQueueRuntimeStore.pendingCommands(queueId, limit)
 select *

@@ -47,14 +47,9 @@ insert into "mq_commands" ("queue_id", "payload", "created_at")
   returning "id";
 
 -- MergeQueueRuntimeStore.enqueueCommands(commands, now)
-begin;
 insert into "mq_commands" ("queue_id", "payload", "created_at")
-  values (?, ?, ?)
+  values (?, ?, ?), (?, ?, ?)
   returning "id";
-insert into "mq_commands" ("queue_id", "payload", "created_at")
-  values (?, ?, ?)
-  returning "id";
-commit;
 
 -- MergeQueueRuntimeStore.pendingCommands(queueId, limit)
 select *

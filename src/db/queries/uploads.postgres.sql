@@ -25,7 +25,8 @@ select *
 -- UploadStore.markReceived(id, values)
 update "uploads"
   set "bundle_path" = $1, "bundle_bytes" = $2, "content_hash" = $3, "received_at" = $4, "state" = $5
-  where "id" = $6 and "state" = $7 and "url_expires_at" > $8;
+  where "id" = $6 and "state" = $7 and "url_expires_at" > $8
+  returning *;
 
 -- UploadStore.claimNext(now, leaseUntil)
 begin;

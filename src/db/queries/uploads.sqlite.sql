@@ -25,7 +25,8 @@ select *
 -- UploadStore.markReceived(id, values)
 update "uploads"
   set "bundle_path" = ?, "bundle_bytes" = ?, "content_hash" = ?, "received_at" = ?, "state" = ?
-  where "id" = ? and "state" = ? and "url_expires_at" > ?;
+  where "id" = ? and "state" = ? and "url_expires_at" > ?
+  returning *;
 
 -- UploadStore.claimNext(now, leaseUntil)
 pragma synchronous = NORMAL;

@@ -337,19 +337,23 @@ export class MergeQueueRuntimeStore implements RuntimeStore {
     now: number,
   ): Promise<number[]> {
     if (commands.length === 0) return [];
-    // One transaction: one wait for the disk however many commands it stores.
-    return this.db.transaction().execute(async (trx) => {
-      const ids: number[] = [];
-      for (const { queueId, payload } of commands) {
-        const row = await trx
-          .insertInto("mqCommands")
-          .values({ queueId, payload: JSON.stringify(payload), createdAt: now })
-          .returning("id")
-          .executeTakeFirstOrThrow();
-        ids.push(row.id);
-      }
-      return ids;
-    });
+    const rows = (batch: readonly { queueId: string; payload: unknown }[]) =>
+      batch.map(({ queueId, payload }) => ({
+        queueId,
+        payload: JSON.stringify(payload),
+        createdAt: now,
+      }));
+    // One statement (one round trip, one wait for the disk, no transaction) for the usual
+    // handful; a long list in one transaction of such statements.
+    return commands.length <= ROWS_PER_INSERT
+      ? insertCommands(this.db, rows(commands))
+      : this.db.transaction().execute(async (trx) => {
+          const ids: number[] = [];
+          for (const batch of chunks(commands, ROWS_PER_INSERT)) {
+            ids.push(...(await insertCommands(trx, rows(batch))));
+          }
+          return ids;
+        });
   }
 
   async pendingCommands(queueId: string, limit: number): Promise<CommandRecord[]> {
@@ -557,4 +561,20 @@ export class MergeQueueRuntimeStore implements RuntimeStore {
         .execute();
     }
   }
+}
+
+/**
+ * Inserts commands in one statement and answers their ids in the order of `rows`: ids are
+ * assigned in the order of the rows (a sequence, an autoincrement), whatever order RETURNING
+ * lists them in.
+ */
+async function insertCommands(
+  db: Kysely<Database>,
+  rows: { queueId: string; payload: string; createdAt: number }[],
+): Promise<number[]> {
+  const inserted = await db.insertInto("mqCommands").values(rows).returning("id").execute();
+  if (inserted.length !== rows.length) {
+    throw new Error(`${String(rows.length)} commands sent, ${String(inserted.length)} stored`);
+  }
+  return inserted.map(({ id }) => id).sort((a, b) => a - b);
 }

@@ -71,21 +71,23 @@ export class UploadStore implements UploadRecords {
   }
 
   /**
-   * The URL's one use: `awaiting_bundle` → `pending`, only before it expires. False when the
-   * upload was already received (or expired): the caller must then discard the bytes it stored.
+   * The URL's one use: `awaiting_bundle` → `pending`, only before it expires; answers the upload
+   * as it is then. Undefined when the upload was already received (or expired): the caller must
+   * then discard the bytes it stored.
    */
   async markReceived(
     id: string,
     values: { bundlePath: string; bundleBytes: number; contentHash: string; receivedAt: number },
-  ): Promise<boolean> {
-    const result = await this.db
+  ): Promise<UploadRecord | undefined> {
+    const row = await this.db
       .updateTable("uploads")
       .set({ ...values, state: "pending" })
       .where("id", "=", id)
       .where("state", "=", "awaiting_bundle")
       .where("urlExpiresAt", ">", values.receivedAt)
+      .returningAll()
       .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+    return row ? toRecord(row) : undefined;
   }
 
   /**

@@ -1,10 +1,13 @@
 import { createHash } from "node:crypto";
 import { createReadStream, readFileSync, statSync } from "node:fs";
-import { mkdir, open, rename, rm } from "node:fs/promises";
+import { mkdir, open, rename, rm, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
+import { BundleWriter } from "./bundle-writer.js";
 
 const SMALL_BUNDLE_BYTES = 1024 * 1024;
+/** Received chunks are written once this many bytes wait (a small bundle: in one write). */
+const WRITE_BATCH_BYTES = 1024 * 1024;
 
 export class BundleTooLargeError extends Error {
   constructor(readonly limit: number) {
@@ -23,9 +26,18 @@ export interface StoredBundle {
  * Bundles on disk under `{dataDir}/uploads/`. A bundle is written to a temporary name, flushed
  * to the disk and renamed (the directory is flushed too), so that a stored bundle is complete
  * and survives a crash: the `PUT` answers 2xx only after that.
+ *
+ * A bundle up to 1 MiB (almost all of them) is kept in memory until it has arrived, then stored
+ * by a thread of its own in one trip (`BundleWriter`). A larger one is streamed to its file from
+ * here, where every step is a job of libuv's pool that waits for a turn of the event loop: a
+ * directory is created once per process, chunks are written 1 MiB at a time, and concurrent
+ * stores into one directory share its flush (one that started after their rename).
  */
 export class BundleStorage {
   private readonly root: string;
+  private readonly directories = new Set<string>();
+  private readonly flushes = new DirectoryFlushes();
+  private readonly writer = new BundleWriter();
 
   constructor(dataDir: string) {
     this.root = path.resolve(dataDir, "uploads");
@@ -39,28 +51,64 @@ export class BundleStorage {
   ): Promise<StoredBundle> {
     const relative = path.join(organizationId, `${uploadId}.bundle`);
     const target = path.join(this.root, relative);
+    const directory = path.dirname(target);
     const partial = `${target}.${process.pid}.part`;
-    await mkdir(path.dirname(target), { recursive: true });
     const hash = createHash("sha256");
     let bytes = 0;
-    const file = await open(partial, "w");
+    // Chunks wait here until there are enough of them for one write; a small bundle never
+    // reaches that and is stored by the writer's thread in one trip.
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    let file: FileHandle | null = null;
     try {
       for await (const chunk of body as AsyncIterable<Buffer>) {
         bytes += chunk.length;
         if (bytes > maxBytes) throw new BundleTooLargeError(maxBytes);
         hash.update(chunk);
-        await file.write(chunk);
+        pending.push(chunk);
+        pendingBytes += chunk.length;
+        if (pendingBytes >= WRITE_BATCH_BYTES) {
+          file ??= await this.create(directory, partial);
+          await file.writev(pending);
+          pending = [];
+          pendingBytes = 0;
+        }
       }
-      await file.sync();
+      if (file !== null) {
+        if (pending.length > 0) await file.writev(pending);
+        await file.sync();
+      }
     } catch (error) {
-      await file.close();
-      await rm(partial, { force: true });
+      if (file !== null) {
+        await file.close();
+        await rm(partial, { force: true });
+      }
       throw error;
+    }
+    const stored = { path: relative, bytes, sha256: hash.digest("hex") };
+    if (file === null) {
+      await this.writer.write({ directory, partial, target, data: Buffer.concat(pending) });
+      return stored;
     }
     await file.close();
     await rename(partial, target);
-    await syncDirectory(path.dirname(target));
-    return { path: relative, bytes, sha256: hash.digest("hex") };
+    await this.flushes.flush(directory);
+    return stored;
+  }
+
+  /** Opens a new file, creating its directory the first time (or again if it was removed). */
+  private async create(directory: string, file: string): Promise<FileHandle> {
+    if (this.directories.has(directory)) {
+      try {
+        return await open(file, "w");
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+        this.directories.delete(directory);
+      }
+    }
+    await mkdir(directory, { recursive: true });
+    this.directories.add(directory);
+    return open(file, "w");
   }
 
   /** The stored bytes; a small bundle in one read (no trip per chunk through libuv's pool). */
@@ -86,6 +134,34 @@ export class BundleStorage {
   /** A scratch file for JUnit reports that arrive before `meta.json`. */
   scratchPath(name: string): string {
     return path.join(this.root, ".scratch", `${process.pid}-${name}`);
+  }
+}
+
+/**
+ * Flushes of directories (after a rename into them), shared: a caller waits for a flush that
+ * started after its call, so its rename is covered; callers that arrive while a flush runs all
+ * wait for the one next flush, started when the running one ends. Under load, one flush thus
+ * covers many renames instead of each taking a thread of the pool for its own.
+ */
+class DirectoryFlushes {
+  private readonly running = new Map<string, { done: Promise<void>; next: Promise<void> | null }>();
+
+  flush(directory: string): Promise<void> {
+    const current = this.running.get(directory);
+    if (!current) return this.start(directory);
+    current.next ??= current.done.then(
+      () => this.start(directory),
+      () => this.start(directory),
+    );
+    return current.next;
+  }
+
+  private start(directory: string): Promise<void> {
+    const done = syncDirectory(directory).finally(() => {
+      if (this.running.get(directory)?.done === done) this.running.delete(directory);
+    });
+    this.running.set(directory, { done, next: null });
+    return done;
   }
 }
 

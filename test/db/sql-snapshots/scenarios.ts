@@ -296,7 +296,7 @@ export const SCENARIOS: StoreScenario[] = [
       },
       {
         method: "enqueueCommands",
-        answer: () => [{ id: 1 }],
+        answer: () => [{ id: 1 }, { id: 2 }],
         run: (s) =>
           s.enqueueCommands(
             [
