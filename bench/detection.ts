@@ -8,9 +8,9 @@
  * activation and window on SQLite (the same workload unless BENCH_SWEEP_TESTS makes it smaller).
  *
  * Usage: npm run bench:detection
- *   BENCH_TESTS (1000)          tests in the repository
+ *   BENCH_TESTS (2000)          tests in the repository
  *   BENCH_DAYS (14)             simulated days
- *   BENCH_RUNS_PER_DAY (150)    CI runs a day (each: 4 shard jobs, the first on two variants)
+ *   BENCH_RUNS_PER_DAY (200)    CI runs a day (each: 4 shard jobs, the first on two variants)
  *   BENCH_EXTERNAL_QUEUE (0)    percent of the merge queue's runs uploaded by another CI
  *   BENCH_DATABASES (sqlite)    "sqlite", "postgresql" or both, comma-separated
  *   BENCH_SWEEP (1)             0 skips the sweep

@@ -51,9 +51,9 @@ export interface DetectionWorkloadOptions {
 
 export const DETECTION_WORKLOAD: Readonly<Omit<DetectionWorkloadOptions, "seed" | "startAt">> =
   Object.freeze({
-    tests: 1000,
+    tests: 2000,
     days: 14,
-    ciRunsPerDay: 150,
+    ciRunsPerDay: 200,
     shards: 4,
     flakeRates: [0.01, 0.02, 0.05, 0.1, 0.2, 0.3],
     shares: {
