@@ -48,9 +48,13 @@ export interface SqlDialect {
    */
   lockKey(trx: Transaction<Database>, key: string): Promise<void>;
   /**
-   * One transaction whose commit does not wait for the disk (see `relaxed.ts`): PostgreSQL sets
+   * One transaction whose commit does not wait for the disk: for writes that can be redone from
+   * what is already durable (the ingestion worker's claims and derived data, all recomputed from
+   * a stored bundle). A power loss can undo the last of these transactions, never break the
+   * database. Acknowledged writes (an upload's bundle received) never use it. PostgreSQL sets
    * `synchronous_commit = off` for it; SQLite holds the connection, lowers `synchronous` to
-   * NORMAL around it and restores FULL after, so no other write commits under the relaxed setting.
+   * NORMAL around it and restores FULL after, so no other write commits under the relaxed setting
+   * (inside `work` use only the transaction it is given).
    */
   relaxedTransaction<T>(
     db: Kysely<Database>,

@@ -10,7 +10,7 @@
  * the two repeats them harmlessly when the stored state is replayed.
  */
 import type { Clock } from "../lib/clock.js";
-import type { Repository } from "../organizations/repositories.js";
+import type { OwnedRepoRef, Repository } from "../organizations/repositories.js";
 import { initialSnapshot, plan } from "./planner.js";
 import { upgradeSnapshot } from "./snapshot.js";
 import {
@@ -24,13 +24,7 @@ import {
   type QueueSnapshot,
   type TestRun,
 } from "./model.js";
-import {
-  judgeChecks,
-  type CiProvider,
-  type CiRunResult,
-  type GitHost,
-  type OwnedRepoRef,
-} from "./providers.js";
+import { judgeChecks, type CiProvider, type CiRunResult, type GitHost } from "./providers.js";
 import type {
   CommandResult,
   EntryRecord,

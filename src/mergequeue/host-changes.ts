@@ -6,8 +6,8 @@
  * driver reads the branch or pull request again itself, so a late or repeated event is harmless.
  */
 import type { QueueCommand } from "./model.js";
-import type { OwnedRepoRef } from "./providers.js";
 import type { MergeQueueRecords } from "./records.js";
+import { type OwnedRepoRef } from "../organizations/repositories.js";
 
 /** Something that happened on a git host, in host-neutral words. */
 export type HostChange =

@@ -10,10 +10,10 @@ import type {
   CiRunRequest,
   CiResultListener,
   GitHost,
-  OwnedRepoRef,
   MergeRequest,
   TestBranchRequest,
 } from "./providers.js";
+import { type OwnedRepoRef } from "../organizations/repositories.js";
 
 /** The error of any operation on a repository whose host has no provider. */
 export function hostNotConnected(host: string): ApiError {

@@ -1,9 +1,9 @@
+import { type OwnedRepoRef } from "../organizations/repositories.js";
 /**
  * What the local git host keeps about pull requests outside git (git holds the branches and
  * commits): their numbers, branches, title, author and state, and the merge the queue made.
  * Implemented over the database by `db/stores/local-pull-requests.ts`.
  */
-import type { OwnedRepoRef } from "./providers.js";
 
 export type LocalPullRequestState = "open" | "closed" | "merged";
 

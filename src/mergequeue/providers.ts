@@ -7,8 +7,6 @@ import type { OwnedRepoRef } from "../organizations/repositories.js";
 import type { MergeMethod } from "./settings.js";
 import type { PullRequestInfo, TransitionReason } from "./model.js";
 
-export type { OwnedRepoRef } from "../organizations/repositories.js";
-
 export interface TestBranchRequest {
   repo: OwnedRepoRef;
   targetBranch: string;

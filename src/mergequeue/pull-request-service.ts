@@ -6,9 +6,8 @@
  */
 import type { Clock } from "../lib/clock.js";
 import { ApiError } from "../lib/errors.js";
-import type { RepoRef } from "../organizations/repositories.js";
+import type { OwnedRepoRef, RepoRef } from "../organizations/repositories.js";
 import type { Principal } from "../organizations/service.js";
-import type { OwnedRepoRef } from "./providers.js";
 import {
   DEFAULT_PRIORITY,
   URGENT_PRIORITY,

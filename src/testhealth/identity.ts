@@ -24,8 +24,6 @@ export function uuidv5(namespace: string, name: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-export { repoFullName, type RepoRef } from "../organizations/repositories.js";
-
 /** What identifies a test case; a missing part counts as `""`. */
 export interface TestIdentity {
   /** The organization's slug. */

@@ -10,7 +10,8 @@ import {
   parseJunit,
   type ParsedTestCase,
 } from "./junit/index.js";
-import { repoFullName, testId, type RepoRef } from "./identity.js";
+import { testId } from "./identity.js";
+import { type RepoRef, repoFullName } from "../organizations/repositories.js";
 
 export interface TestCounts {
   passed: number;

@@ -4,9 +4,10 @@ import { CiRunStore } from "../../src/db/stores/ci-runs.js";
 import { LocalPullRequestStore } from "../../src/db/stores/local-pull-requests.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { OrganizationStore } from "../../src/db/stores/organizations.js";
-import { RepositoryStore, type Repository } from "../../src/db/stores/repositories.js";
+import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import { initialConfiguration } from "../../src/mergequeue/settings.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { type Repository } from "../../src/organizations/repositories.js";
 
 let database: TestDatabase;
 let repository: Repository;

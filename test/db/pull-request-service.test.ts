@@ -3,7 +3,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import type { DatabaseHandle } from "../../src/db/connection.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { OrganizationStore } from "../../src/db/stores/organizations.js";
-import { RepositoryStore, type RepoRef } from "../../src/db/stores/repositories.js";
+import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import { ApiError } from "../../src/lib/errors.js";
 import type { PrState } from "../../src/mergequeue/model.js";
 import {
@@ -19,6 +19,7 @@ import { initialConfiguration, type QueueState } from "../../src/mergequeue/sett
 import type { Principal } from "../../src/organizations/service.js";
 import { RecordingBus, StoredRecords, entryRecord, transition } from "../helpers/fake-engine.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import type { RepoRef } from "../../src/organizations/repositories.js";
 
 const REPO: RepoRef = { host: "github.com", owner: "acme", name: "app" };
 const PRINCIPAL: Principal = { organizationId: "o1", organizationSlug: "acme", tokenId: "tok_1" };

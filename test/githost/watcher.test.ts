@@ -3,8 +3,8 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LocalRepositories } from "../../src/providers/local/git/repositories.js";
 import { LocalRefWatcher, type RefChange } from "../../src/providers/local/git/watcher.js";
-import type { OwnedRepoRef } from "../../src/mergequeue/providers.js";
 import { WorkingClone, temporaryDirectory } from "../helpers/local-git.js";
+import { type OwnedRepoRef } from "../../src/organizations/repositories.js";
 
 const app = { organizationId: "org-1", host: "local", owner: "acme", name: "app" };
 const missing = { organizationId: "org-1", host: "local", owner: "acme", name: "missing" };

@@ -1,8 +1,8 @@
-import type { OwnedRepoRef } from "../../src/mergequeue/providers.js";
 import type {
   LocalPullRequestRecord,
   LocalPullRequestRecords,
 } from "../../src/mergequeue/local-pull-request-records.js";
+import { type OwnedRepoRef } from "../../src/organizations/repositories.js";
 
 const key = (repo: OwnedRepoRef) => `${repo.host}/${repo.owner}/${repo.name}`;
 

@@ -1,7 +1,8 @@
 import { expect } from "vitest";
 import { writeBundleBuffer, type BundleInputFile } from "../../src/testhealth/bundle/index.js";
-import { repoFullName, testId } from "../../src/testhealth/identity.js";
+import { testId } from "../../src/testhealth/identity.js";
 import { REPO, type TestServer } from "./server.js";
+import { repoFullName } from "../../src/organizations/repositories.js";
 
 export interface CaseSpec {
   name: string;

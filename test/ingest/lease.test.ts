@@ -6,10 +6,10 @@
  */
 import { sql } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { UploadTakenOver, type UploadOutcome } from "../../src/db/stores/uploads.js";
 import { DEFAULT_WORKER_OPTIONS } from "../../src/testhealth/ingest/worker.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { bundle, junit, putBundle, uploadState } from "../helpers/uploads.js";
+import { type UploadOutcome, UploadTakenOver } from "../../src/testhealth/records.js";
 
 const clock = { at: Date.UTC(2026, 10, 20, 12), now: () => clock.at };
 

@@ -5,8 +5,8 @@
 import { describe, expect, it } from "vitest";
 import { HostChanges } from "../../src/mergequeue/host-changes.js";
 import type { QueueCommand } from "../../src/mergequeue/model.js";
-import type { OwnedRepoRef } from "../../src/mergequeue/providers.js";
 import type { QueueListing } from "../../src/mergequeue/records.js";
+import { type OwnedRepoRef } from "../../src/organizations/repositories.js";
 
 const APP: OwnedRepoRef = {
   organizationId: "org-1",

@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { CiRouter, GitHostRouter } from "../../src/mergequeue/host-router.js";
-import type { OwnedRepoRef } from "../../src/mergequeue/providers.js";
 import { MemoryCi, MemoryGitHost } from "../../src/mergequeue/simulator/memory-host.js";
+import { type OwnedRepoRef } from "../../src/organizations/repositories.js";
 
 const LOCAL: OwnedRepoRef = { organizationId: "o", host: "local", owner: "acme", name: "app" };
 const GITHUB: OwnedRepoRef = {

@@ -4,14 +4,13 @@
  * wait for the driver); other hosts still wait for the driver's answer (`execute`).
  */
 import { describe, expect, it } from "vitest";
-import type { MergeQueueRecord } from "../../src/db/stores/merge-queues.js";
 import { ApiError } from "../../src/lib/errors.js";
 import type { QueueCommand } from "../../src/mergequeue/model.js";
 import {
   PullRequestService,
   type PullRequestServiceDeps,
 } from "../../src/mergequeue/pull-request-service.js";
-import type { EntryRecord } from "../../src/mergequeue/records.js";
+import type { EntryRecord, MergeQueueRecord } from "../../src/mergequeue/records.js";
 import { initialConfiguration } from "../../src/mergequeue/settings.js";
 
 const principal = { organizationId: "o1", organizationSlug: "acme", tokenId: "t1" };

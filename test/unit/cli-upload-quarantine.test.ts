@@ -2,10 +2,9 @@ import { describe, expect, it } from "vitest";
 import {
   commandExitCode,
   decideExit,
-  failedTestIdentifiers,
   type TestRunOutcome,
 } from "../../src/cli/upload/quarantine.js";
-import type { FailedTest } from "../../src/testhealth/reports.js";
+import { failedTestIdentifiers, type FailedTest } from "../../src/testhealth/reports.js";
 import { testId } from "../../src/testhealth/identity.js";
 
 const FAILED_3: TestRunOutcome = {

@@ -3,12 +3,12 @@ import { describe, expect, it } from "vitest";
 import {
   NAMESPACE_DNS,
   NAMESPACE_URL,
-  repoFullName,
   testId,
   testIdFirstPass,
   uuidv5,
   type TestIdentity,
 } from "../../src/testhealth/identity.js";
+import { repoFullName } from "../../src/organizations/repositories.js";
 
 const V5_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

@@ -16,12 +16,14 @@ import { getQuarantineConfig } from "../upload/protocol.js";
 import {
   commandExitCode,
   decideExit,
-  failedTestIdentifiers,
   type CommandExit,
   type QuarantineConfig,
-  type TestIdentifier,
 } from "../upload/quarantine.js";
-import type { ReportsSummary } from "../../testhealth/reports.js";
+import {
+  failedTestIdentifiers,
+  type ReportsSummary,
+  type TestIdentifier,
+} from "../../testhealth/reports.js";
 import { uploadIo } from "./upload.js";
 
 export const COMMAND_HINT =

@@ -11,9 +11,9 @@ import {
   prNumberFrom,
   type CiEnv,
 } from "../../testhealth/bundle/ci-env.js";
-import type { RepoRef } from "../../testhealth/identity.js";
 import { CliError } from "../client.js";
 import { parseRepoArg } from "../repo-arg.js";
+import type { RepoRef } from "../../organizations/repositories.js";
 
 /** What git told about the working directory; null where git had no answer. */
 export interface GitFacts {

@@ -9,10 +9,11 @@ import https from "node:https";
 import { setTimeout as sleep } from "node:timers/promises";
 import { redactSecrets } from "../../lib/redact.js";
 import { VERSION } from "../../version.js";
-import type { RepoRef } from "../../testhealth/identity.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
-import type { QuarantineConfig, TestIdentifier } from "./quarantine.js";
+import type { QuarantineConfig } from "./quarantine.js";
+import type { TestIdentifier } from "../../testhealth/reports.js";
 import { MINUTE_MS } from "../../lib/time.js";
+import type { RepoRef } from "../../organizations/repositories.js";
 
 export const CLIENT_VERSION = `mainline ${VERSION}`;
 

@@ -9,13 +9,6 @@
  */
 import { constants } from "node:os";
 
-/** The ids of failed tests are the test-health module's; the built-in CI runner needs them too. */
-export {
-  failedTestIdentifiers,
-  type TestIdentifier,
-  type TestRunIdentity,
-} from "../../testhealth/reports.js";
-
 export interface CommandExit {
   code: number | null;
   signal: NodeJS.Signals | null;

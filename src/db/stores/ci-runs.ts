@@ -29,7 +29,6 @@ function toRecord(row: Selectable<CiRunsTable>): CiRunRecord {
  * A queue run that never reached the runner: its test branch could not be built (a conflict;
  * `error`), or the queue cancelled it first (`cancelled`). No check ran.
  */
-export type { UnbuiltRun };
 
 /** The built-in CI runner's runs, by queue and run id. */
 export class CiRunStore implements CiRunStorage {

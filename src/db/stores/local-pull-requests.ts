@@ -5,11 +5,9 @@ import type {
   LocalPullRequestState,
   OpenPullRequest,
 } from "../../mergequeue/local-pull-request-records.js";
-import type { OwnedRepoRef } from "../../mergequeue/providers.js";
 import type { Database, LocalPullRequestsTable } from "../schema.js";
 import { RepositoryStore } from "./repositories.js";
-
-export type { OpenPullRequest };
+import { type OwnedRepoRef } from "../../organizations/repositories.js";
 
 /** Attempts at taking the next number when concurrent opens race for it. */
 const NUMBER_ATTEMPTS = 20;

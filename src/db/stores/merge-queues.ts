@@ -16,9 +16,7 @@ import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
 import { precompile, type PrecompiledQuery } from "../precompiled.js";
 import type { Database, MergeQueuesTable } from "../schema.js";
-import { repositoryLookupKey, type RepoRef } from "./repositories.js";
-
-export type { MergeQueueRecord, QueueListing };
+import { type RepoRef, repositoryLookupKey } from "../../organizations/repositories.js";
 
 type ConfigurationColumns = Omit<
   Insertable<MergeQueuesTable>,

@@ -9,8 +9,6 @@ import type {
   TokenOwner,
 } from "../../organizations/records.js";
 
-export type { ApiTokenRecord, NewApiToken, Organization, TokenOwner };
-
 /** Organizations and their API tokens (one aggregate: a token never outlives its organization). */
 export class OrganizationStore implements OrganizationRecords {
   private readonly activeTokenOwner: PrecompiledQuery<[tokenHash: string], TokenOwner>;

@@ -9,8 +9,6 @@ import {
 } from "../../organizations/repositories.js";
 import type { RepositoryRecords } from "../../testhealth/ports.js";
 
-export { repositoryLookupKey, type RepoRef, type Repository };
-
 const COLUMNS = ["id", "organizationId", "host", "owner", "name", "createdAt"] as const;
 
 /** Repositories of an organization, looked up case-insensitively by host/owner/name. */

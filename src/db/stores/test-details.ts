@@ -2,19 +2,18 @@ import { sql, type Kysely } from "kysely";
 import type { RepositoryTestSettings } from "../../testhealth/settings.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
-import { repositoryLookupKey, type Repository } from "./repositories.js";
 import type { Database } from "../schema.js";
-import { TestSettingsStore, type StoredTestSettings } from "./test-settings.js";
+import { TestSettingsStore } from "./test-settings.js";
 import type {
   HistoryRecord,
   OverrideChange,
   RunRecord,
+  StoredTestSettings,
   TestCaseRow,
   TicketChange,
 } from "../../testhealth/records.js";
 import type { TestDetailRecords } from "../../testhealth/ports.js";
-
-export type { HistoryRecord, OverrideChange, RunRecord, TicketChange };
+import { type Repository, repositoryLookupKey } from "../../organizations/repositories.js";
 
 const REPOSITORY_COLUMNS = ["id", "organizationId", "host", "owner", "name", "createdAt"] as const;
 

@@ -2,7 +2,6 @@ import { sql, type Kysely, type RawBuilder, type Transaction } from "kysely";
 import type BetterSqlite3 from "better-sqlite3";
 import type { DatabaseHandle, DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
-import { relaxedTransaction } from "../relaxed.js";
 import type { Database } from "../schema.js";
 import { QUEUE_RUNNER_CLIENT } from "../../testhealth/runs.js";
 import type {
@@ -15,15 +14,6 @@ import type {
   StoredRun,
 } from "../../testhealth/records.js";
 import type { IngestRecords } from "../../testhealth/ports.js";
-
-export type {
-  AggregatedUpload,
-  ClassificationCandidate,
-  ClassificationUpdate,
-  NewTestCase,
-  RunRow,
-  StoredRun,
-};
 
 /** An upload's final transaction: everything written through it lands together or not at all. */
 export type IngestTransaction = DomainIngestTransaction<Transaction<Database>>;
@@ -170,7 +160,9 @@ export class TestIngestStore implements IngestRecords {
   /** Runs written ahead of an upload's final transaction (large uploads), in their own transaction. */
   async insertRunsNow(rows: readonly RunRow[]): Promise<void> {
     if (rows.length === 0) return;
-    await relaxedTransaction(this.db, this.dialect, (trx) => this.insertRunsIn(trx, rows));
+    await sqlDialect(this.dialect).relaxedTransaction(this.db, (trx) =>
+      this.insertRunsIn(trx, rows),
+    );
   }
 
   private async insertRunsIn(trx: Transaction<Database>, rows: readonly RunRow[]): Promise<void> {
@@ -242,7 +234,7 @@ export class TestIngestStore implements IngestRecords {
     repositoryId: string,
     work: (tx: IngestTransaction) => Promise<T>,
   ): Promise<T> {
-    return relaxedTransaction(this.db, this.dialect, async (trx) => {
+    return sqlDialect(this.dialect).relaxedTransaction(this.db, async (trx) => {
       await sqlDialect(this.dialect).lockKey(trx, `test-health:${repositoryId}`);
       return work({ trx, insertRuns: (rows) => this.insertRunsIn(trx, rows) });
     });

@@ -13,8 +13,6 @@ import type {
 import type { TestListRecords } from "../../testhealth/ports.js";
 import { DAY_MS as DAY, HOUR_MS as HOUR } from "../../lib/time.js";
 
-export type { FailingEntry, ListedPage, QuarantinedEntry, UnhealthyEntry };
-
 /**
  * Literals, not parameters: a partial index is only used when the query repeats its predicate
  * word for word (SQLite), and PostgreSQL must see an expression in SELECT and GROUP BY as equal.

@@ -5,8 +5,6 @@ import type { Database } from "../schema.js";
 import type { StoredTestSettings } from "../../testhealth/records.js";
 import type { TestSettingsRecords } from "../../testhealth/ports.js";
 
-export type { StoredTestSettings };
-
 const bit = (value: boolean): number => (value ? 1 : 0);
 
 /** `repository_test_settings`: one row per repository, created on first write (defaults before). */

@@ -6,8 +6,6 @@ import type { Database } from "../schema.js";
 import type { TestViewRecords } from "../../testhealth/ports.js";
 import { DAY_MS as DAY, HOUR_MS as HOUR } from "../../lib/time.js";
 
-export type { FailureGroupRow, TestCaseRow, TestFigures };
-
 const KEY_CHUNK = 500;
 const MAX_GROUPS = 5;
 

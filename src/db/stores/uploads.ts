@@ -1,7 +1,6 @@
 import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
-import { relaxedTransaction } from "../relaxed.js";
 import type { Database, UploadsTable } from "../schema.js";
 import {
   UploadTakenOver,
@@ -12,15 +11,6 @@ import {
   type UploadState,
 } from "../../testhealth/records.js";
 import type { UploadRecords } from "../../testhealth/ports.js";
-
-export {
-  UploadTakenOver,
-  type ClaimedUpload,
-  type FileError,
-  type UploadOutcome,
-  type UploadRecord,
-  type UploadState,
-};
 
 function toRecord(row: Selectable<UploadsTable>): UploadRecord {
   return {
@@ -144,7 +134,7 @@ export class UploadStore implements UploadRecords {
         .orderBy("receivedAt")
         .orderBy("key")
         .limit(limit - 1);
-    const rows = await relaxedTransaction(this.db, this.dialect, async (trx) => {
+    const rows = await sqlDialect(this.dialect).relaxedTransaction(this.db, async (trx) => {
       const firstQuery = ready(trx);
       const first = await sqlDialect(this.dialect)
         .forUpdateSkipLocked(firstQuery)
@@ -324,7 +314,7 @@ export class UploadStore implements UploadRecords {
   async forgetBundle(keys: number | readonly number[]): Promise<void> {
     const list = typeof keys === "number" ? [keys] : keys;
     if (list.length === 0) return;
-    await relaxedTransaction(this.db, this.dialect, (trx) =>
+    await sqlDialect(this.dialect).relaxedTransaction(this.db, (trx) =>
       trx.updateTable("uploads").set({ bundlePath: null }).where("key", "in", list).execute(),
     );
   }

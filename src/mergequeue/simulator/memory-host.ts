@@ -11,13 +11,13 @@ import type {
   CiRunRequest,
   CiRunResult,
   GitHost,
-  OwnedRepoRef,
   MergeRequest,
   MergeResult,
   TestBranchRequest,
   TestBranchResult,
 } from "../providers.js";
 import type { PullRequestInfo } from "../model.js";
+import { type OwnedRepoRef } from "../../organizations/repositories.js";
 
 /** An open, mergeable pull request into `main`, with whatever the caller sets. */
 export function openPullRequestInfo(

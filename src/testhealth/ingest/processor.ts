@@ -23,7 +23,7 @@ import {
 } from "../bundle/index.js";
 import { windowLookbackMs } from "../classifier.js";
 import { failureSignature, failureSummary } from "../failure-signatures.js";
-import { repoFullName, testId, type RepoRef } from "../identity.js";
+import { testId } from "../identity.js";
 import {
   JunitParseError,
   TEXT_LIMIT,
@@ -36,6 +36,7 @@ import { isInfrastructureFailure, runTime } from "../runs.js";
 import type { BundleStorage } from "./bundle-storage.js";
 import { classifyCandidates } from "./classify-tests.js";
 import { DAY_MS as DAY } from "../../lib/time.js";
+import { type RepoRef, repoFullName } from "../../organizations/repositories.js";
 
 /** Parsed test cases are merged (repeated records = attempts) and keyed in groups this large. */
 const CASE_BATCH = 2_000;

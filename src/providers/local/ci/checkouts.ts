@@ -13,7 +13,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
-import type { OwnedRepoRef } from "../../../mergequeue/providers.js";
+import { type OwnedRepoRef } from "../../../organizations/repositories.js";
 
 /** A working tree of one commit, held by one run until released. */
 export interface Workspace {

@@ -22,7 +22,6 @@ import {
   type CiResultListener,
   type CiRunRequest,
   type CiRunResult,
-  type OwnedRepoRef,
   type RequiredStatusesSource,
 } from "../../../mergequeue/providers.js";
 import type { Workspace, Workspaces } from "./checkouts.js";
@@ -41,6 +40,7 @@ import type {
 import { consultsSource, resolveRequiredStatuses } from "../../../mergequeue/required-statuses.js";
 import { Slots } from "./slots.js";
 import { MINUTE_MS } from "../../../lib/time.js";
+import { type OwnedRepoRef } from "../../../organizations/repositories.js";
 
 export interface CiRunnerLogger {
   warn(message: string): void;

@@ -14,7 +14,6 @@ import type { Clock } from "../../../lib/clock.js";
 import type { PullRequestInfo } from "../../../mergequeue/model.js";
 import type {
   GitHost,
-  OwnedRepoRef,
   MergeRequest,
   MergeResult,
   TestBranchRequest,
@@ -34,6 +33,7 @@ import {
   type CommitSummary,
   type TreeMerge,
 } from "./repository-git.js";
+import { type OwnedRepoRef } from "../../../organizations/repositories.js";
 
 export interface LocalGitHostOptions {
   dataDir: string;

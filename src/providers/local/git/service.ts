@@ -6,9 +6,8 @@
  */
 import type { Clock } from "../../../lib/clock.js";
 import { ApiError } from "../../../lib/errors.js";
-import type { OwnedRepoRef } from "../../../mergequeue/providers.js";
 import type { RepositoryRecords } from "../../../mergequeue/records.js";
-import type { RepoRef, Repository } from "../../../organizations/repositories.js";
+import type { OwnedRepoRef, RepoRef, Repository } from "../../../organizations/repositories.js";
 import type { Principal } from "../../../organizations/service.js";
 import { LOCAL_HOST, validateRepositoryName, type LocalRepositoryAddress } from "./layout.js";
 import type {

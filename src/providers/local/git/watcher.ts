@@ -6,9 +6,9 @@
  *
  * Test branches (`mainline-merge/...`) are Mainline's own doing and are not reported.
  */
-import type { OwnedRepoRef } from "../../../mergequeue/providers.js";
 import { TEST_BRANCH_PREFIX } from "./layout.js";
 import type { LocalRepositories } from "./repositories.js";
+import { type OwnedRepoRef } from "../../../organizations/repositories.js";
 
 export interface RefChange {
   repo: OwnedRepoRef;
