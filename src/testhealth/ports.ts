@@ -4,8 +4,9 @@
  * that each names exactly the operations it uses.
  */
 import type { RepoRef, Repository } from "../organizations/repositories.js";
-import type { QuarantineSettings } from "./quarantine.js";
+import type { QuarantineOverride, QuarantineSettings } from "./quarantine.js";
 import type { RepositoryTestSettings } from "./settings.js";
+import type { StatusChange } from "./trends.js";
 import type {
   AggregatedUpload,
   ClaimedUpload,
@@ -51,6 +52,36 @@ export interface ServerSecretRecords {
 export interface TestSettingsRecords {
   get(repositoryId: string): Promise<StoredTestSettings>;
   putCodeowners(repositoryId: string, text: string, at: number): Promise<void>;
+}
+
+/** A repository of an organization with its quarantine settings (null: never written, defaults). */
+export interface RepositoryWithQuarantine {
+  repository: Repository;
+  quarantine: QuarantineSettings | null;
+}
+
+/** How many tests of a repository have a status now. */
+export interface StatusCountRow {
+  repositoryId: string;
+  status: string;
+  count: number;
+}
+
+/** How many tests of a repository with a status carry a quarantine override. */
+export interface OverrideCountRow extends StatusCountRow {
+  override: QuarantineOverride;
+}
+
+/** The organization-wide figures of the dashboard's home, read from the aggregates. */
+export interface TestOverviewRecords {
+  /** The organization's repositories, by host/owner/name, with their quarantine settings. */
+  repositories(organizationId: string): Promise<RepositoryWithQuarantine[]>;
+  /** Tests per repository and status. */
+  statusCounts(organizationId: string): Promise<StatusCountRow[]>;
+  /** Tests with an ALWAYS or NEVER quarantine override, per repository, status and override. */
+  overrideCounts(organizationId: string): Promise<OverrideCountRow[]>;
+  /** The classifier's status changes since `since`, each with the status before it. */
+  statusChanges(organizationId: string, since: number): Promise<StatusChange[]>;
 }
 
 /** Tests as rows, and the figures (rates, PRs impacted, common failures) shown with them. */

@@ -60,6 +60,7 @@ Environment:
         publicUrl: config.explicitPublicUrl,
         maxBundleBytes: config.maxBundleBytes,
         ciParallelism: config.ciParallelism,
+        sessionLifetimes: config.sessionLifetimes,
         worker: { retentionDays: config.retentionDays, leaseMs: config.ingestLeaseMs },
         logger: {
           info: (fields, message) => log?.info(fields, message),
