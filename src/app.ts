@@ -391,6 +391,7 @@ export function serverDependencies(
   return {
     pingDatabase: () => pingDatabase(services.database.db),
     organizations: services.organizations,
+    sessions: services.sessions,
     queues: services.queues,
     pullRequests: services.pullRequests,
     uploads: services.uploads,
@@ -399,6 +400,7 @@ export function serverDependencies(
       management: services.testManagement,
       access: services.access,
       publicIds: services.publicIds,
+      overview: services.testOverview,
       clock: services.clock,
     },
     providerRoutes: [

@@ -43,8 +43,8 @@ export const UNSAFE_URL = "about:invalid#unsafe-url";
 
 /** A URL attribute's value opened just before the interpolation: `href="`. */
 const URL_ATTRIBUTE = /\s(?:href|src|action|formaction|xlink:href|poster)\s*=\s*["']$/i;
-/** An attribute whose value is not quoted: `title=`. */
-const UNQUOTED_ATTRIBUTE = /[\w-]\s*=\s*$/;
+/** An attribute whose value is not quoted, inside a tag: ` title=` (attributes as we write them). */
+const UNQUOTED_ATTRIBUTE = /\s[\w:-]+=$/;
 
 /** Relative to this server (`/x`, `?q`, `#a`, but not `//host`) or an http(s) URL. */
 export function isSafeUrl(url: string): boolean {
@@ -70,7 +70,7 @@ export function markup(strings: TemplateStringsArray, ...values: Interpolation[]
   let out = strings[0] ?? "";
   values.forEach((value, i) => {
     const before = strings[i] ?? "";
-    if (UNQUOTED_ATTRIBUTE.test(before)) {
+    if (UNQUOTED_ATTRIBUTE.test(before) && out.lastIndexOf("<") > out.lastIndexOf(">")) {
       throw new Error(`markup: quote the attribute before \${…} (after "${before.slice(-30)}")`);
     }
     if (URL_ATTRIBUTE.test(before) && !(value instanceof SafeHtml)) {
