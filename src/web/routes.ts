@@ -60,7 +60,7 @@ const CSRF_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 /** A path of this server to go to after signing in; anything else (`//host`, `https:`) is not. */
 export function safeNext(next: unknown): string | undefined {
   if (typeof next !== "string" || next.length > 2048) return undefined;
-  if (!/^\/(?![/\\])/.test(next) || /[\u0000-\u001f\u007f\\]/.test(next)) return undefined;
+  if (!/^\/(?![/\\])/.test(next) || /[\p{Cc}\\]/u.test(next)) return undefined;
   if (next.startsWith("/sign-in") || next.startsWith("/sign-out")) return undefined;
   return next;
 }
@@ -114,7 +114,10 @@ function registerAssets(app: WebApp, assets: () => Promise<AssetCatalog>): void 
     { schema: { hide: true, params: Type.Object({ file: Type.String({ maxLength: 200 }) }) } },
     async (request, reply) => {
       const asset = (await assets()).file(request.params.file);
-      if (!asset) return reply.callNotFound();
+      if (!asset) {
+        reply.callNotFound();
+        return reply;
+      }
       void reply.headers({
         "cache-control": "public, max-age=31536000, immutable",
         etag: asset.etag,
@@ -264,7 +267,10 @@ async function home(
 
 function registerPages(web: Web, deps: DashboardDependencies): void {
   web.app.get("/:org", { schema: { hide: true, params: OrgParams } }, async (request, reply) => {
-    if (request.params.org === "v1") return reply.callNotFound();
+    if (request.params.org === "v1") {
+      reply.callNotFound();
+      return reply;
+    }
     const viewer = await web.viewer(request, true);
     if (!viewer) return redirect(reply, urls.signIn(request.url));
     if (request.params.org !== viewer.principal.organizationSlug) {

@@ -98,8 +98,6 @@ declare module "fastify" {
   }
 }
 
-const Empty = Type.Object({});
-
 /** `/v1/...` stays the API's: its paths never become pages, and keep the JSON 404. */
 const API_SEGMENT = "v1";
 
@@ -192,7 +190,7 @@ export class Web {
   }
 
   /** A GET page for signed-in viewers (session or `x-api-token`). */
-  page<P extends TSchema = typeof Empty, Q extends TSchema = typeof Empty>(
+  page<P extends TSchema = TSchema, Q extends TSchema = TSchema>(
     path: string,
     schemas: RouteSchemas<P, Q>,
     handler: Handler<P, Q, undefined, PageAnswer>,
@@ -202,7 +200,10 @@ export class Web {
       { schema: { hide: true, ...schemas } },
       async (request: FastifyRequest, reply: FastifyReply) => {
         const params = request.params as Record<string, string | undefined>;
-        if (params.org === API_SEGMENT) return reply.callNotFound();
+        if (params.org === API_SEGMENT) {
+          reply.callNotFound();
+          return reply;
+        }
         const viewer = await this.viewer(request, true);
         if (!viewer) return redirect(reply, urls.signIn(request.url));
         const context = this.context(request, viewer);
@@ -219,11 +220,7 @@ export class Web {
    * A POST form that changes something. `body` lists the form's own fields (strings); `csrf` is
    * checked before them, in `preValidation`, so that a forged post is refused whatever it holds.
    */
-  action<
-    P extends TSchema = typeof Empty,
-    Q extends TSchema = typeof Empty,
-    B extends TObject = typeof Empty,
-  >(
+  action<P extends TSchema = TSchema, Q extends TSchema = TSchema, B extends TObject = TObject>(
     path: string,
     schemas: RouteSchemas<P, Q> & { body?: B },
     handler: Handler<P, Q, Static<B>, ActionAnswer>,
@@ -238,7 +235,10 @@ export class Web {
         schema: { hide: true, ...schemas, body },
         preValidation: async (request, reply) => {
           const params = request.params as Record<string, string | undefined>;
-          if (params.org === API_SEGMENT) return reply.callNotFound();
+          if (params.org === API_SEGMENT) {
+            reply.callNotFound();
+            return reply;
+          }
           const viewer = await this.checkForm(request, reply);
           return viewer ? undefined : reply;
         },

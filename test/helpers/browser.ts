@@ -163,9 +163,7 @@ export async function checkAccessibility(page: Page): Promise<void> {
     runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] },
     resultTypes: ["violations"],
   };
-  const result = (await page.evaluate(
-    `axe.run(document, ${JSON.stringify(options)})`,
-  )) as AxeResult;
+  const result = await page.evaluate<AxeResult>(`axe.run(document, ${JSON.stringify(options)})`);
   const serious = result.violations
     .filter((v) => v.impact === "serious" || v.impact === "critical")
     .map(

@@ -14,12 +14,6 @@ interface SeriesData {
   series: { label: string; values: number[]; className: string }[];
 }
 
-declare global {
-  interface Window {
-    uPlot?: typeof uPlotType;
-  }
-}
-
 const HEIGHT = 180;
 
 /** A CSS custom property of the series' class, so that the canvas matches the SVG's colours. */
@@ -69,8 +63,9 @@ function enhance(figure: HTMLElement, UPlot: typeof uPlotType): void {
   }).observe(figure);
 }
 
-const UPlot = window.uPlot;
-if (UPlot) {
+// uPlot's own script (loaded before this one) defines it; absent, the SVG stays.
+const UPlot = (window as { uPlot?: typeof uPlotType }).uPlot;
+if (UPlot !== undefined) {
   for (const figure of document.querySelectorAll<HTMLElement>('[data-island="time-series"]')) {
     enhance(figure, UPlot);
   }
