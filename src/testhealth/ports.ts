@@ -60,28 +60,31 @@ export interface RepositoryWithQuarantine {
   quarantine: QuarantineSettings | null;
 }
 
-/** How many tests of a repository have a status now. */
+/** How many tests of a repository have a status now (`*`: all of its tests). */
 export interface StatusCountRow {
   repositoryId: string;
   status: string;
   count: number;
 }
 
-/** How many tests of a repository with a status carry a quarantine override. */
-export interface OverrideCountRow extends StatusCountRow {
+/** How many tests of a repository carry a quarantine override, and how many of them are flaky. */
+export interface OverrideCountRow {
+  repositoryId: string;
   override: QuarantineOverride;
+  count: number;
+  flaky: number;
 }
 
 /** The organization-wide figures of the dashboard's home, read from the aggregates. */
 export interface TestOverviewRecords {
   /** The organization's repositories, by host/owner/name, with their quarantine settings. */
   repositories(organizationId: string): Promise<RepositoryWithQuarantine[]>;
-  /** Tests per repository and status. */
-  statusCounts(organizationId: string): Promise<StatusCountRow[]>;
-  /** Tests with an ALWAYS or NEVER quarantine override, per repository, status and override. */
-  overrideCounts(organizationId: string): Promise<OverrideCountRow[]>;
+  /** Tests per repository (status `*`), and flaky and broken tests per repository. */
+  statusCounts(repositoryIds: readonly string[]): Promise<StatusCountRow[]>;
+  /** Tests with an ALWAYS or NEVER quarantine override per repository and override. */
+  overrideCounts(repositoryIds: readonly string[]): Promise<OverrideCountRow[]>;
   /** The classifier's status changes since `since`, each with the status before it. */
-  statusChanges(organizationId: string, since: number): Promise<StatusChange[]>;
+  statusChanges(repositoryIds: readonly string[], since: number): Promise<StatusChange[]>;
 }
 
 /** Tests as rows, and the figures (rates, PRs impacted, common failures) shown with them. */

@@ -237,6 +237,44 @@ describe("the dashboard in Chromium", () => {
     await t.finish([statusNote(403), statusNote(403), statusNote(403)]);
   });
 
+  it("asks before a form with data-confirm is sent (the confirm island, on every page)", async () => {
+    const t = await openPage(launched, server.url);
+    await signInThroughForm(t, server.token);
+    // A sign-out form like the header's, but one that asks first.
+    await t.page.evaluate(`(() => {
+      const csrf = document.querySelector('input[name="csrf"]').value;
+      const form = document.createElement("form");
+      form.method = "post";
+      form.action = "/sign-out";
+      form.dataset.confirm = "Sign out now?";
+      form.innerHTML = '<input type="hidden" name="csrf"><button type="submit">Sign out, asking</button>';
+      form.querySelector("input").value = csrf;
+      document.querySelector("main").append(form);
+    })()`);
+    const asked: string[] = [];
+    let answer = false;
+    t.page.on("dialog", (dialog) => {
+      asked.push(dialog.message());
+      void (answer ? dialog.accept() : dialog.dismiss());
+    });
+    const posts: string[] = [];
+    t.page.on("request", (r) => {
+      if (r.method() === "POST") posts.push(r.url());
+    });
+    await t.page.getByRole("button", { name: "Sign out, asking" }).click();
+    await expect.poll(() => asked).toEqual(["Sign out now?"]);
+    expect(posts).toEqual([]);
+    expect(new URL(t.page.url()).pathname).toBe("/acme");
+    answer = true;
+    await Promise.all([
+      t.page.waitForURL(/\/sign-in$/),
+      t.page.getByRole("button", { name: "Sign out, asking" }).click(),
+    ]);
+    expect(asked).toEqual(["Sign out now?", "Sign out now?"]);
+    expect(posts).toEqual([`${server.url}/sign-out`]);
+    await t.finish();
+  });
+
   it("expiry and revocation sign a browser out", async () => {
     const t = await openPage(launched, server.url);
     await signInThroughForm(t, server.token);

@@ -8,25 +8,32 @@ select "repositories"."id", "repositories"."organization_id", "repositories"."ho
   where "repositories"."organization_id" = ?
   order by "repositories"."lookup_key";
 
--- TestOverviewStore.statusCounts(organizationId)
+-- TestOverviewStore.statusCounts(repositoryIds)
+select "repository_id", count(*) as "n"
+  from "test_cases"
+  where "repository_id" in (?, ?)
+  group by "repository_id";
 select "repository_id", "status", count(*) as "n"
   from "test_cases"
-  where "repository_id" in (select "id" from "repositories" where "organization_id" = ?)
+  where "repository_id" in (?, ?) and "status" in (?, ?)
   group by "repository_id", "status";
 
--- TestOverviewStore.overrideCounts(organizationId)
-select "repository_id", "status", "quarantine_override", count(*) as "n"
+-- TestOverviewStore.overrideCounts(repositoryIds)
+select "repository_id", "quarantine_override", count(*) as "n", sum(case when status = 'flaky' then 1 else 0 end) as "flaky"
   from "test_cases"
-  where "repository_id" in (select "id" from "repositories" where "organization_id" = ?) and "quarantine_override" in (?, ?)
-  group by "repository_id", "status", "quarantine_override";
+  where "repository_id" in (?, ?) and "quarantine_override" in (?, ?)
+  group by "repository_id", "quarantine_override";
 
--- TestOverviewStore.statusChanges(organizationId, since)
-select t.repository_id, h.at, h.status,
+-- TestOverviewStore.statusChanges(repositoryIds, since)
+select c.repository_id, c.at, c.status,
   (select p.status from test_status_history p
-    where p.test_key = h.test_key and p.kind = 'status' and p.at < h.at
+    where p.test_key = c.test_key and p.kind = 'status' and p.at < c.at
     order by p.at desc limit 1) as previous
-from test_status_history h cross join test_cases t
-where h.kind = 'status' and h.at >= ? and t.key = h.test_key
-  and t.repository_id in (
-    select id from repositories where organization_id = ?)
-order by h.at;
+from (
+  select h.test_key, h.at, h.status,
+    (select t.repository_id from test_cases t where t.key = h.test_key) as repository_id
+  from test_status_history h
+  where h.kind = 'status' and h.at >= ?
+) as c
+where c.repository_id in (?, ?)
+order by c.at;

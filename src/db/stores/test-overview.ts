@@ -47,66 +47,90 @@ export class TestOverviewStore implements TestOverviewRecords {
     }));
   }
 
-  async statusCounts(organizationId: string): Promise<StatusCountRow[]> {
-    const rows = await this.db
-      .selectFrom("testCases")
-      .select(["repositoryId", "status", (eb) => eb.fn.countAll<number | string>().as("n")])
-      .where("repositoryId", "in", (eb) =>
-        eb.selectFrom("repositories").select("id").where("organizationId", "=", organizationId),
-      )
-      .groupBy(["repositoryId", "status"])
-      .execute();
-    return rows.map((r) => ({
-      repositoryId: r.repositoryId,
-      status: r.status,
-      count: Number(r.n),
-    }));
+  /**
+   * Tests per repository (all of them, from the `(repository_id, id)` index, grouped in index
+   * order) and the flaky and broken ones (a range of the status index each): no hashing of every
+   * test's row.
+   */
+  async statusCounts(repositoryIds: readonly string[]): Promise<StatusCountRow[]> {
+    if (repositoryIds.length === 0) return [];
+    const [totals, unhealthy] = await Promise.all([
+      this.db
+        .selectFrom("testCases")
+        .select(["repositoryId", (eb) => eb.fn.countAll<number | string>().as("n")])
+        .where("repositoryId", "in", [...repositoryIds])
+        .groupBy("repositoryId")
+        .execute(),
+      this.db
+        .selectFrom("testCases")
+        .select(["repositoryId", "status", (eb) => eb.fn.countAll<number | string>().as("n")])
+        .where("repositoryId", "in", [...repositoryIds])
+        .where("status", "in", ["flaky", "broken"])
+        .groupBy(["repositoryId", "status"])
+        .execute(),
+    ]);
+    return [
+      ...totals.map((r) => ({ repositoryId: r.repositoryId, status: "*", count: Number(r.n) })),
+      ...unhealthy.map((r) => ({
+        repositoryId: r.repositoryId,
+        status: r.status,
+        count: Number(r.n),
+      })),
+    ];
   }
 
-  async overrideCounts(organizationId: string): Promise<OverrideCountRow[]> {
+  /**
+   * Tests with an override per repository and override, and how many of them are flaky: from the
+   * override index (grouped by status too, SQLite would rather scan the status index).
+   */
+  async overrideCounts(repositoryIds: readonly string[]): Promise<OverrideCountRow[]> {
+    if (repositoryIds.length === 0) return [];
     const rows = await this.db
       .selectFrom("testCases")
       .select([
         "repositoryId",
-        "status",
         "quarantineOverride",
         (eb) => eb.fn.countAll<number | string>().as("n"),
+        sql<number | string>`sum(case when status = 'flaky' then 1 else 0 end)`.as("flaky"),
       ])
-      .where("repositoryId", "in", (eb) =>
-        eb.selectFrom("repositories").select("id").where("organizationId", "=", organizationId),
-      )
+      .where("repositoryId", "in", [...repositoryIds])
       .where("quarantineOverride", "in", ["ALWAYS_QUARANTINE", "NEVER_QUARANTINE"])
-      .groupBy(["repositoryId", "status", "quarantineOverride"])
+      .groupBy(["repositoryId", "quarantineOverride"])
       .execute();
     return rows.map((r) => ({
       repositoryId: r.repositoryId,
-      status: r.status,
       override: r.quarantineOverride as QuarantineOverride,
       count: Number(r.n),
+      flaky: Number(r.flaky),
     }));
   }
 
   /**
-   * `cross join`: SQLite starts from the window's changes (few) rather than from every test of
-   * the organization; the status before each change is the test's previous change, found by
-   * `(test_key, at)`.
+   * The window's status changes are read from their time index (few: a test changes status
+   * rarely), each test's repository by its key, and the status before each change from the
+   * test's previous change by `(test_key, at)`. Driving from the tests instead would read every
+   * test of the organization (a hash join over all of them on PostgreSQL).
    */
-  async statusChanges(organizationId: string, since: number): Promise<StatusChange[]> {
+  async statusChanges(repositoryIds: readonly string[], since: number): Promise<StatusChange[]> {
+    if (repositoryIds.length === 0) return [];
     const { rows } = await sql<{
       repositoryId: string;
       at: number | string;
       status: string;
       previous: string | null;
     }>`
-      select t.repository_id, h.at, h.status,
+      select c.repository_id, c.at, c.status,
         (select p.status from test_status_history p
-          where p.test_key = h.test_key and p.kind = 'status' and p.at < h.at
+          where p.test_key = c.test_key and p.kind = 'status' and p.at < c.at
           order by p.at desc limit 1) as previous
-      from test_status_history h cross join test_cases t
-      where h.kind = 'status' and h.at >= ${since} and t.key = h.test_key
-        and t.repository_id in (
-          select id from repositories where organization_id = ${organizationId})
-      order by h.at`.execute(this.db);
+      from (
+        select h.test_key, h.at, h.status,
+          (select t.repository_id from test_cases t where t.key = h.test_key) as repository_id
+        from test_status_history h
+        where h.kind = 'status' and h.at >= ${since}
+      ) as c
+      where c.repository_id in (${sql.join([...repositoryIds])})
+      order by c.at`.execute(this.db);
     return rows.map((r) => ({
       repositoryId: r.repositoryId,
       at: Number(r.at),

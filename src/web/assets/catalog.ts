@@ -53,11 +53,14 @@ export class AssetCatalog {
     return this.byFile.get(file);
   }
 
-  /** The stylesheets and scripts a page with these islands loads, in order. */
+  /**
+   * The stylesheets and scripts a page with these islands loads, in order. Every page gets
+   * the stylesheet and the `confirm` island (a few hundred bytes: any form may ask first).
+   */
   pageAssets(islands: readonly IslandName[]): { styles: string[]; scripts: string[] } {
     const styles = ["app.css"];
     const scripts: string[] = [];
-    for (const island of islands) {
+    for (const island of new Set<IslandName>(["confirm", ...islands])) {
       for (const name of ISLAND_NEEDS[island].styles) if (!styles.includes(name)) styles.push(name);
       for (const name of ISLAND_NEEDS[island].scripts) {
         if (!scripts.includes(name)) scripts.push(name);

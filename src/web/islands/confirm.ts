@@ -1,11 +1,13 @@
 /**
- * Island: asks before a form that changes something is sent. A form with `data-confirm="…"`
- * shows that question first; without JavaScript the form is sent as is (the server does not
- * depend on the question being asked).
+ * Island: asks before a form that changes something is sent. Any form with `data-confirm="…"`
+ * (on every page: the layout loads this island everywhere) shows that question first; without
+ * JavaScript the form is sent as is, and the server never depends on the question being asked.
  */
-for (const form of document.querySelectorAll<HTMLFormElement>("form[data-confirm]")) {
-  form.addEventListener("submit", (event) => {
-    if (!window.confirm(form.dataset.confirm ?? "Are you sure?")) event.preventDefault();
-  });
-}
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (!(form instanceof HTMLFormElement)) return;
+  const question = form.dataset.confirm;
+  if (question !== undefined && !window.confirm(question)) event.preventDefault();
+});
+
 export {};

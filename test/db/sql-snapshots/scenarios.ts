@@ -740,9 +740,9 @@ export const SCENARIOS: StoreScenario[] = [
     create: (handle) => new TestOverviewStore(handle.db),
     calls: [
       { method: "repositories", run: (s) => s.repositories(ORG) },
-      { method: "statusCounts", run: (s) => s.statusCounts(ORG) },
-      { method: "overrideCounts", run: (s) => s.overrideCounts(ORG) },
-      { method: "statusChanges", run: (s) => s.statusChanges(ORG, NOW - 30 * DAY) },
+      { method: "statusCounts", run: (s) => s.statusCounts([REPO_ID, "repo-2"]) },
+      { method: "overrideCounts", run: (s) => s.overrideCounts([REPO_ID, "repo-2"]) },
+      { method: "statusChanges", run: (s) => s.statusChanges([REPO_ID, "repo-2"], NOW - 30 * DAY) },
     ],
   }),
   scenario({
