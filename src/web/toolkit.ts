@@ -206,6 +206,7 @@ export class Web {
         }
         const viewer = await this.viewer(request, true);
         if (!viewer) return redirect(reply, urls.signIn(request.url));
+        request.webViewer = viewer;
         const context = this.context(request, viewer);
         if (params.org !== undefined && params.org !== context.org) {
           return this.notFound(reply, viewer);
@@ -347,8 +348,11 @@ export function webScope(app: WebApp, deps: WebDependencies): Web {
     done();
   });
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const viewer = request.webViewer ?? undefined;
+    // A service's 404 (another organization's queue, a test that is not there) is the one 404.
+    if (error instanceof ApiError && error.status === 404) return web.notFound(reply, viewer);
     if (error instanceof ApiError && error.status < 500) {
-      return web.message(reply, error.status, "Not possible", error.message);
+      return web.message(reply, error.status, "Not possible", error.message, viewer);
     }
     if (isDatabaseUnavailable(error) || (error instanceof ApiError && error.status === 503)) {
       request.log.warn({ err: error }, "page unavailable");
