@@ -10,7 +10,6 @@ import { webScope } from "../../src/web/toolkit.js";
 import type { WebApp } from "../../src/web/types.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { expectLandmarks, expectPageHeaders, inject } from "../helpers/dashboard.js";
-import type { ApiApp } from "../../src/api/types.js";
 
 /**
  * The toolkit the dashboard's pages are made with, on a bare server with one page and one form
@@ -31,7 +30,7 @@ const Form = Type.Object({ by: Type.String({ pattern: "^[0-9]{1,3}$" }) });
 beforeAll(async () => {
   database = await createTestDatabase();
   services = createServices(database.handle);
-  app = Fastify().withTypeProvider<TypeBoxTypeProvider>() as unknown as WebApp;
+  app = Fastify().withTypeProvider<TypeBoxTypeProvider>();
   await app.register((scope: WebApp, _options, done) => {
     const web = webScope(scope, {
       sessions: services.sessions,
@@ -82,7 +81,7 @@ afterAll(async () => {
   await database.cleanup();
 });
 
-const api = () => app as unknown as ApiApp;
+const api = () => app;
 const post = (
   form: Record<string, string>,
   cookie?: string,
