@@ -28,6 +28,8 @@ import type { CiProvider, GitHost } from "./mergequeue/providers.js";
 import { PullRequestService } from "./mergequeue/pull-request-service.js";
 import { MergeQueueService } from "./mergequeue/queue-service.js";
 import { OrganizationService } from "./organizations/service.js";
+import { SessionService, type SessionLifetimes } from "./organizations/sessions.js";
+import { SessionStore } from "./db/stores/sessions.js";
 import { BundleStorage } from "./testhealth/ingest/bundle-storage.js";
 import { UploadProcessor } from "./testhealth/ingest/processor.js";
 import { IngestWorker, type WorkerLogger, type WorkerOptions } from "./testhealth/ingest/worker.js";
@@ -37,6 +39,8 @@ import { PublicRepositoryIds } from "./testhealth/public-repository-ids.js";
 import { DEFAULT_MAX_BUNDLE_BYTES, UploadService } from "./testhealth/upload-service.js";
 import { TestManagementService } from "./testhealth/test-management.js";
 import { TestQueryService } from "./testhealth/test-queries.js";
+import { TestHealthOverview } from "./testhealth/overview.js";
+import { TestOverviewStore } from "./db/stores/test-overview.js";
 import { TestDetailsStore } from "./db/stores/test-details.js";
 import { TestListStore } from "./db/stores/test-lists.js";
 import { VERSION } from "./version.js";
@@ -51,6 +55,8 @@ export interface Services {
   database: DatabaseHandle;
   clock: Clock;
   organizations: OrganizationService;
+  /** The dashboard's sign-in sessions (ADR 0023). */
+  sessions: SessionService;
   queues: MergeQueueService;
   pullRequests: PullRequestService;
   uploads: UploadService;
@@ -62,6 +68,8 @@ export interface Services {
   testQueries: TestQueryService;
   /** Test health's writes people drive: overrides, tickets, settings. */
   testManagement: TestManagementService;
+  /** Test health across an organization's repositories (the dashboard's home). */
+  testOverview: TestHealthOverview;
   stores: {
     repositories: RepositoryStore;
     testCases: TestCaseStore;
@@ -109,6 +117,8 @@ export interface ServiceOptions {
   ciParallelism?: number;
   /** How often the local repositories are looked at for pushes (default 1000 ms). */
   watchIntervalMs?: number;
+  /** Dashboard sessions: idle and absolute lifetimes (default: a day, a week). */
+  sessionLifetimes?: SessionLifetimes | undefined;
 }
 
 const silentLogger: WorkerLogger = { info: () => undefined, error: () => undefined };
@@ -262,10 +272,17 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
         : null,
     hostConnected: (host) => gitHost.connected(host),
   });
+  const organizations = new OrganizationService(organizationStore, clock);
   return {
     database,
     clock,
-    organizations: new OrganizationService(organizationStore, clock),
+    organizations,
+    sessions: new SessionService({
+      sessions: new SessionStore(db),
+      organizations,
+      clock,
+      lifetimes: options.sessionLifetimes,
+    }),
     queues: new MergeQueueService({
       repositories,
       existingRepositories: new Map([
@@ -285,6 +302,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     publicIds,
     testQueries,
     testManagement,
+    testOverview: new TestHealthOverview({ overview: new TestOverviewStore(db), clock }),
     stores: {
       repositories,
       testCases,
@@ -373,6 +391,7 @@ export function serverDependencies(
   return {
     pingDatabase: () => pingDatabase(services.database.db),
     organizations: services.organizations,
+    sessions: services.sessions,
     queues: services.queues,
     pullRequests: services.pullRequests,
     uploads: services.uploads,
@@ -381,6 +400,7 @@ export function serverDependencies(
       management: services.testManagement,
       access: services.access,
       publicIds: services.publicIds,
+      overview: services.testOverview,
       clock: services.clock,
     },
     providerRoutes: [

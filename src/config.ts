@@ -1,6 +1,8 @@
 import path from "node:path";
 import { MIN_SUPPLIED_TOKEN_LENGTH } from "./lib/tokens.js";
 import { ORG_SLUG_PATTERN } from "./organizations/slug.js";
+import { DEFAULT_SESSION_LIFETIMES, type SessionLifetimes } from "./organizations/sessions.js";
+import { HOUR_MS, MINUTE_MS } from "./lib/time.js";
 
 /** Everything `mainline serve` reads from its environment (README "Configuration"). */
 export interface ServiceConfig {
@@ -22,6 +24,8 @@ export interface ServiceConfig {
   /** How long an upload claimed by the ingestion worker stays its own without renewal. */
   ingestLeaseMs: number;
   bootstrap: { organization: string; token: string } | undefined;
+  /** How long a dashboard session lasts idle, and at most (ADR 0023). */
+  sessionLifetimes: SessionLifetimes;
 }
 
 export class ConfigError extends Error {}
@@ -112,6 +116,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
   return {
     host,
     port,
+    sessionLifetimes: sessionLifetimesFrom(env),
     databaseUrl: nonEmpty(env.DATABASE_URL),
     dataDir: dataDirFrom(env),
     publicUrl,
@@ -125,5 +130,33 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       bootstrapOrg && bootstrapToken
         ? { organization: bootstrapOrg, token: bootstrapToken }
         : undefined,
+  };
+}
+
+/**
+ * `MAINLINE_SESSION_IDLE_MINUTES` (default 1440: a day) and `MAINLINE_SESSION_MAX_HOURS`
+ * (default 168: a week): when a dashboard session ends unused, and at the latest.
+ */
+export function sessionLifetimesFrom(env: NodeJS.ProcessEnv): SessionLifetimes {
+  const idleText = nonEmpty(env.MAINLINE_SESSION_IDLE_MINUTES);
+  const maxText = nonEmpty(env.MAINLINE_SESSION_MAX_HOURS);
+  const idleMinutes = idleText === undefined ? undefined : Number(idleText);
+  const maxHours = maxText === undefined ? undefined : Number(maxText);
+  if (
+    idleText !== undefined &&
+    (!/^\d+$/.test(idleText) || !idleMinutes || idleMinutes > 525_600)
+  ) {
+    throw new ConfigError(
+      `MAINLINE_SESSION_IDLE_MINUTES must be a whole number of minutes from 1 to 525600 (got "${idleText}").`,
+    );
+  }
+  if (maxText !== undefined && (!/^\d+$/.test(maxText) || !maxHours || maxHours > 8760)) {
+    throw new ConfigError(
+      `MAINLINE_SESSION_MAX_HOURS must be a whole number of hours from 1 to 8760 (got "${maxText}").`,
+    );
+  }
+  return {
+    idleMs: idleMinutes === undefined ? DEFAULT_SESSION_LIFETIMES.idleMs : idleMinutes * MINUTE_MS,
+    absoluteMs: maxHours === undefined ? DEFAULT_SESSION_LIFETIMES.absoluteMs : maxHours * HOUR_MS,
   };
 }

@@ -38,7 +38,9 @@ import type { UploadService } from "../testhealth/upload-service.js";
 import { registerListRoutes } from "./flakytests/lists.js";
 import { testPageView } from "./flakytests/presenters/test-page.js";
 import { registerPublicRepoIdRoutes } from "./flakytests/public-repo-id.js";
-import { registerTestPage } from "../web/test-page/routes.js";
+import { registerDashboard } from "../web/routes.js";
+import type { SessionService } from "../organizations/sessions.js";
+import type { TestHealthOverview } from "../testhealth/overview.js";
 import { registerTestRoutes } from "./flakytests/tests.js";
 import type { ApiApp } from "./types.js";
 
@@ -49,6 +51,8 @@ export interface ServerDependencies {
   /** Resolves when the database answers a trivial query (the status routes). */
   pingDatabase: () => Promise<void>;
   organizations: OrganizationService;
+  /** The dashboard's sign-in sessions. */
+  sessions: SessionService;
   queues: MergeQueueService;
   /** The pull-request operations; their routes exist only when given (they need the engine). */
   pullRequests?: PullRequestService | undefined;
@@ -59,6 +63,8 @@ export interface ServerDependencies {
     management: TestManagementService;
     access: Pick<RepositoryAccess, "checkOrganization">;
     publicIds: PublicRepositoryIds;
+    /** Test health across an organization's repositories (the dashboard's home). */
+    overview: TestHealthOverview;
     clock: Clock;
   };
   /** The providers' own operations (the local host's `/v1/local/*`), on the authenticated scope. */
@@ -207,14 +213,16 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     done();
   });
 
+  // The dashboard: HTML pages with sessions of their own (src/web; docs/dashboard.md).
   await app.register((scope: ApiApp, _options, done) => {
-    registerTestPage(scope, {
+    registerDashboard(scope, {
+      sessions: deps.sessions,
       authenticate: (token) => deps.organizations.authenticate(token),
-      checkOrganization: (principal, orgSlug) => {
-        deps.testHealth.access.checkOrganization(principal, orgSlug);
-      },
+      overview: deps.testHealth.overview,
+      queues: deps.queues,
       testPage: testPageView(deps.testHealth),
       publicUrl: deps.publicUrl,
+      clock: deps.testHealth.clock,
     });
     done();
   });

@@ -226,6 +226,23 @@ export interface TestStatusHistoryTable {
   actor: string | null;
 }
 
+/** A dashboard sign-in session (ADR 0023): found by the hash of its cookie's random id. */
+export interface WebSessionsTable {
+  /** Public name (`ses_…`) for listings and revocation; not a secret. */
+  id: string;
+  /** SHA-256 (hex) of the session id the cookie holds. */
+  idHash: string;
+  organizationId: string;
+  tokenId: string;
+  createdAt: number;
+  lastSeenAt: number;
+  /** The absolute end of the session, whatever its use. */
+  expiresAt: number;
+  revokedAt: number | null;
+  /** `signed_out`, `revoked` (an operator). */
+  revokedReason: string | null;
+}
+
 /** Per merge queue: the planner's snapshot and the lease of its only writer (its driver). */
 export interface MqRuntimeTable {
   queueId: string;
@@ -370,4 +387,5 @@ export interface Database {
   mqCommands: MqCommandsTable;
   localPullRequests: LocalPullRequestsTable;
   ciRuns: CiRunsTable;
+  webSessions: WebSessionsTable;
 }

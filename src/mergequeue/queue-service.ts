@@ -2,7 +2,12 @@ import { randomUUID } from "node:crypto";
 import { ApiError } from "../lib/errors.js";
 import type { Clock } from "../lib/clock.js";
 import type { RepoRef, Repository } from "../organizations/repositories.js";
-import type { MergeQueueRecord, MergeQueueRecords, RepositoryRecords } from "./records.js";
+import type {
+  MergeQueueRecord,
+  MergeQueueRecords,
+  QueueOverview,
+  RepositoryRecords,
+} from "./records.js";
 import type { Principal } from "../organizations/service.js";
 import type { PrState, PriorityName } from "./model.js";
 import type { WaitingFor } from "./waiting.js";
@@ -95,6 +100,11 @@ export class MergeQueueService {
       throw new ApiError("conflict", `A merge queue already exists for ${describeQueue(address)}.`);
     }
     return { ...record, updatedAt: now, version: 1 };
+  }
+
+  /** Every queue of the caller's organization, with its state and pull requests by state. */
+  overview(principal: Principal): Promise<QueueOverview[]> {
+    return this.deps.queues.overview(principal.organizationId);
   }
 
   async get(

@@ -6,7 +6,7 @@
 import type { Actor, ImpactedTargets, Mergeability, PrState, RunKind, RunStatus } from "./model.js";
 import type { RequiredStatusesSource } from "./providers.js";
 import type { RepoRef, Repository } from "../organizations/repositories.js";
-import type { QueueConfiguration } from "./settings.js";
+import type { QueueConfiguration, QueueMode, QueueState } from "./settings.js";
 
 /** A queue as listed for an organization: enough to address it and label its metrics. */
 export interface QueueListing {
@@ -14,6 +14,17 @@ export interface QueueListing {
   targetBranch: string;
   /** The repository and the organization it belongs to. */
   repo: RepoRef & { organizationId: string };
+}
+
+/** A queue as the dashboard lists it: where, its state, and its pull requests by state. */
+export interface QueueOverview {
+  id: string;
+  repo: RepoRef & { organizationId: string; repositoryId: string };
+  targetBranch: string;
+  state: QueueState;
+  mode: QueueMode;
+  /** Pull requests in the queue now (not concluded), by state. */
+  active: Partial<Record<PrState, number>>;
 }
 
 export interface MergeQueueRecord {
@@ -39,6 +50,8 @@ export interface MergeQueueRecords {
   ): Promise<MergeQueueRecord | undefined>;
   /** Every queue of an organization, or of one of its repositories, by repository and branch. */
   listForOrganization(organizationId: string, repo?: RepoRef): Promise<QueueListing[]>;
+  /** Every queue of an organization with its state and active pull requests per state. */
+  overview(organizationId: string): Promise<QueueOverview[]>;
   /** Every queue of repositories on one git host, or of one such repository of an organization. */
   listForHost(host: string, repo?: RepoRef & { organizationId: string }): Promise<QueueListing[]>;
   /** False when the queue already exists. */

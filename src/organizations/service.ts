@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { ApiError } from "../lib/errors.js";
 import type { Clock } from "../lib/clock.js";
-import { ORG_SLUG_PATTERN } from "./slug.js";
+import { ORG_SLUG_PATTERN, RESERVED_SLUGS } from "./slug.js";
 import {
   MIN_SUPPLIED_TOKEN_LENGTH,
   digestsEqual,
@@ -37,6 +37,11 @@ export function assertValidSlug(slug: string): void {
       `Invalid organization slug "${slug}": use 1-63 lowercase letters, digits and dashes, starting with a letter or digit.`,
     );
   }
+  if (RESERVED_SLUGS.has(slug)) {
+    throw new OrganizationError(
+      `The organization slug "${slug}" is reserved: the server's own pages use /${slug}. Choose another.`,
+    );
+  }
 }
 
 export class OrganizationService {
@@ -68,6 +73,11 @@ export class OrganizationService {
   async listTokens(slug: string): Promise<ApiTokenRecord[]> {
     const organization = await this.requireOrganization(slug);
     return this.store.listTokens(organization.id);
+  }
+
+  /** The organization with this slug, if there is one. */
+  findOrganization(slug: string): Promise<Organization | undefined> {
+    return this.store.findBySlug(slug);
   }
 
   listOrganizations(): Promise<Organization[]> {

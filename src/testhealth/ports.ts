@@ -4,8 +4,9 @@
  * that each names exactly the operations it uses.
  */
 import type { RepoRef, Repository } from "../organizations/repositories.js";
-import type { QuarantineSettings } from "./quarantine.js";
+import type { QuarantineOverride, QuarantineSettings } from "./quarantine.js";
 import type { RepositoryTestSettings } from "./settings.js";
+import type { StatusChange } from "./trends.js";
 import type {
   AggregatedUpload,
   ClaimedUpload,
@@ -51,6 +52,39 @@ export interface ServerSecretRecords {
 export interface TestSettingsRecords {
   get(repositoryId: string): Promise<StoredTestSettings>;
   putCodeowners(repositoryId: string, text: string, at: number): Promise<void>;
+}
+
+/** A repository of an organization with its quarantine settings (null: never written, defaults). */
+export interface RepositoryWithQuarantine {
+  repository: Repository;
+  quarantine: QuarantineSettings | null;
+}
+
+/** How many tests of a repository have a status now (`*`: all of its tests). */
+export interface StatusCountRow {
+  repositoryId: string;
+  status: string;
+  count: number;
+}
+
+/** How many tests of a repository carry a quarantine override, and how many of them are flaky. */
+export interface OverrideCountRow {
+  repositoryId: string;
+  override: QuarantineOverride;
+  count: number;
+  flaky: number;
+}
+
+/** The organization-wide figures of the dashboard's home, read from the aggregates. */
+export interface TestOverviewRecords {
+  /** The organization's repositories, by host/owner/name, with their quarantine settings. */
+  repositories(organizationId: string): Promise<RepositoryWithQuarantine[]>;
+  /** Tests per repository (status `*`), and flaky and broken tests per repository. */
+  statusCounts(repositoryIds: readonly string[]): Promise<StatusCountRow[]>;
+  /** Tests with an ALWAYS or NEVER quarantine override per repository and override. */
+  overrideCounts(repositoryIds: readonly string[]): Promise<OverrideCountRow[]>;
+  /** The classifier's status changes since `since`, each with the status before it. */
+  statusChanges(repositoryIds: readonly string[], since: number): Promise<StatusChange[]>;
 }
 
 /** Tests as rows, and the figures (rates, PRs impacted, common failures) shown with them. */

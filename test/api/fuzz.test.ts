@@ -560,7 +560,7 @@ describe("fuzzing every operation of /openapi.json", () => {
     expect(failures, `${failures.length} of ${probes} probes failed`).toEqual([]);
   }, 120_000);
 
-  it("the test's HTML page: odd addresses, queries, cookies and sign-in forms", async () => {
+  it("the dashboard's pages: odd addresses, queries, cookies and forms", async () => {
     const list: Probe[] = [];
     const values = [...ODD_VALUES.map(urlValue), ...RAW_URL_VALUES];
     const page = (org: string, id: string, query: string) =>
@@ -571,34 +571,58 @@ describe("fuzzing every operation of /openapi.json", () => {
         ["id", page("acme", value, "repo=acme/app")],
         ["repo", page("acme", testId, `repo=${value}`)],
         ["host", page("acme", testId, `repo=acme/app&host=${value}`)],
+        ["home", `/${value}`],
+        ["tests", `/${value}/flaky-tests`],
+        ["queues", `/${value}/merge-queue`],
+        ["repository", `/acme/flaky-tests/repo?repo=${value}&status=${value}&page=${value}`],
+        ["queue", `/acme/merge-queue/queue?repo=acme/app&branch=${value}`],
+        ["next", `/sign-in?next=${value}`],
+        ["asset", `/assets/${value}`],
       ] as const) {
         list.push({
-          label: `GET page ${what}=odd#${i}`,
+          label: `GET ${what}=odd#${i}`,
           method: "GET",
           path,
           headers: { "x-api-token": server.token },
           html: true,
         });
       }
-      list.push({
-        label: `POST page token=odd#${i}`,
-        method: "POST",
-        path: page("acme", testId, "repo=acme/app"),
-        headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: `token=${value}`,
-        html: true,
-      });
+      for (const path of ["/sign-in", "/sign-out"]) {
+        list.push({
+          label: `POST ${path} fields=odd#${i}`,
+          method: "POST",
+          path,
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: `token=${value}&csrf=${value}&next=${value}`,
+          html: true,
+        });
+      }
     });
     for (const cookie of [
       "mainline_token=%zz",
       "mainline_token=\u00ff",
       `mainline_token=${"a".repeat(5000)}`,
+      "mainline_session=%zz",
+      "mainline_session=\u00ff",
+      `mainline_session=mls_${"a".repeat(43)}`,
+      `mainline_session=${"a".repeat(5000)}`,
+      "mainline_signin=%zz; mainline_session=",
     ]) {
+      for (const path of ["/", "/acme", page("acme", testId, "repo=acme/app")]) {
+        list.push({
+          label: `GET ${path} cookie ${cookie.slice(0, 24)}`,
+          method: "GET",
+          path,
+          headers: { cookie },
+          html: true,
+        });
+      }
       list.push({
-        label: `GET page cookie ${cookie.slice(0, 20)}`,
-        method: "GET",
-        path: page("acme", testId, "repo=acme/app"),
-        headers: { cookie },
+        label: `POST /sign-out cookie ${cookie.slice(0, 24)}`,
+        method: "POST",
+        path: "/sign-out",
+        headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+        body: "csrf=x",
         html: true,
       });
     }
@@ -608,20 +632,22 @@ describe("fuzzing every operation of /openapi.json", () => {
         ...WRONG_CONTENT_TYPES,
         "application/json",
       ]) {
-        list.push({
-          label: `POST page body as ${type}`,
-          method: "POST",
-          path: page("acme", testId, "repo=acme/app"),
-          headers: { "content-type": type },
-          body,
-          html: true,
-        });
+        for (const path of ["/sign-in", "/sign-out"]) {
+          list.push({
+            label: `POST ${path} body as ${type}`,
+            method: "POST",
+            path,
+            headers: { "content-type": type },
+            body,
+            html: true,
+          });
+        }
       }
     }
     list.push({
-      label: "POST page, form over its limit",
+      label: "POST /sign-in, form over its limit",
       method: "POST",
-      path: page("acme", testId, "repo=acme/app"),
+      path: "/sign-in",
       headers: { "content-type": "application/x-www-form-urlencoded" },
       body: `token=${"a".repeat(64 * 1024)}`,
       html: true,

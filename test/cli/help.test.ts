@@ -38,7 +38,10 @@ const UPDATE_SETTINGS = [
 ];
 
 const CASES: { command: string[]; mentions: string[] }[] = [
-  { command: [], mentions: ["serve", "migrate", "org", "token", "queue", "pr", "--version"] },
+  {
+    command: [],
+    mentions: ["serve", "migrate", "org", "token", "session", "queue", "pr", "--version"],
+  },
   {
     command: ["serve"],
     mentions: [
@@ -56,6 +59,9 @@ const CASES: { command: string[]; mentions: string[] }[] = [
   { command: ["token", "create"], mentions: ["--org <slug>", "--name <name>"] },
   { command: ["token", "list"], mentions: ["--org <slug>", "--json"] },
   { command: ["token", "revoke"], mentions: ["<token-id>"] },
+  { command: ["session"], mentions: ["list", "revoke"] },
+  { command: ["session", "list"], mentions: ["--org <slug>", "--json"] },
+  { command: ["session", "revoke"], mentions: ["<session-id>", "--org <slug>"] },
   { command: ["queue"], mentions: ["create", "get", "update", "delete"] },
   {
     command: ["queue", "create"],

@@ -77,6 +77,15 @@ describe("org create", () => {
     expect((await listOrgs()).map((o) => o.slug)).toEqual(["ops"]);
   });
 
+  it("refuses a slug the server's own paths use (the dashboard's /{org} would be hidden)", async () => {
+    for (const slug of ["docs", "v1", "assets", "sign-in"]) {
+      const result = await cli("org", "create", slug);
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain(`mainline: The organization slug "${slug}" is reserved`);
+    }
+    expect((await listOrgs()).map((o) => o.slug)).toEqual(["ops"]);
+  });
+
   it("prints one token that authenticates as the new organization", async () => {
     const result = await cli("org", "create", "acme");
     const token = printedToken(result);

@@ -131,11 +131,16 @@ describe("secrets and the server's log", () => {
     expect(badField.status).toBe(400);
     errorBodies.push(JSON.stringify(badField.body));
 
+    // The dashboard: the sign-in form's token field, the session ids it hands out, forms.
+    // (Its forms' anti-forgery token is shown on the session's own pages, never in the log.)
+    const { csrf } = await dashboardFlows(server.url, token);
+
     // The bundle is processed (the worker logs it) before the log is read.
     await waitFor(() => server.stdout.includes('"upload processed"'), "the upload processed");
     expect((await server.stop()).code).toBe(0);
 
     const log = `${server.stdout}\n${server.stderr}`;
+    expect(log).not.toContain(csrf);
     for (const secret of secrets) {
       expect(log).not.toContain(secret);
       for (const text of errorBodies) expect(text).not.toContain(secret);
@@ -144,7 +149,8 @@ describe("secrets and the server's log", () => {
     expect(server.stdout).toContain(`"url":"/v1/uploads/${id}?expires=`);
     expect(server.stdout).toContain("signature=[redacted]");
     expect(server.stdout).toContain('"url":"/v1/whoami"');
-    expect(errorBodies.length).toBeGreaterThanOrEqual(7);
+    expect(errorBodies.length).toBeGreaterThanOrEqual(10);
+    expect(server.stdout).toContain('"url":"/sign-in"');
   }, 120_000);
 
   it("keeps signatures and passwords out of the CLI's messages", async () => {
@@ -187,3 +193,63 @@ describe("secrets and the server's log", () => {
     }
   }, 60_000);
 });
+
+/** `name=value` of each Set-Cookie of an answer. */
+function setCookies(response: Response): Map<string, string> {
+  return new Map(
+    response.headers.getSetCookie().map((line) => {
+      const pair = line.split(";")[0] ?? "";
+      const at = pair.indexOf("=");
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+  );
+}
+
+/**
+ * Signs in to the dashboard (and fails to: a wrong token that is not shaped like ours, a forged
+ * form), reads a page, signs out: every session id and token met goes to `secrets`, every
+ * refusal's page to `errorBodies`.
+ */
+async function dashboardFlows(url: string, token: string): Promise<{ csrf: string }> {
+  const form = async () => {
+    const page = await fetch(`${url}/sign-in`);
+    const html = await page.text();
+    const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
+    return { cookie: `mainline_signin=${setCookies(page).get("mainline_signin") ?? ""}`, csrf };
+  };
+  const post = async (path: string, cookie: string, fields: Record<string, string>) => {
+    const response = await fetch(`${url}${path}`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(fields).toString(),
+      redirect: "manual",
+    });
+    if (response.status >= 400) errorBodies.push(await response.text());
+    return response;
+  };
+  const unshaped = randomBytes(32).toString("hex");
+  secrets.add(unshaped);
+  const wrong = await form();
+  expect((await post("/sign-in", wrong.cookie, { csrf: wrong.csrf, token: unshaped })).status).toBe(
+    401,
+  );
+  const forged = await post("/sign-in", "", { csrf: "forged", token });
+  expect(forged.status).toBe(403);
+
+  const signed = await form();
+  const answer = await post("/sign-in", signed.cookie, { csrf: signed.csrf, token });
+  expect(answer.status).toBe(303);
+  const sessionId = setCookies(answer).get("mainline_session") ?? "";
+  expect(sessionId).toMatch(/^mls_/);
+  secrets.add(sessionId);
+  const cookie = `mainline_session=${sessionId}`;
+  const home = await fetch(`${url}/acme`, { headers: { cookie } });
+  expect(home.status).toBe(200);
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await home.text())?.[1] ?? "";
+  // A session id in a place it does not belong is redacted too.
+  expect((await fetch(`${url}/v1/nowhere?session=${sessionId}`)).status).toBe(404);
+  expect((await post("/sign-out", cookie, { csrf: "wrong" })).status).toBe(403);
+  expect((await post("/sign-out", cookie, { csrf })).status).toBe(303);
+  expect((await post("/sign-out", cookie, { csrf })).status).toBe(401);
+  return { csrf };
+}

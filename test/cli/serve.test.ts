@@ -44,6 +44,7 @@ describe("first start", () => {
     expect(first.stderr).toContain('First start: created the organization "default"');
     const token = BANNER_TOKEN.exec(first.stderr)?.[1] ?? "";
     expect(first.stderr).toContain(`curl -H "x-api-token: ${token}"`);
+    expect(first.stderr).toContain(`Dashboard: ${first.url}/ (sign in with this token).`);
     expect(first.stderr).toContain(`${first.url}/v1/whoami`);
     expect(first.stdout).not.toContain(token);
     expect(await whoami(first.url, token)).toBe("default");

@@ -127,6 +127,15 @@ describe("the npm package", () => {
     expect(files).toContain("package/bin/mainline.js");
     expect(files).toContain("package/dist/cli/main.js");
     expect(files).toContain("package/dist/uploader/mainline-upload.mjs");
+    // The dashboard's static files, built with their manifest (no island sources).
+    expect(files).toContain("package/dist/assets/manifest.json");
+    expect(
+      files.filter((f) => /^package\/dist\/assets\/app\.[0-9a-f]{12}\.css$/.test(f)),
+    ).toHaveLength(1);
+    expect(
+      files.filter((f) => /^package\/dist\/assets\/uPlot\.[0-9a-f]{12}\.js$/.test(f)),
+    ).toHaveLength(1);
+    expect(files.filter((f) => f.includes("/islands/"))).toEqual([]);
     expect(files.filter((f) => /^package\/(src|test|scripts|bench)\//.test(f))).toEqual([]);
   });
 
@@ -178,6 +187,29 @@ describe("the npm package", () => {
     expect(result.stdout).toContain("Processed: 2 tests (1 passed, 1 failed, 0 skipped).");
     expect((await uploadsOf("shop")).map((u) => u.state)).toEqual(["processed"]);
   }, 300_000);
+});
+
+describe("the dashboard's files in the installed package", () => {
+  it("are read from dist/assets/ without any build tool", async () => {
+    const project = path.join(work, "user-project");
+    const catalog = path.join(project, "node_modules/mainline/dist/web/assets/catalog.js");
+    const script = `const { assetCatalog } = await import(${JSON.stringify(catalog)});
+const c = await assetCatalog();
+console.log(JSON.stringify(c.pageAssets(["time-series"])));`;
+    // Only node: no esbuild (a development dependency) is installed there.
+    const result = await runWith(process.execPath, ["--input-type=module", "-e", script], project, {
+      PATH: process.env.PATH ?? "",
+      HOME: work,
+    });
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const assets = JSON.parse(result.stdout) as { styles: string[]; scripts: string[] };
+    expect(assets.styles).toHaveLength(2);
+    expect(assets.scripts).toEqual([
+      expect.stringMatching(/^\/assets\/uPlot\.[0-9a-f]{12}\.js$/),
+      expect.stringMatching(/^\/assets\/time-series\.[0-9a-f]{12}\.js$/),
+    ]);
+  });
 });
 
 describe("GET /uploader/mainline-upload.mjs", () => {

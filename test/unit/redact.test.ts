@@ -14,6 +14,11 @@ describe("redactSecrets", () => {
       "postgres://app:[redacted]@db:5432/main",
     );
     expect(redactSecrets(`token ${token} refused`)).toBe("token mlt_[redacted] refused");
+    const session = "mls_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde";
+    expect(redactSecrets(`cookie mainline_session=${session}`)).toBe(
+      "cookie mainline_session=mls_[redacted]",
+    );
+    expect(redactSecrets("/sign-in?next=/a&csrf=abc")).toBe("/sign-in?next=/a&csrf=[redacted]");
     const harmless = "No operation GET /v1/nowhere. Expires in 5 minutes; key names: a, b.";
     expect(redactSecrets(harmless)).toBe(harmless);
   });

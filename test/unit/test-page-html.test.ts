@@ -1,15 +1,14 @@
 import { describe, expect, it } from "vitest";
-import {
-  SafeHtml,
-  escapeHtml,
-  formatAge,
-  formatPercent,
-  markup,
-  renderLoginPage,
-  renderMessagePage,
-  renderTestPage,
-  type TestPageView,
-} from "../../src/web/test-page/html.js";
+import { AssetCatalog } from "../../src/web/assets/catalog.js";
+import { formatAge, formatPercent } from "../../src/web/format.js";
+import { renderDocument } from "../../src/web/layout.js";
+import { renderSignIn } from "../../src/web/pages/sign-in.js";
+import { renderTestPage as testPageView, type TestPageView } from "../../src/web/test-page/html.js";
+
+/** The test page as the browser gets it: its view in the layout. */
+function renderTestPage(view: TestPageView): string {
+  return renderDocument(testPageView(view), { orgSlug: "acme", assets: new AssetCatalog([]) });
+}
 
 const EVIL = `<img src=x onerror="alert('x')">&amp;`;
 const NOW = Date.parse("2026-03-10T12:00:00.000Z");
@@ -17,7 +16,7 @@ const NOW = Date.parse("2026-03-10T12:00:00.000Z");
 function view(overrides: Partial<TestPageView> = {}): TestPageView {
   return {
     orgSlug: "acme",
-    repositoryName: "acme/app",
+    repository: { host: "github.com", owner: "acme", name: "app" },
     test: {
       id: "06cb6db5-f807-5198-b072-af67a0636f8a",
       repository: { html_url: "https://github.com/acme/app" },
@@ -82,22 +81,6 @@ function view(overrides: Partial<TestPageView> = {}): TestPageView {
     ...overrides,
   };
 }
-
-describe("html escaping", () => {
-  it("escapes the five characters that matter", () => {
-    expect(escapeHtml(`<a href="x" title='y'>&</a>`)).toBe(
-      "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;",
-    );
-  });
-
-  it("escapes every interpolation except SafeHtml, joining arrays", () => {
-    const inner = markup`<b>${"<i>"}</b>`;
-    const out = markup`<p title="${`"x"`}">${inner}${["<", new SafeHtml("<br>"), 3]}${null}${undefined}${false}</p>`;
-    expect(out).toBeInstanceOf(SafeHtml);
-    expect(out.value).toBe('<p title="&quot;x&quot;"><b>&lt;i&gt;</b>&lt;<br>3</p>');
-    expect(String(out)).toBe(out.value);
-  });
-});
 
 describe("the test page", () => {
   const page = renderTestPage(view());
@@ -224,31 +207,27 @@ describe("the test page", () => {
   });
 });
 
-describe("sign-in and message pages", () => {
-  it("posts the form back to the page, escaped", () => {
-    const login = renderLoginPage({
-      action: '/acme/flaky-tests/test/x?repo=a/b&host="h"',
-      orgSlug: "<acme>",
-      csrfToken: "t0k3n",
-      problem: EVIL,
-    });
-    expect(login).toContain(
-      '<form class="login" method="post" action="/acme/flaky-tests/test/x?repo=a/b&amp;host=&quot;h&quot;">',
+describe("the sign-in page", () => {
+  it("posts to /sign-in with its anti-forgery token and where to go next, escaped", () => {
+    const lifetimes = { idleMs: 24 * 3_600_000, absoluteMs: 7 * 86_400_000 };
+    const page = renderDocument(
+      renderSignIn({ csrf: "t0k3n", next: '/acme?x="1"&y=2', problem: EVIL, lifetimes }),
+      { assets: new AssetCatalog([]) },
     );
-    expect(login).toContain('<input id="token" name="token" type="password"');
-    expect(login).toContain('<input type="hidden" name="csrf" value="t0k3n">');
-    expect(login).toContain("&lt;acme&gt;");
-    expect(login).not.toContain("<img");
-    expect(login).toContain('role="alert"');
-    expect(renderLoginPage({ action: "/", orgSlug: "acme", csrfToken: "t" })).not.toContain(
-      'role="alert"',
+    expect(page).toContain('<form class="stacked" method="post" action="/sign-in">');
+    expect(page).toContain('<input type="hidden" name="csrf" value="t0k3n">');
+    expect(page).toContain(
+      '<input type="hidden" name="next" value="/acme?x=&quot;1&quot;&amp;y=2">',
     );
-  });
-
-  it("escapes message pages", () => {
-    const page = renderMessagePage(EVIL, EVIL);
+    expect(page).toContain('<input id="token" name="token" type="password"');
+    expect(page).toContain("after 24 hours without use, or after 7 days at the latest");
     expect(page).not.toContain("<img");
-    expect(page).toContain("<h1>&lt;img");
+    expect(page).toContain('role="alert"');
+    const plain = renderDocument(renderSignIn({ csrf: "t", next: undefined, lifetimes }), {
+      assets: new AssetCatalog([]),
+    });
+    expect(plain).not.toContain('role="alert"');
+    expect(plain).not.toContain('name="next"');
   });
 });
 

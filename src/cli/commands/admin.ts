@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { formatTable } from "../table.js";
 import type { Command } from "commander";
 import type { Services } from "../../app.js";
-import { ConfigError, dataDirFrom } from "../../config.js";
+import { ConfigError, dataDirFrom, sessionLifetimesFrom } from "../../config.js";
 import type { DatabaseHandle } from "../../app-database.js";
 import { isoTime } from "../../lib/clock.js";
 import { OrganizationError } from "../../organizations/service.js";
@@ -63,7 +63,9 @@ async function withServices<T>(
   const { createServices } = await import("../../app.js");
   const database = await openExistingDatabase(context);
   try {
-    return await work(createServices(database));
+    return await work(
+      createServices(database, { sessionLifetimes: sessionLifetimesFrom(context.env) }),
+    );
   } catch (error) {
     if (error instanceof OrganizationError) throw new CliError(error.message);
     throw error;
@@ -187,5 +189,52 @@ export function registerAdminCommands(program: Command, context: CliContext): vo
     .action(async (tokenId: string) => {
       const revoked = await withServices(context, (s) => s.organizations.revokeToken(tokenId));
       context.stderr.write(`Revoked ${revoked.id}.\n`);
+    });
+
+  const session = program
+    .command("session")
+    .description("Dashboard sign-in sessions (directly on the database)");
+  session
+    .command("list")
+    .description("List an organization's dashboard sessions, newest first (never their secrets)")
+    .requiredOption("--org <slug>", "the organization")
+    .option("--json", "print JSON")
+    .action(async (options: { org: string; json?: boolean }) => {
+      const sessions = await withServices(context, (s) => s.sessions.list(options.org));
+      const view = sessions.map((x) => ({
+        id: x.id,
+        state: x.state,
+        tokenId: x.tokenId,
+        tokenName: x.tokenName,
+        createdAt: isoTime(x.createdAt),
+        lastSeenAt: isoTime(x.lastSeenAt),
+        expiresAt: isoTime(x.expiresAt),
+        revokedAt: x.revokedAt === null ? null : isoTime(x.revokedAt),
+      }));
+      if (options.json) {
+        context.stdout.write(JSON.stringify(view) + "\n");
+        return;
+      }
+      context.stdout.write(
+        formatTable([
+          ["ID", "STATE", "TOKEN", "CREATED", "LAST SEEN", "EXPIRES"],
+          ...view.map((x) => [
+            x.id,
+            x.state.replace("_", " "),
+            x.tokenName ? `${x.tokenId} (${x.tokenName})` : x.tokenId,
+            x.createdAt,
+            x.lastSeenAt,
+            x.expiresAt,
+          ]),
+        ]),
+      );
+    });
+  session
+    .command("revoke <session-id>")
+    .description("End a dashboard session by its id (see `session list`); it is signed out at once")
+    .requiredOption("--org <slug>", "the organization")
+    .action(async (sessionId: string, options: { org: string }) => {
+      const revoked = await withServices(context, (s) => s.sessions.revoke(options.org, sessionId));
+      context.stderr.write(`Revoked ${revoked.id} (signed out).\n`);
     });
 }

@@ -60,6 +60,7 @@ Environment:
         publicUrl: config.explicitPublicUrl,
         maxBundleBytes: config.maxBundleBytes,
         ciParallelism: config.ciParallelism,
+        sessionLifetimes: config.sessionLifetimes,
         worker: { retentionDays: config.retentionDays, leaseMs: config.ingestLeaseMs },
         logger: {
           info: (fields, message) => log?.info(fields, message),
@@ -86,6 +87,7 @@ Environment:
               `    curl -H "x-api-token: ${issued.token}" -H "content-type: application/json" -d '{}' ${config.publicUrl}/v1/whoami`,
               "More tokens: `mainline token create --org default`. API reference: " +
                 `${config.publicUrl}/docs`,
+              `Dashboard: ${config.publicUrl}/ (sign in with this token).`,
               "",
               "",
             ].join("\n"),

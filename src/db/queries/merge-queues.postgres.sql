@@ -8,6 +8,17 @@ inner join repositories r on r.id = mq.repository_id
 where r.organization_id = $1 and r.lookup_key = $2
 and mq.target_branch = $3;
 
+-- MergeQueueStore.overview(organizationId)
+select "merge_queues"."id", "merge_queues"."target_branch", "merge_queues"."state", "merge_queues"."mode", "repositories"."id" as "repository_id", "repositories"."organization_id", "repositories"."host", "repositories"."owner", "repositories"."name"
+  from "merge_queues"
+  inner join "repositories" on "repositories"."id" = "merge_queues"."repository_id"
+  where "repositories"."organization_id" = $1
+  order by "repositories"."lookup_key", "merge_queues"."target_branch";
+select "queue_id", "state", count(*) as "n"
+  from "mq_entries"
+  where "queue_id" in ($1) and "concluded_at" is null
+  group by "queue_id", "state";
+
 -- MergeQueueStore.listForOrganization(organizationId, repo)
 -- every repository
 select "merge_queues"."id", "merge_queues"."target_branch", "repositories"."organization_id", "repositories"."host", "repositories"."owner", "repositories"."name"

@@ -8,6 +8,17 @@ inner join repositories r on r.id = mq.repository_id
 where r.organization_id = ? and r.lookup_key = ?
 and mq.target_branch = ?;
 
+-- MergeQueueStore.overview(organizationId)
+select "merge_queues"."id", "merge_queues"."target_branch", "merge_queues"."state", "merge_queues"."mode", "repositories"."id" as "repository_id", "repositories"."organization_id", "repositories"."host", "repositories"."owner", "repositories"."name"
+  from "merge_queues"
+  inner join "repositories" on "repositories"."id" = "merge_queues"."repository_id"
+  where "repositories"."organization_id" = ?
+  order by "repositories"."lookup_key", "merge_queues"."target_branch";
+select "queue_id", "state", count(*) as "n"
+  from "mq_entries"
+  where "queue_id" in (?) and "concluded_at" is null
+  group by "queue_id", "state";
+
 -- MergeQueueStore.listForOrganization(organizationId, repo)
 -- every repository
 select "merge_queues"."id", "merge_queues"."target_branch", "repositories"."organization_id", "repositories"."host", "repositories"."owner", "repositories"."name"

@@ -11,7 +11,9 @@ import type {
   MergeQueueRecord,
   MergeQueueRecords,
   QueueListing,
+  QueueOverview,
 } from "../../mergequeue/records.js";
+import type { PrState } from "../../mergequeue/model.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
 import { precompile, type PrecompiledQuery } from "../precompiled.js";
@@ -180,6 +182,61 @@ export class MergeQueueStore implements MergeQueueRecords {
    */
   listForOrganization(organizationId: string, repo?: RepoRef): Promise<QueueListing[]> {
     return this.listQueues({ organizationId, repo });
+  }
+
+  /**
+   * Every queue of an organization with its state and its active pull requests per state: two
+   * statements whatever the number of queues (the active entries through their partial index).
+   */
+  async overview(organizationId: string): Promise<QueueOverview[]> {
+    const queues = await this.db
+      .selectFrom("mergeQueues")
+      .innerJoin("repositories", "repositories.id", "mergeQueues.repositoryId")
+      .select([
+        "mergeQueues.id",
+        "mergeQueues.targetBranch",
+        "mergeQueues.state",
+        "mergeQueues.mode",
+        "repositories.id as repositoryId",
+        "repositories.organizationId",
+        "repositories.host",
+        "repositories.owner",
+        "repositories.name",
+      ])
+      .where("repositories.organizationId", "=", organizationId)
+      .orderBy("repositories.lookupKey")
+      .orderBy("mergeQueues.targetBranch")
+      .execute();
+    if (queues.length === 0) return [];
+    const counts = await this.db
+      .selectFrom("mqEntries")
+      .select(["queueId", "state", (eb) => eb.fn.countAll<number | string>().as("n")])
+      .where(
+        "queueId",
+        "in",
+        queues.map((q) => q.id),
+      )
+      .where("concludedAt", "is", null)
+      .groupBy(["queueId", "state"])
+      .execute();
+    return queues.map((q) => {
+      const active: QueueOverview["active"] = {};
+      for (const c of counts) if (c.queueId === q.id) active[c.state as PrState] = Number(c.n);
+      return {
+        id: q.id,
+        repo: {
+          organizationId: q.organizationId,
+          repositoryId: q.repositoryId,
+          host: q.host,
+          owner: q.owner,
+          name: q.name,
+        },
+        targetBranch: q.targetBranch,
+        state: q.state as QueueState,
+        mode: q.mode as QueueMode,
+        active,
+      };
+    });
   }
 
   /**

@@ -1,53 +1,32 @@
 /**
- * The HTML page of a test (`html_url` of every test, docs/contract.md §3) and the pages around it
- * (sign-in form, errors). Pure functions from view data to an HTML string: no JavaScript, inline
- * CSS, and every interpolated value escaped by the `markup` template unless it is itself `SafeHtml`.
+ * The HTML page of a test (`html_url` of every test, docs/contract.md §3): pure functions from
+ * the page's view data (built by the API layer's presenters) to a `PageView` in the dashboard's
+ * layout. No JavaScript; every value escaped by `markup`.
  */
+import type { Principal } from "../../organizations/service.js";
 import { inferTestFile } from "../../testhealth/file-inference.js";
-import { MINUTE_MS } from "../../lib/time.js";
+import { badge, formatDuration, formatPercent, muted, timeAgo } from "../format.js";
+import { markup, type SafeHtml } from "../html.js";
+import type { PageView } from "../layout.js";
+import { repositoryName } from "../pages/home.js";
+import { urls } from "../urls.js";
 
-/** Markup that is already safe: produced by `markup`, never by concatenating raw input. */
-export class SafeHtml {
-  constructor(readonly value: string) {}
-  toString(): string {
-    return this.value;
-  }
+/** A link only for http(s) URLs; anything else is shown as text. */
+function link(url: string, text: string): SafeHtml {
+  return /^https?:\/\//i.test(url)
+    ? markup`<a href="${url}" rel="noreferrer noopener">${text}</a>`
+    : markup`${text}`;
 }
 
-const ESCAPES: Record<string, string> = {
-  "&": "&amp;",
-  "<": "&lt;",
-  ">": "&gt;",
-  '"': "&quot;",
-  "'": "&#39;",
-};
+const none = muted;
+const time = timeAgo;
 
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (ch) => ESCAPES[ch] ?? ch);
-}
-
-type Interpolation =
-  SafeHtml | string | number | boolean | null | undefined | readonly Interpolation[];
-
-function render(value: Interpolation): string {
-  if (value === null || value === undefined || value === false || value === true) return "";
-  if (value instanceof SafeHtml) return value.value;
-  if (typeof value === "number") return escapeHtml(String(value));
-  if (typeof value === "string") return escapeHtml(value);
-  return value.map(render).join("");
-}
-
-/**
- * A template whose every interpolation is escaped (arrays are joined; booleans render nothing).
- * Named `markup`, not `html`, so that formatters leave the markup of templates exactly as written.
- */
-export function markup(strings: TemplateStringsArray, ...values: Interpolation[]): SafeHtml {
-  let out = strings[0] ?? "";
-  values.forEach((value, i) => {
-    out += render(value) + (strings[i + 1] ?? "");
-  });
-  return new SafeHtml(out);
-}
+/** The page's view of a test of the caller's organization; undefined when there is none. */
+export type TestPageLoader = (
+  principal: Principal,
+  query: { testId: string; repo: { owner: string; name: string; host?: string | undefined } },
+  baseUrl: string,
+) => Promise<TestPageView | undefined>;
 
 // ---- view data (the wire shapes of get-test-details and list-test-runs) ----------------------
 
@@ -110,8 +89,8 @@ export interface PageRun {
 
 export interface TestPageView {
   orgSlug: string;
-  /** `owner/name` */
-  repositoryName: string;
+  /** The test's repository. */
+  repository: { host: string; owner: string; name: string };
   test: PageTest;
   quarantine: PageQuarantine;
   history: readonly PageHistoryEntry[];
@@ -121,110 +100,6 @@ export interface TestPageView {
   totalRuns: number;
   /** Epoch ms, for "3 h ago". */
   now: number;
-}
-
-// ---- formatting -----------------------------------------------------------------------------
-
-export function formatPercent(fraction: number): string {
-  const percent = Math.round(fraction * 1000) / 10;
-  return `${Number.isInteger(percent) ? percent.toFixed(0) : percent.toFixed(1)}%`;
-}
-
-export function formatAge(thenIso: string, now: number): string {
-  const ms = now - Date.parse(thenIso);
-  if (!Number.isFinite(ms)) return "";
-  if (ms < MINUTE_MS) return "just now";
-  const minutes = Math.floor(ms / MINUTE_MS);
-  if (minutes < 60) return `${minutes} min ago`;
-  const hours = Math.floor(minutes / 60);
-  if (hours < 48) return `${hours} h ago`;
-  return `${Math.floor(hours / 24)} days ago`;
-}
-
-function formatDuration(ms: number | null): string {
-  if (ms === null) return "";
-  if (ms < 1000) return `${ms} ms`;
-  return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
-}
-
-/** A link only for http(s) URLs; anything else is shown as text. */
-function link(url: string, text: string): SafeHtml {
-  return /^https?:\/\//i.test(url)
-    ? markup`<a href="${url}" rel="noreferrer noopener">${text}</a>`
-    : markup`${text}`;
-}
-
-function time(iso: string, now: number): SafeHtml {
-  const shown = iso.replace("T", " ").replace(/\.\d+Z$/, "Z");
-  return markup`<time datetime="${iso}" title="${iso}">${shown}</time> <span class="muted">(${formatAge(iso, now)})</span>`;
-}
-
-const BADGES = new Set([
-  "healthy",
-  "flaky",
-  "broken",
-  "quarantined",
-  "passed",
-  "failed",
-  "skipped",
-]);
-
-function badge(kind: string, text: string): SafeHtml {
-  return markup`<span class="badge ${BADGES.has(kind) ? kind : "other"}">${text}</span>`;
-}
-
-const none = (text: string) => markup`<span class="muted">${text}</span>`;
-
-const STYLE = `
-:root{color-scheme:light dark;--fg:#1f2328;--muted:#656d76;--line:#d0d7de;--bg:#fff;--soft:#f6f8fa}
-@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--bg:#0d1117;--soft:#151b23}}
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg)}
-header,main,footer{max-width:1100px;margin:0 auto;padding:12px 20px}
-header{border-bottom:1px solid var(--line);color:var(--muted)}
-h1{font-size:22px;margin:8px 0;word-break:break-word}
-h2{font-size:16px;margin:24px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
-a{color:#0969da}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;margin:0}
-dt{color:var(--muted)}dd{margin:0;word-break:break-word}
-table{border-collapse:collapse;width:100%;font-size:13px}
-th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line);vertical-align:top}
-th{background:var(--soft);font-weight:600}
-td.num,th.num{text-align:right}
-code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
-pre{white-space:pre-wrap;word-break:break-word;background:var(--soft);padding:8px;margin:4px 0;max-height:320px;overflow:auto}
-.muted{color:var(--muted)}
-.badge{display:inline-block;padding:0 8px;border-radius:10px;font-size:12px;font-weight:600;border:1px solid var(--line)}
-.healthy,.passed{background:#dafbe1;color:#116329}.flaky{background:#fff8c5;color:#7d4e00}
-.broken,.failed{background:#ffebe9;color:#a40e26}.quarantined{background:#ddf4ff;color:#0550ae}
-.skipped,.other{background:var(--soft);color:var(--muted)}
-.figures{display:flex;gap:24px;flex-wrap:wrap}.figures div{min-width:140px}
-.figures strong{display:block;font-size:20px}
-form.login{max-width:420px;display:grid;gap:8px;margin-top:16px}
-form.login input{padding:6px 8px;font:inherit;border:1px solid var(--line);border-radius:6px;background:var(--bg);color:var(--fg)}
-form.login button{padding:6px 12px;font:inherit;border-radius:6px;border:1px solid var(--line);background:var(--soft);color:var(--fg);cursor:pointer}
-.error{color:#a40e26}
-`;
-
-function layout(title: string, header: SafeHtml, body: SafeHtml): string {
-  return markup`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>${title}</title>
-<style>${new SafeHtml(STYLE)}</style>
-</head>
-<body>
-<header>${header}</header>
-<main>
-${body}
-</main>
-<footer class="muted">Mainline · test health</footer>
-</body>
-</html>
-`.value;
 }
 
 // ---- the test page ----------------------------------------------------------------------------
@@ -383,12 +258,12 @@ ${rows}</tbody>
 </table>`;
 }
 
-export function renderTestPage(view: TestPageView): string {
+export function renderTestPage(view: TestPageView): PageView {
   const { test } = view;
-  const header = markup`<span>${view.orgSlug}</span> / ${link(test.repository.html_url, view.repositoryName)} / flaky tests`;
+  const name = repositoryName(view.repository);
   const quarantined = test.quarantined ? markup` ${badge("quarantined", "quarantined")}` : "";
   const body = markup`<h1>${test.name}</h1>
-<p>${badge(test.status.value, test.status.value)}${quarantined}</p>
+<p>${badge(test.status.value, test.status.value)}${quarantined} <span class="muted">in</span> ${link(test.repository.html_url, name)}</p>
 ${overview(view)}
 ${statusSection(view)}
 ${quarantineSection(view)}
@@ -397,41 +272,14 @@ ${failuresSection(view)}
 ${monitorsSection(view)}
 ${runsSection(view)}
 ${historySection(view)}`;
-  return layout(`${test.name} · ${view.repositoryName} · flaky tests`, header, body);
-}
-
-// ---- sign-in and error pages ------------------------------------------------------------------
-
-export interface LoginPageOptions {
-  /** Where the form posts: the page's own path and query. */
-  action: string;
-  orgSlug: string;
-  /** The anti-forgery token the form sends back (the same value as its cookie). */
-  csrfToken: string;
-  /** Shown above the form, e.g. why the last token was refused. */
-  problem?: string | undefined;
-  title?: string | undefined;
-}
-
-export function renderLoginPage(options: LoginPageOptions): string {
-  const title = options.title ?? "Sign in to see this test";
-  const problem = options.problem
-    ? markup`<p class="error" role="alert">${options.problem}</p>`
-    : "";
-  const body = markup`<h1>${title}</h1>
-<p>Test results are private. Enter an API token of the organization <strong>${options.orgSlug}</strong>
-(<code>mainline org create ${options.orgSlug}</code> prints one). It is kept in an HttpOnly cookie
-for this organization's test pages.</p>
-${problem}
-<form class="login" method="post" action="${options.action}">
-  <input type="hidden" name="csrf" value="${options.csrfToken}">
-  <label for="token">API token</label>
-  <input id="token" name="token" type="password" autocomplete="off" required>
-  <button type="submit">Sign in</button>
-</form>`;
-  return layout(title, markup`Mainline`, body);
-}
-
-export function renderMessagePage(title: string, message: string): string {
-  return layout(title, markup`Mainline`, markup`<h1>${title}</h1><p>${message}</p>`);
+  return {
+    title: `${test.name} · ${name} · flaky tests`,
+    section: "tests",
+    breadcrumbs: [
+      { label: "Tests", href: urls.tests(view.orgSlug) },
+      { label: name, href: urls.repository(view.orgSlug, view.repository) },
+      { label: test.name },
+    ],
+    main: body,
+  };
 }

@@ -15,6 +15,8 @@ import { TestListStore } from "../../../src/db/stores/test-lists.js";
 import { TestSettingsStore } from "../../../src/db/stores/test-settings.js";
 import { TestViewStore } from "../../../src/db/stores/test-views.js";
 import { UploadStore } from "../../../src/db/stores/uploads.js";
+import { SessionStore } from "../../../src/db/stores/sessions.js";
+import { TestOverviewStore } from "../../../src/db/stores/test-overview.js";
 import { DEFAULT_QUEUE_SETTINGS } from "../../../src/mergequeue/settings.js";
 import type { Answer } from "./recorder.js";
 
@@ -340,6 +342,11 @@ export const SCENARIOS: StoreScenario[] = [
     create: (handle) => new MergeQueueStore(handle.db, handle.dialect),
     calls: [
       { method: "find", run: (s) => s.find(ORG, REPO, "main") },
+      {
+        method: "overview",
+        answer: when([/from "merge_queues"/, [{ id: QUEUE_ID, target_branch: "main" }]]),
+        run: (s) => s.overview(ORG),
+      },
       {
         method: "listForOrganization",
         variant: "every repository",
@@ -700,6 +707,42 @@ export const SCENARIOS: StoreScenario[] = [
           ),
       },
       { method: "putCodeowners", run: (s) => s.putCodeowners(REPO_ID, "* @acme/core\n", NOW) },
+    ],
+  }),
+  scenario({
+    file: "sessions",
+    name: "SessionStore",
+    create: (handle) => new SessionStore(handle.db),
+    calls: [
+      {
+        method: "insertSession",
+        run: (s) =>
+          s.insertSession({
+            id: "ses_1",
+            idHash: "hash",
+            organizationId: ORG,
+            tokenId: "token-1",
+            createdAt: NOW,
+            lastSeenAt: NOW,
+            expiresAt: NOW + 7 * DAY,
+          }),
+      },
+      { method: "findSessionByHash", run: (s) => s.findSessionByHash("hash") },
+      { method: "touchSession", run: (s) => s.touchSession("ses_1", NOW) },
+      { method: "revokeSession", run: (s) => s.revokeSession("ses_1", NOW, "signed_out") },
+      { method: "listSessions", run: (s) => s.listSessions(ORG) },
+      { method: "findSession", run: (s) => s.findSession("ses_1") },
+    ],
+  }),
+  scenario({
+    file: "test-overview",
+    name: "TestOverviewStore",
+    create: (handle) => new TestOverviewStore(handle.db),
+    calls: [
+      { method: "repositories", run: (s) => s.repositories(ORG) },
+      { method: "statusCounts", run: (s) => s.statusCounts([REPO_ID, "repo-2"]) },
+      { method: "overrideCounts", run: (s) => s.overrideCounts([REPO_ID, "repo-2"]) },
+      { method: "statusChanges", run: (s) => s.statusChanges([REPO_ID, "repo-2"], NOW - 30 * DAY) },
     ],
   }),
   scenario({

@@ -1,8 +1,7 @@
 import type { Clock } from "../../../lib/clock.js";
 import type { Principal } from "../../../organizations/service.js";
 import type { TestQueryService } from "../../../testhealth/test-queries.js";
-import type { TestPageView } from "../../../web/test-page/html.js";
-import type { TestPageDependencies } from "../../../web/test-page/routes.js";
+import type { TestPageLoader, TestPageView } from "../../../web/test-page/html.js";
 import { presentRun } from "./runs.js";
 import { presentationOf, presentTestDetails } from "./tests.js";
 
@@ -16,7 +15,7 @@ const PAGE_RUNS = 50;
 export function testPageView(deps: {
   queries: Pick<TestQueryService, "testPage">;
   clock: Clock;
-}): TestPageDependencies["testPage"] {
+}): TestPageLoader {
   return async (principal: Principal, query, baseUrl): Promise<TestPageView | undefined> => {
     const found = await deps.queries.testPage(principal, query, PAGE_RUNS);
     if (!found) return undefined;
@@ -25,7 +24,7 @@ export function testPageView(deps: {
     const { repository } = scope;
     return {
       orgSlug: principal.organizationSlug,
-      repositoryName: `${repository.owner}/${repository.name}`,
+      repository: { host: repository.host, owner: repository.owner, name: repository.name },
       test: view.test,
       quarantine: view.test.quarantine,
       history: view.status_history,

@@ -1,0 +1,384 @@
+/**
+ * The dashboard (docs/dashboard.md): `GET /` (the organization's home, or the sign-in form),
+ * sign-in and sign-out, the static files under `/assets/`, and every page. The pages get domain
+ * services only (narrowed), never storage; the API layer registers this on its server.
+ */
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { Type } from "typebox";
+import { ApiError } from "../lib/errors.js";
+import type { Clock } from "../lib/clock.js";
+import type { MergeQueueService } from "../mergequeue/queue-service.js";
+import type { Principal } from "../organizations/service.js";
+import type { SessionService } from "../organizations/sessions.js";
+import type { TestHealthOverview } from "../testhealth/overview.js";
+import { ASSET_PREFIX, assetCatalog, type AssetCatalog } from "./assets/catalog.js";
+import {
+  clearSessionCookie,
+  cookieValue,
+  crossSite,
+  isSecure,
+  sessionCookieName,
+  setSessionCookie,
+  setSignInCookie,
+  SIGN_IN_COOKIE,
+} from "./cookies.js";
+import { markup } from "./html.js";
+import {
+  gettingStarted,
+  presentHome,
+  queuesTable,
+  renderHome,
+  repositoriesTable,
+} from "./pages/home.js";
+import { renderSignIn } from "./pages/sign-in.js";
+import { redirect } from "./respond.js";
+import { renderTestPage, type TestPageLoader } from "./test-page/html.js";
+import { CSRF_FIELD, webScope, type PageContext, type Viewer, type Web } from "./toolkit.js";
+import type { WebApp } from "./types.js";
+import { urls } from "./urls.js";
+
+export interface DashboardDependencies {
+  sessions: Pick<
+    SessionService,
+    "resume" | "signIn" | "signOut" | "csrfToken" | "csrfMatches" | "lifetimes"
+  >;
+  /** The principal of an `x-api-token` header (scripts reading pages). */
+  authenticate(token: string): Promise<Principal>;
+  overview: Pick<TestHealthOverview, "organization">;
+  queues: Pick<MergeQueueService, "overview">;
+  /** The test page's view (built by the API layer's presenters). */
+  testPage: TestPageLoader;
+  publicUrl: string | undefined;
+  clock: Clock;
+  /** The static files; default: built from `src/` (running from source) or `dist/assets/`. */
+  assets?: (() => Promise<AssetCatalog>) | undefined;
+}
+
+const CSRF_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+
+/** A path of this server to go to after signing in; anything else (`//host`, `https:`) is not. */
+export function safeNext(next: unknown): string | undefined {
+  if (typeof next !== "string" || next.length > 2048) return undefined;
+  if (!/^\/(?![/\\])/.test(next) || /[\p{Cc}\\]/u.test(next)) return undefined;
+  if (next.startsWith("/sign-in") || next.startsWith("/sign-out")) return undefined;
+  return next;
+}
+
+const SignInQuery = Type.Object({ next: Type.Optional(Type.String({ maxLength: 2048 })) });
+const SignInForm = Type.Object(
+  {
+    token: Type.Optional(Type.String({ maxLength: 4096 })),
+    [CSRF_FIELD]: Type.Optional(Type.String({ maxLength: 200 })),
+    next: Type.Optional(Type.String({ maxLength: 2048 })),
+  },
+  { additionalProperties: true },
+);
+
+const TestParams = Type.Object({
+  org: Type.String({ maxLength: 63 }),
+  id: Type.String({ maxLength: 64 }),
+});
+const TestQuery = Type.Object({
+  repo: Type.Optional(Type.String({ maxLength: 600 })),
+  host: Type.Optional(Type.String({ maxLength: 255 })),
+});
+const OrgParams = Type.Object({ org: Type.String({ maxLength: 63 }) });
+
+/** `owner/name` (GitLab owners may hold slashes: the name is after the last one). */
+function parseRepo(repo: string | undefined): { owner: string; name: string } | undefined {
+  if (repo === undefined) return undefined;
+  const at = repo.lastIndexOf("/");
+  if (at <= 0 || at === repo.length - 1) return undefined;
+  return { owner: repo.slice(0, at), name: repo.slice(at + 1) };
+}
+
+export function registerDashboard(app: WebApp, deps: DashboardDependencies): void {
+  const assets = deps.assets ?? assetCatalog;
+  const web = webScope(app, {
+    sessions: deps.sessions,
+    authenticate: (token) => deps.authenticate(token),
+    publicUrl: deps.publicUrl,
+    clock: deps.clock,
+    assets,
+  });
+  registerAssets(app, assets);
+  registerSignIn(web, deps);
+  registerPages(web, deps);
+}
+
+/** `/assets/<name>.<hash>.<ext>`: from memory, cached for a year (the name changes with it). */
+function registerAssets(app: WebApp, assets: () => Promise<AssetCatalog>): void {
+  app.get(
+    `${ASSET_PREFIX}:file`,
+    { schema: { hide: true, params: Type.Object({ file: Type.String({ maxLength: 200 }) }) } },
+    async (request, reply) => {
+      const asset = (await assets()).file(request.params.file);
+      if (!asset) {
+        reply.callNotFound();
+        return reply;
+      }
+      void reply.headers({
+        "cache-control": "public, max-age=31536000, immutable",
+        etag: asset.etag,
+        "x-content-type-options": "nosniff",
+        "cross-origin-resource-policy": "same-origin",
+      });
+      if (request.headers["if-none-match"] === asset.etag) return reply.code(304).send();
+      return reply.type(asset.contentType).send(asset.body);
+    },
+  );
+}
+
+function registerSignIn(web: Web, deps: DashboardDependencies): void {
+  const { app } = web;
+
+  /**
+   * The sign-in form with its anti-forgery token: the one the browser holds (several tabs keep
+   * working), else a new one; the cookie is set again either way.
+   */
+  async function signInForm(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    next: string | undefined,
+    problem?: string,
+  ): Promise<FastifyReply> {
+    const held = cookieValue(request, SIGN_IN_COOKIE);
+    const csrf =
+      held !== undefined && CSRF_PATTERN.test(held) ? held : randomBytes(32).toString("base64url");
+    setSignInCookie(reply, isSecure(request, deps.publicUrl), csrf);
+    return web.send(
+      reply,
+      status,
+      renderSignIn({ csrf, next, problem, lifetimes: deps.sessions.lifetimes }),
+      undefined,
+    );
+  }
+
+  // The dashboard's front door: the organization's home, or the sign-in form.
+  app.get("/", { schema: { hide: true } }, async (request, reply) => {
+    const viewer = await web.viewer(request, true);
+    if (!viewer) return signInForm(request, reply, 200, undefined);
+    return home(web, deps, reply, viewer, contextOf(web, deps, request, viewer));
+  });
+
+  app.get(
+    "/sign-in",
+    { schema: { hide: true, querystring: SignInQuery } },
+    async (request, reply) => {
+      const next = safeNext(request.query.next);
+      const viewer = await web.viewer(request, false);
+      if (viewer) return redirect(reply, next ?? urls.home(viewer.principal.organizationSlug));
+      return signInForm(request, reply, 200, next);
+    },
+  );
+
+  app.post("/sign-in", { schema: { hide: true, body: SignInForm } }, async (request, reply) => {
+    const body = request.body;
+    const next = safeNext(body.next);
+    if (crossSite(request, deps.publicUrl)) {
+      return web.message(
+        reply,
+        403,
+        "Sign-in refused",
+        "The sign-in form was sent from another site; sign in from this server's own page.",
+      );
+    }
+    const held = cookieValue(request, SIGN_IN_COOKIE);
+    const field = body[CSRF_FIELD];
+    const formMatches =
+      held !== undefined &&
+      typeof field === "string" &&
+      CSRF_PATTERN.test(held) &&
+      CSRF_PATTERN.test(field) &&
+      timingSafeEqual(Buffer.from(held), Buffer.from(field));
+    if (!formMatches) {
+      return signInForm(
+        request,
+        reply,
+        403,
+        next,
+        "The sign-in form had expired or did not come from this page; enter the token again.",
+      );
+    }
+    const token = body.token?.trim() ?? "";
+    if (token === "") return signInForm(request, reply, 401, next, "Enter an API token.");
+    let signedIn: Awaited<ReturnType<typeof deps.sessions.signIn>>;
+    try {
+      signedIn = await deps.sessions.signIn(token);
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.code !== "unauthorized") throw error;
+      return signInForm(request, reply, 401, next, "That token is not valid or was revoked.");
+    }
+    const secure = isSecure(request, deps.publicUrl);
+    // A session the browser held before ends: one browser, one session.
+    const previous = cookieValue(request, sessionCookieName(secure));
+    if (previous !== undefined) await deps.sessions.signOut(previous);
+    setSignInCookie(reply, secure, "");
+    setSessionCookie(reply, secure, signedIn.sessionId, deps.sessions.lifetimes.absoluteMs / 1000);
+    return redirect(reply, next ?? urls.home(signedIn.session.principal.organizationSlug));
+  });
+
+  app.post(
+    "/sign-out",
+    { schema: { hide: true, body: Type.Object({}, { additionalProperties: true }) } },
+    async (request, reply) => {
+      const viewer = await web.checkForm(request, reply);
+      if (!viewer) return reply;
+      const secure = isSecure(request, deps.publicUrl);
+      const sessionId = cookieValue(request, sessionCookieName(secure));
+      if (sessionId !== undefined) await deps.sessions.signOut(sessionId);
+      clearSessionCookie(reply, secure);
+      return redirect(reply, urls.signIn());
+    },
+  );
+}
+
+function contextOf(
+  web: Web,
+  deps: DashboardDependencies,
+  request: FastifyRequest,
+  viewer: Viewer,
+): PageContext {
+  return {
+    viewer,
+    org: viewer.principal.organizationSlug,
+    now: deps.clock.now(),
+    baseUrl: web.baseUrl(request),
+  };
+}
+
+/** The organization's home (also `GET /` when signed in). */
+async function home(
+  web: Web,
+  deps: DashboardDependencies,
+  reply: FastifyReply,
+  viewer: Viewer,
+  context: PageContext,
+): Promise<FastifyReply> {
+  const [health, queues] = await Promise.all([
+    deps.overview.organization(viewer.principal),
+    deps.queues.overview(viewer.principal),
+  ]);
+  const view = renderHome(presentHome(context.org, health, queues), context.baseUrl);
+  return web.send(reply, 200, view, viewer);
+}
+
+function registerPages(web: Web, deps: DashboardDependencies): void {
+  web.app.get("/:org", { schema: { hide: true, params: OrgParams } }, async (request, reply) => {
+    if (request.params.org === "v1") {
+      reply.callNotFound();
+      return reply;
+    }
+    const viewer = await web.viewer(request, true);
+    if (!viewer) return redirect(reply, urls.signIn(request.url));
+    if (request.params.org !== viewer.principal.organizationSlug) {
+      return web.notFound(reply, viewer);
+    }
+    return home(web, deps, reply, viewer, contextOf(web, deps, request, viewer));
+  });
+
+  // Tests: the repositories with their test health.
+  web.page("/:org/flaky-tests", { params: OrgParams }, async (_request, context) => {
+    const [health, queues] = await Promise.all([
+      deps.overview.organization(context.viewer.principal),
+      deps.queues.overview(context.viewer.principal),
+    ]);
+    const view = presentHome(context.org, health, queues);
+    const empty = view.repositories.length === 0;
+    return {
+      view: {
+        title: `${context.org} · Tests`,
+        section: "tests",
+        breadcrumbs: [{ label: "Tests" }],
+        main: markup`<h1>Tests</h1>
+${empty ? gettingStarted(context.org, context.baseUrl) : repositoriesTable(view)}`,
+      },
+    };
+  });
+
+  // Merge queues: every queue with its state.
+  web.page("/:org/merge-queue", { params: OrgParams }, async (_request, context) => {
+    const queues = await deps.queues.overview(context.viewer.principal);
+    const view = presentHome(context.org, { repositories: [], daily: [] }, queues);
+    return {
+      view: {
+        title: `${context.org} · Merge queues`,
+        section: "queues",
+        breadcrumbs: [{ label: "Merge queues" }],
+        main: markup`<h1>Merge queues</h1>
+${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queuesTable(view)}`,
+      },
+    };
+  });
+
+  // The test page (docs/contract.md §3: every test's html_url).
+  web.page(
+    "/:org/flaky-tests/test/:id",
+    { params: TestParams, querystring: TestQuery },
+    async (request, context) => {
+      const repo = parseRepo(request.query.repo);
+      if (!repo) {
+        return {
+          status: 400,
+          view: {
+            title: "Which repository?",
+            main: markup`<h1>Which repository?</h1><p>Add ?repo=owner/name to the address (the test's html_url carries it).</p>`,
+          },
+        };
+      }
+      const view = await deps.testPage(
+        context.viewer.principal,
+        { testId: request.params.id, repo: { ...repo, host: request.query.host } },
+        context.baseUrl,
+      );
+      if (!view) {
+        return {
+          status: 404,
+          view: {
+            title: "Test not found",
+            main: markup`<h1>Test not found</h1><p>No test ${request.params.id} in repository ${repo.owner}/${repo.name} of organization "${context.org}".</p>`,
+          },
+        };
+      }
+      return { view: renderTestPage(view) };
+    },
+  );
+
+  registerPlaceholders(web);
+}
+
+/**
+ * PLACEHOLDER pages, for the pages the next steps of issue 18 build (repository, uploads, queue,
+ * pull request, queue health): each answers at its final URL (src/web/urls.ts) so that links
+ * work meanwhile, and says that it is not built yet. Replace each with the real page.
+ */
+function registerPlaceholders(web: Web): void {
+  const pending = [
+    { path: "/:org/flaky-tests/repo", title: "Repository", section: "tests" as const },
+    { path: "/:org/flaky-tests/uploads", title: "Uploads", section: "uploads" as const },
+    { path: "/:org/merge-queue/queue", title: "Merge queue", section: "queues" as const },
+  ];
+  for (const { path, title, section } of pending) {
+    web.page(
+      path,
+      {
+        params: OrgParams,
+        querystring: Type.Object({}, { additionalProperties: Type.String({ maxLength: 600 }) }),
+      },
+      async (request) => {
+        const query = request.query as Record<string, string>;
+        const about = query.repo ? `${query.repo}${query.branch ? ` · ${query.branch}` : ""}` : "";
+        return Promise.resolve({
+          view: {
+            title,
+            section,
+            breadcrumbs: [{ label: about ? `${title}: ${about}` : title }],
+            main: markup`<h1>${title}${about ? markup` <span class="muted">${about}</span>` : ""}</h1><p class="notice">This page is not built yet. The API has its data meanwhile: see <a href="/docs">/docs</a>.</p>`,
+          },
+        });
+      },
+    );
+  }
+}
