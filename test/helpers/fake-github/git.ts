@@ -442,17 +442,17 @@ export class BareRepository {
     const env = { GIT_INDEX_FILE: indexFile };
     if (baseCommit === null) await this.run(["read-tree", "--empty"], { env });
     else await this.run(["read-tree", baseCommit], { env });
+    // `--index-info` needs no work tree: mode 0 removes a path, a blob line adds or replaces one.
+    const lines: string[] = [];
     for (const [path, content] of Object.entries(files)) {
       if (content === null) {
-        await this.run(["update-index", "--force-remove", "--", path], { env });
+        lines.push(`0 ${"0".repeat(40)}\t${path}`);
       } else {
         const { stdout } = await this.run(["hash-object", "-w", "--stdin"], { input: content });
-        await this.run(
-          ["update-index", "--add", "--cacheinfo", `100644,${stdout.trim()},${path}`],
-          { env },
-        );
+        lines.push(`100644 ${stdout.trim()}\t${path}`);
       }
     }
+    await this.run(["update-index", "--index-info"], { env, input: lines.join("\n") + "\n" });
     const { stdout } = await this.run(["write-tree"], { env });
     return stdout.trim();
   }

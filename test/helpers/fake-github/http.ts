@@ -239,21 +239,25 @@ export class HttpServer {
     );
   }
 
+  /** The matching route with the most literal text (`/commits/{ref+}/status` beats `/commits/{ref+}`). */
   private match(
     method: string,
     path: string,
   ): { route: Route; params: Record<string, string> } | null {
+    let best: { route: Route; params: Record<string, string>; literal: number } | null = null;
     for (const compiled of this.routes) {
       if (compiled.route.method !== method) continue;
       const m = compiled.regex.exec(path);
       if (m === null) continue;
+      const literal = compiled.route.path.replace(/\{[^}]+\}/g, "").length;
+      if (best !== null && best.literal >= literal) continue;
       const params: Record<string, string> = {};
       compiled.names.forEach((name, i) => {
         params[name] = decodeURIComponent(m[i + 1] ?? "");
       });
-      return { route: compiled.route, params };
+      best = { route: compiled.route, params, literal };
     }
-    return null;
+    return best;
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -264,7 +268,10 @@ export class HttpServer {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString("utf8");
     const requestId = this.hooks.requestId();
-    const matched = this.match(method, url.pathname.replace(/\/+$/, "") || "/");
+    // A trailing slash matters only where a route takes the rest of the path (matching-refs).
+    const matched =
+      this.match(method, url.pathname) ??
+      this.match(method, url.pathname.replace(/\/+$/, "") || "/");
     const route: Route = matched?.route ?? {
       method,
       path: url.pathname,

@@ -8,21 +8,34 @@ import {
   publicKeyOf,
 } from "./app-auth.js";
 import { fault, Faults, type FaultRule } from "./faults.js";
-import { BareRepository } from "./git.js";
+import { Checks } from "./checks.js";
+import { BareRepository, git } from "./git.js";
 import { HttpServer } from "./http.js";
+import { ZERO_SHA } from "./model.js";
 import type {
   Account,
+  BranchProtection,
+  CheckConclusion,
+  CheckRun,
+  CheckStatus,
+  CommitStatus,
   FakeApp,
   Installation,
   PermissionSet,
   Repository,
   RepositoryRole,
   RepositorySettings,
+  Ruleset,
+  RulesetBypassActor,
+  RulesetRule,
 } from "./model.js";
 import * as objects from "./objects.js";
+import * as protection from "./protection.js";
+import { RefService } from "./refs.js";
+import { Repos } from "./repos.js";
 import { RequestLog } from "./request-log.js";
 import { WebhookHub, type Delivery, type WebhookChaos } from "./webhooks.js";
-import { World, type WorldOptions } from "./world.js";
+import { World, type Actor, type WorldOptions } from "./world.js";
 
 /**
  * A faithful fake of GitHub's REST API and webhooks for a GitHub-App merge queue, on real bare
@@ -73,6 +86,9 @@ export class FakeGitHub {
   readonly webhooks: WebhookHub;
   readonly requests = new RequestLog();
   readonly faults: Faults;
+  readonly refs: RefService;
+  readonly repos: Repos;
+  readonly checks: Checks;
   /** GitHub's failures, ready to pass to `faults.add`. */
   readonly fault = fault;
 
@@ -107,7 +123,14 @@ export class FakeGitHub {
         this.requests.record(ctx, response, faultName, startedMs, world.now());
       },
     });
+    this.refs = new RefService(world);
+    this.refs.addGuard(protection.refGuard(world));
+    this.repos = new Repos(world, this.auth, this.refs, this.webhooks);
+    this.checks = new Checks(world, this.auth, this.webhooks);
     this.auth.register(this.http);
+    this.repos.register(this.http);
+    protection.register(this.http, world, this.auth);
+    this.checks.register(this.http);
     this.createGitHubActionsApp();
   }
 
@@ -461,6 +484,297 @@ export class FakeGitHub {
       events: [],
       bot,
       createdAt: "2018-07-30T09:30:17Z",
+    });
+  }
+
+  /** A person, or an App acting through its first installation on the repository's owner. */
+  actor(login: string, repoName?: string): Actor {
+    const account = this.world.account(login);
+    if (account.type !== "Bot") return { kind: "user", account };
+    const app = [...this.world.apps.values()].find((a) => a.bot.id === account.id);
+    if (app === undefined) throw new Error(`no App behind ${login}`);
+    const owner = repoName === undefined ? undefined : this.world.repo(repoName).owner.id;
+    const installation =
+      [...this.world.installations.values()].find(
+        (i) => i.app.id === app.id && (owner === undefined || i.account.id === owner),
+      ) ?? null;
+    return { kind: "app", app, installation };
+  }
+
+  private defaultPusher(repo: Repository): string {
+    if (repo.owner.type === "User") return repo.owner.login;
+    const admin = [...repo.owner.members].find(([, role]) => role === "admin")?.[0];
+    if (admin !== undefined) return admin;
+    const writer = [...repo.collaborators].find(
+      ([, role]) => role === "admin" || role === "write",
+    )?.[0];
+    if (writer !== undefined) return writer;
+    throw new Error(`say who pushes to ${repo.owner.login}/${repo.name} (by)`);
+  }
+
+  // ---- git, as a developer ----------------------------------------------------------------------
+
+  /**
+   * Commits `files` (null deletes) on `branch` and pushes it as `by` (default: the owner, an org
+   * admin, or a writer): `push` webhooks, pull request `synchronize`, CI follow. A new branch starts
+   * at `from` (default: the default branch). Returns the commit.
+   */
+  async commit(
+    repoName: string,
+    change: {
+      branch: string;
+      files: Record<string, string | null>;
+      from?: string;
+      message?: string;
+      author?: { name: string; email: string };
+      by?: string;
+      bypassProtection?: boolean;
+      force?: boolean;
+    },
+  ): Promise<string> {
+    const repo = this.world.repo(repoName);
+    const { by, ...rest } = change;
+    return this.repos.commit(repo, {
+      ...rest,
+      by: this.actor(by ?? this.defaultPusher(repo), repoName),
+    });
+  }
+
+  /** Moves (or, with null, deletes) a branch as `by`'s push; non-fast-forward needs `force`. */
+  async push(
+    repoName: string,
+    branch: string,
+    sha: string | null,
+    options: { by?: string; force?: boolean; bypassProtection?: boolean } = {},
+  ): Promise<void> {
+    const repo = this.world.repo(repoName);
+    const { by, ...rest } = options;
+    await this.repos.pushRef(
+      repo,
+      branch,
+      sha,
+      this.actor(by ?? this.defaultPusher(repo), repoName),
+      rest,
+    );
+  }
+
+  /**
+   * Pushes `branch` of a working clone (made with `git clone <gitDir(repo)>`) to the fake, as
+   * `git push` would, with the fake's events. Returns the pushed commit.
+   */
+  async pushFrom(
+    repoName: string,
+    workDir: string,
+    branch: string,
+    options: { by?: string; force?: boolean; bypassProtection?: boolean; localRef?: string } = {},
+  ): Promise<string> {
+    const repo = this.world.repo(repoName);
+    const bare = this.world.gitOf(repo);
+    const { localRef, ...pushOptions } = options;
+    const incoming = `refs/fake-incoming/${this.world.random.hex(12)}`;
+    await git(join(workDir, ".git"), [
+      "push",
+      "--quiet",
+      repo.gitDir,
+      `${localRef ?? branch}:${incoming}`,
+    ]);
+    const sha = await bare.readRef(incoming);
+    if (sha === null) throw new Error(`nothing pushed from ${workDir}`);
+    await bare.casRef(incoming, ZERO_SHA, sha);
+    await this.push(repoName, branch, sha, pushOptions);
+    return sha;
+  }
+
+  // ---- protection ----------------------------------------------------------------------------
+
+  /**
+   * Classic branch protection on a branch name pattern (`main`, `release/*`, `trunk-merge/**`).
+   * Replaces a rule with the same pattern.
+   */
+  protectBranch(
+    repoName: string,
+    pattern: string,
+    options: {
+      requiredStatusChecks?: {
+        strict?: boolean;
+        contexts?: string[];
+        checks?: { context: string; appId?: number | null }[];
+      } | null;
+      requiredApprovingReviewCount?: number;
+      dismissStaleReviews?: boolean;
+      bypassPullRequestApps?: string[];
+      bypassPullRequestUsers?: string[];
+      enforceAdmins?: boolean;
+      restrictions?: { users?: string[]; apps?: string[] } | null;
+      allowForcePushes?: boolean;
+      allowDeletions?: boolean;
+      requiredLinearHistory?: boolean;
+    } = {},
+  ): void {
+    const repo = this.world.repo(repoName);
+    const checks = options.requiredStatusChecks;
+    const rule: BranchProtection = {
+      pattern,
+      requiredStatusChecks:
+        checks == null
+          ? null
+          : {
+              strict: checks.strict ?? false,
+              checks: [
+                ...(checks.contexts ?? []).map((context) => ({ context, appId: null })),
+                ...(checks.checks ?? []).map((c) => ({
+                  context: c.context,
+                  appId: c.appId ?? null,
+                })),
+              ],
+            },
+      requiredPullRequestReviews:
+        options.requiredApprovingReviewCount === undefined
+          ? null
+          : {
+              requiredApprovingReviewCount: options.requiredApprovingReviewCount,
+              dismissStaleReviews: options.dismissStaleReviews ?? false,
+              bypassApps: options.bypassPullRequestApps ?? [],
+              bypassUsers: options.bypassPullRequestUsers ?? [],
+            },
+      enforceAdmins: options.enforceAdmins ?? false,
+      restrictions:
+        options.restrictions == null
+          ? null
+          : { users: options.restrictions.users ?? [], apps: options.restrictions.apps ?? [] },
+      allowForcePushes: options.allowForcePushes ?? false,
+      allowDeletions: options.allowDeletions ?? false,
+      requiredLinearHistory: options.requiredLinearHistory ?? false,
+    };
+    repo.protections = [...repo.protections.filter((p) => p.pattern !== pattern), rule];
+  }
+
+  unprotectBranch(repoName: string, pattern: string): void {
+    const repo = this.world.repo(repoName);
+    repo.protections = repo.protections.filter((p) => p.pattern !== pattern);
+  }
+
+  /**
+   * A ruleset, with rules as GitHub's API spells them (`{ type: "required_status_checks",
+   * parameters: { required_status_checks: [{ context, integration_id }],
+   * strict_required_status_checks_policy } }`, `pull_request`, `non_fast_forward`, `merge_queue`,
+   * `creation`, `update`, `deletion`, `required_linear_history`). `include` takes GitHub's
+   * patterns: `~DEFAULT_BRANCH`, `~ALL`, `refs/heads/trunk-merge/**`. Returns its id.
+   */
+  addRuleset(
+    repoName: string,
+    options: {
+      name: string;
+      enforcement?: Ruleset["enforcement"];
+      include: string[];
+      exclude?: string[];
+      bypassActors?: RulesetBypassActor[];
+      rules: RulesetRule[];
+      sourceType?: Ruleset["sourceType"];
+    },
+  ): number {
+    const repo = this.world.repo(repoName);
+    const id = this.world.nextId("ruleset");
+    repo.rulesets.push({
+      id,
+      name: options.name,
+      enforcement: options.enforcement ?? "active",
+      include: options.include,
+      exclude: options.exclude ?? [],
+      bypassActors: options.bypassActors ?? [],
+      rules: options.rules,
+      sourceType: options.sourceType ?? "Repository",
+      createdAt: this.world.nowIso(),
+    });
+    return id;
+  }
+
+  setRulesetEnforcement(repoName: string, id: number, enforcement: Ruleset["enforcement"]): void {
+    const ruleset = this.world.repo(repoName).rulesets.find((r) => r.id === id);
+    if (ruleset === undefined) throw new Error(`no ruleset ${id}`);
+    ruleset.enforcement = enforcement;
+  }
+
+  removeRuleset(repoName: string, id: number): void {
+    const repo = this.world.repo(repoName);
+    repo.rulesets = repo.rulesets.filter((r) => r.id !== id);
+  }
+
+  // ---- checks and statuses, as other CIs and Apps ---------------------------------------------
+
+  /** A check run posted by an App (default: GitHub Actions), with the webhooks GitHub sends. */
+  async postCheckRun(
+    repoName: string,
+    input: {
+      appId?: number;
+      name: string;
+      headSha: string;
+      status?: CheckStatus;
+      conclusion?: CheckConclusion;
+      detailsUrl?: string;
+      summary?: string;
+    },
+  ): Promise<CheckRun> {
+    const repo = this.world.repo(repoName);
+    const app = this.world.app(input.appId ?? GITHUB_ACTIONS_APP_ID);
+    const installation =
+      [...this.world.installations.values()].find(
+        (i) => i.app.id === app.id && i.account.id === repo.owner.id,
+      ) ?? null;
+    return this.checks.createRun(
+      repo,
+      app,
+      { kind: "app", app, installation },
+      {
+        name: input.name,
+        headSha: input.headSha,
+        ...(input.status !== undefined ? { status: input.status } : {}),
+        ...(input.conclusion !== undefined ? { conclusion: input.conclusion } : {}),
+        ...(input.detailsUrl !== undefined ? { detailsUrl: input.detailsUrl } : {}),
+        ...(input.summary !== undefined
+          ? { output: { title: input.name, summary: input.summary, text: null } }
+          : {}),
+      },
+    );
+  }
+
+  async completeCheckRun(
+    repoName: string,
+    runId: number,
+    conclusion: CheckConclusion,
+  ): Promise<CheckRun> {
+    const repo = this.world.repo(repoName);
+    const run = repo.checkRuns.get(runId);
+    if (run === undefined) throw new Error(`no check run ${runId}`);
+    const app = run.suite.app;
+    return this.checks.updateRun(
+      repo,
+      run,
+      { kind: "app", app, installation: null },
+      { conclusion },
+    );
+  }
+
+  /** A commit status posted by a person or a third-party CI's token (`by`: a login). */
+  postStatus(
+    repoName: string,
+    sha: string,
+    input: {
+      state: CommitStatus["state"];
+      context: string;
+      by?: string;
+      description?: string;
+      targetUrl?: string;
+    },
+  ): CommitStatus {
+    const repo = this.world.repo(repoName);
+    const by = input.by ?? this.defaultPusher(repo);
+    return this.checks.createStatus(repo, this.actor(by, repoName), {
+      sha,
+      state: input.state,
+      context: input.context,
+      description: input.description ?? null,
+      targetUrl: input.targetUrl ?? null,
     });
   }
 

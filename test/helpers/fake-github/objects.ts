@@ -300,6 +300,11 @@ export function repository(
   };
 }
 
+/** The `minimal-repository` schema (check suites, combined statuses): the same fields. */
+export function minimalRepository(urls: Urls, repo: Repository): Schema<"minimal-repository"> {
+  return repositoryShort(urls, repo) as unknown as Schema<"minimal-repository">;
+}
+
 /** The `repository` schema (lists), which full-repository's fields cover. */
 export function repositoryShort(urls: Urls, repo: Repository): Schema<"repository"> {
   const full: Partial<Schema<"full-repository">> = repository(urls, repo);
