@@ -22,6 +22,7 @@ import type {
   FakeApp,
   Installation,
   PermissionSet,
+  PullRequest,
   Repository,
   RepositoryRole,
   RepositorySettings,
@@ -31,6 +32,7 @@ import type {
 } from "./model.js";
 import * as objects from "./objects.js";
 import * as protection from "./protection.js";
+import { Pulls } from "./pulls.js";
 import { RefService } from "./refs.js";
 import { Repos } from "./repos.js";
 import { RequestLog } from "./request-log.js";
@@ -89,6 +91,7 @@ export class FakeGitHub {
   readonly refs: RefService;
   readonly repos: Repos;
   readonly checks: Checks;
+  readonly pulls: Pulls;
   /** GitHub's failures, ready to pass to `faults.add`. */
   readonly fault = fault;
 
@@ -127,10 +130,12 @@ export class FakeGitHub {
     this.refs.addGuard(protection.refGuard(world));
     this.repos = new Repos(world, this.auth, this.refs, this.webhooks);
     this.checks = new Checks(world, this.auth, this.webhooks);
+    this.pulls = new Pulls(world, this.auth, this.refs, this.webhooks);
     this.auth.register(this.http);
     this.repos.register(this.http);
     protection.register(this.http, world, this.auth);
     this.checks.register(this.http);
+    this.pulls.register(this.http);
     this.createGitHubActionsApp();
   }
 
@@ -583,6 +588,182 @@ export class FakeGitHub {
     await bare.casRef(incoming, ZERO_SHA, sha);
     await this.push(repoName, branch, sha, pushOptions);
     return sha;
+  }
+
+  // ---- forks and pull requests -------------------------------------------------------------------
+
+  /** A fork of `repoName` under `owner` (a bare clone that remembers its parent). */
+  async fork(repoName: string, options: { owner: string; name?: string }): Promise<Repository> {
+    const parent = this.world.repo(repoName);
+    const fork = await this.createRepository({
+      owner: options.owner,
+      name: options.name ?? parent.name,
+      defaultBranch: parent.defaultBranch,
+      private: parent.private,
+      files: {},
+    });
+    fork.parent = parent;
+    await git(fork.gitDir, [
+      "fetch",
+      "--quiet",
+      "--no-tags",
+      parent.gitDir,
+      "+refs/heads/*:refs/heads/*",
+    ]);
+    return fork;
+  }
+
+  /**
+   * Opens a pull request as `by` (default: the pusher rule of `commit`): `head` is a branch of the
+   * repository, or `owner:branch` of a fork. Sends `pull_request.opened`. Returns its number.
+   */
+  async openPullRequest(
+    repoName: string,
+    input: {
+      head: string;
+      base?: string;
+      title?: string;
+      body?: string;
+      draft?: boolean;
+      by?: string;
+    },
+  ): Promise<number> {
+    const repo = this.world.repo(repoName);
+    const pr = await this.pulls.open(
+      repo,
+      this.actor(input.by ?? this.defaultPusher(repo), repoName),
+      {
+        head: input.head,
+        base: input.base ?? repo.defaultBranch,
+        title: input.title ?? input.head,
+        ...(input.body !== undefined ? { body: input.body } : {}),
+        ...(input.draft !== undefined ? { draft: input.draft } : {}),
+      },
+    );
+    return pr.number;
+  }
+
+  pullRequest(repoName: string, number: number): PullRequest {
+    return this.pulls.pull(this.world.repo(repoName), number);
+  }
+
+  private prActor(
+    repoName: string,
+    number: number,
+    by: string | undefined,
+  ): { pr: PullRequest; actor: Actor } {
+    const pr = this.pullRequest(repoName, number);
+    return { pr, actor: this.actor(by ?? pr.user.login, repoName) };
+  }
+
+  /**
+   * Pushes a commit to a pull request's head branch (in its fork, for a fork PR) as `by` (default:
+   * its author): `push` and `pull_request.synchronize`. Returns the new head.
+   */
+  async pushToPullRequest(
+    repoName: string,
+    number: number,
+    files: Record<string, string | null>,
+    options: { by?: string; message?: string } = {},
+  ): Promise<string> {
+    const { pr, actor } = this.prActor(repoName, number, options.by);
+    return this.repos.commit(pr.headRepo, {
+      branch: pr.headRef,
+      files,
+      by: actor,
+      ...(options.message !== undefined ? { message: options.message } : {}),
+    });
+  }
+
+  async closePullRequest(
+    repoName: string,
+    number: number,
+    options: { by?: string } = {},
+  ): Promise<void> {
+    const { pr, actor } = this.prActor(repoName, number, options.by);
+    await this.pulls.close(pr, actor);
+  }
+
+  async reopenPullRequest(
+    repoName: string,
+    number: number,
+    options: { by?: string } = {},
+  ): Promise<void> {
+    const { pr, actor } = this.prActor(repoName, number, options.by);
+    await this.pulls.reopen(pr, actor);
+  }
+
+  /** Changes the base branch (`pull_request.edited` with `changes.base`). */
+  async changeBase(
+    repoName: string,
+    number: number,
+    base: string,
+    options: { by?: string } = {},
+  ): Promise<void> {
+    const { pr, actor } = this.prActor(repoName, number, options.by);
+    await this.pulls.changeBase(pr, base, actor);
+  }
+
+  async editPullRequest(
+    repoName: string,
+    number: number,
+    input: { title?: string; body?: string; by?: string },
+  ): Promise<void> {
+    const { pr, actor } = this.prActor(repoName, number, input.by);
+    await this.pulls.edit(pr, actor, {
+      ...(input.title !== undefined ? { title: input.title } : {}),
+      ...(input.body !== undefined ? { body: input.body } : {}),
+    });
+  }
+
+  /** `pull_request.converted_to_draft` (GitHub offers this through GraphQL and the web only). */
+  async markDraft(repoName: string, number: number, options: { by?: string } = {}): Promise<void> {
+    const { pr, actor } = this.prActor(repoName, number, options.by);
+    await this.pulls.setDraft(pr, true, actor);
+  }
+
+  /** `pull_request.ready_for_review`. */
+  async markReady(repoName: string, number: number, options: { by?: string } = {}): Promise<void> {
+    const { pr, actor } = this.prActor(repoName, number, options.by);
+    await this.pulls.setDraft(pr, false, actor);
+  }
+
+  /** An approving review by `login` on the current head (`pull_request_review.submitted`). */
+  async approve(repoName: string, number: number, login: string): Promise<void> {
+    await this.pulls.review(
+      this.pullRequest(repoName, number),
+      this.world.account(login),
+      "APPROVED",
+    );
+  }
+
+  async requestChanges(repoName: string, number: number, login: string): Promise<void> {
+    await this.pulls.review(
+      this.pullRequest(repoName, number),
+      this.world.account(login),
+      "CHANGES_REQUESTED",
+    );
+  }
+
+  /** Merges as a person would from the web page (same rules as the API). Returns the landed SHA. */
+  async mergePullRequest(
+    repoName: string,
+    number: number,
+    options: { by?: string; method?: "merge" | "squash" | "rebase"; sha?: string } = {},
+  ): Promise<string> {
+    const repo = this.world.repo(repoName);
+    const pr = this.pullRequest(repoName, number);
+    const actor = this.actor(options.by ?? this.defaultPusher(repo), repoName);
+    const result = await this.pulls.merge(pr, actor, {
+      ...(options.method !== undefined ? { method: options.method } : {}),
+      ...(options.sha !== undefined ? { sha: options.sha } : {}),
+    });
+    return result.sha;
+  }
+
+  /** Keeps `mergeable: null` for `ms` longer after each move of this PR. */
+  holdMergeability(repoName: string, number: number, ms: number): void {
+    this.pulls.holdMergeability(this.pullRequest(repoName, number), ms);
   }
 
   // ---- protection ----------------------------------------------------------------------------
