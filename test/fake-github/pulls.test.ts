@@ -35,6 +35,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gh.close();
+  gh.schema.assertValid();
 });
 
 async function tip(branch = "main"): Promise<string> {

@@ -21,6 +21,7 @@ import type {
   CommitStatus,
   FakeApp,
   Installation,
+  IssueComment,
   PermissionSet,
   PullRequest,
   Repository,
@@ -32,6 +33,8 @@ import type {
 } from "./model.js";
 import * as objects from "./objects.js";
 import * as protection from "./protection.js";
+import { Issues } from "./issues.js";
+import { SchemaGuard } from "./openapi-guard.js";
 import { Pulls } from "./pulls.js";
 import { RefService } from "./refs.js";
 import { Repos } from "./repos.js";
@@ -57,6 +60,11 @@ export interface FakeGitHubOptions extends Partial<WorldOptions> {
   webhookMode?: "each" | "round-robin";
   /** How long a webhook receiver may take before the delivery counts as failed (GitHub: 10 s). */
   webhookTimeoutMs?: number;
+  /**
+   * Validate every response and webhook payload against GitHub's OpenAPI descriptions (default:
+   * on under vitest, off elsewhere, e.g. in benchmarks). Violations land in `gh.schema`.
+   */
+  validate?: boolean;
 }
 
 export interface CreatedApp {
@@ -87,11 +95,14 @@ export class FakeGitHub {
   readonly auth: AppAuth;
   readonly webhooks: WebhookHub;
   readonly requests = new RequestLog();
+  /** The schema guard: `violations`, `checked`, `assertValid()`. */
+  readonly schema = new SchemaGuard();
   readonly faults: Faults;
   readonly refs: RefService;
   readonly repos: Repos;
   readonly checks: Checks;
   readonly pulls: Pulls;
+  readonly issues: Issues;
   /** GitHub's failures, ready to pass to `faults.add`. */
   readonly fault = fault;
 
@@ -104,6 +115,7 @@ export class FakeGitHub {
       rateLimit: options.rateLimit ?? 5000,
     });
     const world = this.world;
+    const validate = options.validate ?? process.env.VITEST !== undefined;
     this.auth = new AppAuth(world);
     this.webhooks = new WebhookHub(world, {
       mode: options.webhookMode ?? "each",
@@ -124,24 +136,36 @@ export class FakeGitHub {
       faults: (ctx) => this.faults.apply(ctx),
       observe: (ctx, response, faultName, startedMs) => {
         this.requests.record(ctx, response, faultName, startedMs, world.now());
+        if (validate && response.raw === undefined) {
+          this.schema.checkResponse(ctx.route.operationId, response.status, response.body);
+        }
       },
     });
+    if (validate) {
+      this.webhooks.observe((d) => {
+        this.schema.checkWebhook(d.event, d.action, d.payload);
+      });
+    }
     this.refs = new RefService(world);
     this.refs.addGuard(protection.refGuard(world));
     this.repos = new Repos(world, this.auth, this.refs, this.webhooks);
     this.checks = new Checks(world, this.auth, this.webhooks);
     this.pulls = new Pulls(world, this.auth, this.refs, this.webhooks);
+    this.issues = new Issues(world, this.auth, this.pulls, this.webhooks);
     this.auth.register(this.http);
     this.repos.register(this.http);
     protection.register(this.http, world, this.auth);
     this.checks.register(this.http);
     this.pulls.register(this.http);
+    this.issues.register(this.http);
     this.createGitHubActionsApp();
   }
 
   /** Starts a fake on 127.0.0.1 (ephemeral port). */
   static async start(options: FakeGitHubOptions = {}): Promise<FakeGitHub> {
     const fake = new FakeGitHub(options);
+    // Compile GitHub's schemas before serving, so that the first answer is not late by it.
+    if (options.validate ?? process.env.VITEST !== undefined) fake.schema.setup();
     const url = await fake.http.listen();
     fake.world.urls = new objects.Urls(url, `${url}/html`);
     return fake;
@@ -764,6 +788,64 @@ export class FakeGitHub {
   /** Keeps `mergeable: null` for `ms` longer after each move of this PR. */
   holdMergeability(repoName: string, number: number, ms: number): void {
     this.pulls.holdMergeability(this.pullRequest(repoName, number), ms);
+  }
+
+  // ---- comments and labels, as a person -------------------------------------------------------
+
+  /** A comment on a pull request by `by` (`issue_comment.created`). Returns its id. */
+  comment(repoName: string, number: number, body: string, options: { by: string }): number {
+    const pr = this.pullRequest(repoName, number);
+    return this.issues.comment(pr, this.actor(options.by, repoName), body).id;
+  }
+
+  /** Edits a comment (`issue_comment.edited` with `changes.body.from`). */
+  editComment(repoName: string, commentId: number, body: string, options: { by: string }): void {
+    const repo = this.world.repo(repoName);
+    const comment = repo.comments.get(commentId);
+    if (comment === undefined) throw new Error(`no comment ${commentId}`);
+    this.issues.editComment(repo, comment, this.actor(options.by, repoName), body);
+  }
+
+  deleteComment(repoName: string, commentId: number, options: { by: string }): void {
+    const repo = this.world.repo(repoName);
+    const comment = repo.comments.get(commentId);
+    if (comment === undefined) throw new Error(`no comment ${commentId}`);
+    this.issues.deleteComment(repo, comment, this.actor(options.by, repoName));
+  }
+
+  /** The comments on a pull request, oldest first. */
+  comments(repoName: string, number: number): IssueComment[] {
+    return [...this.world.repo(repoName).comments.values()]
+      .filter((c) => c.issueNumber === number)
+      .sort((a, b) => a.id - b.id);
+  }
+
+  /** Labels a pull request (`pull_request.labeled`; unknown labels are created). */
+  async addLabels(
+    repoName: string,
+    number: number,
+    names: string[],
+    options: { by: string },
+  ): Promise<void> {
+    await this.issues.addLabels(
+      this.pullRequest(repoName, number),
+      this.actor(options.by, repoName),
+      names,
+    );
+  }
+
+  /** `pull_request.unlabeled`. */
+  async removeLabel(
+    repoName: string,
+    number: number,
+    name: string,
+    options: { by: string },
+  ): Promise<void> {
+    await this.issues.removeLabel(
+      this.pullRequest(repoName, number),
+      this.actor(options.by, repoName),
+      name,
+    );
   }
 
   // ---- protection ----------------------------------------------------------------------------

@@ -112,7 +112,7 @@ export class WebhookHub {
         inst.app,
         inst,
         event,
-        { ...payload, ...this.envelope(repo, actor), ...pick(payload, ["sender"]) },
+        { ...payload, ...this.envelope(repo, actor), ...pick(payload, ["sender", "repository"]) },
         repo,
       );
     }
