@@ -519,7 +519,9 @@ export class BareRepository {
         lines.push(`100644 ${stdout.trim()}\t${path}`);
       }
     }
-    await this.run(["update-index", "--index-info"], { env, input: lines.join("\n") + "\n" });
+    if (lines.length > 0) {
+      await this.run(["update-index", "--index-info"], { env, input: lines.join("\n") + "\n" });
+    }
     const { stdout } = await this.run(["write-tree"], { env });
     return stdout.trim();
   }

@@ -9,6 +9,7 @@ import {
 } from "./app-auth.js";
 import { fault, Faults, type FaultRule } from "./faults.js";
 import { Checks } from "./checks.js";
+import { Ci, type Workflow } from "./ci.js";
 import { BareRepository, git } from "./git.js";
 import { HttpServer } from "./http.js";
 import { ZERO_SHA } from "./model.js";
@@ -51,6 +52,7 @@ export { fault } from "./faults.js";
 export type { FaultRule } from "./faults.js";
 export type { Delivery, WebhookChaos } from "./webhooks.js";
 export type { LoggedRequest } from "./request-log.js";
+export type { CheckDefinition, CiRun, Outcome, Workflow } from "./ci.js";
 
 /** The GitHub Actions App's id on github.com (check runs from Actions carry it). */
 export const GITHUB_ACTIONS_APP_ID = 15368;
@@ -103,6 +105,7 @@ export class FakeGitHub {
   readonly checks: Checks;
   readonly pulls: Pulls;
   readonly issues: Issues;
+  readonly ci: Ci;
   /** GitHub's failures, ready to pass to `faults.add`. */
   readonly fault = fault;
 
@@ -152,6 +155,7 @@ export class FakeGitHub {
     this.checks = new Checks(world, this.auth, this.webhooks);
     this.pulls = new Pulls(world, this.auth, this.refs, this.webhooks);
     this.issues = new Issues(world, this.auth, this.pulls, this.webhooks);
+    this.ci = new Ci(world, this.checks, this.webhooks, GITHUB_ACTIONS_APP_ID);
     this.auth.register(this.http);
     this.repos.register(this.http);
     protection.register(this.http, world, this.auth);
@@ -1039,6 +1043,21 @@ export class FakeGitHub {
       description: input.description ?? null,
       targetUrl: input.targetUrl ?? null,
     });
+  }
+
+  // ---- the Actions-like CI ------------------------------------------------------------------
+
+  /**
+   * The repository's workflows (replacing earlier ones): push branch patterns and/or pull request
+   * events, and per check a command, a function or a scripted outcome (ci.ts).
+   */
+  configureCi(repoName: string, workflows: Workflow[]): void {
+    this.ci.configure(this.world.repo(repoName), workflows);
+  }
+
+  /** Waits until every CI check started so far has completed (stuck ones excepted). */
+  settleCi(): Promise<void> {
+    return this.ci.settle();
   }
 
   // ---- webhooks ------------------------------------------------------------------------------
