@@ -37,9 +37,7 @@ afterAll(async () => {
   gh.schema.assertValid();
 });
 
-async function runsOn(
-  sha: string,
-): Promise<
+async function runsOn(sha: string): Promise<
   {
     name: string;
     status: string;
