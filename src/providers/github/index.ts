@@ -99,6 +99,8 @@ export interface GitHubProvider {
   start(): Promise<void>;
   /** Finishes the deliveries in hand and stops. */
   stop(): Promise<void>;
+  /** Resolves once the installations' sync under way (if any) has ended. */
+  synced(): Promise<void>;
 }
 
 export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
@@ -203,6 +205,9 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     async stop() {
       clearInterval(syncTimer);
       await inbox.stop();
+      await syncing;
+    },
+    async synced() {
       await syncing;
     },
   };

@@ -289,14 +289,16 @@ export class GitHubInstallations {
     organizationId: string,
   ): Promise<InstallationView> {
     const { store, clock, logger } = this.deps;
+    const elsewhere = new ApiError(
+      "installation_linked_elsewhere",
+      `Installation ${facts.id} (on ${facts.accountLogin}) is linked to another Mainline organization; it is unlinked there first (by that organization or the operator). Nothing was changed.`,
+    );
+    const stored = await store.find(facts.id);
+    if (stored?.organizationId != null && stored.organizationId !== organizationId) throw elsewhere;
     await store.upsert(facts, clock.now());
+    // The compare-and-set decides when two organizations link it at once.
     const outcome = await store.link(facts.id, organizationId, clock.now());
-    if (outcome.outcome === "elsewhere") {
-      throw new ApiError(
-        "installation_linked_elsewhere",
-        `Installation ${facts.id} (on ${facts.accountLogin}) is linked to another Mainline organization; it is unlinked there first (by that organization or the operator). Nothing was changed.`,
-      );
-    }
+    if (outcome.outcome === "elsewhere") throw elsewhere;
     if (outcome.outcome === "linked") {
       logger.info(
         { installation: facts.id, organization: organizationId },

@@ -47,7 +47,7 @@ function refusedToken(error: unknown, what: string): ApiError {
   if (status === 401) {
     return new ApiError(
       "forbidden",
-      "GitHub refused the GitHub token (revoked, expired or not a token): nothing was linked.",
+      "GitHub refused the GitHub token (revoked, expired or not a token). Nothing was linked.",
     );
   }
   if (status === 403 || status === 404) {
@@ -58,7 +58,7 @@ function refusedToken(error: unknown, what: string): ApiError {
   }
   return new ApiError(
     "unavailable",
-    "GitHub did not answer the check of the GitHub token; nothing was linked. Retry in a moment.",
+    "GitHub did not answer the check of the GitHub token. Nothing was linked; retry in a moment.",
   );
 }
 
