@@ -6,7 +6,7 @@
  */
 import { Type } from "typebox";
 import { principalOf } from "../../api/plugins/auth.js";
-import { COMMON_ERRORS, EmptyObject, errorResponses } from "../../api/schemas.js";
+import { COMMON_ERRORS, EmptyObject, PATTERN_MESSAGES, errorResponses } from "../../api/schemas.js";
 import type { ApiApp } from "../../api/types.js";
 import { isoTime } from "../../lib/clock.js";
 import { ApiError } from "../../lib/errors.js";
@@ -19,6 +19,10 @@ const InstallationId = Type.Integer({
     "The installation's id: the number at the end of its settings page's URL (`…/settings/installations/12345678`), or `mainline github installations`.",
   examples: [12345678],
 });
+
+/** What GitHub's tokens are made of (and what an HTTP header can carry). */
+const TOKEN_PATTERN = "^[\\x21-\\x7e]+$";
+PATTERN_MESSAGES.set(TOKEN_PATTERN, "must be a GitHub token: visible ASCII characters, no spaces");
 
 const Time = Type.Union([Type.String({ format: "date-time" }), Type.Null()]);
 
@@ -96,7 +100,9 @@ export function registerGitHubRoutes(scope: ApiApp, github: GitHubRoutesService 
           githubToken: Type.String({
             minLength: 1,
             maxLength: 1000,
-            description: "A GitHub token of an owner of the installation's account.",
+            pattern: TOKEN_PATTERN,
+            description:
+              "A GitHub token of an owner of the installation's account (`gh auth token` gives yours): visible ASCII characters.",
           }),
         }),
         response: {
