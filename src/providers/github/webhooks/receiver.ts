@@ -18,7 +18,7 @@ export const WEBHOOK_PATH = "/webhooks/github";
 export const MAX_DELIVERY_BYTES = 25 * 1024 * 1024;
 
 const EVENT = /^[a-z_]{1,64}$/;
-const DELIVERY_ID = /^[A-Za-z0-9-]{1,100}$/;
+const DELIVERY_ID = /^[A-Za-z0-9._:-]{1,100}$/;
 
 export interface WebhookReceiverDeps {
   source: string;
