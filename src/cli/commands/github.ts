@@ -98,7 +98,9 @@ function publicUrlOf(context: CliContext): { url: string; given: boolean } {
 
 /** A name GitHub takes (at most 34 characters), from where Mainline runs. */
 function defaultAppName(publicUrl: string): string {
-  const host = new URL(publicUrl).hostname.replace(/[^A-Za-z0-9-]+/g, "-");
+  const host = new URL(publicUrl).hostname
+    .replace(/^mainline[.-]/, "")
+    .replace(/[^A-Za-z0-9-]+/g, "-");
   return `mainline-${host}`.slice(0, 34).replace(/-+$/, "");
 }
 
