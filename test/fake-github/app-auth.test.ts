@@ -32,6 +32,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gh.close();
+  gh.schema.assertValid();
   await receiver.close();
 });
 

@@ -36,6 +36,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gh.close();
+  gh.schema.assertValid();
 });
 
 async function main(): Promise<string> {

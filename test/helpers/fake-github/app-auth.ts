@@ -46,7 +46,6 @@ export const DEFAULT_APP_EVENTS = [
   "workflow_run",
   "repository",
   "branch_protection_rule",
-  "repository_ruleset",
 ];
 
 const JWT_DECODE = "A JSON web token could not be decoded";

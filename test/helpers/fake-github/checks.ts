@@ -88,6 +88,7 @@ export function combinedState(statuses: CommitStatus[]): "failure" | "pending" |
 }
 
 export class Checks {
+  private emissions: Promise<void> = Promise.resolve();
   constructor(
     private readonly world: World,
     private readonly auth: AppAuth,
@@ -343,7 +344,8 @@ export class Checks {
     const state = this.suiteState(repo, suite);
     if (state.status === "completed" && !suite.completedSent) {
       suite.completedSent = true;
-      void this.checkSuiteObject(repo, suite).then((object) => {
+      this.inOrder(async () => {
+        const object = await this.checkSuiteObject(repo, suite);
         this.hooks.emitForRepo("check_suite", repo, actor, {
           action: "completed",
           check_suite: object,
@@ -404,8 +406,13 @@ export class Checks {
       updatedAt: now,
     };
     repo.statuses.push(status);
-    void this.emitStatus(repo, status, actor);
+    this.inOrder(() => this.emitStatus(repo, status, actor));
     return status;
+  }
+
+  /** Webhooks whose payload takes git reads leave in the order their changes happened. */
+  private inOrder(emit: () => Promise<void>): void {
+    this.emissions = this.emissions.then(emit).catch(() => undefined);
   }
 
   private async emitStatus(repo: Repository, status: CommitStatus, actor: Actor): Promise<void> {

@@ -54,11 +54,17 @@ const BASE_ENV: NodeJS.ProcessEnv = {
   LANG: "C",
 };
 
+/** git processes started so far (a cost measure for tests and benchmarks of the fake). */
+export const gitStats = { processes: 0, byCommand: new Map<string, number>() };
+
 export function git(
   gitDir: string,
   args: string[],
   options: { input?: string; env?: NodeJS.ProcessEnv; okCodes?: number[] } = {},
 ): Promise<{ stdout: string; code: number }> {
+  gitStats.processes++;
+  const command = args.find((a) => !a.startsWith("-") && !a.includes("=")) ?? "?";
+  gitStats.byCommand.set(command, (gitStats.byCommand.get(command) ?? 0) + 1);
   return new Promise((resolve, reject) => {
     const child = execFile(
       "git",
@@ -104,8 +110,25 @@ function parseSignature(line: string): Required<Signature> {
   };
 }
 
+const FULL_SHA = /^[0-9a-f]{40}$/;
+
 export class BareRepository {
+  /** Answers about immutable objects (keyed by full SHAs), so that a commit is read once. */
+  private readonly memo = new Map<string, Promise<unknown>>();
+  private readonly refs = new Map<string, string | null>();
+
   constructor(readonly gitDir: string) {}
+
+  private cached<T>(key: string, shas: (string | null)[], compute: () => Promise<T>): Promise<T> {
+    if (!shas.every((s) => s === null || FULL_SHA.test(s))) return compute();
+    const hit = this.memo.get(key);
+    if (hit !== undefined) return hit as Promise<T>;
+    if (this.memo.size > 100_000) this.memo.clear();
+    const promise = compute();
+    this.memo.set(key, promise);
+    promise.catch(() => this.memo.delete(key));
+    return promise;
+  }
 
   static async create(gitDir: string, defaultBranch: string): Promise<BareRepository> {
     mkdirSync(gitDir, { recursive: true });
@@ -122,10 +145,15 @@ export class BareRepository {
 
   /** The object a full ref name points at, or null. */
   async readRef(ref: string): Promise<string | null> {
+    // Refs move only through casRef and fetchFrom, so their values are kept once read.
+    const known = this.refs.get(ref);
+    if (known !== undefined) return known;
     const { stdout, code } = await this.run(["rev-parse", "--verify", "--quiet", ref], {
       okCodes: [1],
     });
-    return code === 0 ? stdout.trim() : null;
+    const value = code === 0 ? stdout.trim() : null;
+    if (ref.startsWith("refs/")) this.refs.set(ref, value);
+    return value;
   }
 
   /** A branch, tag, full ref or (abbreviated) SHA resolved to a commit, or null. */
@@ -176,27 +204,45 @@ export class BareRepository {
       next === ZERO_SHA ? ["update-ref", "-d", ref, expected] : ["update-ref", ref, next, expected];
     try {
       await this.run(args);
+      this.refs.set(ref, next === ZERO_SHA ? null : next);
       return true;
     } catch (error) {
+      this.refs.delete(ref);
       if (error instanceof GitFailure) return false;
       throw error;
     }
   }
 
-  async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
+  isAncestor(ancestor: string, descendant: string): Promise<boolean> {
+    return this.cached(`anc ${ancestor} ${descendant}`, [ancestor, descendant], () =>
+      this.isAncestorUncached(ancestor, descendant),
+    );
+  }
+
+  private async isAncestorUncached(ancestor: string, descendant: string): Promise<boolean> {
     const { code } = await this.run(["merge-base", "--is-ancestor", ancestor, descendant], {
       okCodes: [1],
     });
     return code === 0;
   }
 
-  async mergeBase(a: string, b: string): Promise<string | null> {
+  mergeBase(a: string, b: string): Promise<string | null> {
+    return this.cached(`mb ${a} ${b}`, [a, b], () => this.mergeBaseUncached(a, b));
+  }
+
+  private async mergeBaseUncached(a: string, b: string): Promise<string | null> {
     const { stdout, code } = await this.run(["merge-base", a, b], { okCodes: [1] });
     return code === 0 ? stdout.trim() : null;
   }
 
   /** A three-way merge of two commits without a work tree: the tree, or the conflicting paths. */
-  async mergeTree(
+  mergeTree(ours: string, theirs: string): Promise<{ tree: string } | { conflicts: string[] }> {
+    return this.cached(`mt ${ours} ${theirs}`, [ours, theirs], () =>
+      this.mergeTreeUncached(ours, theirs),
+    );
+  }
+
+  private async mergeTreeUncached(
     ours: string,
     theirs: string,
   ): Promise<{ tree: string } | { conflicts: string[] }> {
@@ -239,7 +285,11 @@ export class BareRepository {
     return this.mergeTree(left, right);
   }
 
-  async emptyTree(): Promise<string> {
+  emptyTree(): Promise<string> {
+    return this.cached("empty-tree", [], () => this.emptyTreeUncached());
+  }
+
+  private async emptyTreeUncached(): Promise<string> {
     const { stdout } = await this.run(["mktree"], { input: "" });
     return stdout.trim();
   }
@@ -259,7 +309,11 @@ export class BareRepository {
     return stdout.trim();
   }
 
-  async readCommit(sha: string): Promise<CommitData> {
+  readCommit(sha: string): Promise<CommitData> {
+    return this.cached(`commit ${sha}`, [sha], () => this.readCommitUncached(sha));
+  }
+
+  private async readCommitUncached(sha: string): Promise<CommitData> {
     const { stdout } = await this.run(["cat-file", "commit", sha]);
     const split = stdout.indexOf("\n\n");
     const header = split < 0 ? stdout : stdout.slice(0, split);
@@ -281,13 +335,25 @@ export class BareRepository {
   }
 
   /** Commits reachable from `head` and not from `base` (oldest first), as `base..head`. */
-  async commitsBetween(base: string | null, head: string): Promise<string[]> {
+  commitsBetween(base: string | null, head: string): Promise<string[]> {
+    return this.cached(`between ${base ?? "-"} ${head}`, [base, head], () =>
+      this.commitsBetweenUncached(base, head),
+    );
+  }
+
+  private async commitsBetweenUncached(base: string | null, head: string): Promise<string[]> {
     const range = base === null ? [head] : [`${base}..${head}`];
     const { stdout } = await this.run(["rev-list", "--reverse", "--topo-order", ...range]);
     return stdout.split("\n").filter((l) => l !== "");
   }
 
-  async countBetween(base: string, head: string): Promise<number> {
+  countBetween(base: string, head: string): Promise<number> {
+    return this.cached(`count ${base} ${head}`, [base, head], () =>
+      this.countBetweenUncached(base, head),
+    );
+  }
+
+  private async countBetweenUncached(base: string, head: string): Promise<number> {
     const { stdout } = await this.run(["rev-list", "--count", `${base}..${head}`]);
     return Number(stdout.trim());
   }
@@ -338,7 +404,11 @@ export class BareRepository {
   }
 
   /** Files changed between two commits, with per-file patches (GitHub's `files[]`). */
-  async diff(base: string, head: string): Promise<FileChange[]> {
+  diff(base: string, head: string): Promise<FileChange[]> {
+    return this.cached(`diff ${base} ${head}`, [base, head], () => this.diffUncached(base, head));
+  }
+
+  private async diffUncached(base: string, head: string): Promise<FileChange[]> {
     const [{ stdout: status }, { stdout: numstat }, { stdout: raw }] = await Promise.all([
       this.run(["diff", "--name-status", "-z", "-M", base, head]),
       this.run(["diff", "--numstat", "-z", "-M", base, head]),
@@ -406,23 +476,20 @@ export class BareRepository {
       if (statusLetter === "R" || statusLetter === "C") file = rawParts[++i] ?? "";
       shas.set(file, newSha);
     }
+    // One `git diff` for every patch, split per file on its "diff --git" header.
+    const { stdout: patches } = await this.run(["diff", "-M", "--no-color", base, head]);
+    const sections = patches.split(/^(?=diff --git )/m).filter((p) => p.startsWith("diff --git "));
     for (const change of changes) {
       const [additions, deletions] = counts.get(change.filename) ?? [0, 0];
       change.additions = additions;
       change.deletions = deletions;
       const sha = shas.get(change.filename);
       change.sha = sha === undefined || /^0+$/.test(sha) ? null : sha;
-      const { stdout: patch } = await this.run([
-        "diff",
-        "-M",
-        base,
-        head,
-        "--",
-        ...(change.previousFilename !== undefined ? [change.previousFilename] : []),
-        change.filename,
-      ]);
-      const hunk = patch.indexOf("\n@@");
-      change.patch = hunk < 0 ? "" : patch.slice(hunk + 1).replace(/\n$/, "");
+      const header = (section: string): string => section.slice(0, section.indexOf("\n"));
+      const section = sections.find((p) => header(p).endsWith(` b/${change.filename}`));
+      const hunk = section === undefined ? -1 : section.indexOf("\n@@");
+      change.patch =
+        section === undefined || hunk < 0 ? "" : section.slice(hunk + 1).replace(/\n$/, "");
     }
     return changes;
   }
@@ -452,13 +519,24 @@ export class BareRepository {
         lines.push(`100644 ${stdout.trim()}\t${path}`);
       }
     }
-    await this.run(["update-index", "--index-info"], { env, input: lines.join("\n") + "\n" });
+    if (lines.length > 0) {
+      await this.run(["update-index", "--index-info"], { env, input: lines.join("\n") + "\n" });
+    }
     const { stdout } = await this.run(["write-tree"], { env });
     return stdout.trim();
   }
 
   /** Copies a commit and its history from another bare repository (a fork) into this one. */
   async fetchFrom(other: BareRepository, sha: string, ref: string): Promise<void> {
-    await this.run(["fetch", "--quiet", "--no-tags", other.gitDir, `+${sha}:${ref}`]);
+    this.refs.delete(ref);
+    await this.run([
+      "-c",
+      "uploadpack.allowAnySHA1InWant=true",
+      "fetch",
+      "--quiet",
+      "--no-tags",
+      other.gitDir,
+      `+${sha}:${ref}`,
+    ]);
   }
 }

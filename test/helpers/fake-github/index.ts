@@ -9,6 +9,7 @@ import {
 } from "./app-auth.js";
 import { fault, Faults, type FaultRule } from "./faults.js";
 import { Checks } from "./checks.js";
+import { Ci, type Workflow } from "./ci.js";
 import { BareRepository, git } from "./git.js";
 import { HttpServer } from "./http.js";
 import { ZERO_SHA } from "./model.js";
@@ -21,7 +22,9 @@ import type {
   CommitStatus,
   FakeApp,
   Installation,
+  IssueComment,
   PermissionSet,
+  PullRequest,
   Repository,
   RepositoryRole,
   RepositorySettings,
@@ -31,6 +34,9 @@ import type {
 } from "./model.js";
 import * as objects from "./objects.js";
 import * as protection from "./protection.js";
+import { Issues } from "./issues.js";
+import { SchemaGuard } from "./openapi-guard.js";
+import { Pulls } from "./pulls.js";
 import { RefService } from "./refs.js";
 import { Repos } from "./repos.js";
 import { RequestLog } from "./request-log.js";
@@ -46,6 +52,7 @@ export { fault } from "./faults.js";
 export type { FaultRule } from "./faults.js";
 export type { Delivery, WebhookChaos } from "./webhooks.js";
 export type { LoggedRequest } from "./request-log.js";
+export type { CheckDefinition, CiRun, Outcome, Workflow } from "./ci.js";
 
 /** The GitHub Actions App's id on github.com (check runs from Actions carry it). */
 export const GITHUB_ACTIONS_APP_ID = 15368;
@@ -55,6 +62,11 @@ export interface FakeGitHubOptions extends Partial<WorldOptions> {
   webhookMode?: "each" | "round-robin";
   /** How long a webhook receiver may take before the delivery counts as failed (GitHub: 10 s). */
   webhookTimeoutMs?: number;
+  /**
+   * Validate every response and webhook payload against GitHub's OpenAPI descriptions (default:
+   * on under vitest, off elsewhere, e.g. in benchmarks). Violations land in `gh.schema`.
+   */
+  validate?: boolean;
 }
 
 export interface CreatedApp {
@@ -85,10 +97,15 @@ export class FakeGitHub {
   readonly auth: AppAuth;
   readonly webhooks: WebhookHub;
   readonly requests = new RequestLog();
+  /** The schema guard: `violations`, `checked`, `assertValid()`. */
+  readonly schema = new SchemaGuard();
   readonly faults: Faults;
   readonly refs: RefService;
   readonly repos: Repos;
   readonly checks: Checks;
+  readonly pulls: Pulls;
+  readonly issues: Issues;
+  readonly ci: Ci;
   /** GitHub's failures, ready to pass to `faults.add`. */
   readonly fault = fault;
 
@@ -101,6 +118,7 @@ export class FakeGitHub {
       rateLimit: options.rateLimit ?? 5000,
     });
     const world = this.world;
+    const validate = options.validate ?? process.env.VITEST !== undefined;
     this.auth = new AppAuth(world);
     this.webhooks = new WebhookHub(world, {
       mode: options.webhookMode ?? "each",
@@ -121,22 +139,37 @@ export class FakeGitHub {
       faults: (ctx) => this.faults.apply(ctx),
       observe: (ctx, response, faultName, startedMs) => {
         this.requests.record(ctx, response, faultName, startedMs, world.now());
+        if (validate && response.raw === undefined) {
+          this.schema.checkResponse(ctx.route.operationId, response.status, response.body);
+        }
       },
     });
+    if (validate) {
+      this.webhooks.observe((d) => {
+        this.schema.checkWebhook(d.event, d.action, d.payload);
+      });
+    }
     this.refs = new RefService(world);
     this.refs.addGuard(protection.refGuard(world));
     this.repos = new Repos(world, this.auth, this.refs, this.webhooks);
     this.checks = new Checks(world, this.auth, this.webhooks);
+    this.pulls = new Pulls(world, this.auth, this.refs, this.webhooks);
+    this.issues = new Issues(world, this.auth, this.pulls, this.webhooks);
+    this.ci = new Ci(world, this.checks, this.webhooks, GITHUB_ACTIONS_APP_ID);
     this.auth.register(this.http);
     this.repos.register(this.http);
     protection.register(this.http, world, this.auth);
     this.checks.register(this.http);
+    this.pulls.register(this.http);
+    this.issues.register(this.http);
     this.createGitHubActionsApp();
   }
 
   /** Starts a fake on 127.0.0.1 (ephemeral port). */
   static async start(options: FakeGitHubOptions = {}): Promise<FakeGitHub> {
     const fake = new FakeGitHub(options);
+    // Compile GitHub's schemas before serving, so that the first answer is not late by it.
+    if (options.validate ?? process.env.VITEST !== undefined) fake.schema.setup();
     const url = await fake.http.listen();
     fake.world.urls = new objects.Urls(url, `${url}/html`);
     return fake;
@@ -585,6 +618,240 @@ export class FakeGitHub {
     return sha;
   }
 
+  // ---- forks and pull requests -------------------------------------------------------------------
+
+  /** A fork of `repoName` under `owner` (a bare clone that remembers its parent). */
+  async fork(repoName: string, options: { owner: string; name?: string }): Promise<Repository> {
+    const parent = this.world.repo(repoName);
+    const fork = await this.createRepository({
+      owner: options.owner,
+      name: options.name ?? parent.name,
+      defaultBranch: parent.defaultBranch,
+      private: parent.private,
+      files: {},
+    });
+    fork.parent = parent;
+    await git(fork.gitDir, [
+      "fetch",
+      "--quiet",
+      "--no-tags",
+      parent.gitDir,
+      "+refs/heads/*:refs/heads/*",
+    ]);
+    return fork;
+  }
+
+  /**
+   * Opens a pull request as `by` (default: the pusher rule of `commit`): `head` is a branch of the
+   * repository, or `owner:branch` of a fork. Sends `pull_request.opened`. Returns its number.
+   */
+  async openPullRequest(
+    repoName: string,
+    input: {
+      head: string;
+      base?: string;
+      title?: string;
+      body?: string;
+      draft?: boolean;
+      by?: string;
+    },
+  ): Promise<number> {
+    const repo = this.world.repo(repoName);
+    const pr = await this.pulls.open(
+      repo,
+      this.actor(input.by ?? this.defaultPusher(repo), repoName),
+      {
+        head: input.head,
+        base: input.base ?? repo.defaultBranch,
+        title: input.title ?? input.head,
+        ...(input.body !== undefined ? { body: input.body } : {}),
+        ...(input.draft !== undefined ? { draft: input.draft } : {}),
+      },
+    );
+    return pr.number;
+  }
+
+  pullRequest(repoName: string, number: number): PullRequest {
+    return this.pulls.pull(this.world.repo(repoName), number);
+  }
+
+  private prActor(
+    repoName: string,
+    number: number,
+    by: string | undefined,
+  ): { pr: PullRequest; actor: Actor } {
+    const pr = this.pullRequest(repoName, number);
+    return { pr, actor: this.actor(by ?? pr.user.login, repoName) };
+  }
+
+  /**
+   * Pushes a commit to a pull request's head branch (in its fork, for a fork PR) as `by` (default:
+   * its author): `push` and `pull_request.synchronize`. Returns the new head.
+   */
+  async pushToPullRequest(
+    repoName: string,
+    number: number,
+    files: Record<string, string | null>,
+    options: { by?: string; message?: string } = {},
+  ): Promise<string> {
+    const { pr, actor } = this.prActor(repoName, number, options.by);
+    return this.repos.commit(pr.headRepo, {
+      branch: pr.headRef,
+      files,
+      by: actor,
+      ...(options.message !== undefined ? { message: options.message } : {}),
+    });
+  }
+
+  async closePullRequest(
+    repoName: string,
+    number: number,
+    options: { by?: string } = {},
+  ): Promise<void> {
+    const { pr, actor } = this.prActor(repoName, number, options.by);
+    await this.pulls.close(pr, actor);
+  }
+
+  async reopenPullRequest(
+    repoName: string,
+    number: number,
+    options: { by?: string } = {},
+  ): Promise<void> {
+    const { pr, actor } = this.prActor(repoName, number, options.by);
+    await this.pulls.reopen(pr, actor);
+  }
+
+  /** Changes the base branch (`pull_request.edited` with `changes.base`). */
+  async changeBase(
+    repoName: string,
+    number: number,
+    base: string,
+    options: { by?: string } = {},
+  ): Promise<void> {
+    const { pr, actor } = this.prActor(repoName, number, options.by);
+    await this.pulls.changeBase(pr, base, actor);
+  }
+
+  async editPullRequest(
+    repoName: string,
+    number: number,
+    input: { title?: string; body?: string; by?: string },
+  ): Promise<void> {
+    const { pr, actor } = this.prActor(repoName, number, input.by);
+    await this.pulls.edit(pr, actor, {
+      ...(input.title !== undefined ? { title: input.title } : {}),
+      ...(input.body !== undefined ? { body: input.body } : {}),
+    });
+  }
+
+  /** `pull_request.converted_to_draft` (GitHub offers this through GraphQL and the web only). */
+  async markDraft(repoName: string, number: number, options: { by?: string } = {}): Promise<void> {
+    const { pr, actor } = this.prActor(repoName, number, options.by);
+    await this.pulls.setDraft(pr, true, actor);
+  }
+
+  /** `pull_request.ready_for_review`. */
+  async markReady(repoName: string, number: number, options: { by?: string } = {}): Promise<void> {
+    const { pr, actor } = this.prActor(repoName, number, options.by);
+    await this.pulls.setDraft(pr, false, actor);
+  }
+
+  /** An approving review by `login` on the current head (`pull_request_review.submitted`). */
+  async approve(repoName: string, number: number, login: string): Promise<void> {
+    await this.pulls.review(
+      this.pullRequest(repoName, number),
+      this.world.account(login),
+      "APPROVED",
+    );
+  }
+
+  async requestChanges(repoName: string, number: number, login: string): Promise<void> {
+    await this.pulls.review(
+      this.pullRequest(repoName, number),
+      this.world.account(login),
+      "CHANGES_REQUESTED",
+    );
+  }
+
+  /** Merges as a person would from the web page (same rules as the API). Returns the landed SHA. */
+  async mergePullRequest(
+    repoName: string,
+    number: number,
+    options: { by?: string; method?: "merge" | "squash" | "rebase"; sha?: string } = {},
+  ): Promise<string> {
+    const repo = this.world.repo(repoName);
+    const pr = this.pullRequest(repoName, number);
+    const actor = this.actor(options.by ?? this.defaultPusher(repo), repoName);
+    const result = await this.pulls.merge(pr, actor, {
+      ...(options.method !== undefined ? { method: options.method } : {}),
+      ...(options.sha !== undefined ? { sha: options.sha } : {}),
+    });
+    return result.sha;
+  }
+
+  /** Keeps `mergeable: null` for `ms` longer after each move of this PR. */
+  holdMergeability(repoName: string, number: number, ms: number): void {
+    this.pulls.holdMergeability(this.pullRequest(repoName, number), ms);
+  }
+
+  // ---- comments and labels, as a person -------------------------------------------------------
+
+  /** A comment on a pull request by `by` (`issue_comment.created`). Returns its id. */
+  comment(repoName: string, number: number, body: string, options: { by: string }): number {
+    const pr = this.pullRequest(repoName, number);
+    return this.issues.comment(pr, this.actor(options.by, repoName), body).id;
+  }
+
+  /** Edits a comment (`issue_comment.edited` with `changes.body.from`). */
+  editComment(repoName: string, commentId: number, body: string, options: { by: string }): void {
+    const repo = this.world.repo(repoName);
+    const comment = repo.comments.get(commentId);
+    if (comment === undefined) throw new Error(`no comment ${commentId}`);
+    this.issues.editComment(repo, comment, this.actor(options.by, repoName), body);
+  }
+
+  deleteComment(repoName: string, commentId: number, options: { by: string }): void {
+    const repo = this.world.repo(repoName);
+    const comment = repo.comments.get(commentId);
+    if (comment === undefined) throw new Error(`no comment ${commentId}`);
+    this.issues.deleteComment(repo, comment, this.actor(options.by, repoName));
+  }
+
+  /** The comments on a pull request, oldest first. */
+  comments(repoName: string, number: number): IssueComment[] {
+    return [...this.world.repo(repoName).comments.values()]
+      .filter((c) => c.issueNumber === number)
+      .sort((a, b) => a.id - b.id);
+  }
+
+  /** Labels a pull request (`pull_request.labeled`; unknown labels are created). */
+  async addLabels(
+    repoName: string,
+    number: number,
+    names: string[],
+    options: { by: string },
+  ): Promise<void> {
+    await this.issues.addLabels(
+      this.pullRequest(repoName, number),
+      this.actor(options.by, repoName),
+      names,
+    );
+  }
+
+  /** `pull_request.unlabeled`. */
+  async removeLabel(
+    repoName: string,
+    number: number,
+    name: string,
+    options: { by: string },
+  ): Promise<void> {
+    await this.issues.removeLabel(
+      this.pullRequest(repoName, number),
+      this.actor(options.by, repoName),
+      name,
+    );
+  }
+
   // ---- protection ----------------------------------------------------------------------------
 
   /**
@@ -776,6 +1043,21 @@ export class FakeGitHub {
       description: input.description ?? null,
       targetUrl: input.targetUrl ?? null,
     });
+  }
+
+  // ---- the Actions-like CI ------------------------------------------------------------------
+
+  /**
+   * The repository's workflows (replacing earlier ones): push branch patterns and/or pull request
+   * events, and per check a command, a function or a scripted outcome (ci.ts).
+   */
+  configureCi(repoName: string, workflows: Workflow[]): void {
+    this.ci.configure(this.world.repo(repoName), workflows);
+  }
+
+  /** Waits until every CI check started so far has completed (stuck ones excepted). */
+  settleCi(): Promise<void> {
+    return this.ci.settle();
   }
 
   // ---- webhooks ------------------------------------------------------------------------------

@@ -50,10 +50,9 @@ export function nodeId(kind: string, id: number): string {
 }
 
 export function simpleUser(urls: Urls, account: Account): Schema<"simple-user"> {
-  const users = `${urls.api}/users/${account.login}`;
+  // Bots' logins (`mainline[bot]`) are percent-encoded in URLs, as GitHub encodes them.
+  const users = `${urls.api}/users/${encodeURIComponent(account.login)}`;
   return {
-    name: account.name,
-    email: account.email,
     login: account.login,
     id: account.id,
     node_id: account.nodeId,
@@ -62,7 +61,7 @@ export function simpleUser(urls: Urls, account: Account): Schema<"simple-user"> 
     url: account.type === "Organization" ? `${urls.api}/orgs/${account.login}` : users,
     html_url:
       account.type === "Bot"
-        ? `${urls.html}/apps/${account.login.replace(/\[bot\]$/, "")}`
+        ? `${urls.html}/apps/${encodeURIComponent(account.login.replace(/\[bot\]$/, ""))}`
         : `${urls.html}/${account.login}`,
     followers_url: `${users}/followers`,
     following_url: `${users}/following{/other_user}`,

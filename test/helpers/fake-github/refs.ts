@@ -36,11 +36,22 @@ export type RefResult =
 
 export class RefService {
   private readonly guards: RefGuard[] = [];
+  /** Test hooks run between the guards and the swap (a test can line two writers up here). */
+  private readonly beforeSwap: ((check: RefCheck) => Promise<void>)[] = [];
 
   constructor(private readonly world: World) {}
 
   addGuard(guard: RefGuard): void {
     this.guards.push(guard);
+  }
+
+  /** Runs `hook` right before every compare-and-swap; returns a function that removes it. */
+  onBeforeSwap(hook: (check: RefCheck) => Promise<void>): () => void {
+    this.beforeSwap.push(hook);
+    return () => {
+      const i = this.beforeSwap.indexOf(hook);
+      if (i >= 0) this.beforeSwap.splice(i, 1);
+    };
   }
 
   /**
@@ -56,6 +67,7 @@ export class RefService {
     if (change.enforce) {
       for (const guard of this.guards) await guard({ ...change, before, forced });
     }
+    for (const hook of this.beforeSwap) await hook({ ...change, before, forced });
     const swapped = await git.casRef(change.ref, change.next ?? ZERO_SHA, before ?? ZERO_SHA);
     if (!swapped) return { ok: false, current: await git.readRef(change.ref) };
     await this.world.refUpdated({

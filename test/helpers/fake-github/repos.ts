@@ -224,6 +224,10 @@ export class Repos {
         ? null
         : (commits.find((c) => c.id === after) ?? (await this.pushCommit(repo, after)));
     this.hooks.emitForRepo("push", repo, update.actor, {
+      // A push's repository names its organization by login (other events carry an object).
+      ...(repo.owner.type === "Organization"
+        ? { repository: { ...objects.repository(urls, repo), organization: repo.owner.login } }
+        : {}),
       ref: update.ref,
       before: before ?? ZERO_SHA,
       after: after ?? ZERO_SHA,

@@ -63,6 +63,12 @@ export class WebhookHub {
   private roundRobin = 0;
   private sending = 0;
   private readonly observers: ((delivery: Delivery) => void)[] = [];
+  private readonly repoListeners: ((
+    event: string,
+    repo: Repository,
+    payload: Record<string, unknown>,
+    actor: Actor,
+  ) => void)[] = [];
 
   constructor(
     private readonly world: World,
@@ -87,6 +93,18 @@ export class WebhookHub {
     this.observers.push(observer);
   }
 
+  /** Hears every repository event, whether or not an App receives it (the fake's CI listens here). */
+  onRepoEvent(
+    listener: (
+      event: string,
+      repo: Repository,
+      payload: Record<string, unknown>,
+      actor: Actor,
+    ) => void,
+  ): void {
+    this.repoListeners.push(listener);
+  }
+
   /** The payload fields every repository event carries. */
   envelope(repo: Repository, actor: Actor): Record<string, unknown> {
     const urls = this.world.urls;
@@ -106,13 +124,14 @@ export class WebhookHub {
     actor: Actor,
     payload: Record<string, unknown>,
   ): void {
+    for (const listener of this.repoListeners) listener(event, repo, payload, actor);
     for (const inst of this.world.installationsFor(repo)) {
       if (!subscribes(inst, event)) continue;
       this.emit(
         inst.app,
         inst,
         event,
-        { ...payload, ...this.envelope(repo, actor), ...pick(payload, ["sender"]) },
+        { ...payload, ...this.envelope(repo, actor), ...pick(payload, ["sender", "repository"]) },
         repo,
       );
     }
