@@ -265,25 +265,26 @@ describe("storing and handling deliveries", () => {
       createdAt: Date.now(),
     });
 
-    const repo = gh.world.repo("acme-gh/sprockets");
-    gh.webhooks.emitForRepo("pull_request", repo, gh.actor("alice"), {
-      action: "synchronize",
-      number: 7,
-      pull_request: { number: 7 },
-    });
-    await gh.commit("acme-gh/sprockets", {
-      branch: "main",
-      files: { "a.txt": "1\n" },
-      by: "alice",
-    });
+    // A pull request opened and pushed to (pull_request.opened, .synchronize, and a push of its
+    // branch), and a push to the queue's branch.
     await gh.commit("acme-gh/sprockets", {
       branch: "feature",
       files: { "b.txt": "2\n" },
       by: "alice",
     });
+    const number = await gh.openPullRequest("acme-gh/sprockets", { head: "feature", by: "alice" });
+    await gh.pushToPullRequest("acme-gh/sprockets", number, { "b.txt": "3\n" });
+    await gh.commit("acme-gh/sprockets", {
+      branch: "main",
+      files: { "a.txt": "1\n" },
+      by: "alice",
+    });
     await settle(world, server);
     const commands = await commandsOf(ours);
-    expect(commands).toContainEqual({ type: "pr_changed", prNumber: 7 });
+    expect(commands.filter((c) => c.type === "pr_changed")).toEqual([
+      { type: "pr_changed", prNumber: number },
+      { type: "pr_changed", prNumber: number },
+    ]);
     expect(commands.filter((c) => c.type === "branch_moved")).toHaveLength(1);
     expect(await commandsOf("globex-queue")).toEqual([]);
   });
@@ -292,12 +293,8 @@ describe("storing and handling deliveries", () => {
     const { gh } = world;
     const other = gh.installApp(world.app.id, { account: "other-gh" }).id;
     await settle(world, server);
-    const repo = gh.world.repo("other-gh/tools");
-    gh.webhooks.emitForRepo("pull_request", repo, gh.actor("alice"), {
-      action: "opened",
-      number: 3,
-      pull_request: { number: 3 },
-    });
+    await gh.commit("other-gh/tools", { branch: "fix", files: { "f.txt": "1\n" }, by: "alice" });
+    await gh.openPullRequest("other-gh/tools", { head: "fix", by: "alice" });
     await settle(world, server);
     const guid = gh.deliveries("pull_request").at(-1)?.guid ?? "";
     const parked = (await deliveries()).find((d) => d.deliveryId === guid);
