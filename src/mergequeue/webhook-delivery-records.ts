@@ -40,8 +40,11 @@ export interface DeliveryRecord extends NewDelivery {
 export type ClaimedDelivery = DeliveryRecord;
 
 export interface DeliveryStorage {
-  /** Stores a delivery durably; false when one with its id was stored before (a redelivery). */
-  store(delivery: NewDelivery): Promise<boolean>;
+  /**
+   * Stores deliveries durably, in one transaction (one wait for the disk for all of them);
+   * answers the ids of those it stored: the others were stored before (redeliveries).
+   */
+  storeMany(deliveries: readonly NewDelivery[]): Promise<Set<string>>;
   /**
    * Claims the oldest delivery ready for work (pending and due, or processing under a lease that
    * ran out) for `owner` until `leaseUntil`; undefined when none is ready.

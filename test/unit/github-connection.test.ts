@@ -27,6 +27,8 @@ import {
 import { retryDelay } from "../../src/providers/github/webhooks/inbox.js";
 import { WebhookHandlers } from "../../src/providers/github/webhooks/registry.js";
 import { signBody, verifySignature } from "../../src/providers/github/webhooks/signature.js";
+import { DeliveryWriter } from "../../src/providers/github/webhooks/writer.js";
+import type { NewDelivery } from "../../src/mergequeue/webhook-delivery-records.js";
 
 describe("webhook signatures", () => {
   it("match GitHub's test vector, over the exact bytes", () => {
@@ -300,5 +302,60 @@ describe("redaction of GitHub's secrets", () => {
     }
     expect(redacted).toContain("ghs_[redacted]");
     expect(redactSecrets("the ghost_town of ghsts")).toBe("the ghost_town of ghsts");
+  });
+});
+
+describe("the delivery writer", () => {
+  const delivery = (id: string, payload = "{}"): NewDelivery => ({
+    source: "github",
+    deliveryId: id,
+    event: "push",
+    action: null,
+    installationId: null,
+    payload,
+    receivedAt: 0,
+  });
+
+  it("stores deliveries that arrive together in one transaction, each answered", async () => {
+    const batches: string[][] = [];
+    const known = new Set(["old"]);
+    const writer = new DeliveryWriter({
+      storeMany: (deliveries) => {
+        batches.push(deliveries.map((d) => d.deliveryId));
+        const stored = new Set(deliveries.map((d) => d.deliveryId).filter((id) => !known.has(id)));
+        for (const id of stored) known.add(id);
+        return Promise.resolve(stored);
+      },
+    });
+    const answers = await Promise.all(
+      ["a", "b", "old", "a"].map((id) => writer.store(delivery(id))),
+    );
+    expect(batches).toEqual([["a", "b", "old", "a"]]);
+    // New, new, a redelivery, and the same delivery twice in one batch: new once.
+    expect(answers).toEqual([true, true, false, false]);
+    expect(await writer.store(delivery("c"))).toBe(true);
+    expect(batches).toHaveLength(2);
+  });
+
+  it("keeps batches small when payloads are large, and fails every caller of a failed batch", async () => {
+    const batches: number[] = [];
+    const big = "x".repeat(5 * 1024 * 1024);
+    const writer = new DeliveryWriter({
+      storeMany: (deliveries) => {
+        batches.push(deliveries.length);
+        if (deliveries.some((d) => d.deliveryId === "poison")) {
+          return Promise.reject(new Error("database away"));
+        }
+        return Promise.resolve(new Set(deliveries.map((d) => d.deliveryId)));
+      },
+    });
+    await Promise.all(["1", "2", "3"].map((id) => writer.store(delivery(id, big))));
+    expect(batches).toEqual([1, 1, 1]);
+    const outcomes = await Promise.allSettled([
+      writer.store(delivery("poison")),
+      writer.store(delivery("victim")),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected"]);
+    expect(await writer.store(delivery("after"))).toBe(true);
   });
 });

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, Transaction } from "kysely";
+import type { Kysely, Selectable, Transaction, Updateable } from "kysely";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
 import type { Database, WebhookDeliveriesTable } from "../schema.js";
@@ -17,8 +17,8 @@ function toRecord(row: Selectable<WebhookDeliveriesTable>): DeliveryRecord {
 }
 
 /**
- * The inbox of webhook deliveries (ADR 0021). Storing one is the acknowledgement, so it waits for
- * the disk; a claim takes the oldest ready delivery under a lease (`FOR UPDATE SKIP LOCKED` on
+ * The inbox of webhook deliveries (ADR 0021). Storing them is the acknowledgement, so it waits
+ * for the disk (once for all the deliveries stored together); a claim takes the oldest ready delivery under a lease (`FOR UPDATE SKIP LOCKED` on
  * PostgreSQL, so that workers pass each other's claims; a compare-and-set on SQLite), and its
  * attempt number fences every later write of that claim.
  */
@@ -28,22 +28,26 @@ export class WebhookDeliveryStore implements DeliveryStorage {
     private readonly dialect: DialectName,
   ) {}
 
-  async store(delivery: NewDelivery): Promise<boolean> {
-    const inserted = await this.db
+  async storeMany(deliveries: readonly NewDelivery[]): Promise<Set<string>> {
+    if (deliveries.length === 0) return new Set();
+    const rows = await this.db
       .insertInto("webhookDeliveries")
-      .values({
-        ...delivery,
-        state: "pending",
-        attempts: 0,
-        leaseUntil: null,
-        leaseOwner: null,
-        nextAttemptAt: delivery.receivedAt,
-        error: null,
-        processedAt: null,
-      })
+      .values(
+        deliveries.map((delivery) => ({
+          ...delivery,
+          state: "pending",
+          attempts: 0,
+          leaseUntil: null,
+          leaseOwner: null,
+          nextAttemptAt: delivery.receivedAt,
+          error: null,
+          processedAt: null,
+        })),
+      )
       .onConflict((oc) => oc.columns(["source", "deliveryId"]).doNothing())
-      .executeTakeFirst();
-    return Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
+      .returning("deliveryId")
+      .execute();
+    return new Set(rows.map((row) => row.deliveryId));
   }
 
   async claim(
@@ -91,46 +95,60 @@ export class WebhookDeliveryStore implements DeliveryStorage {
     return row ? toRecord(row) : undefined;
   }
 
-  /** Fences a write to the claim it was given: only while the delivery still carries it. */
-  private claimed(claim: ClaimedDelivery) {
-    return this.db
-      .updateTable("webhookDeliveries")
-      .where("key", "=", claim.key)
-      .where("attempts", "=", claim.attempts)
-      .where("state", "=", "processing");
-  }
-
-  async renew(claim: ClaimedDelivery, leaseUntil: number): Promise<boolean> {
-    const result = await this.claimed(claim).set({ leaseUntil }).executeTakeFirst();
+  /**
+   * Changes a claimed delivery, fenced by its claim: only while the delivery still carries it.
+   * The commit does not wait for the disk: a change a power loss undoes leaves the delivery
+   * claimed, to be handled again when the lease ends (handlers treat deliveries as hints).
+   */
+  private async updateClaimed(
+    claim: ClaimedDelivery,
+    values: Updateable<WebhookDeliveriesTable>,
+  ): Promise<boolean> {
+    const result = await sqlDialect(this.dialect).relaxedTransaction(this.db, (trx) =>
+      trx
+        .updateTable("webhookDeliveries")
+        .set(values)
+        .where("key", "=", claim.key)
+        .where("attempts", "=", claim.attempts)
+        .where("state", "=", "processing")
+        .executeTakeFirst(),
+    );
     return result.numUpdatedRows > 0n;
   }
 
-  async complete(claim: ClaimedDelivery, now: number): Promise<boolean> {
-    const result = await this.claimed(claim)
-      .set({ state: "processed", processedAt: now, leaseUntil: null, error: null })
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+  renew(claim: ClaimedDelivery, leaseUntil: number): Promise<boolean> {
+    return this.updateClaimed(claim, { leaseUntil });
   }
 
-  async retryLater(claim: ClaimedDelivery, at: number, error: string): Promise<boolean> {
-    const result = await this.claimed(claim)
-      .set({ state: "pending", nextAttemptAt: at, leaseUntil: null, error })
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+  complete(claim: ClaimedDelivery, now: number): Promise<boolean> {
+    return this.updateClaimed(claim, {
+      state: "processed",
+      processedAt: now,
+      leaseUntil: null,
+      error: null,
+    });
   }
 
-  async fail(claim: ClaimedDelivery, error: string, now: number): Promise<boolean> {
-    const result = await this.claimed(claim)
-      .set({ state: "failed", processedAt: now, leaseUntil: null, error })
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+  retryLater(claim: ClaimedDelivery, at: number, error: string): Promise<boolean> {
+    return this.updateClaimed(claim, {
+      state: "pending",
+      nextAttemptAt: at,
+      leaseUntil: null,
+      error,
+    });
   }
 
-  async park(claim: ClaimedDelivery, now: number): Promise<boolean> {
-    const result = await this.claimed(claim)
-      .set({ state: "parked", processedAt: now, leaseUntil: null })
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+  fail(claim: ClaimedDelivery, error: string, now: number): Promise<boolean> {
+    return this.updateClaimed(claim, {
+      state: "failed",
+      processedAt: now,
+      leaseUntil: null,
+      error,
+    });
+  }
+
+  park(claim: ClaimedDelivery, now: number): Promise<boolean> {
+    return this.updateClaimed(claim, { state: "parked", processedAt: now, leaseUntil: null });
   }
 
   async unpark(source: string, installationId: number, now: number): Promise<number> {

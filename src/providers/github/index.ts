@@ -32,6 +32,7 @@ import { WebhookDispatcher } from "./webhooks/dispatch.js";
 import { registerConnectionHandlers } from "./webhooks/handlers.js";
 import { WebhookInbox, type InboxOptions } from "./webhooks/inbox.js";
 import { registerWebhookRoute } from "./webhooks/receiver.js";
+import { DeliveryWriter } from "./webhooks/writer.js";
 import { WebhookHandlers } from "./webhooks/registry.js";
 
 export type { GitHubClient, GitHubLogger } from "./client.js";
@@ -136,6 +137,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     store: stores.installations,
     changes: deps.changes,
   });
+  const writer = new DeliveryWriter(stores.deliveries);
   const dispatcher = new WebhookDispatcher({
     handlers: webhooks,
     app,
@@ -185,7 +187,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
       registerWebhookRoute(scope, {
         source: GITHUB_SOURCE,
         secret: settings.webhookSecret,
-        store: (delivery) => stores.deliveries.store(delivery),
+        store: (delivery) => writer.store(delivery),
         stored: () => {
           inbox.wake();
         },

@@ -281,7 +281,10 @@ export const SCENARIOS: StoreScenario[] = [
     name: "WebhookDeliveryStore",
     create: (handle) => new WebhookDeliveryStore(handle.db, handle.dialect),
     calls: [
-      { method: "store", run: (s) => s.store(DELIVERY) },
+      {
+        method: "storeMany",
+        run: (s) => s.storeMany([DELIVERY, { ...DELIVERY, deliveryId: "second" }]),
+      },
       {
         method: "claim",
         answer: when([/^select/, [{ key: 5 }]], [/^update/, [DELIVERY_ROW]]),
