@@ -42,7 +42,8 @@ export type ClaimedDelivery = DeliveryRecord;
 export interface DeliveryStorage {
   /**
    * Stores deliveries durably, in one transaction (one wait for the disk for all of them);
-   * answers the ids of those it stored: the others were stored before (redeliveries).
+   * answers the ids of those it stored: the others were stored before (redeliveries). A
+   * redelivery of one kept as failed makes it pending again (and is answered as stored).
    */
   storeMany(deliveries: readonly NewDelivery[]): Promise<Set<string>>;
   /**

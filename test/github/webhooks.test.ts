@@ -11,6 +11,7 @@ import BetterSqlite3 from "better-sqlite3";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TEST_DIALECT } from "../helpers/database.js";
+import { waitFor } from "../helpers/process.js";
 import { ok, type TestServer } from "../helpers/server.js";
 import {
   settle,
@@ -20,6 +21,7 @@ import {
 } from "../helpers/github.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { initialConfiguration } from "../../src/mergequeue/settings.js";
+import { errorResponse } from "../helpers/fake-github/faults.js";
 
 let world: GitHubWorld;
 let server: TestServer;
@@ -44,7 +46,10 @@ beforeAll(async () => {
     await gh.createRepository({ owner: "acme-gh", name });
   }
   await gh.createRepository({ owner: "other-gh", name: "tools" });
-  server = await startGitHubServer(world);
+  // Failed attempts are tried again quickly here (in production: 5 s, doubling, eight times).
+  server = await startGitHubServer(world, {
+    githubInbox: { firstRetryMs: 50, maxRetryMs: 200, maxAttempts: 3 },
+  });
   const issued = await server.services.organizations.createOrganizationWithToken("globex");
   globex = { token: issued.token, organizationId: issued.organization.id };
   installationId = gh.installApp(world.app.id, {
@@ -310,6 +315,53 @@ describe("storing and handling deliveries", () => {
     await settle(world, server);
     const handled = (await deliveries()).find((d) => d.deliveryId === guid);
     expect(handled).toMatchObject({ state: "processed", attempts: 2 });
+  });
+});
+
+describe("a delivery whose handling fails", () => {
+  it("is tried again with growing waits, then kept with its error; a redelivery tries once more", async () => {
+    const { gh } = world;
+    const refused = gh.addFault({
+      operation: "apps/get-installation",
+      name: "refused",
+      times: 1000,
+      effect: { kind: "respond", response: errorResponse(403, "Resource not accessible") },
+    });
+    gh.suspendInstallation(installationId, "alice");
+    await settle(world, server);
+    const delivery = gh.deliveries("installation").at(-1);
+    if (!delivery) throw new Error("no delivery");
+    const row = async () =>
+      server.database.handle.db
+        .selectFrom("webhookDeliveries")
+        .select(["state", "attempts", "error"])
+        .where("deliveryId", "=", delivery.guid)
+        .executeTakeFirstOrThrow();
+    await waitFor(async () => (await row()).state === "failed", "the delivery to be given up");
+    const failed = await row();
+    expect(failed.attempts).toBe(3);
+    expect(failed.error).toContain("Resource not accessible");
+    expect(gh.faults.fired(refused)).toBe(3);
+
+    gh.faults.remove(refused);
+    await gh.webhooks.redeliver(delivery.guid);
+    await settle(world, server);
+    expect(await row()).toMatchObject({ state: "processed", attempts: 4 });
+    await expect(
+      server.services.github?.repositories.resolve({
+        organizationId: server.organizationId,
+        ...WIDGETS,
+        name: "extra",
+      }),
+    ).rejects.toThrow(/is suspended on GitHub/);
+    gh.unsuspendInstallation(installationId, "alice");
+    await settle(world, server);
+    const access = await server.services.github?.repositories.resolve({
+      organizationId: server.organizationId,
+      ...WIDGETS,
+      name: "extra",
+    });
+    expect(access?.installationId).toBe(installationId);
   });
 });
 

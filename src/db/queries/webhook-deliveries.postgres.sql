@@ -4,7 +4,8 @@
 -- WebhookDeliveryStore.storeMany(deliveries)
 insert into "webhook_deliveries" ("source", "delivery_id", "event", "action", "installation_id", "payload", "received_at", "state", "attempts", "lease_until", "lease_owner", "next_attempt_at", "error", "processed_at")
   values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14), ($15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
-  on conflict ("source", "delivery_id") do nothing
+  on conflict ("source", "delivery_id") do update set "state" = $29, "next_attempt_at" = "excluded"."received_at", "processed_at" = $30
+  where "webhook_deliveries"."state" = $31
   returning "delivery_id";
 
 -- WebhookDeliveryStore.claim(now, leaseUntil, owner)

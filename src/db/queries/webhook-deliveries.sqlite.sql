@@ -4,7 +4,8 @@
 -- WebhookDeliveryStore.storeMany(deliveries)
 insert into "webhook_deliveries" ("source", "delivery_id", "event", "action", "installation_id", "payload", "received_at", "state", "attempts", "lease_until", "lease_owner", "next_attempt_at", "error", "processed_at")
   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-  on conflict ("source", "delivery_id") do nothing
+  on conflict ("source", "delivery_id") do update set "state" = ?, "next_attempt_at" = "excluded"."received_at", "processed_at" = ?
+  where "webhook_deliveries"."state" = ?
   returning "delivery_id";
 
 -- WebhookDeliveryStore.claim(now, leaseUntil, owner)

@@ -195,29 +195,19 @@ export class GitHubInstallationStore implements GitHubInstallationStorage {
           organizationId === null
             ? null
             : await this.organizationRepository(trx, organizationId, host, repo, previous, now);
+        const granted = {
+          installationId,
+          owner: repo.owner,
+          name: repo.name,
+          organizationId,
+          repositoryId,
+          removedAt: null,
+          updatedAt: now,
+        };
         await trx
           .insertInto("githubRepositories")
-          .values({
-            githubId: repo.githubId,
-            installationId,
-            owner: repo.owner,
-            name: repo.name,
-            organizationId,
-            repositoryId,
-            removedAt: null,
-            updatedAt: now,
-          })
-          .onConflict((oc) =>
-            oc.column("githubId").doUpdateSet({
-              installationId,
-              owner: repo.owner,
-              name: repo.name,
-              organizationId,
-              repositoryId,
-              removedAt: null,
-              updatedAt: now,
-            }),
-          )
+          .values({ githubId: repo.githubId, ...granted })
+          .onConflict((oc) => oc.column("githubId").doUpdateSet(granted))
           .execute();
       }
       if (diff.removed.length > 0) {

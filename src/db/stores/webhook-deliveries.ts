@@ -44,7 +44,18 @@ export class WebhookDeliveryStore implements DeliveryStorage {
           processedAt: null,
         })),
       )
-      .onConflict((oc) => oc.columns(["source", "deliveryId"]).doNothing())
+      // A redelivery of one kept as failed (someone pressed "Redeliver") is tried once more;
+      // any other redelivery changes nothing. The attempt number keeps counting: it fences.
+      .onConflict((oc) =>
+        oc
+          .columns(["source", "deliveryId"])
+          .doUpdateSet((eb) => ({
+            state: "pending",
+            nextAttemptAt: eb.ref("excluded.receivedAt"),
+            processedAt: null,
+          }))
+          .where("webhookDeliveries.state", "=", "failed"),
+      )
       .returning("deliveryId")
       .execute();
     return new Set(rows.map((row) => row.deliveryId));

@@ -36,9 +36,14 @@ export class DeliveryWriter {
   private async flush(): Promise<void> {
     while (this.waiting.length > 0) {
       const batch = this.take();
+      // A delivery sent twice in one batch (GitHub duplicates them) is stored, and new, once.
+      const unique = new Map<string, NewDelivery>();
+      for (const { delivery } of batch) {
+        const key = `${delivery.source} ${delivery.deliveryId}`;
+        if (!unique.has(key)) unique.set(key, delivery);
+      }
       try {
-        const stored = await this.storage.storeMany(batch.map((w) => w.delivery));
-        // A delivery sent twice in one batch is new once.
+        const stored = await this.storage.storeMany([...unique.values()]);
         const answered = new Set<string>();
         for (const { delivery, stored: resolve } of batch) {
           const key = `${delivery.source} ${delivery.deliveryId}`;
