@@ -316,6 +316,43 @@ describe("storing and handling deliveries", () => {
     const handled = (await deliveries()).find((d) => d.deliveryId === guid);
     expect(handled).toMatchObject({ state: "processed", attempts: 2 });
   });
+
+  it("moves a repository transferred to an account of another organization's installation", async () => {
+    const { gh } = world;
+    const extra = { ...WIDGETS, name: "extra" };
+    const before = await server.services.stores.repositories.find(server.organizationId, extra);
+    expect(before).toBeDefined();
+    // acme-gh/extra goes to other-gh, whose installation (on all its repositories) is globex's.
+    const repo = gh.world.repo("acme-gh/extra");
+    gh.world.repos.delete("acme-gh/extra");
+    repo.owner = gh.world.account("other-gh");
+    gh.world.repos.set("other-gh/extra", repo);
+    gh.webhooks.emitForRepo("repository", repo, gh.actor("alice"), {
+      action: "transferred",
+      changes: { owner: { from: { user: { login: "acme-gh" } } } },
+    });
+    await settle(world, server);
+    const moved = { ...extra, owner: "other-gh" };
+    expect(
+      await server.services.stores.repositories.find(globex.organizationId, moved),
+    ).toBeDefined();
+    expect(
+      await server.services.github?.repositories.resolve({
+        organizationId: globex.organizationId,
+        ...moved,
+      }),
+    ).toMatchObject({ owner: "other-gh", name: "extra" });
+    // acme keeps its row and what it holds, and cannot reach the repository any more.
+    expect(await server.services.stores.repositories.find(server.organizationId, extra)).toEqual(
+      before,
+    );
+    await expect(
+      server.services.github?.repositories.resolve({
+        organizationId: server.organizationId,
+        ...extra,
+      }),
+    ).rejects.toThrow(/not a repository of a GitHub App installation linked to this organization/);
+  });
 });
 
 describe("a delivery whose handling fails", () => {
@@ -351,7 +388,7 @@ describe("a delivery whose handling fails", () => {
       server.services.github?.repositories.resolve({
         organizationId: server.organizationId,
         ...WIDGETS,
-        name: "extra",
+        name: "sprockets",
       }),
     ).rejects.toThrow(/is suspended on GitHub/);
     gh.unsuspendInstallation(installationId, "alice");
@@ -359,7 +396,7 @@ describe("a delivery whose handling fails", () => {
     const access = await server.services.github?.repositories.resolve({
       organizationId: server.organizationId,
       ...WIDGETS,
-      name: "extra",
+      name: "sprockets",
     });
     expect(access?.installationId).toBe(installationId);
   });
