@@ -322,6 +322,12 @@ describe("storing and handling deliveries", () => {
     const extra = { ...WIDGETS, name: "extra" };
     const before = await server.services.stores.repositories.find(server.organizationId, extra);
     expect(before).toBeDefined();
+    // A pull request on it while it is acme's, whose delivery comes late (after the transfer).
+    gh.setWebhookUrls(world.app.id, []);
+    await gh.commit("acme-gh/extra", { branch: "late", files: { "l.txt": "1\n" }, by: "alice" });
+    await gh.openPullRequest("acme-gh/extra", { head: "late", by: "alice" });
+    const late = gh.deliveries("pull_request").at(-1);
+    gh.setWebhookUrls(world.app.id, [`${server.url}/webhooks/github`]);
     // acme-gh/extra goes to other-gh, whose installation (on all its repositories) is globex's.
     const repo = gh.world.repo("acme-gh/extra");
     gh.world.repos.delete("acme-gh/extra");
@@ -342,6 +348,21 @@ describe("storing and handling deliveries", () => {
         ...moved,
       }),
     ).toMatchObject({ owner: "other-gh", name: "extra" });
+    // The late delivery, from acme's installation, reaches none of globex's queues.
+    expect(
+      (
+        await server.call(
+          "createQueue",
+          { repo: moved, targetBranch: "main" },
+          { token: globex.token },
+        )
+      ).status,
+    ).toBe(200);
+    if (!late) throw new Error("no pull_request delivery");
+    expect((await post(late.body, late.headers)).status).toBe(202);
+    await settle(world, server);
+    expect((await deliveries()).find((d) => d.deliveryId === late.guid)?.state).toBe("processed");
+    expect(await commandsOf(await queueId(globex.organizationId, moved))).toEqual([]);
     // acme keeps its row and what it holds, and cannot reach the repository any more.
     expect(await server.services.stores.repositories.find(server.organizationId, extra)).toEqual(
       before,
