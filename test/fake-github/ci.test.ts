@@ -128,7 +128,7 @@ describe("push-triggered workflows", () => {
         checks: [
           {
             name: "readme",
-            outcome: { slow: 400 },
+            outcome: { slow: 1500 },
             run: (c) => readFileSync(join(c.dir, "README.md"), "utf8") === "w\n",
           },
         ],
@@ -139,8 +139,13 @@ describe("push-triggered workflows", () => {
       from: "main",
       files: { "x.txt": "x\n" },
     });
-    await new Promise((r) => setTimeout(r, 150));
-    expect((await runsOn(sha))[0]?.status).toBe("in_progress");
+    // Poll: the check is queued, then in progress for 1.5 s.
+    let seen = "";
+    for (let i = 0; i < 50 && seen !== "in_progress"; i++) {
+      seen = (await runsOn(sha))[0]?.status ?? "";
+      if (seen !== "in_progress") await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(seen).toBe("in_progress");
     await gh.settleCi();
     expect((await runsOn(sha))[0]).toMatchObject({ status: "completed", conclusion: "success" });
   });

@@ -391,7 +391,7 @@ describe("merging", () => {
 
 describe("mergeability is computed asynchronously", () => {
   it("is null/unknown after the base moves until the delay passes", async () => {
-    const slow = await FakeGitHub.start({ seed: 2, mergeabilityDelayMs: 300 });
+    const slow = await FakeGitHub.start({ seed: 2, mergeabilityDelayMs: 1500 });
     try {
       slow.createOrganization("acme");
       slow.createUser("alice");
@@ -412,15 +412,15 @@ describe("mergeability is computed asynchronously", () => {
         return [data.mergeable, data.mergeable_state];
       };
       expect(await read()).toEqual([null, "unknown"]);
-      await new Promise((r) => setTimeout(r, 350));
+      await new Promise((r) => setTimeout(r, 1600));
       expect(await read()).toEqual([true, "clean"]);
       await slow.commit(NAME, { branch: "main", files: { "other.txt": "o\n" } });
       expect(await read()).toEqual([null, "unknown"]);
-      await new Promise((r) => setTimeout(r, 350));
+      await new Promise((r) => setTimeout(r, 1600));
       expect(await read()).toEqual([true, "clean"]);
       slow.holdMergeability(NAME, n, 60_000);
       await slow.commit(NAME, { branch: "main", files: { "other.txt": "o2\n" } });
-      await new Promise((r) => setTimeout(r, 350));
+      await new Promise((r) => setTimeout(r, 1600));
       expect(await read()).toEqual([null, "unknown"]);
       await expect(
         client.request("PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge", {

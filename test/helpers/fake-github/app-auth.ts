@@ -21,7 +21,7 @@ import type { Actor, World } from "./world.js";
  * limit per credential, and the App and installation endpoints.
  */
 
-/** What Mainline's App asks for (research: Trunk's set); tests may narrow it. */
+/** What Mainline's App asks for (the permissions Trunk's App asks for); tests may narrow it. */
 export const DEFAULT_APP_PERMISSIONS: PermissionSet = {
   actions: "write",
   administration: "read",

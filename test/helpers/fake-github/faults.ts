@@ -5,7 +5,7 @@ import type { World } from "./world.js";
  * The fault layer: rules scripted per operation (GitHub's operationId) and per call. A rule can
  * delay a request, answer instead of the real handler (nothing changes), or answer an error
  * *after* the handler ran (the change happened: a "ghost merge"). Presets give GitHub's own
- * messages and headers for the failures merge queues meet (docs/background.md, "GitHub provider").
+ * messages and headers for the failures merge queues meet (ADR 0022 lists them).
  */
 
 export type FaultEffect =

@@ -215,6 +215,11 @@ export class HttpServer {
     this.routes.push(compile(route));
   }
 
+  /** Every operation the fake serves (GitHub's operationIds). */
+  operationIds(): string[] {
+    return this.routes.map((r) => r.route.operationId);
+  }
+
   async listen(): Promise<string> {
     const server = createServer((req, res) => {
       void this.handle(req, res);

@@ -72,6 +72,9 @@ export class SchemaGuard {
   readonly violations: SchemaViolation[] = [];
   /** How many bodies were checked (a test asserts the guard saw what it should). */
   checked = 0;
+  /** What was validated: operationId → statuses, and webhook `event-action` keys. */
+  readonly covered = new Map<string, Set<number>>();
+  readonly coveredWebhooks = new Set<string>();
   private readonly operations = shared.operations;
   private readonly validators = shared.validators;
 
@@ -137,6 +140,9 @@ export class SchemaGuard {
     const validate = this.responseValidator(operationId, status);
     if (validate === null) return;
     this.checked++;
+    const statuses = this.covered.get(operationId) ?? new Set<number>();
+    statuses.add(status);
+    this.covered.set(operationId, statuses);
     if (!validate(body)) {
       const errors = (validate.errors ?? []).filter(
         (e) => !ERRATA.some((x) => x.operation === operationId && x.path.test(e.instancePath)),
@@ -176,6 +182,7 @@ export class SchemaGuard {
       return;
     }
     this.checked++;
+    this.coveredWebhooks.add(key);
     if (!validate(payload)) {
       this.violations.push({
         kind: "webhook",

@@ -728,6 +728,15 @@ export class Repos {
       },
     });
 
+    // The root directory: `contents/` (Octokit sends the empty path so).
+    server.add({
+      method: "GET",
+      path: "/repos/{owner}/{repo}/contents",
+      operationId: "repos/get-content",
+      auth: "token",
+      handler: async (ctx) => this.getContent(ctx, contents(ctx, "read").repo),
+    });
+
     server.add({
       method: "GET",
       path: "/repos/{owner}/{repo}/contents/{path+}",

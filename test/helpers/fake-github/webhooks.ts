@@ -44,6 +44,12 @@ export interface WebhookChaos {
   /** Probability a delivery is held back `lateMs` (default 11 s: past GitHub's 10 s timeout). */
   late?: number;
   lateMs?: number;
+  /**
+   * Deliveries are gathered in groups of this size (a group also closes 2 s after its last
+   * delivery, or at `settle()`) and sent in a shuffled order: reordering that does not depend on
+   * timing.
+   */
+  reorder?: number;
 }
 
 export interface WebhookOptions {
@@ -62,6 +68,10 @@ export class WebhookHub {
   private queue: Promise<void> = Promise.resolve();
   private roundRobin = 0;
   private sending = 0;
+  private group: { delivery: Delivery; urls: string[] }[] = [];
+  private groupTimer: ReturnType<typeof setTimeout> | null = null;
+  private groupPending: (() => void) | null = null;
+  private releaseGroup: (() => void) | null = null;
   private readonly observers: ((delivery: Delivery) => void)[] = [];
   private readonly repoListeners: ((
     event: string,
@@ -195,10 +205,12 @@ export class WebhookHub {
     const copies = random.chance(chaos.duplicate ?? 0) ? 2 : 1;
     const chaotic = chaos.delayMs !== undefined || (chaos.late ?? 0) > 0;
     for (let i = 0; i < copies; i++) {
+      if ((chaos.reorder ?? 0) > 1) {
+        this.gather(delivery, urls, chaos.reorder ?? 0);
+        continue;
+      }
       if (!chaotic) {
-        // In order, one at a time: GitHub's usual behaviour when nothing goes wrong.
-        this.queue = this.queue.then(() => this.sendAll(delivery, urls));
-        this.track(this.queue);
+        this.inOrder(delivery, urls);
         continue;
       }
       const [min, max] = chaos.delayMs ?? [0, 0];
@@ -210,6 +222,37 @@ export class WebhookHub {
         ),
       );
     }
+  }
+
+  /** In order, one at a time: GitHub's usual behaviour when nothing goes wrong. */
+  private inOrder(delivery: Delivery, urls: string[]): void {
+    this.queue = this.queue.then(() => this.sendAll(delivery, urls));
+    this.track(this.queue);
+  }
+
+  private gather(delivery: Delivery, urls: string[], size: number): void {
+    this.group.push({ delivery, urls });
+    if (this.groupTimer !== null) clearTimeout(this.groupTimer);
+    const release = (): void => {
+      if (this.groupTimer !== null) clearTimeout(this.groupTimer);
+      this.groupTimer = null;
+      const group = this.group.splice(0);
+      for (let i = group.length - 1; i > 0; i--) {
+        const j = this.world.random.int(0, i);
+        [group[i], group[j]] = [
+          group[j] as (typeof group)[number],
+          group[i] as (typeof group)[number],
+        ];
+      }
+      this.groupPending?.();
+      for (const item of group) this.inOrder(item.delivery, item.urls);
+    };
+    if (this.group.length === 1) {
+      this.track(new Promise<void>((resolve) => (this.groupPending = resolve)));
+    }
+    this.releaseGroup = release;
+    if (this.group.length >= size) release();
+    else this.groupTimer = setTimeout(release, 2_000);
   }
 
   private track(promise: Promise<void>): void {
@@ -269,6 +312,7 @@ export class WebhookHub {
 
   /** Waits until every delivery sent so far has been answered (those held by `pause()` excepted). */
   async settle(): Promise<void> {
+    if (this.group.length > 0) this.releaseGroup?.();
     while (this.sending > 0 || (!this.paused && this.inFlight.size > 0)) {
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
