@@ -27,9 +27,10 @@ import { MergeQueueEngine, type EngineOptions } from "./mergequeue/engine.js";
 import type { CiProvider, GitHost } from "./mergequeue/providers.js";
 import { PullRequestService } from "./mergequeue/pull-request-service.js";
 import { MergeQueueService } from "./mergequeue/queue-service.js";
-import { OrganizationService } from "./organizations/service.js";
 import { SessionService, type SessionLifetimes } from "./organizations/sessions.js";
 import { SessionStore } from "./db/stores/sessions.js";
+import { OrganizationService, type Principal } from "./organizations/service.js";
+import type { RepoRef } from "./organizations/repositories.js";
 import { BundleStorage } from "./testhealth/ingest/bundle-storage.js";
 import { UploadProcessor } from "./testhealth/ingest/processor.js";
 import { IngestWorker, type WorkerLogger, type WorkerOptions } from "./testhealth/ingest/worker.js";
@@ -49,6 +50,15 @@ import { HostChanges } from "./mergequeue/host-changes.js";
 import { CiRouter, GitHostRouter } from "./mergequeue/host-router.js";
 import { createLocalProvider, LOCAL_HOST, type LocalProvider } from "./providers/local/index.js";
 import { upgradeLocalRepositoryLayout } from "./providers/local/git/layout-upgrade.js";
+import type { GitHubAppConfig } from "./config.js";
+import { GitHubInstallationStore } from "./db/stores/github-installations.js";
+import { WebhookDeliveryStore } from "./db/stores/webhook-deliveries.js";
+import {
+  createGitHubProvider,
+  registerGitHubRoutes,
+  type GitHubProvider,
+} from "./providers/github/index.js";
+import type { InboxOptions } from "./providers/github/webhooks/inbox.js";
 
 /** The composition root: stores and services over one database. */
 export interface Services {
@@ -89,6 +99,8 @@ export interface Services {
   ci: CiProvider;
   /** The local git host (docs/contract.md §6) and the built-in CI runner; started by `mainline serve`. */
   local: LocalServices;
+  /** The GitHub App (docs/github.md), when configured; started by `mainline serve`. */
+  github: GitHubProvider | undefined;
   /** MAINLINE_PUBLIC_URL when set (upload URLs, test pages); else derived from each request. */
   publicUrl: string | undefined;
 }
@@ -105,7 +117,13 @@ export interface ServiceOptions {
   /** Uploads with a public repository id: per repository and hour (default 60), bundle cap (100 MiB). */
   publicUploads?: { perHour?: number; maxBundleBytes?: number };
   worker?: Partial<WorkerOptions>;
-  logger?: WorkerLogger;
+  logger?: ServiceLogger;
+  /** The GitHub App; without it, repositories on GitHub answer `host_not_connected`. */
+  github?: GitHubAppConfig;
+  /** The GitHub webhook inbox's worker (tests shorten its lease and polling). */
+  githubInbox?: Partial<InboxOptions>;
+  /** How often the App's installations are read again (default hourly; 0: only at start). */
+  githubSyncIntervalMs?: number;
   /**
    * The git host and CI of repositories that are not on the local git host (tests and the
    * simulator give in-memory ones); without them such repositories answer `host_not_connected`.
@@ -119,6 +137,11 @@ export interface ServiceOptions {
   watchIntervalMs?: number;
   /** Dashboard sessions: idle and absolute lifetimes (default: a day, a week). */
   sessionLifetimes?: SessionLifetimes | undefined;
+}
+
+/** What the background parts log through (`warn` falls back to `info`). */
+export interface ServiceLogger extends WorkerLogger {
+  warn?(fields: object, message: string): void;
 }
 
 const silentLogger: WorkerLogger = { info: () => undefined, error: () => undefined };
@@ -243,6 +266,34 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     ...(options.ciParallelism === undefined ? {} : { ciParallelism: options.ciParallelism }),
     ...(options.watchIntervalMs === undefined ? {} : { watchIntervalMs: options.watchIntervalMs }),
   });
+  const github = options.github
+    ? createGitHubProvider({
+        settings: { ...options.github, userAgent: `mainline/${VERSION}` },
+        clock,
+        logger: {
+          info: (fields, message) => {
+            log.info(fields, message);
+          },
+          warn: (fields, message) => {
+            (options.logger?.warn ?? log.info)(fields, message);
+          },
+          error: (fields, message) => {
+            log.error(fields, message);
+          },
+        },
+        stores: {
+          installations: new GitHubInstallationStore(db, database.dialect),
+          deliveries: new WebhookDeliveryStore(db, database.dialect),
+          repositories,
+          organizations: organizationStore,
+        },
+        changes,
+        ...(options.githubInbox ? { inbox: options.githubInbox } : {}),
+        ...(options.githubSyncIntervalMs === undefined
+          ? {}
+          : { syncIntervalMs: options.githubSyncIntervalMs }),
+      })
+    : undefined;
   const gitHost = new GitHostRouter(new Map([[local.hostName, local.gitHost]]), options.gitHost);
   const ci = new CiRouter(new Map([[local.hostName, local.ci]]), options.ci);
   const engine = new MergeQueueEngine(
@@ -287,6 +338,14 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
       repositories,
       existingRepositories: new Map([
         [LOCAL_HOST, (principal, ref) => local.existingRepository(principal, ref)],
+        ...(github
+          ? [
+              [
+                github.hostName.toLowerCase(),
+                (principal: Principal, ref: RepoRef) => github.existingRepository(principal, ref),
+              ] as const,
+            ]
+          : []),
       ]),
       queues: mergeQueues,
       contents: pullRequests,
@@ -317,6 +376,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     gitHost,
     ci,
     local,
+    github,
     publicUrl: options.publicUrl,
   };
 }
@@ -360,13 +420,10 @@ export async function openMigratedDatabase(
 }
 
 /**
- * Graceful stop: no new requests, then the work of requests still running (even those whose
- * client hung up), then the database.
- */
-/**
- * Stops everything in order: requests, the upload worker, the built-in runner (before the
- * engine, so that no result is handed to an engine that stopped listening: its runs resume at the
- * next start), the merge-queue engine, then the database.
+ * Stops everything in order: requests (and the work of those still running, even when their
+ * client hung up), the upload worker, the webhook inbox and the built-in runner (before the
+ * engine, so that no change or result is handed to an engine that stopped listening: they resume
+ * at the next start), the merge-queue engine, then the database.
  */
 export async function stopService(
   app: ApiApp,
@@ -374,10 +431,12 @@ export async function stopService(
   worker?: IngestWorker,
   engine?: MergeQueueEngine,
   local?: Pick<LocalServices, "stop">,
+  github?: Pick<GitHubProvider, "stop">,
 ): Promise<void> {
   await app.close();
   await app.inFlight.idle();
   await worker?.stop();
+  await github?.stop();
   await local?.stop();
   await engine?.stop();
   await database.close();
@@ -407,7 +466,19 @@ export function serverDependencies(
       (scope) => {
         services.local.routes(scope);
       },
+      (scope) => {
+        // Answered on every server: without the App, with `host_not_connected`.
+        if (services.github) services.github.routes(scope);
+        else registerGitHubRoutes(scope, undefined);
+      },
     ],
+    webhookRoutes: services.github
+      ? [
+          (scope) => {
+            services.github?.webhookRoutes(scope);
+          },
+        ]
+      : [],
     publicUrl: services.publicUrl,
     logger,
     version: VERSION,
@@ -420,3 +491,14 @@ export function createHttpServer(
 ): Promise<ApiApp> {
   return buildServer(serverDependencies(services, logger));
 }
+
+/** The GitHub App's manifest and registration link, for `mainline github setup`. */
+export {
+  ALWAYS_DELIVERED_EVENTS,
+  APP_EVENTS,
+  APP_PERMISSIONS,
+  appManifest,
+  registrationUrl,
+  webUrlOf,
+  webhookUrl,
+} from "./providers/github/index.js";

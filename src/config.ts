@@ -1,3 +1,5 @@
+import { createPrivateKey } from "node:crypto";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { MIN_SUPPLIED_TOKEN_LENGTH } from "./lib/tokens.js";
 import { ORG_SLUG_PATTERN } from "./organizations/slug.js";
@@ -26,6 +28,21 @@ export interface ServiceConfig {
   bootstrap: { organization: string; token: string } | undefined;
   /** How long a dashboard session lasts idle, and at most (ADR 0023). */
   sessionLifetimes: SessionLifetimes;
+  /** The GitHub App (docs/github.md); undefined when it is not configured. */
+  github: GitHubAppConfig | undefined;
+}
+
+/** The GitHub App Mainline acts as (MAINLINE_GITHUB_*; docs/github.md "Configuration"). */
+export interface GitHubAppConfig {
+  /** The App's id (or its client id), the JWT's issuer. */
+  appId: string;
+  /** The App's private key, as PKCS#8 PEM (GitHub hands out PKCS#1; both are accepted). */
+  privateKey: string;
+  webhookSecret: string;
+  /** The REST API's base URL, without a trailing slash. */
+  apiUrl: string;
+  /** The host name its repositories carry in `repo.host` (`github.com`, a GHES host). */
+  host: string;
 }
 
 export class ConfigError extends Error {}
@@ -130,6 +147,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       bootstrapOrg && bootstrapToken
         ? { organization: bootstrapOrg, token: bootstrapToken }
         : undefined,
+    github: loadGitHubConfig(env),
   };
 }
 
@@ -159,4 +177,122 @@ export function sessionLifetimesFrom(env: NodeJS.ProcessEnv): SessionLifetimes {
     idleMs: idleMinutes === undefined ? DEFAULT_SESSION_LIFETIMES.idleMs : idleMinutes * MINUTE_MS,
     absoluteMs: maxHours === undefined ? DEFAULT_SESSION_LIFETIMES.absoluteMs : maxHours * HOUR_MS,
   };
+}
+const GITHUB_REQUIRED = [
+  "MAINLINE_GITHUB_APP_ID",
+  "MAINLINE_GITHUB_PRIVATE_KEY",
+  "MAINLINE_GITHUB_WEBHOOK_SECRET",
+] as const;
+const GITHUB_OPTIONAL = ["MAINLINE_GITHUB_API_URL", "MAINLINE_GITHUB_HOST"] as const;
+const DEFAULT_GITHUB_API_URL = "https://api.github.com";
+
+/**
+ * The GitHub App's configuration, or undefined when none of its variables is set. A partial
+ * configuration, a key that does not parse or an API URL whose host cannot be told are errors;
+ * no message ever shows the key.
+ */
+export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | undefined {
+  const set = [...GITHUB_REQUIRED, ...GITHUB_OPTIONAL].filter((name) => nonEmpty(env[name]));
+  if (set.length === 0) return undefined;
+  const missing = GITHUB_REQUIRED.filter((name) => !nonEmpty(env[name]));
+  if (missing.length > 0) {
+    throw new ConfigError(
+      `The GitHub App is configured only in part: ${set.join(", ")} ${set.length === 1 ? "is" : "are"} set, but ${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} missing. Set all of ${GITHUB_REQUIRED.join(", ")} (docs/github.md), or none.`,
+    );
+  }
+  const appId = nonEmpty(env.MAINLINE_GITHUB_APP_ID) ?? "";
+  if (!/^(\d{1,18}|Iv[0-9A-Za-z.]{1,60})$/.test(appId)) {
+    throw new ConfigError(
+      `MAINLINE_GITHUB_APP_ID must be the App's id (a whole number, as its settings page shows it) or its client id (Iv…) (got "${appId.slice(0, 80)}").`,
+    );
+  }
+  const apiUrl = githubApiUrl(nonEmpty(env.MAINLINE_GITHUB_API_URL) ?? DEFAULT_GITHUB_API_URL);
+  const explicitHost = nonEmpty(env.MAINLINE_GITHUB_HOST)?.toLowerCase();
+  if (explicitHost !== undefined && !/^[a-z0-9.-]{1,253}(:\d{1,5})?$/.test(explicitHost)) {
+    throw new ConfigError(
+      `MAINLINE_GITHUB_HOST must be a host name such as github.com or github.example.com (got "${explicitHost.slice(0, 80)}").`,
+    );
+  }
+  const host = explicitHost ?? githubHostOf(apiUrl);
+  return {
+    appId,
+    privateKey: githubPrivateKey(env.MAINLINE_GITHUB_PRIVATE_KEY ?? ""),
+    webhookSecret: nonEmpty(env.MAINLINE_GITHUB_WEBHOOK_SECRET) ?? "",
+    apiUrl,
+    host,
+  };
+}
+
+function githubApiUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(
+      `MAINLINE_GITHUB_API_URL must be an absolute http(s) URL such as https://api.github.com or https://github.example.com/api/v3 (got "${value.slice(0, 200)}").`,
+    );
+  }
+  if ((url.protocol !== "https:" && url.protocol !== "http:") || url.search || url.hash) {
+    throw new ConfigError(
+      `MAINLINE_GITHUB_API_URL must be an http(s) URL without query or fragment, such as https://api.github.com (got "${value.slice(0, 200)}").`,
+    );
+  }
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
+}
+
+/**
+ * The host repositories carry: github.com for api.github.com (and SUBDOMAIN.ghe.com for
+ * api.SUBDOMAIN.ghe.com), HOST for GitHub Enterprise Server's https://HOST/api/v3.
+ */
+export function githubHostOf(apiUrl: string): string {
+  const url = new URL(apiUrl);
+  const path = url.pathname.replace(/\/+$/, "");
+  if (path === "" && url.hostname.startsWith("api.")) return url.host.slice("api.".length);
+  if (path === "/api/v3") return url.host;
+  throw new ConfigError(
+    `Cannot tell the repositories' host from MAINLINE_GITHUB_API_URL ${apiUrl}: it is neither https://api.github.com nor a GitHub Enterprise Server URL ending in /api/v3. Set MAINLINE_GITHUB_HOST to the host name repositories carry (for example github.com).`,
+  );
+}
+
+/** Looks like a file path (so an error may show it); a mangled key never does. */
+const KEY_PATH = /^[/.][^\s]{0,1000}$|^[^\s]{1,1000}\.pem$/;
+
+/**
+ * The App's private key as PKCS#8 PEM: `value` is the PEM text itself (line breaks may be written
+ * as `\n`) or the path of a PEM file. Errors never show the key.
+ */
+function githubPrivateKey(raw: string): string {
+  const value = raw.trim();
+  let pem: string;
+  if (value.startsWith("-----BEGIN")) {
+    pem = value.replace(/\\n/g, "\n");
+  } else {
+    const shown = KEY_PATH.test(value) ? ` ${value}` : "";
+    if (!KEY_PATH.test(value) && (value.length > 1000 || /\s/.test(value))) {
+      throw new ConfigError(
+        "MAINLINE_GITHUB_PRIVATE_KEY is neither PEM text (it must begin with -----BEGIN) nor the path of a PEM file.",
+      );
+    }
+    try {
+      pem = readFileSync(value, "utf8");
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? "unreadable";
+      throw new ConfigError(
+        `MAINLINE_GITHUB_PRIVATE_KEY names a file that cannot be read (${code}):${shown || " the value is neither PEM text nor a readable path"}.`,
+      );
+    }
+  }
+  try {
+    const key = createPrivateKey(pem);
+    if (key.asymmetricKeyType !== "rsa") {
+      throw new Error(`it is a ${key.asymmetricKeyType ?? "non-RSA"} key, and GitHub Apps use RSA`);
+    }
+    return key.export({ type: "pkcs8", format: "pem" }).toString();
+  } catch (error) {
+    // OpenSSL's reasons name the decoder that failed, never the key's bytes.
+    const reason = (error as Error).message.split("\n")[0] ?? "unreadable";
+    throw new ConfigError(
+      `MAINLINE_GITHUB_PRIVATE_KEY is not a usable private key (${reason}): use the .pem file GitHub generates on the App's settings page.`,
+    );
+  }
 }

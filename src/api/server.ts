@@ -69,6 +69,9 @@ export interface ServerDependencies {
   };
   /** The providers' own operations (the local host's `/v1/local/*`), on the authenticated scope. */
   providerRoutes?: readonly ((scope: ApiApp) => void)[];
+  /** Where git hosts deliver webhooks (`/webhooks/github`): outside `/v1`, no API token (each
+   * delivery is signed), each in a scope of its own (they read their bodies raw). */
+  webhookRoutes?: readonly ((scope: ApiApp) => void)[];
   /** MAINLINE_PUBLIC_URL when set; otherwise links use the address each request came to. */
   publicUrl: string | undefined;
   logger: FastifyServerOptions["logger"];
@@ -212,6 +215,13 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     registerUnauthenticatedUploadRoutes(scope, deps.uploads);
     done();
   });
+
+  for (const routes of deps.webhookRoutes ?? []) {
+    await app.register((scope: ApiApp, _options, done) => {
+      routes(scope);
+      done();
+    });
+  }
 
   // The dashboard: HTML pages with sessions of their own (src/web; docs/dashboard.md).
   await app.register((scope: ApiApp, _options, done) => {

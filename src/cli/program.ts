@@ -4,6 +4,7 @@ import { redactSecrets } from "../lib/redact.js";
 import { VERSION } from "../version.js";
 import { registerAdminCommands } from "./commands/admin.js";
 import { registerCiCommands } from "./commands/ci.js";
+import { registerGitHubCommands } from "./commands/github.js";
 import { registerPullRequestCommands } from "./commands/pr.js";
 import { registerQueueCommands } from "./commands/queue.js";
 import { registerRepoCommands } from "./commands/repo.js";
@@ -23,6 +24,7 @@ export function buildProgram(context: CliContext): Command {
     .showHelpAfterError("(run with --help for usage)");
   registerServe(program, context);
   registerAdminCommands(program, context);
+  registerGitHubCommands(program, context);
   registerQueueCommands(program, context);
   registerRepoCommands(program, context);
   registerPullRequestCommands(program, context);

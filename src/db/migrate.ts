@@ -12,6 +12,7 @@ import { speculationThreshold } from "./migrations/0009_speculation_threshold.js
 import { ciRunOrganization } from "./migrations/0010_ci_run_organization.js";
 import { publicRepositoryIds } from "./migrations/0012_public_repository_ids.js";
 import { localPullRequestDescriptions } from "./migrations/0013_local_pull_request_descriptions.js";
+import { githubApp } from "./migrations/0015_github_app.js";
 import { webSessions } from "./migrations/0017_web_sessions.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
@@ -30,6 +31,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0010_ci_run_organization": ciRunOrganization,
   "0012_public_repository_ids": publicRepositoryIds,
   "0013_local_pull_request_descriptions": localPullRequestDescriptions,
+  "0015_github_app": githubApp,
   "0017_web_sessions": webSessions,
 };
 

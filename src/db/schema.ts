@@ -364,6 +364,54 @@ export interface CiRunsTable {
   leaseUntil: number;
 }
 
+/** A GitHub App installation (migration 0015, ADR 0020). */
+export interface GithubInstallationsTable {
+  id: number;
+  accountId: number;
+  accountLogin: string;
+  accountType: string;
+  repositorySelection: string;
+  organizationId: string | null;
+  linkedAt: number | null;
+  suspendedAt: number | null;
+  deletedAt: number | null;
+  syncedAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A repository an installation grants, by GitHub's repository id. */
+export interface GithubRepositoriesTable {
+  githubId: number;
+  installationId: number;
+  owner: string;
+  name: string;
+  organizationId: string | null;
+  repositoryId: string | null;
+  removedAt: number | null;
+  updatedAt: number;
+}
+
+/** The inbox of webhook deliveries (ADR 0021). */
+export interface WebhookDeliveriesTable {
+  key: Generated<number>;
+  source: string;
+  deliveryId: string;
+  event: string;
+  action: string | null;
+  installationId: number | null;
+  /** The body as received: JSON text. */
+  payload: string;
+  receivedAt: number;
+  state: string;
+  attempts: number;
+  leaseUntil: number | null;
+  leaseOwner: string | null;
+  nextAttemptAt: number;
+  error: string | null;
+  processedAt: number | null;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   apiTokens: ApiTokensTable;
@@ -388,4 +436,7 @@ export interface Database {
   localPullRequests: LocalPullRequestsTable;
   ciRuns: CiRunsTable;
   webSessions: WebSessionsTable;
+  githubInstallations: GithubInstallationsTable;
+  githubRepositories: GithubRepositoriesTable;
+  webhookDeliveries: WebhookDeliveriesTable;
 }

@@ -13,6 +13,8 @@ export const ERROR_STATUS = {
   conflict: 409,
   /** The repository's git host has no provider configured on this server. */
   host_not_connected: 409,
+  /** A GitHub App installation is linked to another organization (it never moves by itself). */
+  installation_linked_elsewhere: 409,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,

@@ -1,7 +1,9 @@
 /**
  * Keeping secrets out of log lines and messages. What counts as a secret here: API tokens
- * (`mlt_…`), dashboard session ids (`mls_…`), the values of credential-like query parameters (the signature of an upload URL,
- * `token`, `key`, `password`, cloud storage signatures…) and the password part of a URL.
+ * (`mlt_…`), dashboard session ids (`mls_…`), the values of credential-like query parameters
+ * (the signature of an upload URL, `token`, `key`, `password`, cloud storage signatures…), the
+ * password part of a URL, GitHub's tokens (`ghs_…`, `ghp_…`, `github_pat_…`), JSON Web Tokens (a
+ * GitHub App's JWT) and PEM private keys.
  *
  * These are applied to text that may echo input (request URLs, error messages and stacks); the
  * fields we log on purpose never carry a secret in the first place.
@@ -19,11 +21,20 @@ const URL_PASSWORD = /([a-z][a-z0-9+.-]*:\/\/[^:/@\s"'<>]*):[^@/\s"'<>]*@/gi;
  * characters (shorter runs too, in case of a cut).
  */
 const API_TOKEN = /\b(mlt|mls)_[A-Za-z0-9_-]{8,}/g;
+/** GitHub's tokens: installation (`ghs_`), personal (`ghp_`, `github_pat_`), OAuth, user, refresh. */
+const GITHUB_TOKEN = /\b(gh[psour]_|github_pat_)[A-Za-z0-9_]{8,}/g;
+/** A JSON Web Token: three base64url parts, the first two JSON objects (`eyJ…`). */
+const JWT = /\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g;
+/** A PEM private key, whole or cut (`\n` escaped or not). */
+const PEM_KEY = /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)/g;
 
 /** `text` with every secret it shows replaced by `[redacted]`. */
 export function redactSecrets(text: string): string {
   return text
     .replace(SECRET_PARAMETERS, `$1${REDACTED}`)
     .replace(URL_PASSWORD, `$1:${REDACTED}@`)
-    .replace(API_TOKEN, (_match, prefix: string) => `${prefix}_${REDACTED}`);
+    .replace(API_TOKEN, (_match, prefix: string) => `${prefix}_${REDACTED}`)
+    .replace(GITHUB_TOKEN, `$1${REDACTED}`)
+    .replace(JWT, REDACTED)
+    .replace(PEM_KEY, REDACTED);
 }

@@ -55,7 +55,8 @@ export function findUnstorableText(
         values.push(value[i]);
         places.push({ parent: place, key: i });
       }
-    } else if (typeof value === "object" && value !== null) {
+    } else if (typeof value === "object" && value !== null && !ArrayBuffer.isView(value)) {
+      // Bytes (a body kept raw, as webhook deliveries are) are not text: not walked key by key.
       const keys = Object.keys(value);
       for (let i = keys.length - 1; i >= 0; i--) {
         const key = keys[i] as string;

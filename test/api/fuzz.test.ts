@@ -9,7 +9,13 @@
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { REPO, startTestServer, type TestServer } from "../helpers/server.js";
+import { REPO, type TestServer } from "../helpers/server.js";
+import {
+  settle,
+  startGitHubServer,
+  startGitHubWorld,
+  type GitHubWorld,
+} from "../helpers/github.js";
 import { bundle, ingest, junit, testIdOf } from "../helpers/uploads.js";
 
 const SEED = 20261126;
@@ -42,12 +48,21 @@ interface Operation {
 type Paths = Record<string, Record<string, Operation>>;
 
 let server: TestServer;
+/** The GitHub App's operations do their real work: against the fake GitHub. */
+let github: GitHubWorld;
 let paths: Paths;
 let testId: string;
 let uploadId: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  github = await startGitHubWorld();
+  server = await startGitHubServer(github);
+  // REPO is a repository of the App's installation linked to acme.
+  github.gh.createOrganization(REPO.owner);
+  await github.gh.createRepository({ owner: REPO.owner, name: REPO.name });
+  const { id } = github.gh.installApp(github.app.id, { account: REPO.owner });
+  await settle(github, server);
+  await server.services.github?.installations.linkAsOperator(id, "acme");
   paths = ((await server.request("/openapi.json")).body as { paths: Paths }).paths;
   // Some state for the operations to reach past "not found": a queue, a test, an upload.
   expect((await server.call("createQueue", { repo: REPO, targetBranch: "main" })).status).toBe(200);
@@ -56,6 +71,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server.close();
+  await github.gh.close();
 });
 
 /** A JSON value written verbatim into the body (what `JSON.stringify` cannot produce). */

@@ -76,6 +76,9 @@ describe("the OpenAPI document", () => {
       "POST /v1/local/listPullRequests": true,
       "POST /v1/local/listCiRuns": true,
       "POST /v1/local/getCiLog": true,
+      "POST /v1/github/linkInstallation": true,
+      "POST /v1/github/unlinkInstallation": true,
+      "POST /v1/github/listInstallations": true,
       "POST /v1/metrics/createBundleUpload": true,
       "POST /v1/metrics/getQuarantineConfig": true,
       // The signed URL is the credential; telemetry is accepted and discarded.

@@ -3,7 +3,8 @@
  * kind (a local repository with pull requests, a merge queue with a merged and a queued pull
  * request, a CI run with its log, an upload with test results), then organization B's token
  * calls every operation of the published document aimed at A's resources. Each call must be
- * refused with 403 or 404 (never 2xx on A's data, never 5xx), must answer nothing of A's, and
+ * refused with 403 or 404 (or the refusal `REFUSED_OTHERWISE` names; never 2xx on A's data,
+ * never 5xx), must answer nothing of A's, and
  * must change nothing: a dump of A's data (through A's API, A's git repository, A's rows in every
  * table of the database and A's files on disk) is the same before and after.
  *
@@ -24,7 +25,13 @@ import {
   type LocalProject,
 } from "../helpers/local-project.js";
 import { waitFor } from "../helpers/process.js";
-import { ok, startTestServer, type ApiResponse, type TestServer } from "../helpers/server.js";
+import { ok, type ApiResponse, type TestServer } from "../helpers/server.js";
+import {
+  settle,
+  startGitHubServer,
+  startGitHubWorld,
+  type GitHubWorld,
+} from "../helpers/github.js";
 import { bundle, junit, putBundle, testIdOf } from "../helpers/uploads.js";
 
 interface SchemaObject {
@@ -53,6 +60,7 @@ const CANARIES = {
   queuedTitle: "acme-canary-queued",
   testName: "acmeCanaryTest",
   log: "acme-canary-log",
+  githubRepository: "acme-canary-gh-repo",
 };
 
 /** Why an operation cannot be aimed at A's data (it is still called, and must change nothing). */
@@ -60,6 +68,8 @@ const NOT_AIMABLE: Record<string, string> = {
   "GET /healthz": "unauthenticated liveness; holds no organization's data",
   "GET /v1/status": "unauthenticated service status; holds no organization's data",
   "POST /v1/whoami": "answers the caller's own organization; takes no address of another's",
+  "POST /v1/github/listInstallations":
+    "answers the caller's own organization's installations; takes no address of another's",
   "POST /v1/flakytests-cli/upload-metrics":
     "the uploader's telemetry: accepted and discarded, keyed by nothing",
   "POST /v1/flakytests-uploader/upload-metrics":
@@ -84,7 +94,20 @@ const OWN_ORGANIZATION: Record<string, string> = {
     "with B's slug: a new public id for B's own repository of that name",
 };
 
+/**
+ * Refusals other than 403/404 that an operation answers by contract, with why they reveal
+ * nothing of A's and change nothing.
+ */
+const REFUSED_OTHERWISE: Record<string, { status: number; code: string; why: string }> = {
+  "POST /v1/github/linkInstallation": {
+    status: 409,
+    code: "installation_linked_elsewhere",
+    why: "B proved control of the GitHub account (an owner's token); A's installation still never moves",
+  },
+};
+
 let server: TestServer;
+let github: GitHubWorld;
 let paths: Paths;
 let other: { token: string; organizationId: string; slug: string };
 let project: LocalProject;
@@ -95,6 +118,9 @@ const owned = {
   testId: "",
   queueId: "",
   heads: [] as string[],
+  installationId: 0,
+  /** GitHub tokens B may present: an owner's of A's GitHub organization, and a member's. */
+  githubTokens: [] as string[],
 };
 
 async function aCall<T = Record<string, unknown>>(operation: string, body: unknown): Promise<T> {
@@ -102,7 +128,8 @@ async function aCall<T = Record<string, unknown>>(operation: string, body: unkno
 }
 
 beforeAll(async () => {
-  server = await startTestServer({ engine: { pollMs: 100 }, watchIntervalMs: 200 });
+  github = await startGitHubWorld();
+  server = await startGitHubServer(github, { engine: { pollMs: 100 }, watchIntervalMs: 200 });
   const issued = await server.services.organizations.createOrganizationWithToken("globex");
   other = { token: issued.token, organizationId: issued.organization.id, slug: "globex" };
   paths = ((await server.request("/openapi.json")).body as { paths: Paths }).paths;
@@ -167,7 +194,25 @@ beforeAll(async () => {
     override: "always_quarantine",
   });
 
+  // A's GitHub App installation, linked by an owner of its GitHub organization.
+  const { gh } = github;
+  gh.createOrganization("acme-gh");
+  gh.createUser("alice");
+  gh.createUser("bob");
+  gh.addOrgMember("acme-gh", "alice", "admin");
+  gh.addOrgMember("acme-gh", "bob", "member");
+  await gh.createRepository({ owner: "acme-gh", name: CANARIES.githubRepository });
+  owned.installationId = gh.installApp(github.app.id, { account: "acme-gh" }).id;
+  await settle(github, server);
+  const alice = gh.createUserToken("alice");
+  await aCall("github/linkInstallation", {
+    installationId: owned.installationId,
+    githubToken: alice,
+  });
+  owned.githubTokens = [alice, gh.createUserToken("bob")];
+
   // Nothing moves by itself from here on: whatever changes, B changed.
+  await server.services.github?.stop();
   await server.services.local.stop();
   await server.services.engine.stop();
   await server.services.worker.stop();
@@ -178,6 +223,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server.close();
+  await github.gh.close();
 });
 
 // ---- the dump of A's data ----------------------------------------------------------------------
@@ -260,6 +306,7 @@ async function dumpOfA(): Promise<unknown> {
     ["flaky-tests/list-test-runs", { ...th, test_id: owned.testId, ...page }],
     ["flaky-tests/get-test-settings", th],
     ["metrics/getQuarantineConfig", { repo: REPO, orgUrlSlug: "acme", testIdentifiers: [] }],
+    ["github/listInstallations", {}],
   ];
   const api: Record<string, unknown> = {};
   for (const [operation, body] of reads) {
@@ -313,6 +360,8 @@ const FIELD_VALUES: Record<string, (schema: SchemaObject) => unknown[]> = {
   title: () => ["stolen"],
   state: () => ["running"],
   deleteRequiredStatuses: () => [true],
+  installationId: () => [owned.installationId],
+  githubToken: () => owned.githubTokens,
 };
 /** Optional fields sent when an operation has them (besides every required one). */
 const OPTIONAL_SENT = new Set(["concurrency", "org_url_slug", "orgUrlSlug", "title"]);
@@ -434,7 +483,11 @@ describe("tenancy matrix: organization B aims every documented operation at A's 
     );
     expect([...keys].sort()).toEqual(documented.sort());
     // The exemptions name operations that exist.
-    for (const key of [...Object.keys(NOT_AIMABLE), ...Object.keys(OWN_ORGANIZATION)]) {
+    for (const key of [
+      ...Object.keys(NOT_AIMABLE),
+      ...Object.keys(OWN_ORGANIZATION),
+      ...Object.keys(REFUSED_OTHERWISE),
+    ]) {
       expect(documented).toContain(key);
     }
   });
@@ -443,6 +496,8 @@ describe("tenancy matrix: organization B aims every documented operation at A's 
     const before = (await dumpOfA()) as { database: Record<string, unknown[]> };
     // The dump holds A's data of every kind, so that a change to any of it shows.
     for (const table of [
+      "github_installations",
+      "github_repositories",
       "repositories",
       "merge_queues",
       "mq_entries",
@@ -461,7 +516,13 @@ describe("tenancy matrix: organization B aims every documented operation at A's 
       const leaks = leaked(response.text, attack);
       if (leaks.length > 0) failures.push(`${attack.label} answered A's ${leaks.join(", ")}`);
       if (response.status >= 500) failures.push(`${attack.label}: ${response.text}`);
-      const refused = response.status === 403 || response.status === 404;
+      const otherwise = REFUSED_OTHERWISE[attack.key];
+      const refused =
+        response.status === 403 ||
+        response.status === 404 ||
+        (otherwise !== undefined &&
+          response.status === otherwise.status &&
+          (response.body as { error?: { code?: string } }).error?.code === otherwise.code);
       const excused =
         attack.key in NOT_AIMABLE || (attack.key in OWN_ORGANIZATION && !namesSlugOfA(attack.body));
       if (!refused && !excused) {
@@ -472,6 +533,15 @@ describe("tenancy matrix: organization B aims every documented operation at A's 
       if (response.status < 300 && !excused) failures.push(`${attack.label} succeeded`);
     }
     expect(failures).toEqual([]);
+    // B tried A's installation both with an owner's token of its GitHub organization (409) and
+    // a member's (403).
+    expect(outcomes).toEqual(
+      expect.arrayContaining([
+        "POST /v1/github/linkInstallation #1: 409",
+        "POST /v1/github/linkInstallation #2: 403",
+        "POST /v1/github/unlinkInstallation #1: 404",
+      ]),
+    );
     expect(await dumpOfA()).toEqual(before);
     // The operations B acted in its own organization through made B's data, not A's.
     expect(

@@ -134,6 +134,26 @@ describe("configuration errors stop serve at once", () => {
     );
   });
 
+  it("a partial GitHub App, or a key that does not parse: exit code 2, never the key", async () => {
+    const partial = await serveWith({ MAINLINE_GITHUB_APP_ID: "12345" });
+    expect(partial.timedOut).toBe(false);
+    expect(partial.code).toBe(2);
+    expect(partial.stderr).toMatch(
+      /^mainline: The GitHub App is configured only in part: .*MAINLINE_GITHUB_PRIVATE_KEY, MAINLINE_GITHUB_WEBHOOK_SECRET are missing/m,
+    );
+    const secretKey = "MIIEpAIBAAKCAQEA1234567890abcdefghijklmnopqrstuvwxyz";
+    const broken = await serveWith({
+      MAINLINE_GITHUB_APP_ID: "12345",
+      MAINLINE_GITHUB_PRIVATE_KEY: `-----BEGIN RSA PRIVATE KEY-----\n${secretKey}\n-----END RSA PRIVATE KEY-----`,
+      MAINLINE_GITHUB_WEBHOOK_SECRET: "s",
+    });
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toContain(
+      "mainline: MAINLINE_GITHUB_PRIVATE_KEY is not a usable private key",
+    );
+    expect(broken.stderr + broken.stdout).not.toContain(secretKey);
+  });
+
   it("PORT=abc: exit code 2 and a message about PORT", async () => {
     const result = await serveWith({ PORT: "abc" });
     expect(result.timedOut).toBe(false);

@@ -61,6 +61,7 @@ export async function startTestServer(
   if (startWorker) services.worker.start();
   services.engine.start();
   await services.local.start();
+  await services.github?.start();
   return {
     url,
     app,
@@ -87,7 +88,14 @@ export async function startTestServer(
       return read(await fetch(`${url}${path}`, init));
     },
     async close() {
-      await stopService(app, database.handle, services.worker, services.engine, services.local);
+      await stopService(
+        app,
+        database.handle,
+        services.worker,
+        services.engine,
+        services.local,
+        services.github,
+      );
       await database.cleanup();
     },
   };

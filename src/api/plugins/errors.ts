@@ -150,7 +150,7 @@ export function validationError(issues: AjvIssue[]): ApiError {
 }
 
 /** Fastify's own request errors (body parsing, content type, size), each with its own answer. */
-function frameworkError(error: FastifyError): ApiError | undefined {
+function frameworkError(error: FastifyError, bodyLimit: number): ApiError | undefined {
   switch (error.code) {
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
       return new ApiError(
@@ -158,7 +158,10 @@ function frameworkError(error: FastifyError): ApiError | undefined {
         "Unsupported Content-Type: send the body as application/json.",
       );
     case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return new ApiError("payload_too_large", "The request body is larger than the 20 MiB limit.");
+      return new ApiError(
+        "payload_too_large",
+        `The request body is larger than the ${Math.round(bodyLimit / 1024 / 1024)} MiB limit.`,
+      );
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
       return new ApiError(
         "invalid_request",
@@ -287,7 +290,7 @@ export function installErrorHandling(
     if (error.validation) {
       return sendError(reply, validationError(error.validation));
     }
-    const clientError = frameworkError(error);
+    const clientError = frameworkError(error, request.routeOptions.bodyLimit);
     if (clientError) return sendError(reply, clientError);
     if (isStorageFull(error)) {
       request.log.error({ err: error }, "storage full");

@@ -10,7 +10,14 @@ import type { FastifyRequest, FastifyServerOptions } from "fastify";
 import { stdSerializers } from "pino";
 import { REDACTED, redactSecrets } from "../../lib/redact.js";
 
-const CREDENTIAL_HEADERS = ["x-api-token", "authorization", "cookie", "proxy-authorization"];
+const CREDENTIAL_HEADERS = [
+  "x-api-token",
+  "authorization",
+  "cookie",
+  "proxy-authorization",
+  "x-hub-signature",
+  "x-hub-signature-256",
+];
 
 /** Paths (fast-redact syntax) censored in every log line. */
 export const REDACTED_LOG_PATHS = [

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { formatTable } from "../table.js";
 import type { Command } from "commander";
-import type { Services } from "../../app.js";
+import type { ServiceOptions, Services } from "../../app.js";
 import { ConfigError, dataDirFrom, sessionLifetimesFrom } from "../../config.js";
 import type { DatabaseHandle } from "../../app-database.js";
 import { isoTime } from "../../lib/clock.js";
@@ -55,16 +55,20 @@ async function openExistingDatabase(context: CliContext): Promise<DatabaseHandle
 }
 
 /** Runs an administrative command directly against the existing database named by the environment. */
-async function withServices<T>(
+export async function withServices<T>(
   context: CliContext,
   work: (services: Services) => Promise<T>,
+  options: ServiceOptions = {},
 ): Promise<T> {
   // Loaded on use so that the CLI starts quickly for every other command.
   const { createServices } = await import("../../app.js");
   const database = await openExistingDatabase(context);
   try {
     return await work(
-      createServices(database, { sessionLifetimes: sessionLifetimesFrom(context.env) }),
+      createServices(database, {
+        sessionLifetimes: sessionLifetimesFrom(context.env),
+        ...options,
+      }),
     );
   } catch (error) {
     if (error instanceof OrganizationError) throw new CliError(error.message);

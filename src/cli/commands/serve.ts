@@ -31,7 +31,11 @@ Environment:
   MAINLINE_INGEST_LEASE_SECONDS  how soon another process resumes the uploads of one that
                             died while processing them (default 30)
   MAINLINE_BOOTSTRAP_ORG    with MAINLINE_BOOTSTRAP_TOKEN (32+ characters): make sure that
-  MAINLINE_BOOTSTRAP_TOKEN  organization exists and accepts that token`,
+  MAINLINE_BOOTSTRAP_TOKEN  organization exists and accepts that token
+  MAINLINE_GITHUB_APP_ID, MAINLINE_GITHUB_PRIVATE_KEY (PEM text or a path),
+  MAINLINE_GITHUB_WEBHOOK_SECRET  the GitHub App (all three, or none; see mainline github setup)
+  MAINLINE_GITHUB_API_URL   GitHub's API (default https://api.github.com; GHES: https://HOST/api/v3)
+  MAINLINE_GITHUB_HOST      the host repositories carry (default: from the API URL)`,
     )
     .action(async () => {
       // It handles the process's signals and exits the process: it must be the process.
@@ -62,8 +66,10 @@ Environment:
         ciParallelism: config.ciParallelism,
         sessionLifetimes: config.sessionLifetimes,
         worker: { retentionDays: config.retentionDays, leaseMs: config.ingestLeaseMs },
+        ...(config.github ? { github: config.github } : {}),
         logger: {
           info: (fields, message) => log?.info(fields, message),
+          warn: (fields, message) => log?.warn(fields, message),
           error: (fields, message) => log?.error(fields, message),
         },
       });
@@ -117,7 +123,14 @@ Environment:
         force.unref();
         // With the server and the database closed nothing is left to run, and the process ends
         // by itself once the log lines are written; exiting here could cut the last ones off.
-        stopService(app, database, services.worker, services.engine, services.local).then(
+        stopService(
+          app,
+          database,
+          services.worker,
+          services.engine,
+          services.local,
+          services.github,
+        ).then(
           () => {
             app.log.info("stopped");
           },
@@ -142,5 +155,7 @@ Environment:
       services.engine.start();
       // Built-in CI runs that a stop or crash interrupted start again; pushes are watched.
       await services.local.start();
+      // Webhook deliveries stored before a crash or restart are handled now.
+      await services.github?.start();
     });
 }

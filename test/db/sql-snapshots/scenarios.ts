@@ -2,6 +2,8 @@ import type { Kysely } from "kysely";
 import type { DatabaseHandle } from "../../../src/db/connection.js";
 import type { Database } from "../../../src/db/schema.js";
 import { CiRunStore } from "../../../src/db/stores/ci-runs.js";
+import { GitHubInstallationStore } from "../../../src/db/stores/github-installations.js";
+import { WebhookDeliveryStore } from "../../../src/db/stores/webhook-deliveries.js";
 import { LocalPullRequestStore } from "../../../src/db/stores/local-pull-requests.js";
 import { MergeQueueRuntimeStore } from "../../../src/db/stores/merge-queue-runtime.js";
 import { MergeQueueStore } from "../../../src/db/stores/merge-queues.js";
@@ -153,7 +155,156 @@ const RUN = {
 
 const TEST_CASE_ROW = { key: 1, repository_id: REPO_ID, id: "test-1", status: "flaky" };
 
+const INSTALLATION_ROW = {
+  id: 42,
+  account_id: 7,
+  account_login: "acme",
+  account_type: "Organization",
+  repository_selection: "selected",
+  organization_id: ORG,
+  linked_at: NOW,
+  suspended_at: null,
+  deleted_at: null,
+  synced_at: null,
+  created_at: NOW,
+  updated_at: NOW,
+};
+const GITHUB_REPOSITORY_ROW = (githubId: number, name: string) => ({
+  github_id: githubId,
+  installation_id: 42,
+  owner: "acme",
+  name,
+  organization_id: ORG,
+  repository_id: REPO_ID,
+  removed_at: null,
+  updated_at: NOW,
+});
+const DELIVERY = {
+  source: "github",
+  deliveryId: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+  event: "pull_request",
+  action: "opened",
+  installationId: 42,
+  payload: "{}",
+  receivedAt: NOW,
+};
+const DELIVERY_ROW = {
+  key: 5,
+  source: "github",
+  delivery_id: DELIVERY.deliveryId,
+  event: "pull_request",
+  action: "opened",
+  installation_id: 42,
+  payload: "{}",
+  received_at: NOW,
+  state: "processing",
+  attempts: 1,
+  lease_until: NOW + 30_000,
+  lease_owner: "worker-1",
+  next_attempt_at: NOW,
+  error: null,
+  processed_at: null,
+};
+const CLAIMED = {
+  ...DELIVERY,
+  key: 5,
+  state: "processing" as const,
+  attempts: 1,
+  leaseUntil: NOW + 30_000,
+  leaseOwner: "worker-1",
+  nextAttemptAt: NOW,
+  error: null,
+  processedAt: null,
+};
+
 export const SCENARIOS: StoreScenario[] = [
+  scenario({
+    file: "github-installations",
+    name: "GitHubInstallationStore",
+    create: (handle) => new GitHubInstallationStore(handle.db, handle.dialect),
+    calls: [
+      { method: "find", run: (s) => s.find(42) },
+      { method: "list", run: (s) => s.list() },
+      { method: "listForOrganization", run: (s) => s.listForOrganization(ORG) },
+      {
+        method: "upsert",
+        answer: when([/github_installations/, [INSTALLATION_ROW]]),
+        run: (s) =>
+          s.upsert(
+            {
+              id: 42,
+              accountId: 7,
+              accountLogin: "acme",
+              accountType: "Organization",
+              repositorySelection: "selected",
+              suspendedAt: null,
+            },
+            NOW,
+          ),
+      },
+      { method: "markDeleted", run: (s) => s.markDeleted(42, NOW) },
+      { method: "link", run: (s) => s.link(42, ORG, NOW) },
+      { method: "unlink", run: (s) => s.unlink(42, ORG, NOW) },
+      {
+        method: "syncRepositories",
+        variant: "one renamed, one new, one removed",
+        answer: when(
+          [/from "github_installations"/, [INSTALLATION_ROW]],
+          [
+            /from "github_repositories" where "installation_id"/,
+            [GITHUB_REPOSITORY_ROW(1, "old-name"), GITHUB_REPOSITORY_ROW(3, "gone")],
+          ],
+        ),
+        run: (s) =>
+          s.syncRepositories(
+            42,
+            [
+              { githubId: 1, owner: "acme", name: "new-name" },
+              { githubId: 2, owner: "acme", name: "fresh" },
+            ],
+            "github.com",
+            NOW,
+          ),
+      },
+      { method: "repositories", run: (s) => s.repositories(42) },
+      { method: "findRepository", run: (s) => s.findRepository(1) },
+      {
+        method: "resolve",
+        answer: when(
+          [/from "repositories"/, [GITHUB_REPOSITORY_ROW(1, "widgets")]],
+          [/from "github_installations"/, [INSTALLATION_ROW]],
+        ),
+        run: (s) => s.resolve({ ...OWNED_REPO, host: "github.com" }),
+      },
+    ],
+  }),
+  scenario({
+    file: "webhook-deliveries",
+    name: "WebhookDeliveryStore",
+    create: (handle) => new WebhookDeliveryStore(handle.db, handle.dialect),
+    calls: [
+      {
+        method: "storeMany",
+        run: (s) => s.storeMany([DELIVERY, { ...DELIVERY, deliveryId: "second" }]),
+      },
+      {
+        method: "claim",
+        answer: when([/^select/, [{ key: 5 }]], [/^update/, [DELIVERY_ROW]]),
+        run: (s) => s.claim(NOW, NOW + 30_000, "worker-1"),
+      },
+      { method: "renew", run: (s) => s.renew(CLAIMED, NOW + 30_000) },
+      { method: "complete", run: (s) => s.complete(CLAIMED, NOW) },
+      {
+        method: "retryLater",
+        run: (s) => s.retryLater(CLAIMED, NOW + 5_000, "GitHub answered 502"),
+      },
+      { method: "fail", run: (s) => s.fail(CLAIMED, "GitHub answered 502", NOW) },
+      { method: "park", run: (s) => s.park(CLAIMED, NOW) },
+      { method: "unpark", run: (s) => s.unpark("github", 42, NOW) },
+      { method: "prune", run: (s) => s.prune(NOW - 7 * DAY, NOW - 30 * DAY) },
+      { method: "find", run: (s) => s.find("github", DELIVERY.deliveryId) },
+    ],
+  }),
   scenario({
     file: "ci-runs",
     name: "CiRunStore",

@@ -1,0 +1,199 @@
+/**
+ * Octokit, set up as Mainline talks to GitHub: as the App (a JWT, for `/app/...`), as one of its
+ * installations (a token per installation, created with the JWT, cached and created anew before
+ * it expires), or as a user (the token a person presents to prove control of an account).
+ * Every client throttles as GitHub asks (`retry-after`, secondary limits; one write lane per
+ * installation), retries GitHub's own failures (5xx), names Mainline in its user agent and gives
+ * up on a request that hangs. No token, JWT or key ever reaches a log line or an error's text.
+ */
+import { createAppAuth } from "@octokit/auth-app";
+import type { Clock } from "../../lib/clock.js";
+import { redactSecrets } from "../../lib/redact.js";
+import { MINUTE_MS, SECOND_MS } from "../../lib/time.js";
+import { ConditionalRequests, type ConditionalAnswer } from "./conditional.js";
+import { GitHubOctokit, type GitHubClient } from "./octokit.js";
+import { BoundedMap, InstallationTokenCache } from "./token-cache.js";
+
+export type { GitHubClient } from "./octokit.js";
+
+/** GitHub's REST API version Mainline is written against. */
+const API_VERSION = "2022-11-28";
+/** A request that has not answered in this time is abandoned (and retried if it may be). */
+const REQUEST_TIMEOUT_MS = 30 * SECOND_MS;
+/**
+ * Statuses whose meaning is ours to decide (a merge race, a conflict, a rate limit the throttle
+ * handles): never retried blindly. GitHub's 5xx are.
+ */
+const DO_NOT_RETRY = [400, 401, 403, 404, 405, 409, 410, 422, 429, 451];
+
+export interface GitHubLogger {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export interface GitHubAppSettings {
+  appId: string;
+  /** PKCS#8 PEM. */
+  privateKey: string;
+  apiUrl: string;
+  /** `mainline/<version>`: GitHub asks every client to name itself. */
+  userAgent: string;
+  clock: Clock;
+  logger: GitHubLogger;
+  /** Installations whose clients (and tokens) are kept at once (default 1,000). */
+  maxInstallations?: number;
+  /** A primary rate limit is waited out when it resets within this (default 60 s). */
+  maxRateLimitWaitMs?: number;
+  requestTimeoutMs?: number;
+}
+
+/** Octokit's log, into ours, redacted. Octokit's debug and info chatter is dropped. */
+function octokitLog(logger: GitHubLogger) {
+  return {
+    debug: () => undefined,
+    info: () => undefined,
+    warn: (message: string) => {
+      logger.warn({}, `github: ${redactSecrets(message)}`);
+    },
+    error: (message: string) => {
+      logger.error({}, `github: ${redactSecrets(message)}`);
+    },
+  };
+}
+
+/** `fetch` with a deadline per HTTP call (Octokit's retries each get their own). */
+function fetchWithTimeout(timeoutMs: number): typeof fetch {
+  return (input, init) =>
+    fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(timeoutMs) });
+}
+
+export class GitHubApp {
+  /** The App itself: a JWT on every request (`/app`, `/app/installations…`). */
+  readonly app: GitHubClient;
+  private readonly tokens: InstallationTokenCache;
+  private readonly clients: BoundedMap<number, GitHubClient>;
+  private readonly conditional = new ConditionalRequests();
+
+  constructor(private readonly settings: GitHubAppSettings) {
+    const max = settings.maxInstallations ?? 1000;
+    this.tokens = new InstallationTokenCache(settings.clock, max);
+    this.clients = new BoundedMap(max);
+    this.app = this.client("app", {
+      authStrategy: createAppAuth,
+      auth: { appId: settings.appId, privateKey: settings.privateKey, cache: this.tokens },
+    });
+  }
+
+  /**
+   * The client of one installation: its token is created on first use, kept (one per
+   * installation, at most `maxInstallations` of them) and created anew five minutes before it
+   * expires.
+   */
+  installation(installationId: number): GitHubClient {
+    const known = this.clients.get(installationId);
+    if (known) return known;
+    const client = this.client(`installation-${installationId}`, {
+      authStrategy: createAppAuth,
+      auth: {
+        appId: this.settings.appId,
+        privateKey: this.settings.privateKey,
+        installationId,
+        cache: this.tokens,
+      },
+    });
+    this.clients.set(installationId, client);
+    return client;
+  }
+
+  /** A client acting as the person whose token this is (never stored, never logged). */
+  user(token: string): GitHubClient {
+    return this.client("user", { auth: token, throttle: { enabled: false } });
+  }
+
+  /**
+   * A GET that costs nothing when nothing changed: sent with the ETag of the last answer to the
+   * same URL for the same installation (`If-None-Match`); a 304 answers the data kept from then.
+   */
+  conditionalGet<T>(
+    installationId: number,
+    route: string,
+    parameters: Record<string, unknown> = {},
+  ): Promise<ConditionalAnswer<T>> {
+    return this.conditional.get<T>(
+      this.installation(installationId),
+      String(installationId),
+      route,
+      parameters,
+    );
+  }
+
+  /** Forgets an installation's token (it was refused: suspended, uninstalled, permissions). */
+  forget(installationId: number): void {
+    this.tokens.forgetInstallation(installationId);
+  }
+
+  private client(id: string, options: Record<string, unknown>): GitHubClient {
+    const { logger } = this.settings;
+    const maxWait = this.settings.maxRateLimitWaitMs ?? MINUTE_MS;
+    return new GitHubOctokit({
+      baseUrl: this.settings.apiUrl,
+      userAgent: this.settings.userAgent,
+      headers: { "x-github-api-version": API_VERSION },
+      log: octokitLog(logger),
+      request: {
+        fetch: fetchWithTimeout(this.settings.requestTimeoutMs ?? REQUEST_TIMEOUT_MS),
+      },
+      retry: { doNotRetry: DO_NOT_RETRY, retries: 3 },
+      throttle: {
+        // The write lane (one write a second) and the concurrency cap are per installation.
+        id,
+        onRateLimit: (
+          retryAfter: number,
+          request: { method: string; url: string },
+          _o: unknown,
+          count: number,
+        ) => {
+          const retrying = count < 2 && retryAfter * SECOND_MS <= maxWait;
+          logger.warn(
+            { client: id, method: request.method, url: request.url, retryAfter, retrying },
+            "github: rate limit reached",
+          );
+          return retrying;
+        },
+        onSecondaryRateLimit: (
+          retryAfter: number,
+          request: { method: string; url: string },
+          _o: unknown,
+          count: number,
+        ) => {
+          const retrying = count < 3;
+          logger.warn(
+            { client: id, method: request.method, url: request.url, retryAfter, retrying },
+            "github: secondary rate limit reached",
+          );
+          return retrying;
+        },
+      },
+      ...options,
+    });
+  }
+}
+
+/** Every page of a list (GitHub's `page`/`per_page`, 100 at a time), gathered. */
+export async function paginate<T>(
+  client: GitHubClient,
+  route: string,
+  parameters: Record<string, unknown>,
+  items: (data: unknown) => readonly T[],
+): Promise<T[]> {
+  const all: T[] = [];
+  for (let page = 1; page <= 1000; page++) {
+    const response = await client.request(route, { ...parameters, per_page: 100, page });
+    const found = items(response.data);
+    all.push(...found);
+    const link = response.headers.link ?? "";
+    if (!/\brel="next"/.test(link) || found.length === 0) break;
+  }
+  return all;
+}

@@ -1,0 +1,63 @@
+/**
+ * Conditional requests: GitHub answers a GET sent with the ETag of its last answer
+ * (`If-None-Match`) with 304 when nothing changed, and a 304 does not count against the rate
+ * limit. A loop that re-reads state often (the reconcile loop) so costs almost nothing while
+ * nothing changes. The ETags and the data they stand for are kept per installation and URL, for
+ * a bounded number of URLs (the least recently used are forgotten: their next read is a full one).
+ */
+import { BoundedMap } from "./token-cache.js";
+import type { GitHubClient } from "./octokit.js";
+
+export interface ConditionalAnswer<T> {
+  data: T;
+  /** False when GitHub answered 304: `data` is what it answered last time. */
+  changed: boolean;
+}
+
+interface Kept {
+  etag: string;
+  data: unknown;
+}
+
+export class ConditionalRequests {
+  private readonly kept: BoundedMap<string, Kept>;
+
+  constructor(maxUrls = 2000) {
+    this.kept = new BoundedMap(maxUrls);
+  }
+
+  async get<T>(
+    client: GitHubClient,
+    scope: string,
+    route: string,
+    parameters: Record<string, unknown>,
+  ): Promise<ConditionalAnswer<T>> {
+    const { url } = client.request.endpoint(route, parameters);
+    const key = `${scope} ${url}`;
+    const previous = this.kept.get(key);
+    try {
+      const response = await client.request(route, {
+        ...parameters,
+        headers: previous ? { "if-none-match": previous.etag } : {},
+      });
+      const etag = response.headers.etag;
+      if (typeof etag === "string" && etag !== "") {
+        this.kept.set(key, { etag, data: response.data });
+      } else {
+        this.kept.delete(key);
+      }
+      return { data: response.data as T, changed: true };
+    } catch (error) {
+      if (previous && statusOf(error) === 304) {
+        return { data: previous.data as T, changed: false };
+      }
+      throw error;
+    }
+  }
+}
+
+/** The HTTP status of an Octokit request error (304 included: Octokit throws on it). */
+export function statusOf(error: unknown): number | undefined {
+  const status = (error as { status?: unknown } | null)?.status;
+  return typeof status === "number" ? status : undefined;
+}

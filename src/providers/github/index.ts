@@ -1,0 +1,216 @@
+/**
+ * The GitHub provider: Mainline as a GitHub App (docs/github.md). `createGitHubProvider` gives
+ * what the composition root plugs in:
+ * - `app`: the App's clients (the JWT's; one per installation, tokens cached and renewed; a
+ *   user's, for proofs of control) and conditional GETs;
+ * - `installations`: installations synced from GitHub and linked to organizations (ADR 0020);
+ * - `repositories`: an organization's repository → the installation that grants it and its
+ *   client (what a `GitHost` and a `CiProvider` for GitHub act through);
+ * - `webhooks`: the handler registry of the webhook inbox (ADR 0021), which later parts add to;
+ * - its routes (`/v1/github/*` for tokens, `POST /webhooks/github` for GitHub), start and stop.
+ * Storage comes in through ports (`organizations/github-installations.ts`,
+ * `mergequeue/webhook-delivery-records.ts`); pushes and pull-request changes go out as host-neutral
+ * changes (`mergequeue/host-changes.ts`).
+ */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { ApiApp } from "../../api/types.js";
+import type { Clock } from "../../lib/clock.js";
+import { HOUR_MS, MINUTE_MS } from "../../lib/time.js";
+import type { HostChanges } from "../../mergequeue/host-changes.js";
+import type { RepositoryRecords } from "../../mergequeue/records.js";
+import type { DeliveryStorage } from "../../mergequeue/webhook-delivery-records.js";
+import type { GitHubInstallationStorage } from "../../organizations/github-installations.js";
+import type { OrganizationRecords } from "../../organizations/records.js";
+import type { Principal } from "../../organizations/service.js";
+import type { RepoRef, Repository } from "../../organizations/repositories.js";
+import { GitHubApp, type GitHubLogger } from "./client.js";
+import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
+import { GitHubRepositories } from "./repositories.js";
+import { registerGitHubRoutes } from "./routes.js";
+import { WebhookDispatcher } from "./webhooks/dispatch.js";
+import { registerConnectionHandlers } from "./webhooks/handlers.js";
+import { WebhookInbox, type InboxOptions } from "./webhooks/inbox.js";
+import { registerWebhookRoute } from "./webhooks/receiver.js";
+import { DeliveryWriter } from "./webhooks/writer.js";
+import { WebhookHandlers } from "./webhooks/registry.js";
+
+export type { GitHubClient, GitHubLogger } from "./client.js";
+export type { GitHubRepositoryAccess } from "./repositories.js";
+export type {
+  InstallationDelivery,
+  OrganizationDelivery,
+  WebhookHandlers,
+} from "./webhooks/registry.js";
+export { registerGitHubRoutes } from "./routes.js";
+export {
+  APP_EVENTS,
+  APP_PERMISSIONS,
+  ALWAYS_DELIVERED_EVENTS,
+  appManifest,
+  registrationUrl,
+  webUrlOf,
+  webhookUrl,
+} from "./manifest.js";
+
+export interface GitHubProviderSettings {
+  appId: string;
+  /** PKCS#8 PEM. */
+  privateKey: string;
+  webhookSecret: string;
+  apiUrl: string;
+  /** The host its repositories carry (`github.com`, a GHES host). */
+  host: string;
+  userAgent: string;
+}
+
+export interface GitHubProviderDeps {
+  settings: GitHubProviderSettings;
+  clock: Clock;
+  logger: GitHubLogger;
+  stores: {
+    installations: GitHubInstallationStorage;
+    deliveries: DeliveryStorage;
+    repositories: Pick<RepositoryRecords, "find" | "findById">;
+    organizations: Pick<OrganizationRecords, "findById" | "findBySlug">;
+  };
+  /** Pushes and pull-request changes, as host-neutral events, to the queues. */
+  changes: Pick<HostChanges, "apply">;
+  inbox?: Partial<InboxOptions>;
+  /** How often every installation is read again from GitHub (default hourly; 0: only at start). */
+  syncIntervalMs?: number;
+}
+
+export interface GitHubProvider {
+  /** The host name its repositories carry. */
+  hostName: string;
+  app: GitHubApp;
+  installations: GitHubInstallations;
+  repositories: GitHubRepositories;
+  /** Where webhook handlers register (event, or event.action). */
+  webhooks: WebhookHandlers;
+  inbox: WebhookInbox;
+  /** The organization's repository on GitHub, if an installation grants it (createQueue). */
+  existingRepository(principal: Principal, ref: RepoRef): Promise<Repository>;
+  /** `/v1/github/*`, on the authenticated scope. */
+  routes(scope: ApiApp): void;
+  /** `POST /webhooks/github`, on a scope of its own (no API token). */
+  webhookRoutes(scope: ApiApp): void;
+  /** Starts the inbox's worker and the installations' sync (at once, then periodically). */
+  start(): Promise<void>;
+  /** Finishes the deliveries in hand and stops. */
+  stop(): Promise<void>;
+  /** Resolves once the installations' sync under way (if any) has ended. */
+  synced(): Promise<void>;
+}
+
+export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
+  const { settings, clock, logger, stores } = deps;
+  const app = new GitHubApp({
+    appId: settings.appId,
+    privateKey: settings.privateKey,
+    apiUrl: settings.apiUrl,
+    userAgent: settings.userAgent,
+    clock,
+    logger,
+  });
+  const installations = new GitHubInstallations({
+    app,
+    store: stores.installations,
+    deliveries: stores.deliveries,
+    organizations: stores.organizations,
+    host: settings.host,
+    clock,
+    logger,
+    linked: () => {
+      inbox.wake();
+    },
+  });
+  const repositories = new GitHubRepositories({
+    store: stores.installations,
+    repositories: stores.repositories,
+    app,
+  });
+  const webhooks = new WebhookHandlers();
+  registerConnectionHandlers(webhooks, {
+    installations,
+    store: stores.installations,
+    changes: deps.changes,
+  });
+  const writer = new DeliveryWriter(stores.deliveries);
+  const dispatcher = new WebhookDispatcher({
+    handlers: webhooks,
+    app,
+    installations,
+    store: stores.installations,
+    repositories: stores.repositories,
+  });
+  const inbox = new WebhookInbox(
+    {
+      deliveries: stores.deliveries,
+      dispatch: (delivery) => dispatcher.dispatch(delivery),
+      linkedNow: async (id) => (await stores.installations.find(id))?.organizationId != null,
+      clock,
+      logger,
+      owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    },
+    deps.inbox,
+  );
+
+  const syncIntervalMs = deps.syncIntervalMs ?? HOUR_MS;
+  let syncTimer: NodeJS.Timeout | undefined;
+  let syncing: Promise<void> | undefined;
+  const syncAll = () => {
+    syncing ??= installations
+      .syncAll(Math.min(syncIntervalMs / 2, 10 * MINUTE_MS))
+      .catch((error: unknown) => {
+        logger.warn({ err: error }, "github: could not read the App's installations; will retry");
+      })
+      .finally(() => {
+        syncing = undefined;
+      });
+    return syncing;
+  };
+
+  return {
+    hostName: settings.host,
+    app,
+    installations,
+    repositories,
+    webhooks,
+    inbox,
+    existingRepository: (principal, ref) => repositories.existing(principal, ref),
+    routes(scope) {
+      registerGitHubRoutes(scope, { installations, host: settings.host });
+    },
+    webhookRoutes(scope) {
+      registerWebhookRoute(scope, {
+        source: GITHUB_SOURCE,
+        secret: settings.webhookSecret,
+        store: (delivery) => writer.store(delivery),
+        stored: () => {
+          inbox.wake();
+        },
+        clock,
+      });
+    },
+    start() {
+      inbox.start();
+      // In the background: a server whose GitHub is slow or away still starts.
+      void syncAll();
+      if (syncIntervalMs > 0) {
+        syncTimer = setInterval(() => void syncAll(), syncIntervalMs);
+        syncTimer.unref();
+      }
+      return Promise.resolve();
+    },
+    async stop() {
+      clearInterval(syncTimer);
+      await inbox.stop();
+      await syncing;
+    },
+    async synced() {
+      await syncing;
+    },
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * Where installation tokens are kept between requests. @octokit/auth-app keeps them in a cache
+ * it is given; its own keeps a token 59 minutes whatever its `expires_at` says. This one keeps
+ * each until five minutes before GitHub says it expires (so a token is never used past its
+ * expiry, whatever its lifetime), one entry per installation and set of permissions, at most
+ * `max` of them (the least recently used go first).
+ */
+import type { Clock } from "../../lib/clock.js";
+import { MINUTE_MS } from "../../lib/time.js";
+
+/** A token is created anew this long before GitHub says it expires. */
+export const TOKEN_REFRESH_MARGIN_MS = 5 * MINUTE_MS;
+
+/** A Map that forgets its least recently used entries beyond `max`. */
+export class BoundedMap<K, V> {
+  private readonly entries = new Map<K, V>();
+
+  constructor(private readonly max: number) {
+    if (max < 1) throw new Error("a bounded map holds at least one entry");
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  get(key: K): V | undefined {
+    const value = this.entries.get(key);
+    if (value === undefined) return undefined;
+    // Most recently used last.
+    this.entries.delete(key);
+    this.entries.set(key, value);
+    return value;
+  }
+
+  set(key: K, value: V): void {
+    this.entries.delete(key);
+    this.entries.set(key, value);
+    while (this.entries.size > this.max) {
+      const oldest = this.entries.keys().next();
+      if (oldest.done === true) break;
+      this.entries.delete(oldest.value);
+    }
+  }
+
+  delete(key: K): void {
+    this.entries.delete(key);
+  }
+
+  keys(): K[] {
+    return [...this.entries.keys()];
+  }
+}
+
+/**
+ * The cache @octokit/auth-app reads and writes (`get`/`set` of its own strings). Its keys begin
+ * with the installation id; its values are `token|createdAt|expiresAt|…`.
+ */
+export class InstallationTokenCache {
+  private readonly entries: BoundedMap<string, string>;
+
+  constructor(
+    private readonly clock: Clock,
+    max: number,
+  ) {
+    this.entries = new BoundedMap(max);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  get(key: string): string | undefined {
+    const value = this.entries.get(key);
+    if (value === undefined) return undefined;
+    const expiresAt = Date.parse(value.split("|")[2] ?? "");
+    if (!Number.isFinite(expiresAt) || expiresAt - TOKEN_REFRESH_MARGIN_MS <= this.clock.now()) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return value;
+  }
+
+  set(key: string, value: string): void {
+    this.entries.set(key, value);
+  }
+
+  /** Drops every token of an installation. */
+  forgetInstallation(installationId: number): void {
+    for (const key of this.entries.keys()) {
+      if (key === String(installationId) || key.startsWith(`${installationId}|`)) {
+        this.entries.delete(key);
+      }
+    }
+  }
+}

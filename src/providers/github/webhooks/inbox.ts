@@ -1,0 +1,238 @@
+/**
+ * The worker behind the webhook inbox (ADR 0021): takes stored deliveries one claim at a time
+ * (a few at once), each under a lease renewed while it is handled and fenced by its attempt
+ * number, so that any number of server processes on one database handle every delivery once,
+ * and a crashed process's claims are taken over when their lease ends. A failed attempt is
+ * retried with growing waits, then the delivery is kept as failed with its error. Handled
+ * deliveries are pruned after a week; failed and parked ones after a month.
+ */
+import type { Clock } from "../../../lib/clock.js";
+import { isDatabaseUnavailable } from "../../../lib/faults.js";
+import { redactSecrets } from "../../../lib/redact.js";
+import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "../../../lib/time.js";
+import type {
+  ClaimedDelivery,
+  DeliveryStorage,
+} from "../../../mergequeue/webhook-delivery-records.js";
+import type { GitHubLogger } from "../client.js";
+import type { DispatchOutcome } from "./dispatch.js";
+
+export interface InboxOptions {
+  /** How long a claim stays this worker's without renewal (renewed every third of it). */
+  leaseMs: number;
+  /** How often to look for work when nothing wakes the worker. */
+  pollIntervalMs: number;
+  /** Deliveries handled at once. */
+  concurrency: number;
+  /** Attempts before a delivery is kept as failed. */
+  maxAttempts: number;
+  /** The wait after the first failed attempt; it doubles after each one, up to `maxRetryMs`. */
+  firstRetryMs: number;
+  maxRetryMs: number;
+  /** Handled deliveries are kept this long (GitHub lets a delivery be redelivered for 3 days). */
+  processedRetentionMs: number;
+  /** Failed and parked deliveries are kept this long. */
+  keptRetentionMs: number;
+  pruneIntervalMs: number;
+}
+
+export const DEFAULT_INBOX_OPTIONS: InboxOptions = {
+  leaseMs: 30 * SECOND_MS,
+  pollIntervalMs: 2 * SECOND_MS,
+  concurrency: 4,
+  maxAttempts: 8,
+  firstRetryMs: 5 * SECOND_MS,
+  maxRetryMs: 5 * MINUTE_MS,
+  processedRetentionMs: 7 * DAY_MS,
+  keptRetentionMs: 30 * DAY_MS,
+  pruneIntervalMs: HOUR_MS,
+};
+
+export interface InboxDeps {
+  deliveries: Omit<DeliveryStorage, "store" | "find">;
+  dispatch: (delivery: ClaimedDelivery) => Promise<DispatchOutcome>;
+  /** After a delivery was parked: whether its installation is linked by now (a link raced it). */
+  linkedNow: (installationId: number) => Promise<boolean>;
+  clock: Clock;
+  logger: GitHubLogger;
+  /** This worker's name in the claims it takes. */
+  owner: string;
+}
+
+/** The wait before attempt `attempts + 1`, after `attempts` failed. */
+export function retryDelay(
+  attempts: number,
+  options: Pick<InboxOptions, "firstRetryMs" | "maxRetryMs">,
+): number {
+  return Math.min(options.maxRetryMs, options.firstRetryMs * 2 ** Math.max(0, attempts - 1));
+}
+
+export class WebhookInbox {
+  private readonly options: InboxOptions;
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private woken = false;
+  private wakeUp: (() => void) | null = null;
+  private readonly active = new Set<Promise<void>>();
+  private idleWaiters: (() => void)[] = [];
+  private lastPrune = 0;
+
+  constructor(
+    private readonly deps: InboxDeps,
+    options: Partial<InboxOptions> = {},
+  ) {
+    this.options = { ...DEFAULT_INBOX_OPTIONS, ...options };
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Finishes the deliveries in hand, then stops. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake();
+    await this.loop;
+    this.loop = null;
+  }
+
+  /** A delivery was stored (or unparked): look now. */
+  wake(): void {
+    this.woken = true;
+    this.wakeUp?.();
+  }
+
+  /** Resolves once nothing is ready and nothing is in hand (tests). */
+  idle(): Promise<void> {
+    if (!this.running) return Promise.resolve();
+    const idle = new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    this.wake();
+    return idle;
+  }
+
+  private flags(): { running: boolean; woken: boolean } {
+    return { running: this.running, woken: this.woken };
+  }
+
+  private async run(): Promise<void> {
+    while (this.flags().running) {
+      this.woken = false;
+      let exhausted = false;
+      try {
+        while (this.flags().running && this.active.size < this.options.concurrency) {
+          const claim = await this.claim();
+          if (!claim) {
+            exhausted = true;
+            break;
+          }
+          this.handle(claim);
+        }
+        await this.maintenance();
+      } catch (error) {
+        this.deps.logger.error({ err: error }, "github: webhook inbox step failed");
+      }
+      const { running, woken } = this.flags();
+      if (exhausted && this.active.size === 0 && !woken) {
+        for (const resolve of this.idleWaiters.splice(0)) resolve();
+      }
+      if (!running) break;
+      if (woken) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.options.pollIntervalMs);
+        this.wakeUp = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wakeUp = null;
+    }
+    await Promise.all([...this.active]);
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  private claim(): Promise<ClaimedDelivery | undefined> {
+    const now = this.deps.clock.now();
+    return this.deps.deliveries.claim(now, now + this.options.leaseMs, this.deps.owner);
+  }
+
+  private handle(claim: ClaimedDelivery): void {
+    const work = this.process(claim).finally(() => {
+      this.active.delete(work);
+      // A free slot: look for more at once.
+      this.wake();
+    });
+    this.active.add(work);
+  }
+
+  /** Handles one claimed delivery and records how it went (fenced by the claim). */
+  async process(claim: ClaimedDelivery): Promise<void> {
+    const { deliveries, clock, logger } = this.deps;
+    const renew = setInterval(() => {
+      deliveries.renew(claim, clock.now() + this.options.leaseMs).catch(() => undefined);
+    }, this.options.leaseMs / 3);
+    const fields = {
+      delivery: claim.deliveryId,
+      event: claim.event,
+      action: claim.action,
+      installation: claim.installationId,
+      attempt: claim.attempts,
+    };
+    try {
+      const outcome = await this.deps.dispatch(claim);
+      if (outcome === "parked") {
+        await deliveries.park(claim, clock.now());
+        logger.info(fields, "github: delivery waits for its installation to be linked");
+        // A link that came while this delivery was being handled found nothing parked yet.
+        if (claim.installationId !== null && (await this.deps.linkedNow(claim.installationId))) {
+          await deliveries.unpark(claim.source, claim.installationId, clock.now());
+          this.wake();
+        }
+      } else if (!(await deliveries.complete(claim, clock.now()))) {
+        logger.warn(fields, "github: delivery was taken over by another worker while handled");
+      }
+    } catch (error) {
+      if (isDatabaseUnavailable(error)) {
+        // Not the delivery's fault: its lease runs out and it is taken again.
+        logger.warn(
+          { ...fields, err: error },
+          "github: delivery interrupted: database unavailable",
+        );
+        return;
+      }
+      const message = redactSecrets(error instanceof Error ? error.message : String(error)).slice(
+        0,
+        2000,
+      );
+      try {
+        if (claim.attempts >= this.options.maxAttempts) {
+          await deliveries.fail(claim, message, clock.now());
+          logger.error({ ...fields, err: error }, "github: delivery failed; kept with its error");
+        } else {
+          const at = clock.now() + retryDelay(claim.attempts, this.options);
+          await deliveries.retryLater(claim, at, message);
+          logger.warn(
+            { ...fields, err: error, retryAt: new Date(at).toISOString() },
+            "github: delivery failed; will retry",
+          );
+        }
+      } catch (recording) {
+        logger.error({ ...fields, err: recording }, "github: could not record a failed delivery");
+      }
+    } finally {
+      clearInterval(renew);
+    }
+  }
+
+  private async maintenance(): Promise<void> {
+    const now = this.deps.clock.now();
+    if (now - this.lastPrune < this.options.pruneIntervalMs) return;
+    this.lastPrune = now;
+    const pruned = await this.deps.deliveries.prune(
+      now - this.options.processedRetentionMs,
+      now - this.options.keptRetentionMs,
+    );
+    if (pruned > 0) this.deps.logger.info({ pruned }, "github: old webhook deliveries pruned");
+  }
+}
