@@ -14,6 +14,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
@@ -173,10 +174,18 @@ export async function checkAccessibility(page: Page): Promise<void> {
   expect(serious, `axe on ${page.url()}`).toEqual([]);
 }
 
-/** A full-page screenshot for the docs: `docs/screenshots/<name>.png`. */
+/**
+ * A full-page screenshot. Written to `docs/screenshots/<name>.png` when `MAINLINE_SCREENSHOTS=1`
+ * (`npm run screenshots` refreshes the docs' pictures), else to a temporary directory, so that a
+ * test run leaves the working tree as it found it.
+ */
 export async function screenshot(page: Page, name: string): Promise<string> {
-  mkdirSync(SCREENSHOTS_DIR, { recursive: true });
-  const file = path.join(SCREENSHOTS_DIR, `${name}.png`);
+  const dir =
+    process.env.MAINLINE_SCREENSHOTS === "1"
+      ? SCREENSHOTS_DIR
+      : path.join(os.tmpdir(), "mainline-screenshots");
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${name}.png`);
   await page.screenshot({ path: file, fullPage: true, animations: "disabled", caret: "hide" });
   return file;
 }
