@@ -26,6 +26,8 @@ import { upgradeSnapshot } from "./snapshot.js";
 /** Runs whose durations make the estimate: the last ones of this window. */
 export const ESTIMATE_WINDOW_MS = 7 * DAY_MS;
 export const ESTIMATE_RUNS = 50;
+/** Concluded pull requests the board lists. */
+export const BOARD_CONCLUDED = 10;
 
 export interface BoardEntry {
   id: string;
@@ -72,6 +74,16 @@ export interface QueueBoard {
   entries: BoardEntry[];
   runs: BoardRun[];
   bisections: BoardBisection[];
+  /** The pull requests that concluded last, newest first. */
+  concluded: {
+    number: number;
+    title: string;
+    state: PrState;
+    reason: string;
+    at: number;
+    /** From submission to conclusion. */
+    tookMs: number;
+  }[];
   /** The median duration of recent finished runs; null without any. */
   typicalRunMs: number | null;
   /** How many finished runs the estimate rests on. */
@@ -167,16 +179,21 @@ export function boardOf(
   const runs: BoardRun[] = Object.values(snapshot.runs)
     .filter((run) => run.status === "running")
     .sort((a, b) => a.startedAt - b.startedAt || a.id.localeCompare(b.id))
-    .map((run) => ({
-      id: run.id,
-      kind: run.kind,
-      baseSha: run.baseSha,
-      ahead: run.ahead.map(numberOf),
-      unit: run.unit.map(numberOf),
-      startedAt: run.startedAt,
-      attempt: run.attempt,
-      estimatedEndAt: runEnd(run.startedAt),
-    }));
+    .map((run) => {
+      // Pull requests ahead may have merged meanwhile (and left the snapshot): the run knows them.
+      const inRun = new Map(run.prs.map((p) => [p.entryId, p.number]));
+      const number = (id: string) => inRun.get(id) ?? numberOf(id);
+      return {
+        id: run.id,
+        kind: run.kind,
+        baseSha: run.baseSha,
+        ahead: run.ahead.map(number),
+        unit: run.unit.map(number),
+        startedAt: run.startedAt,
+        attempt: run.attempt,
+        estimatedEndAt: runEnd(run.startedAt),
+      };
+    });
   const runById = new Map(runs.map((r) => [r.id, r]));
   const bisections: BoardBisection[] = Object.values(snapshot.bisections).map((group) => ({
     id: group.id,
@@ -348,14 +365,18 @@ export class QueueDashboardService {
     return queue ? `${queue.version}.${latest}` : undefined;
   }
 
-  /** Four statements: the queue, its snapshot, its newest transition, recent runs' timings. */
+  /**
+   * Five statements: the queue, its snapshot, its newest transition, recent runs' timings, the
+   * pull requests that concluded last.
+   */
   async board(principal: Principal, address: QueueAddress): Promise<QueueBoard> {
     const queue = await this.queue(principal, address);
     const now = this.deps.clock.now();
-    const [stored, latest, timings] = await Promise.all([
+    const [stored, latest, timings, concluded] = await Promise.all([
       this.deps.runtime.loadSnapshot(queue.id),
       this.deps.runtime.latestTransitionId(queue.id),
       this.deps.runtime.runTimings(queue.id, now - ESTIMATE_WINDOW_MS, ESTIMATE_RUNS),
+      this.deps.runtime.recentlyConcluded(queue.id, BOARD_CONCLUDED),
     ]);
     const typical = typicalRunDuration(timings);
     const snapshot = stored ? upgradeSnapshot(stored.snapshot) : undefined;
@@ -363,6 +384,14 @@ export class QueueDashboardService {
       queue,
       version: `${queue.version}.${latest}`,
       ...boardOf(snapshot, typical.ms, now),
+      concluded: concluded.map((e) => ({
+        number: e.prNumber,
+        title: e.prTitle,
+        state: e.state,
+        reason: e.lastReason,
+        at: e.concludedAt ?? e.stateChangedAt,
+        tookMs: (e.concludedAt ?? e.stateChangedAt) - e.submittedAt,
+      })),
       typicalRunMs: typical.ms,
       estimateSample: typical.sample,
     };

@@ -98,6 +98,17 @@ describe("the queue page", () => {
       'data-live-events="/acme/merge-queue/events?repo=acme/shop&amp;host=local&amp;branch=main"',
     );
     expect(page.body).toMatch(/a run takes about \d+ s/);
+    // What left the queue last, with how.
+    expect(page.body).toMatch(
+      new RegExp(
+        `<tr data-pr="${numbers.bad}"><td><a [^>]+>#${numbers.bad}</a> Add 2</td><td><span class="badge failed">failed</span> <span class="muted">failing required check`,
+      ),
+    );
+    expect(page.body).toMatch(
+      new RegExp(
+        `<tr data-pr="${numbers.good}"><td><a [^>]+>#${numbers.good}</a> Add 1</td><td><span class="badge merged">merged</span>`,
+      ),
+    );
     expect(page.body).toMatch(/\/assets\/live-queue\.[0-9a-f]+\.js/);
   });
 

@@ -99,6 +99,13 @@ select "id"
   order by "at" desc, "id" desc
   limit $2;
 
+-- MergeQueueRuntimeStore.recentlyConcluded(queueId, limit)
+select *
+  from "mq_entries"
+  where "queue_id" = $1 and "concluded_at" is not null
+  order by "concluded_at" desc, "seq" desc
+  limit $2;
+
 -- MergeQueueRuntimeStore.runsByIds(queueId, runIds)
 select *
   from "mq_runs"

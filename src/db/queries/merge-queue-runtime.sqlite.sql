@@ -98,6 +98,13 @@ select "id"
   order by "at" desc, "id" desc
   limit ?;
 
+-- MergeQueueRuntimeStore.recentlyConcluded(queueId, limit)
+select *
+  from "mq_entries"
+  where "queue_id" = ? and "concluded_at" is not null
+  order by "concluded_at" desc, "seq" desc
+  limit ?;
+
 -- MergeQueueRuntimeStore.runsByIds(queueId, runIds)
 select *
   from "mq_runs"

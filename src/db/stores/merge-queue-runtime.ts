@@ -492,6 +492,20 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
     return row ? row.id : 0;
   }
 
+  /** The entries that concluded last, newest first. */
+  async recentlyConcluded(queueId: string, limit: number): Promise<EntryRecord[]> {
+    const rows = await this.db
+      .selectFrom("mqEntries")
+      .selectAll()
+      .where("queueId", "=", queueId)
+      .where("concludedAt", "is not", null)
+      .orderBy("concludedAt", "desc")
+      .orderBy("seq", "desc")
+      .limit(limit)
+      .execute();
+    return rows.map(toEntry);
+  }
+
   /** Several runs of a queue by id, in one statement (unknown ids are left out). */
   async runsByIds(queueId: string, runIds: readonly string[]): Promise<RunRecord[]> {
     if (runIds.length === 0) return [];

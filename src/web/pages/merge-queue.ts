@@ -199,11 +199,26 @@ export function queueLive(board: QueueBoard, place: QueuePlace, links: QueueLink
 <tbody>
 ${board.entries.map((e) => queueRow(e, links, now))}</tbody>
 </table>`;
+  const concluded =
+    board.concluded.length === 0
+      ? markup`<p class="muted">None yet.</p>`
+      : markup`<table class="concluded">
+<caption class="visually-hidden">Pull requests that left the queue last, newest first</caption>
+<thead><tr><th scope="col">Pull request</th><th scope="col">Outcome</th><th scope="col">When</th><th scope="col">In queue</th></tr></thead>
+<tbody>
+${board.concluded.map(
+  (c) =>
+    markup`<tr data-pr="${c.number}"><td><a href="${links.pullRequest(c.number)}">#${c.number}</a> ${c.title}</td><td>${badge(c.state, c.state)} <span class="muted">${c.reason.replaceAll("_", " ")}</span></td><td>${at(c.at, now)}</td><td>${span(c.tookMs)}</td></tr>
+`,
+)}</tbody>
+</table>`;
   return markup`<p class="queue-state">State: ${badge(c.state, STATE_WORDS[c.state] ?? c.state)} <span class="muted">· ${plural(testing, "pull request")} testing, ${waiting} waiting · ${estimate}</span></p>
 <h2 id="graph">Being tested</h2>
 ${runs}${bisections}
 <h2 id="queued">Queue</h2>
-${table}`;
+${table}
+<h2 id="concluded">Recently concluded</h2>
+${concluded}`;
 }
 
 export function renderQueue(
