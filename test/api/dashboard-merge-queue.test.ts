@@ -19,7 +19,9 @@ import {
   type Call,
 } from "../helpers/local-queue.js";
 import { waitFor } from "../helpers/process.js";
+import { busySnapshot } from "../helpers/queue-snapshots.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
+import { MergeQueueRuntimeStore } from "../../src/db/stores/merge-queue-runtime.js";
 
 /**
  * The merge queue's pages through `app.inject` (and the live stream over real HTTP), on a queue
@@ -324,5 +326,59 @@ describe("the live stream", () => {
       cookie: acme.cookie,
     });
     expect(page.body).toContain('<span class="badge draining">draining</span>');
+  });
+});
+
+describe("a queue of 200 pull requests", () => {
+  it("renders its page under 150 KB with its files, quickly", async () => {
+    const repo = { host: "github.com", owner: "acme", name: "big" };
+    await ok(call, "createQueue", { repo, targetBranch: "main" });
+    const principal = await server.services.organizations.authenticate(server.token);
+    const { id: queueId } = await server.services.queueDashboard.queue(principal, {
+      repo,
+      targetBranch: "main",
+    });
+    const runtime = new MergeQueueRuntimeStore(
+      server.database.handle.db,
+      server.database.handle.dialect,
+    );
+    const now = Date.now();
+    const lease = await runtime.acquireLease(queueId, "seed", now, 60_000);
+    if (!lease) throw new Error("no lease");
+    const committed = await runtime.commit({
+      queueId,
+      epoch: lease.epoch,
+      now,
+      snapshot: busySnapshot(now, 200, 10, queueId),
+      wakeAt: null,
+      entries: [],
+      transitions: [],
+      runs: [],
+      appliedCommands: [],
+    });
+    expect(committed).toBe(true);
+    await runtime.releaseLease(queueId, "seed", lease.epoch);
+    const path = "/acme/merge-queue/queue?repo=acme/big&branch=main";
+    const times: number[] = [];
+    let body = "";
+    for (let i = 0; i < 30; i++) {
+      const started = performance.now();
+      const page = await inject(server.app, { path, cookie: acme.cookie });
+      times.push(performance.now() - started);
+      expect(page.status).toBe(200);
+      body = page.body;
+    }
+    expect((body.match(/<tr data-pr="/g) ?? []).length).toBe(201);
+    expect((body.match(/<li class="run"/g) ?? []).length).toBe(10);
+    const assets = [...body.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1] ?? "");
+    let weight = Buffer.byteLength(body);
+    for (const asset of assets) {
+      weight += Buffer.byteLength((await inject(server.app, { path: asset })).body);
+    }
+    expect(weight).toBeLessThan(150 * 1024);
+    times.sort((a, b) => a - b);
+    const p95 = times[Math.ceil(times.length * 0.95) - 1] ?? 0;
+    // The budget is 100 ms (p95, server time); generous here for a loaded test machine.
+    expect(p95).toBeLessThan(300);
   });
 });

@@ -6,13 +6,11 @@ import {
   typicalRunDuration,
   type QueueBoard,
 } from "../../src/mergequeue/dashboard.js";
-import type { Entry, QueueSnapshot, TestRun } from "../../src/mergequeue/model.js";
-import { initialSnapshot } from "../../src/mergequeue/planner.js";
 import type { EntryRecord } from "../../src/mergequeue/records.js";
-import { initialConfiguration } from "../../src/mergequeue/settings.js";
 import { DAY_MS, MINUTE_MS } from "../../src/lib/time.js";
 import { assetCatalog } from "../../src/web/assets/catalog.js";
 import { renderDocument } from "../../src/web/layout.js";
+import { busySnapshot } from "../helpers/queue-snapshots.js";
 import { renderQueue, type QueueLinks, type QueuePlace } from "../../src/web/pages/merge-queue.js";
 
 /**
@@ -22,84 +20,7 @@ import { renderQueue, type QueueLinks, type QueuePlace } from "../../src/web/pag
  */
 
 const NOW = Date.UTC(2026, 10, 27, 12, 0, 0);
-
-function entry(n: number, state: Entry["state"], runId: string | null = null): Entry {
-  return {
-    id: `e${n}`,
-    pr: {
-      number: n,
-      title: `Change number ${n} of the checkout flow`,
-      author: `dev${n % 7}`,
-      headSha: n.toString(16).padStart(40, "a"),
-      headBranch: `b${n}`,
-      baseBranch: "main",
-      mergeability: "mergeable",
-      upToDate: false,
-      checksPassed: false,
-      state: "open",
-      draft: false,
-    },
-    state,
-    stateChangedAt: NOW - n * 1000,
-    submittedAt: NOW - n * 60_000,
-    readyAt: NOW - n * 60_000,
-    seq: n,
-    priorityValue: 100,
-    usedDefaultPriority: true,
-    noBatch: false,
-    impactedTargets: null,
-    runId,
-    unit: runId ? [`e${n}`] : [],
-    failure: null,
-    flakyRetries: 0,
-    bisection: null,
-    positioned: runId !== null,
-  };
-}
-
-function run(id: string, ahead: number[], unit: number[], startedAt: number): TestRun {
-  const ids = (ns: number[]) => ns.map((n) => `e${n}`);
-  return {
-    id,
-    kind: "main",
-    status: "running",
-    baseSha: "c".repeat(40),
-    prs: [...ahead, ...unit].map((n) => ({ entryId: `e${n}`, number: n, headSha: "a" })),
-    ahead: ids(ahead),
-    unit: ids(unit),
-    startedAt,
-    finishedAt: null,
-    bisectionGroup: null,
-    failingChecks: [],
-    attempt: 1,
-  };
-}
-
-/** A queue of `count` pull requests: the first three tested in three runs, the rest pending. */
-function snapshotOf(count: number, concurrency = 3): QueueSnapshot {
-  const snapshot = initialSnapshot({
-    queueId: "q",
-    targetBranch: "main",
-    configuration: { ...initialConfiguration({ concurrency }), mode: "single" },
-    headSha: "c".repeat(40),
-  });
-  for (let n = 1; n <= count; n++) {
-    const runId = n <= concurrency ? `r${n}` : null;
-    snapshot.entries[`e${n}`] = entry(n, runId ? "testing" : "pending", runId);
-    snapshot.order.push(`e${n}`);
-    if (runId) {
-      snapshot.runs[runId] = run(
-        runId,
-        Array.from({ length: n - 1 }, (_, i) => i + 1),
-        [n],
-        NOW - 2 * MINUTE_MS,
-      );
-    }
-  }
-  snapshot.entries.e999 = { ...entry(999, "not_ready"), id: "e999" };
-  snapshot.notReady.push("e999");
-  return snapshot;
-}
+const snapshotOf = (count: number, concurrency = 3) => busySnapshot(NOW, count, concurrency);
 
 describe("the board of a snapshot", () => {
   it("lists runs on top of what, positions, and estimates that never go back in time", () => {
