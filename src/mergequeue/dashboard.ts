@@ -119,10 +119,15 @@ export interface QueueHealth {
   daily: { day: number; merged: number; failed: number; runs: number }[];
   /** Failed pull requests of the range, newest first. */
   needsAttention: {
+    entryId: string;
     number: number;
     title: string;
     author: string;
     reason: string;
+    /** What failed, in words (the failing checks, a conflict's files); null when unknown. */
+    detail: string | null;
+    /** The run that failed it, when one did. */
+    runId: string | null;
     at: number;
   }[];
 }
@@ -303,10 +308,13 @@ export function healthOf(
     if (state === "failed") {
       if (day) day.failed += 1;
       failures.push({
+        entryId: entry.id,
         number: entry.prNumber,
         title: entry.prTitle,
         author: entry.prAuthor,
         reason: entry.lastReason,
+        detail: null,
+        runId: null,
         at: entry.concludedAt,
       });
     }
@@ -424,7 +432,10 @@ export class QueueDashboardService {
     return { queue, entry, transitions, runs };
   }
 
-  /** Three statements: the queue, the entries concluded in the range, the runs' timings. */
+  /**
+   * Four statements: the queue, the entries concluded in the range, the runs' timings, and what
+   * failed the pull requests that need attention.
+   */
   async health(
     principal: Principal,
     address: QueueAddress,
@@ -441,6 +452,17 @@ export class QueueDashboardService {
       }),
       this.deps.runtime.runTimings(queue.id, since, HEALTH_MAX_RUNS),
     ]);
-    return { queue, ...healthOf(entries, runs, days, now) };
+    const health = healthOf(entries, runs, days, now);
+    const failures = await this.deps.runtime.failures(
+      queue.id,
+      health.needsAttention.map((f) => f.entryId),
+    );
+    const last = new Map(failures.map((t) => [t.entryId, t]));
+    for (const item of health.needsAttention) {
+      const failure = last.get(item.entryId);
+      item.detail = failure?.detail ?? null;
+      item.runId = failure?.runId ?? null;
+    }
+    return { queue, ...health };
   }
 }

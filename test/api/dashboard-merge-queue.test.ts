@@ -243,7 +243,10 @@ describe("the health page", () => {
     expect(page.body).toContain(
       `<a href="/acme/merge-queue/pr/${numbers.bad}?${Q.replaceAll("&", "&amp;")}">#${numbers.bad}</a>`,
     );
-    expect(page.body).toContain("failing required check");
+    // Why, with the failing check and its run one click away.
+    expect(page.body).toMatch(
+      /failing required check: <span class="detail">failed: test<\/span> \(<a href="\/acme\/merge-queue\/pr\/\d+\?[^"]+#run-[^"]+">run /,
+    );
     expect(page.body).toContain('aria-current="page">7d</a>');
     const badRange = await inject(server.app, {
       path: `/acme/merge-queue/health?${Q}&range=1y`,

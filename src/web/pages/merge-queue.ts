@@ -346,7 +346,7 @@ export function renderQueueHealth(
       ? markup`<p class="muted">No pull request failed in this range.</p>`
       : markup`<table><caption class="visually-hidden">Pull requests that failed, newest first</caption><thead><tr><th scope="col">Pull request</th><th scope="col">Author</th><th scope="col">Why</th><th scope="col">When</th></tr></thead><tbody>${health.needsAttention.map(
           (f) =>
-            markup`<tr><td><a href="${links.pullRequest(f.number)}">#${f.number}</a> ${f.title}</td><td>${f.author}</td><td>${f.reason.replaceAll("_", " ")}</td><td>${at(f.at, now)}</td></tr>`,
+            markup`<tr><td><a href="${links.pullRequest(f.number)}">#${f.number}</a> ${f.title}</td><td>${f.author}</td><td>${f.reason.replaceAll("_", " ")}${f.detail ? markup`: <span class="detail">${f.detail}</span>` : ""}${f.runId ? markup` (<a href="${links.pullRequest(f.number)}#run-${f.runId}">run ${f.runId}</a>)` : ""}</td><td>${at(f.at, now)}</td></tr>`,
         )}</tbody></table>`;
   const x = health.daily.map((d) => d.day);
   return {
