@@ -97,6 +97,8 @@ export interface PullRequestHistory {
   transitions: TransitionRecord[];
   /** The runs its transitions name, newest first. */
   runs: RunRecord[];
+  /** While it is in the queue: its place there (position, estimate), and how many are ready. */
+  place: { entry: BoardEntry; ready: number } | null;
 }
 
 export type HealthRange = "7d" | "30d" | "90d";
@@ -405,7 +407,10 @@ export class QueueDashboardService {
     };
   }
 
-  /** Four statements: the queue, the latest submission, its transitions, the runs they name. */
+  /**
+   * Four statements: the queue, the latest submission, its transitions, the runs they name; two
+   * more while it is in the queue (the snapshot and recent runs' timings: its place and estimate).
+   */
   async pullRequest(
     principal: Principal,
     address: QueueAddress,
@@ -427,9 +432,25 @@ export class QueueDashboardService {
       if (t.runId !== null && !runIds.includes(t.runId)) runIds.push(t.runId);
       if (runIds.length === PR_RUNS) break;
     }
-    const runs = await this.deps.runtime.runsByIds(queue.id, runIds);
+    const now = this.deps.clock.now();
+    const [runs, stored, timings] = await Promise.all([
+      this.deps.runtime.runsByIds(queue.id, runIds),
+      entry.concludedAt === null
+        ? this.deps.runtime.loadSnapshot(queue.id)
+        : Promise.resolve(undefined),
+      entry.concludedAt === null
+        ? this.deps.runtime.runTimings(queue.id, now - ESTIMATE_WINDOW_MS, ESTIMATE_RUNS)
+        : Promise.resolve([]),
+    ]);
     runs.sort((a, b) => b.startedAt - a.startedAt || b.id.localeCompare(a.id));
-    return { queue, entry, transitions, runs };
+    let place: PullRequestHistory["place"] = null;
+    if (stored) {
+      const board = boardOf(upgradeSnapshot(stored.snapshot), typicalRunDuration(timings).ms, now);
+      const mine = board.entries.find((e) => e.id === entry.id);
+      if (mine)
+        place = { entry: mine, ready: board.entries.filter((e) => e.position !== null).length };
+    }
+    return { queue, entry, transitions, runs, place };
   }
 
   /**

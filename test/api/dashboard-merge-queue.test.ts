@@ -199,6 +199,10 @@ describe("the pull request page", () => {
     const page = await inject(server.app, { path: `${path}?${Q}`, cookie: acme.cookie });
     expect(page.body).toContain(">Restart tests</button>");
     expect(page.body).toContain('<option value="medium" selected>');
+    // Where it is: the paused queue holds it first, with no run to estimate from yet... or one.
+    expect(page.body).toMatch(
+      /<p class="place">Position <strong>1<\/strong> of 1 in <a href="\/acme\/merge-queue\/queue\?[^"]+">the queue<\/a>/,
+    );
     const refused = await inject(server.app, {
       method: "POST",
       path: `${path}/priority?${Q}`,
@@ -219,6 +223,17 @@ describe("the pull request page", () => {
       pr: { number: numbers.waiting },
     });
     expect(pr.priorityValue).toBe(10);
+    const cancelled = await inject(server.app, {
+      method: "POST",
+      path: `${path}/cancel?${Q}`,
+      cookie: acme.cookie,
+      form: { csrf: acme.csrf },
+    });
+    expect(cancelled.status, cancelled.body).toBe(303);
+    expect(await stateOf(call, numbers.waiting ?? 0)).toBe("cancelled");
+    const after = await inject(server.app, { path: `${path}?${Q}`, cookie: acme.cookie });
+    expect(after.body).toContain("cancelled by user");
+    expect(after.body).not.toContain(">Restart tests</button>");
   });
 
   it("is a 404 for a pull request never submitted", async () => {

@@ -309,6 +309,19 @@ ${checks}</section>`;
     ],
     main: markup`<h1>#${entry.prNumber} ${entry.prTitle}</h1>
 <p>${badge(entry.state, entry.state.replace("_", " "))} <span class="muted">by ${entry.prAuthor} · priority ${priorityName(entry.priorityValue)} (${entry.priorityValue}) · submitted ${at(entry.submittedAt, now)} · head <code>${shortSha(entry.prSha)}</code></span></p>
+${
+  history.place
+    ? markup`<p class="place">${
+        history.place.entry.position === null
+          ? "Not ready yet: it has no place in the queue."
+          : markup`Position <strong>${history.place.entry.position}</strong> of ${history.place.ready} in <a href="${links.queue}">the queue</a>`
+      }${
+        history.place.entry.estimatedMergeAt === null
+          ? ""
+          : markup` · estimated merge <strong>${relative(history.place.entry.estimatedMergeAt, now)}</strong> (${at(history.place.entry.estimatedMergeAt, now)})`
+      }${history.place.entry.waiting ? markup` · ${waitingText(history.place.entry.waiting, now)}` : ""}</p>`
+    : ""
+}
 ${lastFailure && entry.state === "failed" ? markup`<p class="error">Failed: ${lastFailure.reason.replaceAll("_", " ")}${lastFailure.detail ? markup`: ${lastFailure.detail}` : ""}${lastFailure.runId ? markup` (<a href="#run-${lastFailure.runId}">run ${lastFailure.runId}</a>)` : ""}</p>` : ""}
 ${prForms(history, links, csrf)}
 <h2>Timeline</h2>
