@@ -41,6 +41,7 @@ import { registerPublicRepoIdRoutes } from "./flakytests/public-repo-id.js";
 import { registerDashboard } from "../web/routes.js";
 import type { SessionService } from "../organizations/sessions.js";
 import type { TestHealthOverview } from "../testhealth/overview.js";
+import type { RepositoryHealthService } from "../testhealth/repository-health.js";
 import { registerTestRoutes } from "./flakytests/tests.js";
 import type { ApiApp } from "./types.js";
 
@@ -65,6 +66,8 @@ export interface ServerDependencies {
     publicIds: PublicRepositoryIds;
     /** Test health across an organization's repositories (the dashboard's home). */
     overview: TestHealthOverview;
+    /** A repository's tests table, trends and uploads (the dashboard's repository pages). */
+    repositoryHealth: RepositoryHealthService;
     clock: Clock;
   };
   /** The providers' own operations (the local host's `/v1/local/*`), on the authenticated scope. */
@@ -231,6 +234,8 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
       overview: deps.testHealth.overview,
       queues: deps.queues,
       testPage: testPageView(deps.testHealth),
+      repositoryHealth: deps.testHealth.repositoryHealth,
+      testManagement: deps.testHealth.management,
       publicUrl: deps.publicUrl,
       clock: deps.testHealth.clock,
     });
