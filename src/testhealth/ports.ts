@@ -254,6 +254,7 @@ export interface TableTestRow {
   variant: string;
   status: string;
   quarantineOverride: string;
+  lastRunAt: number | null;
   lastFailureAt: number | null;
 }
 

@@ -52,7 +52,10 @@ export interface TableTest {
   codeowners: string[];
   /** Counted failures / counted runs over the last 7 days (0 without runs). */
   failureRate7d: number;
+  /** Counted runs of the last 7 days when the test failed in them (else not read: 0). */
   runs7d: number;
+  /** Whether the test ran in the last 7 days (a test without failures shows 0%, else nothing). */
+  ranIn7d: boolean;
   prsImpacted7d: number;
 }
 
@@ -172,6 +175,7 @@ export class RepositoryHealthService {
         codeowners: owners,
         failureRate7d: count && runs > 0 ? count.failed / runs : 0,
         runs7d: runs,
+        ranIn7d: runs > 0 || (row.lastRunAt !== null && row.lastRunAt >= since),
         prsImpacted7d: prs.get(row.key) ?? 0,
       });
     }

@@ -38,13 +38,18 @@ export class RepositoryHealthStore implements RepositoryHealthRecords {
         "variant",
         "status",
         "quarantineOverride",
+        "lastRunAt",
         "lastFailureAt",
       ])
       .where("repositoryId", "=", repositoryId);
     if (status === "quarantined") query = query.where((eb) => quarantinedWhere(eb, quarantine));
     else if (status !== undefined) query = query.where("status", "=", status);
     const rows = await query.execute();
-    return rows.map((r) => ({ ...r, lastFailureAt: toNumber(r.lastFailureAt) }));
+    return rows.map((r) => ({
+      ...r,
+      lastRunAt: toNumber(r.lastRunAt),
+      lastFailureAt: toNumber(r.lastFailureAt),
+    }));
   }
 
   async recentCounts(repositoryId: string, since: number): Promise<Map<number, RunCounts>> {

@@ -99,7 +99,7 @@ export function presentRepository(org: string, page: RepositoryPage, now: number
       status: t.row.status,
       quarantined: t.quarantined,
       owners: t.codeowners,
-      failureRate: t.runs7d === 0 ? "" : formatPercent(t.failureRate7d),
+      failureRate: t.ranIn7d ? formatPercent(t.failureRate7d) : "",
       runs: t.runs7d,
       prsImpacted: t.prsImpacted7d,
       lastFailure:
@@ -185,7 +185,7 @@ function testsTable(view: RepositoryView): SafeHtml {
 <th scope="row"><a href="${r.href}">${r.name}</a>${r.detail ? markup`<br><span class="muted small">${r.detail}</span>` : ""}</th>
 <td>${badge(r.status, r.status)}${r.quarantined ? markup` ${badge("quarantined", "quarantined")}` : ""}</td>
 <td>${r.owners.length === 0 ? muted("none") : r.owners.join(", ")}</td>
-<td class="num">${r.failureRate === "" ? muted("no runs") : markup`${r.failureRate} <span class="muted small">of ${r.runs}</span>`}</td>
+<td class="num">${r.failureRate === "" ? muted("no runs") : r.runs === 0 ? r.failureRate : markup`${r.failureRate} <span class="muted small">of ${r.runs}</span>`}</td>
 <td class="num">${r.prsImpacted}</td>
 <td>${r.lastFailure === null ? muted("never") : timeAgo(r.lastFailure, view.now)}</td>
 </tr>
