@@ -43,6 +43,8 @@ import { TestManagementService } from "./testhealth/test-management.js";
 import { TestQueryService } from "./testhealth/test-queries.js";
 import { TestHealthOverview } from "./testhealth/overview.js";
 import { TestOverviewStore } from "./db/stores/test-overview.js";
+import { RepositoryHealthStore } from "./db/stores/repository-health.js";
+import { RepositoryHealthService } from "./testhealth/repository-health.js";
 import { TestDetailsStore } from "./db/stores/test-details.js";
 import { TestListStore } from "./db/stores/test-lists.js";
 import { VERSION } from "./version.js";
@@ -83,6 +85,8 @@ export interface Services {
   testManagement: TestManagementService;
   /** Test health across an organization's repositories (the dashboard's home). */
   testOverview: TestHealthOverview;
+  /** The dashboard's repository, uploads and test pages. */
+  repositoryHealth: RepositoryHealthService;
   stores: {
     repositories: RepositoryStore;
     testCases: TestCaseStore;
@@ -240,6 +244,8 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     },
   });
 
+  const testOverview = new TestHealthOverview({ overview: new TestOverviewStore(db), clock });
+
   const log = options.logger ?? silentLogger;
   const runtime = new MergeQueueRuntimeStore(db, database.dialect);
   // Host changes reach the engine, which needs the providers' git hosts: built after them.
@@ -365,7 +371,15 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     publicIds,
     testQueries,
     testManagement,
-    testOverview: new TestHealthOverview({ overview: new TestOverviewStore(db), clock }),
+    testOverview,
+    repositoryHealth: new RepositoryHealthService({
+      access,
+      settings: testSettings,
+      overview: testOverview,
+      records: new RepositoryHealthStore(db),
+      uploads: uploadStore,
+      clock,
+    }),
     stores: {
       repositories,
       testCases,
@@ -467,6 +481,7 @@ export function serverDependencies(
       access: services.access,
       publicIds: services.publicIds,
       overview: services.testOverview,
+      repositoryHealth: services.repositoryHealth,
       clock: services.clock,
     },
     providerRoutes: [

@@ -43,6 +43,7 @@ import type { MergeQueuePageDependencies } from "../web/merge-queue-routes.js";
 import type { QueueDashboardService } from "../mergequeue/dashboard.js";
 import type { SessionService } from "../organizations/sessions.js";
 import type { TestHealthOverview } from "../testhealth/overview.js";
+import type { RepositoryHealthService } from "../testhealth/repository-health.js";
 import { registerTestRoutes } from "./flakytests/tests.js";
 import type { ApiApp } from "./types.js";
 
@@ -71,6 +72,8 @@ export interface ServerDependencies {
     publicIds: PublicRepositoryIds;
     /** Test health across an organization's repositories (the dashboard's home). */
     overview: TestHealthOverview;
+    /** A repository's tests table, trends and uploads (the dashboard's repository pages). */
+    repositoryHealth: RepositoryHealthService;
     clock: Clock;
   };
   /** The providers' own operations (the local host's `/v1/local/*`), on the authenticated scope. */
@@ -246,6 +249,8 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
               ciLog: deps.ciLog,
             }
           : undefined,
+      repositoryHealth: deps.testHealth.repositoryHealth,
+      testManagement: deps.testHealth.management,
       publicUrl: deps.publicUrl,
       clock: deps.testHealth.clock,
     });

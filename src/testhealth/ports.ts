@@ -242,3 +242,55 @@ export interface IngestRecords {
   pruneRuns(before: number, batch?: number): Promise<number>;
   pruneAggregates(before: number): Promise<void>;
 }
+
+/** A test as the repository page's table lists it (the columns it filters and sorts by). */
+export interface TableTestRow {
+  key: number;
+  id: string;
+  name: string;
+  classname: string | null;
+  parent: string | null;
+  file: string | null;
+  variant: string;
+  status: string;
+  quarantineOverride: string;
+  lastRunAt: number | null;
+  lastFailureAt: number | null;
+}
+
+/** Counted passes and failures of a test over a window. */
+export interface RunCounts {
+  passed: number;
+  failed: number;
+}
+
+/** A day's counted passes and failures (`day`: start of the UTC day, epoch ms). */
+export interface DailyRunCounts extends RunCounts {
+  day: number;
+}
+
+/**
+ * The repository page (docs/dashboard.md): its tests table and trends, each a fixed number of
+ * statements whatever the number of tests (no statement per test).
+ */
+export interface RepositoryHealthRecords {
+  /** The repository's tests, of one status (`quarantined`: by the settings) or all. */
+  tests(
+    repositoryId: string,
+    status: "flaky" | "broken" | "quarantined" | "healthy" | undefined,
+    quarantine: QuarantineSettings,
+  ): Promise<TableTestRow[]>;
+  /**
+   * Passes and failures since `since` (whole hours) of the tests that failed since then, by test
+   * key; tests absent failed nothing.
+   */
+  recentCounts(repositoryId: string, since: number): Promise<Map<number, RunCounts>>;
+  /** Pull requests with a failure of the test since `since`, by test key. */
+  prsImpacted(repositoryId: string, since: number): Promise<Map<number, number>>;
+  /** Distinct pull requests that a flaky test failed on since `since`. */
+  prsImpactedByFlaky(repositoryId: string, since: number): Promise<number>;
+  /** Counted failures of the repository's tests per UTC day since `fromDay`. */
+  dailyFailures(repositoryId: string, fromDay: number): Promise<Map<number, number>>;
+  /** A test's counted passes and failures per UTC day since `fromDay`. */
+  testDaily(testKey: number, fromDay: number): Promise<DailyRunCounts[]>;
+}

@@ -9,9 +9,12 @@ import { Type } from "typebox";
 import { ApiError } from "../lib/errors.js";
 import type { Clock } from "../lib/clock.js";
 import type { MergeQueueService } from "../mergequeue/queue-service.js";
+import type { RepoRef } from "../organizations/repositories.js";
 import type { Principal } from "../organizations/service.js";
 import type { SessionService } from "../organizations/sessions.js";
 import type { TestHealthOverview } from "../testhealth/overview.js";
+import type { TestManagementService } from "../testhealth/test-management.js";
+import type { RepositoryHealthService } from "../testhealth/repository-health.js";
 import { ASSET_PREFIX, assetCatalog, type AssetCatalog } from "./assets/catalog.js";
 import {
   clearSessionCookie,
@@ -23,7 +26,7 @@ import {
   setSignInCookie,
   SIGN_IN_COOKIE,
 } from "./cookies.js";
-import { markup } from "./html.js";
+import { markup, pathWithQuery, segment } from "./html.js";
 import { registerMergeQueuePages, type MergeQueuePageDependencies } from "./merge-queue-routes.js";
 import {
   gettingStarted,
@@ -32,7 +35,9 @@ import {
   renderHome,
   repositoriesTable,
 } from "./pages/home.js";
+import { presentRepository, renderRepository } from "./pages/repository.js";
 import { renderSignIn } from "./pages/sign-in.js";
+import { presentUploads, renderUploads, renderUploadsIndex } from "./pages/uploads.js";
 import { redirect } from "./respond.js";
 import { renderTestPage, type TestPageLoader } from "./test-page/html.js";
 import { CSRF_FIELD, webScope, type PageContext, type Viewer, type Web } from "./toolkit.js";
@@ -50,6 +55,10 @@ export interface DashboardDependencies {
   queues: Pick<MergeQueueService, "overview">;
   /** The test page's view (built by the API layer's presenters). */
   testPage: TestPageLoader;
+  /** A repository's tests table, trends and uploads. */
+  repositoryHealth: Pick<RepositoryHealthService, "repository" | "uploads">;
+  /** The test page's forms: quarantine override, ticket. */
+  testManagement: Pick<TestManagementService, "setOverride" | "linkTicket">;
   publicUrl: string | undefined;
   clock: Clock;
   /** The merge queue's pages (queue, pull request, health, live stream); placeholders without. */
@@ -85,6 +94,52 @@ const TestParams = Type.Object({
 const TestQuery = Type.Object({
   repo: Type.Optional(Type.String({ maxLength: 600 })),
   host: Type.Optional(Type.String({ maxLength: 255 })),
+  /** What the last form did (a word of TEST_NOTES, never text shown as given). */
+  note: Type.Optional(Type.String({ maxLength: 40 })),
+});
+const TestFormQuery = Type.Object({
+  repo: Type.String({ maxLength: 600 }),
+  host: Type.Optional(Type.String({ maxLength: 255 })),
+});
+const OverrideForm = Type.Object({
+  override: Type.Union([
+    Type.Literal("ALWAYS_QUARANTINE"),
+    Type.Literal("NEVER_QUARANTINE"),
+    Type.Literal("UNSPECIFIED"),
+  ]),
+  reason: Type.Optional(Type.String({ maxLength: 500 })),
+});
+const TicketForm = Type.Object({ ticket: Type.Optional(Type.String({ maxLength: 500 })) });
+/** `page=N` (1-based): a query string holds text, so a pattern rather than an integer. */
+const PageNumber = Type.String({ pattern: "^[1-9][0-9]{0,5}$" });
+const RepositoryQuery = Type.Object({
+  repo: Type.String({ maxLength: 600 }),
+  host: Type.Optional(Type.String({ maxLength: 255 })),
+  status: Type.Optional(
+    Type.Union([
+      Type.Literal(""),
+      Type.Literal("flaky"),
+      Type.Literal("broken"),
+      Type.Literal("quarantined"),
+      Type.Literal("healthy"),
+    ]),
+  ),
+  owner: Type.Optional(Type.String({ maxLength: 200 })),
+  q: Type.Optional(Type.String({ maxLength: 200 })),
+  sort: Type.Optional(
+    Type.Union([
+      Type.Literal(""),
+      Type.Literal("failure_rate"),
+      Type.Literal("prs_impacted"),
+      Type.Literal("last_failure"),
+    ]),
+  ),
+  page: Type.Optional(PageNumber),
+});
+const UploadsQuery = Type.Object({
+  repo: Type.Optional(Type.String({ maxLength: 600 })),
+  host: Type.Optional(Type.String({ maxLength: 255 })),
+  page: Type.Optional(PageNumber),
 });
 const OrgParams = Type.Object({ org: Type.String({ maxLength: 63 }) });
 
@@ -95,6 +150,29 @@ function parseRepo(repo: string | undefined): { owner: string; name: string } | 
   if (at <= 0 || at === repo.length - 1) return undefined;
   return { owner: repo.slice(0, at), name: repo.slice(at + 1) };
 }
+
+/** `repo=owner/name` and `host=` as a repository reference (GitHub unless `host` says). */
+function repoRef(query: {
+  repo?: string | undefined;
+  host?: string | undefined;
+}): RepoRef | undefined {
+  const repo = parseRepo(query.repo);
+  return repo ? { ...repo, host: query.host || "github.com" } : undefined;
+}
+
+/** The notes a test page shows after its forms (the address carries the word, not the text). */
+const TEST_NOTES: Record<string, string> = {
+  "quarantine-always": "Saved: this test is always quarantined.",
+  "quarantine-never": "Saved: this test is never quarantined.",
+  "quarantine-rule": "Saved: the repository's quarantine rule applies to this test again.",
+  "ticket-linked": "Saved: the ticket is linked.",
+  "ticket-unlinked": "Saved: the ticket is unlinked.",
+};
+const OVERRIDE_NOTES = {
+  ALWAYS_QUARANTINE: "quarantine-always",
+  NEVER_QUARANTINE: "quarantine-never",
+  UNSPECIFIED: "quarantine-rule",
+} as const;
 
 export function registerDashboard(app: WebApp, deps: DashboardDependencies): void {
   const assets = deps.assets ?? assetCatalog;
@@ -345,7 +423,112 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
           },
         };
       }
-      return { view: renderTestPage(view) };
+      const base = `/${segment(context.org)}/flaky-tests/test/${segment(request.params.id)}`;
+      const query = { repo: request.query.repo, host: request.query.host };
+      return {
+        view: renderTestPage(view, {
+          csrf: context.viewer.csrf,
+          overrideAction: pathWithQuery(`${base}/quarantine`, query),
+          ticketAction: pathWithQuery(`${base}/ticket`, query),
+          note: request.query.note === undefined ? undefined : TEST_NOTES[request.query.note],
+        }),
+      };
+    },
+  );
+
+  // The test page's forms: they change the test, then go back to its page with a note.
+  const backToTest = (org: string, id: string, repo: RepoRef, note: string) =>
+    `${urls.test(org, id, repo)}&note=${note}`;
+  web.action(
+    "/:org/flaky-tests/test/:id/quarantine",
+    { params: TestParams, querystring: TestFormQuery, body: OverrideForm },
+    async (request, context) => {
+      const repo = repoRef(request.query);
+      if (!repo) return { redirect: urls.tests(context.org) };
+      const reason = request.body.reason?.trim() ?? "";
+      await deps.testManagement.setOverride(context.viewer.principal, {
+        orgUrlSlug: context.org,
+        repo,
+        testId: request.params.id,
+        override: request.body.override,
+        reason: reason === "" ? null : reason,
+        actor: null,
+      });
+      return {
+        redirect: backToTest(
+          context.org,
+          request.params.id,
+          repo,
+          OVERRIDE_NOTES[request.body.override],
+        ),
+      };
+    },
+  );
+  web.action(
+    "/:org/flaky-tests/test/:id/ticket",
+    { params: TestParams, querystring: TestFormQuery, body: TicketForm },
+    async (request, context) => {
+      const repo = repoRef(request.query);
+      if (!repo) return { redirect: urls.tests(context.org) };
+      const ticket = request.body.ticket?.trim() ?? "";
+      await deps.testManagement.linkTicket(context.viewer.principal, {
+        orgUrlSlug: context.org,
+        repo,
+        testId: request.params.id,
+        ticket: ticket === "" ? null : ticket,
+      });
+      return {
+        redirect: backToTest(
+          context.org,
+          request.params.id,
+          repo,
+          ticket === "" ? "ticket-unlinked" : "ticket-linked",
+        ),
+      };
+    },
+  );
+
+  // A repository: figures, trends, the tests table (filters, sort and page in the address).
+  web.page(
+    "/:org/flaky-tests/repo",
+    { params: OrgParams, querystring: RepositoryQuery },
+    async (request, context) => {
+      const repo = repoRef(request.query);
+      if (!repo) return { notFound: true };
+      const { status, owner, q, sort, page } = request.query;
+      const found = await deps.repositoryHealth.repository(context.viewer.principal, repo, {
+        status: status || undefined,
+        owner,
+        q,
+        sort: sort || undefined,
+        page: page === undefined ? undefined : Number(page),
+      });
+      return { view: renderRepository(presentRepository(context.org, found, context.now)) };
+    },
+  );
+
+  // Uploads: of a repository, or the repositories to choose from.
+  web.page(
+    "/:org/flaky-tests/uploads",
+    { params: OrgParams, querystring: UploadsQuery },
+    async (request, context) => {
+      if (request.query.repo === undefined) {
+        const health = await deps.overview.organization(context.viewer.principal);
+        return {
+          view: renderUploadsIndex(
+            context.org,
+            health.repositories.map((r) => ({ repo: r.repository, tests: r.tests })),
+          ),
+        };
+      }
+      const repo = repoRef(request.query);
+      if (!repo) return { notFound: true };
+      const found = await deps.repositoryHealth.uploads(
+        context.viewer.principal,
+        repo,
+        Number(request.query.page ?? 1),
+      );
+      return { view: renderUploads(presentUploads(context.org, found, context.now)) };
     },
   );
 
@@ -360,8 +543,6 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
  */
 function registerPlaceholders(web: Web, queuePagesBuilt: boolean): void {
   const pending = [
-    { path: "/:org/flaky-tests/repo", title: "Repository", section: "tests" as const },
-    { path: "/:org/flaky-tests/uploads", title: "Uploads", section: "uploads" as const },
     ...(queuePagesBuilt
       ? []
       : [{ path: "/:org/merge-queue/queue", title: "Merge queue", section: "queues" as const }]),

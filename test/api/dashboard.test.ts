@@ -369,13 +369,13 @@ describe("tenancy", () => {
 });
 
 describe("pages and assets", () => {
-  it("the indexes, the test page and the placeholders render in the layout", async () => {
+  it("the indexes, the test page and the repository page render in the layout", async () => {
     const testId = testIdOf({ name: "checkout flakes" });
     for (const [path, h1] of [
       ["/acme/flaky-tests", "<h1>Tests</h1>"],
       ["/acme/merge-queue", "<h1>Merge queues</h1>"],
       [`/acme/flaky-tests/test/${testId}?repo=acme/app`, "<h1>checkout flakes</h1>"],
-      ["/acme/flaky-tests/repo?repo=acme/app", "<h1>Repository"],
+      ["/acme/flaky-tests/repo?repo=acme/app", "<h1>acme/app</h1>"],
     ] as const) {
       const page = await inject(server.app, { path, cookie: acme.cookie });
       expect(page.status, path).toBe(200);

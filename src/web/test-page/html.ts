@@ -9,6 +9,7 @@ import { badge, formatDuration, formatPercent, muted, timeAgo } from "../format.
 import { markup, type SafeHtml } from "../html.js";
 import type { PageView } from "../layout.js";
 import { repositoryName } from "../pages/home.js";
+import { lineChart } from "../svg/charts.js";
 import { urls } from "../urls.js";
 
 /** A link only for http(s) URLs; anything else is shown as text. */
@@ -98,6 +99,8 @@ export interface TestPageView {
   /** The latest runs, newest first. */
   runs: readonly PageRun[];
   totalRuns: number;
+  /** Counted passes and failures per UTC day, last 30 days, oldest first. */
+  daily?: readonly { day: number; passed: number; failed: number }[];
   /** Epoch ms, for "3 h ago". */
   now: number;
 }
@@ -141,6 +144,61 @@ const SETTING_WORDS: Record<string, string> = {
   ALWAYS_QUARANTINE: "by its override (always quarantine)",
   AUTO_QUARANTINE: "automatically, as a flaky test",
 };
+
+/** The page's forms (a session's page: none for scripts reading with a token). */
+export interface TestPageForms {
+  csrf: string | undefined;
+  overrideAction: string;
+  ticketAction: string;
+  /** What the last form did. */
+  note?: string | undefined;
+}
+
+const OVERRIDE_CHOICES = [
+  { value: "UNSPECIFIED", label: "The repository's rule (quarantined while flaky)" },
+  { value: "ALWAYS_QUARANTINE", label: "Always quarantine" },
+  { value: "NEVER_QUARANTINE", label: "Never quarantine" },
+] as const;
+
+function overrideForm(view: TestPageView, forms: TestPageForms | undefined): SafeHtml | string {
+  if (!forms?.csrf) return "";
+  const current = view.quarantine.override;
+  return markup`<form class="inline-form" method="post" action="${forms.overrideAction}" aria-label="Quarantine override">
+<input type="hidden" name="csrf" value="${forms.csrf}">
+<label>Override <select name="override">${OVERRIDE_CHOICES.map(
+    (c) =>
+      markup`<option value="${c.value}"${c.value === current ? markup` selected` : ""}>${c.label}</option>`,
+  )}</select></label>
+<label>Reason <input type="text" name="reason" maxlength="500" placeholder="why (optional)"></label>
+<button type="submit">Save override</button>
+</form>`;
+}
+
+function ticketForm(view: TestPageView, forms: TestPageForms | undefined): SafeHtml | string {
+  if (!forms?.csrf) return "";
+  return markup`<form class="inline-form" method="post" action="${forms.ticketAction}" aria-label="Ticket">
+<input type="hidden" name="csrf" value="${forms.csrf}">
+<label>Ticket <input type="text" name="ticket" maxlength="500" value="${view.test.ticket?.html_url ?? ""}" placeholder="URL or id; empty to unlink"></label>
+<button type="submit">Save ticket</button>
+</form>`;
+}
+
+function dailySection(view: TestPageView): SafeHtml | string {
+  const daily = view.daily;
+  if (!daily || daily.length === 0) return "";
+  return markup`<h2>Last 30 days</h2>
+${lineChart({
+  id: "test-daily",
+  title: "Passed and failed runs per day, last 30 days",
+  description: "Counted runs of this test each day (UTC); infrastructure failures are not counted.",
+  x: daily.map((d) => d.day),
+  series: [
+    { label: "Failed", values: daily.map((d) => d.failed), className: "series-broken", area: true },
+    { label: "Passed", values: daily.map((d) => d.passed), className: "series-other" },
+  ],
+  interactive: true,
+})}`;
+}
 
 function quarantineSection(view: TestPageView): SafeHtml {
   const q = view.quarantine;
@@ -243,14 +301,14 @@ ${view.runs.map((run) => runRow(run, view.now))}</tbody>
 
 function historySection(view: TestPageView): SafeHtml {
   if (view.history.length === 0) {
-    return markup`<h2>History</h2><p class="muted">No changes recorded yet.</p>`;
+    return markup`<h2>Timeline</h2><p class="muted">No changes recorded yet.</p>`;
   }
   const rows = view.history.map(
     (h) =>
       markup`<tr><td>${time(h.at, view.now)}</td><td>${h.kind}</td><td>${badge(h.status, h.status)}</td><td>${h.reason}</td><td>${h.actor ?? none("monitors")}</td></tr>
 `,
   );
-  return markup`<h2>History</h2>
+  return markup`<h2>Timeline <span class="muted">(status changes by the monitors, overrides, tickets)</span></h2>
 <table>
 <thead><tr><th>Time</th><th>Change</th><th>Status</th><th>Reason</th><th>By</th></tr></thead>
 <tbody>
@@ -258,16 +316,20 @@ ${rows}</tbody>
 </table>`;
 }
 
-export function renderTestPage(view: TestPageView): PageView {
+export function renderTestPage(view: TestPageView, forms?: TestPageForms): PageView {
   const { test } = view;
   const name = repositoryName(view.repository);
   const quarantined = test.quarantined ? markup` ${badge("quarantined", "quarantined")}` : "";
   const body = markup`<h1>${test.name}</h1>
 <p>${badge(test.status.value, test.status.value)}${quarantined} <span class="muted">in</span> ${link(test.repository.html_url, name)}</p>
+${forms?.note ? markup`<p class="notice" role="status">${forms.note}</p>` : ""}
 ${overview(view)}
+${ticketForm(view, forms)}
 ${statusSection(view)}
 ${quarantineSection(view)}
+${overrideForm(view, forms)}
 ${figuresSection(view)}
+${dailySection(view)}
 ${failuresSection(view)}
 ${monitorsSection(view)}
 ${runsSection(view)}
@@ -281,5 +343,6 @@ ${historySection(view)}`;
       { label: test.name },
     ],
     main: body,
+    islands: view.daily && view.daily.length > 0 ? ["time-series"] : [],
   };
 }

@@ -1,5 +1,6 @@
 import type { Clock } from "../../../lib/clock.js";
 import type { Principal } from "../../../organizations/service.js";
+import type { RepositoryHealthService } from "../../../testhealth/repository-health.js";
 import type { TestQueryService } from "../../../testhealth/test-queries.js";
 import type { TestPageLoader, TestPageView } from "../../../web/test-page/html.js";
 import { presentRun } from "./runs.js";
@@ -14,12 +15,14 @@ const PAGE_RUNS = 50;
  */
 export function testPageView(deps: {
   queries: Pick<TestQueryService, "testPage">;
+  repositoryHealth: Pick<RepositoryHealthService, "testDaily">;
   clock: Clock;
 }): TestPageLoader {
   return async (principal: Principal, query, baseUrl): Promise<TestPageView | undefined> => {
     const found = await deps.queries.testPage(principal, query, PAGE_RUNS);
     if (!found) return undefined;
     const { scope, details, runs } = found;
+    const daily = await deps.repositoryHealth.testDaily(details.row.key);
     const view = presentTestDetails(details, scope.settings, presentationOf(scope, baseUrl));
     const { repository } = scope;
     return {
@@ -31,6 +34,7 @@ export function testPageView(deps: {
       monitors: view.monitors,
       runs: runs.runs.map(presentRun),
       totalRuns: runs.total,
+      daily,
       now: deps.clock.now(),
     };
   };

@@ -1,0 +1,265 @@
+/**
+ * A repository's test health for the dashboard's repository page: key figures, 30 days of daily
+ * trends and the tests table (filtered by status, code owner and text; sorted by failure rate,
+ * impacted pull requests or last failure; paged). A fixed number of statements whatever the
+ * number of tests: the table's rows are read narrow in one statement and filtered, sorted and
+ * paged in memory; figures are read only for the tests that failed in the window.
+ */
+import type { Clock } from "../lib/clock.js";
+import { DAY_MS } from "../lib/time.js";
+import type { RepoRef, Repository } from "../organizations/repositories.js";
+import type { Principal } from "../organizations/service.js";
+import { parseCodeowners, type Codeowners } from "./codeowners.js";
+import type { HealthStatus } from "./monitors.js";
+import { TestHealthOverview, type RepositoryHealth } from "./overview.js";
+import type {
+  DailyRunCounts,
+  RepositoryHealthRecords,
+  TableTestRow,
+  TestSettingsRecords,
+  UploadRecords,
+} from "./ports.js";
+import { quarantineSetting, type QuarantineOverride } from "./quarantine.js";
+import type { UploadRecord } from "./records.js";
+import type { RepositoryAccess } from "./repository-access.js";
+import { utcDay } from "./trends.js";
+
+export const TABLE_STATUSES = ["flaky", "broken", "quarantined", "healthy"] as const;
+export type TableStatus = (typeof TABLE_STATUSES)[number];
+export const TABLE_SORTS = ["failure_rate", "prs_impacted", "last_failure"] as const;
+export type TableSort = (typeof TABLE_SORTS)[number];
+
+/** Rows of the tests table per page, and uploads per page. */
+export const TABLE_PAGE_SIZE = 50;
+export const UPLOADS_PAGE_SIZE = 50;
+const WINDOW_MS = 7 * DAY_MS;
+const TREND_DAYS = 30;
+
+export interface TestsTableQuery {
+  status?: TableStatus | undefined;
+  /** A code owner (`@acme/payments`), matched without regard to case. */
+  owner?: string | undefined;
+  /** Text in the test's name, class, suite or file, without regard to case. */
+  q?: string | undefined;
+  sort?: TableSort | undefined;
+  /** 1-based. */
+  page?: number | undefined;
+}
+
+export interface TableTest {
+  row: TableTestRow;
+  quarantined: boolean;
+  codeowners: string[];
+  /** Counted failures / counted runs over the last 7 days (0 without runs). */
+  failureRate7d: number;
+  /** Counted runs of the last 7 days when the test failed in them (else not read: 0). */
+  runs7d: number;
+  /** Whether the test ran in the last 7 days (a test without failures shows 0%, else nothing). */
+  ranIn7d: boolean;
+  prsImpacted7d: number;
+}
+
+export interface RepositoryPage {
+  health: RepositoryHealth;
+  /** Distinct pull requests a flaky test failed on in the last 7 days. */
+  prsImpactedByFlaky7d: number;
+  /** Per day, oldest first, ending today (UTC). */
+  daily: { day: number; failures: number; flaky: number; broken: number; quarantined: number }[];
+  /** Code owners of the repository's tests (for the owner filter), sorted. */
+  owners: string[];
+  table: {
+    query: Omit<TestsTableQuery, "sort" | "page"> & { sort: TableSort; page: number };
+    total: number;
+    pages: number;
+    rows: TableTest[];
+  };
+}
+
+export interface RepositoryUploads {
+  repository: Repository;
+  total: number;
+  page: number;
+  pages: number;
+  uploads: UploadRecord[];
+}
+
+export interface RepositoryHealthDependencies {
+  access: Pick<RepositoryAccess, "find">;
+  settings: Pick<TestSettingsRecords, "get">;
+  overview: Pick<TestHealthOverview, "organization">;
+  records: RepositoryHealthRecords;
+  uploads: Pick<UploadRecords, "list">;
+  clock: Clock;
+}
+
+const codeownersCache = new Map<string, Codeowners>();
+function codeownersOf(text: string | null): Codeowners | null {
+  if (!text) return null;
+  let parsed = codeownersCache.get(text);
+  if (!parsed) {
+    if (codeownersCache.size >= 32) codeownersCache.clear();
+    parsed = parseCodeowners(text);
+    codeownersCache.set(text, parsed);
+  }
+  return parsed;
+}
+
+/** Compares numbers descending, then nulls last. */
+function desc(a: number | null, b: number | null): number {
+  if (a === b) return 0;
+  if (a === null) return 1;
+  if (b === null) return -1;
+  return b - a;
+}
+
+export class RepositoryHealthService {
+  constructor(private readonly deps: RepositoryHealthDependencies) {}
+
+  async repository(
+    principal: Principal,
+    ref: RepoRef,
+    query: TestsTableQuery,
+  ): Promise<RepositoryPage> {
+    const repository = await this.deps.access.find(principal, undefined, ref);
+    const now = this.deps.clock.now();
+    const since = now - WINDOW_MS;
+    const firstDay = utcDay(now) - (TREND_DAYS - 1) * DAY_MS;
+    const [organization, settings] = await Promise.all([
+      this.deps.overview.organization(principal, TREND_DAYS),
+      this.deps.settings.get(repository.id),
+    ]);
+    const health = organization.repositories.find((r) => r.repository.id === repository.id);
+    if (!health) throw new Error(`repository ${repository.id} missing from its organization`);
+    const quarantine = health.quarantine;
+    const [rows, counts, prs, flakyPrs, failures] = await Promise.all([
+      this.deps.records.tests(repository.id, query.status, quarantine),
+      this.deps.records.recentCounts(repository.id, since),
+      this.deps.records.prsImpacted(repository.id, since),
+      this.deps.records.prsImpactedByFlaky(repository.id, since),
+      this.deps.records.dailyFailures(repository.id, firstDay),
+    ]);
+    const codeowners = codeownersOf(settings.codeowners);
+    const ownersByFile = new Map<string, string[]>();
+    const ownersOf = (file: string | null): string[] => {
+      if (!file || !codeowners) return [];
+      let owners = ownersByFile.get(file);
+      if (!owners) ownersByFile.set(file, (owners = codeowners.ownersOf(file)));
+      return owners;
+    };
+    const allOwners = new Set<string>();
+    const owner = query.owner?.trim().toLowerCase() || undefined;
+    const text = query.q?.trim().toLowerCase() || undefined;
+    const tests: TableTest[] = [];
+    for (const row of rows) {
+      const owners = ownersOf(row.file);
+      for (const o of owners) allOwners.add(o);
+      if (owner !== undefined && !owners.some((o) => o.toLowerCase() === owner)) continue;
+      if (
+        text !== undefined &&
+        ![row.name, row.classname, row.parent, row.file].some((field) =>
+          field?.toLowerCase().includes(text),
+        )
+      ) {
+        continue;
+      }
+      const count = counts.get(row.key);
+      const runs = count ? count.passed + count.failed : 0;
+      tests.push({
+        row,
+        quarantined:
+          quarantineSetting(
+            quarantine,
+            row.quarantineOverride as QuarantineOverride,
+            row.status as HealthStatus,
+          ) !== null,
+        codeowners: owners,
+        failureRate7d: count && runs > 0 ? count.failed / runs : 0,
+        runs7d: runs,
+        ranIn7d: runs > 0 || (row.lastRunAt !== null && row.lastRunAt >= since),
+        prsImpacted7d: prs.get(row.key) ?? 0,
+      });
+    }
+    const sort = query.sort ?? "failure_rate";
+    const byName = (a: TableTest, b: TableTest) =>
+      a.row.name < b.row.name ? -1 : a.row.name > b.row.name ? 1 : a.row.key - b.row.key;
+    tests.sort((a, b) => {
+      const primary =
+        sort === "failure_rate"
+          ? desc(a.failureRate7d, b.failureRate7d) || desc(a.prsImpacted7d, b.prsImpacted7d)
+          : sort === "prs_impacted"
+            ? desc(a.prsImpacted7d, b.prsImpacted7d) || desc(a.failureRate7d, b.failureRate7d)
+            : desc(a.row.lastFailureAt, b.row.lastFailureAt);
+      return primary || byName(a, b);
+    });
+    const pages = Math.max(1, Math.ceil(tests.length / TABLE_PAGE_SIZE));
+    const page = Math.min(Math.max(1, query.page ?? 1), pages);
+    const start = (page - 1) * TABLE_PAGE_SIZE;
+    const daily = health.daily.map((d) => ({
+      day: d.day,
+      failures: failures.get(d.day) ?? 0,
+      flaky: d.flaky,
+      broken: d.broken,
+      quarantined: quarantinedOn(health, d.flaky),
+    }));
+    return {
+      health,
+      prsImpactedByFlaky7d: flakyPrs,
+      daily,
+      owners: [...allOwners].sort(),
+      table: {
+        query: { ...query, sort, page },
+        total: tests.length,
+        pages,
+        rows: tests.slice(start, start + TABLE_PAGE_SIZE),
+      },
+    };
+  }
+
+  /** A repository's uploads, newest first, a page at a time (1-based). */
+  async uploads(principal: Principal, ref: RepoRef, page: number): Promise<RepositoryUploads> {
+    const repository = await this.deps.access.find(principal, undefined, ref);
+    const wanted = Math.max(1, page);
+    let { total, uploads } = await this.deps.uploads.list(
+      repository.id,
+      (wanted - 1) * UPLOADS_PAGE_SIZE,
+      UPLOADS_PAGE_SIZE,
+    );
+    const pages = Math.max(1, Math.ceil(total / UPLOADS_PAGE_SIZE));
+    let shown = wanted;
+    if (wanted > pages) {
+      shown = pages;
+      ({ total, uploads } = await this.deps.uploads.list(
+        repository.id,
+        (pages - 1) * UPLOADS_PAGE_SIZE,
+        UPLOADS_PAGE_SIZE,
+      ));
+    }
+    return { repository, total, page: shown, pages, uploads };
+  }
+
+  /** A test's counted passes and failures per day over the last 30 days, every day present. */
+  async testDaily(testKey: number): Promise<DailyRunCounts[]> {
+    const today = utcDay(this.deps.clock.now());
+    const firstDay = today - (TREND_DAYS - 1) * DAY_MS;
+    const rows = await this.deps.records.testDaily(testKey, firstDay);
+    const byDay = new Map(rows.map((r) => [r.day, r]));
+    const result: DailyRunCounts[] = [];
+    for (let day = firstDay; day <= today; day += DAY_MS) {
+      const row = byDay.get(day);
+      result.push({ day, passed: row?.passed ?? 0, failed: row?.failed ?? 0 });
+    }
+    return result;
+  }
+}
+
+/**
+ * Quarantined tests on a day with `flaky` flaky tests: today's overrides applied to that day's
+ * flaky count (the overrides' own history is not replayed).
+ */
+function quarantinedOn(health: RepositoryHealth, flaky: number): number {
+  const settings = health.quarantine;
+  if (!settings.quarantiningEnabled) return 0;
+  if (!settings.autoQuarantine) return health.quarantined;
+  // today: quarantined = always + flaky - alwaysFlaky - neverFlaky; shift by the flaky difference.
+  return Math.max(0, health.quarantined + (flaky - health.flaky));
+}
