@@ -97,6 +97,8 @@ export interface PullRequestHistory {
   transitions: TransitionRecord[];
   /** The runs its transitions name, newest first. */
   runs: RunRecord[];
+  /** While it is in the queue: its place there (position, estimate), and how many are ready. */
+  place: { entry: BoardEntry; ready: number } | null;
 }
 
 export type HealthRange = "7d" | "30d" | "90d";
@@ -119,10 +121,15 @@ export interface QueueHealth {
   daily: { day: number; merged: number; failed: number; runs: number }[];
   /** Failed pull requests of the range, newest first. */
   needsAttention: {
+    entryId: string;
     number: number;
     title: string;
     author: string;
     reason: string;
+    /** What failed, in words (the failing checks, a conflict's files); null when unknown. */
+    detail: string | null;
+    /** The run that failed it, when one did. */
+    runId: string | null;
     at: number;
   }[];
 }
@@ -303,10 +310,13 @@ export function healthOf(
     if (state === "failed") {
       if (day) day.failed += 1;
       failures.push({
+        entryId: entry.id,
         number: entry.prNumber,
         title: entry.prTitle,
         author: entry.prAuthor,
         reason: entry.lastReason,
+        detail: null,
+        runId: null,
         at: entry.concludedAt,
       });
     }
@@ -397,7 +407,10 @@ export class QueueDashboardService {
     };
   }
 
-  /** Four statements: the queue, the latest submission, its transitions, the runs they name. */
+  /**
+   * Four statements: the queue, the latest submission, its transitions, the runs they name; two
+   * more while it is in the queue (the snapshot and recent runs' timings: its place and estimate).
+   */
   async pullRequest(
     principal: Principal,
     address: QueueAddress,
@@ -419,12 +432,31 @@ export class QueueDashboardService {
       if (t.runId !== null && !runIds.includes(t.runId)) runIds.push(t.runId);
       if (runIds.length === PR_RUNS) break;
     }
-    const runs = await this.deps.runtime.runsByIds(queue.id, runIds);
+    const now = this.deps.clock.now();
+    const [runs, stored, timings] = await Promise.all([
+      this.deps.runtime.runsByIds(queue.id, runIds),
+      entry.concludedAt === null
+        ? this.deps.runtime.loadSnapshot(queue.id)
+        : Promise.resolve(undefined),
+      entry.concludedAt === null
+        ? this.deps.runtime.runTimings(queue.id, now - ESTIMATE_WINDOW_MS, ESTIMATE_RUNS)
+        : Promise.resolve([]),
+    ]);
     runs.sort((a, b) => b.startedAt - a.startedAt || b.id.localeCompare(a.id));
-    return { queue, entry, transitions, runs };
+    let place: PullRequestHistory["place"] = null;
+    if (stored) {
+      const board = boardOf(upgradeSnapshot(stored.snapshot), typicalRunDuration(timings).ms, now);
+      const mine = board.entries.find((e) => e.id === entry.id);
+      if (mine)
+        place = { entry: mine, ready: board.entries.filter((e) => e.position !== null).length };
+    }
+    return { queue, entry, transitions, runs, place };
   }
 
-  /** Three statements: the queue, the entries concluded in the range, the runs' timings. */
+  /**
+   * Four statements: the queue, the entries concluded in the range, the runs' timings, and what
+   * failed the pull requests that need attention.
+   */
   async health(
     principal: Principal,
     address: QueueAddress,
@@ -441,6 +473,17 @@ export class QueueDashboardService {
       }),
       this.deps.runtime.runTimings(queue.id, since, HEALTH_MAX_RUNS),
     ]);
-    return { queue, ...healthOf(entries, runs, days, now) };
+    const health = healthOf(entries, runs, days, now);
+    const failures = await this.deps.runtime.failures(
+      queue.id,
+      health.needsAttention.map((f) => f.entryId),
+    );
+    const last = new Map(failures.map((t) => [t.entryId, t]));
+    for (const item of health.needsAttention) {
+      const failure = last.get(item.entryId);
+      item.detail = failure?.detail ?? null;
+      item.runId = failure?.runId ?? null;
+    }
+    return { queue, ...health };
   }
 }

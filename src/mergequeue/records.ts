@@ -158,6 +158,8 @@ export interface QueueDashboardReads {
   /** The id of the queue's newest transition (0 when none). */
   latestTransitionId(queueId: string): Promise<number>;
   runsByIds(queueId: string, runIds: readonly string[]): Promise<RunRecord[]>;
+  /** The transitions to `failed` of these entries. */
+  failures(queueId: string, entryIds: readonly string[]): Promise<TransitionRecord[]>;
   /** The entries that concluded last, newest first. */
   recentlyConcluded(queueId: string, limit: number): Promise<EntryRecord[]>;
   /** Runs started at or after `since`, newest first, at most `limit`. */

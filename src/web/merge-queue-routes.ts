@@ -331,7 +331,7 @@ export function registerMergeQueuePages(web: Web, deps: MergeQueuePageDependenci
       // The browser reconnects after this, so the session is checked again now and then.
       const lifetime = setTimeout(end, deps.liveStreamMs ?? 10 * 60_000);
       streams.add(end);
-      request.raw.on("close", end);
+      raw.on("close", end);
       raw.on("error", end);
     },
   );

@@ -537,9 +537,9 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
 }
 
 /**
- * PLACEHOLDER pages, for the pages the next steps of issue 18 build (repository, uploads, queue,
- * pull request, queue health): each answers at its final URL (src/web/urls.ts) so that links
- * work meanwhile, and says that it is not built yet. Replace each with the real page.
+ * PLACEHOLDER pages: the queue page of a server without the merge queue's pages (no engine, as in
+ * some tests) answers at its URL (src/web/urls.ts), so that the home page's links still work, and
+ * says that it is not available.
  */
 function registerPlaceholders(web: Web, queuePagesBuilt: boolean): void {
   const pending = [
@@ -562,7 +562,7 @@ function registerPlaceholders(web: Web, queuePagesBuilt: boolean): void {
             title,
             section,
             breadcrumbs: [{ label: about ? `${title}: ${about}` : title }],
-            main: markup`<h1>${title}${about ? markup` <span class="muted">${about}</span>` : ""}</h1><p class="notice">This page is not built yet. The API has its data meanwhile: see <a href="/docs">/docs</a>.</p>`,
+            main: markup`<h1>${title}${about ? markup` <span class="muted">${about}</span>` : ""}</h1><p class="notice">This server does not run the merge queue's pages. The API has its data: see <a href="/docs">/docs</a>.</p>`,
           },
         });
       },

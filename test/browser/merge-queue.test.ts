@@ -131,6 +131,18 @@ describe("the merge queue in Chromium", () => {
     await screenshot(t.page, "queue");
     expect(await t.page.getByText(/^Live: updated at \d\d:\d\d:\d\d UTC$/).count()).toBe(1);
     expect(await t.page.evaluate("window.__stillHere")).toBe(true);
+    // A keyboard user on the last pull request's link keeps it through the updates.
+    const last = numbers.at(-1) ?? 0;
+    const lastHref = `/acme/merge-queue/pr/${last}?${Q}`;
+    await live(t).locator(`a[href="${lastHref}"]`).first().focus();
+    const before = await live(t).getAttribute("data-version");
+    // Someone pauses and resumes the queue: a change the page must follow.
+    await ok(call, "updateQueue", { ...QUEUE, state: "paused" });
+    await ok(call, "updateQueue", { ...QUEUE, state: "running" });
+    await expect
+      .poll(() => live(t).getAttribute("data-version"), { timeout: 30_000 })
+      .not.toBe(before);
+    expect(await t.page.evaluate("document.activeElement.getAttribute('href')")).toBe(lastHref);
     await waitFor(() => allConcluded(call, numbers), "every pull request to conclude", {
       timeoutMs: 120_000,
       intervalMs: 250,

@@ -99,6 +99,12 @@ select "id"
   order by "at" desc, "id" desc
   limit $2;
 
+-- MergeQueueRuntimeStore.failures(queueId, entryIds)
+select *
+  from "mq_transitions"
+  where "queue_id" = $1 and "entry_id" in ($2, $3) and "to_state" = $4
+  order by "id";
+
 -- MergeQueueRuntimeStore.recentlyConcluded(queueId, limit)
 select *
   from "mq_entries"

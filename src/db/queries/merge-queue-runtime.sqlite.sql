@@ -98,6 +98,12 @@ select "id"
   order by "at" desc, "id" desc
   limit ?;
 
+-- MergeQueueRuntimeStore.failures(queueId, entryIds)
+select *
+  from "mq_transitions"
+  where "queue_id" = ? and "entry_id" in (?, ?) and "to_state" = ?
+  order by "id";
+
 -- MergeQueueRuntimeStore.recentlyConcluded(queueId, limit)
 select *
   from "mq_entries"

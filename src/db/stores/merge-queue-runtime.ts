@@ -506,6 +506,20 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
     return rows.map(toEntry);
   }
 
+  /** The transitions to `failed` of these entries (what failed, in words), in one statement. */
+  async failures(queueId: string, entryIds: readonly string[]): Promise<TransitionRecord[]> {
+    if (entryIds.length === 0) return [];
+    const rows = await this.db
+      .selectFrom("mqTransitions")
+      .selectAll()
+      .where("queueId", "=", queueId)
+      .where("entryId", "in", [...entryIds])
+      .where("toState", "=", "failed")
+      .orderBy("id")
+      .execute();
+    return rows.map(toTransition);
+  }
+
   /** Several runs of a queue by id, in one statement (unknown ids are left out). */
   async runsByIds(queueId: string, runIds: readonly string[]): Promise<RunRecord[]> {
     if (runIds.length === 0) return [];

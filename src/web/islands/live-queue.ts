@@ -40,7 +40,19 @@ if (region && region.id && typeof EventSource !== "undefined") {
         source.close();
         return;
       }
+      // Keyboard users keep their place: the link focused before is focused again after.
+      const focused = document.activeElement;
+      const href =
+        focused instanceof HTMLAnchorElement && region.contains(focused)
+          ? focused.getAttribute("href")
+          : null;
       region.replaceChildren(...Array.from(next.childNodes));
+      if (href !== null) {
+        const again = Array.from(region.querySelectorAll("a")).find(
+          (a) => a.getAttribute("href") === href,
+        );
+        again?.focus();
+      }
       region.dataset.version = next.dataset.version ?? "";
       say(`Live: updated at ${time()}`);
     } catch {

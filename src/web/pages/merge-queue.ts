@@ -309,6 +309,19 @@ ${checks}</section>`;
     ],
     main: markup`<h1>#${entry.prNumber} ${entry.prTitle}</h1>
 <p>${badge(entry.state, entry.state.replace("_", " "))} <span class="muted">by ${entry.prAuthor} · priority ${priorityName(entry.priorityValue)} (${entry.priorityValue}) · submitted ${at(entry.submittedAt, now)} · head <code>${shortSha(entry.prSha)}</code></span></p>
+${
+  history.place
+    ? markup`<p class="place">${
+        history.place.entry.position === null
+          ? "Not ready yet: it has no place in the queue."
+          : markup`Position <strong>${history.place.entry.position}</strong> of ${history.place.ready} in <a href="${links.queue}">the queue</a>`
+      }${
+        history.place.entry.estimatedMergeAt === null
+          ? ""
+          : markup` · estimated merge <strong>${relative(history.place.entry.estimatedMergeAt, now)}</strong> (${at(history.place.entry.estimatedMergeAt, now)})`
+      }${history.place.entry.waiting ? markup` · ${waitingText(history.place.entry.waiting, now)}` : ""}</p>`
+    : ""
+}
 ${lastFailure && entry.state === "failed" ? markup`<p class="error">Failed: ${lastFailure.reason.replaceAll("_", " ")}${lastFailure.detail ? markup`: ${lastFailure.detail}` : ""}${lastFailure.runId ? markup` (<a href="#run-${lastFailure.runId}">run ${lastFailure.runId}</a>)` : ""}</p>` : ""}
 ${prForms(history, links, csrf)}
 <h2>Timeline</h2>
@@ -346,7 +359,7 @@ export function renderQueueHealth(
       ? markup`<p class="muted">No pull request failed in this range.</p>`
       : markup`<table><caption class="visually-hidden">Pull requests that failed, newest first</caption><thead><tr><th scope="col">Pull request</th><th scope="col">Author</th><th scope="col">Why</th><th scope="col">When</th></tr></thead><tbody>${health.needsAttention.map(
           (f) =>
-            markup`<tr><td><a href="${links.pullRequest(f.number)}">#${f.number}</a> ${f.title}</td><td>${f.author}</td><td>${f.reason.replaceAll("_", " ")}</td><td>${at(f.at, now)}</td></tr>`,
+            markup`<tr><td><a href="${links.pullRequest(f.number)}">#${f.number}</a> ${f.title}</td><td>${f.author}</td><td>${f.reason.replaceAll("_", " ")}${f.detail ? markup`: <span class="detail">${f.detail}</span>` : ""}${f.runId ? markup` (<a href="${links.pullRequest(f.number)}#run-${f.runId}">run ${f.runId}</a>)` : ""}</td><td>${at(f.at, now)}</td></tr>`,
         )}</tbody></table>`;
   const x = health.daily.map((d) => d.day);
   return {

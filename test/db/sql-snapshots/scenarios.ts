@@ -466,6 +466,7 @@ export const SCENARIOS: StoreScenario[] = [
       { method: "latestEntryByBranch", run: (s) => s.latestEntryByBranch(QUEUE_ID, "feature") },
       { method: "activeEntries", run: (s) => s.activeEntries(QUEUE_ID) },
       { method: "latestTransitionId", run: (s) => s.latestTransitionId(QUEUE_ID) },
+      { method: "failures", run: (s) => s.failures(QUEUE_ID, ["entry-1", "entry-2"]) },
       { method: "recentlyConcluded", run: (s) => s.recentlyConcluded(QUEUE_ID, 10) },
       { method: "runsByIds", run: (s) => s.runsByIds(QUEUE_ID, ["run-1", "run-2"]) },
       { method: "runTimings", run: (s) => s.runTimings(QUEUE_ID, NOW - 86_400_000, 50) },
