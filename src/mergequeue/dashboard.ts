@@ -469,6 +469,8 @@ export class QueueDashboardService {
     const [entries, runs] = await Promise.all([
       this.deps.runtime.listEntries(queue.id, {
         concludedSince: since,
+        // Past the bound, the oldest of the range are left out, never the latest.
+        order: "newest",
         take: HEALTH_MAX_ENTRIES,
       }),
       this.deps.runtime.runTimings(queue.id, since, HEALTH_MAX_RUNS),

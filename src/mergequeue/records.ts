@@ -210,6 +210,8 @@ export interface EntryListQuery {
   concludedSince?: number;
   /** Entries with `seq` greater than this (the cursor). */
   afterSeq?: number;
+  /** `newest`: the latest submissions first (for a bounded read of a range); default oldest. */
+  order?: "oldest" | "newest";
   take: number;
 }
 

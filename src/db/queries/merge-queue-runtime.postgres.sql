@@ -129,7 +129,7 @@ select "kind", "status", "started_at", "finished_at"
 select *
   from "mq_entries"
   where "queue_id" = $1
-  order by "seq"
+  order by "seq" asc
   limit $2;
 
 -- MergeQueueRuntimeStore.listEntries(queueId, query)
@@ -137,7 +137,7 @@ select *
 select *
   from "mq_entries"
   where "queue_id" = $1 and "state" = $2 and "concluded_at" >= $3 and "seq" > $4
-  order by "seq"
+  order by "seq" asc
   limit $5;
 
 -- MergeQueueRuntimeStore.transitions(entryId)

@@ -128,7 +128,7 @@ select "kind", "status", "started_at", "finished_at"
 select *
   from "mq_entries"
   where "queue_id" = ?
-  order by "seq"
+  order by "seq" asc
   limit ?;
 
 -- MergeQueueRuntimeStore.listEntries(queueId, query)
@@ -136,7 +136,7 @@ select *
 select *
   from "mq_entries"
   where "queue_id" = ? and "state" = ? and "concluded_at" >= ? and "seq" > ?
-  order by "seq"
+  order by "seq" asc
   limit ?;
 
 -- MergeQueueRuntimeStore.transitions(entryId)

@@ -432,7 +432,10 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
       select = select.where("concludedAt", ">=", query.concludedSince);
     }
     if (query.afterSeq !== undefined) select = select.where("seq", ">", query.afterSeq);
-    const rows = await select.orderBy("seq").limit(query.take).execute();
+    const rows = await select
+      .orderBy("seq", query.order === "newest" ? "desc" : "asc")
+      .limit(query.take)
+      .execute();
     return rows.map(toEntry);
   }
 
