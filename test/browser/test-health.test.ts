@@ -267,6 +267,10 @@ describe("test health in Chromium", () => {
     await expect.poll(() => t.page.locator("h1").textContent()).toBe("Uploads acme/app");
     expect(await t.page.locator("tbody tr").count()).toBe(45);
     await checkAccessibility(t.page);
+    // The cut-short report: processed with its good file, the other file's error shown.
+    const latest = t.page.locator("tbody tr").first();
+    expect(await latest.locator(".badge").first().textContent()).toBe("processed");
+    expect(await latest.textContent()).toContain("reports/junit-1.xml: not well-formed");
     await screenshot(t.page, "uploads");
     await t.finish();
   });
