@@ -104,10 +104,23 @@ function codeownersOf(text: string | null): Codeowners | null {
   return parsed;
 }
 
-/** How long a process keeps a repository's table, and for how many repositories at most. */
-export const TABLE_CACHE_MS = 30_000;
+/**
+ * How a process keeps a repository's table: used as it is for 20 s, then for up to 60 s while
+ * it is read again behind the answer; older, read before answering. At most 16 repositories.
+ */
+export const TABLE_FRESH_MS = 20_000;
+export const TABLE_STALE_MS = 60_000;
 const TABLES_KEPT = 16;
 const NO_QUARANTINE = { quarantiningEnabled: false, autoQuarantine: false };
+
+interface TableEntry {
+  /** When its read began. */
+  at: number;
+  table: Promise<CachedTable>;
+  /** Read (a refresh may start from it). */
+  ready: boolean;
+  refreshing?: boolean;
+}
 
 interface CachedTable {
   failures: Map<number, number>;
@@ -144,11 +157,11 @@ export class RepositoryHealthService {
 
   /**
    * What the table is computed from, per repository: every test with its figures. Reading it
-   * costs a few hundred milliseconds at 20,000 tests, so a process keeps it for `TABLE_CACHE_MS`
-   * (and forgets it at once after a change made through the dashboard's forms, `invalidate`);
-   * filters, sorts and pages then cost only memory.
+   * costs a few hundred milliseconds at 20,000 tests, so a process keeps it (`TABLE_FRESH_MS`,
+   * `TABLE_STALE_MS`; ADR 0024) and forgets it at once after a change made through the
+   * dashboard's forms (`invalidate`); filters, sorts and pages then cost only memory.
    */
-  private readonly tables = new Map<string, { at: number; table: Promise<CachedTable> }>();
+  private readonly tables = new Map<string, TableEntry>();
 
   /** Forgets a repository's table (after an override or ticket changed one of its tests). */
   invalidate(repositoryId: string): void {
@@ -226,19 +239,47 @@ export class RepositoryHealthService {
   /** The repository's table, from this process's memory when recent enough. */
   private table(repositoryId: string, now: number): Promise<CachedTable> {
     const known = this.tables.get(repositoryId);
-    if (known && now - known.at < TABLE_CACHE_MS && now >= known.at) return known.table;
+    const age = known ? now - known.at : Infinity;
+    if (known && age >= 0 && age < TABLE_FRESH_MS) return known.table;
+    if (known?.ready && age >= 0 && age < TABLE_STALE_MS) {
+      // Answer with what is known and read again behind it: steady use never waits for a read.
+      if (!known.refreshing) {
+        known.refreshing = true;
+        this.readTable(repositoryId, now).then(
+          (table) => {
+            if (this.tables.get(repositoryId) === known) {
+              this.remember(repositoryId, { at: now, table: Promise.resolve(table), ready: true });
+            }
+          },
+          () => {
+            known.refreshing = false;
+          },
+        );
+      }
+      return known.table;
+    }
     const table = this.readTable(repositoryId, now);
+    const entry: TableEntry = { at: now, table, ready: false };
+    this.remember(repositoryId, entry);
+    table.then(
+      () => {
+        entry.ready = true;
+      },
+      () => {
+        if (this.tables.get(repositoryId) === entry) this.tables.delete(repositoryId);
+      },
+    );
+    return table;
+  }
+
+  private remember(repositoryId: string, entry: TableEntry): void {
     this.tables.delete(repositoryId);
-    this.tables.set(repositoryId, { at: now, table });
+    this.tables.set(repositoryId, entry);
     while (this.tables.size > TABLES_KEPT) {
       const oldest = this.tables.keys().next();
       if (oldest.done) break;
       this.tables.delete(oldest.value);
     }
-    table.catch(() => {
-      if (this.tables.get(repositoryId)?.table === table) this.tables.delete(repositoryId);
-    });
-    return table;
   }
 
   private async readTable(repositoryId: string, now: number): Promise<CachedTable> {
