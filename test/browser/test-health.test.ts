@@ -163,6 +163,33 @@ beforeAll(async () => {
       expect(again.status, again.text).toBe(200);
     }
   }
+  // Today's three scheduled runs on main (the broken monitor wants five runs in a day).
+  for (const run of [0, 1, 2]) {
+    const at = now - (80 - run * 10) * 60_000;
+    clockOffset = at - Date.now();
+    await putBundle(
+      server,
+      await bundle({
+        commit: `e${run}`.repeat(20),
+        branch: "main",
+        uploadedAt: at,
+        codeowners: CODEOWNERS,
+        files: [
+          junit(
+            TESTS.map((spec, index) => ({
+              name: spec.name,
+              classname: spec.classname,
+              file: spec.file,
+              status: fails(spec, 0, 1, index) ? ("failed" as const) : ("passed" as const),
+              message: "expected 3 tax lines, got 2",
+            })),
+            "unit",
+          ),
+        ],
+      }),
+    );
+    await server.services.worker.idle();
+  }
   // A CI job whose second report was cut short: the upload keeps its good file and says why.
   clockOffset = -30 * 60_000;
   await putBundle(
@@ -265,7 +292,7 @@ describe("test health in Chromium", () => {
       t.page.getByRole("link", { name: "Uploads of this repository" }).click(),
     ]);
     await expect.poll(() => t.page.locator("h1").textContent()).toBe("Uploads acme/app");
-    expect(await t.page.locator("tbody tr").count()).toBe(45);
+    expect(await t.page.locator("tbody tr").count()).toBe(48);
     await checkAccessibility(t.page);
     // The cut-short report: processed with its good file, the other file's error shown.
     const latest = t.page.locator("tbody tr").first();
