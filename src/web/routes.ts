@@ -427,7 +427,10 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
           csrf: context.viewer.csrf,
           overrideAction: pathWithQuery(`${base}/quarantine`, query),
           ticketAction: pathWithQuery(`${base}/ticket`, query),
-          note: request.query.note === undefined ? undefined : TEST_NOTES[request.query.note],
+          note:
+            request.query.note !== undefined && Object.hasOwn(TEST_NOTES, request.query.note)
+              ? TEST_NOTES[request.query.note]
+              : undefined,
         }),
       };
     },
