@@ -10,7 +10,7 @@ import {
   type TestPage,
 } from "../helpers/browser.js";
 import { REPO, startTestServer, type TestServer } from "../helpers/server.js";
-import { bundle, putBundle, junit, type CaseSpec } from "../helpers/uploads.js";
+import { bundle, putBundle, junit, testIdOf, type CaseSpec } from "../helpers/uploads.js";
 
 /**
  * The test-health pages in Chromium: from the home page to a repository, its flaky tests, one
@@ -346,6 +346,13 @@ describe("test health in Chromium", () => {
   });
 
   it("another organization's session gets 404 for these pages", async () => {
+    // The test's page exists for acme (read with its token): only the session makes it a 404.
+    const testPath = `/acme/flaky-tests/test/${testIdOf({ ...FLAKY, suite: "unit" })}?repo=acme/app`;
+    const mine = await server.app.inject({
+      url: testPath,
+      headers: { "x-api-token": server.token },
+    });
+    expect(mine.statusCode).toBe(200);
     const other = await server.services.organizations.createOrganizationWithToken("hooli");
     const t = await openPage(launched, server.url);
     await signInThroughForm(t, other.token);
@@ -354,14 +361,15 @@ describe("test health in Chromium", () => {
       "/acme/flaky-tests/repo?repo=acme/app",
       "/acme/flaky-tests/uploads?repo=acme/app",
       "/hooli/flaky-tests/repo?repo=acme/app",
+      testPath,
     ]) {
       const answer = await t.page.goto(`${server.url}${path}`);
       answers.push(answer?.status() ?? 0);
       expect(await t.page.locator("h1").textContent()).toBe("Page not found");
       expect(await t.page.locator("main").textContent()).not.toContain("acme/app");
     }
-    expect(answers).toEqual([404, 404, 404]);
+    expect(answers).toEqual([404, 404, 404, 404]);
     await checkAccessibility(t.page);
-    await t.finish([statusNote(404), statusNote(404), statusNote(404)]);
+    await t.finish([statusNote(404), statusNote(404), statusNote(404), statusNote(404)]);
   });
 });
