@@ -15,9 +15,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { sql } from "kysely";
-import { createServices, openMigratedDatabase } from "../src/app.js";
-import type { DatabaseHandle } from "../src/db/connection.js";
+import { openMigratedDatabase } from "../src/app.js";
 import {
   HOST,
   ROOT,
@@ -28,6 +26,7 @@ import {
 } from "./support/server.js";
 import { integerFromEnv } from "./support/env.js";
 import { formatTable } from "./support/table.js";
+import { seedTestHealth } from "./support/test-health-seed.js";
 
 const TESTS = integerFromEnv("BENCH_TESTS", 20_000, 1, Number.MAX_SAFE_INTEGER);
 const RUNS_PER_DAY = integerFromEnv("BENCH_RUNS_PER_DAY", 100, 1, Number.MAX_SAFE_INTEGER);
@@ -42,120 +41,6 @@ const DAY = 24 * HOUR;
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "lists.json");
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
-
-/** Seeds tests, uploads, runs and aggregates; answers the number of runs stored. */
-async function seed(database: DatabaseHandle, token: string, now: number): Promise<number> {
-  const services = createServices(database);
-  const { db } = database;
-  await services.organizations.ensureBootstrap("bench", token);
-  const organization = await db
-    .selectFrom("organizations")
-    .select("id")
-    .where("slug", "=", "bench")
-    .executeTakeFirstOrThrow();
-  const repository = await services.stores.repositories.ensure(organization.id, REPO, now);
-
-  // 5% flaky, 1% broken, 1 in 500 quarantined by hand; the rest healthy with rare failures.
-  const kind = (i: number) => (i % 100 < 5 ? "flaky" : i % 100 === 5 ? "broken" : "healthy");
-  for (let at = 0; at < TESTS; at += 1000) {
-    const rows = Array.from({ length: Math.min(1000, TESTS - at) }, (_, j) => {
-      const i = at + j;
-      const status = kind(i);
-      return {
-        repositoryId: repository.id,
-        id: `00000000-0000-5000-8000-${i.toString(16).padStart(12, "0")}`,
-        name: `test_case_${i}`,
-        classname: `tests.module${Math.floor(i / 50)}.Test${Math.floor(i / 10)}`,
-        parent: `tests.module${Math.floor(i / 50)}`,
-        file: `tests/module${Math.floor(i / 50)}/test_${Math.floor(i / 10)}.py`,
-        variant: "",
-        status,
-        statusReason:
-          status === "healthy" ? "" : `Failure rate 30% (3 of 10 runs) over the last 24 h on main`,
-        statusChangedAt: now - ((i * 7919) % (DAYS * DAY)),
-        monitorStates: "{}",
-        // Inactive monitors: the worker's sweep must not re-classify the seeded statuses.
-        monitorsActive: 0,
-        quarantineOverride: i % 500 === 0 ? "ALWAYS_QUARANTINE" : "UNSPECIFIED",
-        overrideAt: i % 500 === 0 ? now - ((i * 104729) % (DAYS * DAY)) : null,
-        firstSeenAt: now - DAYS * DAY,
-      };
-    });
-    await db.insertInto("testCases").values(rows).execute();
-  }
-
-  const spacing = Math.floor((DAYS * DAY) / UPLOADS);
-  const start = now - DAYS * DAY + spacing;
-  for (let at = 0; at < UPLOADS; at += 500) {
-    const rows = Array.from({ length: Math.min(500, UPLOADS - at) }, (_, j) => {
-      const u = at + j;
-      const draw = u % 10;
-      const pr = draw >= 3 && draw < 8 ? 1000 + (u % 150) : null;
-      return {
-        id: `10000000-0000-4000-8000-${u.toString(16).padStart(12, "0")}`,
-        organizationId: organization.id,
-        repositoryId: repository.id,
-        state: "processed",
-        createdAt: start + u * spacing,
-        urlExpiresAt: start + u * spacing,
-        receivedAt: start + u * spacing,
-        processedAt: start + u * spacing,
-        commitSha: u.toString(16).padStart(40, "0"),
-        branch: draw < 3 ? "main" : pr !== null ? `feature/pr-${pr}` : `trunk-merge/main/${u}`,
-        prNumber: pr,
-        uploadedAt: start + u * spacing,
-        filesTotal: 1,
-      };
-    });
-    await db.insertInto("uploads").values(rows).execute();
-  }
-
-  // Failure per mille by kind: flaky 10%, broken 90%, healthy 0.1%. A hash of the keys, not
-  // random(): a flattened subquery would evaluate random() once per reference.
-  const draw = sql`((t.key * 7919 + u.key * 104729 + t.key * u.key) % 1000)`;
-  const t0 = performance.now();
-  await sql`
-    insert into test_runs (test_key, upload_key, file_index, at, status, attempt, duration_ms,
-      failure_signature, failure_summary, failure_text)
-    select key, upload_key, 0, at, status, 'final', 120,
-      case when status = 'failed' then 'sig' || (upload_key % 3) end,
-      case when status = 'failed' then 'AssertionError: expected 200 to equal 500' end,
-      case when status = 'failed' then 'AssertionError: expected 200 to equal 500' end
-    from (
-      select t.key, u.key as upload_key, u.uploaded_at as at,
-        case when ${draw} < (case t.status when 'flaky' then 100 when 'broken' then 900 else 1 end)
-          then 'failed' else 'passed' end as status
-      from test_cases t cross join uploads u
-      where t.repository_id = ${repository.id}
-    ) as generated`.execute(db);
-  log(`  runs generated in ${Math.round((performance.now() - t0) / 1000)} s`);
-
-  const t1 = performance.now();
-  const uploads = await db
-    .selectFrom("uploads")
-    .select(["key", "prNumber"])
-    .where("repositoryId", "=", repository.id)
-    .orderBy("key")
-    .execute();
-  for (const upload of uploads) {
-    await services.stores.ingest.transaction(repository.id, async ({ trx }) => {
-      await services.stores.ingest.aggregateUpload(trx, {
-        key: upload.key,
-        repositoryId: repository.id,
-        prNumber: upload.prNumber,
-        excluded: false,
-      });
-    });
-  }
-  log(`  aggregates derived in ${Math.round((performance.now() - t1) / 1000)} s`);
-  // What autovacuum does after such inserts: statistics, and the visibility map that lets the
-  // lists' covering indexes answer without reading the table.
-  if (database.dialect === "postgres") await sql`vacuum analyze`.execute(db);
-  const { rows } = await sql<{ n: number | string }>`select count(*) as n from test_runs`.execute(
-    db,
-  );
-  return Number(rows[0]?.n);
-}
 
 interface QueryResult {
   query: string;
@@ -266,7 +151,13 @@ async function benchDatabase(
     const database = await openMigratedDatabase({ url: databaseUrl, dataDir });
     let runs: number;
     try {
-      runs = await seed(database, token, now);
+      runs = await seedTestHealth(database, token, now, {
+        tests: TESTS,
+        days: DAYS,
+        runsPerDay: RUNS_PER_DAY,
+        repo: REPO,
+        log,
+      });
     } finally {
       await database.close();
     }

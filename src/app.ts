@@ -21,6 +21,7 @@ import { TestViewStore } from "./db/stores/test-views.js";
 import { UploadStore } from "./db/stores/uploads.js";
 import { systemClock, type Clock } from "./lib/clock.js";
 import { MergeQueueRuntimeStore } from "./db/stores/merge-queue-runtime.js";
+import { QueueDashboardService } from "./mergequeue/dashboard.js";
 import { CiRunStore } from "./db/stores/ci-runs.js";
 import { LocalPullRequestStore } from "./db/stores/local-pull-requests.js";
 import { MergeQueueEngine, type EngineOptions } from "./mergequeue/engine.js";
@@ -71,6 +72,8 @@ export interface Services {
   sessions: SessionService;
   queues: MergeQueueService;
   pullRequests: PullRequestService;
+  /** The merge queue's dashboard reads (board, pull request history, health). */
+  queueDashboard: QueueDashboardService;
   uploads: UploadService;
   pager: Pager;
   access: RepositoryAccess;
@@ -361,6 +364,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
       },
     }),
     pullRequests,
+    queueDashboard: new QueueDashboardService({ queues: mergeQueues, runtime, clock }),
     uploads,
     pager,
     access,
@@ -467,6 +471,9 @@ export function serverDependencies(
     sessions: services.sessions,
     queues: services.queues,
     pullRequests: services.pullRequests,
+    queueDashboard: services.queueDashboard,
+    ciLog: (principal, address, runId, check) =>
+      services.local.ciRuns.log(principal, address, runId, check),
     uploads: services.uploads,
     testHealth: {
       queries: services.testQueries,

@@ -39,6 +39,8 @@ import { registerListRoutes } from "./flakytests/lists.js";
 import { testPageView } from "./flakytests/presenters/test-page.js";
 import { registerPublicRepoIdRoutes } from "./flakytests/public-repo-id.js";
 import { registerDashboard } from "../web/routes.js";
+import type { MergeQueuePageDependencies } from "../web/merge-queue-routes.js";
+import type { QueueDashboardService } from "../mergequeue/dashboard.js";
 import type { SessionService } from "../organizations/sessions.js";
 import type { TestHealthOverview } from "../testhealth/overview.js";
 import type { RepositoryHealthService } from "../testhealth/repository-health.js";
@@ -55,6 +57,10 @@ export interface ServerDependencies {
   /** The dashboard's sign-in sessions. */
   sessions: SessionService;
   queues: MergeQueueService;
+  /** The merge queue's dashboard reads; its pages exist only with it and `pullRequests`. */
+  queueDashboard?: QueueDashboardService | undefined;
+  /** A check's log of the built-in CI runner, for the dashboard's log links. */
+  ciLog?: MergeQueuePageDependencies["ciLog"];
   /** The pull-request operations; their routes exist only when given (they need the engine). */
   pullRequests?: PullRequestService | undefined;
   uploads: UploadService;
@@ -234,6 +240,15 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
       overview: deps.testHealth.overview,
       queues: deps.queues,
       testPage: testPageView(deps.testHealth),
+      mergeQueue:
+        deps.queueDashboard && deps.pullRequests
+          ? {
+              dashboard: deps.queueDashboard,
+              queues: deps.queues,
+              pullRequests: deps.pullRequests,
+              ciLog: deps.ciLog,
+            }
+          : undefined,
       repositoryHealth: deps.testHealth.repositoryHealth,
       testManagement: deps.testHealth.management,
       publicUrl: deps.publicUrl,

@@ -142,6 +142,28 @@ export interface RunRecord {
   finishedAt: number | null;
 }
 
+/** When a run started and ended, without its contents (durations, counts). */
+export interface RunTiming {
+  kind: RunKind;
+  status: RunStatus;
+  startedAt: number;
+  finishedAt: number | null;
+}
+
+/**
+ * Reads the dashboard makes besides the engine's (implemented by `db/stores/merge-queue-runtime.ts`):
+ * a change marker for live updates, several runs at once, and runs' timings.
+ */
+export interface QueueDashboardReads {
+  /** The id of the queue's newest transition (0 when none). */
+  latestTransitionId(queueId: string): Promise<number>;
+  runsByIds(queueId: string, runIds: readonly string[]): Promise<RunRecord[]>;
+  /** The entries that concluded last, newest first. */
+  recentlyConcluded(queueId: string, limit: number): Promise<EntryRecord[]>;
+  /** Runs started at or after `since`, newest first, at most `limit`. */
+  runTimings(queueId: string, since: number, limit: number): Promise<RunTiming[]>;
+}
+
 /** A request to change a queue, waiting for the queue's driver (the single writer). */
 export interface CommandRecord {
   id: number;

@@ -27,6 +27,7 @@ import {
   SIGN_IN_COOKIE,
 } from "./cookies.js";
 import { markup, pathWithQuery, segment } from "./html.js";
+import { registerMergeQueuePages, type MergeQueuePageDependencies } from "./merge-queue-routes.js";
 import {
   gettingStarted,
   presentHome,
@@ -60,6 +61,8 @@ export interface DashboardDependencies {
   testManagement: Pick<TestManagementService, "setOverride" | "linkTicket">;
   publicUrl: string | undefined;
   clock: Clock;
+  /** The merge queue's pages (queue, pull request, health, live stream); placeholders without. */
+  mergeQueue?: MergeQueuePageDependencies | undefined;
   /** The static files; default: built from `src/` (running from source) or `dist/assets/`. */
   assets?: (() => Promise<AssetCatalog>) | undefined;
 }
@@ -534,7 +537,8 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
     },
   );
 
-  registerPlaceholders(web);
+  if (deps.mergeQueue) registerMergeQueuePages(web, deps.mergeQueue);
+  registerPlaceholders(web, deps.mergeQueue !== undefined);
 }
 
 /**
@@ -542,9 +546,11 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
  * pull request, queue health): each answers at its final URL (src/web/urls.ts) so that links
  * work meanwhile, and says that it is not built yet. Replace each with the real page.
  */
-function registerPlaceholders(web: Web): void {
+function registerPlaceholders(web: Web, queuePagesBuilt: boolean): void {
   const pending = [
-    { path: "/:org/merge-queue/queue", title: "Merge queue", section: "queues" as const },
+    ...(queuePagesBuilt
+      ? []
+      : [{ path: "/:org/merge-queue/queue", title: "Merge queue", section: "queues" as const }]),
   ];
   for (const { path, title, section } of pending) {
     web.page(

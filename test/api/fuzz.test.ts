@@ -592,6 +592,10 @@ describe("fuzzing every operation of /openapi.json", () => {
         ["queues", `/${value}/merge-queue`],
         ["repository", `/acme/flaky-tests/repo?repo=${value}&status=${value}&page=${value}`],
         ["queue", `/acme/merge-queue/queue?repo=acme/app&branch=${value}`],
+        ["queue repo", `/acme/merge-queue/queue?repo=${value}&host=${value}&branch=main`],
+        ["pr", `/acme/merge-queue/pr/${value}?repo=acme/app&branch=${value}`],
+        ["health", `/acme/merge-queue/health?repo=acme/app&branch=main&range=${value}`],
+        ["log", `/acme/merge-queue/log?repo=acme/app&branch=main&run=${value}&check=${value}`],
         ["next", `/sign-in?next=${value}`],
         ["asset", `/assets/${value}`],
       ] as const) {

@@ -34,66 +34,79 @@ async function freshDatabase(): Promise<TestDatabase> {
   return database;
 }
 
+/** Two servers and several CLI processes in a row: each start takes seconds on a loaded machine. */
+const PROCESSES_TIMEOUT_MS = 120_000;
+
 const BANNER_TOKEN = /^ {4}(mlt_[A-Za-z0-9_-]{43})$/m;
 
 describe("first start", () => {
-  it("prints the default organization's token once; it works; a restart prints none", async () => {
-    const { env } = await freshDatabase();
-    const first = await serve(env);
-    await waitFor(() => BANNER_TOKEN.test(first.stderr), "the first-start banner");
-    expect(first.stderr).toContain('First start: created the organization "default"');
-    const token = BANNER_TOKEN.exec(first.stderr)?.[1] ?? "";
-    expect(first.stderr).toContain(`curl -H "x-api-token: ${token}"`);
-    expect(first.stderr).toContain(`Dashboard: ${first.url}/ (sign in with this token).`);
-    expect(first.stderr).toContain(`${first.url}/v1/whoami`);
-    expect(first.stdout).not.toContain(token);
-    expect(await whoami(first.url, token)).toBe("default");
-    expect((await first.stop()).code).toBe(0);
+  it(
+    "prints the default organization's token once; it works; a restart prints none",
+    async () => {
+      const { env } = await freshDatabase();
+      const first = await serve(env);
+      await waitFor(() => BANNER_TOKEN.test(first.stderr), "the first-start banner");
+      expect(first.stderr).toContain('First start: created the organization "default"');
+      const token = BANNER_TOKEN.exec(first.stderr)?.[1] ?? "";
+      expect(first.stderr).toContain(`curl -H "x-api-token: ${token}"`);
+      expect(first.stderr).toContain(`Dashboard: ${first.url}/ (sign in with this token).`);
+      expect(first.stderr).toContain(`${first.url}/v1/whoami`);
+      expect(first.stdout).not.toContain(token);
+      expect(await whoami(first.url, token)).toBe("default");
+      expect((await first.stop()).code).toBe(0);
 
-    const second = await serve(env);
-    expect(await whoami(second.url, token)).toBe("default");
-    expect((await second.stop()).code).toBe(0);
-    // Its output is complete once it has exited.
-    expect(second.stderr).not.toContain("First start");
-    expect(second.stderr).not.toContain("mlt_");
-    expect(second.stdout).not.toContain("mlt_");
+      const second = await serve(env);
+      expect(await whoami(second.url, token)).toBe("default");
+      expect((await second.stop()).code).toBe(0);
+      // Its output is complete once it has exited.
+      expect(second.stderr).not.toContain("First start");
+      expect(second.stderr).not.toContain("mlt_");
+      expect(second.stdout).not.toContain("mlt_");
 
-    const orgs = await runCli(["org", "list", "--json"], env);
-    expect((JSON.parse(orgs.stdout) as { slug: string }[]).map((o) => o.slug)).toEqual(["default"]);
-  });
+      const orgs = await runCli(["org", "list", "--json"], env);
+      expect((JSON.parse(orgs.stdout) as { slug: string }[]).map((o) => o.slug)).toEqual([
+        "default",
+      ]);
+    },
+    PROCESSES_TIMEOUT_MS,
+  );
 });
 
 describe("bootstrap organization and token", () => {
-  it("makes the configured token work for its organization, without a default one, idempotently", async () => {
-    const { env } = await freshDatabase();
-    const token = randomBytes(32).toString("hex");
-    const bootstrap = { ...env, MAINLINE_BOOTSTRAP_ORG: "ci", MAINLINE_BOOTSTRAP_TOKEN: token };
+  it(
+    "makes the configured token work for its organization, without a default one, idempotently",
+    async () => {
+      const { env } = await freshDatabase();
+      const token = randomBytes(32).toString("hex");
+      const bootstrap = { ...env, MAINLINE_BOOTSTRAP_ORG: "ci", MAINLINE_BOOTSTRAP_TOKEN: token };
 
-    const first = await serve(bootstrap);
-    expect(await whoami(first.url, token)).toBe("ci");
-    const orgs = await runCli(["org", "list", "--json"], env);
-    expect((JSON.parse(orgs.stdout) as { slug: string }[]).map((o) => o.slug)).toEqual(["ci"]);
-    expect((await first.stop()).code).toBe(0);
-    expect(first.stderr).not.toContain("First start");
-    expect(first.stderr).not.toContain(token);
+      const first = await serve(bootstrap);
+      expect(await whoami(first.url, token)).toBe("ci");
+      const orgs = await runCli(["org", "list", "--json"], env);
+      expect((JSON.parse(orgs.stdout) as { slug: string }[]).map((o) => o.slug)).toEqual(["ci"]);
+      expect((await first.stop()).code).toBe(0);
+      expect(first.stderr).not.toContain("First start");
+      expect(first.stderr).not.toContain(token);
 
-    const again = await serve(bootstrap);
-    expect(await whoami(again.url, token)).toBe("ci");
-    const tokens = await runCli(["token", "list", "--org", "ci", "--json"], env);
-    const listed = JSON.parse(tokens.stdout) as { id: string; name: string | null }[];
-    expect(listed.map((t) => t.name)).toEqual(["bootstrap"]);
-    expect(tokens.stdout).not.toContain(token);
-    expect((await again.stop()).code).toBe(0);
+      const again = await serve(bootstrap);
+      expect(await whoami(again.url, token)).toBe("ci");
+      const tokens = await runCli(["token", "list", "--org", "ci", "--json"], env);
+      const listed = JSON.parse(tokens.stdout) as { id: string; name: string | null }[];
+      expect(listed.map((t) => t.name)).toEqual(["bootstrap"]);
+      expect(tokens.stdout).not.toContain(token);
+      expect((await again.stop()).code).toBe(0);
 
-    // A revoked bootstrap token is refused at start rather than silently brought back.
-    const revoke = await runCli(["token", "revoke", listed[0]?.id ?? ""], env);
-    expect(revoke.code).toBe(0);
-    const port = String(await freePort());
-    const refused = await runCli(["serve"], { ...bootstrap, PORT: port, LOG_LEVEL: "warn" });
-    expect(refused.timedOut).toBe(false);
-    expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toContain("MAINLINE_BOOTSTRAP_TOKEN was revoked");
-  });
+      // A revoked bootstrap token is refused at start rather than silently brought back.
+      const revoke = await runCli(["token", "revoke", listed[0]?.id ?? ""], env);
+      expect(revoke.code).toBe(0);
+      const port = String(await freePort());
+      const refused = await runCli(["serve"], { ...bootstrap, PORT: port, LOG_LEVEL: "warn" });
+      expect(refused.timedOut).toBe(false);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toContain("MAINLINE_BOOTSTRAP_TOKEN was revoked");
+    },
+    PROCESSES_TIMEOUT_MS,
+  );
 });
 
 describe("configuration errors stop serve at once", () => {

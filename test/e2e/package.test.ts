@@ -205,7 +205,9 @@ console.log(JSON.stringify(c.pageAssets(["time-series"])));`;
     expect(result.code).toBe(0);
     const assets = JSON.parse(result.stdout) as { styles: string[]; scripts: string[] };
     expect(assets.styles).toHaveLength(2);
+    // The confirmation island is on every page; the chart's library comes before the chart.
     expect(assets.scripts).toEqual([
+      expect.stringMatching(/^\/assets\/confirm\.[0-9a-f]{12}\.js$/),
       expect.stringMatching(/^\/assets\/uPlot\.[0-9a-f]{12}\.js$/),
       expect.stringMatching(/^\/assets\/time-series\.[0-9a-f]{12}\.js$/),
     ]);

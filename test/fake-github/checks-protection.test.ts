@@ -165,7 +165,10 @@ describe("check runs and statuses", () => {
       ["jenkins", "error"],
       ["mainline", "success"],
     ]);
-    expect(gh.deliveries("status").filter((d) => d.payload.sha === sha)).toHaveLength(3);
+    // Each status is delivered once its commit is read from git: after the answer, not with it.
+    await expect
+      .poll(() => gh.deliveries("status").filter((d) => d.payload.sha === sha).length)
+      .toBe(3);
     await expect(
       octokit.request("POST /repos/{owner}/{repo}/statuses/{sha}", {
         ...R,

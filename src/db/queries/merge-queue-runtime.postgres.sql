@@ -92,6 +92,32 @@ select *
   where "queue_id" = $1 and "concluded_at" is null
   order by "seq";
 
+-- MergeQueueRuntimeStore.latestTransitionId(queueId)
+select "id"
+  from "mq_transitions"
+  where "queue_id" = $1
+  order by "at" desc, "id" desc
+  limit $2;
+
+-- MergeQueueRuntimeStore.recentlyConcluded(queueId, limit)
+select *
+  from "mq_entries"
+  where "queue_id" = $1 and "concluded_at" is not null
+  order by "concluded_at" desc, "seq" desc
+  limit $2;
+
+-- MergeQueueRuntimeStore.runsByIds(queueId, runIds)
+select *
+  from "mq_runs"
+  where "queue_id" = $1 and "id" in ($2, $3);
+
+-- MergeQueueRuntimeStore.runTimings(queueId, since, limit)
+select "kind", "status", "started_at", "finished_at"
+  from "mq_runs"
+  where "queue_id" = $1 and "started_at" >= $2
+  order by "started_at" desc
+  limit $3;
+
 -- MergeQueueRuntimeStore.listEntries(queueId, query)
 -- first page
 select *

@@ -91,6 +91,32 @@ select *
   where "queue_id" = ? and "concluded_at" is null
   order by "seq";
 
+-- MergeQueueRuntimeStore.latestTransitionId(queueId)
+select "id"
+  from "mq_transitions"
+  where "queue_id" = ?
+  order by "at" desc, "id" desc
+  limit ?;
+
+-- MergeQueueRuntimeStore.recentlyConcluded(queueId, limit)
+select *
+  from "mq_entries"
+  where "queue_id" = ? and "concluded_at" is not null
+  order by "concluded_at" desc, "seq" desc
+  limit ?;
+
+-- MergeQueueRuntimeStore.runsByIds(queueId, runIds)
+select *
+  from "mq_runs"
+  where "queue_id" = ? and "id" in (?, ?);
+
+-- MergeQueueRuntimeStore.runTimings(queueId, since, limit)
+select "kind", "status", "started_at", "finished_at"
+  from "mq_runs"
+  where "queue_id" = ? and "started_at" >= ?
+  order by "started_at" desc
+  limit ?;
+
 -- MergeQueueRuntimeStore.listEntries(queueId, query)
 -- first page
 select *

@@ -8,6 +8,8 @@ import type {
   EntryRecord,
   Lease,
   RunRecord,
+  RunTiming,
+  QueueDashboardReads,
   RuntimeStore,
   TransitionRecord,
 } from "../../mergequeue/records.js";
@@ -198,7 +200,7 @@ function assertOneQueue(step: DriverCommit): void {
  * the row (`FOR UPDATE` on PostgreSQL; SQLite's single connection serializes): a takeover waits
  * for a step in progress, and a step that started after a takeover writes nothing.
  */
-export class MergeQueueRuntimeStore implements RuntimeStore {
+export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
@@ -475,6 +477,63 @@ export class MergeQueueRuntimeStore implements RuntimeStore {
       .orderBy("id")
       .execute();
     return rows.map(toTransition);
+  }
+
+  /** The id of the queue's newest transition (0 when none): it changes whenever a PR moves. */
+  async latestTransitionId(queueId: string): Promise<number> {
+    const row = await this.db
+      .selectFrom("mqTransitions")
+      .select("id")
+      .where("queueId", "=", queueId)
+      .orderBy("at", "desc")
+      .orderBy("id", "desc")
+      .limit(1)
+      .executeTakeFirst();
+    return row ? row.id : 0;
+  }
+
+  /** The entries that concluded last, newest first. */
+  async recentlyConcluded(queueId: string, limit: number): Promise<EntryRecord[]> {
+    const rows = await this.db
+      .selectFrom("mqEntries")
+      .selectAll()
+      .where("queueId", "=", queueId)
+      .where("concludedAt", "is not", null)
+      .orderBy("concludedAt", "desc")
+      .orderBy("seq", "desc")
+      .limit(limit)
+      .execute();
+    return rows.map(toEntry);
+  }
+
+  /** Several runs of a queue by id, in one statement (unknown ids are left out). */
+  async runsByIds(queueId: string, runIds: readonly string[]): Promise<RunRecord[]> {
+    if (runIds.length === 0) return [];
+    const rows = await this.db
+      .selectFrom("mqRuns")
+      .selectAll()
+      .where("queueId", "=", queueId)
+      .where("id", "in", [...runIds])
+      .execute();
+    return rows.map(toRun);
+  }
+
+  /** When and how the queue's runs started since a time ended (no checks, no PRs), newest first. */
+  async runTimings(queueId: string, since: number, limit: number): Promise<RunTiming[]> {
+    const rows = await this.db
+      .selectFrom("mqRuns")
+      .select(["kind", "status", "startedAt", "finishedAt"])
+      .where("queueId", "=", queueId)
+      .where("startedAt", ">=", since)
+      .orderBy("startedAt", "desc")
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({
+      kind: row.kind as RunKind,
+      status: row.status as RunStatus,
+      startedAt: row.startedAt,
+      finishedAt: row.finishedAt,
+    }));
   }
 
   /**

@@ -12,7 +12,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 
 /** The islands: `src/web/islands/<name>.ts`, served as `/assets/<name>.<hash>.js`. */
-export const ISLANDS = ["time-series", "confirm"] as const;
+export const ISLANDS = ["time-series", "confirm", "live-queue"] as const;
 export type IslandName = (typeof ISLANDS)[number];
 
 /** A built file: its stable name (what pages ask for) and its hashed file name. */

@@ -26,6 +26,7 @@ export interface Asset extends BuiltAsset {
 const ISLAND_NEEDS: Record<IslandName, { scripts: string[]; styles: string[] }> = {
   "time-series": { scripts: ["uplot.js"], styles: ["uplot.css"] },
   confirm: { scripts: [], styles: [] },
+  "live-queue": { scripts: [], styles: [] },
 };
 
 export class AssetCatalog {

@@ -466,6 +466,10 @@ export const SCENARIOS: StoreScenario[] = [
       { method: "latestEntry", run: (s) => s.latestEntry(QUEUE_ID, 7) },
       { method: "latestEntryByBranch", run: (s) => s.latestEntryByBranch(QUEUE_ID, "feature") },
       { method: "activeEntries", run: (s) => s.activeEntries(QUEUE_ID) },
+      { method: "latestTransitionId", run: (s) => s.latestTransitionId(QUEUE_ID) },
+      { method: "recentlyConcluded", run: (s) => s.recentlyConcluded(QUEUE_ID, 10) },
+      { method: "runsByIds", run: (s) => s.runsByIds(QUEUE_ID, ["run-1", "run-2"]) },
+      { method: "runTimings", run: (s) => s.runTimings(QUEUE_ID, NOW - 86_400_000, 50) },
       {
         method: "listEntries",
         variant: "first page",

@@ -1,0 +1,446 @@
+/**
+ * What the dashboard's merge-queue pages read (docs/dashboard.md): a queue's board (its state,
+ * the runs in flight with what they test on top of what, bisections, every pull request's
+ * position and an estimated time to merge), one pull request's history with its runs, and a
+ * queue's health over a range of days. Each read is a fixed number of statements whatever the
+ * queue holds; the arithmetic is pure and exported for unit tests.
+ */
+import { DAY_MS } from "../lib/time.js";
+import { ApiError } from "../lib/errors.js";
+import type { Clock } from "../lib/clock.js";
+import type { Principal } from "../organizations/service.js";
+import type { PrState, QueueSnapshot, WaitingReason } from "./model.js";
+import { describeQueue, requireQueue, type QueueAddress } from "./queue-service.js";
+import type {
+  EntryRecord,
+  MergeQueueRecord,
+  MergeQueueRecords,
+  QueueDashboardReads,
+  RunRecord,
+  RunTiming,
+  RuntimeStore,
+  TransitionRecord,
+} from "./records.js";
+import { upgradeSnapshot } from "./snapshot.js";
+
+/** Runs whose durations make the estimate: the last ones of this window. */
+export const ESTIMATE_WINDOW_MS = 7 * DAY_MS;
+export const ESTIMATE_RUNS = 50;
+/** Concluded pull requests the board lists. */
+export const BOARD_CONCLUDED = 10;
+
+export interface BoardEntry {
+  id: string;
+  number: number;
+  title: string;
+  author: string;
+  state: PrState;
+  stateChangedAt: number;
+  priorityValue: number;
+  /** 1-based place among the pull requests that are ready; null for `not_ready`. */
+  position: number | null;
+  /** The run testing it now (as part of that run's unit). */
+  runId: string | null;
+  waiting: WaitingReason | null;
+  /** Epoch ms at which it should merge, from recent run durations; null when unknown. */
+  estimatedMergeAt: number | null;
+}
+
+export interface BoardRun {
+  id: string;
+  kind: "main" | "bisection";
+  /** The target branch's commit the run starts from. */
+  baseSha: string;
+  /** Pull requests merged first because they are ahead (the run does not decide about them). */
+  ahead: number[];
+  /** The pull requests it decides about: one, a batch, or a part of a batch under bisection. */
+  unit: number[];
+  startedAt: number;
+  attempt: number;
+  estimatedEndAt: number | null;
+}
+
+export interface BoardBisection {
+  id: string;
+  /** The failed run being split. */
+  runId: string;
+  segments: { prNumbers: number[]; status: string; inferred: boolean }[];
+}
+
+export interface QueueBoard {
+  queue: MergeQueueRecord;
+  /** Changes whenever the queue's settings change or a pull request moves (live updates). */
+  version: string;
+  entries: BoardEntry[];
+  runs: BoardRun[];
+  bisections: BoardBisection[];
+  /** The pull requests that concluded last, newest first. */
+  concluded: {
+    number: number;
+    title: string;
+    state: PrState;
+    reason: string;
+    at: number;
+    /** From submission to conclusion. */
+    tookMs: number;
+  }[];
+  /** The median duration of recent finished runs; null without any. */
+  typicalRunMs: number | null;
+  /** How many finished runs the estimate rests on. */
+  estimateSample: number;
+}
+
+export interface PullRequestHistory {
+  queue: MergeQueueRecord;
+  entry: EntryRecord;
+  /** Every submission's transitions, oldest first. */
+  transitions: TransitionRecord[];
+  /** The runs its transitions name, newest first. */
+  runs: RunRecord[];
+}
+
+export type HealthRange = "7d" | "30d" | "90d";
+export const HEALTH_RANGES: Record<HealthRange, number> = { "7d": 7, "30d": 30, "90d": 90 };
+
+export interface QueueHealth {
+  queue: MergeQueueRecord;
+  days: number;
+  since: number;
+  merged: number;
+  failed: number;
+  cancelled: number;
+  /** Conclusions by `state/reason`, most frequent first. */
+  byReason: { state: PrState; reason: string; count: number }[];
+  /** Submission to merge, in ms. */
+  timeInQueue: { p50: number | null; p95: number | null; p99: number | null };
+  runs: number;
+  runsPerMerged: number | null;
+  /** One element per day, oldest first (UTC days). */
+  daily: { day: number; merged: number; failed: number; runs: number }[];
+  /** Failed pull requests of the range, newest first. */
+  needsAttention: {
+    number: number;
+    title: string;
+    author: string;
+    reason: string;
+    at: number;
+  }[];
+}
+
+/** Statements-bounded entry reads: at most this many concluded entries in a health range. */
+export const HEALTH_MAX_ENTRIES = 20_000;
+export const HEALTH_MAX_RUNS = 50_000;
+const NEEDS_ATTENTION = 25;
+/** Runs of a pull request's page (its newest). */
+const PR_RUNS = 20;
+
+export function median(values: readonly number[]): number | null {
+  return percentile(values, 50);
+}
+
+/** Nearest-rank percentile; null for no values. */
+export function percentile(values: readonly number[], p: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(rank, sorted.length) - 1] ?? null;
+}
+
+/** The median duration of finished (passed or failed) runs, and how many there were. */
+export function typicalRunDuration(timings: readonly RunTiming[]): {
+  ms: number | null;
+  sample: number;
+} {
+  const durations = timings
+    .filter((t) => t.finishedAt !== null && (t.status === "passed" || t.status === "failed"))
+    .map((t) => (t.finishedAt ?? 0) - t.startedAt)
+    .filter((d) => d >= 0);
+  return { ms: median(durations), sample: durations.length };
+}
+
+/**
+ * The board of a snapshot: entries in queue order (ready ones by position, then `not_ready`),
+ * the runs in flight and the bisections, with estimates. The estimate: a run in flight ends a
+ * typical duration after it started (not before now); a pull request passed merges now; pending
+ * ones wait for slots of `concurrency` runs of `batchSize` pull requests, each a typical
+ * duration, after the runs in flight; merges happen in order, so no estimate is earlier than the
+ * one ahead. Pull requests whose outcome is open (`pending_failure`) or unready have none.
+ */
+export function boardOf(
+  snapshot: QueueSnapshot | undefined,
+  typicalRunMs: number | null,
+  now: number,
+): Pick<QueueBoard, "entries" | "runs" | "bisections"> {
+  if (!snapshot) return { entries: [], runs: [], bisections: [] };
+  const { configuration } = snapshot;
+  const numberOf = (id: string) => snapshot.entries[id]?.pr.number ?? 0;
+  const runEnd = (startedAt: number) =>
+    typicalRunMs === null ? null : Math.max(now, startedAt + typicalRunMs);
+  const runs: BoardRun[] = Object.values(snapshot.runs)
+    .filter((run) => run.status === "running")
+    .sort((a, b) => a.startedAt - b.startedAt || a.id.localeCompare(b.id))
+    .map((run) => {
+      // Pull requests ahead may have merged meanwhile (and left the snapshot): the run knows them.
+      const inRun = new Map(run.prs.map((p) => [p.entryId, p.number]));
+      const number = (id: string) => inRun.get(id) ?? numberOf(id);
+      return {
+        id: run.id,
+        kind: run.kind,
+        baseSha: run.baseSha,
+        ahead: run.ahead.map(number),
+        unit: run.unit.map(number),
+        startedAt: run.startedAt,
+        attempt: run.attempt,
+        estimatedEndAt: runEnd(run.startedAt),
+      };
+    });
+  const runById = new Map(runs.map((r) => [r.id, r]));
+  const bisections: BoardBisection[] = Object.values(snapshot.bisections).map((group) => ({
+    id: group.id,
+    runId: group.runId,
+    segments: group.segments.map((s) => ({
+      prNumbers: s.entries.map(numberOf),
+      status: s.status,
+      inferred: s.inferred,
+    })),
+  }));
+
+  const slotSize =
+    Math.max(1, configuration.concurrency) *
+    (configuration.batch ? Math.max(1, configuration.batchingMinSize) : 1);
+  const inFlightEnd = runs.reduce<number | null>(
+    (latest, r) => (r.estimatedEndAt === null ? latest : Math.max(latest ?? 0, r.estimatedEndAt)),
+    null,
+  );
+  let pendingSeen = 0;
+  let floor = now;
+  const entries: BoardEntry[] = [];
+  snapshot.order.forEach((id, index) => {
+    const entry = snapshot.entries[id];
+    if (!entry) return;
+    const run = entry.runId ? runById.get(entry.runId) : undefined;
+    let eta: number | null = null;
+    if (entry.state === "tests_passed") eta = now;
+    else if (entry.state === "testing" && run) eta = run.estimatedEndAt;
+    else if (entry.state === "pending" && typicalRunMs !== null) {
+      const wave = Math.floor(pendingSeen / slotSize);
+      eta = (inFlightEnd ?? now) + (wave + 1) * typicalRunMs;
+      pendingSeen += 1;
+    }
+    if (eta !== null) {
+      eta = Math.max(eta, floor);
+      floor = eta;
+    }
+    entries.push({
+      id,
+      number: entry.pr.number,
+      title: entry.pr.title,
+      author: entry.pr.author,
+      state: entry.state,
+      stateChangedAt: entry.stateChangedAt,
+      priorityValue: entry.priorityValue,
+      position: index + 1,
+      runId: entry.runId,
+      waiting: entry.waiting ?? null,
+      estimatedMergeAt: eta,
+    });
+  });
+  for (const id of snapshot.notReady) {
+    const entry = snapshot.entries[id];
+    if (!entry) continue;
+    entries.push({
+      id,
+      number: entry.pr.number,
+      title: entry.pr.title,
+      author: entry.pr.author,
+      state: entry.state,
+      stateChangedAt: entry.stateChangedAt,
+      priorityValue: entry.priorityValue,
+      position: null,
+      runId: null,
+      waiting: null,
+      estimatedMergeAt: null,
+    });
+  }
+  return { entries, runs, bisections };
+}
+
+const dayOf = (ms: number) => Math.floor(ms / DAY_MS) * DAY_MS;
+
+/** A queue's health from its concluded entries and its runs over `days` days ending `now`. */
+export function healthOf(
+  entries: readonly EntryRecord[],
+  runs: readonly RunTiming[],
+  days: number,
+  now: number,
+): Omit<QueueHealth, "queue"> {
+  const since = dayOf(now) - (days - 1) * DAY_MS;
+  const daily = Array.from({ length: days }, (_, i) => ({
+    day: since + i * DAY_MS,
+    merged: 0,
+    failed: 0,
+    runs: 0,
+  }));
+  const slot = (at: number) => daily[Math.floor((at - since) / DAY_MS)];
+  const reasons = new Map<string, { state: PrState; reason: string; count: number }>();
+  const counts = { merged: 0, failed: 0, cancelled: 0 };
+  const inQueue: number[] = [];
+  const failures: QueueHealth["needsAttention"] = [];
+  for (const entry of entries) {
+    if (entry.concludedAt === null || entry.concludedAt < since) continue;
+    const state = entry.state;
+    if (state !== "merged" && state !== "failed" && state !== "cancelled") continue;
+    counts[state] += 1;
+    const key = `${state}/${entry.lastReason}`;
+    const known = reasons.get(key) ?? { state, reason: entry.lastReason, count: 0 };
+    known.count += 1;
+    reasons.set(key, known);
+    const day = slot(entry.concludedAt);
+    if (state === "merged") {
+      inQueue.push(entry.concludedAt - entry.submittedAt);
+      if (day) day.merged += 1;
+    }
+    if (state === "failed") {
+      if (day) day.failed += 1;
+      failures.push({
+        number: entry.prNumber,
+        title: entry.prTitle,
+        author: entry.prAuthor,
+        reason: entry.lastReason,
+        at: entry.concludedAt,
+      });
+    }
+  }
+  let runCount = 0;
+  for (const run of runs) {
+    if (run.startedAt < since) continue;
+    runCount += 1;
+    const day = slot(run.startedAt);
+    if (day) day.runs += 1;
+  }
+  failures.sort((a, b) => b.at - a.at);
+  return {
+    days,
+    since,
+    ...counts,
+    byReason: [...reasons.values()].sort(
+      (a, b) => b.count - a.count || a.reason.localeCompare(b.reason),
+    ),
+    timeInQueue: {
+      p50: percentile(inQueue, 50),
+      p95: percentile(inQueue, 95),
+      p99: percentile(inQueue, 99),
+    },
+    runs: runCount,
+    runsPerMerged: counts.merged === 0 ? null : runCount / counts.merged,
+    daily,
+    needsAttention: failures.slice(0, NEEDS_ATTENTION),
+  };
+}
+
+export class QueueDashboardService {
+  constructor(
+    private readonly deps: {
+      queues: Pick<MergeQueueRecords, "find" | "findById">;
+      runtime: Pick<
+        RuntimeStore,
+        "loadSnapshot" | "latestEntry" | "pullRequestTransitions" | "listEntries"
+      > &
+        QueueDashboardReads;
+      clock: Clock;
+    },
+  ) {}
+
+  /** The queue at an address of the principal's organization (404 otherwise). */
+  queue(principal: Principal, address: QueueAddress): Promise<MergeQueueRecord> {
+    return requireQueue(this.deps.queues, principal, address);
+  }
+
+  /** The live-update marker of a queue already checked to be the viewer's: two statements. */
+  async version(queueId: string): Promise<string | undefined> {
+    const [queue, latest] = await Promise.all([
+      this.deps.queues.findById(queueId),
+      this.deps.runtime.latestTransitionId(queueId),
+    ]);
+    return queue ? `${queue.version}.${latest}` : undefined;
+  }
+
+  /**
+   * Five statements: the queue, its snapshot, its newest transition, recent runs' timings, the
+   * pull requests that concluded last.
+   */
+  async board(principal: Principal, address: QueueAddress): Promise<QueueBoard> {
+    const queue = await this.queue(principal, address);
+    const now = this.deps.clock.now();
+    const [stored, latest, timings, concluded] = await Promise.all([
+      this.deps.runtime.loadSnapshot(queue.id),
+      this.deps.runtime.latestTransitionId(queue.id),
+      this.deps.runtime.runTimings(queue.id, now - ESTIMATE_WINDOW_MS, ESTIMATE_RUNS),
+      this.deps.runtime.recentlyConcluded(queue.id, BOARD_CONCLUDED),
+    ]);
+    const typical = typicalRunDuration(timings);
+    const snapshot = stored ? upgradeSnapshot(stored.snapshot) : undefined;
+    return {
+      queue,
+      version: `${queue.version}.${latest}`,
+      ...boardOf(snapshot, typical.ms, now),
+      concluded: concluded.map((e) => ({
+        number: e.prNumber,
+        title: e.prTitle,
+        state: e.state,
+        reason: e.lastReason,
+        at: e.concludedAt ?? e.stateChangedAt,
+        tookMs: (e.concludedAt ?? e.stateChangedAt) - e.submittedAt,
+      })),
+      typicalRunMs: typical.ms,
+      estimateSample: typical.sample,
+    };
+  }
+
+  /** Four statements: the queue, the latest submission, its transitions, the runs they name. */
+  async pullRequest(
+    principal: Principal,
+    address: QueueAddress,
+    prNumber: number,
+  ): Promise<PullRequestHistory> {
+    const queue = await this.queue(principal, address);
+    const [entry, transitions] = await Promise.all([
+      this.deps.runtime.latestEntry(queue.id, prNumber),
+      this.deps.runtime.pullRequestTransitions(queue.id, prNumber),
+    ]);
+    if (!entry) {
+      throw new ApiError(
+        "not_found",
+        `Pull request #${prNumber} has never been submitted to the merge queue for ${describeQueue(address)}.`,
+      );
+    }
+    const runIds: string[] = [];
+    for (const t of [...transitions].reverse()) {
+      if (t.runId !== null && !runIds.includes(t.runId)) runIds.push(t.runId);
+      if (runIds.length === PR_RUNS) break;
+    }
+    const runs = await this.deps.runtime.runsByIds(queue.id, runIds);
+    runs.sort((a, b) => b.startedAt - a.startedAt || b.id.localeCompare(a.id));
+    return { queue, entry, transitions, runs };
+  }
+
+  /** Three statements: the queue, the entries concluded in the range, the runs' timings. */
+  async health(
+    principal: Principal,
+    address: QueueAddress,
+    range: HealthRange,
+  ): Promise<QueueHealth> {
+    const queue = await this.queue(principal, address);
+    const now = this.deps.clock.now();
+    const days = HEALTH_RANGES[range];
+    const since = dayOf(now) - (days - 1) * DAY_MS;
+    const [entries, runs] = await Promise.all([
+      this.deps.runtime.listEntries(queue.id, {
+        concludedSince: since,
+        take: HEALTH_MAX_ENTRIES,
+      }),
+      this.deps.runtime.runTimings(queue.id, since, HEALTH_MAX_RUNS),
+    ]);
+    return { queue, ...healthOf(entries, runs, days, now) };
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Island: keeps a queue page current without a reload (ADR 0025). The page's live region
+ * (`[data-live-events]`) names the queue's event stream; on each `change` the island fetches the
+ * page again and swaps in the new region, then says when in the polite status line. Without
+ * JavaScript the page is complete as served (reload to refresh).
+ */
+const region = document.querySelector<HTMLElement>("[data-live-events]");
+const status = document.querySelector<HTMLElement>("[data-live-status]");
+
+function say(text: string): void {
+  if (status) status.textContent = text;
+}
+
+function time(): string {
+  return new Date().toISOString().slice(11, 19) + " UTC";
+}
+
+if (region && region.id && typeof EventSource !== "undefined") {
+  const source = new EventSource(region.dataset.liveEvents ?? "");
+  let fetching = false;
+  let again = false;
+
+  const refresh = async (): Promise<void> => {
+    if (fetching) {
+      again = true;
+      return;
+    }
+    fetching = true;
+    try {
+      const answer = await fetch(window.location.href, {
+        headers: { accept: "text/html" },
+        credentials: "same-origin",
+      });
+      if (!answer.ok) return;
+      const page = new DOMParser().parseFromString(await answer.text(), "text/html");
+      const next = page.getElementById(region.id);
+      if (!next) {
+        // Signed out meanwhile: the answer was the sign-in page.
+        say("Live updates stopped: reload the page.");
+        source.close();
+        return;
+      }
+      region.replaceChildren(...Array.from(next.childNodes));
+      region.dataset.version = next.dataset.version ?? "";
+      say(`Live: updated at ${time()}`);
+    } catch {
+      say("Live updates interrupted; retrying.");
+    } finally {
+      fetching = false;
+      if (again) {
+        again = false;
+        void refresh();
+      }
+    }
+  };
+
+  source.addEventListener("ready", (event) => {
+    say("Live: following the queue.");
+    // Changes made while the page loaded (or while disconnected) are fetched now.
+    if ((event as MessageEvent<string>).data !== region.dataset.version) void refresh();
+  });
+  source.addEventListener("change", () => void refresh());
+  source.addEventListener("gone", () => {
+    say("This queue no longer exists.");
+    source.close();
+  });
+  source.addEventListener("error", () => {
+    if (source.readyState === EventSource.CONNECTING)
+      say("Live updates interrupted; reconnecting.");
+  });
+}
+
+export {};

@@ -1,0 +1,396 @@
+/**
+ * The merge queue's pages (docs/dashboard.md): a queue (state and actions, settings, the runs in
+ * flight and what they test on top of what, the queued pull requests with position and estimated
+ * merge time, live), a pull request (timeline, runs with their checks and logs, actions) and a
+ * queue's health. Presenters are folded into the views: each takes the domain's answer and the
+ * URLs, and returns a `PageView`; no I/O here.
+ */
+import type {
+  BoardEntry,
+  BoardRun,
+  PullRequestHistory,
+  QueueBoard,
+  QueueHealth,
+} from "../../mergequeue/dashboard.js";
+import type { Actor, WaitingReason } from "../../mergequeue/model.js";
+import { priorityName } from "../../mergequeue/model.js";
+import type { RepoRef } from "../../organizations/repositories.js";
+import { badge, muted, plural } from "../format.js";
+import { markup, type SafeHtml } from "../html.js";
+import type { PageView } from "../layout.js";
+import { barChart, dayLabel, lineChart } from "../svg/charts.js";
+import { urls } from "../urls.js";
+
+export interface QueuePlace {
+  org: string;
+  repo: RepoRef;
+  branch: string;
+}
+
+/** Every URL the queue's pages link or post to. */
+export interface QueueLinks {
+  queue: string;
+  health: string;
+  events: string;
+  stateAction: string;
+  pullRequest(number: number): string;
+  pullRequestAction(number: number, action: "restart" | "cancel" | "priority"): string;
+  log(runId: string, check: string): string | undefined;
+}
+
+const name = (place: QueuePlace) => `${place.repo.owner}/${place.repo.name}`;
+
+const STATE_WORDS: Record<string, string> = {
+  running: "running",
+  paused: "paused",
+  draining: "draining",
+  switching_modes: "switching modes",
+};
+
+function shortSha(sha: string): string {
+  return sha.slice(0, 7);
+}
+
+/** `12:04 UTC` today, else `2026-11-27 12:04 UTC`, in a `<time>`. */
+function at(ms: number, now: number): SafeHtml {
+  const iso = new Date(ms).toISOString();
+  const sameDay = iso.slice(0, 10) === new Date(now).toISOString().slice(0, 10);
+  const shown = `${sameDay ? iso.slice(11, 16) : `${iso.slice(0, 10)} ${iso.slice(11, 16)}`} UTC`;
+  return markup`<time datetime="${iso}">${shown}</time>`;
+}
+
+/** `4 min`, `1 h 10 min`, `12 s`. */
+export function span(ms: number): string {
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours} h ${minutes % 60} min`;
+  return `${Math.round(hours / 24)} days`;
+}
+
+function relative(ms: number, now: number): string {
+  const delta = ms - now;
+  if (Math.abs(delta) < 30_000) return "now";
+  return delta > 0 ? `in ${span(delta)}` : `${span(-delta)} ago`;
+}
+
+function hidden(csrf: string, extra: Record<string, string> = {}): SafeHtml {
+  return markup`<input type="hidden" name="csrf" value="${csrf}">${Object.entries(extra).map(
+    ([k, v]) => markup`<input type="hidden" name="${k}" value="${v}">`,
+  )}`;
+}
+
+function waitingText(waiting: WaitingReason | null, now: number): string {
+  if (!waiting) return "";
+  if (waiting.kind === "batch_forming") {
+    return `batch forming: ${waiting.have} of ${waiting.need}, starts ${relative(waiting.startsBy, now)} at the latest`;
+  }
+  return `behind the bisection of ${waiting.prNumbers.map((n) => `#${n}`).join(", ")}`;
+}
+
+// ---- the queue -----------------------------------------------------------------------------------
+
+function stateForms(board: QueueBoard, links: QueueLinks, csrf: string | undefined): SafeHtml {
+  if (!csrf) return markup``;
+  const state = board.queue.configuration.state;
+  const button = (to: string, label: string, confirm?: string) =>
+    markup`<form method="post" action="${links.stateAction}"${confirm ? markup` data-confirm="${confirm}"` : ""}>${hidden(csrf, { state: to })}<button type="submit">${label}</button></form>`;
+  const forms: SafeHtml[] = [];
+  if (state === "running") forms.push(button("paused", "Pause"));
+  if (state === "paused" || state === "draining") forms.push(button("running", "Resume"));
+  if (state === "running" || state === "paused") {
+    forms.push(
+      button(
+        "draining",
+        "Drain",
+        "Drain this queue? It finishes what it holds and accepts no new pull requests.",
+      ),
+    );
+  }
+  return markup`<div class="actions" aria-label="Queue actions" role="group">${forms}</div>`;
+}
+
+function settingsSummary(board: QueueBoard): SafeHtml {
+  const c = board.queue.configuration;
+  const required =
+    c.requiredStatuses === null
+      ? "from branch protection or the repository's config"
+      : c.requiredStatuses.length === 0
+        ? "none"
+        : c.requiredStatuses.join(", ");
+  const rows: [string, string][] = [
+    ["Mode", c.pendingMode ? `${c.mode}, switching to ${c.pendingMode}` : c.mode],
+    ["Concurrency", `${c.concurrency} run${c.concurrency === 1 ? "" : "s"} at once`],
+    [
+      "Batching",
+      c.batch
+        ? `on: at least ${c.batchingMinSize}, waits up to ${c.batchingMaxWaitTimeMinutes} min`
+        : "off",
+    ],
+    ["Bisection", `${c.bisectionConcurrency} at once`],
+    ["Merge method", c.mergeMethod.replace("_", " ")],
+    ["Required statuses", required],
+    ["Testing timeout", c.testingTimeoutMinutes === 0 ? "none" : `${c.testingTimeoutMinutes} min`],
+    ["Optimistic merge", c.canOptimisticallyMerge ? "on" : "off"],
+  ];
+  return markup`<details class="settings"><summary>Settings</summary><dl>${rows.map(
+    ([k, v]) => markup`<dt>${k}</dt><dd>${v}</dd>`,
+  )}</dl></details>`;
+}
+
+function runCard(run: BoardRun, place: QueuePlace, links: QueueLinks, now: number): SafeHtml {
+  const pr = (n: number, cls: string) =>
+    markup`<li class="chip ${cls}"><a href="${links.pullRequest(n)}">#${n}</a></li>`;
+  const what =
+    run.kind === "bisection"
+      ? `bisection of ${plural(run.unit.length, "pull request")}`
+      : run.unit.length > 1
+        ? `batch of ${run.unit.length}`
+        : "one pull request";
+  const end =
+    run.estimatedEndAt === null
+      ? ""
+      : markup`; ends ${relative(run.estimatedEndAt, now)} (about ${at(run.estimatedEndAt, now)})`;
+  return markup`<li class="run" data-run="${run.id}"><p><strong>Run ${run.id}</strong> · ${what}${run.attempt > 1 ? ` · attempt ${run.attempt}` : ""} · started ${relative(run.startedAt, now)}${end}</p>
+<ol class="lane" aria-label="Run ${run.id}: base, then pull requests in merge order"><li class="chip base">${place.branch} @ <code>${shortSha(run.baseSha)}</code></li>${run.ahead.map((n) => pr(n, "ahead"))}${run.unit.map((n) => pr(n, "unit"))}</ol></li>`;
+}
+
+function queueRow(entry: BoardEntry, links: QueueLinks, now: number): SafeHtml {
+  const waiting = waitingText(entry.waiting, now);
+  const eta =
+    entry.estimatedMergeAt === null
+      ? muted("—")
+      : markup`${relative(entry.estimatedMergeAt, now)} <span class="muted">(${at(entry.estimatedMergeAt, now)})</span>`;
+  return markup`<tr data-pr="${entry.number}"><td class="num">${entry.position ?? "—"}</td><td><a href="${links.pullRequest(entry.number)}">#${entry.number}</a> ${entry.title}</td><td>${entry.author}</td><td>${badge(entry.state, entry.state.replace("_", " "))}${waiting ? markup` <span class="muted">${waiting}</span>` : ""}</td><td>${eta}</td></tr>
+`;
+}
+
+/** The part of the queue page that live updates replace: state, runs, bisections, the queue. */
+export function queueLive(board: QueueBoard, place: QueuePlace, links: QueueLinks, now: number) {
+  const c = board.queue.configuration;
+  const testing = board.entries.filter((e) => e.state === "testing").length;
+  const waiting = board.entries.filter((e) => e.state !== "testing").length;
+  const runs =
+    board.runs.length === 0
+      ? markup`<p class="muted">Nothing is being tested.</p>`
+      : markup`<ol class="runs">${board.runs.map((r) => runCard(r, place, links, now))}</ol>`;
+  const bisections =
+    board.bisections.length === 0
+      ? ""
+      : markup`<h3>Bisections</h3><ul>${board.bisections.map(
+          (b) =>
+            markup`<li>Run ${b.runId} failed; split into ${b.segments.map(
+              (s, i) =>
+                markup`${i > 0 ? ", " : ""}${s.prNumbers.map((n) => `#${n}`).join(" ")} <span class="muted">(${s.status}${s.inferred ? ", inferred" : ""})</span>`,
+            )}</li>`,
+        )}</ul>`;
+  const estimate =
+    board.typicalRunMs === null
+      ? "no finished run yet to estimate from"
+      : `a run takes about ${span(board.typicalRunMs)} (median of the last ${plural(board.estimateSample, "run")})`;
+  const table =
+    board.entries.length === 0
+      ? markup`<p class="muted">The queue is empty.</p>`
+      : markup`<table class="queue">
+<caption class="visually-hidden">Pull requests in the queue, in merge order</caption>
+<thead><tr><th scope="col" class="num">Position</th><th scope="col">Pull request</th><th scope="col">Author</th><th scope="col">State</th><th scope="col">Estimated merge</th></tr></thead>
+<tbody>
+${board.entries.map((e) => queueRow(e, links, now))}</tbody>
+</table>`;
+  const concluded =
+    board.concluded.length === 0
+      ? markup`<p class="muted">None yet.</p>`
+      : markup`<table class="concluded">
+<caption class="visually-hidden">Pull requests that left the queue last, newest first</caption>
+<thead><tr><th scope="col">Pull request</th><th scope="col">Outcome</th><th scope="col">When</th><th scope="col">In queue</th></tr></thead>
+<tbody>
+${board.concluded.map(
+  (c) =>
+    markup`<tr data-pr="${c.number}"><td><a href="${links.pullRequest(c.number)}">#${c.number}</a> ${c.title}</td><td>${badge(c.state, c.state)} <span class="muted">${c.reason.replaceAll("_", " ")}</span></td><td>${at(c.at, now)}</td><td>${span(c.tookMs)}</td></tr>
+`,
+)}</tbody>
+</table>`;
+  return markup`<p class="queue-state">State: ${badge(c.state, STATE_WORDS[c.state] ?? c.state)} <span class="muted">· ${plural(testing, "pull request")} testing, ${waiting} waiting · ${estimate}</span></p>
+<h2 id="graph">Being tested</h2>
+${runs}${bisections}
+<h2 id="queued">Queue</h2>
+${table}
+<h2 id="concluded">Recently concluded</h2>
+${concluded}`;
+}
+
+export function renderQueue(
+  board: QueueBoard,
+  place: QueuePlace,
+  links: QueueLinks,
+  csrf: string | undefined,
+  now: number,
+): PageView {
+  const title = `${name(place)} · ${place.branch}`;
+  return {
+    title: `${title} · Merge queue`,
+    section: "queues",
+    breadcrumbs: [{ label: "Merge queues", href: urls.queues(place.org) }, { label: title }],
+    main: markup`<h1>${title} <span class="muted">merge queue</span></h1>
+${stateForms(board, links, csrf)}
+<p><a href="${links.health}">Health of this queue</a></p>
+${settingsSummary(board)}
+<p class="live-status muted" data-live-status aria-live="polite"></p>
+<section id="queue-live" aria-label="The queue now" data-live-events="${links.events}" data-version="${board.version}">
+${queueLive(board, place, links, now)}
+</section>`,
+    islands: ["live-queue"],
+  };
+}
+
+// ---- a pull request --------------------------------------------------------------------------------
+
+function actorText(actor: Actor): string {
+  if (actor.kind === "user") return actor.name;
+  return actor.kind === "queue" ? "the queue" : "the git host";
+}
+
+function prForms(
+  history: PullRequestHistory,
+  links: QueueLinks,
+  csrf: string | undefined,
+): SafeHtml {
+  if (!csrf || history.entry.concludedAt !== null) return markup``;
+  const n = history.entry.prNumber;
+  const current = priorityName(history.entry.priorityValue);
+  const options = ["urgent", "high", "medium", "low"].map(
+    (p) => markup`<option value="${p}"${p === current ? markup` selected` : ""}>${p}</option>`,
+  );
+  return markup`<div class="actions" role="group" aria-label="Pull request actions">
+<form method="post" action="${links.pullRequestAction(n, "restart")}">${hidden(csrf)}<button type="submit">Restart tests</button></form>
+<form method="post" action="${links.pullRequestAction(n, "cancel")}" data-confirm="Take #${n} out of the queue?">${hidden(csrf)}<button type="submit">Cancel</button></form>
+<form method="post" action="${links.pullRequestAction(n, "priority")}">${hidden(csrf)}<label for="priority">Priority</label> <select id="priority" name="priority">${options}</select> <button type="submit">Change priority</button></form>
+</div>`;
+}
+
+export function renderPullRequest(
+  history: PullRequestHistory,
+  place: QueuePlace,
+  links: QueueLinks,
+  csrf: string | undefined,
+  now: number,
+): PageView {
+  const { entry } = history;
+  const queueTitle = `${name(place)} · ${place.branch}`;
+  const timeline = [...history.transitions].reverse().map(
+    (t) =>
+      markup`<tr><td>${at(t.at, now)}</td><td>${t.from ? markup`${t.from.replace("_", " ")} → ` : ""}${badge(t.to, t.to.replace("_", " "))}</td><td>${t.reason.replaceAll("_", " ")}${t.detail ? markup`<br><span class="detail">${t.detail}</span>` : ""}</td><td>${actorText(t.actor)}</td><td>${t.runId ? markup`<a href="#run-${t.runId}">${t.runId}</a>` : ""}</td></tr>
+`,
+  );
+  const runs = history.runs.map((run) => {
+    const checks =
+      run.checks.length === 0
+        ? markup`<p class="muted">No check reported${run.status === "running" ? " yet" : ""}.</p>`
+        : markup`<ul class="checks">${run.checks.map((c) => {
+            const log = links.log(run.id, c.name);
+            const href = c.url ?? log;
+            return markup`<li>${badge(c.conclusion === "success" ? "passed" : c.conclusion === null ? "running" : "failed", c.conclusion ?? "running")} ${c.name}${href ? markup` · <a href="${href}">log</a>` : ""}</li>`;
+          })}</ul>`;
+    const numbers = run.prs.map((p) => `#${p.number}`).join(", ");
+    return markup`<section class="run" id="run-${run.id}" aria-labelledby="run-${run.id}-h"><h3 id="run-${run.id}-h">Run ${run.id} ${badge(run.status, run.status)}</h3>
+<p class="muted">${run.kind === "bisection" ? "Bisection run" : "Run"} on <code>${shortSha(run.baseSha)}</code> with ${numbers}; started ${at(run.startedAt, now)}${run.finishedAt !== null ? `, took ${span(run.finishedAt - run.startedAt)}` : ""}.</p>
+${checks}</section>`;
+  });
+  const lastFailure = [...history.transitions].reverse().find((t) => t.to === "failed");
+  return {
+    title: `#${entry.prNumber} · ${queueTitle}`,
+    section: "queues",
+    breadcrumbs: [
+      { label: "Merge queues", href: urls.queues(place.org) },
+      { label: queueTitle, href: links.queue },
+      { label: `#${entry.prNumber}` },
+    ],
+    main: markup`<h1>#${entry.prNumber} ${entry.prTitle}</h1>
+<p>${badge(entry.state, entry.state.replace("_", " "))} <span class="muted">by ${entry.prAuthor} · priority ${priorityName(entry.priorityValue)} (${entry.priorityValue}) · submitted ${at(entry.submittedAt, now)} · head <code>${shortSha(entry.prSha)}</code></span></p>
+${lastFailure && entry.state === "failed" ? markup`<p class="error">Failed: ${lastFailure.reason.replaceAll("_", " ")}${lastFailure.detail ? markup`: ${lastFailure.detail}` : ""}${lastFailure.runId ? markup` (<a href="#run-${lastFailure.runId}">run ${lastFailure.runId}</a>)` : ""}</p>` : ""}
+${prForms(history, links, csrf)}
+<h2>Timeline</h2>
+<table>
+<caption class="visually-hidden">Every state change of #${entry.prNumber}, newest first</caption>
+<thead><tr><th scope="col">When</th><th scope="col">State</th><th scope="col">Reason</th><th scope="col">By</th><th scope="col">Run</th></tr></thead>
+<tbody>
+${timeline}</tbody>
+</table>
+<h2>Runs</h2>
+${runs.length === 0 ? markup`<p class="muted">No run yet.</p>` : runs}`,
+  };
+}
+
+// ---- health ---------------------------------------------------------------------------------------
+
+export function renderQueueHealth(
+  health: QueueHealth,
+  place: QueuePlace,
+  links: QueueLinks,
+  rangeLinks: { range: string; href: string; current: boolean }[],
+  now: number,
+): PageView {
+  const queueTitle = `${name(place)} · ${place.branch}`;
+  const ms = (v: number | null) => (v === null ? "—" : span(v));
+  const reasons =
+    health.byReason.length === 0
+      ? markup`<p class="muted">Nothing concluded in this range.</p>`
+      : markup`<table><caption class="visually-hidden">Conclusions by reason</caption><thead><tr><th scope="col">Outcome</th><th scope="col">Reason</th><th scope="col" class="num">Pull requests</th></tr></thead><tbody>${health.byReason.map(
+          (r) =>
+            markup`<tr><td>${badge(r.state, r.state)}</td><td>${r.reason.replaceAll("_", " ")}</td><td class="num">${r.count}</td></tr>`,
+        )}</tbody></table>`;
+  const attention =
+    health.needsAttention.length === 0
+      ? markup`<p class="muted">No pull request failed in this range.</p>`
+      : markup`<table><caption class="visually-hidden">Pull requests that failed, newest first</caption><thead><tr><th scope="col">Pull request</th><th scope="col">Author</th><th scope="col">Why</th><th scope="col">When</th></tr></thead><tbody>${health.needsAttention.map(
+          (f) =>
+            markup`<tr><td><a href="${links.pullRequest(f.number)}">#${f.number}</a> ${f.title}</td><td>${f.author}</td><td>${f.reason.replaceAll("_", " ")}</td><td>${at(f.at, now)}</td></tr>`,
+        )}</tbody></table>`;
+  const x = health.daily.map((d) => d.day);
+  return {
+    title: `Health · ${queueTitle}`,
+    section: "queues",
+    breadcrumbs: [
+      { label: "Merge queues", href: urls.queues(place.org) },
+      { label: queueTitle, href: links.queue },
+      { label: "Health" },
+    ],
+    main: markup`<h1>Health <span class="muted">${queueTitle}</span></h1>
+<nav class="ranges" aria-label="Range"><ul>${rangeLinks.map(
+      (r) =>
+        markup`<li><a href="${r.href}"${r.current ? markup` aria-current="page"` : ""}>${r.range}</a></li>`,
+    )}</ul></nav>
+<ul class="figures" aria-label="Last ${health.days} days">
+<li><strong>${health.merged}</strong> <span class="muted">merged</span></li>
+<li><strong>${health.failed}</strong> <span class="muted">failed</span></li>
+<li><strong>${health.cancelled}</strong> <span class="muted">cancelled</span></li>
+<li><strong>${ms(health.timeInQueue.p50)}</strong> <span class="muted">in queue, p50</span></li>
+<li><strong>${ms(health.timeInQueue.p95)}</strong> <span class="muted">p95</span></li>
+<li><strong>${ms(health.timeInQueue.p99)}</strong> <span class="muted">p99</span></li>
+<li><strong>${health.runsPerMerged === null ? "—" : health.runsPerMerged.toFixed(1)}</strong> <span class="muted">CI runs per merged PR (${plural(health.runs, "run")})</span></li>
+</ul>
+${lineChart({
+  id: "outcomes",
+  title: "Merged and failed pull requests per day",
+  description: `Pull requests the queue merged and failed each day, last ${health.days} days.`,
+  x,
+  series: [
+    { label: "Merged", values: health.daily.map((d) => d.merged), className: "series-other" },
+    { label: "Failed", values: health.daily.map((d) => d.failed), className: "series-broken" },
+  ],
+})}
+${barChart({
+  id: "runs",
+  title: "CI runs per day",
+  description: `Test runs the queue started each day, last ${health.days} days.`,
+  bars: health.daily.map((d) => ({ label: dayLabel(d.day), value: d.runs })),
+  valueLabel: "Runs",
+})}
+<h2>Outcomes by reason</h2>
+${reasons}
+<h2>Needs attention</h2>
+${attention}`,
+  };
+}

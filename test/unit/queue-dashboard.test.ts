@@ -1,0 +1,191 @@
+import { describe, expect, it } from "vitest";
+import {
+  boardOf,
+  healthOf,
+  percentile,
+  typicalRunDuration,
+  type QueueBoard,
+} from "../../src/mergequeue/dashboard.js";
+import type { EntryRecord } from "../../src/mergequeue/records.js";
+import { DAY_MS, MINUTE_MS } from "../../src/lib/time.js";
+import { assetCatalog } from "../../src/web/assets/catalog.js";
+import { renderDocument } from "../../src/web/layout.js";
+import { busySnapshot } from "../helpers/queue-snapshots.js";
+import { renderQueue, type QueueLinks, type QueuePlace } from "../../src/web/pages/merge-queue.js";
+
+/**
+ * The merge-queue dashboard's pure parts: the board of a planner snapshot (positions, runs on
+ * top of what, estimates), percentiles, a queue's health by day, and the queue page's weight
+ * with 200 pull requests (the issue's budget: 150 KB with its files, before compression).
+ */
+
+const NOW = Date.UTC(2026, 10, 27, 12, 0, 0);
+const snapshotOf = (count: number, concurrency = 3) => busySnapshot(NOW, count, concurrency);
+
+describe("the board of a snapshot", () => {
+  it("lists runs on top of what, positions, and estimates that never go back in time", () => {
+    const board = boardOf(snapshotOf(10), 5 * MINUTE_MS, NOW);
+    expect(board.runs.map((r) => [r.id, r.ahead, r.unit])).toEqual([
+      ["r1", [], [1]],
+      ["r2", [1], [2]],
+      ["r3", [1, 2], [3]],
+    ]);
+    expect(board.entries.map((e) => e.position)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, null]);
+    // Runs in flight end a typical run after they started: 3 minutes from now.
+    expect(board.entries[0]?.estimatedMergeAt).toBe(NOW + 3 * MINUTE_MS);
+    // Pending: waves of 3 (the concurrency), each a typical run after the runs in flight.
+    expect(board.entries[3]?.estimatedMergeAt).toBe(NOW + 8 * MINUTE_MS);
+    expect(board.entries[6]?.estimatedMergeAt).toBe(NOW + 13 * MINUTE_MS);
+    const etas = board.entries.flatMap((e) =>
+      e.estimatedMergeAt === null ? [] : [e.estimatedMergeAt],
+    );
+    expect(etas).toEqual([...etas].sort((a, b) => a - b));
+    expect(board.entries.at(-1)).toMatchObject({
+      number: 999,
+      state: "not_ready",
+      estimatedMergeAt: null,
+    });
+  });
+
+  it("names pull requests ahead that merged meanwhile by the run's own list", () => {
+    const snapshot = snapshotOf(3);
+    delete snapshot.entries.e1;
+    snapshot.order.shift();
+    expect(boardOf(snapshot, null, NOW).runs.map((r) => r.ahead)).toEqual([[], [1], [1, 2]]);
+  });
+
+  it("estimates nothing without a finished run, and is empty without a snapshot", () => {
+    expect(
+      boardOf(snapshotOf(4), null, NOW).entries.every((e) => e.estimatedMergeAt === null),
+    ).toBe(true);
+    expect(boardOf(undefined, 1000, NOW)).toEqual({ entries: [], runs: [], bisections: [] });
+  });
+
+  it("takes the median of finished runs only", () => {
+    const timing = (status: "passed" | "failed" | "cancelled" | "running", ms: number | null) => ({
+      kind: "main" as const,
+      status,
+      startedAt: NOW - 10 * MINUTE_MS,
+      finishedAt: ms === null ? null : NOW - 10 * MINUTE_MS + ms,
+    });
+    expect(
+      typicalRunDuration([
+        timing("passed", 1000),
+        timing("failed", 3000),
+        timing("passed", 2000),
+        timing("cancelled", 50),
+        timing("running", null),
+      ]),
+    ).toEqual({ ms: 2000, sample: 3 });
+    expect(typicalRunDuration([])).toEqual({ ms: null, sample: 0 });
+  });
+});
+
+describe("percentiles and health", () => {
+  it("takes nearest-rank percentiles", () => {
+    const values = Array.from({ length: 100 }, (_, i) => i + 1);
+    expect(percentile(values, 50)).toBe(50);
+    expect(percentile(values, 95)).toBe(95);
+    expect(percentile(values, 99)).toBe(99);
+    expect(percentile([7], 99)).toBe(7);
+    expect(percentile([], 50)).toBeNull();
+  });
+
+  it("counts conclusions by reason and day, times in queue, runs per merged pull request", () => {
+    const record = (n: number, state: "merged" | "failed", reason: string, daysAgo: number) =>
+      ({
+        prNumber: n,
+        prTitle: `#${n}`,
+        prAuthor: "dev",
+        state,
+        lastReason: reason,
+        submittedAt: NOW - daysAgo * DAY_MS - n * MINUTE_MS,
+        concludedAt: NOW - daysAgo * DAY_MS,
+      }) as EntryRecord;
+    const entries = [
+      record(1, "merged", "merged_by_queue", 0),
+      record(2, "merged", "merged_by_queue", 1),
+      record(3, "failed", "failing_required_check", 1),
+      record(4, "failed", "merge_conflict", 0),
+      record(5, "merged", "merged_by_queue", 30), // outside a 7-day range
+    ];
+    const runs = [0, 0, 1, 1, 1, 40].map((d) => ({
+      kind: "main" as const,
+      status: "passed" as const,
+      startedAt: NOW - d * DAY_MS,
+      finishedAt: NOW - d * DAY_MS + 1000,
+    }));
+    const health = healthOf(entries, runs, 7, NOW);
+    expect([health.merged, health.failed, health.cancelled]).toEqual([2, 2, 0]);
+    expect(health.byReason.map((r) => [r.state, r.reason, r.count])).toEqual([
+      ["merged", "merged_by_queue", 2],
+      ["failed", "failing_required_check", 1],
+      ["failed", "merge_conflict", 1],
+    ]);
+    expect(health.timeInQueue).toEqual({ p50: MINUTE_MS, p95: 2 * MINUTE_MS, p99: 2 * MINUTE_MS });
+    expect(health.runs).toBe(5);
+    expect(health.runsPerMerged).toBe(2.5);
+    expect(health.daily).toHaveLength(7);
+    expect(health.daily.at(-1)).toMatchObject({ merged: 1, failed: 1, runs: 2 });
+    expect(health.daily.at(-2)).toMatchObject({ merged: 1, failed: 1, runs: 3 });
+    expect(health.needsAttention.map((f) => f.number)).toEqual([4, 3]);
+  });
+});
+
+describe("the queue page with 200 pull requests", () => {
+  it("weighs under 150 KB with its files, and renders quickly", async () => {
+    const snapshot = snapshotOf(200, 10);
+    const board: QueueBoard = {
+      queue: {
+        id: "q",
+        repositoryId: "r",
+        targetBranch: "main",
+        configuration: snapshot.configuration,
+        createdAt: NOW,
+        updatedAt: NOW,
+        version: 3,
+      },
+      version: "3.1234",
+      ...boardOf(snapshot, 4 * MINUTE_MS, NOW),
+      concluded: Array.from({ length: 10 }, (_, i) => ({
+        number: 1000 + i,
+        title: "A concluded change",
+        state: "merged" as const,
+        reason: "merged_by_queue",
+        at: NOW - i * MINUTE_MS,
+        tookMs: 20 * MINUTE_MS,
+      })),
+      typicalRunMs: 4 * MINUTE_MS,
+      estimateSample: 50,
+    };
+    const place: QueuePlace = {
+      org: "acme",
+      repo: { host: "github.com", owner: "acme", name: "app" },
+      branch: "main",
+    };
+    const q = "repo=acme/app&branch=main";
+    const links: QueueLinks = {
+      queue: `/acme/merge-queue/queue?${q}`,
+      health: `/acme/merge-queue/health?${q}`,
+      events: `/acme/merge-queue/events?${q}`,
+      stateAction: `/acme/merge-queue/queue/state?${q}`,
+      pullRequest: (n) => `/acme/merge-queue/pr/${n}?${q}`,
+      pullRequestAction: (n, a) => `/acme/merge-queue/pr/${n}/${a}?${q}`,
+      log: () => undefined,
+    };
+    const assets = await assetCatalog();
+    const started = performance.now();
+    const html = renderDocument(renderQueue(board, place, links, "x".repeat(43), NOW), {
+      orgSlug: "acme",
+      csrf: "x".repeat(43),
+      assets,
+    });
+    const renderMs = performance.now() - started;
+    expect((html.match(/<tr data-pr="/g) ?? []).length).toBe(211);
+    expect((html.match(/<li class="run"/g) ?? []).length).toBe(10);
+    const bytes = Buffer.byteLength(html) + assets.bytes(["live-queue"]);
+    expect(bytes).toBeLessThan(150 * 1024);
+    // Generous on a loaded machine: the page budget is 100 ms of server time in all.
+    expect(renderMs).toBeLessThan(100);
+  });
+});
