@@ -245,16 +245,23 @@ export class RepositoryHealthService {
       // Answer with what is known and read again behind it: steady use never waits for a read.
       if (!known.refreshing) {
         known.refreshing = true;
-        this.readTable(repositoryId, now).then(
-          (table) => {
-            if (this.tables.get(repositoryId) === known) {
-              this.remember(repositoryId, { at: now, table: Promise.resolve(table), ready: true });
-            }
-          },
-          () => {
-            known.refreshing = false;
-          },
-        );
+        // After this answer is on its way (SQLite's reads hold the process while they run).
+        void new Promise<void>((resolve) => setImmediate(resolve))
+          .then(() => this.readTable(repositoryId, now))
+          .then(
+            (table) => {
+              if (this.tables.get(repositoryId) === known) {
+                this.remember(repositoryId, {
+                  at: now,
+                  table: Promise.resolve(table),
+                  ready: true,
+                });
+              }
+            },
+            () => {
+              known.refreshing = false;
+            },
+          );
       }
       return known.table;
     }

@@ -160,10 +160,17 @@ describe("the repository page's service", () => {
     const stale = await fake.service.repository(PRINCIPAL, ref, {});
     expect(stale.table.total).toBe(64);
     await fake.service.repository(PRINCIPAL, ref, {});
+    // The read again starts after the answers, once.
+    await new Promise((resolve) => setImmediate(resolve));
+    await fake.service.repository(PRINCIPAL, ref, {});
     expect(fake.reads).toEqual([NOW, NOW + TABLE_FRESH_MS + 1]);
     fake.release();
     fake.hold(false);
     await new Promise((resolve) => setImmediate(resolve));
+    // The new table replaced the old one: fresh again, no read.
+    fake.at(NOW + TABLE_FRESH_MS + 2);
+    await fake.service.repository(PRINCIPAL, ref, {});
+    expect(fake.reads).toHaveLength(2);
 
     // Too old: read before answering.
     fake.at(NOW + TABLE_FRESH_MS + 1 + TABLE_STALE_MS);
