@@ -104,6 +104,46 @@ function codeownersOf(text: string | null): Codeowners | null {
   return parsed;
 }
 
+/**
+ * How a process keeps a repository's table: used as it is for 20 s, then for up to 60 s while
+ * it is read again behind the answer; older, read before answering. At most 16 repositories.
+ */
+export const TABLE_FRESH_MS = 20_000;
+export const TABLE_STALE_MS = 60_000;
+const TABLES_KEPT = 16;
+const NO_QUARANTINE = { quarantiningEnabled: false, autoQuarantine: false };
+
+interface TableEntry {
+  /** When its read began. */
+  at: number;
+  table: Promise<CachedTable>;
+  /** Read (a refresh may start from it). */
+  ready: boolean;
+  refreshing?: boolean;
+}
+
+interface CachedTable {
+  failures: Map<number, number>;
+  flakyPrs: number;
+  owners: string[];
+  /** Every test, in the order of `sort`. */
+  sorted(sort: TableSort): TableTest[];
+}
+
+function comparator(sort: TableSort): (a: TableTest, b: TableTest) => number {
+  const byName = (a: TableTest, b: TableTest) =>
+    a.row.name < b.row.name ? -1 : a.row.name > b.row.name ? 1 : a.row.key - b.row.key;
+  return (a, b) => {
+    const primary =
+      sort === "failure_rate"
+        ? desc(a.failureRate7d, b.failureRate7d) || desc(a.prsImpacted7d, b.prsImpacted7d)
+        : sort === "prs_impacted"
+          ? desc(a.prsImpacted7d, b.prsImpacted7d) || desc(a.failureRate7d, b.failureRate7d)
+          : desc(a.row.lastFailureAt, b.row.lastFailureAt);
+    return primary || byName(a, b);
+  };
+}
+
 /** Compares numbers descending, then nulls last. */
 function desc(a: number | null, b: number | null): number {
   if (a === b) return 0;
@@ -115,6 +155,19 @@ function desc(a: number | null, b: number | null): number {
 export class RepositoryHealthService {
   constructor(private readonly deps: RepositoryHealthDependencies) {}
 
+  /**
+   * What the table is computed from, per repository: every test with its figures. Reading it
+   * costs a few hundred milliseconds at 20,000 tests, so a process keeps it (`TABLE_FRESH_MS`,
+   * `TABLE_STALE_MS`; ADR 0024) and forgets it at once after a change made through the
+   * dashboard's forms (`invalidate`); filters, sorts and pages then cost only memory.
+   */
+  private readonly tables = new Map<string, TableEntry>();
+
+  /** Forgets a repository's table (after an override or ticket changed one of its tests). */
+  invalidate(repositoryId: string): void {
+    this.tables.delete(repositoryId);
+  }
+
   async repository(
     principal: Principal,
     ref: RepoRef,
@@ -122,21 +175,130 @@ export class RepositoryHealthService {
   ): Promise<RepositoryPage> {
     const repository = await this.deps.access.find(principal, undefined, ref);
     const now = this.deps.clock.now();
-    const since = now - WINDOW_MS;
-    const firstDay = utcDay(now) - (TREND_DAYS - 1) * DAY_MS;
-    const [organization, settings] = await Promise.all([
+    const [organization, table] = await Promise.all([
       this.deps.overview.organization(principal, TREND_DAYS),
-      this.deps.settings.get(repository.id),
+      this.table(repository.id, now),
     ]);
     const health = organization.repositories.find((r) => r.repository.id === repository.id);
     if (!health) throw new Error(`repository ${repository.id} missing from its organization`);
     const quarantine = health.quarantine;
-    const [rows, counts, prs, flakyPrs, failures] = await Promise.all([
-      this.deps.records.tests(repository.id, query.status, quarantine),
-      this.deps.records.recentCounts(repository.id, since),
-      this.deps.records.prsImpacted(repository.id, since),
-      this.deps.records.prsImpactedByFlaky(repository.id, since),
-      this.deps.records.dailyFailures(repository.id, firstDay),
+    const owner = query.owner?.trim().toLowerCase() || undefined;
+    const text = query.q?.trim().toLowerCase() || undefined;
+    const sort = query.sort ?? "failure_rate";
+    const tests: TableTest[] = [];
+    for (const test of table.sorted(sort)) {
+      const { row } = test;
+      const quarantined =
+        quarantineSetting(
+          quarantine,
+          row.quarantineOverride as QuarantineOverride,
+          row.status as HealthStatus,
+        ) !== null;
+      if (
+        query.status === "quarantined"
+          ? !quarantined
+          : query.status !== undefined && row.status !== query.status
+      ) {
+        continue;
+      }
+      if (owner !== undefined && !test.codeowners.some((o) => o.toLowerCase() === owner)) continue;
+      if (
+        text !== undefined &&
+        ![row.name, row.classname, row.parent, row.file].some((field) =>
+          field?.toLowerCase().includes(text),
+        )
+      ) {
+        continue;
+      }
+      tests.push(test.quarantined === quarantined ? test : { ...test, quarantined });
+    }
+    const pages = Math.max(1, Math.ceil(tests.length / TABLE_PAGE_SIZE));
+    const page = Math.min(Math.max(1, query.page ?? 1), pages);
+    const start = (page - 1) * TABLE_PAGE_SIZE;
+    const daily = health.daily.map((d) => ({
+      day: d.day,
+      failures: table.failures.get(d.day) ?? 0,
+      flaky: d.flaky,
+      broken: d.broken,
+      quarantined: quarantinedOn(health, d.flaky),
+    }));
+    return {
+      health,
+      prsImpactedByFlaky7d: table.flakyPrs,
+      daily,
+      owners: table.owners,
+      table: {
+        query: { ...query, sort, page },
+        total: tests.length,
+        pages,
+        rows: tests.slice(start, start + TABLE_PAGE_SIZE),
+      },
+    };
+  }
+
+  /** The repository's table, from this process's memory when recent enough. */
+  private table(repositoryId: string, now: number): Promise<CachedTable> {
+    const known = this.tables.get(repositoryId);
+    const age = known ? now - known.at : Infinity;
+    if (known && age >= 0 && age < TABLE_FRESH_MS) return known.table;
+    if (known?.ready && age >= 0 && age < TABLE_STALE_MS) {
+      // Answer with what is known and read again behind it: steady use never waits for a read.
+      if (!known.refreshing) {
+        known.refreshing = true;
+        // After this answer is on its way (SQLite's reads hold the process while they run).
+        void new Promise<void>((resolve) => setImmediate(resolve))
+          .then(() => this.readTable(repositoryId, now))
+          .then(
+            (table) => {
+              if (this.tables.get(repositoryId) === known) {
+                this.remember(repositoryId, {
+                  at: now,
+                  table: Promise.resolve(table),
+                  ready: true,
+                });
+              }
+            },
+            () => {
+              known.refreshing = false;
+            },
+          );
+      }
+      return known.table;
+    }
+    const table = this.readTable(repositoryId, now);
+    const entry: TableEntry = { at: now, table, ready: false };
+    this.remember(repositoryId, entry);
+    table.then(
+      () => {
+        entry.ready = true;
+      },
+      () => {
+        if (this.tables.get(repositoryId) === entry) this.tables.delete(repositoryId);
+      },
+    );
+    return table;
+  }
+
+  private remember(repositoryId: string, entry: TableEntry): void {
+    this.tables.delete(repositoryId);
+    this.tables.set(repositoryId, entry);
+    while (this.tables.size > TABLES_KEPT) {
+      const oldest = this.tables.keys().next();
+      if (oldest.done) break;
+      this.tables.delete(oldest.value);
+    }
+  }
+
+  private async readTable(repositoryId: string, now: number): Promise<CachedTable> {
+    const since = now - WINDOW_MS;
+    const firstDay = utcDay(now) - (TREND_DAYS - 1) * DAY_MS;
+    const [settings, rows, counts, prs, flakyPrs, failures] = await Promise.all([
+      this.deps.settings.get(repositoryId),
+      this.deps.records.tests(repositoryId, undefined, NO_QUARANTINE),
+      this.deps.records.recentCounts(repositoryId, since),
+      this.deps.records.prsImpacted(repositoryId, since),
+      this.deps.records.prsImpactedByFlaky(repositoryId, since),
+      this.deps.records.dailyFailures(repositoryId, firstDay),
     ]);
     const codeowners = codeownersOf(settings.codeowners);
     const ownersByFile = new Map<string, string[]>();
@@ -147,70 +309,30 @@ export class RepositoryHealthService {
       return owners;
     };
     const allOwners = new Set<string>();
-    const owner = query.owner?.trim().toLowerCase() || undefined;
-    const text = query.q?.trim().toLowerCase() || undefined;
-    const tests: TableTest[] = [];
-    for (const row of rows) {
+    const tests = rows.map((row): TableTest => {
       const owners = ownersOf(row.file);
       for (const o of owners) allOwners.add(o);
-      if (owner !== undefined && !owners.some((o) => o.toLowerCase() === owner)) continue;
-      if (
-        text !== undefined &&
-        ![row.name, row.classname, row.parent, row.file].some((field) =>
-          field?.toLowerCase().includes(text),
-        )
-      ) {
-        continue;
-      }
       const count = counts.get(row.key);
       const runs = count ? count.passed + count.failed : 0;
-      tests.push({
+      return {
         row,
-        quarantined:
-          quarantineSetting(
-            quarantine,
-            row.quarantineOverride as QuarantineOverride,
-            row.status as HealthStatus,
-          ) !== null,
+        quarantined: false,
         codeowners: owners,
         failureRate7d: count && runs > 0 ? count.failed / runs : 0,
         runs7d: runs,
         ranIn7d: runs > 0 || (row.lastRunAt !== null && row.lastRunAt >= since),
         prsImpacted7d: prs.get(row.key) ?? 0,
-      });
-    }
-    const sort = query.sort ?? "failure_rate";
-    const byName = (a: TableTest, b: TableTest) =>
-      a.row.name < b.row.name ? -1 : a.row.name > b.row.name ? 1 : a.row.key - b.row.key;
-    tests.sort((a, b) => {
-      const primary =
-        sort === "failure_rate"
-          ? desc(a.failureRate7d, b.failureRate7d) || desc(a.prsImpacted7d, b.prsImpacted7d)
-          : sort === "prs_impacted"
-            ? desc(a.prsImpacted7d, b.prsImpacted7d) || desc(a.failureRate7d, b.failureRate7d)
-            : desc(a.row.lastFailureAt, b.row.lastFailureAt);
-      return primary || byName(a, b);
+      };
     });
-    const pages = Math.max(1, Math.ceil(tests.length / TABLE_PAGE_SIZE));
-    const page = Math.min(Math.max(1, query.page ?? 1), pages);
-    const start = (page - 1) * TABLE_PAGE_SIZE;
-    const daily = health.daily.map((d) => ({
-      day: d.day,
-      failures: failures.get(d.day) ?? 0,
-      flaky: d.flaky,
-      broken: d.broken,
-      quarantined: quarantinedOn(health, d.flaky),
-    }));
+    const sorted = new Map<TableSort, TableTest[]>();
     return {
-      health,
-      prsImpactedByFlaky7d: flakyPrs,
-      daily,
+      failures,
+      flakyPrs,
       owners: [...allOwners].sort(),
-      table: {
-        query: { ...query, sort, page },
-        total: tests.length,
-        pages,
-        rows: tests.slice(start, start + TABLE_PAGE_SIZE),
+      sorted(sort) {
+        let list = sorted.get(sort);
+        if (!list) sorted.set(sort, (list = [...tests].sort(comparator(sort))));
+        return list;
       },
     };
   }

@@ -56,7 +56,7 @@ export interface DashboardDependencies {
   /** The test page's view (built by the API layer's presenters). */
   testPage: TestPageLoader;
   /** A repository's tests table, trends and uploads. */
-  repositoryHealth: Pick<RepositoryHealthService, "repository" | "uploads">;
+  repositoryHealth: Pick<RepositoryHealthService, "repository" | "uploads" | "invalidate">;
   /** The test page's forms: quarantine override, ticket. */
   testManagement: Pick<TestManagementService, "setOverride" | "linkTicket">;
   publicUrl: string | undefined;
@@ -430,7 +430,10 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
           csrf: context.viewer.csrf,
           overrideAction: pathWithQuery(`${base}/quarantine`, query),
           ticketAction: pathWithQuery(`${base}/ticket`, query),
-          note: request.query.note === undefined ? undefined : TEST_NOTES[request.query.note],
+          note:
+            request.query.note !== undefined && Object.hasOwn(TEST_NOTES, request.query.note)
+              ? TEST_NOTES[request.query.note]
+              : undefined,
         }),
       };
     },
@@ -446,7 +449,7 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
       const repo = repoRef(request.query);
       if (!repo) return { redirect: urls.tests(context.org) };
       const reason = request.body.reason?.trim() ?? "";
-      await deps.testManagement.setOverride(context.viewer.principal, {
+      const { test } = await deps.testManagement.setOverride(context.viewer.principal, {
         orgUrlSlug: context.org,
         repo,
         testId: request.params.id,
@@ -454,6 +457,7 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
         reason: reason === "" ? null : reason,
         actor: null,
       });
+      deps.repositoryHealth.invalidate(test.repositoryId);
       return {
         redirect: backToTest(
           context.org,
@@ -471,12 +475,13 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
       const repo = repoRef(request.query);
       if (!repo) return { redirect: urls.tests(context.org) };
       const ticket = request.body.ticket?.trim() ?? "";
-      await deps.testManagement.linkTicket(context.viewer.principal, {
+      const { test } = await deps.testManagement.linkTicket(context.viewer.principal, {
         orgUrlSlug: context.org,
         repo,
         testId: request.params.id,
         ticket: ticket === "" ? null : ticket,
       });
+      deps.repositoryHealth.invalidate(test.repositoryId);
       return {
         redirect: backToTest(
           context.org,

@@ -60,7 +60,7 @@ describe("the test page in Chromium", () => {
     const again = await t.page.reload();
     expect(again?.status()).toBe(200);
     await checkAccessibility(t.page);
-    await screenshot(t.page, "test");
+    await screenshot(t.page, "test-sign-in");
     await t.finish();
   });
 

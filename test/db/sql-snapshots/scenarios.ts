@@ -19,6 +19,7 @@ import { TestViewStore } from "../../../src/db/stores/test-views.js";
 import { UploadStore } from "../../../src/db/stores/uploads.js";
 import { SessionStore } from "../../../src/db/stores/sessions.js";
 import { TestOverviewStore } from "../../../src/db/stores/test-overview.js";
+import { RepositoryHealthStore } from "../../../src/db/stores/repository-health.js";
 import { DEFAULT_QUEUE_SETTINGS } from "../../../src/mergequeue/settings.js";
 import type { Answer } from "./recorder.js";
 
@@ -899,6 +900,34 @@ export const SCENARIOS: StoreScenario[] = [
       { method: "statusCounts", run: (s) => s.statusCounts([REPO_ID, "repo-2"]) },
       { method: "overrideCounts", run: (s) => s.overrideCounts([REPO_ID, "repo-2"]) },
       { method: "statusChanges", run: (s) => s.statusChanges([REPO_ID, "repo-2"], NOW - 30 * DAY) },
+    ],
+  }),
+  scenario({
+    file: "repository-health",
+    name: "RepositoryHealthStore",
+    create: (handle) => new RepositoryHealthStore(handle.db),
+    calls: [
+      {
+        method: "tests",
+        run: (s) =>
+          s.tests(REPO_ID, undefined, { quarantiningEnabled: true, autoQuarantine: true }),
+      },
+      {
+        method: "tests",
+        variant: "flaky",
+        run: (s) => s.tests(REPO_ID, "flaky", { quarantiningEnabled: true, autoQuarantine: true }),
+      },
+      {
+        method: "tests",
+        variant: "quarantined",
+        run: (s) =>
+          s.tests(REPO_ID, "quarantined", { quarantiningEnabled: true, autoQuarantine: true }),
+      },
+      { method: "recentCounts", run: (s) => s.recentCounts(REPO_ID, NOW - 7 * DAY) },
+      { method: "prsImpacted", run: (s) => s.prsImpacted(REPO_ID, NOW - 7 * DAY) },
+      { method: "prsImpactedByFlaky", run: (s) => s.prsImpactedByFlaky(REPO_ID, NOW - 7 * DAY) },
+      { method: "dailyFailures", run: (s) => s.dailyFailures(REPO_ID, NOW - 30 * DAY) },
+      { method: "testDaily", run: (s) => s.testDaily(1, NOW - 30 * DAY) },
     ],
   }),
   scenario({
