@@ -320,8 +320,17 @@ const READS: readonly Operation[] = [
   "get-test-details",
 ];
 
+/** One request: when it was sent (ms after the load began), what, and how long it took. */
+interface TimedRequest {
+  at: number;
+  operation: Operation;
+  ms: number;
+}
+
 interface Samples {
   latencies: Map<Operation, number[]>;
+  /** Every request in the order answered: the timeline (where the slow ones fall). */
+  timeline: TimedRequest[];
   errors: Map<Operation, { count: number; example: string }>;
   requests: number;
   submitted: { paused: number; running: number };
@@ -332,6 +341,7 @@ async function runLoad(setup: Setup): Promise<Samples> {
   const { api, opened, bundles, testId } = setup;
   const latencies = new Map<Operation, number[]>(OPERATIONS.map((op) => [op, []]));
   const errors = new Map<Operation, { count: number; example: string }>();
+  const timeline: TimedRequest[] = [];
   let requests = 0;
   const submitted = { paused: 0, running: 0 };
   let nextBundle = 10;
@@ -342,7 +352,9 @@ async function runLoad(setup: Setup): Promise<Samples> {
   const start = new Date(Date.now() - 3_600_000).toISOString();
 
   const record = (op: Operation, begun: number, answer: Answer | null) => {
-    latencies.get(op)?.push(performance.now() - begun);
+    const ms = performance.now() - begun;
+    latencies.get(op)?.push(ms);
+    timeline.push({ at: begun - started, operation: op, ms });
     requests += 1;
     if (answer !== null && answer.status !== 200) {
       const seen = errors.get(op) ?? { count: 0, example: "" };
@@ -429,6 +441,7 @@ async function runLoad(setup: Setup): Promise<Samples> {
   await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => client(i)));
   return {
     latencies,
+    timeline,
     errors,
     requests,
     submitted,
@@ -466,6 +479,10 @@ interface DatabaseResult {
   operations: OperationResult[];
   errorExamples: Record<string, string>;
   pass: boolean;
+  /** Per second of the load (by when requests were sent): how many, their p50, p99 and max. */
+  perSecond: { second: number; requests: number; p50Ms: number; p99Ms: number; maxMs: number }[];
+  /** The slowest requests: which operation, when it was sent (ms into the load), how long. */
+  slowest: TimedRequest[];
   /**
    * Seconds after the load until every submission the paused queue acknowledged was in it
    * (submissions are answered once stored; the driver applies them after).
@@ -522,7 +539,30 @@ function summarize(database: string, setup: Setup, samples: Samples): DatabaseRe
       [...samples.errors].map(([op, seen]) => [op, `${String(seen.count)}× ${seen.example}`]),
     ),
     pass: operations.every((o) => o.pass),
+    perSecond: perSecond(samples.timeline),
+    slowest: [...samples.timeline]
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, SLOWEST)
+      .map((r) => ({ at: Math.round(r.at), operation: r.operation, ms: oneDecimal(r.ms) })),
   };
+}
+
+const SLOWEST = 12;
+
+function perSecond(timeline: readonly TimedRequest[]): DatabaseResult["perSecond"] {
+  const seconds = Math.ceil(Math.max(0, ...timeline.map((r) => r.at + 1)) / 1000);
+  const buckets = Array.from({ length: seconds }, (): number[] => []);
+  for (const r of timeline) buckets[Math.floor(r.at / 1000)]?.push(r.ms);
+  return buckets.map((bucket, second) => {
+    const sorted = bucket.sort((a, b) => a - b);
+    return {
+      second,
+      requests: sorted.length,
+      p50Ms: oneDecimal(percentile(sorted, 50)),
+      p99Ms: oneDecimal(percentile(sorted, 99)),
+      maxMs: oneDecimal(sorted[sorted.length - 1] ?? Number.NaN),
+    };
+  });
 }
 
 function print(result: DatabaseResult): void {
@@ -554,6 +594,18 @@ function print(result: DatabaseResult): void {
   }
   for (const [op, example] of Object.entries(result.errorExamples))
     say(`  errors, ${op}: ${example}`);
+  say("  per second of the load (requests sent in it): requests, p50 / p99 / max ms");
+  say(
+    result.perSecond
+      .map(
+        (b) =>
+          `    ${String(b.second).padStart(3)} s ${String(b.requests).padStart(6)}  ${b.p50Ms.toFixed(0)} / ${b.p99Ms.toFixed(0)} / ${b.maxMs.toFixed(0)}`,
+      )
+      .join("\n"),
+  );
+  say(
+    `  slowest: ${result.slowest.map((r) => `${r.operation} sent at ${(r.at / 1000).toFixed(2)} s took ${r.ms.toFixed(0)} ms`).join("; ")}`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
