@@ -35,6 +35,7 @@ import { FastImportStream } from "./support/fast-import.js";
 import { machineInfo } from "./support/machine.js";
 import {
   ROOT,
+  processStats,
   showServerOutput,
   startServer,
   withThrowawayPostgres,
@@ -479,6 +480,8 @@ interface DatabaseResult {
   operations: OperationResult[];
   errorExamples: Record<string, string>;
   pass: boolean;
+  /** CPU time of the server process (all its threads) during the load, per request. */
+  serverCpuMsPerRequest?: number;
   /** Per second of the load (by when requests were sent): how many, their p50, p99 and max. */
   perSecond: { second: number; requests: number; p50Ms: number; p99Ms: number; maxMs: number }[];
   /** The slowest requests: which operation, when it was sent (ms into the load), how long. */
@@ -587,6 +590,9 @@ function print(result: DatabaseResult): void {
       [0, 7],
     ),
   );
+  if (result.serverCpuMsPerRequest !== undefined) {
+    say(`  server CPU per request: ${result.serverCpuMsPerRequest.toFixed(2)} ms`);
+  }
   if (result.pausedQueueSettledSeconds !== undefined) {
     say(
       `  every acknowledged submission was in the paused queue ${result.pausedQueueSettledSeconds.toFixed(1)} s after the load`,
@@ -633,8 +639,17 @@ async function benchDatabase(
     say(
       `${database}: set up in ${setup.setupSeconds.toFixed(1)} s; loading for ${String(SECONDS)} s…`,
     );
+    const cpuBefore = await processStats(server.pid);
     const samples = await runLoad(setup);
+    const cpuAfter = await processStats(server.pid);
     const result = summarize(database, setup, samples);
+    if (cpuBefore && cpuAfter) {
+      // The server's own CPU time per request: much less sensitive to a shared machine's load
+      // than latencies (the database's processes and git are not counted).
+      result.serverCpuMsPerRequest =
+        Math.round(((cpuAfter.cpuSeconds - cpuBefore.cpuSeconds) * 1000 * 100) / samples.requests) /
+        100;
+    }
     result.pausedQueueSettledSeconds = await settled(setup.api, samples.submitted.paused);
     print(result);
     showServerOutput(`(${database})`, server.takeOutput());
