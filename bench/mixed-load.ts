@@ -21,6 +21,7 @@
  *   BENCH_CONCURRENCY (50)       concurrent clients
  *   BENCH_PRS (400)              pull requests opened per queue (submissions are capped by it)
  *   BENCH_CPU_PROF (unset)       a directory: the server writes a V8 CPU profile there
+ *   BENCH_SERVER_LOG (unset)     a path: the server logs at info level to <path>.<database>
  */
 import { randomBytes } from "node:crypto";
 import http from "node:http";
@@ -626,10 +627,16 @@ async function benchDatabase(
   let server: RunningServer | undefined;
   try {
     const profileDir = process.env.BENCH_CPU_PROF;
+    const serverLog = process.env.BENCH_SERVER_LOG;
     server = await startServer({
       token,
       dataDir,
       databaseUrl,
+      // Every request's log line (when it arrived, how long the server took): the server's side
+      // of the timeline.
+      ...(serverLog
+        ? { env: { LOG_LEVEL: "info" }, outputFile: path.resolve(`${serverLog}.${database}`) }
+        : {}),
       ...(profileDir
         ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${path.resolve(profileDir)}`] }
         : {}),

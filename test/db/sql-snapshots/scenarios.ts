@@ -465,6 +465,7 @@ export const SCENARIOS: StoreScenario[] = [
       { method: "latestEntry", run: (s) => s.latestEntry(QUEUE_ID, 7) },
       { method: "latestEntryByBranch", run: (s) => s.latestEntryByBranch(QUEUE_ID, "feature") },
       { method: "activeEntries", run: (s) => s.activeEntries(QUEUE_ID) },
+      { method: "activeSummaries", run: (s) => s.activeSummaries(QUEUE_ID) },
       {
         method: "listEntries",
         variant: "first page",
