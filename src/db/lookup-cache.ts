@@ -171,7 +171,8 @@ export class ChangeListener {
     });
     const onLoss = (error?: Error) => {
       if (!this.isCurrent(client)) return;
-      if (error) this.options.onError?.(error);
+      // Once per loss, not once per failed attempt while the database is away.
+      if (error && this.listening) this.options.onError?.(error);
       this.lost();
       this.scheduleReconnect();
     };
