@@ -22,6 +22,8 @@
  *   BENCH_PRS (400)              pull requests opened per queue (submissions are capped by it)
  *   BENCH_CPU_PROF (unset)       a directory: the server writes a V8 CPU profile there
  *   BENCH_SERVER_LOG (unset)     a path: the server logs at info level to <path>.<database>
+ *   BENCH_COLD_START (unset)     1: the clients open their connections as the load starts
+ *                                (by default they are opened, and timed, just before it)
  */
 import { randomBytes } from "node:crypto";
 import http from "node:http";
@@ -49,6 +51,7 @@ const SECONDS = integerFromEnv("BENCH_SECONDS", 25, 5, 120);
 const MAX_REQUESTS = integerFromEnv("BENCH_REQUESTS", 40_000, 100, 1_000_000);
 const CONCURRENCY = integerFromEnv("BENCH_CONCURRENCY", 50, 1, 500);
 const PRS = integerFromEnv("BENCH_PRS", 400, 10, 20_000);
+const COLD_START = process.env.BENCH_COLD_START === "1";
 const DATABASES = listFromEnv("BENCH_DB", "sqlite,postgres").map((name) => {
   if (name !== "sqlite" && name !== "postgres") {
     throw new Error(`BENCH_DB takes sqlite and/or postgres (got "${name}").`);
@@ -286,6 +289,25 @@ function failingBody(start: string, end: string): object {
 // ---------------------------------------------------------------------------------------------
 // the load
 
+/**
+ * Opens one keep-alive connection per client before the clock starts (a `GET /healthz` on each,
+ * all at once), as a load generator with persistent connections does. A server takes up one new
+ * connection per turn of its event loop (libuv since 1.45 accepts one at a time), and a turn of
+ * a busy server lasts as long as the synchronous work of every request ready in it: 42 clients
+ * connecting at once to a server already serving 8 waited up to seconds for their first request,
+ * which the latency of whatever operation came first then carried (BENCH_COLD_START=1 measures
+ * it that way). Returns how long opening them took.
+ */
+async function openConnections(baseUrl: string): Promise<number> {
+  const started = performance.now();
+  const answers = await Promise.all(
+    Array.from({ length: CONCURRENCY }, () => request(`${baseUrl}/healthz`, "GET", {}, "")),
+  );
+  const failed = answers.find((a) => a.status !== 200);
+  if (failed) throw new Error(`opening connections: ${String(failed.status)} ${failed.text}`);
+  return performance.now() - started;
+}
+
 const OPERATIONS = [
   "getQueue",
   "listPullRequests",
@@ -481,6 +503,8 @@ interface DatabaseResult {
   operations: OperationResult[];
   errorExamples: Record<string, string>;
   pass: boolean;
+  /** How long opening the clients' connections took, before the load (not with BENCH_COLD_START). */
+  connectionsOpenedMs?: number;
   /** CPU time of the server process (all its threads) during the load, per request. */
   serverCpuMsPerRequest?: number;
   /** Per second of the load (by when requests were sent): how many, their p50, p99 and max. */
@@ -591,6 +615,11 @@ function print(result: DatabaseResult): void {
       [0, 7],
     ),
   );
+  if (result.connectionsOpenedMs !== undefined) {
+    say(
+      `  the clients' ${String(CONCURRENCY)} connections were opened before the load, in ${String(result.connectionsOpenedMs)} ms`,
+    );
+  }
   if (result.serverCpuMsPerRequest !== undefined) {
     say(`  server CPU per request: ${result.serverCpuMsPerRequest.toFixed(2)} ms`);
   }
@@ -646,10 +675,12 @@ async function benchDatabase(
     say(
       `${database}: set up in ${setup.setupSeconds.toFixed(1)} s; loading for ${String(SECONDS)} s…`,
     );
+    const connectionsMs = COLD_START ? undefined : await openConnections(server.baseUrl);
     const cpuBefore = await processStats(server.pid);
     const samples = await runLoad(setup);
     const cpuAfter = await processStats(server.pid);
     const result = summarize(database, setup, samples);
+    if (connectionsMs !== undefined) result.connectionsOpenedMs = Math.round(connectionsMs);
     if (cpuBefore && cpuAfter) {
       // The server's own CPU time per request: much less sensitive to a shared machine's load
       // than latencies (the database's processes and git are not counted).
