@@ -21,6 +21,9 @@
  *   BENCH_CONCURRENCY (50)       concurrent clients
  *   BENCH_PRS (400)              pull requests opened per queue (submissions are capped by it)
  *   BENCH_CPU_PROF (unset)       a directory: the server writes a V8 CPU profile there
+ *   BENCH_SERVER_LOG (unset)     a path: the server logs at info level to <path>.<database>
+ *   BENCH_COLD_START (unset)     1: the clients open their connections as the load starts
+ *                                (by default they are opened, and timed, just before it)
  */
 import { randomBytes } from "node:crypto";
 import http from "node:http";
@@ -35,6 +38,7 @@ import { FastImportStream } from "./support/fast-import.js";
 import { machineInfo } from "./support/machine.js";
 import {
   ROOT,
+  processStats,
   showServerOutput,
   startServer,
   withThrowawayPostgres,
@@ -47,6 +51,7 @@ const SECONDS = integerFromEnv("BENCH_SECONDS", 25, 5, 120);
 const MAX_REQUESTS = integerFromEnv("BENCH_REQUESTS", 40_000, 100, 1_000_000);
 const CONCURRENCY = integerFromEnv("BENCH_CONCURRENCY", 50, 1, 500);
 const PRS = integerFromEnv("BENCH_PRS", 400, 10, 20_000);
+const COLD_START = process.env.BENCH_COLD_START === "1";
 const DATABASES = listFromEnv("BENCH_DB", "sqlite,postgres").map((name) => {
   if (name !== "sqlite" && name !== "postgres") {
     throw new Error(`BENCH_DB takes sqlite and/or postgres (got "${name}").`);
@@ -284,6 +289,25 @@ function failingBody(start: string, end: string): object {
 // ---------------------------------------------------------------------------------------------
 // the load
 
+/**
+ * Opens one keep-alive connection per client before the clock starts (a `GET /healthz` on each,
+ * all at once), as a load generator with persistent connections does. A server takes up one new
+ * connection per turn of its event loop (libuv since 1.45 accepts one at a time), and a turn of
+ * a busy server lasts as long as the synchronous work of every request ready in it: 42 clients
+ * connecting at once to a server already serving 8 waited up to seconds for their first request,
+ * which the latency of whatever operation came first then carried (BENCH_COLD_START=1 measures
+ * it that way). Returns how long opening them took.
+ */
+async function openConnections(baseUrl: string): Promise<number> {
+  const started = performance.now();
+  const answers = await Promise.all(
+    Array.from({ length: CONCURRENCY }, () => request(`${baseUrl}/healthz`, "GET", {}, "")),
+  );
+  const failed = answers.find((a) => a.status !== 200);
+  if (failed) throw new Error(`opening connections: ${String(failed.status)} ${failed.text}`);
+  return performance.now() - started;
+}
+
 const OPERATIONS = [
   "getQueue",
   "listPullRequests",
@@ -320,8 +344,17 @@ const READS: readonly Operation[] = [
   "get-test-details",
 ];
 
+/** One request: when it was sent (ms after the load began), what, and how long it took. */
+interface TimedRequest {
+  at: number;
+  operation: Operation;
+  ms: number;
+}
+
 interface Samples {
   latencies: Map<Operation, number[]>;
+  /** Every request in the order answered: the timeline (where the slow ones fall). */
+  timeline: TimedRequest[];
   errors: Map<Operation, { count: number; example: string }>;
   requests: number;
   submitted: { paused: number; running: number };
@@ -332,6 +365,7 @@ async function runLoad(setup: Setup): Promise<Samples> {
   const { api, opened, bundles, testId } = setup;
   const latencies = new Map<Operation, number[]>(OPERATIONS.map((op) => [op, []]));
   const errors = new Map<Operation, { count: number; example: string }>();
+  const timeline: TimedRequest[] = [];
   let requests = 0;
   const submitted = { paused: 0, running: 0 };
   let nextBundle = 10;
@@ -342,7 +376,9 @@ async function runLoad(setup: Setup): Promise<Samples> {
   const start = new Date(Date.now() - 3_600_000).toISOString();
 
   const record = (op: Operation, begun: number, answer: Answer | null) => {
-    latencies.get(op)?.push(performance.now() - begun);
+    const ms = performance.now() - begun;
+    latencies.get(op)?.push(ms);
+    timeline.push({ at: begun - started, operation: op, ms });
     requests += 1;
     if (answer !== null && answer.status !== 200) {
       const seen = errors.get(op) ?? { count: 0, example: "" };
@@ -429,6 +465,7 @@ async function runLoad(setup: Setup): Promise<Samples> {
   await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => client(i)));
   return {
     latencies,
+    timeline,
     errors,
     requests,
     submitted,
@@ -466,6 +503,14 @@ interface DatabaseResult {
   operations: OperationResult[];
   errorExamples: Record<string, string>;
   pass: boolean;
+  /** How long opening the clients' connections took, before the load (not with BENCH_COLD_START). */
+  connectionsOpenedMs?: number;
+  /** CPU time of the server process (all its threads) during the load, per request. */
+  serverCpuMsPerRequest?: number;
+  /** Per second of the load (by when requests were sent): how many, their p50, p99 and max. */
+  perSecond: { second: number; requests: number; p50Ms: number; p99Ms: number; maxMs: number }[];
+  /** The slowest requests: which operation, when it was sent (ms into the load), how long. */
+  slowest: TimedRequest[];
   /**
    * Seconds after the load until every submission the paused queue acknowledged was in it
    * (submissions are answered once stored; the driver applies them after).
@@ -522,7 +567,30 @@ function summarize(database: string, setup: Setup, samples: Samples): DatabaseRe
       [...samples.errors].map(([op, seen]) => [op, `${String(seen.count)}× ${seen.example}`]),
     ),
     pass: operations.every((o) => o.pass),
+    perSecond: perSecond(samples.timeline),
+    slowest: [...samples.timeline]
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, SLOWEST)
+      .map((r) => ({ at: Math.round(r.at), operation: r.operation, ms: oneDecimal(r.ms) })),
   };
+}
+
+const SLOWEST = 12;
+
+function perSecond(timeline: readonly TimedRequest[]): DatabaseResult["perSecond"] {
+  const seconds = Math.ceil(Math.max(0, ...timeline.map((r) => r.at + 1)) / 1000);
+  const buckets = Array.from({ length: seconds }, (): number[] => []);
+  for (const r of timeline) buckets[Math.floor(r.at / 1000)]?.push(r.ms);
+  return buckets.map((bucket, second) => {
+    const sorted = bucket.sort((a, b) => a - b);
+    return {
+      second,
+      requests: sorted.length,
+      p50Ms: oneDecimal(percentile(sorted, 50)),
+      p99Ms: oneDecimal(percentile(sorted, 99)),
+      maxMs: oneDecimal(sorted[sorted.length - 1] ?? Number.NaN),
+    };
+  });
 }
 
 function print(result: DatabaseResult): void {
@@ -547,6 +615,14 @@ function print(result: DatabaseResult): void {
       [0, 7],
     ),
   );
+  if (result.connectionsOpenedMs !== undefined) {
+    say(
+      `  the clients' ${String(CONCURRENCY)} connections were opened before the load, in ${String(result.connectionsOpenedMs)} ms`,
+    );
+  }
+  if (result.serverCpuMsPerRequest !== undefined) {
+    say(`  server CPU per request: ${result.serverCpuMsPerRequest.toFixed(2)} ms`);
+  }
   if (result.pausedQueueSettledSeconds !== undefined) {
     say(
       `  every acknowledged submission was in the paused queue ${result.pausedQueueSettledSeconds.toFixed(1)} s after the load`,
@@ -554,6 +630,18 @@ function print(result: DatabaseResult): void {
   }
   for (const [op, example] of Object.entries(result.errorExamples))
     say(`  errors, ${op}: ${example}`);
+  say("  per second of the load (requests sent in it): requests, p50 / p99 / max ms");
+  say(
+    result.perSecond
+      .map(
+        (b) =>
+          `    ${String(b.second).padStart(3)} s ${String(b.requests).padStart(6)}  ${b.p50Ms.toFixed(0)} / ${b.p99Ms.toFixed(0)} / ${b.maxMs.toFixed(0)}`,
+      )
+      .join("\n"),
+  );
+  say(
+    `  slowest: ${result.slowest.map((r) => `${r.operation} sent at ${(r.at / 1000).toFixed(2)} s took ${r.ms.toFixed(0)} ms`).join("; ")}`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -568,10 +656,16 @@ async function benchDatabase(
   let server: RunningServer | undefined;
   try {
     const profileDir = process.env.BENCH_CPU_PROF;
+    const serverLog = process.env.BENCH_SERVER_LOG;
     server = await startServer({
       token,
       dataDir,
       databaseUrl,
+      // Every request's log line (when it arrived, how long the server took): the server's side
+      // of the timeline.
+      ...(serverLog
+        ? { env: { LOG_LEVEL: "info" }, outputFile: path.resolve(`${serverLog}.${database}`) }
+        : {}),
       ...(profileDir
         ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${path.resolve(profileDir)}`] }
         : {}),
@@ -581,8 +675,19 @@ async function benchDatabase(
     say(
       `${database}: set up in ${setup.setupSeconds.toFixed(1)} s; loading for ${String(SECONDS)} s…`,
     );
+    const connectionsMs = COLD_START ? undefined : await openConnections(server.baseUrl);
+    const cpuBefore = await processStats(server.pid);
     const samples = await runLoad(setup);
+    const cpuAfter = await processStats(server.pid);
     const result = summarize(database, setup, samples);
+    if (connectionsMs !== undefined) result.connectionsOpenedMs = Math.round(connectionsMs);
+    if (cpuBefore && cpuAfter) {
+      // The server's own CPU time per request: much less sensitive to a shared machine's load
+      // than latencies (the database's processes and git are not counted).
+      result.serverCpuMsPerRequest =
+        Math.round(((cpuAfter.cpuSeconds - cpuBefore.cpuSeconds) * 1000 * 100) / samples.requests) /
+        100;
+    }
     result.pausedQueueSettledSeconds = await settled(setup.api, samples.submitted.paused);
     print(result);
     showServerOutput(`(${database})`, server.takeOutput());

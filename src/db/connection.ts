@@ -12,6 +12,7 @@ import {
 import pg from "pg";
 import type { Database } from "./schema.js";
 import { SqliteCheckpointer } from "./sqlite-checkpointer.js";
+import { ChangeListener, LookupCache, registerLookupCache } from "./lookup-cache.js";
 
 export type DialectName = "sqlite" | "postgres";
 
@@ -26,6 +27,14 @@ export interface DatabaseHandle {
    * server calls it; nothing else needs it). No effect on PostgreSQL or an in-memory database.
    */
   checkpointInBackground(): void;
+  /**
+   * The cache of tokens, repositories and queues (ADR 0017). On SQLite it is always on. On
+   * PostgreSQL it is off until `listenForChanges()` (a long-running server calls it; a
+   * short-lived command reads the database every time).
+   */
+  lookups: LookupCache;
+  /** PostgreSQL: starts listening for other processes' changes, which turns the cache on. */
+  listenForChanges(): Promise<void>;
   /**
    * The driver underneath, for bulk writes that the query builder would slow down (ingestion).
    * SQLite's handle may only be used inside `db.connection().execute(...)`, which holds Kysely's
@@ -90,11 +99,29 @@ function openSqlite(file: string): DatabaseHandle {
   });
   let checkpointer: SqliteCheckpointer | null = null;
   const closeDb = closeOnce(db);
+  // Another connection (another process on the same file) committed since the last look: what
+  // is cached may be stale. Reading it costs microseconds (no disk access).
+  const dataVersion = sqlite.prepare("PRAGMA data_version").pluck();
+  let seenVersion = dataVersion.get();
+  let open = true;
+  const lookups = new LookupCache(() => {
+    if (!open) return false;
+    const version = dataVersion.get();
+    if (version !== seenVersion) {
+      seenVersion = version;
+      lookups.changed();
+    }
+    return true;
+  });
+  registerLookupCache(db, lookups);
   return {
     db,
     dialect: "sqlite",
     location: file,
+    lookups,
+    listenForChanges: () => Promise.resolve(),
     close: async () => {
+      open = false;
       await closeDb();
       await checkpointer?.stop();
     },
@@ -173,11 +200,33 @@ function openPostgres(url: string, options: OpenDatabaseOptions): DatabaseHandle
     dialect: new PostgresDialect({ pool }),
     plugins: [new CamelCasePlugin()],
   });
+  // Off until a listener hears every other process's changes.
+  const lookups = new LookupCache(() => false);
+  registerLookupCache(db, lookups);
+  let listener: ChangeListener | null = null;
+  const closeDb = closeOnce(db);
   return {
     db,
     dialect: "postgres",
     location: redactUrl(url),
-    close: closeOnce(db),
+    lookups,
+    listenForChanges: async () => {
+      if (listener) return;
+      listener = new ChangeListener(lookups, {
+        client: {
+          connectionString: url,
+          application_name: "mainline",
+          connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+          ...(options.searchPath ? { options: `-c search_path=${options.searchPath}` } : {}),
+        },
+        ...(options.onConnectionError ? { onError: options.onConnectionError } : {}),
+      });
+      await listener.start();
+    },
+    close: async () => {
+      await listener?.stop();
+      await closeDb();
+    },
     checkpointInBackground: () => undefined,
     raw: { dialect: "postgres", pool },
   };

@@ -38,6 +38,7 @@ import type {
   CommandResult,
   EntryListQuery,
   EntryRecord,
+  EntrySummary,
   MergeQueueRecord,
   MergeQueueRecords,
   RunRecord,
@@ -174,7 +175,7 @@ export function pullRequestUrl(repo: RepoRef, number: number): string {
 }
 
 /** An entry as a mergeItem: the priority's name, the default used, skip-the-line (docs/contract.md §5). */
-export function toEnqueuedPullRequest(entry: EntryRecord): EnqueuedPullRequest {
+export function toEnqueuedPullRequest(entry: EntrySummary): EnqueuedPullRequest {
   return {
     id: entry.id,
     state: entry.state,
@@ -210,9 +211,8 @@ const IN_FLIGHT: readonly PrState[] = ["testing", "tests_passed", "pending_failu
  * Active entries in (approximately) queue order: those in flight first, then those waiting by
  * priority and submission, then those not ready. The planner's exact order lives in its snapshot.
  */
-function queueOrder(entries: readonly EntryRecord[]): EntryRecord[] {
-  const rank = (e: EntryRecord) =>
-    IN_FLIGHT.includes(e.state) ? 0 : e.state === "not_ready" ? 2 : 1;
+function queueOrder<T extends EntrySummary>(entries: readonly T[]): T[] {
+  const rank = (e: T) => (IN_FLIGHT.includes(e.state) ? 0 : e.state === "not_ready" ? 2 : 1);
   return [...entries].sort(
     (a, b) =>
       rank(a) - rank(b) || (rank(a) === 1 ? a.priorityValue - b.priorityValue : 0) || a.seq - b.seq,
@@ -270,6 +270,7 @@ export interface PullRequestServiceDeps {
     | "latestEntry"
     | "latestEntryByBranch"
     | "activeEntries"
+    | "activeSummaries"
     | "listEntries"
     | "transitions"
     | "pullRequestTransitions"
@@ -546,7 +547,7 @@ export class PullRequestService implements QueueContents {
 
   /** getQueue's enqueuedPullRequests: the entries that have not concluded, in queue order. */
   async enqueued(queueId: string): Promise<EnqueuedPullRequest[]> {
-    const entries = queueOrder(await this.deps.runtime.activeEntries(queueId));
+    const entries = queueOrder(await this.deps.runtime.activeSummaries(queueId));
     return this.withWaits(queueId, entries.map(toEnqueuedPullRequest));
   }
 

@@ -82,6 +82,23 @@ export interface RepositoryRecords {
 }
 
 /** One submission of a pull request, as listed by the API (kept after it concludes). */
+/** What a queue's listing shows of an entry (getQueue's enqueuedPullRequests). */
+export type EntrySummary = Pick<
+  EntryRecord,
+  | "id"
+  | "state"
+  | "prNumber"
+  | "prTitle"
+  | "prSha"
+  | "prBaseBranch"
+  | "prAuthor"
+  | "stateChangedAt"
+  | "priorityValue"
+  | "usedDefaultPriority"
+  | "noBatch"
+  | "seq"
+>;
+
 export interface EntryRecord {
   id: string;
   queueId: string;
@@ -250,6 +267,8 @@ export interface RuntimeStore {
   latestEntryByBranch(queueId: string, headBranch: string): Promise<EntryRecord | undefined>;
   /** Entries not yet concluded, in submission order. */
   activeEntries(queueId: string): Promise<EntryRecord[]>;
+  /** The same, with only what getQueue shows of them (no readiness). */
+  activeSummaries(queueId: string): Promise<EntrySummary[]>;
   listEntries(queueId: string, query: EntryListQuery): Promise<EntryRecord[]>;
   transitions(entryId: string): Promise<TransitionRecord[]>;
   /** The transitions of every submission (entry) of a pull request to the queue, in order. */

@@ -163,14 +163,17 @@ export class UploadService {
       // No URL is handed out; the window only has to cover the store below.
       urlExpiresAt: now + UPLOAD_URL_TTL_MS,
     });
-    const upload = await this.deps.uploads.find(id);
-    if (!upload) throw new Error(`upload ${id} vanished`);
-    return this.storeBundle(upload, body, this.deps.maxBundleBytes);
+    // Just created, and no URL was handed out for it: nobody else can store its bundle.
+    return this.storeBundle(
+      { id, organizationId: repository.organizationId, state: "awaiting_bundle" },
+      body,
+      this.deps.maxBundleBytes,
+    );
   }
 
   /** Stores the bundle of an upload still awaiting it, durably, then starts its processing. */
   private async storeBundle(
-    upload: UploadRecord,
+    upload: Pick<UploadRecord, "id" | "organizationId" | "state">,
     body: Readable,
     maxBytes: number,
   ): Promise<UploadRecord> {

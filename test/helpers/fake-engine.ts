@@ -14,6 +14,7 @@ import type {
   CommandResult,
   EntryListQuery,
   EntryRecord,
+  EntrySummary,
   RunRecord,
   TransitionRecord,
 } from "../../src/mergequeue/records.js";
@@ -96,6 +97,11 @@ export class StoredRecords implements RuntimeReads {
   async activeEntries(queueId: string): Promise<EntryRecord[]> {
     await this.write();
     return this.store.activeEntries(queueId);
+  }
+
+  async activeSummaries(queueId: string): Promise<EntrySummary[]> {
+    await this.write();
+    return this.store.activeSummaries(queueId);
   }
 
   async listEntries(queueId: string, query: EntryListQuery): Promise<EntryRecord[]> {

@@ -147,6 +147,9 @@ Environment:
         shutdown("SIGINT");
       });
 
+      // PostgreSQL: tokens, repositories and queues are cached once other processes' changes
+      // are heard (ADR 0017); until then, and whenever that connection is lost, they are read.
+      await database.listenForChanges();
       await app.listen({ host: config.host, port: config.port });
       database.checkpointInBackground();
       // Bundles stored before a crash or restart are processed now.

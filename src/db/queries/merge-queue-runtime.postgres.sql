@@ -124,6 +124,15 @@ select "kind", "status", "started_at", "finished_at"
   order by "started_at" desc
   limit $3;
 
+-- MergeQueueRuntimeStore.activeSummaries(queueId)
+select id as "id", state as "state", pr_number as "prNumber",
+pr_title as "prTitle", pr_sha as "prSha", pr_base_branch as "prBaseBranch",
+pr_author as "prAuthor", state_changed_at as "stateChangedAt",
+priority_value as "priorityValue", used_default_priority as "usedDefaultPriority",
+no_batch as "noBatch", seq as "seq"
+from mq_entries where queue_id = $1 and concluded_at is null
+order by seq;
+
 -- MergeQueueRuntimeStore.listEntries(queueId, query)
 -- first page
 select *

@@ -14,6 +14,7 @@ import {
   type ResolvedGitHubRepository,
 } from "../../organizations/github-installations.js";
 import { repositoryLookupKey, type OwnedRepoRef } from "../../organizations/repositories.js";
+import { lookupsChanged } from "../lookup-cache.js";
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -152,6 +153,20 @@ export class GitHubInstallationStore implements GitHubInstallationStorage {
   }
 
   async syncRepositories(
+    installationId: number,
+    listed: readonly GitHubRepositoryFacts[],
+    host: string,
+    now: number,
+  ): Promise<RepositorySyncOutcome> {
+    try {
+      return await this.syncRepositoriesInTransaction(installationId, listed, host, now);
+    } finally {
+      // Repositories may have been created or renamed (ADR 0017).
+      lookupsChanged(this.db);
+    }
+  }
+
+  private syncRepositoriesInTransaction(
     installationId: number,
     listed: readonly GitHubRepositoryFacts[],
     host: string,

@@ -1,4 +1,5 @@
-import type { Insertable, Kysely, Selectable, Transaction } from "kysely";
+import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from "kysely";
+import { precompile, type PrecompiledQuery } from "../precompiled.js";
 import type { Actor, PrState, RunKind, RunStatus } from "../../mergequeue/model.js";
 import type {
   CommandRecord,
@@ -6,6 +7,7 @@ import type {
   DriverCommit,
   EntryListQuery,
   EntryRecord,
+  EntrySummary,
   Lease,
   RunRecord,
   RunTiming,
@@ -79,6 +81,12 @@ function entryRow(entry: EntryRecord): Insertable<MqEntriesTable> {
     lastReason: entry.lastReason,
   };
 }
+
+type SummaryRow = Omit<EntrySummary, "state" | "usedDefaultPriority" | "noBatch"> & {
+  state: string;
+  usedDefaultPriority: number | boolean;
+  noBatch: number | boolean;
+};
 
 function toEntry(row: Selectable<MqEntriesTable>): EntryRecord {
   return {
@@ -201,10 +209,28 @@ function assertOneQueue(step: DriverCommit): void {
  * for a step in progress, and a step that started after a takeover writes nothing.
  */
 export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads {
+  private readonly activeSummaryRows: PrecompiledQuery<[queueId: string], SummaryRow>;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
-  ) {}
+  ) {
+    // getQueue lists every active entry (hundreds in a busy queue) on each call: compiled once,
+    // without the readiness (JSON to parse) and without the plugin renaming every row's columns.
+    const plain = db.withoutPlugins();
+    this.activeSummaryRows = precompile(
+      plain as Kysely<never>,
+      (queueId: string) =>
+        sql<SummaryRow>`select id as "id", state as "state", pr_number as "prNumber",
+          pr_title as "prTitle", pr_sha as "prSha", pr_base_branch as "prBaseBranch",
+          pr_author as "prAuthor", state_changed_at as "stateChangedAt",
+          priority_value as "priorityValue", used_default_priority as "usedDefaultPriority",
+          no_batch as "noBatch", seq as "seq"
+          from mq_entries where queue_id = ${queueId} and concluded_at is null
+          order by seq`.compile(plain),
+      ["$queueId"],
+    );
+  }
 
   async acquireLease(
     queueId: string,
@@ -423,6 +449,16 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
       .orderBy("seq")
       .execute();
     return rows.map(toEntry);
+  }
+
+  async activeSummaries(queueId: string): Promise<EntrySummary[]> {
+    const rows = await this.activeSummaryRows(queueId);
+    return rows.map((row) => ({
+      ...row,
+      state: row.state as PrState,
+      usedDefaultPriority: Boolean(row.usedDefaultPriority),
+      noBatch: Boolean(row.noBatch),
+    }));
   }
 
   async listEntries(queueId: string, query: EntryListQuery): Promise<EntryRecord[]> {

@@ -16,6 +16,7 @@ import type {
 import type { PrState } from "../../mergequeue/model.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
+import { cachedLookup, lookupsChanged } from "../lookup-cache.js";
 import { precompile, type PrecompiledQuery } from "../precompiled.js";
 import type { Database, MergeQueuesTable } from "../schema.js";
 import { type RepoRef, repositoryLookupKey } from "../../organizations/repositories.js";
@@ -162,17 +163,20 @@ export class MergeQueueStore implements MergeQueueRecords {
     );
   }
 
-  /** The queue of `targetBranch` in an organization's repository, in one query. */
+  /** The queue of `targetBranch` in an organization's repository: cached (ADR 0017). */
   async find(
     organizationId: string,
     repo: RepoRef,
     targetBranch: string,
   ): Promise<MergeQueueRecord | undefined> {
-    const [row] = await this.queueByAddress(
-      organizationId,
-      repositoryLookupKey(repo),
-      targetBranch,
+    const lookupKey = repositoryLookupKey(repo);
+    const row = await cachedLookup(
+      this.db,
+      "mergeQueue",
+      `${organizationId}\u0000${lookupKey}\u0000${targetBranch}`,
+      async () => (await this.queueByAddress(organizationId, lookupKey, targetBranch))[0],
     );
+    // A record of its own each time: callers may change theirs.
     return row && toRecord(row);
   }
 
@@ -303,6 +307,7 @@ export class MergeQueueStore implements MergeQueueRecords {
       .onConflict((oc) => oc.columns(["repositoryId", "targetBranch"]).doNothing())
       .returning("id")
       .executeTakeFirst();
+    lookupsChanged(this.db);
     return inserted !== undefined;
   }
 
@@ -312,7 +317,21 @@ export class MergeQueueStore implements MergeQueueRecords {
    * single writer). `decide` may throw to refuse the change, which then leaves everything as it
    * was. Undefined when there is no such queue.
    */
-  modify(
+  async modify(
+    organizationId: string,
+    repo: RepoRef,
+    targetBranch: string,
+    now: number,
+    decide: (current: MergeQueueRecord) => QueueConfiguration,
+  ): Promise<MergeQueueRecord | undefined> {
+    try {
+      return await this.modifyInTransaction(organizationId, repo, targetBranch, now, decide);
+    } finally {
+      lookupsChanged(this.db);
+    }
+  }
+
+  private modifyInTransaction(
     organizationId: string,
     repo: RepoRef,
     targetBranch: string,
@@ -364,10 +383,12 @@ export class MergeQueueStore implements MergeQueueRecords {
       }))
       .where("id", "=", id)
       .execute();
+    lookupsChanged(this.db);
   }
 
   async delete(id: string): Promise<boolean> {
     const result = await this.db.deleteFrom("mergeQueues").where("id", "=", id).executeTakeFirst();
+    lookupsChanged(this.db);
     return result.numDeletedRows > 0n;
   }
 

@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { cachedLookup, lookupsChanged } from "../lookup-cache.js";
 import { precompile, type PrecompiledQuery } from "../precompiled.js";
 import type { Database } from "../schema.js";
 import type {
@@ -41,6 +42,7 @@ export class OrganizationStore implements OrganizationRecords {
       .onConflict((oc) => oc.column("slug").doNothing())
       .returning(["id", "slug", "createdAt"])
       .executeTakeFirst();
+    if (inserted) lookupsChanged(this.db);
     if (inserted) return { organization: inserted, created: true };
     const existing = await this.findBySlug(org.slug);
     if (!existing) throw new Error(`organization ${org.slug} vanished while being created`);
@@ -76,6 +78,7 @@ export class OrganizationStore implements OrganizationRecords {
       .insertInto("apiTokens")
       .values({ ...token, revokedAt: null })
       .execute();
+    lookupsChanged(this.db);
   }
 
   /** Any token with this hash, revoked or not (to detect a bootstrap token reused elsewhere). */
@@ -92,9 +95,12 @@ export class OrganizationStore implements OrganizationRecords {
     return this.db.selectFrom("organizations").selectAll().where("id", "=", id).executeTakeFirst();
   }
 
-  async findActiveTokenOwner(tokenHash: string): Promise<TokenOwner | undefined> {
-    const [owner] = await this.activeTokenOwner(tokenHash);
-    return owner;
+  /** Every authenticated request starts here: cached (ADR 0017), compiled once. */
+  findActiveTokenOwner(tokenHash: string): Promise<TokenOwner | undefined> {
+    return cachedLookup(this.db, "tokenOwner", tokenHash, async () => {
+      const [owner] = await this.activeTokenOwner(tokenHash);
+      return owner;
+    });
   }
 
   listTokens(organizationId: string): Promise<ApiTokenRecord[]> {
@@ -123,6 +129,7 @@ export class OrganizationStore implements OrganizationRecords {
       .where("id", "=", tokenId)
       .where("revokedAt", "is", null)
       .executeTakeFirst();
+    lookupsChanged(this.db);
     return result.numUpdatedRows > 0n;
   }
 }

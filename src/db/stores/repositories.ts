@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { Database } from "../schema.js";
+import { cachedLookup, lookupsChanged } from "../lookup-cache.js";
 
 import {
   repositoryLookupKey,
@@ -15,13 +16,22 @@ const COLUMNS = ["id", "organizationId", "host", "owner", "name", "createdAt"] a
 export class RepositoryStore implements RepositoryRecords {
   constructor(private readonly db: Kysely<Database>) {}
 
-  find(organizationId: string, ref: RepoRef): Promise<Repository | undefined> {
-    return this.db
-      .selectFrom("repositories")
-      .select(COLUMNS)
-      .where("organizationId", "=", organizationId)
-      .where("lookupKey", "=", repositoryLookupKey(ref))
-      .executeTakeFirst();
+  /** Cached (ADR 0017): most requests name a repository. */
+  async find(organizationId: string, ref: RepoRef): Promise<Repository | undefined> {
+    const lookupKey = repositoryLookupKey(ref);
+    const found = await cachedLookup(
+      this.db,
+      "repository",
+      `${organizationId}\u0000${lookupKey}`,
+      () =>
+        this.db
+          .selectFrom("repositories")
+          .select(COLUMNS)
+          .where("organizationId", "=", organizationId)
+          .where("lookupKey", "=", lookupKey)
+          .executeTakeFirst(),
+    );
+    return found && { ...found };
   }
 
   /**
@@ -39,12 +49,11 @@ export class RepositoryStore implements RepositoryRecords {
       .executeTakeFirst();
   }
 
-  findById(id: string): Promise<Repository | undefined> {
-    return this.db
-      .selectFrom("repositories")
-      .select(COLUMNS)
-      .where("id", "=", id)
-      .executeTakeFirst();
+  async findById(id: string): Promise<Repository | undefined> {
+    const found = await cachedLookup(this.db, "repositoryById", id, () =>
+      this.db.selectFrom("repositories").select(COLUMNS).where("id", "=", id).executeTakeFirst(),
+    );
+    return found && { ...found };
   }
 
   /** Returns the repository, creating it with the given spelling if it is new. */
@@ -66,6 +75,7 @@ export class RepositoryStore implements RepositoryRecords {
       .onConflict((oc) => oc.columns(["organizationId", "lookupKey"]).doNothing())
       .returning(COLUMNS)
       .executeTakeFirst();
+    if (inserted) lookupsChanged(this.db);
     if (inserted) return inserted;
     // Another request created it between our read and our insert.
     const raced = await this.find(organizationId, ref);
@@ -94,6 +104,7 @@ export class RepositoryStore implements RepositoryRecords {
       .where("id", "=", repositoryId);
     if (!replace) update = update.where("publicId", "is", null);
     await update.execute();
+    lookupsChanged(this.db);
     const current = await this.publicId(repositoryId);
     if (current === null) throw new Error(`repository ${repositoryId} vanished`);
     return current;

@@ -17,6 +17,7 @@ import {
 import type pg from "pg";
 import type { DatabaseHandle, DialectName } from "../../../src/db/connection.js";
 import type { Database } from "../../../src/db/schema.js";
+import { LookupCache } from "../../../src/db/lookup-cache.js";
 
 /**
  * A database that runs nothing: every statement a store sends is compiled by the dialect's own
@@ -94,6 +95,9 @@ export function createRecorder(dialect: DialectName): Recorder {
     location: "recorder",
     close: () => db.destroy(),
     checkpointInBackground: () => undefined,
+    // No cache: every lookup is recorded as the query it is.
+    lookups: new LookupCache(() => false),
+    listenForChanges: () => Promise.resolve(),
     raw:
       dialect === "postgres" ? { dialect, pool: null as unknown as pg.Pool } : { dialect, sqlite },
   };

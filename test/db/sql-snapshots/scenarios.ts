@@ -471,6 +471,7 @@ export const SCENARIOS: StoreScenario[] = [
       { method: "recentlyConcluded", run: (s) => s.recentlyConcluded(QUEUE_ID, 10) },
       { method: "runsByIds", run: (s) => s.runsByIds(QUEUE_ID, ["run-1", "run-2"]) },
       { method: "runTimings", run: (s) => s.runTimings(QUEUE_ID, NOW - 86_400_000, 50) },
+      { method: "activeSummaries", run: (s) => s.activeSummaries(QUEUE_ID) },
       {
         method: "listEntries",
         variant: "first page",

@@ -1,0 +1,242 @@
+import type { Kysely } from "kysely";
+import pg from "pg";
+
+/**
+ * An in-process cache of the rows almost every request reads first and that almost never change
+ * (ADR 0017): a token's owner, a repository, a merge queue. Every entry is dropped at once when
+ * any of them may have changed anywhere:
+ *
+ * - in this process, the store that wrote calls `changed()` once its write is committed;
+ * - in another process, on PostgreSQL, a trigger on the tables announces the change
+ *   (`NOTIFY mainline_lookups`, sent at the writer's commit) to a connection of this process that
+ *   listens for it; while that connection is not listening (not yet, lost, reconnecting) nothing
+ *   is cached at all; on SQLite, `PRAGMA data_version`, read before every use of the cache,
+ *   changes when another connection (another process) committed anything.
+ *
+ * A lookup that started before a change must not store what it read after the change was
+ * announced: every change bumps a generation, and a result is kept only when the generation did
+ * not move while it was read.
+ */
+export class LookupCache {
+  private generation = 0;
+  private readonly maps = new Map<string, Map<string, unknown>>();
+  private usable: () => boolean;
+
+  constructor(usable: () => boolean = () => true) {
+    this.usable = usable;
+  }
+
+  /** Something cached may have changed: forget everything. */
+  changed(): void {
+    this.generation += 1;
+    for (const map of this.maps.values()) map.clear();
+  }
+
+  /** Replaces what decides whether the cache may be used now (the change listener's state). */
+  setUsable(usable: () => boolean): void {
+    this.usable = usable;
+    this.changed();
+  }
+
+  /**
+   * The cached value of `key` in `kind`, or what `load` reads (kept when found and nothing
+   * changed meanwhile). Values are shared: callers must not modify them.
+   */
+  async get<T extends object>(
+    kind: string,
+    key: string,
+    load: () => Promise<T | undefined>,
+  ): Promise<T | undefined> {
+    if (!this.usable()) return load();
+    let map = this.maps.get(kind);
+    if (!map) {
+      map = new Map();
+      this.maps.set(kind, map);
+    }
+    const hit = map.get(key) as T | undefined;
+    if (hit !== undefined) return hit;
+    const generation = this.generation;
+    const value = await load();
+    if (value !== undefined && generation === this.generation && this.usable()) {
+      if (map.size >= MAX_ENTRIES_PER_KIND) map.clear();
+      map.set(key, value);
+    }
+    return value;
+  }
+
+  /** Entries held now (tests). */
+  size(): number {
+    let n = 0;
+    for (const map of this.maps.values()) n += map.size;
+    return n;
+  }
+}
+
+/** Far more tokens, repositories or queues than a server has; a bound all the same. */
+const MAX_ENTRIES_PER_KIND = 10_000;
+
+const caches = new WeakMap<object, LookupCache>();
+
+/** The cache of the database `db` belongs to; none (every lookup reads) for a bare Kysely. */
+export function lookupCacheOf(db: Kysely<never> | Kysely<unknown> | object): LookupCache | null {
+  return caches.get(db) ?? null;
+}
+
+export function registerLookupCache(db: object, cache: LookupCache): void {
+  caches.set(db, cache);
+}
+
+/** Reads through the cache of `db`, or straight from the database when it has none. */
+export function cachedLookup<T extends object>(
+  db: object,
+  kind: string,
+  key: string,
+  load: () => Promise<T | undefined>,
+): Promise<T | undefined> {
+  const cache = caches.get(db);
+  return cache ? cache.get(kind, key, load) : load();
+}
+
+/** After a committed write to tokens, organizations, repositories or merge queues. */
+export function lookupsChanged(db: object): void {
+  caches.get(db)?.changed();
+}
+
+/** The channel the PostgreSQL triggers of migration 0018 notify. */
+export const LOOKUP_CHANNEL = "mainline_lookups";
+
+export interface ChangeListenerOptions {
+  /** Connection settings of the pool (same database, same search path). */
+  client: pg.ClientConfig;
+  /** How long to wait before connecting again after a loss (default 1 s). */
+  retryMs?: number;
+  /** How often the connection is checked (default 5 s): a silent loss disables the cache. */
+  heartbeatMs?: number;
+  onError?: (error: Error) => void;
+}
+
+/**
+ * PostgreSQL: a connection of its own that LISTENs for the triggers' announcements. The cache is
+ * usable only while it listens; every (re)start of listening starts from an empty cache, since
+ * announcements made while nobody listened are lost.
+ */
+export class ChangeListener {
+  private client: pg.Client | null = null;
+  private listening = false;
+  private stopped = false;
+  private retry: NodeJS.Timeout | null = null;
+  private heartbeat: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly cache: LookupCache,
+    private readonly options: ChangeListenerOptions,
+  ) {
+    cache.setUsable(() => this.listening);
+  }
+
+  /** Resolves once listening, or after the first attempt failed (it keeps trying). */
+  async start(): Promise<void> {
+    await this.connect();
+  }
+
+  get isListening(): boolean {
+    return this.listening;
+  }
+
+  /** The server process of the listening connection (tests end it to simulate a loss). */
+  get backendPid(): number | null {
+    const client = this.client as unknown as { processID?: number | null } | null;
+    return this.listening ? (client?.processID ?? null) : null;
+  }
+
+  stop(): Promise<void> {
+    this.stopped = true;
+    this.lost();
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
+    return Promise.resolve();
+  }
+
+  /** Whether `client` is still this listener's connection (not lost or stopped meanwhile). */
+  private isCurrent(client: pg.Client): boolean {
+    return this.client === client && !this.stopped;
+  }
+
+  private async connect(): Promise<void> {
+    if (this.stopped) return;
+    const client = new pg.Client({ ...this.options.client, keepAlive: true });
+    this.client = client;
+    client.on("notification", () => {
+      this.cache.changed();
+    });
+    const onLoss = (error?: Error) => {
+      if (!this.isCurrent(client)) return;
+      // Once per loss, not once per failed attempt while the database is away.
+      if (error && this.listening) this.options.onError?.(error);
+      this.lost();
+      this.scheduleReconnect();
+    };
+    client.on("error", onLoss);
+    client.on("end", () => {
+      onLoss();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${LOOKUP_CHANNEL}`);
+    } catch (error) {
+      onLoss(error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    if (!this.isCurrent(client)) return;
+    // From now on every change is announced here; what was cached before may be stale.
+    this.cache.changed();
+    this.listening = true;
+    this.heartbeat = setInterval(() => {
+      this.check(client);
+    }, this.options.heartbeatMs ?? 5000);
+    this.heartbeat.unref();
+  }
+
+  private check(client: pg.Client): void {
+    const timeout = setTimeout(() => {
+      if (this.client === client) {
+        this.options.onError?.(new Error("the change listener's connection stopped answering"));
+        this.lost();
+        this.scheduleReconnect();
+      }
+    }, this.options.heartbeatMs ?? 5000);
+    timeout.unref();
+    client.query("select 1").then(
+      () => {
+        clearTimeout(timeout);
+      },
+      () => {
+        clearTimeout(timeout);
+      },
+    );
+  }
+
+  /** Stops using the cache at once and drops the connection. */
+  private lost(): void {
+    this.listening = false;
+    this.cache.changed();
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+    const client = this.client;
+    this.client = null;
+    if (client) {
+      client.removeAllListeners("notification");
+      client.on("error", () => undefined);
+      client.end().catch(() => undefined);
+    }
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped || this.retry) return;
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      void this.connect();
+    }, this.options.retryMs ?? 1000);
+    this.retry.unref();
+  }
+}
