@@ -502,6 +502,7 @@ export function serverDependencies(
         ]
       : [],
     publicUrl: services.publicUrl,
+    githubSignIn: services.github?.signIn,
     logger,
     version: VERSION,
   };

@@ -14,6 +14,7 @@ import { publicRepositoryIds } from "./migrations/0012_public_repository_ids.js"
 import { localPullRequestDescriptions } from "./migrations/0013_local_pull_request_descriptions.js";
 import { githubApp } from "./migrations/0015_github_app.js";
 import { webSessions } from "./migrations/0017_web_sessions.js";
+import { githubSessions } from "./migrations/0021_github_sessions.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -33,6 +34,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0013_local_pull_request_descriptions": localPullRequestDescriptions,
   "0015_github_app": githubApp,
   "0017_web_sessions": webSessions,
+  "0021_github_sessions": githubSessions,
 };
 
 export interface MigrationReport {
