@@ -522,6 +522,7 @@ export {
   APP_PERMISSIONS,
   appManifest,
   registrationUrl,
+  signInCallbackUrl,
   webUrlOf,
   webhookUrl,
 } from "./providers/github/index.js";

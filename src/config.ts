@@ -2,6 +2,7 @@ import { createPrivateKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { MIN_SUPPLIED_TOKEN_LENGTH } from "./lib/tokens.js";
+import { webUrlOf } from "./providers/github/manifest.js";
 import { ORG_SLUG_PATTERN } from "./organizations/slug.js";
 import { DEFAULT_SESSION_LIFETIMES, type SessionLifetimes } from "./organizations/sessions.js";
 import { HOUR_MS, MINUTE_MS } from "./lib/time.js";
@@ -265,14 +266,7 @@ function githubOAuth(env: NodeJS.ProcessEnv): GitHubAppConfig["oauth"] {
  * https://SUB.ghe.com for api.SUB.ghe.com), https://HOST for GHES's https://HOST/api/v3, and the
  * API URL's own origin otherwise (a fake or a proxy serving both).
  */
-export function githubWebUrlOf(apiUrl: string): string {
-  const url = new URL(apiUrl);
-  if (/\/api\/v3\/?$/.test(url.pathname)) return url.origin;
-  if (url.hostname.startsWith("api.")) {
-    return `${url.protocol}//${url.host.slice("api.".length)}`;
-  }
-  return url.origin;
-}
+export const githubWebUrlOf = webUrlOf;
 
 function githubApiUrl(value: string): string {
   let url: URL;

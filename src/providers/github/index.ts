@@ -50,6 +50,7 @@ export {
   ALWAYS_DELIVERED_EVENTS,
   appManifest,
   registrationUrl,
+  signInCallbackUrl,
   webUrlOf,
   webhookUrl,
 } from "./manifest.js";
