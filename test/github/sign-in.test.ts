@@ -14,7 +14,7 @@ import {
   startGitHubWorld,
   type GitHubWorld,
 } from "../helpers/github.js";
-import type { TestServer } from "../helpers/server.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
 
 let world: GitHubWorld;
 let server: TestServer;
@@ -213,5 +213,42 @@ describe("sign in with GitHub", () => {
     expect(listed.filter((s) => s.githubLogin === "alice").map((s) => s.state)).toContain(
       "installation_unlinked",
     );
+  });
+
+  it("says so when the user declines on GitHub, or GitHub fails, and creates nothing", async () => {
+    const before = await sessionCount();
+    const { callback, stateCookie } = await authorize("alice");
+    const state = new URL(callback).searchParams.get("state") ?? "";
+    const declined = await get(
+      `${server.url}/sign-in/github/callback?error=access_denied&state=${state}`,
+      stateCookie,
+    );
+    expect(declined.status).toBe(403);
+    expect(declined.text).toContain("did not authorize");
+    const rule = world.gh.addFault(
+      world.gh.fault.serverError("apps/list-installations-for-authenticated-user", 503),
+    );
+    const again = await authorize("alice");
+    const failed = await get(again.callback, again.stateCookie);
+    world.gh.faults.remove(rule);
+    expect(failed.status).toBe(502);
+    expect(failed.text).toContain("GitHub answered 503");
+    expect(await sessionCount()).toBe(before);
+  });
+});
+
+describe("a server without the App's OAuth credentials", () => {
+  it("shows no GitHub button and answers 404 for the GitHub sign-in", async () => {
+    const plain = await startTestServer();
+    try {
+      const page = await get(`${plain.url}/sign-in`);
+      expect(page.status).toBe(200);
+      expect(page.text).not.toContain("sign-in-github");
+      const start = await get(`${plain.url}/sign-in/github`);
+      expect(start.status).toBe(404);
+      expect(start.text).toContain("MAINLINE_GITHUB_CLIENT_ID");
+    } finally {
+      await plain.close();
+    }
   });
 });
