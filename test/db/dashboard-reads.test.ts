@@ -191,6 +191,19 @@ describe(`sessions on ${TEST_DIALECT}`, () => {
       organizationSlug: "globex",
     });
     expect(await sessions.resume(forged.sessionId)).toBeUndefined();
+    // The App uninstalled (GitHub deleted the installation; the row and its link stay): it ends.
+    await db
+      .updateTable("githubInstallations")
+      .set({ deletedAt: now })
+      .where("id", "=", 42)
+      .execute();
+    expect(await sessions.resume(sessionId)).toBeUndefined();
+    await db
+      .updateTable("githubInstallations")
+      .set({ deletedAt: null })
+      .where("id", "=", 42)
+      .execute();
+    expect((await sessions.resume(sessionId))?.id).toBe(live?.id);
     // Unlinked (or linked elsewhere): the session ends.
     await db
       .updateTable("githubInstallations")

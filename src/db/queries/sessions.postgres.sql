@@ -9,7 +9,7 @@ insert into "web_sessions" ("id", "id_hash", "organization_id", "token_id", "git
 select "web_sessions"."id", "web_sessions"."id_hash", "web_sessions"."organization_id", "web_sessions"."token_id", "web_sessions"."created_at", "web_sessions"."last_seen_at", "web_sessions"."expires_at", "web_sessions"."revoked_at", "web_sessions"."revoked_reason", "web_sessions"."github_user_id", "web_sessions"."github_login", "web_sessions"."github_installation_id", "organizations"."slug" as "organization_slug", "api_tokens"."revoked_at" as "token_revoked_at", "github_installations"."organization_id" as "installation_organization_id"
   from "web_sessions"
   left join "api_tokens" on "api_tokens"."id" = "web_sessions"."token_id"
-  left join "github_installations" on "github_installations"."id" = "web_sessions"."github_installation_id"
+  left join "github_installations" on "github_installations"."id" = "web_sessions"."github_installation_id" and "github_installations"."deleted_at" is null
   inner join "organizations" on "organizations"."id" = "web_sessions"."organization_id"
   where "web_sessions"."id_hash" = $1;
 
@@ -27,7 +27,7 @@ update "web_sessions"
 select "web_sessions"."id", "web_sessions"."organization_id", "web_sessions"."token_id", "web_sessions"."created_at", "web_sessions"."last_seen_at", "web_sessions"."expires_at", "web_sessions"."revoked_at", "web_sessions"."revoked_reason", "web_sessions"."github_user_id", "web_sessions"."github_login", "web_sessions"."github_installation_id", "api_tokens"."name" as "token_name", "api_tokens"."revoked_at" as "token_revoked_at", "github_installations"."organization_id" as "installation_organization_id"
   from "web_sessions"
   left join "api_tokens" on "api_tokens"."id" = "web_sessions"."token_id"
-  left join "github_installations" on "github_installations"."id" = "web_sessions"."github_installation_id"
+  left join "github_installations" on "github_installations"."id" = "web_sessions"."github_installation_id" and "github_installations"."deleted_at" is null
   where "web_sessions"."organization_id" = $1
   order by "web_sessions"."created_at" desc, "web_sessions"."id";
 
@@ -35,5 +35,5 @@ select "web_sessions"."id", "web_sessions"."organization_id", "web_sessions"."to
 select "web_sessions"."id", "web_sessions"."organization_id", "web_sessions"."token_id", "web_sessions"."created_at", "web_sessions"."last_seen_at", "web_sessions"."expires_at", "web_sessions"."revoked_at", "web_sessions"."revoked_reason", "web_sessions"."github_user_id", "web_sessions"."github_login", "web_sessions"."github_installation_id", "api_tokens"."name" as "token_name", "api_tokens"."revoked_at" as "token_revoked_at", "github_installations"."organization_id" as "installation_organization_id"
   from "web_sessions"
   left join "api_tokens" on "api_tokens"."id" = "web_sessions"."token_id"
-  left join "github_installations" on "github_installations"."id" = "web_sessions"."github_installation_id"
+  left join "github_installations" on "github_installations"."id" = "web_sessions"."github_installation_id" and "github_installations"."deleted_at" is null
   where "web_sessions"."id" = $1;

@@ -29,7 +29,8 @@ const LISTING_COLUMNS = [
 /**
  * The dashboard's sessions (ADR 0023). Part of the tokens' aggregate: a session is deleted with
  * its token and ends when the token is revoked (the lookup joins the token). A GitHub session
- * (ADR 0029) has no token: the lookup joins its installation instead, whose link it depends on.
+ * (ADR 0029) has no token: the lookup joins its installation instead (while GitHub has it: not
+ * deleted), whose link it depends on.
  */
 export class SessionStore implements SessionRecords {
   private readonly byHash: PrecompiledQuery<[idHash: string], StoredSession>;
@@ -42,10 +43,10 @@ export class SessionStore implements SessionRecords {
         db
           .selectFrom("webSessions")
           .leftJoin("apiTokens", "apiTokens.id", "webSessions.tokenId")
-          .leftJoin(
-            "githubInstallations",
-            "githubInstallations.id",
-            "webSessions.githubInstallationId",
+          .leftJoin("githubInstallations", (join) =>
+            join
+              .onRef("githubInstallations.id", "=", "webSessions.githubInstallationId")
+              .on("githubInstallations.deletedAt", "is", null),
           )
           .innerJoin("organizations", "organizations.id", "webSessions.organizationId")
           .select([
@@ -106,7 +107,11 @@ export class SessionStore implements SessionRecords {
     return this.db
       .selectFrom("webSessions")
       .leftJoin("apiTokens", "apiTokens.id", "webSessions.tokenId")
-      .leftJoin("githubInstallations", "githubInstallations.id", "webSessions.githubInstallationId")
+      .leftJoin("githubInstallations", (join) =>
+        join
+          .onRef("githubInstallations.id", "=", "webSessions.githubInstallationId")
+          .on("githubInstallations.deletedAt", "is", null),
+      )
       .select(LISTING_COLUMNS)
       .where("webSessions.organizationId", "=", organizationId)
       .orderBy("webSessions.createdAt", "desc")
@@ -118,7 +123,11 @@ export class SessionStore implements SessionRecords {
     return this.db
       .selectFrom("webSessions")
       .leftJoin("apiTokens", "apiTokens.id", "webSessions.tokenId")
-      .leftJoin("githubInstallations", "githubInstallations.id", "webSessions.githubInstallationId")
+      .leftJoin("githubInstallations", (join) =>
+        join
+          .onRef("githubInstallations.id", "=", "webSessions.githubInstallationId")
+          .on("githubInstallations.deletedAt", "is", null),
+      )
       .select(LISTING_COLUMNS)
       .where("webSessions.id", "=", id)
       .executeTakeFirst();
