@@ -502,6 +502,7 @@ export function serverDependencies(
         ]
       : [],
     publicUrl: services.publicUrl,
+    githubSignIn: services.github?.signIn,
     logger,
     version: VERSION,
   };
@@ -521,6 +522,7 @@ export {
   APP_PERMISSIONS,
   appManifest,
   registrationUrl,
+  signInCallbackUrl,
   webUrlOf,
   webhookUrl,
 } from "./providers/github/index.js";

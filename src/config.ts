@@ -2,6 +2,7 @@ import { createPrivateKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { MIN_SUPPLIED_TOKEN_LENGTH } from "./lib/tokens.js";
+import { webUrlOf } from "./providers/github/manifest.js";
 import { ORG_SLUG_PATTERN } from "./organizations/slug.js";
 import { DEFAULT_SESSION_LIFETIMES, type SessionLifetimes } from "./organizations/sessions.js";
 import { HOUR_MS, MINUTE_MS } from "./lib/time.js";
@@ -43,6 +44,13 @@ export interface GitHubAppConfig {
   apiUrl: string;
   /** The host name its repositories carry in `repo.host` (`github.com`, a GHES host). */
   host: string;
+  /**
+   * The App's OAuth credentials, for "Sign in with GitHub" (ADR 0029); undefined when they are not
+   * set (the sign-in page then offers tokens only). The secret is never logged.
+   */
+  oauth?: { clientId: string; clientSecret: string } | undefined;
+  /** GitHub's web address (`https://github.com`, `https://HOST` for GHES): OAuth's pages. */
+  webUrl: string;
 }
 
 export class ConfigError extends Error {}
@@ -183,7 +191,12 @@ const GITHUB_REQUIRED = [
   "MAINLINE_GITHUB_PRIVATE_KEY",
   "MAINLINE_GITHUB_WEBHOOK_SECRET",
 ] as const;
-const GITHUB_OPTIONAL = ["MAINLINE_GITHUB_API_URL", "MAINLINE_GITHUB_HOST"] as const;
+const GITHUB_OPTIONAL = [
+  "MAINLINE_GITHUB_API_URL",
+  "MAINLINE_GITHUB_HOST",
+  "MAINLINE_GITHUB_CLIENT_ID",
+  "MAINLINE_GITHUB_CLIENT_SECRET",
+] as const;
 const DEFAULT_GITHUB_API_URL = "https://api.github.com";
 
 /**
@@ -220,8 +233,40 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     webhookSecret: nonEmpty(env.MAINLINE_GITHUB_WEBHOOK_SECRET) ?? "",
     apiUrl,
     host,
+    oauth: githubOAuth(env),
+    webUrl: githubWebUrlOf(apiUrl),
   };
 }
+
+/** The App's OAuth credentials (both or neither); the secret is never shown in a message. */
+function githubOAuth(env: NodeJS.ProcessEnv): GitHubAppConfig["oauth"] {
+  const clientId = nonEmpty(env.MAINLINE_GITHUB_CLIENT_ID);
+  const clientSecret = nonEmpty(env.MAINLINE_GITHUB_CLIENT_SECRET);
+  if (clientId === undefined && clientSecret === undefined) return undefined;
+  if (clientId === undefined || clientSecret === undefined) {
+    throw new ConfigError(
+      `Sign-in with GitHub needs both MAINLINE_GITHUB_CLIENT_ID and MAINLINE_GITHUB_CLIENT_SECRET (the App's client id and a client secret, from its settings page); only ${clientId === undefined ? "MAINLINE_GITHUB_CLIENT_SECRET" : "MAINLINE_GITHUB_CLIENT_ID"} is set.`,
+    );
+  }
+  if (!/^[A-Za-z0-9._-]{4,100}$/.test(clientId)) {
+    throw new ConfigError(
+      `MAINLINE_GITHUB_CLIENT_ID must be the App's client id, such as Iv23li… (got "${clientId.slice(0, 80)}").`,
+    );
+  }
+  if (!/^[A-Za-z0-9._-]{20,200}$/.test(clientSecret)) {
+    throw new ConfigError(
+      "MAINLINE_GITHUB_CLIENT_SECRET is not a client secret (GitHub's are 40 hexadecimal characters): generate one on the App's settings page.",
+    );
+  }
+  return { clientId, clientSecret };
+}
+
+/**
+ * GitHub's web address for an API URL: https://github.com for https://api.github.com (and
+ * https://SUB.ghe.com for api.SUB.ghe.com), https://HOST for GHES's https://HOST/api/v3, and the
+ * API URL's own origin otherwise (a fake or a proxy serving both).
+ */
+export const githubWebUrlOf = webUrlOf;
 
 function githubApiUrl(value: string): string {
   let url: URL;

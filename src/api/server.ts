@@ -38,6 +38,7 @@ import type { UploadService } from "../testhealth/upload-service.js";
 import { registerListRoutes } from "./flakytests/lists.js";
 import { testPageView } from "./flakytests/presenters/test-page.js";
 import { registerPublicRepoIdRoutes } from "./flakytests/public-repo-id.js";
+import type { GitHubSignInFlow } from "../web/github-sign-in.js";
 import { registerDashboard } from "../web/routes.js";
 import type { MergeQueuePageDependencies } from "../web/merge-queue-routes.js";
 import type { QueueDashboardService } from "../mergequeue/dashboard.js";
@@ -56,6 +57,8 @@ export interface ServerDependencies {
   organizations: OrganizationService;
   /** The dashboard's sign-in sessions. */
   sessions: SessionService;
+  /** "Sign in with GitHub" (ADR 0029): the GitHub App's user authorization, when configured. */
+  githubSignIn?: GitHubSignInFlow | undefined;
   queues: MergeQueueService;
   /** The merge queue's dashboard reads; its pages exist only with it and `pullRequests`. */
   queueDashboard?: QueueDashboardService | undefined;
@@ -253,6 +256,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
       testManagement: deps.testHealth.management,
       publicUrl: deps.publicUrl,
       clock: deps.testHealth.clock,
+      github: deps.githubSignIn,
     });
     done();
   });

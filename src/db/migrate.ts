@@ -15,6 +15,7 @@ import { localPullRequestDescriptions } from "./migrations/0013_local_pull_reque
 import { githubApp } from "./migrations/0015_github_app.js";
 import { webSessions } from "./migrations/0017_web_sessions.js";
 import { lookupChangeAnnouncements } from "./migrations/0018_lookup_change_announcements.js";
+import { githubSessions } from "./migrations/0021_github_sessions.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -35,6 +36,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0015_github_app": githubApp,
   "0017_web_sessions": webSessions,
   "0018_lookup_change_announcements": lookupChangeAnnouncements,
+  "0021_github_sessions": githubSessions,
 };
 
 export interface MigrationReport {

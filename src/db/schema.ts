@@ -233,7 +233,8 @@ export interface WebSessionsTable {
   /** SHA-256 (hex) of the session id the cookie holds. */
   idHash: string;
   organizationId: string;
-  tokenId: string;
+  /** The API token it was signed in with; null for a GitHub session (migration 0021). */
+  tokenId: string | null;
   createdAt: number;
   lastSeenAt: number;
   /** The absolute end of the session, whatever its use. */
@@ -241,6 +242,10 @@ export interface WebSessionsTable {
   revokedAt: number | null;
   /** `signed_out`, `revoked` (an operator). */
   revokedReason: string | null;
+  /** A GitHub session (ADR 0029): the user, and the installation it entered through. */
+  githubUserId: number | null;
+  githubLogin: string | null;
+  githubInstallationId: number | null;
 }
 
 /** Per merge queue: the planner's snapshot and the lease of its only writer (its driver). */

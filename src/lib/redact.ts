@@ -1,7 +1,8 @@
 /**
  * Keeping secrets out of log lines and messages. What counts as a secret here: API tokens
  * (`mlt_…`), dashboard session ids (`mls_…`), the values of credential-like query parameters
- * (the signature of an upload URL, `token`, `key`, `password`, cloud storage signatures…), the
+ * (the signature of an upload URL, `token`, `key`, `password`, cloud storage signatures, OAuth's
+ * `code`, `state` and `client_secret`…), the
  * password part of a URL, GitHub's tokens (`ghs_…`, `ghp_…`, `github_pat_…`), JSON Web Tokens (a
  * GitHub App's JWT) and PEM private keys.
  *
@@ -13,7 +14,7 @@ export const REDACTED = "[redacted]";
 
 /** `?signature=…`, `&token=…`: the name is kept (it tells what was there), the value goes. */
 const SECRET_PARAMETERS =
-  /([?&;](?:signature|sig|token|csrf|access_token|api_token|x-api-token|apikey|api_key|key|secret|password|passwd|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)=)[^&#\s"'<>]*/gi;
+  /([?&;](?:signature|sig|token|csrf|access_token|api_token|x-api-token|apikey|api_key|key|secret|password|passwd|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|client_secret|code|state)=)[^&#\s"'<>]*/gi;
 /** `scheme://user:password@host` → `scheme://user:[redacted]@host`. */
 const URL_PASSWORD = /([a-z][a-z0-9+.-]*:\/\/[^:/@\s"'<>]*):[^@/\s"'<>]*@/gi;
 /**

@@ -3,6 +3,10 @@
  * the browser holds a random session id (256 bits, `mls_…`) that the server knows only by its
  * SHA-256. A session ends when it is signed out, revoked by an operator, idle too long, older
  * than its absolute lifetime, or when its token is revoked or deleted.
+ *
+ * A browser may also sign in with GitHub (ADR 0029): the session then has no token but names the
+ * GitHub user and the App installation it came through, and ends once that installation is no
+ * longer linked to the session's organization (the lookup joins the installation).
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Clock } from "../lib/clock.js";
@@ -41,7 +45,12 @@ export interface SessionRecord {
   /** Public name (`ses_…`): listings and revocation; not a secret. */
   id: string;
   organizationId: string;
-  tokenId: string;
+  /** The API token it was signed in with; null for a GitHub session. */
+  tokenId: string | null;
+  /** A GitHub session: the user and the installation it entered through (else all null). */
+  githubUserId: number | null;
+  githubLogin: string | null;
+  githubInstallationId: number | null;
   createdAt: number;
   lastSeenAt: number;
   /** The absolute end. */
@@ -58,14 +67,26 @@ export interface NewSession extends Omit<SessionRecord, "revokedAt" | "revokedRe
 export interface StoredSession extends SessionRecord {
   idHash: string;
   organizationSlug: string;
-  /** When the session's token was revoked; null while it is active. */
+  /** When the session's token was revoked; null while it is active (or without a token). */
   tokenRevokedAt: number | null;
+  /** A GitHub session's installation: the organization it is linked to now (null: none). */
+  installationOrganizationId: string | null;
 }
 
 /** A session as an operator's listing shows it. */
 export interface SessionListing extends SessionRecord {
   tokenName: string | null;
   tokenRevokedAt: number | null;
+  installationOrganizationId: string | null;
+}
+
+/** Who signs in with GitHub, through which linked installation (ADR 0029). */
+export interface GitHubSignIn {
+  organizationId: string;
+  organizationSlug: string;
+  userId: number;
+  login: string;
+  installationId: number;
 }
 
 /** Sessions in storage (implemented by `db/stores/sessions.ts`). */
@@ -90,12 +111,20 @@ export interface WebSession {
 }
 
 /** Where a session stands, for listings. */
-export type SessionState = "active" | "expired" | "signed_out" | "revoked" | "token_revoked";
+export type SessionState =
+  "active" | "expired" | "signed_out" | "revoked" | "token_revoked" | "installation_unlinked";
 
 export function sessionState(
   session: Pick<
     SessionListing,
-    "revokedAt" | "revokedReason" | "tokenRevokedAt" | "lastSeenAt" | "expiresAt"
+    | "revokedAt"
+    | "revokedReason"
+    | "tokenRevokedAt"
+    | "lastSeenAt"
+    | "expiresAt"
+    | "organizationId"
+    | "githubInstallationId"
+    | "installationOrganizationId"
   >,
   now: number,
   lifetimes: SessionLifetimes,
@@ -104,6 +133,12 @@ export function sessionState(
     return session.revokedReason === "signed_out" ? "signed_out" : "revoked";
   }
   if (session.tokenRevokedAt !== null) return "token_revoked";
+  if (
+    session.githubInstallationId !== null &&
+    session.installationOrganizationId !== session.organizationId
+  ) {
+    return "installation_unlinked";
+  }
   if (now >= session.expiresAt || now >= session.lastSeenAt + lifetimes.idleMs) return "expired";
   return "active";
 }
@@ -135,12 +170,40 @@ export class SessionService {
       idHash: hashToken(sessionId),
       organizationId: principal.organizationId,
       tokenId: principal.tokenId,
+      githubUserId: null,
+      githubLogin: null,
+      githubInstallationId: null,
       createdAt: now,
       lastSeenAt: now,
       expiresAt: now + this.lifetimes.absoluteMs,
     };
     await this.deps.sessions.insertSession(record);
     return { sessionId, session: this.live(record, principal.organizationSlug) };
+  }
+
+  /**
+   * A new session for a GitHub user who reaches an installation linked to the organization (the
+   * web layer has checked that with GitHub, with the user's token, which is not kept).
+   */
+  async signInWithGitHub(
+    github: GitHubSignIn,
+  ): Promise<{ sessionId: string; session: WebSession }> {
+    const now = this.deps.clock.now();
+    const sessionId = SESSION_PREFIX + randomBytes(32).toString("base64url");
+    const record: NewSession = {
+      id: publicId("ses"),
+      idHash: hashToken(sessionId),
+      organizationId: github.organizationId,
+      tokenId: null,
+      githubUserId: github.userId,
+      githubLogin: github.login,
+      githubInstallationId: github.installationId,
+      createdAt: now,
+      lastSeenAt: now,
+      expiresAt: now + this.lifetimes.absoluteMs,
+    };
+    await this.deps.sessions.insertSession(record);
+    return { sessionId, session: this.live(record, github.organizationSlug) };
   }
 
   /** The live session a cookie's id names; undefined when there is none (or it ended). */
@@ -210,7 +273,8 @@ export class SessionService {
       principal: {
         organizationId: record.organizationId,
         organizationSlug,
-        tokenId: record.tokenId,
+        // What acts in the audit trail: the token, or the GitHub user.
+        tokenId: record.tokenId ?? `github:${record.githubLogin ?? String(record.githubUserId)}`,
       },
       createdAt: record.createdAt,
       lastSeenAt: record.lastSeenAt,

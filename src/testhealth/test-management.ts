@@ -27,9 +27,12 @@ export function ticketHistoryWords(ticket: string | null, previous: string | nul
     : `Linked ticket ${ticket} (replacing ${previous})`;
 }
 
-/** Who a change is recorded as when the caller names no one: the token that made it. */
+/**
+ * Who a change is recorded as when the caller names no one: the token that made it, or the
+ * GitHub user of a session signed in with GitHub (`github:<login>`, ADR 0029).
+ */
 export function tokenActor(principal: Principal): string {
-  return `token:${principal.tokenId}`;
+  return principal.tokenId.startsWith("github:") ? principal.tokenId : `token:${principal.tokenId}`;
 }
 
 export interface TestManagementDependencies {

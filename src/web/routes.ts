@@ -26,6 +26,7 @@ import {
   setSignInCookie,
   SIGN_IN_COOKIE,
 } from "./cookies.js";
+import { registerGitHubSignIn, type GitHubSignInFlow } from "./github-sign-in.js";
 import { markup, pathWithQuery, segment } from "./html.js";
 import { registerMergeQueuePages, type MergeQueuePageDependencies } from "./merge-queue-routes.js";
 import {
@@ -47,8 +48,10 @@ import { urls } from "./urls.js";
 export interface DashboardDependencies {
   sessions: Pick<
     SessionService,
-    "resume" | "signIn" | "signOut" | "csrfToken" | "csrfMatches" | "lifetimes"
+    "resume" | "signIn" | "signInWithGitHub" | "signOut" | "csrfToken" | "csrfMatches" | "lifetimes"
   >;
+  /** "Sign in with GitHub" (ADR 0029), when the App's OAuth credentials are configured. */
+  github?: GitHubSignInFlow | undefined;
   /** The principal of an `x-api-token` header (scripts reading pages). */
   authenticate(token: string): Promise<Principal>;
   overview: Pick<TestHealthOverview, "organization">;
@@ -185,6 +188,13 @@ export function registerDashboard(app: WebApp, deps: DashboardDependencies): voi
   });
   registerAssets(app, assets);
   registerSignIn(web, deps);
+  registerGitHubSignIn(web, {
+    github: deps.github,
+    sessions: deps.sessions,
+    publicUrl: deps.publicUrl,
+    clock: deps.clock,
+    safeNext,
+  });
   registerPages(web, deps);
 }
 
@@ -232,7 +242,13 @@ function registerSignIn(web: Web, deps: DashboardDependencies): void {
     return web.send(
       reply,
       status,
-      renderSignIn({ csrf, next, problem, lifetimes: deps.sessions.lifetimes }),
+      renderSignIn({
+        csrf,
+        next,
+        problem,
+        lifetimes: deps.sessions.lifetimes,
+        github: deps.github !== undefined,
+      }),
       undefined,
     );
   }

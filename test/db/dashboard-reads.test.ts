@@ -1,4 +1,7 @@
+import { sql, type Kysely } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { githubSessions } from "../../src/db/migrations/0021_github_sessions.js";
+import { columnTypes } from "../../src/db/migrations/types.js";
 import { OrganizationStore } from "../../src/db/stores/organizations.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import { SessionStore } from "../../src/db/stores/sessions.js";
@@ -143,6 +146,94 @@ describe(`sessions on ${TEST_DIALECT}`, () => {
     for (const wrong of [undefined, "", 5, csrf.slice(1), `${csrf}x`]) {
       expect(sessions.csrfMatches(a.sessionId, wrong)).toBe(false);
     }
+  });
+
+  it("a GitHub session lives while its installation is linked to the organization", async () => {
+    const { organizations, sessions } = sessionsWith();
+    const acme = await organizations.createOrganizationWithToken("acme");
+    const globex = await organizations.createOrganizationWithToken("globex");
+    const db = database.handle.db;
+    await db
+      .insertInto("githubInstallations")
+      .values({
+        id: 42,
+        accountId: 7,
+        accountLogin: "acme-gh",
+        accountType: "Organization",
+        repositorySelection: "all",
+        organizationId: acme.organization.id,
+        linkedAt: now,
+        suspendedAt: null,
+        deletedAt: null,
+        syncedAt: null,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .execute();
+    const signIn = {
+      organizationId: acme.organization.id,
+      organizationSlug: "acme",
+      userId: 1001,
+      login: "alice",
+      installationId: 42,
+    };
+    const { sessionId } = await sessions.signInWithGitHub(signIn);
+    const live = await sessions.resume(sessionId);
+    expect(live?.principal).toEqual({
+      organizationId: acme.organization.id,
+      organizationSlug: "acme",
+      tokenId: "github:alice",
+    });
+    // A session claiming another organization through acme's installation is refused.
+    const forged = await sessions.signInWithGitHub({
+      ...signIn,
+      organizationId: globex.organization.id,
+      organizationSlug: "globex",
+    });
+    expect(await sessions.resume(forged.sessionId)).toBeUndefined();
+    // The App uninstalled (GitHub deleted the installation; the row and its link stay): it ends.
+    await db
+      .updateTable("githubInstallations")
+      .set({ deletedAt: now })
+      .where("id", "=", 42)
+      .execute();
+    expect(await sessions.resume(sessionId)).toBeUndefined();
+    await db
+      .updateTable("githubInstallations")
+      .set({ deletedAt: null })
+      .where("id", "=", 42)
+      .execute();
+    expect((await sessions.resume(sessionId))?.id).toBe(live?.id);
+    // Unlinked (or linked elsewhere): the session ends.
+    await db
+      .updateTable("githubInstallations")
+      .set({ organizationId: null, linkedAt: null })
+      .where("id", "=", 42)
+      .execute();
+    expect(await sessions.resume(sessionId)).toBeUndefined();
+    const listed = await sessions.list("acme");
+    expect(listed.map((x) => [x.githubLogin, x.tokenId, x.state])).toEqual([
+      ["alice", null, "installation_unlinked"],
+    ]);
+    // Migration 0021 down drops GitHub sessions and keeps token sessions; up again works.
+    const kept = await sessions.signIn(acme.token);
+    const types = columnTypes(database.handle.dialect);
+    const raw = db as unknown as Kysely<unknown>;
+    await githubSessions.down(raw, types);
+    const left = await sql<{ id: string }>`select id from web_sessions`.execute(db);
+    expect(left.rows.map((r) => r.id)).toEqual([kept.session.id]);
+    await githubSessions.up(raw, types);
+    expect((await sessions.resume(kept.sessionId))?.id).toBe(kept.session.id);
+    await db
+      .updateTable("githubInstallations")
+      .set({ organizationId: acme.organization.id })
+      .where("id", "=", 42)
+      .execute();
+    const again = await sessions.signInWithGitHub(signIn);
+    expect((await sessions.resume(again.sessionId))?.principal.tokenId).toBe("github:alice");
+    // Deleting a token still deletes its sessions (the rebuilt table keeps the cascade).
+    await db.deleteFrom("apiTokens").where("organizationId", "=", acme.organization.id).execute();
+    expect(await sessions.resume(kept.sessionId)).toBeUndefined();
   });
 });
 

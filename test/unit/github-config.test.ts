@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import {
   ConfigError,
   githubHostOf,
+  githubWebUrlOf,
   loadGitHubConfig,
   loadServiceConfig,
 } from "../../src/config.js";
@@ -147,5 +148,45 @@ describe("MAINLINE_GITHUB_*", () => {
     expect(
       refusal(() => loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_HOST: "github.com/evil path" })),
     ).toContain("MAINLINE_GITHUB_HOST");
+  });
+
+  it("takes the App's OAuth credentials, both or neither, and never shows the secret", () => {
+    const secret = "0123456789abcdef0123456789abcdef01234567";
+    expect(loadGitHubConfig(BASE)?.oauth).toBeUndefined();
+    expect(
+      loadGitHubConfig({
+        ...BASE,
+        MAINLINE_GITHUB_CLIENT_ID: "Iv23liAbCdEf",
+        MAINLINE_GITHUB_CLIENT_SECRET: secret,
+      }),
+    ).toMatchObject({
+      oauth: { clientId: "Iv23liAbCdEf", clientSecret: secret },
+      webUrl: "https://github.com",
+    });
+    const half = refusal(() =>
+      loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_CLIENT_SECRET: secret }),
+    );
+    expect(half).toContain("MAINLINE_GITHUB_CLIENT_ID");
+    expect(half).not.toContain(secret);
+    const bad = refusal(() =>
+      loadGitHubConfig({
+        ...BASE,
+        MAINLINE_GITHUB_CLIENT_ID: "Iv23liAbCdEf",
+        MAINLINE_GITHUB_CLIENT_SECRET: "short secret",
+      }),
+    );
+    expect(bad).toContain("MAINLINE_GITHUB_CLIENT_SECRET");
+    expect(bad).not.toContain("short secret");
+    // Alone, without the App, they are a partial configuration.
+    expect(
+      refusal(() => loadGitHubConfig({ MAINLINE_GITHUB_CLIENT_ID: "Iv23liAbCdEf" })),
+    ).toContain("MAINLINE_GITHUB_APP_ID");
+  });
+
+  it("derives GitHub's web address (OAuth's pages) from the API URL", () => {
+    expect(githubWebUrlOf("https://api.github.com")).toBe("https://github.com");
+    expect(githubWebUrlOf("https://api.acme.ghe.com")).toBe("https://acme.ghe.com");
+    expect(githubWebUrlOf("https://github.example.com/api/v3")).toBe("https://github.example.com");
+    expect(githubWebUrlOf("http://127.0.0.1:9")).toBe("http://127.0.0.1:9");
   });
 });

@@ -198,6 +198,11 @@ describe("the App manifest", () => {
       url: "https://ci.example.com/webhooks/github",
       active: true,
     });
+    expect(manifest.callback_urls).toEqual(["https://ci.example.com/sign-in/github/callback"]);
+    expect(manifest.request_oauth_on_install).toBe(false);
+    const link = new URL(registrationUrl("https://github.com", manifest));
+    expect(link.searchParams.getAll("callback_urls[]")).toEqual(manifest.callback_urls);
+    expect(link.searchParams.get("request_oauth_on_install")).toBe("false");
     expect(manifest.default_permissions).toEqual({
       actions: "write",
       administration: "read",

@@ -19,6 +19,12 @@ describe("redactSecrets", () => {
       "cookie mainline_session=mls_[redacted]",
     );
     expect(redactSecrets("/sign-in?next=/a&csrf=abc")).toBe("/sign-in?next=/a&csrf=[redacted]");
+    expect(redactSecrets("/sign-in/github/callback?code=0a1b2c&state=XyZ_1")).toBe(
+      "/sign-in/github/callback?code=[redacted]&state=[redacted]",
+    );
+    expect(redactSecrets("client_id=Iv1&client_secret=f00ba4")).toBe(
+      "client_id=Iv1&client_secret=[redacted]",
+    );
     const harmless = "No operation GET /v1/nowhere. Expires in 5 minutes; key names: a, b.";
     expect(redactSecrets(harmless)).toBe(harmless);
   });

@@ -210,6 +210,7 @@ export function registerAdminCommands(program: Command, context: CliContext): vo
         state: x.state,
         tokenId: x.tokenId,
         tokenName: x.tokenName,
+        githubLogin: x.githubLogin,
         createdAt: isoTime(x.createdAt),
         lastSeenAt: isoTime(x.lastSeenAt),
         expiresAt: isoTime(x.expiresAt),
@@ -224,8 +225,12 @@ export function registerAdminCommands(program: Command, context: CliContext): vo
           ["ID", "STATE", "TOKEN", "CREATED", "LAST SEEN", "EXPIRES"],
           ...view.map((x) => [
             x.id,
-            x.state.replace("_", " "),
-            x.tokenName ? `${x.tokenId} (${x.tokenName})` : x.tokenId,
+            x.state.replaceAll("_", " "),
+            x.tokenId === null
+              ? `GitHub: ${x.githubLogin ?? "?"}`
+              : x.tokenName
+                ? `${x.tokenId} (${x.tokenName})`
+                : x.tokenId,
             x.createdAt,
             x.lastSeenAt,
             x.expiresAt,

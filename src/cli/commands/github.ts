@@ -170,6 +170,13 @@ export function registerGitHubCommands(program: Command, context: CliContext): v
             ? `   MAINLINE_GITHUB_API_URL=${apiUrl}`
             : "   MAINLINE_GITHUB_API_URL=https://HOST/api/v3                (GitHub Enterprise Server only)",
           "",
+          '   For "Sign in with GitHub" on the dashboard (optional), also the App\'s Client ID and a',
+          "   client secret generated on its settings page:",
+          "",
+          "   MAINLINE_GITHUB_CLIENT_ID=<the Client ID, Iv…>",
+          "   MAINLINE_GITHUB_CLIENT_SECRET=<the client secret>",
+          `   (its callback URL, already in the form: ${app.signInCallbackUrl(publicUrl)})`,
+          "",
           `4. Install the App ("Install App" on its settings page) on the accounts whose`,
           "   repositories Mainline serves: all their repositories, or selected ones.",
           "5. Link each installation to a Mainline organization. As the operator:",

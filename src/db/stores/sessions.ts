@@ -18,13 +18,19 @@ const LISTING_COLUMNS = [
   "webSessions.expiresAt",
   "webSessions.revokedAt",
   "webSessions.revokedReason",
+  "webSessions.githubUserId",
+  "webSessions.githubLogin",
+  "webSessions.githubInstallationId",
   "apiTokens.name as tokenName",
   "apiTokens.revokedAt as tokenRevokedAt",
+  "githubInstallations.organizationId as installationOrganizationId",
 ] as const;
 
 /**
  * The dashboard's sessions (ADR 0023). Part of the tokens' aggregate: a session is deleted with
- * its token and ends when the token is revoked (the lookup joins the token).
+ * its token and ends when the token is revoked (the lookup joins the token). A GitHub session
+ * (ADR 0029) has no token: the lookup joins its installation instead (while GitHub has it: not
+ * deleted), whose link it depends on.
  */
 export class SessionStore implements SessionRecords {
   private readonly byHash: PrecompiledQuery<[idHash: string], StoredSession>;
@@ -36,7 +42,12 @@ export class SessionStore implements SessionRecords {
       (idHash: string) =>
         db
           .selectFrom("webSessions")
-          .innerJoin("apiTokens", "apiTokens.id", "webSessions.tokenId")
+          .leftJoin("apiTokens", "apiTokens.id", "webSessions.tokenId")
+          .leftJoin("githubInstallations", (join) =>
+            join
+              .onRef("githubInstallations.id", "=", "webSessions.githubInstallationId")
+              .on("githubInstallations.deletedAt", "is", null),
+          )
           .innerJoin("organizations", "organizations.id", "webSessions.organizationId")
           .select([
             "webSessions.id",
@@ -48,8 +59,12 @@ export class SessionStore implements SessionRecords {
             "webSessions.expiresAt",
             "webSessions.revokedAt",
             "webSessions.revokedReason",
+            "webSessions.githubUserId",
+            "webSessions.githubLogin",
+            "webSessions.githubInstallationId",
             "organizations.slug as organizationSlug",
             "apiTokens.revokedAt as tokenRevokedAt",
+            "githubInstallations.organizationId as installationOrganizationId",
           ])
           .where("webSessions.idHash", "=", idHash)
           .compile(),
@@ -91,7 +106,12 @@ export class SessionStore implements SessionRecords {
   listSessions(organizationId: string): Promise<SessionListing[]> {
     return this.db
       .selectFrom("webSessions")
-      .innerJoin("apiTokens", "apiTokens.id", "webSessions.tokenId")
+      .leftJoin("apiTokens", "apiTokens.id", "webSessions.tokenId")
+      .leftJoin("githubInstallations", (join) =>
+        join
+          .onRef("githubInstallations.id", "=", "webSessions.githubInstallationId")
+          .on("githubInstallations.deletedAt", "is", null),
+      )
       .select(LISTING_COLUMNS)
       .where("webSessions.organizationId", "=", organizationId)
       .orderBy("webSessions.createdAt", "desc")
@@ -102,7 +122,12 @@ export class SessionStore implements SessionRecords {
   findSession(id: string): Promise<SessionListing | undefined> {
     return this.db
       .selectFrom("webSessions")
-      .innerJoin("apiTokens", "apiTokens.id", "webSessions.tokenId")
+      .leftJoin("apiTokens", "apiTokens.id", "webSessions.tokenId")
+      .leftJoin("githubInstallations", (join) =>
+        join
+          .onRef("githubInstallations.id", "=", "webSessions.githubInstallationId")
+          .on("githubInstallations.deletedAt", "is", null),
+      )
       .select(LISTING_COLUMNS)
       .where("webSessions.id", "=", id)
       .executeTakeFirst();

@@ -27,6 +27,7 @@ import type { RepoRef, Repository } from "../../organizations/repositories.js";
 import { GitHubApp, type GitHubLogger } from "./client.js";
 import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
 import { GitHubRepositories } from "./repositories.js";
+import { GitHubSignIn } from "./sign-in.js";
 import { registerGitHubRoutes } from "./routes.js";
 import { WebhookDispatcher } from "./webhooks/dispatch.js";
 import { registerConnectionHandlers } from "./webhooks/handlers.js";
@@ -49,6 +50,7 @@ export {
   ALWAYS_DELIVERED_EVENTS,
   appManifest,
   registrationUrl,
+  signInCallbackUrl,
   webUrlOf,
   webhookUrl,
 } from "./manifest.js";
@@ -62,6 +64,10 @@ export interface GitHubProviderSettings {
   /** The host its repositories carry (`github.com`, a GHES host). */
   host: string;
   userAgent: string;
+  /** The App's OAuth credentials: "Sign in with GitHub" (ADR 0029) when given. */
+  oauth?: { clientId: string; clientSecret: string } | undefined;
+  /** GitHub's web address (OAuth's pages; config.ts derives it); default: the API URL's origin. */
+  webUrl?: string | undefined;
 }
 
 export interface GitHubProviderDeps {
@@ -90,6 +96,8 @@ export interface GitHubProvider {
   /** Where webhook handlers register (event, or event.action). */
   webhooks: WebhookHandlers;
   inbox: WebhookInbox;
+  /** "Sign in with GitHub", when the App's OAuth credentials are configured. */
+  signIn: GitHubSignIn | undefined;
   /** The organization's repository on GitHub, if an installation grants it (createQueue). */
   existingRepository(principal: Principal, ref: RepoRef): Promise<Repository>;
   /** `/v1/github/*`, on the authenticated scope. */
@@ -172,9 +180,23 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     return syncing;
   };
 
+  const signIn = settings.oauth
+    ? new GitHubSignIn({
+        settings: {
+          ...settings.oauth,
+          apiUrl: settings.apiUrl,
+          webUrl: settings.webUrl ?? new URL(settings.apiUrl).origin,
+          userAgent: settings.userAgent,
+        },
+        installations: stores.installations,
+        organizations: stores.organizations,
+      })
+    : undefined;
+
   return {
     hostName: settings.host,
     app,
+    signIn,
     installations,
     repositories,
     webhooks,

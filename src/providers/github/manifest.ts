@@ -54,12 +54,21 @@ export interface AppManifest {
   description: string;
   public: boolean;
   hook_attributes: { url: string; active: boolean };
+  /** Where GitHub sends a browser back after "Sign in with GitHub" (ADR 0029). */
+  callback_urls: string[];
+  /** No OAuth at installation: signing in is a separate, later step. */
+  request_oauth_on_install: boolean;
   default_permissions: Record<string, string>;
   default_events: string[];
 }
 
 export function webhookUrl(publicUrl: string): string {
   return `${publicUrl.replace(/\/+$/, "")}/webhooks/github`;
+}
+
+/** The callback URL of "Sign in with GitHub", to register in the App's settings. */
+export function signInCallbackUrl(publicUrl: string): string {
+  return `${publicUrl.replace(/\/+$/, "")}/sign-in/github/callback`;
 }
 
 /** GitHub's App manifest for a Mainline reachable at `publicUrl`. */
@@ -71,6 +80,8 @@ export function appManifest(options: { name: string; publicUrl: string }): AppMa
       "Mainline: a merge queue and test health for this account's repositories (self-hosted).",
     public: false,
     hook_attributes: { url: webhookUrl(options.publicUrl), active: true },
+    callback_urls: [signInCallbackUrl(options.publicUrl)],
+    request_oauth_on_install: false,
     default_permissions: Object.fromEntries(
       Object.entries(APP_PERMISSIONS).map(([name, { access }]) => [name, access]),
     ),
@@ -107,6 +118,8 @@ export function registrationUrl(
   query.set("public", String(manifest.public));
   query.set("webhook_active", "true");
   query.set("webhook_url", manifest.hook_attributes.url);
+  for (const url of manifest.callback_urls) query.append("callback_urls[]", url);
+  query.set("request_oauth_on_install", String(manifest.request_oauth_on_install));
   for (const [permission, access] of Object.entries(manifest.default_permissions)) {
     query.set(permission, access);
   }

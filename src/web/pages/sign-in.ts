@@ -13,6 +13,38 @@ export interface SignInView {
   /** Why the last attempt failed. */
   problem?: string | undefined;
   lifetimes: SessionLifetimes;
+  /** Offer "Sign in with GitHub" (the server has the App's OAuth credentials). */
+  github?: boolean | undefined;
+}
+
+/** An organization a GitHub user may enter, signed for the chooser's form. */
+export interface GitHubChoiceView {
+  organizationSlug: string;
+  accountLogin: string;
+  /** The signed choice the form posts back. */
+  value: string;
+}
+
+/** Several organizations: the user picks one (ADR 0029). */
+export function renderGitHubChooser(view: {
+  login: string;
+  choices: GitHubChoiceView[];
+  next: string | undefined;
+}): PageView {
+  const next = view.next ? markup`<input type="hidden" name="next" value="${view.next}">` : "";
+  const chooseUrl = `${urls.signIn()}/github/choose`;
+  const items = view.choices.map(
+    (c) => markup`<li><form method="post" action="${chooseUrl}">${next}
+  <input type="hidden" name="choice" value="${c.value}">
+  <button class="primary" type="submit">${c.organizationSlug}</button> through the installation on <strong>${c.accountLogin}</strong>
+</form></li>`,
+  );
+  return {
+    title: "Choose an organization",
+    main: markup`<h1>Choose an organization</h1>
+<p>Signed in to GitHub as <strong>${view.login}</strong>. Installations you can reach are linked to several organizations here; choose the one to enter.</p>
+<ul class="github-choices">${items}</ul>`,
+  };
 }
 
 function hours(ms: number): string {
@@ -25,6 +57,7 @@ export function renderSignIn(view: SignInView): PageView {
     ? markup`<p class="error" role="alert" id="sign-in-problem">${view.problem}</p>`
     : "";
   const next = view.next ? markup`<input type="hidden" name="next" value="${view.next}">` : "";
+  const githubHref = `${urls.signIn()}/github${view.next ? `?next=${encodeURIComponent(view.next)}` : ""}`;
   return {
     title: "Sign in",
     main: markup`<h1>Sign in to Mainline</h1>
@@ -37,6 +70,11 @@ ${problem}
   <label for="token">API token</label>
   <input id="token" name="token" type="password" autocomplete="off" spellcheck="false" required${view.problem ? markup` aria-describedby="sign-in-problem"` : ""}>
   <button class="primary" type="submit">Sign in</button>
-</form>`,
+</form>${
+      view.github
+        ? markup`
+<p>Or <a class="button" id="sign-in-github" href="${githubHref}">Sign in with GitHub</a>: for organizations whose GitHub App installation you can reach.</p>`
+        : ""
+    }`,
   };
 }

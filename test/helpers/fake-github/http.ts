@@ -300,7 +300,13 @@ export class HttpServer {
     let response: FakeResponse;
     let faultName: string | undefined;
     try {
-      if (raw.trim() !== "") {
+      if (
+        raw.trim() !== "" &&
+        (req.headers["content-type"] ?? "").startsWith("application/x-www-form-urlencoded")
+      ) {
+        // OAuth's `/login/oauth/access_token` takes a form as well as JSON.
+        ctx.body = Object.fromEntries(new URLSearchParams(raw));
+      } else if (raw.trim() !== "") {
         let parsed: unknown;
         try {
           parsed = JSON.parse(raw);

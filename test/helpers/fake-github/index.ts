@@ -35,6 +35,7 @@ import type {
 import * as objects from "./objects.js";
 import * as protection from "./protection.js";
 import { Issues } from "./issues.js";
+import { OAuthFlow } from "./oauth.js";
 import { SchemaGuard } from "./openapi-guard.js";
 import { Pulls } from "./pulls.js";
 import { RefService } from "./refs.js";
@@ -73,6 +74,8 @@ export interface CreatedApp {
   id: number;
   slug: string;
   clientId: string;
+  /** The App's OAuth client secret (user authorization: `POST /login/oauth/access_token`). */
+  clientSecret: string;
   /** PKCS#1 PEM, as GitHub hands it out. */
   privateKey: string;
   webhookSecret: string;
@@ -95,6 +98,8 @@ export class FakeGitHub {
   readonly world: World;
   readonly http: HttpServer;
   readonly auth: AppAuth;
+  /** A GitHub App's user authorization (the web flow): `authorizeAs` picks the browser's user. */
+  readonly oauth: OAuthFlow;
   readonly webhooks: WebhookHub;
   readonly requests = new RequestLog();
   /** The schema guard: `violations`, `checked`, `assertValid()`. */
@@ -120,6 +125,7 @@ export class FakeGitHub {
     const world = this.world;
     const validate = options.validate ?? process.env.VITEST !== undefined;
     this.auth = new AppAuth(world);
+    this.oauth = new OAuthFlow(world);
     this.webhooks = new WebhookHub(world, {
       mode: options.webhookMode ?? "each",
       timeoutMs: options.webhookTimeoutMs ?? 10_000,
@@ -157,6 +163,7 @@ export class FakeGitHub {
     this.issues = new Issues(world, this.auth, this.pulls, this.webhooks);
     this.ci = new Ci(world, this.checks, this.webhooks, GITHUB_ACTIONS_APP_ID);
     this.auth.register(this.http);
+    this.oauth.register(this.http);
     this.repos.register(this.http);
     protection.register(this.http, world, this.auth);
     this.checks.register(this.http);
@@ -210,6 +217,14 @@ export class FakeGitHub {
     return token;
   }
 
+  /**
+   * Who the browser is signed in to GitHub as: `GET /login/oauth/authorize` then answers straight
+   * with the redirect back and a code for this user (who has approved the App); null: signed out.
+   */
+  authorizeAs(login: string | null): void {
+    this.oauth.browserUser = login === null ? null : this.world.account(login).login;
+  }
+
   /** Shifts the fake's clock (JWT checks and the `date` header), as a drifting server would. */
   setClockSkew(seconds: number): void {
     this.world.clockSkewMs = seconds * 1000;
@@ -239,6 +254,7 @@ export class FakeGitHub {
       slug: options.slug,
       name: options.name ?? options.slug,
       clientId: `Iv23li${world.random.alphanumeric(14)}`,
+      clientSecret: world.random.hex(20),
       nodeId: objects.nodeId("Integration", id),
       owner,
       privateKeyPem,
@@ -256,6 +272,7 @@ export class FakeGitHub {
       id,
       slug: app.slug,
       clientId: app.clientId,
+      clientSecret: app.clientSecret,
       privateKey: privateKeyPem,
       webhookSecret: app.webhookSecret,
       botLogin: bot.login,
@@ -499,6 +516,7 @@ export class FakeGitHub {
       slug: "github-actions",
       name: "GitHub Actions",
       clientId: "Iv1.05c79e9ad1f6bdfa",
+      clientSecret: "",
       nodeId: "MDM6QXBwMTUzNjg=",
       owner,
       privateKeyPem: "",

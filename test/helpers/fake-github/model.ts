@@ -28,6 +28,8 @@ export interface FakeApp {
   slug: string;
   name: string;
   clientId: string;
+  /** Its OAuth client secret (user authorization). */
+  clientSecret: string;
   nodeId: string;
   owner: Account;
   /** PEM (PKCS#1, as GitHub hands it out) and the key that verifies the App's JWTs. */
