@@ -306,6 +306,7 @@ function table(results: readonly DatabaseResult[]): string {
   const header = [
     "database",
     "page",
+    "first ms",
     "p50 ms",
     "p95 ms",
     "max ms",
