@@ -27,7 +27,7 @@ import {
   SIGN_IN_COOKIE,
 } from "./cookies.js";
 import { registerGitHubSignIn, type GitHubSignInFlow } from "./github-sign-in.js";
-import { markup, pathWithQuery, segment } from "./html.js";
+import { markup } from "./html.js";
 import { registerMergeQueuePages, type MergeQueuePageDependencies } from "./merge-queue-routes.js";
 import {
   gettingStarted,
@@ -439,13 +439,12 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
           },
         };
       }
-      const base = `/${segment(context.org)}/flaky-tests/test/${segment(request.params.id)}`;
-      const query = { repo: request.query.repo, host: request.query.host };
+      const ref = { ...repo, host: request.query.host || "github.com" };
       return {
         view: renderTestPage(view, {
           csrf: context.viewer.csrf,
-          overrideAction: pathWithQuery(`${base}/quarantine`, query),
-          ticketAction: pathWithQuery(`${base}/ticket`, query),
+          overrideAction: urls.testForm(context.org, request.params.id, ref, "quarantine"),
+          ticketAction: urls.testForm(context.org, request.params.id, ref, "ticket"),
           note:
             request.query.note !== undefined && Object.hasOwn(TEST_NOTES, request.query.note)
               ? TEST_NOTES[request.query.note]
@@ -456,8 +455,6 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
   );
 
   // The test page's forms: they change the test, then go back to its page with a note.
-  const backToTest = (org: string, id: string, repo: RepoRef, note: string) =>
-    `${urls.test(org, id, repo)}&note=${note}`;
   web.action(
     "/:org/flaky-tests/test/:id/quarantine",
     { params: TestParams, querystring: TestFormQuery, body: OverrideForm },
@@ -475,7 +472,7 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
       });
       deps.repositoryHealth.invalidate(test.repositoryId);
       return {
-        redirect: backToTest(
+        redirect: urls.test(
           context.org,
           request.params.id,
           repo,
@@ -499,7 +496,7 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
       });
       deps.repositoryHealth.invalidate(test.repositoryId);
       return {
-        redirect: backToTest(
+        redirect: urls.test(
           context.org,
           request.params.id,
           repo,

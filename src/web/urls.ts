@@ -40,9 +40,15 @@ export const urls = {
   /** A repository's test health: figures, trends, the tests table. */
   repository: (slug: string, repo: RepoRef, view: TestTableView = {}) =>
     pathWithQuery(`${org(slug)}/flaky-tests/repo`, { ...repoQuery(repo), ...view }),
-  /** A test (docs/contract.md §3: every test's `html_url`). */
-  test: (slug: string, testId: string, repo: RepoRef) =>
-    pathWithQuery(`${org(slug)}/flaky-tests/test/${segment(testId)}`, repoQuery(repo)),
+  /** A test (docs/contract.md §3: every test's `html_url`); `note`: what a form just saved. */
+  test: (slug: string, testId: string, repo: RepoRef, note?: string) =>
+    pathWithQuery(`${org(slug)}/flaky-tests/test/${segment(testId)}`, {
+      ...repoQuery(repo),
+      note,
+    }),
+  /** A form of the test page: its quarantine override or its ticket. */
+  testForm: (slug: string, testId: string, repo: RepoRef, form: "quarantine" | "ticket") =>
+    pathWithQuery(`${org(slug)}/flaky-tests/test/${segment(testId)}/${form}`, repoQuery(repo)),
   /** Uploads: of one repository, or the repositories to choose from. */
   uploads: (slug: string, repo?: RepoRef, page?: number) =>
     pathWithQuery(`${org(slug)}/flaky-tests/uploads`, { ...(repo ? repoQuery(repo) : {}), page }),
