@@ -15,7 +15,9 @@
  *    warm-up; p50/p95/p99 of the answer as the sender sees it, and the server's CPU.
  *
  * Usage: npm run bench:github-reconcile   (BENCH_PULLS=<100..5000>, default 1000;
- *   BENCH_PASSES=<1..50>, default 10; BENCH_DELIVERIES=<100..20000>, default 2000)
+ *   BENCH_PASSES=<1..50>, default 10; BENCH_DELIVERIES=<100..20000>, default 2000;
+ *   BENCH_PARTS=reconcile,webhooks (default both); BENCH_DATABASES=sqlite,postgresql (default
+ *   both); BENCH_CPU_PROFILE=<dir>: the webhook servers write V8 CPU profiles there)
  */
 import { fork } from "node:child_process";
 import { createHmac, randomBytes } from "node:crypto";
@@ -29,7 +31,7 @@ import { loadGitHubConfig } from "../src/config.js";
 import { MergeQueueStore } from "../src/db/stores/merge-queues.js";
 import { initialConfiguration } from "../src/mergequeue/settings.js";
 import type { FakeRequest, FakeSetup } from "./support/fake-github-process.js";
-import { integerFromEnv } from "./support/env.js";
+import { integerFromEnv, listFromEnv } from "./support/env.js";
 import {
   ROOT,
   processStats,
@@ -46,6 +48,9 @@ const QUEUED = 20;
 const CONCURRENCY = 10;
 const WARM_UP = 200;
 const TARGET_P99_MS = 50;
+const PARTS = listFromEnv("BENCH_PARTS", "reconcile,webhooks");
+const DATABASES = listFromEnv("BENCH_DATABASES", "sqlite,postgresql");
+const CPU_PROFILE = process.env.BENCH_CPU_PROFILE;
 
 // ---- the fake GitHub, in its own process -------------------------------------------------------
 
@@ -291,6 +296,9 @@ async function benchWebhooks(setup: FakeSetup, database: string, databaseUrl?: s
       token: randomBytes(32).toString("hex"),
       dataDir,
       databaseUrl,
+      ...(CPU_PROFILE
+        ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${path.resolve(CPU_PROFILE)}`] }
+        : {}),
       env: {
         MAINLINE_GITHUB_APP_ID: String(setup.app.id),
         MAINLINE_GITHUB_PRIVATE_KEY: setup.app.privateKey,
@@ -334,20 +342,24 @@ try {
   process.stdout.write(`fake GitHub: ${PULLS} open pull requests…\n`);
   const setup = await fake<FakeSetup>({ op: "setup", pulls: PULLS });
   process.stdout.write(`  set up in ${setup.setupMs} ms\n`);
-  const reconcile = [
-    await benchReconcile(setup, "sqlite"),
-    await withThrowawayPostgres((url) => benchReconcile(setup, "postgresql", url)),
+  const both = async <T>(run: (database: string, url?: string) => Promise<T>): Promise<T[]> => [
+    ...(DATABASES.includes("sqlite") ? [await run("sqlite")] : []),
+    ...(DATABASES.includes("postgresql")
+      ? [await withThrowawayPostgres((url) => run("postgresql", url))]
+      : []),
   ];
+  const reconcile = PARTS.includes("reconcile")
+    ? await both((database, url) => benchReconcile(setup, database, url))
+    : [];
   for (const r of reconcile) {
     const q = r.nothingChanged;
     process.stdout.write(
       `reconcile ${r.database.padEnd(10)} first pass: ${r.first.requests} requests, ${r.first.rateLimitPoints} points, ${r.first.wallMs} ms, ${r.first.changes} changes | nothing changed: ${q.requests} requests (${JSON.stringify(q.statuses)}), ${q.rateLimitPoints} points over ${q.passes} passes, ${q.wallMsMedian} ms, CPU ${q.cpuMsMedian} ms, ${q.changes} changes | after a push to main: ${r.afterPush.requests} requests, ${r.afterPush.rateLimitPoints} points, ${r.afterPush.changes} changes\n`,
     );
   }
-  const webhooks = [
-    await benchWebhooks(setup, "sqlite"),
-    await withThrowawayPostgres((url) => benchWebhooks(setup, "postgresql", url)),
-  ];
+  const webhooks = PARTS.includes("webhooks")
+    ? await both((database, url) => benchWebhooks(setup, database, url))
+    : [];
   for (const w of webhooks) {
     process.stdout.write(
       `webhooks  ${w.database.padEnd(10)} ${w.deliveries} deliveries at concurrency ${CONCURRENCY}: ${w.perSecond}/s, p50 ${w.p50Ms} ms, p95 ${w.p95Ms} ms, p99 ${w.p99Ms} ms, max ${w.maxMs} ms, server CPU ${w.serverCpuSeconds} s\n`,
