@@ -171,16 +171,19 @@ async function benchReconcile(setup: FakeSetup, database: string, databaseUrl?: 
     const measure = async () => {
       const used = await rateLimitUsed();
       const mark = await fake<number>({ op: "mark" });
+      const fakeCpu = await fake<{ cpuMs: number }>({ op: "cpu" });
       const cpu = process.cpuUsage();
       const started = performance.now();
       const report = await github.reconciler.pass();
       const wallMs = performance.now() - started;
       const { user, system } = process.cpuUsage(cpu);
+      const fakeCpuAfter = await fake<{ cpuMs: number }>({ op: "cpu" });
       const seen = await fake<RequestsSeen>({ op: "requests", since: mark });
       delete seen.byOperation["rate-limit/get"];
       return {
         wallMs: round1(wallMs),
         cpuMs: round1((user + system) / 1000),
+        fakeGitHubCpuMs: fakeCpuAfter.cpuMs - fakeCpu.cpuMs,
         requests: report.requests,
         notModified: report.notModified,
         statuses: seen.statuses,
@@ -204,6 +207,7 @@ async function benchReconcile(setup: FakeSetup, database: string, databaseUrl?: 
         passes: PASSES,
         wallMsMedian: median(quiet.map((q) => q.wallMs)),
         cpuMsMedian: median(quiet.map((q) => q.cpuMs)),
+        fakeGitHubCpuMsMedian: median(quiet.map((q) => q.fakeGitHubCpuMs)),
         requests: quiet[0]?.requests ?? 0,
         notModified: quiet[0]?.notModified ?? 0,
         statuses: quiet[0]?.statuses ?? {},
@@ -354,7 +358,7 @@ try {
   for (const r of reconcile) {
     const q = r.nothingChanged;
     process.stdout.write(
-      `reconcile ${r.database.padEnd(10)} first pass: ${r.first.requests} requests, ${r.first.rateLimitPoints} points, ${r.first.wallMs} ms, ${r.first.changes} changes | nothing changed: ${q.requests} requests (${JSON.stringify(q.statuses)}), ${q.rateLimitPoints} points over ${q.passes} passes, ${q.wallMsMedian} ms, CPU ${q.cpuMsMedian} ms, ${q.changes} changes | after a push to main: ${r.afterPush.requests} requests, ${r.afterPush.rateLimitPoints} points, ${r.afterPush.changes} changes\n`,
+      `reconcile ${r.database.padEnd(10)} first pass: ${r.first.requests} requests, ${r.first.rateLimitPoints} points, ${r.first.wallMs} ms, ${r.first.changes} changes | nothing changed: ${q.requests} requests (${JSON.stringify(q.statuses)}), ${q.rateLimitPoints} points over ${q.passes} passes, ${q.wallMsMedian} ms, CPU ${q.cpuMsMedian} ms (the fake's ${q.fakeGitHubCpuMsMedian} ms), ${q.changes} changes | after a push to main: ${r.afterPush.requests} requests, ${r.afterPush.rateLimitPoints} points, ${r.afterPush.changes} changes\n`,
     );
   }
   const webhooks = PARTS.includes("webhooks")
