@@ -120,7 +120,7 @@ async function openPull(repo: string, name: string): Promise<number> {
 }
 
 /** A reconciler of the server's GitHub connection whose changes are only recorded. */
-function spyReconciler(seen: HostChange[]): GitHubReconciler {
+function spyReconciler(seen: HostChange[], intervalMs = 0): GitHubReconciler {
   const github = server.services.github;
   if (!github) throw new Error("no GitHub");
   const { queues, runtime } = stores();
@@ -141,7 +141,7 @@ function spyReconciler(seen: HostChange[]): GitHubReconciler {
       warn: (fields, message) => warnings.push(`${message} ${JSON.stringify(fields)}`),
       error: (fields, message) => warnings.push(`${message} ${JSON.stringify(fields)}`),
     },
-    intervalMs: 0,
+    intervalMs,
   });
 }
 
@@ -246,6 +246,28 @@ describe("the reconcile pass", () => {
     expect(back.failed).toBe(0);
     expect(seen).toEqual([]);
     warnings.length = 0;
+  });
+});
+
+describe("the reconcile loop's timer", () => {
+  it("passes every interval once started, and not after it stopped", async () => {
+    const { gh } = world;
+    const seen: HostChange[] = [];
+    const reconciler = spyReconciler(seen, 100);
+    const mark = gh.requests.mark();
+    reconciler.start();
+    // Two passes at least: the open pull requests of both watched repositories, twice.
+    await expect
+      .poll(() => gh.requests.count({ operationId: "pulls/list", since: mark }), {
+        timeout: 20_000,
+      })
+      .toBeGreaterThanOrEqual(4);
+    // The first pass re-read what the queues hold.
+    expect(pulls(seen).length).toBeGreaterThan(0);
+    await reconciler.stop();
+    const stopped = gh.requests.mark();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(gh.requests.count({ since: stopped, installationId })).toBe(0);
   });
 });
 
