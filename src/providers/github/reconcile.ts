@@ -119,8 +119,10 @@ export class GitHubReconciler {
   private stopping = false;
 
   constructor(private readonly deps: ReconcilerDeps) {
-    // A page of 100 digests is a few kilobytes: ETags for many repositories' pages and branches.
-    this.conditional = new ConditionalRequests(20_000);
+    // A page is kept as its 100 digests (some 20 KB): 2,000 pages and branches, at most 40 MB,
+    // are 200 repositories of 1,000 open pull requests; beyond, the least recently read are read
+    // in full again.
+    this.conditional = new ConditionalRequests(2000);
   }
 
   get intervalMs(): number {
