@@ -131,6 +131,8 @@ export interface ServiceOptions {
   githubInbox?: Partial<InboxOptions>;
   /** How often the App's installations are read again (default hourly; 0: only at start). */
   githubSyncIntervalMs?: number;
+  /** Between GitHub reconcile passes (default: the configuration's; 0: only when asked). */
+  githubReconcileIntervalMs?: number;
   /**
    * The git host and CI of repositories that are not on the local git host (tests and the
    * simulator give in-memory ones); without them such repositories answer `host_not_connected`.
@@ -295,12 +297,16 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
           deliveries: new WebhookDeliveryStore(db, database.dialect),
           repositories,
           organizations: organizationStore,
+          queues: mergeQueues,
+          entries: runtime,
         },
         changes,
         ...(options.githubInbox ? { inbox: options.githubInbox } : {}),
         ...(options.githubSyncIntervalMs === undefined
           ? {}
           : { syncIntervalMs: options.githubSyncIntervalMs }),
+        reconcileIntervalMs:
+          options.githubReconcileIntervalMs ?? options.github.reconcileIntervalMs,
       })
     : undefined;
   const gitHost = new GitHostRouter(new Map([[local.hostName, local.gitHost]]), options.gitHost);

@@ -5,7 +5,7 @@ import { MIN_SUPPLIED_TOKEN_LENGTH } from "./lib/tokens.js";
 import { webUrlOf } from "./providers/github/manifest.js";
 import { ORG_SLUG_PATTERN } from "./organizations/slug.js";
 import { DEFAULT_SESSION_LIFETIMES, type SessionLifetimes } from "./organizations/sessions.js";
-import { HOUR_MS, MINUTE_MS } from "./lib/time.js";
+import { HOUR_MS, MINUTE_MS, SECOND_MS } from "./lib/time.js";
 
 /** Everything `mainline serve` reads from its environment (README "Configuration"). */
 export interface ServiceConfig {
@@ -51,6 +51,8 @@ export interface GitHubAppConfig {
   oauth?: { clientId: string; clientSecret: string } | undefined;
   /** GitHub's web address (`https://github.com`, `https://HOST` for GHES): OAuth's pages. */
   webUrl: string;
+  /** Between reconcile passes (MAINLINE_GITHUB_RECONCILE_SECONDS; default 60 s; 0: off). */
+  reconcileIntervalMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -196,6 +198,7 @@ const GITHUB_OPTIONAL = [
   "MAINLINE_GITHUB_HOST",
   "MAINLINE_GITHUB_CLIENT_ID",
   "MAINLINE_GITHUB_CLIENT_SECRET",
+  "MAINLINE_GITHUB_RECONCILE_SECONDS",
 ] as const;
 const DEFAULT_GITHUB_API_URL = "https://api.github.com";
 
@@ -235,7 +238,21 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     host,
     oauth: githubOAuth(env),
     webUrl: githubWebUrlOf(apiUrl),
+    reconcileIntervalMs: githubReconcileInterval(env),
   };
+}
+
+/** MAINLINE_GITHUB_RECONCILE_SECONDS: 0 (no reconcile loop) or 10 to 86,400; default 60. */
+function githubReconcileInterval(env: NodeJS.ProcessEnv): number {
+  const text = nonEmpty(env.MAINLINE_GITHUB_RECONCILE_SECONDS);
+  if (text === undefined) return 60 * SECOND_MS;
+  const seconds = /^\d{1,6}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(seconds === 0 || (seconds >= 10 && seconds <= 86_400))) {
+    throw new ConfigError(
+      `MAINLINE_GITHUB_RECONCILE_SECONDS must be 0 (no reconcile loop) or a whole number of seconds from 10 to 86400 (got "${text.slice(0, 80)}").`,
+    );
+  }
+  return seconds * SECOND_MS;
 }
 
 /** The App's OAuth credentials (both or neither); the secret is never shown in a message. */

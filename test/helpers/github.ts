@@ -42,6 +42,8 @@ export async function startGitHubServer(
 ): Promise<TestServer> {
   const server = await startTestServer({
     githubSyncIntervalMs: 0,
+    // Reconcile passes only when a test asks (they would add changes to what tests count).
+    githubReconcileIntervalMs: 0,
     ...options,
     github: world.config,
     githubInbox: { pollIntervalMs: 50, ...options.githubInbox },

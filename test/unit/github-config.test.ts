@@ -189,4 +189,19 @@ describe("MAINLINE_GITHUB_*", () => {
     expect(githubWebUrlOf("https://github.example.com/api/v3")).toBe("https://github.example.com");
     expect(githubWebUrlOf("http://127.0.0.1:9")).toBe("http://127.0.0.1:9");
   });
+
+  it("reconciles every 60 s by default, as MAINLINE_GITHUB_RECONCILE_SECONDS says, or not at all", () => {
+    expect(loadGitHubConfig(BASE)?.reconcileIntervalMs).toBe(60_000);
+    const seconds = (value: string) =>
+      loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_RECONCILE_SECONDS: value })?.reconcileIntervalMs;
+    expect(seconds("300")).toBe(300_000);
+    expect(seconds("0")).toBe(0);
+    for (const wrong of ["5", "1.5", "-10", "soon", "86401"]) {
+      expect(refusal(() => seconds(wrong))).toContain("MAINLINE_GITHUB_RECONCILE_SECONDS must be");
+    }
+    // Alone, it is a partial configuration of the App.
+    expect(refusal(() => loadGitHubConfig({ MAINLINE_GITHUB_RECONCILE_SECONDS: "60" }))).toContain(
+      "configured only in part",
+    );
+  });
 });

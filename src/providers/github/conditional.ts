@@ -4,6 +4,8 @@
  * limit. A loop that re-reads state often (the reconcile loop) so costs almost nothing while
  * nothing changes. The ETags and the data they stand for are kept per installation and URL, for
  * a bounded number of URLs (the least recently used are forgotten: their next read is a full one).
+ * A caller that needs only part of an answer keeps only that part (`project`): a page of 100 pull
+ * requests is kept as their numbers and heads, not as GitHub's megabyte of JSON.
  */
 import { BoundedMap } from "./token-cache.js";
 import type { GitHubClient } from "./octokit.js";
@@ -26,11 +28,25 @@ export class ConditionalRequests {
     this.kept = new BoundedMap(maxUrls);
   }
 
-  async get<T>(
+  get<T>(
     client: GitHubClient,
     scope: string,
     route: string,
     parameters: Record<string, unknown>,
+  ): Promise<ConditionalAnswer<T>> {
+    return this.getProjected(client, scope, route, parameters, ({ data }) => data as T);
+  }
+
+  /**
+   * The same, keeping (and answering) only `project` of GitHub's answer: its data and headers
+   * (`link`, for the next page). A 304 answers what `project` made of the last full answer.
+   */
+  async getProjected<T>(
+    client: GitHubClient,
+    scope: string,
+    route: string,
+    parameters: Record<string, unknown>,
+    project: (answer: { data: unknown; headers: Record<string, unknown> }) => T,
   ): Promise<ConditionalAnswer<T>> {
     const { url } = client.request.endpoint(route, parameters);
     const key = `${scope} ${url}`;
@@ -40,13 +56,17 @@ export class ConditionalRequests {
         ...parameters,
         headers: previous ? { "if-none-match": previous.etag } : {},
       });
+      const data = project({
+        data: response.data,
+        headers: response.headers,
+      });
       const etag = response.headers.etag;
       if (typeof etag === "string" && etag !== "") {
-        this.kept.set(key, { etag, data: response.data });
+        this.kept.set(key, { etag, data });
       } else {
         this.kept.delete(key);
       }
-      return { data: response.data as T, changed: true };
+      return { data, changed: true };
     } catch (error) {
       if (previous && statusOf(error) === 304) {
         return { data: previous.data as T, changed: false };

@@ -7,6 +7,8 @@
  * - `repositories`: an organization's repository → the installation that grants it and its
  *   client (what a `GitHost` and a `CiProvider` for GitHub act through);
  * - `webhooks`: the handler registry of the webhook inbox (ADR 0021), which later parts add to;
+ * - `reconciler`: the reconcile loop, which catches what webhooks missed with conditional reads
+ *   of the watched repositories' open pull requests and target branches (`reconcile.ts`);
  * - its routes (`/v1/github/*` for tokens, `POST /webhooks/github` for GitHub), start and stop.
  * Storage comes in through ports (`organizations/github-installations.ts`,
  * `mergequeue/webhook-delivery-records.ts`); pushes and pull-request changes go out as host-neutral
@@ -18,7 +20,11 @@ import type { ApiApp } from "../../api/types.js";
 import type { Clock } from "../../lib/clock.js";
 import { HOUR_MS, MINUTE_MS } from "../../lib/time.js";
 import type { HostChanges } from "../../mergequeue/host-changes.js";
-import type { RepositoryRecords } from "../../mergequeue/records.js";
+import type {
+  MergeQueueRecords,
+  RepositoryRecords,
+  RuntimeStore,
+} from "../../mergequeue/records.js";
 import type { DeliveryStorage } from "../../mergequeue/webhook-delivery-records.js";
 import type { GitHubInstallationStorage } from "../../organizations/github-installations.js";
 import type { OrganizationRecords } from "../../organizations/records.js";
@@ -26,6 +32,7 @@ import type { Principal } from "../../organizations/service.js";
 import type { RepoRef, Repository } from "../../organizations/repositories.js";
 import { GitHubApp, type GitHubLogger } from "./client.js";
 import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
+import { GitHubReconciler } from "./reconcile.js";
 import { GitHubRepositories } from "./repositories.js";
 import { GitHubSignIn } from "./sign-in.js";
 import { registerGitHubRoutes } from "./routes.js";
@@ -38,6 +45,7 @@ import { WebhookHandlers } from "./webhooks/registry.js";
 
 export type { GitHubClient, GitHubLogger } from "./client.js";
 export type { GitHubRepositoryAccess } from "./repositories.js";
+export type { GitHubReconciler, ReconcileReport } from "./reconcile.js";
 export type {
   InstallationDelivery,
   OrganizationDelivery,
@@ -79,12 +87,17 @@ export interface GitHubProviderDeps {
     deliveries: DeliveryStorage;
     repositories: Pick<RepositoryRecords, "find" | "findById">;
     organizations: Pick<OrganizationRecords, "findById" | "findBySlug">;
+    /** The queues (which repositories to watch) and what they hold (for the reconcile loop). */
+    queues: Pick<MergeQueueRecords, "listForHost">;
+    entries: Pick<RuntimeStore, "activeSummaries">;
   };
   /** Pushes and pull-request changes, as host-neutral events, to the queues. */
   changes: Pick<HostChanges, "apply">;
   inbox?: Partial<InboxOptions>;
   /** How often every installation is read again from GitHub (default hourly; 0: only at start). */
   syncIntervalMs?: number;
+  /** Between reconcile passes (default 60 s; 0: only when asked, `reconciler.pass()`). */
+  reconcileIntervalMs?: number;
 }
 
 export interface GitHubProvider {
@@ -96,6 +109,8 @@ export interface GitHubProvider {
   /** Where webhook handlers register (event, or event.action). */
   webhooks: WebhookHandlers;
   inbox: WebhookInbox;
+  /** The reconcile loop (started and stopped with the provider). */
+  reconciler: GitHubReconciler;
   /** "Sign in with GitHub", when the App's OAuth credentials are configured. */
   signIn: GitHubSignIn | undefined;
   /** The organization's repository on GitHub, if an installation grants it (createQueue). */
@@ -104,7 +119,10 @@ export interface GitHubProvider {
   routes(scope: ApiApp): void;
   /** `POST /webhooks/github`, on a scope of its own (no API token). */
   webhookRoutes(scope: ApiApp): void;
-  /** Starts the inbox's worker and the installations' sync (at once, then periodically). */
+  /**
+   * Starts the inbox's worker, the installations' sync (at once, then periodically) and the
+   * reconcile loop (its first pass an interval later).
+   */
   start(): Promise<void>;
   /** Finishes the deliveries in hand and stops. */
   stop(): Promise<void>;
@@ -165,6 +183,17 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     deps.inbox,
   );
 
+  const reconciler = new GitHubReconciler({
+    host: settings.host,
+    app,
+    repositories,
+    queues: stores.queues,
+    entries: stores.entries,
+    changes: deps.changes,
+    logger,
+    ...(deps.reconcileIntervalMs === undefined ? {} : { intervalMs: deps.reconcileIntervalMs }),
+  });
+
   const syncIntervalMs = deps.syncIntervalMs ?? HOUR_MS;
   let syncTimer: NodeJS.Timeout | undefined;
   let syncing: Promise<void> | undefined;
@@ -201,6 +230,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     repositories,
     webhooks,
     inbox,
+    reconciler,
     existingRepository: (principal, ref) => repositories.existing(principal, ref),
     routes(scope) {
       registerGitHubRoutes(scope, { installations, host: settings.host });
@@ -224,10 +254,12 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
         syncTimer = setInterval(() => void syncAll(), syncIntervalMs);
         syncTimer.unref();
       }
+      reconciler.start();
       return Promise.resolve();
     },
     async stop() {
       clearInterval(syncTimer);
+      await reconciler.stop();
       await inbox.stop();
       await syncing;
     },
