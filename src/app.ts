@@ -56,6 +56,7 @@ import { upgradeLocalRepositoryLayout } from "./providers/local/git/layout-upgra
 import type { GitHubAppConfig } from "./config.js";
 import { GitHubInstallationStore } from "./db/stores/github-installations.js";
 import { WebhookDeliveryStore } from "./db/stores/webhook-deliveries.js";
+import { GitHubCiRunStore } from "./db/stores/github-ci-runs.js";
 import {
   createGitHubProvider,
   registerGitHubRoutes,
@@ -131,6 +132,8 @@ export interface ServiceOptions {
   githubInbox?: Partial<InboxOptions>;
   /** How often the App's installations are read again (default hourly; 0: only at start). */
   githubSyncIntervalMs?: number;
+  /** How often the GitHub CI reads the checks of the runs it watches (default 15 s). */
+  githubCiPollIntervalMs?: number;
   /**
    * The git host and CI of repositories that are not on the local git host (tests and the
    * simulator give in-memory ones); without them such repositories answer `host_not_connected`.
@@ -275,7 +278,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     ...(options.ciParallelism === undefined ? {} : { ciParallelism: options.ciParallelism }),
     ...(options.watchIntervalMs === undefined ? {} : { watchIntervalMs: options.watchIntervalMs }),
   });
-  const github = options.github
+  const github: GitHubProvider | undefined = options.github
     ? createGitHubProvider({
         settings: { ...options.github, userAgent: `mainline/${VERSION}` },
         clock,
@@ -295,16 +298,27 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
           deliveries: new WebhookDeliveryStore(db, database.dialect),
           repositories,
           organizations: organizationStore,
+          ciRuns: new GitHubCiRunStore(db),
+          queues: mergeQueues,
         },
         changes,
         ...(options.githubInbox ? { inbox: options.githubInbox } : {}),
         ...(options.githubSyncIntervalMs === undefined
           ? {}
           : { syncIntervalMs: options.githubSyncIntervalMs }),
+        ...(options.githubCiPollIntervalMs === undefined
+          ? {}
+          : { ciPollIntervalMs: options.githubCiPollIntervalMs }),
       })
     : undefined;
   const gitHost = new GitHostRouter(new Map([[local.hostName, local.gitHost]]), options.gitHost);
-  const ci = new CiRouter(new Map([[local.hostName, local.ci]]), options.ci);
+  const ci: CiRouter = new CiRouter(
+    new Map<string, CiProvider>([
+      [local.hostName, local.ci],
+      ...(github ? [[github.hostName.toLowerCase(), github.ci] as const] : []),
+    ]),
+    options.ci,
+  );
   const engine = new MergeQueueEngine(
     {
       runtime,
