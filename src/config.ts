@@ -51,6 +51,8 @@ export interface GitHubAppConfig {
   oauth?: { clientId: string; clientSecret: string } | undefined;
   /** GitHub's web address (`https://github.com`, `https://HOST` for GHES): OAuth's pages. */
   webUrl: string;
+  /** How often the queue's CI on GitHub reads its watched runs' checks again (default 15 s). */
+  ciPollIntervalMs?: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -196,6 +198,7 @@ const GITHUB_OPTIONAL = [
   "MAINLINE_GITHUB_HOST",
   "MAINLINE_GITHUB_CLIENT_ID",
   "MAINLINE_GITHUB_CLIENT_SECRET",
+  "MAINLINE_GITHUB_CI_POLL_SECONDS",
 ] as const;
 const DEFAULT_GITHUB_API_URL = "https://api.github.com";
 
@@ -227,6 +230,16 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     );
   }
   const host = explicitHost ?? githubHostOf(apiUrl);
+  const pollText = nonEmpty(env.MAINLINE_GITHUB_CI_POLL_SECONDS);
+  const pollSeconds = Number(pollText);
+  if (
+    pollText !== undefined &&
+    (!/^\d+$/.test(pollText) || pollSeconds < 1 || pollSeconds > 3600)
+  ) {
+    throw new ConfigError(
+      `MAINLINE_GITHUB_CI_POLL_SECONDS must be a whole number of seconds from 1 to 3600 (got "${pollText.slice(0, 80)}").`,
+    );
+  }
   return {
     appId,
     privateKey: githubPrivateKey(env.MAINLINE_GITHUB_PRIVATE_KEY ?? ""),
@@ -235,6 +248,7 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     host,
     oauth: githubOAuth(env),
     webUrl: githubWebUrlOf(apiUrl),
+    ...(pollText === undefined ? {} : { ciPollIntervalMs: pollSeconds * 1000 }),
   };
 }
 

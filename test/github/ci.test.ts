@@ -357,14 +357,14 @@ describe("lost, repeated and late signals", () => {
     await github.ci.cancel(queueId, run.runId);
   });
 
-  it("a new process on the same database watches the runs left unfinished", async () => {
+  it("a new process on the same database watches the runs left unfinished, and polls them", async () => {
     const run = await testRun(["build"]);
     await github.ci.start(run);
-    // This process hears nothing more of it (its webhooks are lost)…
+    // This process hears nothing more of it (its webhooks are lost, its poll is hourly)…
     world.gh.setWebhookChaos({ drop: 1 });
     const next = createServices(server.database.handle, {
       github: world.config,
-      githubCiPollIntervalMs: HOUR_MS,
+      githubCiPollIntervalMs: 100,
       githubSyncIntervalMs: 0,
       dataDir: server.database.dataDir,
     });
@@ -375,13 +375,17 @@ describe("lost, repeated and late signals", () => {
       heard.push(result);
     });
     try {
+      // …the next one, started, finds the run in storage and reads it at once (nothing yet)…
+      nextGithub.ci.startWatching();
+      await nextGithub.ci.pollAll();
+      expect(heard).toEqual([]);
+      // …and its poll loop concludes it once the check passed.
       await completedRun(run.sha, "build", "success");
       await settle(world, server);
-      // …and the next one, started, finds the run in storage and concludes it.
-      nextGithub.ci.startWatching();
-      // The read `startWatching` began at once (pollAll joins it).
-      await nextGithub.ci.pollAll();
-      expect(heard.filter((r) => r.runId === run.runId)).toHaveLength(1);
+      await expect
+        .poll(() => heard.filter((r) => r.runId === run.runId).length, { timeout: 30_000 })
+        .toBe(1);
+      expect(resultsOf(run.runId)).toEqual([]);
       const stored = await new GitHubCiRunStore(server.database.handle.db).get(queueId, run.runId);
       expect(stored?.status).toBe("passed");
     } finally {

@@ -27,7 +27,7 @@ import type { GitHubInstallationStorage } from "../../organizations/github-insta
 import type { OrganizationRecords } from "../../organizations/records.js";
 import type { Principal } from "../../organizations/service.js";
 import type { RepoRef, Repository } from "../../organizations/repositories.js";
-import { GitHubCi, registerCiHandlers } from "./ci.js";
+import { DEFAULT_CI_POLL_INTERVAL_MS, GitHubCi, registerCiHandlers } from "./ci.js";
 import { GitHubApp, type GitHubLogger } from "./client.js";
 import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
 import { GitHubRepositories } from "./repositories.js";
@@ -80,6 +80,8 @@ export interface GitHubProviderSettings {
   oauth?: { clientId: string; clientSecret: string } | undefined;
   /** GitHub's web address (OAuth's pages; config.ts derives it); default: the API URL's origin. */
   webUrl?: string | undefined;
+  /** How often the CI reads its watched runs again (default 15 s); `ciPollIntervalMs` wins. */
+  ciPollIntervalMs?: number | undefined;
 }
 
 export interface GitHubProviderDeps {
@@ -176,7 +178,8 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     queues: stores.queues,
     clock,
     logger,
-    ...(deps.ciPollIntervalMs === undefined ? {} : { pollIntervalMs: deps.ciPollIntervalMs }),
+    pollIntervalMs:
+      deps.ciPollIntervalMs ?? settings.ciPollIntervalMs ?? DEFAULT_CI_POLL_INTERVAL_MS,
   });
   registerCiHandlers(webhooks, ci);
   const writer = new DeliveryWriter(stores.deliveries);
