@@ -313,6 +313,15 @@ describe("lost, repeated and late signals", () => {
     await github.ci.start(run);
     world.gh.setWebhookChaos({ drop: 1 });
     try {
+      // A poll of a run whose commit did not change: two conditional reads, both 304 (free).
+      await github.ci.pollAll();
+      const mark = world.gh.requests.mark();
+      await github.ci.pollAll();
+      const polled = world.gh.requests.filter({ since: mark });
+      expect(polled.map((r) => [r.operationId, r.status])).toEqual([
+        ["checks/list-for-ref", 304],
+        ["repos/get-combined-status-for-ref", 304],
+      ]);
       await completedRun(run.sha, "build", "success");
       await settle(world, server);
       expect(resultsOf(run.runId)).toEqual([]);
