@@ -4,7 +4,7 @@
  * checks hold; the configuration at the tested commit beats GitHub's protection; a run concludes
  * through the poll when every webhook is lost; repeated deliveries and reads store one result;
  * a new process on the same database watches the runs left unfinished; draft testing pull
- * requests are opened and closed.
+ * requests are opened and closed, and the pull-request workflows they trigger decide the run.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServices } from "../../src/app.js";
@@ -449,6 +449,53 @@ describe("draft testing pull requests", () => {
       await github.ci.pollAll();
       expect(resultsOf(cancelled.runId)).toEqual([]);
     } finally {
+      await server.call("updateQueue", {
+        repo: WIDGETS,
+        targetBranch: "main",
+        createPrsForTestingBranches: false,
+      });
+    }
+  });
+  it("runs the repository's pull-request workflows on the draft pull request, which decide the run", async () => {
+    const { gh } = world;
+    await server.call("updateQueue", {
+      repo: WIDGETS,
+      targetBranch: "main",
+      createPrsForTestingBranches: true,
+    });
+    gh.configureCi(REPO, [
+      {
+        name: "pr-only",
+        on: { pullRequest: { branches: ["main"] } },
+        checks: [
+          { name: "unit", outcome: "pass" },
+          { name: "lint", run: "test ! -f bad.txt" },
+        ],
+      },
+    ]);
+    try {
+      const good = await testRun(["unit", "lint"]);
+      await github.ci.start(good);
+      const passed = await finished(good);
+      expect(passed.error).toBeUndefined();
+      expect(new Map(passed.checks.map((c) => [c.name, c.conclusion]))).toEqual(
+        new Map([
+          ["unit", "success"],
+          ["lint", "success"],
+        ]),
+      );
+      // Only the pull request triggered them: the push of the test branch did not.
+      const ran = gh.ci.runs.filter((r) => r.sha === good.sha);
+      expect(ran).toHaveLength(2);
+      expect(ran.every((r) => r.pullRequest !== null)).toBe(true);
+
+      const bad = await testRun(["unit", "lint"], { "bad.txt": "x\n" });
+      await github.ci.start(bad);
+      const failed = await finished(bad);
+      expect(failed.checks.find((c) => c.name === "lint")?.conclusion).toBe("failure");
+      await gh.settleCi();
+    } finally {
+      gh.configureCi(REPO, []);
       await server.call("updateQueue", {
         repo: WIDGETS,
         targetBranch: "main",
