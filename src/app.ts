@@ -56,6 +56,7 @@ import { upgradeLocalRepositoryLayout } from "./providers/local/git/layout-upgra
 import type { GitHubAppConfig } from "./config.js";
 import { GitHubInstallationStore } from "./db/stores/github-installations.js";
 import { WebhookDeliveryStore } from "./db/stores/webhook-deliveries.js";
+import { GitHubCiRunStore } from "./db/stores/github-ci-runs.js";
 import {
   createGitHubProvider,
   registerGitHubRoutes,
@@ -133,6 +134,8 @@ export interface ServiceOptions {
   githubSyncIntervalMs?: number;
   /** Between GitHub reconcile passes (default: the configuration's; 0: only when asked). */
   githubReconcileIntervalMs?: number;
+  /** How often the GitHub CI reads the checks of the runs it watches (default 15 s). */
+  githubCiPollIntervalMs?: number;
   /**
    * The git host and CI of repositories that are not on the local git host (tests and the
    * simulator give in-memory ones); without them such repositories answer `host_not_connected`.
@@ -277,7 +280,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     ...(options.ciParallelism === undefined ? {} : { ciParallelism: options.ciParallelism }),
     ...(options.watchIntervalMs === undefined ? {} : { watchIntervalMs: options.watchIntervalMs }),
   });
-  const github = options.github
+  const github: GitHubProvider | undefined = options.github
     ? createGitHubProvider({
         settings: { ...options.github, userAgent: `mainline/${VERSION}` },
         clock,
@@ -299,6 +302,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
           organizations: organizationStore,
           queues: mergeQueues,
           entries: runtime,
+          ciRuns: new GitHubCiRunStore(db),
         },
         changes,
         ...(options.githubInbox ? { inbox: options.githubInbox } : {}),
@@ -307,10 +311,19 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
           : { syncIntervalMs: options.githubSyncIntervalMs }),
         reconcileIntervalMs:
           options.githubReconcileIntervalMs ?? options.github.reconcileIntervalMs,
+        ...(options.githubCiPollIntervalMs === undefined
+          ? {}
+          : { ciPollIntervalMs: options.githubCiPollIntervalMs }),
       })
     : undefined;
   const gitHost = new GitHostRouter(new Map([[local.hostName, local.gitHost]]), options.gitHost);
-  const ci = new CiRouter(new Map([[local.hostName, local.ci]]), options.ci);
+  const ci: CiRouter = new CiRouter(
+    new Map<string, CiProvider>([
+      [local.hostName, local.ci],
+      ...(github ? [[github.hostName.toLowerCase(), github.ci] as const] : []),
+    ]),
+    options.ci,
+  );
   const engine = new MergeQueueEngine(
     {
       runtime,

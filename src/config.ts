@@ -53,6 +53,8 @@ export interface GitHubAppConfig {
   webUrl: string;
   /** Between reconcile passes (MAINLINE_GITHUB_RECONCILE_SECONDS; default 60 s; 0: off). */
   reconcileIntervalMs: number;
+  /** How often the queue's CI on GitHub reads its watched runs' checks again (default 15 s). */
+  ciPollIntervalMs?: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -199,6 +201,7 @@ const GITHUB_OPTIONAL = [
   "MAINLINE_GITHUB_CLIENT_ID",
   "MAINLINE_GITHUB_CLIENT_SECRET",
   "MAINLINE_GITHUB_RECONCILE_SECONDS",
+  "MAINLINE_GITHUB_CI_POLL_SECONDS",
 ] as const;
 const DEFAULT_GITHUB_API_URL = "https://api.github.com";
 
@@ -230,6 +233,16 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     );
   }
   const host = explicitHost ?? githubHostOf(apiUrl);
+  const pollText = nonEmpty(env.MAINLINE_GITHUB_CI_POLL_SECONDS);
+  const pollSeconds = Number(pollText);
+  if (
+    pollText !== undefined &&
+    (!/^\d+$/.test(pollText) || pollSeconds < 1 || pollSeconds > 3600)
+  ) {
+    throw new ConfigError(
+      `MAINLINE_GITHUB_CI_POLL_SECONDS must be a whole number of seconds from 1 to 3600 (got "${pollText.slice(0, 80)}").`,
+    );
+  }
   return {
     appId,
     privateKey: githubPrivateKey(env.MAINLINE_GITHUB_PRIVATE_KEY ?? ""),
@@ -239,6 +252,7 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     oauth: githubOAuth(env),
     webUrl: githubWebUrlOf(apiUrl),
     reconcileIntervalMs: githubReconcileInterval(env),
+    ...(pollText === undefined ? {} : { ciPollIntervalMs: pollSeconds * 1000 }),
   };
 }
 

@@ -204,4 +204,20 @@ describe("MAINLINE_GITHUB_*", () => {
       "configured only in part",
     );
   });
+
+  it("takes the CI's poll interval in whole seconds (default: unset, the provider's 15 s)", () => {
+    expect(loadGitHubConfig(BASE)?.ciPollIntervalMs).toBeUndefined();
+    expect(
+      loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_CI_POLL_SECONDS: "30" })?.ciPollIntervalMs,
+    ).toBe(30_000);
+    for (const bad of ["0", "1.5", "-3", "3601", "soon"]) {
+      expect(
+        refusal(() => loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_CI_POLL_SECONDS: bad })),
+      ).toContain("MAINLINE_GITHUB_CI_POLL_SECONDS must be a whole number of seconds");
+    }
+    // On its own it is a partial configuration of the App.
+    expect(refusal(() => loadGitHubConfig({ MAINLINE_GITHUB_CI_POLL_SECONDS: "30" }))).toContain(
+      "configured only in part",
+    );
+  });
 });

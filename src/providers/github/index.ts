@@ -9,6 +9,8 @@
  * - `webhooks`: the handler registry of the webhook inbox (ADR 0021), which later parts add to;
  * - `reconciler`: the reconcile loop, which catches what webhooks missed with conditional reads
  *   of the watched repositories' open pull requests and target branches (`reconcile.ts`);
+ * - `ci`: the merge queue's `CiProvider` for GitHub (ci.ts): it watches the tested commit's check
+ *   runs and statuses until the required checks (required-checks.ts) concluded;
  * - its routes (`/v1/github/*` for tokens, `POST /webhooks/github` for GitHub), start and stop.
  * Storage comes in through ports (`organizations/github-installations.ts`,
  * `mergequeue/webhook-delivery-records.ts`); pushes and pull-request changes go out as host-neutral
@@ -25,11 +27,13 @@ import type {
   RepositoryRecords,
   RuntimeStore,
 } from "../../mergequeue/records.js";
+import type { WatchedCiRunRecords } from "../../mergequeue/watched-ci-runs.js";
 import type { DeliveryStorage } from "../../mergequeue/webhook-delivery-records.js";
 import type { GitHubInstallationStorage } from "../../organizations/github-installations.js";
 import type { OrganizationRecords } from "../../organizations/records.js";
 import type { Principal } from "../../organizations/service.js";
 import type { RepoRef, Repository } from "../../organizations/repositories.js";
+import { DEFAULT_CI_POLL_INTERVAL_MS, GitHubCi, registerCiHandlers } from "./ci.js";
 import { GitHubApp, type GitHubLogger } from "./client.js";
 import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
 import { GitHubReconciler } from "./reconcile.js";
@@ -44,6 +48,14 @@ import { DeliveryWriter } from "./webhooks/writer.js";
 import { WebhookHandlers } from "./webhooks/registry.js";
 
 export type { GitHubClient, GitHubLogger } from "./client.js";
+export { GitHubCi, DEFAULT_CI_POLL_INTERVAL_MS } from "./ci.js";
+export {
+  checkCounts,
+  readRequiredChecks,
+  requiredNames,
+  unionRequiredChecks,
+  type RequiredCheck,
+} from "./required-checks.js";
 export type { GitHubRepositoryAccess } from "./repositories.js";
 export type { GitHubReconciler, ReconcileReport } from "./reconcile.js";
 export type {
@@ -76,6 +88,8 @@ export interface GitHubProviderSettings {
   oauth?: { clientId: string; clientSecret: string } | undefined;
   /** GitHub's web address (OAuth's pages; config.ts derives it); default: the API URL's origin. */
   webUrl?: string | undefined;
+  /** How often the CI reads its watched runs again (default 15 s); `ciPollIntervalMs` wins. */
+  ciPollIntervalMs?: number | undefined;
 }
 
 export interface GitHubProviderDeps {
@@ -87,9 +101,14 @@ export interface GitHubProviderDeps {
     deliveries: DeliveryStorage;
     repositories: Pick<RepositoryRecords, "find" | "findById">;
     organizations: Pick<OrganizationRecords, "findById" | "findBySlug">;
-    /** The queues (which repositories to watch) and what they hold (for the reconcile loop). */
-    queues: Pick<MergeQueueRecords, "listForHost">;
+    /**
+     * The queues: which repositories to watch and what they hold (the reconcile loop), and
+     * their settings (the CI's `createPrsForTestingBranches`).
+     */
+    queues: Pick<MergeQueueRecords, "listForHost" | "findById">;
     entries: Pick<RuntimeStore, "activeSummaries">;
+    /** The runs the CI provider watches. */
+    ciRuns: WatchedCiRunRecords;
   };
   /** Pushes and pull-request changes, as host-neutral events, to the queues. */
   changes: Pick<HostChanges, "apply">;
@@ -98,6 +117,8 @@ export interface GitHubProviderDeps {
   syncIntervalMs?: number;
   /** Between reconcile passes (default 60 s; 0: only when asked, `reconciler.pass()`). */
   reconcileIntervalMs?: number;
+  /** How often the CI provider reads its watched runs again (default 15 s). */
+  ciPollIntervalMs?: number;
 }
 
 export interface GitHubProvider {
@@ -108,6 +129,8 @@ export interface GitHubProvider {
   repositories: GitHubRepositories;
   /** Where webhook handlers register (event, or event.action). */
   webhooks: WebhookHandlers;
+  /** The merge queue's CI for GitHub repositories. */
+  ci: GitHubCi;
   inbox: WebhookInbox;
   /** The reconcile loop (started and stopped with the provider). */
   reconciler: GitHubReconciler;
@@ -122,6 +145,8 @@ export interface GitHubProvider {
   /**
    * Starts the inbox's worker, the installations' sync (at once, then periodically) and the
    * reconcile loop (its first pass an interval later).
+   * Starts the inbox's worker, the CI's watching of stored runs and the installations' sync (at
+   * once, then periodically).
    */
   start(): Promise<void>;
   /** Finishes the deliveries in hand and stops. */
@@ -163,6 +188,18 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     store: stores.installations,
     changes: deps.changes,
   });
+  const ci = new GitHubCi({
+    hostName: settings.host,
+    repositories,
+    app,
+    runs: stores.ciRuns,
+    queues: stores.queues,
+    clock,
+    logger,
+    pollIntervalMs:
+      deps.ciPollIntervalMs ?? settings.ciPollIntervalMs ?? DEFAULT_CI_POLL_INTERVAL_MS,
+  });
+  registerCiHandlers(webhooks, ci);
   const writer = new DeliveryWriter(stores.deliveries);
   const dispatcher = new WebhookDispatcher({
     handlers: webhooks,
@@ -229,6 +266,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     installations,
     repositories,
     webhooks,
+    ci,
     inbox,
     reconciler,
     existingRepository: (principal, ref) => repositories.existing(principal, ref),
@@ -248,6 +286,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     },
     start() {
       inbox.start();
+      ci.startWatching();
       // In the background: a server whose GitHub is slow or away still starts.
       void syncAll();
       if (syncIntervalMs > 0) {
@@ -260,6 +299,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     async stop() {
       clearInterval(syncTimer);
       await reconciler.stop();
+      await ci.stopWatching();
       await inbox.stop();
       await syncing;
     },
