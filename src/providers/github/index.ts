@@ -26,6 +26,7 @@ import type { Principal } from "../../organizations/service.js";
 import type { RepoRef, Repository } from "../../organizations/repositories.js";
 import { GitHubApp, type GitHubLogger } from "./client.js";
 import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
+import { GitHubForkedRuns } from "./forked-runs.js";
 import { GitHubRepositories } from "./repositories.js";
 import { GitHubSignIn } from "./sign-in.js";
 import { registerGitHubRoutes } from "./routes.js";
@@ -93,6 +94,8 @@ export interface GitHubProvider {
   app: GitHubApp;
   installations: GitHubInstallations;
   repositories: GitHubRepositories;
+  /** `x-forked-workflow-run-id`: a fork's workflow run, checked with GitHub, in place of a token. */
+  forkedRuns: GitHubForkedRuns;
   /** Where webhook handlers register (event, or event.action). */
   webhooks: WebhookHandlers;
   inbox: WebhookInbox;
@@ -193,9 +196,19 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
       })
     : undefined;
 
+  const forkedRuns = new GitHubForkedRuns({
+    host: settings.host,
+    store: stores.installations,
+    organizations: stores.organizations,
+    app,
+    clock,
+    logger,
+  });
+
   return {
     hostName: settings.host,
     app,
+    forkedRuns,
     signIn,
     installations,
     repositories,
