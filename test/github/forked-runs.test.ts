@@ -10,6 +10,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MergeQueueRuntimeStore } from "../../src/db/stores/merge-queue-runtime.js";
 import { MemoryCi, MemoryGitHost } from "../../src/mergequeue/simulator/memory-host.js";
+import { VERIFICATIONS_PER_MINUTE } from "../../src/providers/github/forked-runs.js";
 import type { TestServer } from "../helpers/server.js";
 import {
   settle,
@@ -282,5 +283,33 @@ describe("a fork's workflow run in place of a token", () => {
       { token: globexToken },
     );
     expect(globex.status).toBe(404);
+  });
+});
+
+describe("what a caller without a token may cost", () => {
+  // Last: it spends the repository's budget of verifications for this minute.
+  it("asks GitHub about at most a minute's share of claims per repository; verified ones still pass", async () => {
+    const { gh } = world;
+    const runId = gh.startWorkflowRun(NAME, { pullRequest: forkPr.number });
+    expect((await upload(runId, forkPr)).status).toBe(200);
+    const mark = gh.requests.mark();
+    const statuses: number[] = [];
+    for (let i = 0; i < VERIFICATIONS_PER_MINUTE + 1; i++) {
+      const answer = await upload(900_000_000 + i, forkPr);
+      statuses.push(answer.status);
+      if (answer.status === 429) {
+        expect(answer.body.error.code).toBe("rate_limited");
+        break;
+      }
+    }
+    expect(statuses.at(-1)).toBe(429);
+    expect(statuses.slice(0, -1).every((status) => status === 401)).toBe(true);
+    // GitHub was asked once per refused claim before the limit, never after it.
+    const asked = gh.requests.count({ operationId: "actions/get-workflow-run", since: mark });
+    expect(asked).toBe(statuses.length - 1);
+    expect((await upload(987_000_001, forkPr)).status).toBe(429);
+    expect(gh.requests.count({ operationId: "actions/get-workflow-run", since: mark })).toBe(asked);
+    // The claim verified before is kept, and needs no new question.
+    expect((await upload(runId, forkPr)).status).toBe(200);
   });
 });
