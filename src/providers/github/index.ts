@@ -6,6 +6,7 @@
  * - `installations`: installations synced from GitHub and linked to organizations (ADR 0020);
  * - `repositories`: an organization's repository → the installation that grants it and its
  *   client (what a `GitHost` and a `CiProvider` for GitHub act through);
+ * - `forkedRuns`: `x-forked-workflow-run-id` on setImpactedTargets, checked with GitHub;
  * - `webhooks`: the handler registry of the webhook inbox (ADR 0021), which later parts add to;
  * - its routes (`/v1/github/*` for tokens, `POST /webhooks/github` for GitHub), start and stop.
  * Storage comes in through ports (`organizations/github-installations.ts`,
