@@ -41,6 +41,8 @@ export const VERIFIED_CLAIM_TTL_MS = MINUTE_MS;
 export const VERIFICATIONS_PER_MINUTE = 60;
 const RUN_EVENTS = new Set(["pull_request", "pull_request_target"]);
 const RUNNING = new Set(["queued", "in_progress"]);
+/** One answer for an unknown repository, one of no linked installation, and an unknown run. */
+const NO_SUCH_RUN = "no such workflow run of this repository was found.";
 
 interface RunAnswer {
   id: number;
@@ -89,12 +91,14 @@ export class GitHubForkedRuns implements ForkedWorkflowRuns {
     if (!resolved) {
       // The same answer whether the repository is unknown, of no linked installation, or the
       // run is not GitHub's: nothing is learnt of other organizations.
-      throw unverified("no such workflow run of this repository is known to GitHub.");
+      throw unverified(NO_SUCH_RUN);
     }
     const { installation, repository } = resolved;
     const organizationId = installation.organizationId;
-    if (organizationId === null) throw unverified("no such workflow run of this repository.");
-    const key = [installation.id, repository.githubId, runId, prNumber, sha].join("|");
+    if (organizationId === null) throw unverified(NO_SUCH_RUN);
+    const key = [organizationId, installation.id, repository.githubId, runId, prNumber, sha].join(
+      "|",
+    );
     const now = this.deps.clock.now();
     const cached = this.verified.get(key);
     if (cached && cached.until > now) return cached.principal;
@@ -112,7 +116,7 @@ export class GitHubForkedRuns implements ForkedWorkflowRuns {
       unverified,
     );
     if (!run || run.repository.id !== repository.githubId) {
-      throw unverified("no such workflow run of this repository is known to GitHub.");
+      throw unverified(NO_SUCH_RUN);
     }
     if (run.status === null || !RUNNING.has(run.status)) {
       throw unverified(
@@ -155,7 +159,7 @@ export class GitHubForkedRuns implements ForkedWorkflowRuns {
       );
     }
     const organization = await this.deps.organizations.findById(organizationId);
-    if (!organization) throw unverified("no such workflow run of this repository.");
+    if (!organization) throw unverified(NO_SUCH_RUN);
     const principal: Principal = {
       organizationId,
       organizationSlug: organization.slug,
