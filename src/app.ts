@@ -490,6 +490,7 @@ export function serverDependencies(
     sessions: services.sessions,
     queues: services.queues,
     pullRequests: services.pullRequests,
+    forkedRuns: services.github?.forkedRuns,
     queueDashboard: services.queueDashboard,
     ciLog: (principal, address, runId, check) =>
       services.local.ciRuns.log(principal, address, runId, check),

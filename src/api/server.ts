@@ -5,6 +5,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { ApiError } from "../lib/errors.js";
 import type { PullRequestService } from "../mergequeue/pull-request-service.js";
 import type { MergeQueueService } from "../mergequeue/queue-service.js";
+import type { ForkedWorkflowRuns } from "../organizations/forked-workflow-runs.js";
 import type { OrganizationService } from "../organizations/service.js";
 import { renderDocsPage, type OpenApiDocument } from "./docs-page.js";
 import { registerCancelPullRequest } from "./mergequeue/cancelPullRequest.js";
@@ -66,6 +67,8 @@ export interface ServerDependencies {
   ciLog?: MergeQueuePageDependencies["ciLog"];
   /** The pull-request operations; their routes exist only when given (they need the engine). */
   pullRequests?: PullRequestService | undefined;
+  /** `x-forked-workflow-run-id` on setImpactedTargets (the GitHub App, when configured). */
+  forkedRuns?: ForkedWorkflowRuns | undefined;
   uploads: UploadService;
   /** Test health's services: what its routes and the test page call. */
   testHealth: {
@@ -93,14 +96,18 @@ export interface ServerDependencies {
 }
 
 /** submitPullRequest … getMergeQueueMetrics (background §trunk-api-3). */
-function registerPullRequestRoutes(scope: ApiApp, pullRequests: PullRequestService): void {
+function registerPullRequestRoutes(
+  scope: ApiApp,
+  pullRequests: PullRequestService,
+  forkedRuns: ForkedWorkflowRuns | undefined,
+): void {
   registerSubmitPullRequest(scope, pullRequests);
   registerCancelPullRequest(scope, pullRequests);
   registerRestartTestsOnPullRequest(scope, pullRequests);
   registerGetSubmittedPullRequest(scope, pullRequests);
   registerGetSubmittedPullRequests(scope, pullRequests);
   registerListPullRequests(scope, pullRequests);
-  registerSetImpactedTargets(scope, pullRequests);
+  registerSetImpactedTargets(scope, pullRequests, forkedRuns);
   registerGetMergeQueueTestingDetails(scope, pullRequests);
   registerGetMergeQueueMetrics(scope, pullRequests);
 }
@@ -157,6 +164,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   app.removeContentTypeParser("text/plain");
   app.decorateRequest("principal", null);
   app.decorateRequest("publicCaller", null);
+  app.decorateRequest("forkedRunId", null);
 
   let closing = false;
   app.addHook("preClose", (done) => {
@@ -202,6 +210,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
         securitySchemes: {
           ApiKeyAuth: { type: "apiKey", in: "header", name: "x-api-token" },
           PublicRepoId: { type: "apiKey", in: "header", name: "x-trunk-public-repo-id" },
+          ForkedWorkflowRun: { type: "apiKey", in: "header", name: "x-forked-workflow-run-id" },
         },
       },
     },
@@ -266,6 +275,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     scope.addHook("onRoute", (route) => {
       const security: Record<string, string[]>[] = [{ ApiKeyAuth: [] }];
       if (route.config?.publicRepoId === true) security.push({ PublicRepoId: [] });
+      if (route.config?.forkedWorkflowRun === true) security.push({ ForkedWorkflowRun: [] });
       route.schema = { ...route.schema, security };
     });
     registerWhoAmI(scope);
@@ -273,7 +283,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     registerGetQueue(scope, deps.queues);
     registerUpdateQueue(scope, deps.queues);
     registerDeleteQueue(scope, deps.queues);
-    if (deps.pullRequests) registerPullRequestRoutes(scope, deps.pullRequests);
+    if (deps.pullRequests) registerPullRequestRoutes(scope, deps.pullRequests, deps.forkedRuns);
     for (const routes of deps.providerRoutes ?? []) routes(scope);
     registerUploadRoutes(scope, deps.uploads, deps.testHealth.queries, baseUrl);
     registerPublicRepoIdRoutes(scope, deps.testHealth.publicIds);

@@ -117,6 +117,19 @@ describe("the OpenAPI document", () => {
     ]);
   });
 
+  it("documents the fork's workflow run id exactly where the server takes it", () => {
+    const withRunId = Object.entries(paths).flatMap(([path, methods]) =>
+      Object.entries(methods)
+        .filter(([, op]) =>
+          (op.security ?? []).some(
+            (s) => typeof s === "object" && s !== null && "ForkedWorkflowRun" in s,
+          ),
+        )
+        .map(([method]) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(withRunId).toEqual(["POST /v1/setImpactedTargets"]);
+  });
+
   it("documents the error envelope for the error statuses of each operation", () => {
     for (const path of ["/v1/createQueue", "/v1/getQueue", "/v1/updateQueue", "/v1/deleteQueue"]) {
       const statuses = Object.keys(operation(path).responses);

@@ -383,6 +383,20 @@ describe("setImpactedTargets", () => {
   });
 });
 
+describe("setImpactedTargets without the GitHub App", () => {
+  it("refuses a fork's workflow run id: nothing can verify it", async () => {
+    const queue = await freshQueue({ state: "paused", mode: "parallel" });
+    const pr = openPr(queue.targetBranch);
+    const answer = await server.call<{ error: { code: string; message: string } }>(
+      "setImpactedTargets",
+      { ...queue, pr: { number: pr.number, sha: "a".repeat(40) }, impactedTargets: "ALL" },
+      { token: null, headers: { "x-forked-workflow-run-id": "12345" } },
+    );
+    expect(answer.status).toBe(401);
+    expect(answer.body.error.message).toContain("GitHub App configured");
+  });
+});
+
 describe("getMergeQueueTestingDetails", () => {
   it("describes the run a pull request is tested in", async () => {
     const queue = await freshQueue({ requiredStatuses: ["test"] });

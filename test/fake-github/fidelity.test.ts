@@ -472,6 +472,12 @@ describe("every endpoint, against GitHub's OpenAPI description", () => {
       state: "closed",
     });
 
+    const workflowRun = gh.startWorkflowRun(NAME, { headSha: head });
+    await client.request("GET /repos/{owner}/{repo}/actions/runs/{run_id}", {
+      ...R,
+      run_id: workflowRun,
+    });
+
     // Every operation answered at least once with a body checked against its schema.
     const served = new Set(gh.http.operationIds());
     const noBody = new Set([

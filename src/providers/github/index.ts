@@ -6,6 +6,7 @@
  * - `installations`: installations synced from GitHub and linked to organizations (ADR 0020);
  * - `repositories`: an organization's repository → the installation that grants it and its
  *   client (what a `GitHost` and a `CiProvider` for GitHub act through);
+ * - `forkedRuns`: `x-forked-workflow-run-id` on setImpactedTargets, checked with GitHub;
  * - `webhooks`: the handler registry of the webhook inbox (ADR 0021), which later parts add to;
  * - `reconciler`: the reconcile loop, which catches what webhooks missed with conditional reads
  *   of the watched repositories' open pull requests and target branches (`reconcile.ts`);
@@ -36,6 +37,7 @@ import type { RepoRef, Repository } from "../../organizations/repositories.js";
 import { DEFAULT_CI_POLL_INTERVAL_MS, GitHubCi, registerCiHandlers } from "./ci.js";
 import { GitHubApp, type GitHubLogger } from "./client.js";
 import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
+import { GitHubForkedRuns } from "./forked-runs.js";
 import { GitHubReconciler } from "./reconcile.js";
 import { GitHubRepositories } from "./repositories.js";
 import { GitHubSignIn } from "./sign-in.js";
@@ -127,6 +129,8 @@ export interface GitHubProvider {
   app: GitHubApp;
   installations: GitHubInstallations;
   repositories: GitHubRepositories;
+  /** `x-forked-workflow-run-id`: a fork's workflow run, checked with GitHub, in place of a token. */
+  forkedRuns: GitHubForkedRuns;
   /** Where webhook handlers register (event, or event.action). */
   webhooks: WebhookHandlers;
   /** The merge queue's CI for GitHub repositories. */
@@ -259,9 +263,19 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
       })
     : undefined;
 
+  const forkedRuns = new GitHubForkedRuns({
+    host: settings.host,
+    store: stores.installations,
+    organizations: stores.organizations,
+    app,
+    clock,
+    logger,
+  });
+
   return {
     hostName: settings.host,
     app,
+    forkedRuns,
     signIn,
     installations,
     repositories,

@@ -1,9 +1,10 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import type { Actions, WorkflowRun, WorkflowRunConclusion } from "./actions.js";
 import type { Checks } from "./checks.js";
 import { git } from "./git.js";
-import type { CheckConclusion, CheckRun, FakeApp, Repository } from "./model.js";
+import type { Account, CheckConclusion, CheckRun, FakeApp, Repository } from "./model.js";
 import { matchesGlob } from "./patterns.js";
 import type { WebhookHub } from "./webhooks.js";
 import type { Actor, RefUpdate, World } from "./world.js";
@@ -14,7 +15,10 @@ import type { Actor, RefUpdate, World } from "./world.js";
  * commit out in a real git worktree and runs a shell command or a function there, or follows a
  * scripted outcome (pass, fail, flaky under the seed, never starting, stuck, cancelled, skipped,
  * slow), and reports as GitHub Actions does: a check run queued → in_progress → completed. A
- * workflow may instead report commit statuses, as a third-party CI does.
+ * workflow may instead report commit statuses, as a third-party CI does. Each triggered workflow
+ * is a workflow run (actions.ts): in progress until its checks have completed, then completed
+ * with `failure` if one failed (`cancelled`, `timed_out` likewise), else `success`; one with a
+ * stuck check stays in progress.
  */
 
 export type Outcome =
@@ -69,6 +73,8 @@ export interface Workflow {
 export interface CiRun {
   repo: string;
   workflow: string;
+  /** The workflow run this check is a job of (`GET …/actions/runs/{id}`). */
+  workflowRunId: number;
   check: string;
   sha: string;
   ref: string;
@@ -92,6 +98,7 @@ export class Ci {
     private readonly checks: Checks,
     hooks: WebhookHub,
     private readonly actionsAppId: number,
+    private readonly actions: Actions,
   ) {
     world.onRefUpdate((update) => {
       this.onPush(update);
@@ -116,7 +123,11 @@ export class Ci {
     for (const workflow of this.workflows.get(update.repo.id) ?? []) {
       const patterns = workflow.on.push?.branches;
       if (patterns === undefined || !patterns.some((p) => matchesGlob(p, branch))) continue;
-      this.start(update.repo, workflow, update.after, branch, null);
+      this.start(update.repo, workflow, update.after, branch, null, {
+        headRepo: update.repo,
+        headBranch: branch,
+        event: "push",
+      });
     }
   }
 
@@ -134,7 +145,12 @@ export class Ci {
         !trigger.branches.some((p) => matchesGlob(p, pr.baseRef))
       )
         continue;
-      this.start(repo, workflow, pr.headSha, `refs/pull/${pr.number}/merge`, pr.number);
+      this.start(repo, workflow, pr.headSha, `refs/pull/${pr.number}/merge`, pr.number, {
+        headRepo: pr.headRepo,
+        headBranch: pr.headRef,
+        event: "pull_request",
+        actor: pr.user,
+      });
     }
   }
 
@@ -144,14 +160,25 @@ export class Ci {
     sha: string,
     ref: string,
     pullRequest: number | null,
+    trigger: Pick<WorkflowRun, "headRepo" | "headBranch" | "event"> & { actor?: Account },
   ): void {
-    const runId = ++this.sequence;
+    const workflowRun = this.actions.start(repo, {
+      headSha: sha,
+      headRepo: trigger.headRepo,
+      headBranch: trigger.headBranch,
+      event: trigger.event,
+      workflowName: workflow.name,
+      ...(trigger.actor !== undefined ? { actor: trigger.actor } : {}),
+    });
+    const runId = workflowRun.id;
+    const jobs: Promise<CheckConclusion | "none" | "stuck">[] = [];
     for (const check of workflow.checks) {
       const promise = this.runCheck(repo, workflow, check, sha, ref, pullRequest, runId).catch(
-        (error: unknown) => {
+        (error: unknown): "failure" => {
           this.runs.push({
             repo: `${repo.owner.login}/${repo.name}`,
             workflow: workflow.name,
+            workflowRunId: runId,
             check: check.name,
             sha,
             ref,
@@ -162,11 +189,21 @@ export class Ci {
             completedAtMs: null,
             output: `fake CI error: ${error instanceof Error ? error.message : String(error)}`,
           });
+          return "failure";
         },
       );
-      this.inFlight.add(promise);
-      void promise.finally(() => this.inFlight.delete(promise));
+      jobs.push(promise);
+      const tracked = promise.then(() => undefined);
+      this.inFlight.add(tracked);
+      void tracked.finally(() => this.inFlight.delete(tracked));
     }
+    const finished = Promise.all(jobs).then((outcomes) => {
+      if (outcomes.includes("stuck")) return;
+      const done = outcomes.filter((o): o is CheckConclusion | "none" => o !== "stuck");
+      this.actions.update(workflowRun, "completed", workflowConclusion(done));
+    });
+    this.inFlight.add(finished);
+    void finished.finally(() => this.inFlight.delete(finished));
   }
 
   private reporter(
@@ -193,15 +230,16 @@ export class Ci {
     ref: string,
     pullRequest: number | null,
     runId: number,
-  ): Promise<void> {
+  ): Promise<CheckConclusion | "none" | "stuck"> {
     const outcome =
       typeof check.outcome === "function"
         ? check.outcome({ sha, ref, pullRequest })
         : check.outcome;
-    if (outcome === "never-start") return;
+    if (outcome === "never-start") return "none";
     const record: CiRun = {
       repo: `${repo.owner.login}/${repo.name}`,
       workflow: workflow.name,
+      workflowRunId: runId,
       check: check.name,
       sha,
       ref,
@@ -234,7 +272,7 @@ export class Ci {
         targetUrl: detailsUrl,
       });
     }
-    if (outcome === "stuck") return;
+    if (outcome === "stuck") return "stuck";
     if (run !== null && "app" in reporter) {
       await this.checks.updateRun(repo, run, reporter.actor, {
         status: "in_progress",
@@ -271,6 +309,7 @@ export class Ci {
         targetUrl: detailsUrl,
       });
     }
+    return conclusion;
   }
 
   private async decide(
@@ -358,6 +397,14 @@ export class Ci {
     );
     return next;
   }
+}
+
+/** A workflow run's conclusion from its jobs': the first failing kind, else success. */
+function workflowConclusion(outcomes: (CheckConclusion | "none")[]): WorkflowRunConclusion {
+  for (const bad of ["failure", "timed_out", "cancelled"] as const) {
+    if (outcomes.includes(bad)) return bad;
+  }
+  return "success";
 }
 
 function sleep(ms: number): Promise<void> {

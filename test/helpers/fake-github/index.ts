@@ -7,6 +7,12 @@ import {
   generateAppKeyPair,
   publicKeyOf,
 } from "./app-auth.js";
+import {
+  Actions,
+  type WorkflowRun,
+  type WorkflowRunConclusion,
+  type WorkflowRunStatus,
+} from "./actions.js";
 import { fault, Faults, type FaultRule } from "./faults.js";
 import { Checks } from "./checks.js";
 import { Ci, type Workflow } from "./ci.js";
@@ -54,6 +60,7 @@ export type { FaultRule } from "./faults.js";
 export type { Delivery, WebhookChaos } from "./webhooks.js";
 export type { LoggedRequest } from "./request-log.js";
 export type { CheckDefinition, CiRun, Outcome, Workflow } from "./ci.js";
+export type { WorkflowRun, WorkflowRunConclusion, WorkflowRunStatus } from "./actions.js";
 
 /** The GitHub Actions App's id on github.com (check runs from Actions carry it). */
 export const GITHUB_ACTIONS_APP_ID = 15368;
@@ -111,6 +118,8 @@ export class FakeGitHub {
   readonly pulls: Pulls;
   readonly issues: Issues;
   readonly ci: Ci;
+  /** GitHub Actions' workflow runs (`GET …/actions/runs/{id}`). */
+  readonly actions: Actions;
   /** GitHub's failures, ready to pass to `faults.add`. */
   readonly fault = fault;
 
@@ -161,7 +170,8 @@ export class FakeGitHub {
     this.checks = new Checks(world, this.auth, this.webhooks);
     this.pulls = new Pulls(world, this.auth, this.refs, this.webhooks);
     this.issues = new Issues(world, this.auth, this.pulls, this.webhooks);
-    this.ci = new Ci(world, this.checks, this.webhooks, GITHUB_ACTIONS_APP_ID);
+    this.actions = new Actions(world, this.auth);
+    this.ci = new Ci(world, this.checks, this.webhooks, GITHUB_ACTIONS_APP_ID, this.actions);
     this.auth.register(this.http);
     this.oauth.register(this.http);
     this.repos.register(this.http);
@@ -169,6 +179,7 @@ export class FakeGitHub {
     this.checks.register(this.http);
     this.pulls.register(this.http);
     this.issues.register(this.http);
+    this.actions.register(this.http);
     this.createGitHubActionsApp();
   }
 
@@ -1076,6 +1087,54 @@ export class FakeGitHub {
   /** Waits until every CI check started so far has completed (stuck ones excepted). */
   settleCi(): Promise<void> {
     return this.ci.settle();
+  }
+
+  /**
+   * A workflow run of `repoName` made directly (no checks): in progress (or `status`) until
+   * `completeWorkflowRun`. For a pull request from a fork, `headRepository` is the fork
+   * (`owner/name`) and `headBranch` its branch; `pullRequest` (a number of `repoName`) fills
+   * them in from the pull request. Returns the run's id.
+   */
+  startWorkflowRun(
+    repoName: string,
+    input: {
+      headSha?: string;
+      headRepository?: string;
+      headBranch?: string | null;
+      event?: string;
+      pullRequest?: number;
+      workflowName?: string;
+      status?: WorkflowRunStatus;
+    } = {},
+  ): number {
+    const repo = this.world.repo(repoName);
+    const pr =
+      input.pullRequest !== undefined ? this.pullRequest(repoName, input.pullRequest) : null;
+    const headSha = input.headSha ?? pr?.headSha;
+    if (headSha === undefined) throw new Error("startWorkflowRun needs headSha or pullRequest");
+    const headRepo =
+      input.headRepository !== undefined
+        ? this.world.repo(input.headRepository)
+        : (pr?.headRepo ?? repo);
+    return this.actions.start(repo, {
+      headSha,
+      headRepo,
+      headBranch: input.headBranch !== undefined ? input.headBranch : (pr?.headRef ?? null),
+      event: input.event ?? (pr !== null ? "pull_request" : "push"),
+      ...(pr !== null ? { actor: pr.user } : {}),
+      ...(input.workflowName !== undefined ? { workflowName: input.workflowName } : {}),
+      ...(input.status !== undefined ? { status: input.status } : {}),
+    }).id;
+  }
+
+  /** A workflow run's record (status, conclusion, head…). */
+  workflowRun(id: number): WorkflowRun {
+    return this.actions.run(id);
+  }
+
+  /** Completes a workflow run (default conclusion `success`). */
+  completeWorkflowRun(id: number, conclusion: WorkflowRunConclusion = "success"): void {
+    this.actions.update(this.actions.run(id), "completed", conclusion);
   }
 
   // ---- webhooks ------------------------------------------------------------------------------

@@ -65,6 +65,8 @@ const ID_BASES: Record<string, number> = {
   status: 31_000_000_000,
   ruleset: 1_000_000,
   hook: 480_000_000,
+  workflow: 160_000_000,
+  workflowRun: 12_000_000_000,
 };
 
 export class World {
