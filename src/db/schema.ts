@@ -417,6 +417,26 @@ export interface WebhookDeliveriesTable {
   processedAt: number | null;
 }
 
+/** A run the GitHub CI provider watches (migration 0022). */
+export interface GithubCiRunsTable {
+  queueId: string;
+  runId: string;
+  /** The tested commit. */
+  sha: string;
+  /** JSON of the driver's `CiRunRequest`. */
+  request: string;
+  /** `watching`, `passed`, `failed`, `error` or `cancelled`. */
+  status: string;
+  /** JSON of the resolved required checks, once resolved. */
+  required: string | null;
+  /** JSON of the `CiRunResult` emitted. */
+  result: string | null;
+  /** The draft pull request opened for the test branch, when the queue asks for one. */
+  testPrNumber: number | null;
+  createdAt: number;
+  finishedAt: number | null;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   apiTokens: ApiTokensTable;
@@ -444,4 +464,5 @@ export interface Database {
   githubInstallations: GithubInstallationsTable;
   githubRepositories: GithubRepositoriesTable;
   webhookDeliveries: WebhookDeliveriesTable;
+  githubCiRuns: GithubCiRunsTable;
 }

@@ -8,6 +8,8 @@
  *   client (what a `GitHost` and a `CiProvider` for GitHub act through);
  * - `gitHost`: the merge queue's `GitHost` for GitHub (`host.ts`: test branches, merges);
  * - `webhooks`: the handler registry of the webhook inbox (ADR 0021), which later parts add to;
+ * - `ci`: the merge queue's `CiProvider` for GitHub (ci.ts): it watches the tested commit's check
+ *   runs and statuses until the required checks (required-checks.ts) concluded;
  * - its routes (`/v1/github/*` for tokens, `POST /webhooks/github` for GitHub), start and stop.
  * Storage comes in through ports (`organizations/github-installations.ts`,
  * `mergequeue/webhook-delivery-records.ts`); pushes and pull-request changes go out as host-neutral
@@ -19,12 +21,14 @@ import type { ApiApp } from "../../api/types.js";
 import type { Clock } from "../../lib/clock.js";
 import { HOUR_MS, MINUTE_MS } from "../../lib/time.js";
 import type { HostChanges } from "../../mergequeue/host-changes.js";
-import type { RepositoryRecords } from "../../mergequeue/records.js";
+import type { MergeQueueRecords, RepositoryRecords } from "../../mergequeue/records.js";
+import type { WatchedCiRunRecords } from "../../mergequeue/watched-ci-runs.js";
 import type { DeliveryStorage } from "../../mergequeue/webhook-delivery-records.js";
 import type { GitHubInstallationStorage } from "../../organizations/github-installations.js";
 import type { OrganizationRecords } from "../../organizations/records.js";
 import type { Principal } from "../../organizations/service.js";
 import type { RepoRef, Repository } from "../../organizations/repositories.js";
+import { GitHubCi, registerCiHandlers } from "./ci.js";
 import { GitHubApp, type GitHubLogger } from "./client.js";
 import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
 import { GitHubGitHost, type GitHubGitHostOptions } from "./host.js";
@@ -39,6 +43,14 @@ import { DeliveryWriter } from "./webhooks/writer.js";
 import { WebhookHandlers } from "./webhooks/registry.js";
 
 export type { GitHubClient, GitHubLogger } from "./client.js";
+export { GitHubCi, DEFAULT_CI_POLL_INTERVAL_MS } from "./ci.js";
+export {
+  checkCounts,
+  readRequiredChecks,
+  requiredNames,
+  unionRequiredChecks,
+  type RequiredCheck,
+} from "./required-checks.js";
 export type { GitHubRepositoryAccess } from "./repositories.js";
 export type {
   InstallationDelivery,
@@ -83,6 +95,10 @@ export interface GitHubProviderDeps {
     deliveries: DeliveryStorage;
     repositories: Pick<RepositoryRecords, "find" | "findById">;
     organizations: Pick<OrganizationRecords, "findById" | "findBySlug">;
+    /** The runs the CI provider watches. */
+    ciRuns: WatchedCiRunRecords;
+    /** The queues' settings (`createPrsForTestingBranches`). */
+    queues: Pick<MergeQueueRecords, "findById">;
   };
   /** Pushes and pull-request changes, as host-neutral events, to the queues. */
   changes: Pick<HostChanges, "apply">;
@@ -91,6 +107,8 @@ export interface GitHubProviderDeps {
   syncIntervalMs?: number;
   /** The git host's retries and waits (tests make them short). */
   gitHost?: Pick<GitHubGitHostOptions, "attempts" | "retryDelayMs" | "mergeabilityReads">;
+  /** How often the CI provider reads its watched runs again (default 15 s). */
+  ciPollIntervalMs?: number;
 }
 
 export interface GitHubProvider {
@@ -103,6 +121,8 @@ export interface GitHubProvider {
   gitHost: GitHubGitHost;
   /** Where webhook handlers register (event, or event.action). */
   webhooks: WebhookHandlers;
+  /** The merge queue's CI for GitHub repositories. */
+  ci: GitHubCi;
   inbox: WebhookInbox;
   /** "Sign in with GitHub", when the App's OAuth credentials are configured. */
   signIn: GitHubSignIn | undefined;
@@ -112,7 +132,10 @@ export interface GitHubProvider {
   routes(scope: ApiApp): void;
   /** `POST /webhooks/github`, on a scope of its own (no API token). */
   webhookRoutes(scope: ApiApp): void;
-  /** Starts the inbox's worker and the installations' sync (at once, then periodically). */
+  /**
+   * Starts the inbox's worker, the CI's watching of stored runs and the installations' sync (at
+   * once, then periodically).
+   */
   start(): Promise<void>;
   /** Finishes the deliveries in hand and stops. */
   stop(): Promise<void>;
@@ -162,6 +185,17 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     store: stores.installations,
     changes: deps.changes,
   });
+  const ci = new GitHubCi({
+    hostName: settings.host,
+    repositories,
+    app,
+    runs: stores.ciRuns,
+    queues: stores.queues,
+    clock,
+    logger,
+    ...(deps.ciPollIntervalMs === undefined ? {} : { pollIntervalMs: deps.ciPollIntervalMs }),
+  });
+  registerCiHandlers(webhooks, ci);
   const writer = new DeliveryWriter(stores.deliveries);
   const dispatcher = new WebhookDispatcher({
     handlers: webhooks,
@@ -218,6 +252,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     repositories,
     gitHost,
     webhooks,
+    ci,
     inbox,
     existingRepository: (principal, ref) => repositories.existing(principal, ref),
     routes(scope) {
@@ -236,6 +271,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     },
     start() {
       inbox.start();
+      ci.startWatching();
       // In the background: a server whose GitHub is slow or away still starts.
       void syncAll();
       if (syncIntervalMs > 0) {
@@ -246,6 +282,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     },
     async stop() {
       clearInterval(syncTimer);
+      await ci.stopWatching();
       await inbox.stop();
       await syncing;
     },
