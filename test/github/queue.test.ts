@@ -7,6 +7,7 @@
  * conflict. Submissions GitHub cannot back (no such pull request, a closed one, a repository no
  * installation grants) are refused with a clear 4xx and change nothing.
  */
+import { Octokit } from "@octokit/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   settle,
@@ -21,6 +22,7 @@ const WIDGETS = { host: "github.com", owner: "acme-q", name: "widgets" };
 const QUEUE = { repo: WIDGETS, targetBranch: "main" };
 let world: GitHubWorld;
 let server: TestServer;
+let token: () => string;
 
 interface Item {
   state: string;
@@ -61,6 +63,7 @@ beforeAll(async () => {
   }).id;
   await settle(world, server);
   await server.services.github?.installations.linkAsOperator(installationId, "acme");
+  token = () => gh.installationToken(installationId);
   const created = await server.call("createQueue", QUEUE);
   expect(created.status, created.text).toBe(200);
 }, 60_000);
@@ -96,6 +99,21 @@ async function settled(number: number, timeout = 90_000): Promise<Item> {
 }
 
 const main = async () => (await world.gh.readRef(NAME, "heads/main")) ?? "";
+
+/** The queue's branches left on GitHub (test branches and scratch branches). */
+async function queueBranches(): Promise<string[]> {
+  const octokit = new Octokit({ baseUrl: world.gh.url, auth: token() });
+  const names: string[] = [];
+  for (const prefix of ["heads/trunk-merge/", "heads/trunk-temp/"]) {
+    const { data } = await octokit.request("GET /repos/{owner}/{repo}/git/matching-refs/{ref}", {
+      owner: "acme-q",
+      repo: "widgets",
+      ref: prefix,
+    });
+    names.push(...data.map((ref) => ref.ref));
+  }
+  return names;
+}
 
 describe("submitting pull requests on GitHub", () => {
   it("refuses what GitHub cannot back with a clear 4xx, changing nothing", async () => {
@@ -172,6 +190,8 @@ describe("the queue on GitHub", () => {
     expect(queue.body.state).toBe("running");
     // The merge went through GitHub's merge API, once.
     expect(gh.requests.count({ operationId: "pulls/merge", since: marked })).toBe(1);
+    // The runs' branches are gone once they ended.
+    await expect.poll(queueBranches, { timeout: 30_000, interval: 250 }).toEqual([]);
   });
 
   it("fails a pull request that conflicts with one ahead of it as a merge conflict", async () => {
