@@ -422,6 +422,41 @@ describe("merging", () => {
     }
   });
 
+  it("retries 'head branch was modified' when the head did not move", async () => {
+    const { gh } = world;
+    const { request } = await tested({ "head-glitch.txt": "h\n" }, "run-head-glitch");
+    const rule = gh.addFault(gh.fault.headBranchModified());
+    try {
+      expect(await host.merge(request)).toMatchObject({ ok: true });
+      expect(gh.faults.fired(rule)).toBe(1);
+    } finally {
+      gh.faults.remove(rule);
+    }
+  });
+
+  it("a merge GitHub made but answered with a 500 is taken as made, never made twice", async () => {
+    const { gh } = world;
+    const { request, made } = await tested({ "made.txt": "m\n" }, "run-made");
+    const before = await main();
+    const rule = gh.addFault(gh.fault.succeedsButErrors("pulls/merge", 500));
+    try {
+      const merged = await host.merge(request);
+      expect(gh.faults.fired(rule)).toBe(1);
+      expect(merged).toMatchObject({ ok: true });
+      if (!merged.ok) return;
+      // One commit landed on the base: the merge, whose first parent is the base before it.
+      expect(await main()).toBe(merged.sha);
+      const { data } = await appClient().request(
+        "GET /repos/{owner}/{repo}/git/commits/{commit_sha}",
+        { owner: "acme-gh", repo: "widgets", commit_sha: merged.sha },
+      );
+      expect(data.parents.map((p) => p.sha)).toEqual([before, request.headSha]);
+      expect(await treeOf(merged.sha)).toBe(await treeOf(made.sha));
+    } finally {
+      gh.faults.remove(rule);
+    }
+  });
+
   it("gives up on a base GitHub keeps calling modified with base_moved, having merged nothing", async () => {
     const { gh } = world;
     const { request } = await tested({ "stuck.txt": "s\n" }, "run-stuck");
