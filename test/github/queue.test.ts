@@ -8,7 +8,7 @@
  * installation grants) are refused with a clear 4xx and change nothing.
  */
 import { Octokit } from "@octokit/core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   settle,
   startGitHubServer,
@@ -26,14 +26,20 @@ let token: () => string;
 
 interface Item {
   state: string;
+  readiness?: { gitHubMergeability: string };
   timeline?: { reason: string; detail?: string | null }[];
 }
+
+// Writes go one a second per installation (GitHub's advice, kept by the client): a test branch
+// and a merge take several seconds, more on a busy machine.
+vi.setConfig({ testTimeout: 120_000 });
 
 beforeAll(async () => {
   world = await startGitHubWorld();
   const { gh } = world;
   gh.createOrganization("acme-q");
   gh.createUser("alice");
+  gh.createUser("carol");
   gh.addOrgMember("acme-q", "alice", "admin");
   await gh.createRepository({
     owner: "acme-q",
@@ -46,6 +52,7 @@ beforeAll(async () => {
     },
   });
   await gh.createRepository({ owner: "acme-q", name: "gadgets" });
+  gh.setCollaborator(NAME, "carol", "write");
   gh.configureCi(NAME, [
     {
       name: "ci",
@@ -209,5 +216,32 @@ describe("the queue on GitHub", () => {
     expect(conflicted.state).toBe("failed");
     expect(conflicted.timeline?.map((t) => t.reason)).toContain("merge_conflict");
     expect(world.gh.pullRequest(NAME, second.number).state).toBe("open");
+  });
+
+  it("holds a pull request short of its required approvals until a review approves it", async () => {
+    const { gh } = world;
+    gh.protectBranch(NAME, "main", { requiredApprovingReviewCount: 1 });
+    try {
+      const pr = await openPr({ "reviewed.txt": "reviewed\n" });
+      const answer = await server.call("submitPullRequest", {
+        ...QUEUE,
+        pr: { number: pr.number },
+      });
+      expect(answer.status, answer.text).toBe(200);
+      await expect
+        .poll(async () => (await item(pr.number)).readiness?.gitHubMergeability, {
+          timeout: 30_000,
+          interval: 250,
+        })
+        .toBe("not_mergeable");
+      expect((await item(pr.number)).state).toBe("not_ready");
+      // The review's webhook makes the queue read the pull request again.
+      await gh.approve(NAME, pr.number, "carol");
+      const landed = await settled(pr.number);
+      expect(landed.state).toBe("merged");
+      expect(gh.pullRequest(NAME, pr.number).mergedAt).toBeTruthy();
+    } finally {
+      gh.unprotectBranch(NAME, "main");
+    }
   });
 });
