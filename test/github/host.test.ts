@@ -7,7 +7,7 @@
  * is the tree that was tested.
  */
 import { Octokit } from "@octokit/core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { OwnedRepoRef } from "../../src/organizations/repositories.js";
 import { GitHubGitHost } from "../../src/providers/github/host.js";
 import type { TestServer } from "../helpers/server.js";
@@ -25,6 +25,9 @@ let repo: OwnedRepoRef;
 let host: GitHubGitHost;
 let installationId: number;
 const errors: string[] = [];
+
+// Writes go one a second per installation (GitHub's advice, kept by the client).
+vi.setConfig({ testTimeout: 90_000 });
 
 beforeAll(async () => {
   world = await startGitHubWorld();
