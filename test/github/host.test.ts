@@ -223,6 +223,32 @@ describe("pull requests", () => {
     }
   });
 
+  it("counts a required check pinned to an App only when that App reports it", async () => {
+    const { gh } = world;
+    gh.protectBranch(NAME, "main", {
+      requiredStatusChecks: {
+        strict: false,
+        contexts: [],
+        checks: [{ context: "build", appId: 15368 }],
+      },
+    });
+    try {
+      const pr = await openPr({ "pinned.txt": "p\n" });
+      // A status of that name, from no App: it does not count.
+      gh.postStatus(NAME, pr.headSha, { state: "success", context: "build", by: "alice" });
+      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(false);
+      const run = await gh.postCheckRun(NAME, {
+        name: "build",
+        headSha: pr.headSha,
+        status: "in_progress",
+      });
+      await gh.completeCheckRun(NAME, run.id, "success");
+      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(true);
+    } finally {
+      gh.unprotectBranch(NAME, "main");
+    }
+  });
+
   it("reads files at a commit, and answers undefined for one that is absent", async () => {
     const base = await main();
     expect(await host.readFile(repo, base, "README.md")).toBe("widgets\n");
