@@ -61,6 +61,7 @@ import {
   createGitHubProvider,
   registerGitHubRoutes,
   type GitHubProvider,
+  type GitHubProviderDeps,
 } from "./providers/github/index.js";
 import type { InboxOptions } from "./providers/github/webhooks/inbox.js";
 
@@ -134,6 +135,8 @@ export interface ServiceOptions {
   githubSyncIntervalMs?: number;
   /** Between GitHub reconcile passes (default: the configuration's; 0: only when asked). */
   githubReconcileIntervalMs?: number;
+  /** The GitHub git host's retries and waits (tests shorten them). */
+  githubGitHost?: GitHubProviderDeps["gitHost"];
   /** How often the GitHub CI reads the checks of the runs it watches (default 15 s). */
   githubCiPollIntervalMs?: number;
   /**
@@ -311,12 +314,19 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
           : { syncIntervalMs: options.githubSyncIntervalMs }),
         reconcileIntervalMs:
           options.githubReconcileIntervalMs ?? options.github.reconcileIntervalMs,
+        ...(options.githubGitHost ? { gitHost: options.githubGitHost } : {}),
         ...(options.githubCiPollIntervalMs === undefined
           ? {}
           : { ciPollIntervalMs: options.githubCiPollIntervalMs }),
       })
     : undefined;
-  const gitHost = new GitHostRouter(new Map([[local.hostName, local.gitHost]]), options.gitHost);
+  const gitHost: GitHostRouter = new GitHostRouter(
+    new Map<string, GitHost>([
+      [local.hostName, local.gitHost],
+      ...(github ? [[github.hostName.toLowerCase(), github.gitHost] as const] : []),
+    ]),
+    options.gitHost,
+  );
   const ci: CiRouter = new CiRouter(
     new Map<string, CiProvider>([
       [local.hostName, local.ci],
@@ -345,10 +355,15 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     runtime,
     commands: engine,
     clock,
-    storedPullRequest: (repo, number) =>
-      repo.host.toLowerCase() === local.hostName
-        ? local.gitHost.storedPullRequest(repo, number)
-        : null,
+    storedPullRequest: (repo, number) => {
+      const host = repo.host.toLowerCase();
+      if (host === local.hostName) return local.gitHost.storedPullRequest(repo, number);
+      // One read of GitHub: a submission is answered once stored, not after the queue's step.
+      if (github && host === github.hostName.toLowerCase()) {
+        return github.gitHost.pullRequestState(repo, number);
+      }
+      return null;
+    },
     hostConnected: (host) => gitHost.connected(host),
   });
   const organizations = new OrganizationService(organizationStore, clock);

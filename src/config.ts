@@ -55,6 +55,11 @@ export interface GitHubAppConfig {
   reconcileIntervalMs: number;
   /** How often the queue's CI on GitHub reads its watched runs' checks again (default 15 s). */
   ciPollIntervalMs?: number | undefined;
+  /**
+   * The prefix of the test branches CI tests (MAINLINE_GITHUB_TEST_BRANCH_PREFIX, default
+   * `trunk-merge/`); they are assembled out of CI's sight under `trunk-temp/`.
+   */
+  testBranchPrefix?: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -202,6 +207,7 @@ const GITHUB_OPTIONAL = [
   "MAINLINE_GITHUB_CLIENT_SECRET",
   "MAINLINE_GITHUB_RECONCILE_SECONDS",
   "MAINLINE_GITHUB_CI_POLL_SECONDS",
+  "MAINLINE_GITHUB_TEST_BRANCH_PREFIX",
 ] as const;
 const DEFAULT_GITHUB_API_URL = "https://api.github.com";
 
@@ -243,6 +249,19 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
       `MAINLINE_GITHUB_CI_POLL_SECONDS must be a whole number of seconds from 1 to 3600 (got "${pollText.slice(0, 80)}").`,
     );
   }
+  const testBranchPrefix = nonEmpty(env.MAINLINE_GITHUB_TEST_BRANCH_PREFIX);
+  if (
+    testBranchPrefix !== undefined &&
+    (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,60}(\/[A-Za-z0-9][A-Za-z0-9._-]{0,60}){0,3}\/$/.test(
+      testBranchPrefix,
+    ) ||
+      testBranchPrefix.includes("..") ||
+      testBranchPrefix.startsWith("trunk-temp/"))
+  ) {
+    throw new ConfigError(
+      `MAINLINE_GITHUB_TEST_BRANCH_PREFIX must be a branch name prefix ending with "/", such as trunk-merge/ or mainline/merge/ (letters, digits, ".", "_", "-"; not under trunk-temp/) (got "${testBranchPrefix.slice(0, 80)}").`,
+    );
+  }
   return {
     appId,
     privateKey: githubPrivateKey(env.MAINLINE_GITHUB_PRIVATE_KEY ?? ""),
@@ -253,6 +272,7 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     webUrl: githubWebUrlOf(apiUrl),
     reconcileIntervalMs: githubReconcileInterval(env),
     ...(pollText === undefined ? {} : { ciPollIntervalMs: pollSeconds * 1000 }),
+    ...(testBranchPrefix === undefined ? {} : { testBranchPrefix }),
   };
 }
 

@@ -220,4 +220,19 @@ describe("MAINLINE_GITHUB_*", () => {
       "configured only in part",
     );
   });
+
+  it("takes the test branches' prefix (trunk-merge/ by default), refusing what is no prefix", () => {
+    expect(loadGitHubConfig(BASE)?.testBranchPrefix).toBeUndefined();
+    for (const prefix of ["mainline/merge/", "ci-queue/", "a.b_c-d/"]) {
+      expect(
+        loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_TEST_BRANCH_PREFIX: prefix })?.testBranchPrefix,
+      ).toBe(prefix);
+    }
+    for (const prefix of ["no-slash", "/abs/", "a//b/", "a/../b/", "trunk-temp/x/", "sp ace/"]) {
+      const message = refusal(() =>
+        loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_TEST_BRANCH_PREFIX: prefix }),
+      );
+      expect(message, prefix).toContain("MAINLINE_GITHUB_TEST_BRANCH_PREFIX");
+    }
+  });
 });

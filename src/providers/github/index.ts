@@ -7,6 +7,7 @@
  * - `repositories`: an organization's repository → the installation that grants it and its
  *   client (what a `GitHost` and a `CiProvider` for GitHub act through);
  * - `forkedRuns`: `x-forked-workflow-run-id` on setImpactedTargets, checked with GitHub;
+ * - `gitHost`: the merge queue's `GitHost` for GitHub (`host.ts`: test branches, merges);
  * - `webhooks`: the handler registry of the webhook inbox (ADR 0021), which later parts add to;
  * - `reconciler`: the reconcile loop, which catches what webhooks missed with conditional reads
  *   of the watched repositories' open pull requests and target branches (`reconcile.ts`);
@@ -39,6 +40,7 @@ import { GitHubApp, type GitHubLogger } from "./client.js";
 import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
 import { GitHubForkedRuns } from "./forked-runs.js";
 import { GitHubReconciler } from "./reconcile.js";
+import { GitHubGitHost, type GitHubGitHostOptions } from "./host.js";
 import { GitHubRepositories } from "./repositories.js";
 import { GitHubSignIn } from "./sign-in.js";
 import { registerGitHubRoutes } from "./routes.js";
@@ -92,6 +94,8 @@ export interface GitHubProviderSettings {
   webUrl?: string | undefined;
   /** How often the CI reads its watched runs again (default 15 s); `ciPollIntervalMs` wins. */
   ciPollIntervalMs?: number | undefined;
+  /** The prefix of the test branches CI tests (default `trunk-merge/`). */
+  testBranchPrefix?: string | undefined;
 }
 
 export interface GitHubProviderDeps {
@@ -119,6 +123,8 @@ export interface GitHubProviderDeps {
   syncIntervalMs?: number;
   /** Between reconcile passes (default 60 s; 0: only when asked, `reconciler.pass()`). */
   reconcileIntervalMs?: number;
+  /** The git host's retries and waits (tests make them short). */
+  gitHost?: Pick<GitHubGitHostOptions, "attempts" | "retryDelayMs" | "mergeabilityReads">;
   /** How often the CI provider reads its watched runs again (default 15 s). */
   ciPollIntervalMs?: number;
 }
@@ -131,6 +137,8 @@ export interface GitHubProvider {
   repositories: GitHubRepositories;
   /** `x-forked-workflow-run-id`: a fork's workflow run, checked with GitHub, in place of a token. */
   forkedRuns: GitHubForkedRuns;
+  /** The merge queue's git host for GitHub repositories (test branches, merges). */
+  gitHost: GitHubGitHost;
   /** Where webhook handlers register (event, or event.action). */
   webhooks: WebhookHandlers;
   /** The merge queue's CI for GitHub repositories. */
@@ -185,6 +193,15 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     store: stores.installations,
     repositories: stores.repositories,
     app,
+  });
+  const gitHost = new GitHubGitHost({
+    repositories,
+    app,
+    logger,
+    ...(settings.testBranchPrefix === undefined
+      ? {}
+      : { testBranchPrefix: settings.testBranchPrefix }),
+    ...deps.gitHost,
   });
   const webhooks = new WebhookHandlers();
   registerConnectionHandlers(webhooks, {
@@ -279,6 +296,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     signIn,
     installations,
     repositories,
+    gitHost,
     webhooks,
     ci,
     inbox,
