@@ -1,0 +1,290 @@
+/**
+ * The merge queue on GitHub, end to end with real processes: `mainline serve` child processes
+ * with the GitHub App configured against the fake GitHub (real bare git repositories, its
+ * Actions-like CI running a real shell check in a worktree of every pushed test branch), with
+ * faults on. A queue of good, breaking, conflicting and stacked pull requests; the server killed
+ * (SIGKILL) mid-queue and another started on the same database; then two servers on one database
+ * taking GitHub's deliveries in turn. Every good pull request is merged once, in order; the
+ * breaking and conflicting ones fail; nothing untested lands on main.
+ */
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { startGitHubWorld, type GitHubWorld } from "../helpers/github.js";
+import { startServer, stopAllProcesses, waitFor, type RunningServer } from "../helpers/process.js";
+import { post } from "../cli/support.js";
+
+const OWNER = "acme-gh";
+const NAME = "widgets";
+const FULL = `${OWNER}/${NAME}`;
+const QUEUE = { repo: { host: "github.com", owner: OWNER, name: NAME }, targetBranch: "main" };
+/** Fails when any text file says BROKEN: a pull request can break main. */
+const CHECK = "#!/bin/sh\nif grep -rq BROKEN --include='*.txt' .; then echo broken; exit 1; fi\n";
+
+let world: GitHubWorld | undefined;
+let database: TestDatabase | undefined;
+const servers: RunningServer[] = [];
+
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.stop("SIGKILL")));
+  await world?.gh.close();
+  world = undefined;
+  await database?.cleanup();
+  database = undefined;
+});
+afterAll(stopAllProcesses);
+
+interface Prepared {
+  world: GitHubWorld;
+  env: Record<string, string>;
+  token: string;
+  prs: { good: number[]; breaking: number; conflicting: number };
+}
+
+/**
+ * The fake GitHub with the App installed on `acme-gh`, a repository whose CI runs the check on
+ * every push to `trunk-merge/**`, and six pull requests: four good (one stacked on another), one
+ * that breaks the check, one that conflicts with a good one ahead of it.
+ */
+async function prepare(): Promise<Prepared> {
+  world = await startGitHubWorld({ mergeabilityDelayMs: 50 });
+  database = await createTestDatabase();
+  const { gh } = world;
+  gh.createOrganization(OWNER);
+  gh.createUser("alice");
+  gh.addOrgMember(OWNER, "alice", "admin");
+  await gh.createRepository({
+    owner: OWNER,
+    name: NAME,
+    files: { "check.sh": CHECK, "shared.txt": "one\ntwo\nthree\n" },
+  });
+  gh.configureCi(FULL, [
+    {
+      name: "test",
+      on: { push: { branches: ["trunk-merge/**"] } },
+      checks: [{ name: "ci", run: "sh ./check.sh" }],
+    },
+  ]);
+  const branch = async (name: string, from: string, files: Record<string, string>) => {
+    await gh.commit(FULL, { branch: name, from, files, by: "alice" });
+    return gh.openPullRequest(FULL, { head: name, by: "alice" });
+  };
+  const first = await branch("first", "main", { "first.txt": "first\n" });
+  const shared = await branch("shared", "main", { "shared.txt": "one\nTWO\nthree\n" });
+  const breaking = await branch("breaking", "main", { "breaking.txt": "BROKEN\n" });
+  const conflicting = await branch("conflicting", "main", { "shared.txt": "one\n2\nthree\n" });
+  const base = await branch("base", "main", { "base.txt": "base\n" });
+  // Stacked: its head contains `base`'s head.
+  const stacked = await branch("stacked", "base", { "stacked.txt": "stacked\n" });
+
+  const token = randomBytes(32).toString("hex");
+  const env = {
+    ...database.env,
+    ...world.env,
+    MAINLINE_BOOTSTRAP_ORG: "acme",
+    MAINLINE_BOOTSTRAP_TOKEN: token,
+  };
+  return {
+    world,
+    env,
+    token,
+    prs: { good: [first, shared, base, stacked], breaking, conflicting },
+  };
+}
+
+async function call(url: string, operation: string, body: unknown, token: string) {
+  const answer = await post(url, operation, body, token);
+  expect(answer.status, `${operation}: ${JSON.stringify(answer.body)}`).toBe(200);
+  return answer.body as Record<string, unknown>;
+}
+
+async function states(url: string, token: string, numbers: number[]) {
+  const body = await call(
+    url,
+    "getSubmittedPullRequests",
+    { ...QUEUE, prs: numbers.map((number) => ({ number })) },
+    token,
+  );
+  const list = body.pullRequests as { prNumber: number; state: string }[];
+  return new Map(list.map((pr) => [pr.prNumber, pr.state]));
+}
+
+/** `main`'s first-parent history, oldest first: subject and tree of each commit. */
+function mainHistory(gitDir: string): { sha: string; tree: string; subject: string }[] {
+  const out = execFileSync(
+    "git",
+    ["--git-dir", gitDir, "log", "--first-parent", "--reverse", "--format=%H %T %s", "main"],
+    { encoding: "utf8" },
+  );
+  return out
+    .trim()
+    .split("\n")
+    .map((line) => {
+      const [sha = "", tree = "", ...subject] = line.split(" ");
+      return { sha, tree, subject: subject.join(" ") };
+    });
+}
+
+/** The trees of a tested commit and of the test branch's commits before it (first parents). */
+function testedStates(gitDir: string, sha: string): string[] {
+  return execFileSync(
+    "git",
+    ["--git-dir", gitDir, "log", "--first-parent", "--max-count=8", "--format=%T", sha],
+    { encoding: "utf8" },
+  )
+    .trim()
+    .split("\n");
+}
+
+/** What must hold however the run went: merged once each, in order, and only tested trees. */
+function assertOutcome(prepared: Prepared, final: Map<number, string>): void {
+  const { gh } = prepared.world;
+  const { good, breaking, conflicting } = prepared.prs;
+  for (const number of good) expect(final.get(number), `#${String(number)}`).toBe("merged");
+  expect(final.get(breaking)).toBe("failed");
+  expect(final.get(conflicting)).toBe("failed");
+  for (const number of good) expect(gh.pullRequest(FULL, number).mergedAt).not.toBeNull();
+  for (const number of [breaking, conflicting]) {
+    expect(gh.pullRequest(FULL, number).state).toBe("open");
+  }
+  const gitDir = gh.gitDir(FULL);
+  const history = mainHistory(gitDir).slice(1); // the repository's first commit
+  // One commit on main per good pull request, in submission order: none twice, none other.
+  expect(history).toHaveLength(good.length);
+  const mergedShas = good.map((number) => gh.pullRequest(FULL, number).mergeCommitSha);
+  expect(history.map((commit) => commit.sha)).toEqual(mergedShas);
+  // Each landed tree is one a passing run tested: its test branch's tip, or (batching) the
+  // state after one of the pull requests merged onto the test branch before that tip.
+  const passedTrees = new Set(
+    gh.ci.runs
+      .filter((run) => run.conclusion === "success")
+      .flatMap((run) => testedStates(gitDir, run.sha)),
+  );
+  for (const commit of history) expect(passedTrees.has(commit.tree)).toBe(true);
+}
+
+describe("the merge queue on GitHub, real processes", () => {
+  it("a server killed mid-queue: another on the same database finishes the queue, faults on", async () => {
+    const prepared = await prepare();
+    const { gh } = prepared.world;
+    const { good, breaking, conflicting } = prepared.prs;
+    gh.setWebhookChaos({ delayMs: [0, 100], duplicate: 0.2, reorder: 4 });
+    const faults = [
+      gh.addFault(gh.fault.baseBranchModified({ times: 1 })),
+      gh.addFault(gh.fault.mergeAlreadyInProgress({ merged: true, times: 1, skip: 1 })),
+      gh.addFault(gh.fault.serverError("pulls/get", 502)),
+    ];
+
+    const first = await startServer(prepared.env);
+    servers.push(first);
+    gh.setWebhookUrls(prepared.world.app.id, [`${first.url}/webhooks/github`]);
+    const installationId = gh.installApp(prepared.world.app.id, {
+      account: OWNER,
+      repositories: [NAME],
+    }).id;
+    await gh.settleWebhooks();
+    await call(
+      first.url,
+      "github/linkInstallation",
+      { installationId, githubToken: gh.createUserToken("alice") },
+      prepared.token,
+    );
+    await call(first.url, "createQueue", QUEUE, prepared.token);
+    await call(
+      first.url,
+      "updateQueue",
+      { ...QUEUE, requiredStatuses: ["ci"], mergeMethod: "merge_commit" },
+      prepared.token,
+    );
+    const order = [good[0], good[1], breaking, conflicting, good[2], good[3]] as number[];
+    for (const number of order) {
+      await call(first.url, "submitPullRequest", { ...QUEUE, pr: { number } }, prepared.token);
+    }
+    // Killed once the first has merged, with the rest of the queue in flight.
+    await waitFor(
+      () => gh.pullRequest(FULL, order[0] ?? 0).mergedAt !== null,
+      "the first pull request merged",
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    await first.stop("SIGKILL");
+    servers.splice(servers.indexOf(first), 1);
+
+    const second = await startServer(prepared.env);
+    servers.push(second);
+    gh.setWebhookUrls(prepared.world.app.id, [`${second.url}/webhooks/github`]);
+    let final = new Map<number, string>();
+    await waitFor(
+      async () => {
+        final = await states(second.url, prepared.token, order);
+        return [...final.values()].every((state) => ["merged", "failed"].includes(state));
+      },
+      "every pull request concluded",
+      { timeoutMs: 120_000, intervalMs: 250 },
+    );
+    assertOutcome(prepared, final);
+    for (const rule of faults) expect(gh.faults.fired(rule)).toBeGreaterThan(0);
+  }, 240_000);
+
+  it("two servers on one database take GitHub's deliveries in turn, batching", async () => {
+    const prepared = await prepare();
+    const { gh } = prepared.world;
+    const { good, breaking, conflicting } = prepared.prs;
+    gh.setWebhookChaos({ delayMs: [0, 50], duplicate: 0.1 });
+    const limited = gh.addFault(gh.fault.secondaryRateLimit("pulls/merge", 1));
+
+    const a = await startServer(prepared.env);
+    servers.push(a);
+    const b = await startServer(prepared.env);
+    servers.push(b);
+    gh.setWebhookUrls(prepared.world.app.id, [
+      `${a.url}/webhooks/github`,
+      `${b.url}/webhooks/github`,
+    ]);
+    const installationId = gh.installApp(prepared.world.app.id, {
+      account: OWNER,
+      repositories: [NAME],
+    }).id;
+    await gh.settleWebhooks();
+    await call(
+      a.url,
+      "github/linkInstallation",
+      { installationId, githubToken: gh.createUserToken("alice") },
+      prepared.token,
+    );
+    await call(b.url, "createQueue", QUEUE, prepared.token);
+    // Batching: the breaking pull request's batch fails and is bisected.
+    await call(
+      a.url,
+      "updateQueue",
+      {
+        ...QUEUE,
+        requiredStatuses: ["ci"],
+        mergeMethod: "merge_commit",
+        batch: true,
+        batchingMinSize: 3,
+        batchingMaxWaitTimeMinutes: 1,
+      },
+      prepared.token,
+    );
+    const order = [good[0], good[1], breaking, conflicting, good[2], good[3]] as number[];
+    for (const [index, number] of order.entries()) {
+      const url = index % 2 === 0 ? a.url : b.url;
+      await call(url, "submitPullRequest", { ...QUEUE, pr: { number } }, prepared.token);
+    }
+    let final = new Map<number, string>();
+    await waitFor(
+      async () => {
+        final = await states(b.url, prepared.token, order);
+        return [...final.values()].every((state) => ["merged", "failed"].includes(state));
+      },
+      "every pull request concluded",
+      { timeoutMs: 120_000, intervalMs: 250 },
+    );
+    assertOutcome(prepared, final);
+    // Both servers took deliveries.
+    const urls = gh.deliveries().flatMap((d) => d.attempts.map((attempt) => attempt.url));
+    expect(new Set(urls).size).toBe(2);
+    expect(gh.faults.fired(limited)).toBeGreaterThan(0);
+  }, 240_000);
+});
