@@ -15,6 +15,8 @@ import { TestHealthOverview, type RepositoryHealth } from "./overview.js";
 import type {
   DailyRunCounts,
   RepositoryHealthRecords,
+  RepositoryTableRecords,
+  TableFiguresRow,
   TableTestRow,
   TestSettingsRecords,
   UploadRecords,
@@ -88,6 +90,12 @@ export interface RepositoryHealthDependencies {
   settings: Pick<TestSettingsRecords, "get">;
   overview: Pick<TestHealthOverview, "organization">;
   records: RepositoryHealthRecords;
+  /**
+   * The tests table read by index over stored figures (ADR 0030): when given, views without an
+   * owner or text filter read only their page; without it (or with those filters) the table is
+   * read whole and kept in memory (ADR 0024).
+   */
+  table?: RepositoryTableRecords;
   uploads: Pick<UploadRecords, "list">;
   clock: Clock;
 }
@@ -175,6 +183,9 @@ export class RepositoryHealthService {
   ): Promise<RepositoryPage> {
     const repository = await this.deps.access.find(principal, undefined, ref);
     const now = this.deps.clock.now();
+    if (this.deps.table && !query.owner?.trim() && !query.q?.trim()) {
+      return this.indexedPage(this.deps.table, principal, repository, query, now);
+    }
     const [organization, table] = await Promise.all([
       this.deps.overview.organization(principal, TREND_DAYS),
       this.table(repository.id, now),
@@ -233,6 +244,80 @@ export class RepositoryHealthService {
         pages,
         rows: tests.slice(start, start + TABLE_PAGE_SIZE),
       },
+    };
+  }
+
+  /**
+   * The page from the stored figures (ADR 0030): the stale ones computed again first, then the
+   * count and one page of rows by the sort's index; the same answer as `repository`'s table in
+   * memory, at the cost of a page instead of every test.
+   */
+  private async indexedPage(
+    table: RepositoryTableRecords,
+    principal: Principal,
+    repository: Repository,
+    query: TestsTableQuery,
+    now: number,
+  ): Promise<RepositoryPage> {
+    const since = now - WINDOW_MS;
+    const firstDay = utcDay(now) - (TREND_DAYS - 1) * DAY_MS;
+    await table.refreshFigures(repository.id, now);
+    const [organization, settings, flakyPrs, failures, files] = await Promise.all([
+      this.deps.overview.organization(principal, TREND_DAYS),
+      this.deps.settings.get(repository.id),
+      this.deps.records.prsImpactedByFlaky(repository.id, since),
+      this.deps.records.dailyFailures(repository.id, firstDay),
+      table.testFiles(repository.id),
+    ]);
+    const health = organization.repositories.find((r) => r.repository.id === repository.id);
+    if (!health) throw new Error(`repository ${repository.id} missing from its organization`);
+    const quarantine = health.quarantine;
+    const sort = query.sort ?? "failure_rate";
+    const codeowners = codeownersOf(settings.codeowners);
+    const ownersOf = (file: string | null): string[] =>
+      file && codeowners ? codeowners.ownersOf(file) : [];
+    const allOwners = new Set<string>();
+    for (const file of files) for (const o of ownersOf(file)) allOwners.add(o);
+    const total = await table.tableCount(repository.id, query.status, quarantine);
+    const pages = Math.max(1, Math.ceil(total / TABLE_PAGE_SIZE));
+    const page = Math.min(Math.max(1, query.page ?? 1), pages);
+    const found = await table.tablePage(
+      repository.id,
+      query.status,
+      quarantine,
+      sort,
+      (page - 1) * TABLE_PAGE_SIZE,
+      TABLE_PAGE_SIZE,
+    );
+    const rows = found.map((stored): TableTest => {
+      const row = tableRow(stored);
+      return {
+        row,
+        quarantined:
+          quarantineSetting(
+            quarantine,
+            row.quarantineOverride as QuarantineOverride,
+            row.status as HealthStatus,
+          ) !== null,
+        codeowners: ownersOf(row.file),
+        failureRate7d: stored.failureRate7d,
+        runs7d: stored.runs7d,
+        ranIn7d: stored.runs7d > 0 || (row.lastRunAt !== null && row.lastRunAt >= since),
+        prsImpacted7d: stored.prsImpacted7d,
+      };
+    });
+    return {
+      health,
+      prsImpactedByFlaky7d: flakyPrs,
+      daily: health.daily.map((d) => ({
+        day: d.day,
+        failures: failures.get(d.day) ?? 0,
+        flaky: d.flaky,
+        broken: d.broken,
+        quarantined: quarantinedOn(health, d.flaky),
+      })),
+      owners: [...allOwners].sort(),
+      table: { query: { ...query, sort, page }, total, pages, rows },
     };
   }
 
@@ -372,6 +457,23 @@ export class RepositoryHealthService {
     }
     return result;
   }
+}
+
+/** The table's row of a test read with its figures. */
+function tableRow(stored: TableFiguresRow): TableTestRow {
+  return {
+    key: stored.key,
+    id: stored.id,
+    name: stored.name,
+    classname: stored.classname,
+    parent: stored.parent,
+    file: stored.file,
+    variant: stored.variant,
+    status: stored.status,
+    quarantineOverride: stored.quarantineOverride,
+    lastRunAt: stored.lastRunAt,
+    lastFailureAt: stored.lastFailureAt,
+  };
 }
 
 /**
