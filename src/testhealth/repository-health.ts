@@ -138,6 +138,14 @@ interface CachedTable {
   sorted(sort: TableSort): TableTest[];
 }
 
+interface PageSummary {
+  /** A test file's code owners (remembered per file). */
+  ownersOf: (file: string | null) => string[];
+  owners: string[];
+  failures: Map<number, number>;
+  flakyPrs: number;
+}
+
 function comparator(sort: TableSort): (a: TableTest, b: TableTest) => number {
   const byName = (a: TableTest, b: TableTest) =>
     a.row.name < b.row.name ? -1 : a.row.name > b.row.name ? 1 : a.row.key - b.row.key;
@@ -170,10 +178,13 @@ export class RepositoryHealthService {
    * dashboard's forms (`invalidate`); filters, sorts and pages then cost only memory.
    */
   private readonly tables = new Map<string, TableEntry>();
+  /** The indexed page's summaries per repository (`summary`). */
+  private readonly summaries = new Map<string, { at: number; summary: Promise<PageSummary> }>();
 
   /** Forgets a repository's table (after an override or ticket changed one of its tests). */
   invalidate(repositoryId: string): void {
     this.tables.delete(repositoryId);
+    this.summaries.delete(repositoryId);
   }
 
   async repository(
@@ -260,24 +271,16 @@ export class RepositoryHealthService {
     now: number,
   ): Promise<RepositoryPage> {
     const since = now - WINDOW_MS;
-    const firstDay = utcDay(now) - (TREND_DAYS - 1) * DAY_MS;
     await table.refreshFigures(repository.id, now);
-    const [organization, settings, flakyPrs, failures, files] = await Promise.all([
+    const [organization, summary] = await Promise.all([
       this.deps.overview.organization(principal, TREND_DAYS),
-      this.deps.settings.get(repository.id),
-      this.deps.records.prsImpactedByFlaky(repository.id, since),
-      this.deps.records.dailyFailures(repository.id, firstDay),
-      table.testFiles(repository.id),
+      this.summary(table, repository.id, now),
     ]);
     const health = organization.repositories.find((r) => r.repository.id === repository.id);
     if (!health) throw new Error(`repository ${repository.id} missing from its organization`);
     const quarantine = health.quarantine;
     const sort = query.sort ?? "failure_rate";
-    const codeowners = codeownersOf(settings.codeowners);
-    const ownersOf = (file: string | null): string[] =>
-      file && codeowners ? codeowners.ownersOf(file) : [];
-    const allOwners = new Set<string>();
-    for (const file of files) for (const o of ownersOf(file)) allOwners.add(o);
+    const { ownersOf, failures, flakyPrs } = summary;
     const total = await table.tableCount(repository.id, query.status, quarantine);
     const pages = Math.max(1, Math.ceil(total / TABLE_PAGE_SIZE));
     const page = Math.min(Math.max(1, query.page ?? 1), pages);
@@ -316,9 +319,61 @@ export class RepositoryHealthService {
         broken: d.broken,
         quarantined: quarantinedOn(health, d.flaky),
       })),
-      owners: [...allOwners].sort(),
+      owners: summary.owners,
       table: { query: { ...query, sort, page }, total, pages, rows },
     };
+  }
+
+  /**
+   * What the indexed page shows besides its rows (code owners, daily failures, pull requests
+   * impacted by flaky tests), kept per repository like the table (`TABLE_FRESH_MS`; ADR 0024).
+   */
+  private summary(
+    table: RepositoryTableRecords,
+    repositoryId: string,
+    now: number,
+  ): Promise<PageSummary> {
+    const known = this.summaries.get(repositoryId);
+    if (known && now - known.at >= 0 && now - known.at < TABLE_FRESH_MS) return known.summary;
+    const summary = this.readSummary(table, repositoryId, now);
+    const entry = { at: now, summary };
+    this.summaries.delete(repositoryId);
+    this.summaries.set(repositoryId, entry);
+    while (this.summaries.size > TABLES_KEPT) {
+      const oldest = this.summaries.keys().next();
+      if (oldest.done) break;
+      this.summaries.delete(oldest.value);
+    }
+    summary.catch(() => {
+      if (this.summaries.get(repositoryId) === entry) this.summaries.delete(repositoryId);
+    });
+    return summary;
+  }
+
+  private async readSummary(
+    table: RepositoryTableRecords,
+    repositoryId: string,
+    now: number,
+  ): Promise<PageSummary> {
+    const since = now - WINDOW_MS;
+    const firstDay = utcDay(now) - (TREND_DAYS - 1) * DAY_MS;
+    const [settings, flakyPrs, failures, files] = await Promise.all([
+      this.deps.settings.get(repositoryId),
+      this.deps.records.prsImpactedByFlaky(repositoryId, since),
+      this.deps.records.dailyFailures(repositoryId, firstDay),
+      table.testFiles(repositoryId),
+    ]);
+    const codeowners = codeownersOf(settings.codeowners);
+    const byFile = new Map<string, string[]>();
+    const ownersOf = (file: string | null): string[] => {
+      if (!file || !codeowners) return [];
+      let owners = byFile.get(file);
+      if (!owners) byFile.set(file, (owners = codeowners.ownersOf(file)));
+      return owners;
+    };
+    const allOwners = new Set<string>();
+    for (const file of files) for (const o of ownersOf(file)) allOwners.add(o);
+    return { ownersOf, owners: [...allOwners].sort(), failures, flakyPrs };
   }
 
   /** The repository's table, from this process's memory when recent enough. */

@@ -8,7 +8,8 @@ import type { DialectMigration } from "./types.js";
  * counted runs and impacted pull requests of the last 7 days, when they were computed
  * (`figures_at`) and when they stop being true as the window moves (`figures_expire_at`; 0 until
  * computed, null when nothing counted can leave the window). One index per sort of the table;
- * one to find the figures to compute again. Backfilled as of the migration's time.
+ * one to find the figures to compute again; one for the tests' distinct files (their code
+ * owners). Backfilled as of the migration's time.
  *
  * The name sorts as JavaScript's `<` does (code points): the `C` collation on PostgreSQL,
  * SQLite's default binary one.
@@ -40,6 +41,7 @@ export const testCaseFigures: DialectMigration = {
       (repository_id, last_failure_at desc${nullsLast}, ${name}, key)`.execute(db);
     await sql`create index test_cases_figures_expiry_idx on test_cases
       (repository_id, figures_expire_at, figures_at)`.execute(db);
+    await sql`create index test_cases_file_idx on test_cases (repository_id, file)`.execute(db);
     await computeFigures(db, postgres ? "postgres" : "sqlite", ALL_TESTS, Date.now());
   },
 
@@ -49,6 +51,7 @@ export const testCaseFigures: DialectMigration = {
       "test_cases_by_prs_impacted_idx",
       "test_cases_by_last_failure_idx",
       "test_cases_figures_expiry_idx",
+      "test_cases_file_idx",
     ]) {
       await db.schema.dropIndex(index).execute();
     }
