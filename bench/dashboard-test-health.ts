@@ -109,7 +109,7 @@ async function main(): Promise<void> {
     // The stored 7-day figures (ADR 0030), as the ingestion or the migration's backfill leaves
     // them: all of them at once, which is also what a page view pays when a whole repository's
     // figures expire together (the window moves past an hour every test counted).
-    const { computeFigures, staleFigures } = await import("../src/db/stores/test-figures.js");
+    const { computeFigures, staleFigures } = await import("../src/db/figures.js");
     const tf = performance.now();
     const computed = await computeFigures(
       db,

@@ -1,5 +1,5 @@
 import { sql } from "kysely";
-import { ALL_TESTS, computeFigures } from "../stores/test-figures.js";
+import { ALL_TESTS, computeFigures } from "../figures.js";
 import type { DialectMigration } from "./types.js";
 
 /**

@@ -7,7 +7,7 @@ import type {
 import type { QuarantineSettings } from "../../testhealth/quarantine.js";
 import type { DatabaseHandle, DialectName } from "../connection.js";
 import type { Database } from "../schema.js";
-import { computeFigures, staleFigures } from "./test-figures.js";
+import { computeFigures, staleFigures } from "../figures.js";
 import { quarantinedWhere } from "./test-cases.js";
 
 type Status = "flaky" | "broken" | "quarantined" | "healthy" | undefined;

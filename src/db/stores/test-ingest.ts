@@ -2,7 +2,7 @@ import { sql, type Kysely, type RawBuilder, type Transaction } from "kysely";
 import type BetterSqlite3 from "better-sqlite3";
 import type { DatabaseHandle, DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
-import { computeFigures } from "./test-figures.js";
+import { computeFigures } from "../figures.js";
 import type { Database } from "../schema.js";
 import { QUEUE_RUNNER_CLIENT } from "../../testhealth/runs.js";
 import type {

@@ -1,7 +1,7 @@
 import { sql, type QueryExecutorProvider, type RawBuilder } from "kysely";
-import type { DialectName } from "../connection.js";
-import { sqlDialect } from "../dialect.js";
-import { DAY_MS as DAY, HOUR_MS as HOUR } from "../../lib/time.js";
+import type { DialectName } from "./connection.js";
+import { sqlDialect } from "./dialect.js";
+import { DAY_MS as DAY, HOUR_MS as HOUR } from "../lib/time.js";
 
 /** The figures' window: the last 7 days (docs/decisions/0030). */
 export const FIGURES_WINDOW_MS = 7 * DAY;
