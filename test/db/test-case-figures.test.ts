@@ -1,4 +1,7 @@
+import type { Kysely } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { testCaseFigures } from "../../src/db/migrations/0022_test_case_figures.js";
+import { columnTypes } from "../../src/db/migrations/types.js";
 import { RepositoryHealthStore } from "../../src/db/stores/repository-health.js";
 import { RepositoryTableStore } from "../../src/db/stores/repository-table.js";
 import { TestIngestStore } from "../../src/db/stores/test-ingest.js";
@@ -215,6 +218,26 @@ describe(`stored 7-day figures on ${TEST_DIALECT}`, () => {
     // Viewed at an earlier time than they were computed for (a clock set back).
     await table.refreshFigures(repositoryId, T - 3 * DAY);
     expect(await stored()).toEqual(await computed(T - 3 * DAY));
+  });
+
+  it("are backfilled by migration 0022 as of its time; down removes them", async () => {
+    await history();
+    const db = database.handle.db as unknown as Kysely<unknown>;
+    const types = columnTypes(database.handle.dialect);
+    await testCaseFigures.down(db, types);
+    const before = Date.now();
+    await testCaseFigures.up(db, types);
+    const after = Date.now();
+    const at = await database.handle.db.selectFrom("testCases").select("figuresAt").execute();
+    expect(at.length).toBe(5);
+    const figuresAt = at[0]?.figuresAt ?? 0;
+    expect(at.every((r) => r.figuresAt === figuresAt)).toBe(true);
+    expect(figuresAt).toBeGreaterThanOrEqual(before);
+    expect(figuresAt).toBeLessThanOrEqual(after);
+    expect(await stored()).toEqual(await computed(figuresAt));
+    // Viewed at the data's own time (before the backfill's), they are computed for it.
+    await table.refreshFigures(repositoryId, T);
+    expect(await stored()).toEqual(await computed(T));
   });
 });
 
