@@ -44,6 +44,7 @@ import { TestQueryService } from "./testhealth/test-queries.js";
 import { TestHealthOverview } from "./testhealth/overview.js";
 import { TestOverviewStore } from "./db/stores/test-overview.js";
 import { RepositoryHealthStore } from "./db/stores/repository-health.js";
+import { RepositoryTableStore } from "./db/stores/repository-table.js";
 import { RepositoryHealthService } from "./testhealth/repository-health.js";
 import { TestDetailsStore } from "./db/stores/test-details.js";
 import { TestListStore } from "./db/stores/test-lists.js";
@@ -411,6 +412,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
       settings: testSettings,
       overview: testOverview,
       records: new RepositoryHealthStore(db),
+      table: new RepositoryTableStore(database),
       uploads: uploadStore,
       clock,
     }),

@@ -21,6 +21,10 @@ export interface SqlDialect {
   readonly false: RawBuilder<unknown>;
   /** The larger of two values (`greatest` on PostgreSQL, the two-argument scalar `max` on SQLite). */
   greatest(a: RawBuilder<unknown>, b: RawBuilder<unknown>): RawBuilder<number>;
+  /** The smallest of values that are never null (`least` on PostgreSQL, scalar `min` on SQLite). */
+  least(...values: RawBuilder<unknown>[]): RawBuilder<number>;
+  /** A cast to a floating-point number (`double precision` on PostgreSQL, `real` on SQLite). */
+  double(value: RawBuilder<unknown>): RawBuilder<number>;
   /**
    * A JSON array of `value` over a group. PostgreSQL orders it by `orderBy`; SQLite aggregates in
    * its scan order, the same for every aggregate of one group, so arrays read together line up.
@@ -75,6 +79,8 @@ const postgres: SqlDialect = {
   true: sql`true`,
   false: sql`false`,
   greatest: (a, b) => sql<number>`greatest(${a}, ${b})`,
+  least: (...values) => sql<number>`least(${sql.join(values)})`,
+  double: (value) => sql<number>`cast(${value} as double precision)`,
   jsonArrayAgg: (value, orderBy) => sql`json_agg(${value} order by ${orderBy})`,
   rowAddress: sql.raw("ctid"),
   forUpdate: (query, of) => query.forUpdate(of),
@@ -100,6 +106,8 @@ const sqlite: SqlDialect = {
   true: sql`1`,
   false: sql`0`,
   greatest: (a, b) => sql<number>`max(${a}, ${b})`,
+  least: (...values) => sql<number>`min(${sql.join(values)})`,
+  double: (value) => sql<number>`cast(${value} as real)`,
   jsonArrayAgg: (value) => sql`json_group_array(${value})`,
   rowAddress: sql.raw("rowid"),
   forUpdate: (query) => query,

@@ -158,6 +158,13 @@ export interface TestCasesTable {
   firstSeenAt: number;
   lastRunAt: number | null;
   lastFailureAt: number | null;
+  /** The 7-day figures (ADR 0030), true from `figuresAt` until `figuresExpireAt`. */
+  weekFailureRate: Generated<number>;
+  weekRuns: Generated<number>;
+  weekPrsImpacted: Generated<number>;
+  figuresAt: Generated<number>;
+  /** 0: not computed yet; null: true until a run of the test arrives. */
+  figuresExpireAt: Generated<number | null>;
 }
 
 export interface TestRunsTable {

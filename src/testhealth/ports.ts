@@ -216,6 +216,8 @@ export interface IngestRecords {
     repositoryId: string,
     uploads: readonly AggregatedUpload[],
   ): Promise<void>;
+  /** Computes the 7-day figures (ADR 0030) of the uploads' tests as of `now`, after aggregating. */
+  refreshFigures(trx: StoreTransaction, uploadKeys: readonly number[], now: number): Promise<void>;
   candidatesOfUploads(
     trx: StoreTransaction,
     uploadKeys: readonly number[],
@@ -256,6 +258,47 @@ export interface TableTestRow {
   quarantineOverride: string;
   lastRunAt: number | null;
   lastFailureAt: number | null;
+}
+
+/** A row of the tests table with its stored 7-day figures (ADR 0030). */
+export interface TableFiguresRow extends TableTestRow {
+  /** Counted failures / counted runs over the last 7 days (0 without runs or failures). */
+  failureRate7d: number;
+  /** Counted runs of the last 7 days when the test failed in them, else 0. */
+  runs7d: number;
+  prsImpacted7d: number;
+}
+
+/** The tests table's orders: the sort's figure descending, then name and key ascending. */
+export type TableOrder = "failure_rate" | "prs_impacted" | "last_failure";
+
+/**
+ * The repository page's tests table read by index over each test's stored 7-day figures
+ * (ADR 0030): a page costs its rows, not the repository's tests.
+ */
+export interface RepositoryTableRecords {
+  /**
+   * Computes again the figures of the repository's tests that are not those of `now` (a counted
+   * hour, day or pull request left the window since they were computed, or never computed).
+   */
+  refreshFigures(repositoryId: string, now: number): Promise<void>;
+  /** `limit` rows from `offset` in `order`, of one status (`quarantined`: by the settings) or all. */
+  tablePage(
+    repositoryId: string,
+    status: "flaky" | "broken" | "quarantined" | "healthy" | undefined,
+    quarantine: QuarantineSettings,
+    order: TableOrder,
+    offset: number,
+    limit: number,
+  ): Promise<TableFiguresRow[]>;
+  /** How many tests of that status (or all) the repository has. */
+  tableCount(
+    repositoryId: string,
+    status: "flaky" | "broken" | "quarantined" | "healthy" | undefined,
+    quarantine: QuarantineSettings,
+  ): Promise<number>;
+  /** The distinct files of the repository's tests (for their code owners). */
+  testFiles(repositoryId: string): Promise<string[]>;
 }
 
 /** Counted passes and failures of a test over a window. */

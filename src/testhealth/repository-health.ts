@@ -15,6 +15,8 @@ import { TestHealthOverview, type RepositoryHealth } from "./overview.js";
 import type {
   DailyRunCounts,
   RepositoryHealthRecords,
+  RepositoryTableRecords,
+  TableFiguresRow,
   TableTestRow,
   TestSettingsRecords,
   UploadRecords,
@@ -88,6 +90,12 @@ export interface RepositoryHealthDependencies {
   settings: Pick<TestSettingsRecords, "get">;
   overview: Pick<TestHealthOverview, "organization">;
   records: RepositoryHealthRecords;
+  /**
+   * The tests table read by index over stored figures (ADR 0030): when given, views without an
+   * owner or text filter read only their page; without it (or with those filters) the table is
+   * read whole and kept in memory (ADR 0024).
+   */
+  table?: RepositoryTableRecords;
   uploads: Pick<UploadRecords, "list">;
   clock: Clock;
 }
@@ -130,6 +138,14 @@ interface CachedTable {
   sorted(sort: TableSort): TableTest[];
 }
 
+interface PageSummary {
+  /** A test file's code owners (remembered per file). */
+  ownersOf: (file: string | null) => string[];
+  owners: string[];
+  failures: Map<number, number>;
+  flakyPrs: number;
+}
+
 function comparator(sort: TableSort): (a: TableTest, b: TableTest) => number {
   const byName = (a: TableTest, b: TableTest) =>
     a.row.name < b.row.name ? -1 : a.row.name > b.row.name ? 1 : a.row.key - b.row.key;
@@ -162,10 +178,13 @@ export class RepositoryHealthService {
    * dashboard's forms (`invalidate`); filters, sorts and pages then cost only memory.
    */
   private readonly tables = new Map<string, TableEntry>();
+  /** The indexed page's summaries per repository (`summary`). */
+  private readonly summaries = new Map<string, { at: number; summary: Promise<PageSummary> }>();
 
   /** Forgets a repository's table (after an override or ticket changed one of its tests). */
   invalidate(repositoryId: string): void {
     this.tables.delete(repositoryId);
+    this.summaries.delete(repositoryId);
   }
 
   async repository(
@@ -175,6 +194,9 @@ export class RepositoryHealthService {
   ): Promise<RepositoryPage> {
     const repository = await this.deps.access.find(principal, undefined, ref);
     const now = this.deps.clock.now();
+    if (this.deps.table && !query.owner?.trim() && !query.q?.trim()) {
+      return this.indexedPage(this.deps.table, principal, repository, query, now);
+    }
     const [organization, table] = await Promise.all([
       this.deps.overview.organization(principal, TREND_DAYS),
       this.table(repository.id, now),
@@ -234,6 +256,124 @@ export class RepositoryHealthService {
         rows: tests.slice(start, start + TABLE_PAGE_SIZE),
       },
     };
+  }
+
+  /**
+   * The page from the stored figures (ADR 0030): the stale ones computed again first, then the
+   * count and one page of rows by the sort's index; the same answer as `repository`'s table in
+   * memory, at the cost of a page instead of every test.
+   */
+  private async indexedPage(
+    table: RepositoryTableRecords,
+    principal: Principal,
+    repository: Repository,
+    query: TestsTableQuery,
+    now: number,
+  ): Promise<RepositoryPage> {
+    const since = now - WINDOW_MS;
+    await table.refreshFigures(repository.id, now);
+    const [organization, summary] = await Promise.all([
+      this.deps.overview.organization(principal, TREND_DAYS),
+      this.summary(table, repository.id, now),
+    ]);
+    const health = organization.repositories.find((r) => r.repository.id === repository.id);
+    if (!health) throw new Error(`repository ${repository.id} missing from its organization`);
+    const quarantine = health.quarantine;
+    const sort = query.sort ?? "failure_rate";
+    const { ownersOf, failures, flakyPrs } = summary;
+    const total = await table.tableCount(repository.id, query.status, quarantine);
+    const pages = Math.max(1, Math.ceil(total / TABLE_PAGE_SIZE));
+    const page = Math.min(Math.max(1, query.page ?? 1), pages);
+    const found = await table.tablePage(
+      repository.id,
+      query.status,
+      quarantine,
+      sort,
+      (page - 1) * TABLE_PAGE_SIZE,
+      TABLE_PAGE_SIZE,
+    );
+    const rows = found.map((stored): TableTest => {
+      const row = tableRow(stored);
+      return {
+        row,
+        quarantined:
+          quarantineSetting(
+            quarantine,
+            row.quarantineOverride as QuarantineOverride,
+            row.status as HealthStatus,
+          ) !== null,
+        codeowners: ownersOf(row.file),
+        failureRate7d: stored.failureRate7d,
+        runs7d: stored.runs7d,
+        ranIn7d: stored.runs7d > 0 || (row.lastRunAt !== null && row.lastRunAt >= since),
+        prsImpacted7d: stored.prsImpacted7d,
+      };
+    });
+    return {
+      health,
+      prsImpactedByFlaky7d: flakyPrs,
+      daily: health.daily.map((d) => ({
+        day: d.day,
+        failures: failures.get(d.day) ?? 0,
+        flaky: d.flaky,
+        broken: d.broken,
+        quarantined: quarantinedOn(health, d.flaky),
+      })),
+      owners: summary.owners,
+      table: { query: { ...query, sort, page }, total, pages, rows },
+    };
+  }
+
+  /**
+   * What the indexed page shows besides its rows (code owners, daily failures, pull requests
+   * impacted by flaky tests), kept per repository like the table (`TABLE_FRESH_MS`; ADR 0024).
+   */
+  private summary(
+    table: RepositoryTableRecords,
+    repositoryId: string,
+    now: number,
+  ): Promise<PageSummary> {
+    const known = this.summaries.get(repositoryId);
+    if (known && now - known.at >= 0 && now - known.at < TABLE_FRESH_MS) return known.summary;
+    const summary = this.readSummary(table, repositoryId, now);
+    const entry = { at: now, summary };
+    this.summaries.delete(repositoryId);
+    this.summaries.set(repositoryId, entry);
+    while (this.summaries.size > TABLES_KEPT) {
+      const oldest = this.summaries.keys().next();
+      if (oldest.done) break;
+      this.summaries.delete(oldest.value);
+    }
+    summary.catch(() => {
+      if (this.summaries.get(repositoryId) === entry) this.summaries.delete(repositoryId);
+    });
+    return summary;
+  }
+
+  private async readSummary(
+    table: RepositoryTableRecords,
+    repositoryId: string,
+    now: number,
+  ): Promise<PageSummary> {
+    const since = now - WINDOW_MS;
+    const firstDay = utcDay(now) - (TREND_DAYS - 1) * DAY_MS;
+    const [settings, flakyPrs, failures, files] = await Promise.all([
+      this.deps.settings.get(repositoryId),
+      this.deps.records.prsImpactedByFlaky(repositoryId, since),
+      this.deps.records.dailyFailures(repositoryId, firstDay),
+      table.testFiles(repositoryId),
+    ]);
+    const codeowners = codeownersOf(settings.codeowners);
+    const byFile = new Map<string, string[]>();
+    const ownersOf = (file: string | null): string[] => {
+      if (!file || !codeowners) return [];
+      let owners = byFile.get(file);
+      if (!owners) byFile.set(file, (owners = codeowners.ownersOf(file)));
+      return owners;
+    };
+    const allOwners = new Set<string>();
+    for (const file of files) for (const o of ownersOf(file)) allOwners.add(o);
+    return { ownersOf, owners: [...allOwners].sort(), failures, flakyPrs };
   }
 
   /** The repository's table, from this process's memory when recent enough. */
@@ -372,6 +512,23 @@ export class RepositoryHealthService {
     }
     return result;
   }
+}
+
+/** The table's row of a test read with its figures. */
+function tableRow(stored: TableFiguresRow): TableTestRow {
+  return {
+    key: stored.key,
+    id: stored.id,
+    name: stored.name,
+    classname: stored.classname,
+    parent: stored.parent,
+    file: stored.file,
+    variant: stored.variant,
+    status: stored.status,
+    quarantineOverride: stored.quarantineOverride,
+    lastRunAt: stored.lastRunAt,
+    lastFailureAt: stored.lastFailureAt,
+  };
 }
 
 /**

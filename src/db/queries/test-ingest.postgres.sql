@@ -216,6 +216,45 @@ from (
 where test_cases.key = s.test_key;
 commit;
 
+-- TestIngestStore.refreshFigures(trx, uploadKeys, now)
+-- inside `transaction`
+begin;
+set local synchronous_commit = off;
+select pg_advisory_xact_lock(hashtext($1));
+update test_cases set
+  week_failure_rate = case when f.last_failure_at >= $1 and f.runs > 0
+    then cast(f.failed as double precision) / cast(f.runs as double precision) else 0 end,
+  week_runs = case when f.last_failure_at >= $2 then coalesce(f.runs, 0) else 0 end,
+  week_prs_impacted = case when f.last_failure_at >= $3 then coalesce(f.prs, 0) else 0 end,
+  figures_at = $4,
+  figures_expire_at = case when f.last_failure_at >= $5
+then least(coalesce(f.counted_from, f.last_failure_at), coalesce(f.prs_from, f.last_failure_at), f.last_failure_at) + 604800001
+    else null end
+from (
+  select t.key, t.last_failure_at, t.figures_at, c.failed, c.runs, c.counted_from, p.prs, p.prs_from
+  from test_cases t
+  left join (
+    select test_key, sum(failed) as failed, sum(passed) + sum(failed) as runs, min(at) as counted_from
+    from (
+      select test_key, passed, failed, hour as at from test_hourly_stats
+where test_key in (select fk.key from test_cases fk where fk.key in (select test_key from test_runs where upload_key in ($6, $7)) and fk.last_failure_at >= $8) and hour >= $9 and hour < $10
+      union all
+      select test_key, passed, failed, day as at from test_daily_stats
+where test_key in (select fk.key from test_cases fk where fk.key in (select test_key from test_runs where upload_key in ($11, $12)) and fk.last_failure_at >= $13) and day >= $14
+    ) as counts
+    group by test_key
+  ) as c on c.test_key = t.key
+  left join (
+    select test_key, count(*) as prs, min(last_failed_at) as prs_from from test_pr_failures
+where test_key in (select fk.key from test_cases fk where fk.key in (select test_key from test_runs where upload_key in ($15, $16)) and fk.last_failure_at >= $17) and last_failed_at >= $18
+    group by test_key
+  ) as p on p.test_key = t.key
+  where t.key in (select test_key from test_runs where upload_key in ($19, $20))
+) as f
+where test_cases.key = f.key and test_cases.figures_at = f.figures_at
+  and coalesce(test_cases.last_failure_at, -1) = coalesce(f.last_failure_at, -1);
+commit;
+
 -- TestIngestStore.candidatesOfUploads(trx, uploadKeys, failedSince)
 -- inside `transaction`
 begin;

@@ -217,6 +217,45 @@ where test_cases.key = s.test_key;
 commit;
 pragma synchronous = FULL;
 
+-- TestIngestStore.refreshFigures(trx, uploadKeys, now)
+-- inside `transaction`
+pragma synchronous = NORMAL;
+begin;
+update test_cases set
+  week_failure_rate = case when f.last_failure_at >= ? and f.runs > 0
+    then cast(f.failed as real) / cast(f.runs as real) else 0 end,
+  week_runs = case when f.last_failure_at >= ? then coalesce(f.runs, 0) else 0 end,
+  week_prs_impacted = case when f.last_failure_at >= ? then coalesce(f.prs, 0) else 0 end,
+  figures_at = ?,
+  figures_expire_at = case when f.last_failure_at >= ?
+then min(coalesce(f.counted_from, f.last_failure_at), coalesce(f.prs_from, f.last_failure_at), f.last_failure_at) + 604800001
+    else null end
+from (
+  select t.key, t.last_failure_at, t.figures_at, c.failed, c.runs, c.counted_from, p.prs, p.prs_from
+  from test_cases t
+  left join (
+    select test_key, sum(failed) as failed, sum(passed) + sum(failed) as runs, min(at) as counted_from
+    from (
+      select test_key, passed, failed, hour as at from test_hourly_stats
+where test_key in (select fk.key from test_cases fk where fk.key in (select test_key from test_runs where upload_key in (?, ?)) and fk.last_failure_at >= ?) and hour >= ? and hour < ?
+      union all
+      select test_key, passed, failed, day as at from test_daily_stats
+where test_key in (select fk.key from test_cases fk where fk.key in (select test_key from test_runs where upload_key in (?, ?)) and fk.last_failure_at >= ?) and day >= ?
+    ) as counts
+    group by test_key
+  ) as c on c.test_key = t.key
+  left join (
+    select test_key, count(*) as prs, min(last_failed_at) as prs_from from test_pr_failures
+where test_key in (select fk.key from test_cases fk where fk.key in (select test_key from test_runs where upload_key in (?, ?)) and fk.last_failure_at >= ?) and last_failed_at >= ?
+    group by test_key
+  ) as p on p.test_key = t.key
+  where t.key in (select test_key from test_runs where upload_key in (?, ?))
+) as f
+where test_cases.key = f.key and test_cases.figures_at = f.figures_at
+  and coalesce(test_cases.last_failure_at, -1) = coalesce(f.last_failure_at, -1);
+commit;
+pragma synchronous = FULL;
+
 -- TestIngestStore.candidatesOfUploads(trx, uploadKeys, failedSince)
 -- inside `transaction`
 pragma synchronous = NORMAL;

@@ -2,6 +2,7 @@ import { sql, type Kysely, type RawBuilder, type Transaction } from "kysely";
 import type BetterSqlite3 from "better-sqlite3";
 import type { DatabaseHandle, DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
+import { computeFigures } from "../figures.js";
 import type { Database } from "../schema.js";
 import { QUEUE_RUNNER_CLIENT } from "../../testhealth/runs.js";
 import type {
@@ -332,6 +333,26 @@ export class TestIngestStore implements IngestRecords {
         from test_runs where upload_key in (${all}) group by test_key
       ) as s
       where test_cases.key = s.test_key`.execute(trx);
+  }
+
+  /**
+   * The 7-day figures of the uploads' tests as of `now` (ADR 0030), computed again from the
+   * aggregates the uploads just changed, so that the repository page reads them as they are.
+   */
+  async refreshFigures(
+    trx: Transaction<Database>,
+    uploadKeys: readonly number[],
+    now: number,
+  ): Promise<void> {
+    if (uploadKeys.length === 0) return;
+    const keys = sql.join(uploadKeys);
+    await computeFigures(
+      trx,
+      this.dialect,
+      (alias) =>
+        sql`${sql.raw(alias)}.key in (select test_key from test_runs where upload_key in (${keys}))`,
+      now,
+    );
   }
 
   /** Adds the uploads' pass/fail counts per test and time unit (an hour or a day) to `table`. */

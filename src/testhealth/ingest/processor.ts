@@ -62,6 +62,7 @@ export interface ProcessorDependencies {
     | "deleteRuns"
     | "transaction"
     | "aggregateUploads"
+    | "refreshFigures"
     | "candidatesOfUploads"
     | "runsForClassification"
     | "applyClassifications"
@@ -224,6 +225,11 @@ async function finishBatch(deps: ProcessorDependencies, runs: readonly BundleRun
         prNumber: run.context.meta.prNumber,
         excluded: run.excluded,
       })),
+    );
+    await ingest.refreshFigures(
+      trx,
+      runs.map((run) => run.upload.key),
+      now,
     );
     const counted = runs.filter((run) => !run.excluded);
     if (counted.length === 0) return;

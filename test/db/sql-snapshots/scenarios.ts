@@ -20,6 +20,7 @@ import { UploadStore } from "../../../src/db/stores/uploads.js";
 import { SessionStore } from "../../../src/db/stores/sessions.js";
 import { TestOverviewStore } from "../../../src/db/stores/test-overview.js";
 import { RepositoryHealthStore } from "../../../src/db/stores/repository-health.js";
+import { RepositoryTableStore } from "../../../src/db/stores/repository-table.js";
 import { DEFAULT_QUEUE_SETTINGS } from "../../../src/mergequeue/settings.js";
 import type { Answer } from "./recorder.js";
 
@@ -764,6 +765,11 @@ export const SCENARIOS: StoreScenario[] = [
           ),
       },
       {
+        method: "refreshFigures",
+        variant: "inside `transaction`",
+        run: (s) => s.transaction(REPO_ID, ({ trx }) => s.refreshFigures(trx, [10, 11], NOW)),
+      },
+      {
         method: "candidatesOfUploads",
         variant: "inside `transaction`",
         run: (s) =>
@@ -932,6 +938,64 @@ export const SCENARIOS: StoreScenario[] = [
       { method: "prsImpactedByFlaky", run: (s) => s.prsImpactedByFlaky(REPO_ID, NOW - 7 * DAY) },
       { method: "dailyFailures", run: (s) => s.dailyFailures(REPO_ID, NOW - 30 * DAY) },
       { method: "testDaily", run: (s) => s.testDaily(1, NOW - 30 * DAY) },
+    ],
+  }),
+  scenario({
+    file: "repository-table",
+    name: "RepositoryTableStore",
+    create: (handle) => new RepositoryTableStore(handle),
+    calls: [
+      {
+        method: "refreshFigures",
+        variant: "some figures expired",
+        answer: when([/^select/, [{ key: 1 }]]),
+        run: (s) => s.refreshFigures(REPO_ID, NOW),
+      },
+      {
+        method: "tablePage",
+        variant: "by failure rate",
+        run: (s) =>
+          s.tablePage(
+            REPO_ID,
+            undefined,
+            { quarantiningEnabled: true, autoQuarantine: true },
+            "failure_rate",
+            0,
+            50,
+          ),
+      },
+      {
+        method: "tablePage",
+        variant: "flaky, by impacted pull requests",
+        run: (s) =>
+          s.tablePage(
+            REPO_ID,
+            "flaky",
+            { quarantiningEnabled: true, autoQuarantine: true },
+            "prs_impacted",
+            50,
+            50,
+          ),
+      },
+      {
+        method: "tablePage",
+        variant: "quarantined, by last failure",
+        run: (s) =>
+          s.tablePage(
+            REPO_ID,
+            "quarantined",
+            { quarantiningEnabled: true, autoQuarantine: true },
+            "last_failure",
+            0,
+            50,
+          ),
+      },
+      {
+        method: "tableCount",
+        run: (s) =>
+          s.tableCount(REPO_ID, undefined, { quarantiningEnabled: true, autoQuarantine: true }),
+      },
+      { method: "testFiles", run: (s) => s.testFiles(REPO_ID) },
     ],
   }),
   scenario({
