@@ -55,13 +55,17 @@ import { createLocalProvider, LOCAL_HOST, type LocalProvider } from "./providers
 import { upgradeLocalRepositoryLayout } from "./providers/local/git/layout-upgrade.js";
 import type { GitHubAppConfig } from "./config.js";
 import { GitHubInstallationStore } from "./db/stores/github-installations.js";
+import { GitHubPresenceStore } from "./db/stores/github-presence.js";
+import { urls } from "./web/urls.js";
 import { WebhookDeliveryStore } from "./db/stores/webhook-deliveries.js";
 import {
   createGitHubProvider,
   registerGitHubRoutes,
+  registerPullRequestCommands,
   type GitHubProvider,
 } from "./providers/github/index.js";
 import type { InboxOptions } from "./providers/github/webhooks/inbox.js";
+import type { PresenceOptions } from "./providers/github/pull-request-presence.js";
 
 /** The composition root: stores and services over one database. */
 export interface Services {
@@ -129,6 +133,8 @@ export interface ServiceOptions {
   github?: GitHubAppConfig;
   /** The GitHub webhook inbox's worker (tests shorten its lease and polling). */
   githubInbox?: Partial<InboxOptions>;
+  /** The worker that shows the queue on GitHub's pull requests (tests poll it faster). */
+  githubPresence?: Partial<PresenceOptions>;
   /** How often the App's installations are read again (default hourly; 0: only at start). */
   githubSyncIntervalMs?: number;
   /**
@@ -295,7 +301,18 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
           deliveries: new WebhookDeliveryStore(db, database.dialect),
           repositories,
           organizations: organizationStore,
+          presence: new GitHubPresenceStore(db),
+          queues: mergeQueues,
+          runtime,
         },
+        pullRequestPage: async (repository, branch, number) => {
+          if (options.publicUrl === undefined) return undefined;
+          const organization = await organizationStore.findById(repository.organizationId);
+          if (!organization) return undefined;
+          const path = urls.pullRequest(organization.slug, repository, branch, number);
+          return `${options.publicUrl.replace(/\/+$/, "")}${path}`;
+        },
+        ...(options.githubPresence ? { presence: options.githubPresence } : {}),
         changes,
         ...(options.githubInbox ? { inbox: options.githubInbox } : {}),
         ...(options.githubSyncIntervalMs === undefined
@@ -332,6 +349,16 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
         : null,
     hostConnected: (host) => gitHost.connected(host),
   });
+  if (github) {
+    // Comment commands and the enqueueing label, through the same service as the API.
+    registerPullRequestCommands(github.webhooks, {
+      appId: () => github.appId(),
+      queues: mergeQueues,
+      organizations: organizationStore,
+      runtime,
+      pullRequests,
+    });
+  }
   const organizations = new OrganizationService(organizationStore, clock);
   return {
     database,

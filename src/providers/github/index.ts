@@ -18,7 +18,12 @@ import type { ApiApp } from "../../api/types.js";
 import type { Clock } from "../../lib/clock.js";
 import { HOUR_MS, MINUTE_MS } from "../../lib/time.js";
 import type { HostChanges } from "../../mergequeue/host-changes.js";
-import type { RepositoryRecords } from "../../mergequeue/records.js";
+import type {
+  MergeQueueRecords,
+  RepositoryRecords,
+  RuntimeStore,
+} from "../../mergequeue/records.js";
+import type { PresenceStorage } from "../../mergequeue/pull-request-presence-records.js";
 import type { DeliveryStorage } from "../../mergequeue/webhook-delivery-records.js";
 import type { GitHubInstallationStorage } from "../../organizations/github-installations.js";
 import type { OrganizationRecords } from "../../organizations/records.js";
@@ -27,6 +32,7 @@ import type { RepoRef, Repository } from "../../organizations/repositories.js";
 import { GitHubApp, type GitHubLogger } from "./client.js";
 import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
 import { GitHubRepositories } from "./repositories.js";
+import { PullRequestPresence, type PresenceOptions } from "./pull-request-presence.js";
 import { GitHubSignIn } from "./sign-in.js";
 import { registerGitHubRoutes } from "./routes.js";
 import { WebhookDispatcher } from "./webhooks/dispatch.js";
@@ -44,6 +50,8 @@ export type {
   WebhookHandlers,
 } from "./webhooks/registry.js";
 export { registerGitHubRoutes } from "./routes.js";
+export { registerPullRequestCommands } from "./pull-request-commands.js";
+export type { PullRequestPresence } from "./pull-request-presence.js";
 export {
   APP_EVENTS,
   APP_PERMISSIONS,
@@ -79,7 +87,18 @@ export interface GitHubProviderDeps {
     deliveries: DeliveryStorage;
     repositories: Pick<RepositoryRecords, "find" | "findById">;
     organizations: Pick<OrganizationRecords, "findById" | "findBySlug">;
+    /** What the App shows on pull requests, and the queues' records it follows. */
+    presence: PresenceStorage;
+    queues: Pick<MergeQueueRecords, "findById">;
+    runtime: Pick<RuntimeStore, "latestEntry" | "activeSummaries" | "transitions">;
   };
+  /** A pull request's page on the dashboard (links from the comment and the check run). */
+  pullRequestPage?: (
+    repository: Repository,
+    branch: string,
+    number: number,
+  ) => Promise<string | undefined>;
+  presence?: Partial<PresenceOptions>;
   /** Pushes and pull-request changes, as host-neutral events, to the queues. */
   changes: Pick<HostChanges, "apply">;
   inbox?: Partial<InboxOptions>;
@@ -96,6 +115,10 @@ export interface GitHubProvider {
   /** Where webhook handlers register (event, or event.action). */
   webhooks: WebhookHandlers;
   inbox: WebhookInbox;
+  /** The App's numeric id. */
+  appId(): Promise<number>;
+  /** The comment, check run and labels the App keeps on pull requests (docs/github.md). */
+  presence: PullRequestPresence;
   /** "Sign in with GitHub", when the App's OAuth credentials are configured. */
   signIn: GitHubSignIn | undefined;
   /** The organization's repository on GitHub, if an installation grants it (createQueue). */
@@ -145,6 +168,36 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     store: stores.installations,
     changes: deps.changes,
   });
+  // The App's numeric id (its own comments carry it): configured, or read once from GitHub when
+  // the App is configured by its client id.
+  let appIdRead: Promise<number> | undefined;
+  const appId = (): Promise<number> => {
+    if (/^\d+$/.test(settings.appId)) return Promise.resolve(Number(settings.appId));
+    appIdRead ??= app.app.request("GET /app").then(
+      ({ data }) => data?.id ?? Number.NaN,
+      (error: unknown) => {
+        appIdRead = undefined;
+        throw error;
+      },
+    );
+    return appIdRead;
+  };
+  const presence = new PullRequestPresence(
+    {
+      store: stores.presence,
+      queues: stores.queues,
+      repositories: stores.repositories,
+      runtime: stores.runtime,
+      github: repositories,
+      host: settings.host,
+      appId,
+      pageUrl: deps.pullRequestPage,
+      clock,
+      logger,
+      owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    },
+    deps.presence,
+  );
   const writer = new DeliveryWriter(stores.deliveries);
   const dispatcher = new WebhookDispatcher({
     handlers: webhooks,
@@ -201,6 +254,8 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     repositories,
     webhooks,
     inbox,
+    presence,
+    appId,
     existingRepository: (principal, ref) => repositories.existing(principal, ref),
     routes(scope) {
       registerGitHubRoutes(scope, { installations, host: settings.host });
@@ -218,6 +273,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     },
     start() {
       inbox.start();
+      presence.start();
       // In the background: a server whose GitHub is slow or away still starts.
       void syncAll();
       if (syncIntervalMs > 0) {
@@ -229,6 +285,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     async stop() {
       clearInterval(syncTimer);
       await inbox.stop();
+      await presence.stop();
       await syncing;
     },
     async synced() {
