@@ -510,14 +510,28 @@ export class PullRequestPresence {
       ...(view.pageUrl ? { details_url: view.pageUrl } : {}),
       output: { title: fields.title, summary: fields.summary },
     };
-    if (record.checkRunId !== null && record.checkSha === view.headSha) {
+    let known = record.checkSha === view.headSha ? record.checkRunId : null;
+    if (known === null) {
+      // Not known for this head (a new head, or a lost row): ours may be there already.
+      const appId = await this.deps.appId();
+      const { data } = await client.request("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
+        ...repo,
+        ref: view.headSha,
+        check_name: checkRunName(queue.targetBranch),
+        app_id: appId,
+        filter: "latest",
+      });
+      const found = data.check_runs.find((run) => run.app?.id === appId);
+      known = found ? Number(found.id) : null;
+    }
+    if (known !== null) {
       try {
         await client.request("PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", {
           ...repo,
-          check_run_id: record.checkRunId,
+          check_run_id: known,
           ...body,
         });
-        return record.checkRunId;
+        return known;
       } catch (error) {
         if (statusOf(error) !== 404) throw error;
       }
