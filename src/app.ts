@@ -63,6 +63,7 @@ import {
   registerGitHubRoutes,
   registerPullRequestCommands,
   type GitHubProvider,
+  type GitHubProviderDeps,
 } from "./providers/github/index.js";
 import type { InboxOptions } from "./providers/github/webhooks/inbox.js";
 import type { PresenceOptions } from "./providers/github/pull-request-presence.js";
@@ -137,6 +138,8 @@ export interface ServiceOptions {
   githubPresence?: Partial<PresenceOptions>;
   /** How often the App's installations are read again (default hourly; 0: only at start). */
   githubSyncIntervalMs?: number;
+  /** The GitHub git host's retries and waits (tests shorten them). */
+  githubGitHost?: GitHubProviderDeps["gitHost"];
   /**
    * The git host and CI of repositories that are not on the local git host (tests and the
    * simulator give in-memory ones); without them such repositories answer `host_not_connected`.
@@ -281,7 +284,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     ...(options.ciParallelism === undefined ? {} : { ciParallelism: options.ciParallelism }),
     ...(options.watchIntervalMs === undefined ? {} : { watchIntervalMs: options.watchIntervalMs }),
   });
-  const github = options.github
+  const github: GitHubProvider | undefined = options.github
     ? createGitHubProvider({
         settings: { ...options.github, userAgent: `mainline/${VERSION}` },
         clock,
@@ -318,9 +321,16 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
         ...(options.githubSyncIntervalMs === undefined
           ? {}
           : { syncIntervalMs: options.githubSyncIntervalMs }),
+        ...(options.githubGitHost ? { gitHost: options.githubGitHost } : {}),
       })
     : undefined;
-  const gitHost = new GitHostRouter(new Map([[local.hostName, local.gitHost]]), options.gitHost);
+  const gitHost: GitHostRouter = new GitHostRouter(
+    new Map<string, GitHost>([
+      [local.hostName, local.gitHost],
+      ...(github ? [[github.hostName.toLowerCase(), github.gitHost] as const] : []),
+    ]),
+    options.gitHost,
+  );
   const ci = new CiRouter(new Map([[local.hostName, local.ci]]), options.ci);
   const engine = new MergeQueueEngine(
     {
@@ -343,10 +353,15 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     runtime,
     commands: engine,
     clock,
-    storedPullRequest: (repo, number) =>
-      repo.host.toLowerCase() === local.hostName
-        ? local.gitHost.storedPullRequest(repo, number)
-        : null,
+    storedPullRequest: (repo, number) => {
+      const host = repo.host.toLowerCase();
+      if (host === local.hostName) return local.gitHost.storedPullRequest(repo, number);
+      // One read of GitHub: a submission is answered once stored, not after the queue's step.
+      if (github && host === github.hostName.toLowerCase()) {
+        return github.gitHost.pullRequestState(repo, number);
+      }
+      return null;
+    },
     hostConnected: (host) => gitHost.connected(host),
   });
   if (github) {

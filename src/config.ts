@@ -51,6 +51,11 @@ export interface GitHubAppConfig {
   oauth?: { clientId: string; clientSecret: string } | undefined;
   /** GitHub's web address (`https://github.com`, `https://HOST` for GHES): OAuth's pages. */
   webUrl: string;
+  /**
+   * The prefix of the test branches CI tests (MAINLINE_GITHUB_TEST_BRANCH_PREFIX, default
+   * `trunk-merge/`); they are assembled out of CI's sight under `trunk-temp/`.
+   */
+  testBranchPrefix?: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -196,6 +201,7 @@ const GITHUB_OPTIONAL = [
   "MAINLINE_GITHUB_HOST",
   "MAINLINE_GITHUB_CLIENT_ID",
   "MAINLINE_GITHUB_CLIENT_SECRET",
+  "MAINLINE_GITHUB_TEST_BRANCH_PREFIX",
 ] as const;
 const DEFAULT_GITHUB_API_URL = "https://api.github.com";
 
@@ -227,6 +233,19 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     );
   }
   const host = explicitHost ?? githubHostOf(apiUrl);
+  const testBranchPrefix = nonEmpty(env.MAINLINE_GITHUB_TEST_BRANCH_PREFIX);
+  if (
+    testBranchPrefix !== undefined &&
+    (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,60}(\/[A-Za-z0-9][A-Za-z0-9._-]{0,60}){0,3}\/$/.test(
+      testBranchPrefix,
+    ) ||
+      testBranchPrefix.includes("..") ||
+      testBranchPrefix.startsWith("trunk-temp/"))
+  ) {
+    throw new ConfigError(
+      `MAINLINE_GITHUB_TEST_BRANCH_PREFIX must be a branch name prefix ending with "/", such as trunk-merge/ or mainline/merge/ (letters, digits, ".", "_", "-"; not under trunk-temp/) (got "${testBranchPrefix.slice(0, 80)}").`,
+    );
+  }
   return {
     appId,
     privateKey: githubPrivateKey(env.MAINLINE_GITHUB_PRIVATE_KEY ?? ""),
@@ -235,6 +254,7 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     host,
     oauth: githubOAuth(env),
     webUrl: githubWebUrlOf(apiUrl),
+    ...(testBranchPrefix === undefined ? {} : { testBranchPrefix }),
   };
 }
 

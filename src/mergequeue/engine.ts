@@ -945,5 +945,15 @@ class StepWork {
       reason: result.reason === "merge_conflict" ? "merge_conflict" : "merge_failed",
       message: result.message,
     });
+    if (result.pauseQueue) {
+      // What landed is not what was tested: nothing more lands until someone looks.
+      const configuration = { ...snapshot.configuration, state: "paused" as const };
+      this.deps.logger?.error(
+        `merge queue ${this.queueId} paused: ${result.message}`,
+        new Error(result.message),
+      );
+      follow({ type: "settings_changed", configuration });
+      this.queueState = configuration;
+    }
   }
 }

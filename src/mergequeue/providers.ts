@@ -63,6 +63,11 @@ export type MergeResult =
       /** `base_moved`/`head_moved`: retry after re-reading; the rest fail the entry. */
       reason: "base_moved" | "head_moved" | "merge_conflict" | "rejected";
       message: string;
+      /**
+       * The pull request landed, but not as it was tested (its tree differs from the tested
+       * one): the queue is paused until someone looks. Only with `rejected`.
+       */
+      pauseQueue?: boolean;
     };
 
 /**

@@ -176,6 +176,46 @@ describe("the merge-queue engine, on a real database", () => {
     });
   });
 
+  it("a merge that landed untested (the host says pause) fails the pull request and pauses the queue", async () => {
+    await createQueue();
+    const e = engine();
+    const message = "landed tree differs from tested tree";
+    let merges = 0;
+    host.merge = () => {
+      merges += 1;
+      return Promise.resolve({ ok: false, reason: "rejected", message, pauseQueue: true });
+    };
+    for (const n of [5, 6]) await e.execute(queueId, submit(n));
+    ci.finish(queueId, defined(ci.runsFor(queueId, [5])[0]).runId, [
+      { name: "test", conclusion: "success" },
+    ]);
+    await until(
+      async () => (await runtime().latestEntry(queueId, 5))?.state === "failed",
+      "the failed merge",
+    );
+    const failed = defined(await runtime().latestEntry(queueId, 5));
+    expect((await runtime().transitions(failed.id)).at(-1)).toMatchObject({
+      reason: "merge_failed",
+      detail: message,
+    });
+    await until(
+      async () =>
+        (await new MergeQueueStore(database.handle.db, database.handle.dialect).findById(queueId))
+          ?.configuration.state === "paused",
+      "the queue to pause",
+    );
+    // The run of #6 passes too, but nothing more is merged while the queue is paused.
+    for (const run of ci.runsFor(queueId, [6])) {
+      ci.finish(queueId, run.runId, [{ name: "test", conclusion: "success" }]);
+    }
+    await until(
+      async () => (await runtime().latestEntry(queueId, 6))?.state === "tests_passed",
+      "#6 to pass",
+    );
+    expect(merges).toBe(1);
+    expect((await runtime().latestEntry(queueId, 6))?.state).not.toBe("merged");
+  });
+
   it("the required statuses a CI resolved decide a run, and resolving none fails it", async () => {
     await createQueue();
     const e = engine();

@@ -189,4 +189,19 @@ describe("MAINLINE_GITHUB_*", () => {
     expect(githubWebUrlOf("https://github.example.com/api/v3")).toBe("https://github.example.com");
     expect(githubWebUrlOf("http://127.0.0.1:9")).toBe("http://127.0.0.1:9");
   });
+
+  it("takes the test branches' prefix (trunk-merge/ by default), refusing what is no prefix", () => {
+    expect(loadGitHubConfig(BASE)?.testBranchPrefix).toBeUndefined();
+    for (const prefix of ["mainline/merge/", "ci-queue/", "a.b_c-d/"]) {
+      expect(
+        loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_TEST_BRANCH_PREFIX: prefix })?.testBranchPrefix,
+      ).toBe(prefix);
+    }
+    for (const prefix of ["no-slash", "/abs/", "a//b/", "a/../b/", "trunk-temp/x/", "sp ace/"]) {
+      const message = refusal(() =>
+        loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_TEST_BRANCH_PREFIX: prefix }),
+      );
+      expect(message, prefix).toContain("MAINLINE_GITHUB_TEST_BRANCH_PREFIX");
+    }
+  });
 });

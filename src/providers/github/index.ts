@@ -6,6 +6,7 @@
  * - `installations`: installations synced from GitHub and linked to organizations (ADR 0020);
  * - `repositories`: an organization's repository → the installation that grants it and its
  *   client (what a `GitHost` and a `CiProvider` for GitHub act through);
+ * - `gitHost`: the merge queue's `GitHost` for GitHub (`host.ts`: test branches, merges);
  * - `webhooks`: the handler registry of the webhook inbox (ADR 0021), which later parts add to;
  * - its routes (`/v1/github/*` for tokens, `POST /webhooks/github` for GitHub), start and stop.
  * Storage comes in through ports (`organizations/github-installations.ts`,
@@ -31,6 +32,7 @@ import type { Principal } from "../../organizations/service.js";
 import type { RepoRef, Repository } from "../../organizations/repositories.js";
 import { GitHubApp, type GitHubLogger } from "./client.js";
 import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
+import { GitHubGitHost, type GitHubGitHostOptions } from "./host.js";
 import { GitHubRepositories } from "./repositories.js";
 import { PullRequestPresence, type PresenceOptions } from "./pull-request-presence.js";
 import { GitHubSignIn } from "./sign-in.js";
@@ -76,6 +78,8 @@ export interface GitHubProviderSettings {
   oauth?: { clientId: string; clientSecret: string } | undefined;
   /** GitHub's web address (OAuth's pages; config.ts derives it); default: the API URL's origin. */
   webUrl?: string | undefined;
+  /** The prefix of the test branches CI tests (default `trunk-merge/`). */
+  testBranchPrefix?: string | undefined;
 }
 
 export interface GitHubProviderDeps {
@@ -104,6 +108,8 @@ export interface GitHubProviderDeps {
   inbox?: Partial<InboxOptions>;
   /** How often every installation is read again from GitHub (default hourly; 0: only at start). */
   syncIntervalMs?: number;
+  /** The git host's retries and waits (tests make them short). */
+  gitHost?: Pick<GitHubGitHostOptions, "attempts" | "retryDelayMs" | "mergeabilityReads">;
 }
 
 export interface GitHubProvider {
@@ -112,6 +118,8 @@ export interface GitHubProvider {
   app: GitHubApp;
   installations: GitHubInstallations;
   repositories: GitHubRepositories;
+  /** The merge queue's git host for GitHub repositories (test branches, merges). */
+  gitHost: GitHubGitHost;
   /** Where webhook handlers register (event, or event.action). */
   webhooks: WebhookHandlers;
   inbox: WebhookInbox;
@@ -161,6 +169,15 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     store: stores.installations,
     repositories: stores.repositories,
     app,
+  });
+  const gitHost = new GitHubGitHost({
+    repositories,
+    app,
+    logger,
+    ...(settings.testBranchPrefix === undefined
+      ? {}
+      : { testBranchPrefix: settings.testBranchPrefix }),
+    ...deps.gitHost,
   });
   const webhooks = new WebhookHandlers();
   registerConnectionHandlers(webhooks, {
@@ -252,6 +269,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     signIn,
     installations,
     repositories,
+    gitHost,
     webhooks,
     inbox,
     presence,

@@ -1,0 +1,495 @@
+/**
+ * The merge queue's git host on GitHub (src/providers/github/host.ts) against the fake GitHub:
+ * pull requests as the queue sees them (draft, closed, merged, mergeability still computing,
+ * required reviews, up to date, checks), test branches assembled out of CI's sight and published
+ * under the prefix CI watches (conflicts and whom they are with), merges that are never made twice
+ * (repeated calls, ghost merges, a base GitHub says was modified), and the check that what lands
+ * is the tree that was tested.
+ */
+import { Octokit } from "@octokit/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { OwnedRepoRef } from "../../src/organizations/repositories.js";
+import { GitHubGitHost } from "../../src/providers/github/host.js";
+import type { TestServer } from "../helpers/server.js";
+import {
+  settle,
+  startGitHubServer,
+  startGitHubWorld,
+  type GitHubWorld,
+} from "../helpers/github.js";
+
+const NAME = "acme-gh/widgets";
+let world: GitHubWorld;
+let server: TestServer;
+let repo: OwnedRepoRef;
+let host: GitHubGitHost;
+let installationId: number;
+const errors: string[] = [];
+
+beforeAll(async () => {
+  world = await startGitHubWorld();
+  const { gh } = world;
+  gh.createOrganization("acme-gh");
+  for (const login of ["alice", "bob", "carol"]) gh.createUser(login);
+  gh.addOrgMember("acme-gh", "alice", "admin");
+  await gh.createRepository({
+    owner: "acme-gh",
+    name: "widgets",
+    files: { "README.md": "widgets\n", "shared.txt": "one\ntwo\nthree\n" },
+  });
+  gh.setCollaborator(NAME, "bob", "write");
+  gh.setCollaborator(NAME, "carol", "write");
+  server = await startGitHubServer(world, {
+    githubGitHost: { retryDelayMs: () => 5, mergeabilityReads: 2 },
+  });
+  installationId = gh.installApp(world.app.id, { account: "acme-gh" }).id;
+  await settle(world, server);
+  await server.services.github?.installations.linkAsOperator(installationId, "acme");
+  repo = {
+    organizationId: server.organizationId,
+    host: "github.com",
+    owner: "acme-gh",
+    name: "widgets",
+  };
+  const github = server.services.github;
+  if (!github) throw new Error("no GitHub provider");
+  // The provider's own host, with a logger whose errors the tests read.
+  host = new GitHubGitHost({
+    repositories: github.repositories,
+    app: github.app,
+    logger: {
+      info: () => undefined,
+      warn: () => undefined,
+      error: (_fields, message) => {
+        errors.push(message);
+      },
+    },
+    retryDelayMs: () => 5,
+    mergeabilityReads: 2,
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await server.close();
+  world.gh.schema.assertValid();
+  await world.gh.close();
+});
+
+let branches = 0;
+/** A pull request from a new branch off `main` changing `files`. */
+async function openPr(files: Record<string, string | null>, options: { draft?: boolean } = {}) {
+  const branch = `feature-${String((branches += 1))}`;
+  const headSha = await world.gh.commit(NAME, { branch, from: "main", files, by: "bob" });
+  const number = await world.gh.openPullRequest(NAME, {
+    head: branch,
+    by: "bob",
+    draft: options.draft ?? false,
+  });
+  return { number, headSha, branch };
+}
+
+const main = async () => (await world.gh.readRef(NAME, "heads/main")) ?? "";
+
+/** The installation's own client (acting as the App). */
+function appClient(): Octokit {
+  return new Octokit({ baseUrl: world.gh.url, auth: world.gh.installationToken(installationId) });
+}
+
+async function treeOf(sha: string): Promise<string> {
+  const { data } = await appClient().request("GET /repos/{owner}/{repo}/git/commits/{commit_sha}", {
+    owner: "acme-gh",
+    repo: "widgets",
+    commit_sha: sha,
+  });
+  return data.tree.sha;
+}
+
+async function fileAt(sha: string, path: string): Promise<string | undefined> {
+  return host.readFile(repo, sha, path);
+}
+
+describe("pull requests", () => {
+  it("reads an open pull request: head, base, mergeability, up to date", async () => {
+    const pr = await openPr({ "a.txt": "a\n" });
+    const info = await host.pullRequest(repo, pr.number);
+    expect(info).toMatchObject({
+      number: pr.number,
+      author: "bob",
+      headSha: pr.headSha,
+      headBranch: pr.branch,
+      baseBranch: "main",
+      state: "open",
+      draft: false,
+      mergeability: "mergeable",
+      upToDate: true,
+    });
+    // The base moves on: the pull request is behind it.
+    await world.gh.commit(NAME, { branch: "main", files: { "other.txt": "x\n" }, by: "alice" });
+    expect((await host.pullRequest(repo, pr.number))?.upToDate).toBe(false);
+  });
+
+  it("answers undefined for a pull request that does not exist", async () => {
+    expect(await host.pullRequest(repo, 9999)).toBeUndefined();
+  });
+
+  it("tells drafts, closed and merged pull requests", async () => {
+    const draft = await openPr({ "d.txt": "d\n" }, { draft: true });
+    expect((await host.pullRequest(repo, draft.number))?.draft).toBe(true);
+    const closed = await openPr({ "c.txt": "c\n" });
+    await world.gh.closePullRequest(NAME, closed.number, { by: "bob" });
+    expect((await host.pullRequest(repo, closed.number))?.state).toBe("closed");
+    const merged = await openPr({ "m.txt": "m\n" });
+    await world.gh.mergePullRequest(NAME, merged.number, { by: "alice", method: "merge" });
+    expect((await host.pullRequest(repo, merged.number))?.state).toBe("merged");
+  });
+
+  it("reports mergeability GitHub is still computing as in progress, never as an answer", async () => {
+    const pr = await openPr({ "slow.txt": "s\n" });
+    world.gh.holdMergeability(NAME, pr.number, 60_000);
+    await world.gh.pushToPullRequest(NAME, pr.number, { "slow.txt": "t\n" });
+    expect((await host.pullRequest(repo, pr.number))?.mergeability).toBe("in_progress");
+  });
+
+  it("reports a pull request that conflicts with its base as not mergeable", async () => {
+    const pr = await openPr({ "shared.txt": "ONE\ntwo\nthree\n" });
+    await world.gh.commit(NAME, {
+      branch: "main",
+      files: { "shared.txt": "uno\ntwo\nthree\n" },
+      by: "alice",
+    });
+    expect((await host.pullRequest(repo, pr.number))?.mergeability).toBe("not_mergeable");
+  });
+
+  it("holds a pull request back until the required approvals are given (protection and rulesets)", async () => {
+    const { gh } = world;
+    gh.protectBranch(NAME, "main", { requiredApprovingReviewCount: 1 });
+    try {
+      const pr = await openPr({ "reviewed.txt": "r\n" });
+      expect((await host.pullRequest(repo, pr.number))?.mergeability).toBe("not_mergeable");
+      await gh.approve(NAME, pr.number, "carol");
+      expect((await host.pullRequest(repo, pr.number))?.mergeability).toBe("mergeable");
+      // The reviewer's latest verdict counts: a request for changes takes the approval back.
+      await gh.requestChanges(NAME, pr.number, "carol");
+      expect((await host.pullRequest(repo, pr.number))?.mergeability).toBe("not_mergeable");
+    } finally {
+      gh.unprotectBranch(NAME, "main");
+    }
+
+    // A ruleset asking for two distinct approvers.
+    const ruleset = gh.addRuleset(NAME, {
+      name: "reviews",
+      enforcement: "active",
+      include: ["~DEFAULT_BRANCH"],
+      rules: [
+        {
+          type: "pull_request",
+          parameters: {
+            required_approving_review_count: 2,
+            dismiss_stale_reviews_on_push: false,
+            require_code_owner_review: false,
+            require_last_push_approval: false,
+            required_review_thread_resolution: false,
+          },
+        },
+      ],
+    });
+    try {
+      const pr = await openPr({ "ruled.txt": "r\n" });
+      await gh.approve(NAME, pr.number, "carol");
+      await gh.approve(NAME, pr.number, "carol");
+      expect((await host.pullRequest(repo, pr.number))?.mergeability).toBe("not_mergeable");
+      await gh.approve(NAME, pr.number, "alice");
+      expect((await host.pullRequest(repo, pr.number))?.mergeability).toBe("mergeable");
+    } finally {
+      gh.removeRuleset(NAME, ruleset);
+    }
+  });
+
+  it("says the checks passed when every required check passed on an up-to-date head", async () => {
+    const { gh } = world;
+    gh.protectBranch(NAME, "main", { requiredStatusChecks: { strict: false, contexts: ["ci"] } });
+    try {
+      const pr = await openPr({ "checked.txt": "c\n" });
+      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(false);
+      gh.postStatus(NAME, pr.headSha, { state: "failure", context: "ci", by: "alice" });
+      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(false);
+      gh.postStatus(NAME, pr.headSha, { state: "success", context: "ci", by: "alice" });
+      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(true);
+    } finally {
+      gh.unprotectBranch(NAME, "main");
+    }
+  });
+
+  it("reads files at a commit, and answers undefined for one that is absent", async () => {
+    const base = await main();
+    expect(await host.readFile(repo, base, "README.md")).toBe("widgets\n");
+    expect(await host.readFile(repo, base, "missing.yml")).toBeUndefined();
+    expect(await host.branchHead(repo, "main")).toBe(base);
+    expect(await host.branchHead(repo, "no-such-branch")).toBeUndefined();
+  });
+});
+
+describe("test branches", () => {
+  it("merges the heads in order onto the base and publishes the branch CI watches", async () => {
+    const a = await openPr({ "tb-a.txt": "a\n" });
+    const b = await openPr({ "tb-b.txt": "b\n" });
+    const base = await main();
+    const request = {
+      repo,
+      targetBranch: "main",
+      runId: "run-ok",
+      baseSha: base,
+      prs: [a, b].map(({ number, headSha }) => ({ number, headSha })),
+    };
+    const made = await host.createTestBranch(request);
+    expect(made).toMatchObject({ ok: true, branch: "trunk-merge/main/run-ok" });
+    if (!made.ok) return;
+    expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/run-ok")).toBe(made.sha);
+    // The scratch branch it was assembled on is gone.
+    expect(await world.gh.readRef(NAME, "heads/trunk-temp/main/run-ok")).toBeNull();
+    expect(await fileAt(made.sha, "tb-a.txt")).toBe("a\n");
+    expect(await fileAt(made.sha, "tb-b.txt")).toBe("b\n");
+    // The base did not move.
+    expect(await main()).toBe(base);
+
+    // A repeated call returns the branch made, and merges nothing.
+    const mark = world.gh.requests.mark();
+    expect(await host.createTestBranch(request)).toEqual(made);
+    expect(world.gh.requests.count({ operationId: "repos/merge", since: mark })).toBe(0);
+
+    await host.deleteTestBranch(repo, made.branch);
+    expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/run-ok")).toBeNull();
+    // Deleting it again is fine; anything outside the prefix is refused.
+    await host.deleteTestBranch(repo, made.branch);
+    await expect(host.deleteTestBranch(repo, "main")).rejects.toThrow(/not a test branch/);
+    expect(await main()).toBe(base);
+  });
+
+  it("names the pull request that conflicts, whom it conflicts with and the files", async () => {
+    const a = await openPr({ "clash.txt": "from a\n" });
+    const b = await openPr({ "other-b.txt": "b\n" });
+    const c = await openPr({ "clash.txt": "from c\n" });
+    const base = await main();
+    const result = await host.createTestBranch({
+      repo,
+      targetBranch: "main",
+      runId: "run-conflict",
+      baseSha: base,
+      prs: [a, b, c].map(({ number, headSha }) => ({ number, headSha })),
+    });
+    expect(result).toMatchObject({
+      ok: false,
+      reason: "merge_conflict",
+      prNumber: c.number,
+      conflictsWith: [a.number],
+      files: ["clash.txt"],
+    });
+    // Nothing is left behind: no test branch, no scratch or probe branch.
+    const refs = await appClient().request("GET /repos/{owner}/{repo}/git/matching-refs/{ref}", {
+      owner: "acme-gh",
+      repo: "widgets",
+      ref: "heads/trunk-",
+    });
+    expect(refs.data.map((ref) => ref.ref)).toEqual([]);
+  });
+
+  it("says a pull request that does not apply onto the base conflicts with the base itself", async () => {
+    const a = await openPr({ "fine.txt": "a\n" });
+    const stale = await openPr({ "base-clash.txt": "pr\n" });
+    await world.gh.commit(NAME, {
+      branch: "main",
+      files: { "base-clash.txt": "main\n" },
+      by: "alice",
+    });
+    const result = await host.createTestBranch({
+      repo,
+      targetBranch: "main",
+      runId: "run-base-conflict",
+      baseSha: await main(),
+      prs: [a, stale].map(({ number, headSha }) => ({ number, headSha })),
+    });
+    expect(result).toMatchObject({
+      ok: false,
+      prNumber: stale.number,
+      conflictsWith: [],
+      files: ["base-clash.txt"],
+    });
+  });
+
+  it("retries a 409 from /merges that is not a conflict", async () => {
+    const { gh } = world;
+    const a = await openPr({ "glitch.txt": "g\n" });
+    const rule = gh.addFault(gh.fault.mergesPermissionConflict({ times: 2 }));
+    try {
+      const made = await host.createTestBranch({
+        repo,
+        targetBranch: "main",
+        runId: "run-glitch",
+        baseSha: await main(),
+        prs: [{ number: a.number, headSha: a.headSha }],
+      });
+      expect(gh.faults.fired(rule)).toBe(2);
+      expect(made.ok).toBe(true);
+      if (made.ok) expect(await fileAt(made.sha, "glitch.txt")).toBe("g\n");
+    } finally {
+      gh.faults.remove(rule);
+    }
+  });
+});
+
+describe("merging", () => {
+  /** A pull request tested on its own test branch, ready to merge. */
+  async function tested(files: Record<string, string>, runId: string) {
+    const pr = await openPr(files);
+    const base = await main();
+    const made = await host.createTestBranch({
+      repo,
+      targetBranch: "main",
+      runId,
+      baseSha: base,
+      prs: [{ number: pr.number, headSha: pr.headSha }],
+    });
+    if (!made.ok) throw new Error(made.message);
+    return {
+      pr,
+      request: {
+        repo,
+        targetBranch: "main",
+        prNumber: pr.number,
+        headSha: pr.headSha,
+        expectedBaseSha: base,
+        method: "merge_commit" as const,
+        title: `Change ${runId} (#${String(pr.number)})`,
+        testedSha: made.sha,
+      },
+      made,
+    };
+  }
+
+  it("lands the tested tree, once: a repeated merge reports the same commit", async () => {
+    const { request, made } = await tested({ "land.txt": "l\n" }, "run-land");
+    const mark = world.gh.requests.mark();
+    const merged = await host.merge(request);
+    expect(merged).toMatchObject({ ok: true });
+    if (!merged.ok) return;
+    expect(await main()).toBe(merged.sha);
+    expect(await treeOf(merged.sha)).toBe(await treeOf(made.sha));
+    expect(world.gh.pullRequest(NAME, request.prNumber).state).toBe("closed");
+    // Again (a crash after the merge): the same commit, no second merge.
+    expect(await host.merge(request)).toEqual(merged);
+    expect(world.gh.requests.count({ operationId: "pulls/merge", since: mark })).toBe(1);
+  });
+
+  it("squashes with the title given", async () => {
+    const { request } = await tested({ "squash.txt": "s\n" }, "run-squash");
+    const merged = await host.merge({ ...request, method: "squash" });
+    if (!merged.ok) throw new Error(merged.message);
+    const { data } = await appClient().request(
+      "GET /repos/{owner}/{repo}/git/commits/{commit_sha}",
+      { owner: "acme-gh", repo: "widgets", commit_sha: merged.sha },
+    );
+    expect(data.parents).toHaveLength(1);
+    expect(data.message.split("\n")[0]).toBe(request.title);
+  });
+
+  it("takes a ghost merge (405 merge already in progress, merged anyway) as merged", async () => {
+    const { gh } = world;
+    const { request } = await tested({ "ghost.txt": "g\n" }, "run-ghost");
+    const rule = gh.addFault(gh.fault.mergeAlreadyInProgress({ merged: true }));
+    const mark = gh.requests.mark();
+    try {
+      const merged = await host.merge(request);
+      expect(gh.faults.fired(rule)).toBe(1);
+      expect(merged).toMatchObject({ ok: true });
+      if (merged.ok) expect(await main()).toBe(merged.sha);
+      expect(gh.requests.count({ operationId: "pulls/merge", since: mark })).toBe(1);
+    } finally {
+      gh.faults.remove(rule);
+    }
+  });
+
+  it("retries 'base branch was modified' after reading the pull request again", async () => {
+    const { gh } = world;
+    const { request } = await tested({ "retry.txt": "r\n" }, "run-retry");
+    const rule = gh.addFault(gh.fault.baseBranchModified({ times: 2 }));
+    try {
+      const merged = await host.merge(request);
+      expect(gh.faults.fired(rule)).toBe(2);
+      expect(merged).toMatchObject({ ok: true });
+      expect(gh.pullRequest(NAME, request.prNumber).state).toBe("closed");
+    } finally {
+      gh.faults.remove(rule);
+    }
+  });
+
+  it("gives up on a base GitHub keeps calling modified with base_moved, having merged nothing", async () => {
+    const { gh } = world;
+    const { request } = await tested({ "stuck.txt": "s\n" }, "run-stuck");
+    const before = await main();
+    const rule = gh.addFault(gh.fault.baseBranchModified({ times: Infinity }));
+    try {
+      const result = await host.merge(request);
+      expect(result).toMatchObject({ ok: false, reason: "base_moved" });
+      expect(await main()).toBe(before);
+    } finally {
+      gh.faults.remove(rule);
+    }
+  });
+
+  it("refuses a moved head or base without calling the merge", async () => {
+    const { request } = await tested({ "moved.txt": "m\n" }, "run-moved");
+    const mark = world.gh.requests.mark();
+    expect(await host.merge({ ...request, headSha: "0".repeat(40) })).toMatchObject({
+      ok: false,
+      reason: "head_moved",
+    });
+    expect(await host.merge({ ...request, expectedBaseSha: "1".repeat(40) })).toMatchObject({
+      ok: false,
+      reason: "base_moved",
+    });
+    expect(world.gh.requests.count({ operationId: "pulls/merge", since: mark })).toBe(0);
+  });
+
+  it("passes GitHub's refusal on (required checks) as rejected", async () => {
+    const { gh } = world;
+    const { request } = await tested({ "refused.txt": "r\n" }, "run-refused");
+    gh.protectBranch(NAME, "main", { requiredStatusChecks: { strict: false, contexts: ["ci"] } });
+    try {
+      const result = await host.merge(request);
+      expect(result).toMatchObject({ ok: false, reason: "rejected" });
+      if (!result.ok) expect(result.message).toContain('Required status check "ci" is expected');
+      expect(gh.pullRequest(NAME, request.prNumber).state).toBe("open");
+    } finally {
+      gh.unprotectBranch(NAME, "main");
+    }
+  });
+
+  it("detects a landed tree that differs from the tested one, says so and pauses the queue", async () => {
+    const pr = await openPr({ "untested.txt": "u\n" });
+    const base = await main();
+    // A "test branch" whose merge of the head has another tree (the base's): what passed is not
+    // what GitHub's merge lands.
+    const client = appClient();
+    const where = { owner: "acme-gh", repo: "widgets" };
+    const fake = await client.request("POST /repos/{owner}/{repo}/git/commits", {
+      ...where,
+      message: "a test branch with another tree",
+      tree: await treeOf(base),
+      parents: [base, pr.headSha],
+    });
+    errors.length = 0;
+    const result = await host.merge({
+      repo,
+      targetBranch: "main",
+      prNumber: pr.number,
+      headSha: pr.headSha,
+      expectedBaseSha: base,
+      method: "merge_commit",
+      title: "untested",
+      testedSha: fake.data.sha,
+    });
+    expect(result).toMatchObject({ ok: false, reason: "rejected", pauseQueue: true });
+    if (!result.ok) expect(result.message).toContain("landed tree differs from tested tree");
+    expect(errors.some((line) => line.includes("landed tree differs from tested tree"))).toBe(true);
+  });
+});
