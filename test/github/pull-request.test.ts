@@ -6,11 +6,11 @@
  * in progress → success/failure, the state labels swapped; and no more GitHub requests per merged
  * pull request than the budget.
  *
- * The queue tests and merges through an in-memory git host and CI (the fallback for hosts with no
- * git host of their own), on pull requests opened on the fake with the same numbers and heads.
+ * The queue reads, tests and merges pull requests on the fake through the GitHub git host; their
+ * CI results come from an in-memory CI (the fallback for hosts with no CI of their own), which
+ * the tests finish.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { InMemoryGitHost } from "../helpers/git-host.js";
 import {
   settle,
   startGitHubServer,
@@ -26,10 +26,11 @@ const OWNER = "acme-gh";
 const REPO_NAME = `${OWNER}/widgets`;
 const WIDGETS = { host: "github.com", owner: OWNER, name: "widgets" };
 const PUBLIC_URL = "https://mainline.example.test";
+/** The queue merges through the fake GitHub: a few requests, some seconds on a busy machine. */
+const LONG = { timeout: 20_000, interval: 100 };
 
 let world: GitHubWorld;
 let server: TestServer;
-let git: InMemoryGitHost;
 let ci: MemoryCi;
 let branches = 0;
 
@@ -50,11 +51,10 @@ beforeAll(async () => {
   gh.setCollaborator(REPO_NAME, "bob", "write");
   gh.setCollaborator(REPO_NAME, "rita", "read");
   gh.setCollaborator(REPO_NAME, "tess", "triage");
-  git = new InMemoryGitHost();
   ci = new MemoryCi();
   server = await startGitHubServer(world, {
-    gitHost: git,
     ci,
+    githubGitHost: { retryDelayMs: () => 5, mergeabilityReads: 2 },
     publicUrl: PUBLIC_URL,
     githubPresence: { pollIntervalMs: 50 },
   });
@@ -77,22 +77,13 @@ afterAll(async () => {
   await world.gh.close();
 });
 
-/** A pull request into main on the fake, mirrored on the in-memory host the queue tests with. */
+/** A pull request into main on the fake. */
 async function openPr(by = "bob"): Promise<{ number: number; headSha: string }> {
   const { gh } = world;
   const branch = `feature-${++branches}`;
   await gh.commit(REPO_NAME, { branch, from: "main", files: { [`${branch}.txt`]: "x\n" }, by });
   const number = await gh.openPullRequest(REPO_NAME, { head: branch, by });
-  const headSha = gh.pullRequest(REPO_NAME, number).headSha;
-  git.addPullRequest(WIDGETS, {
-    number,
-    headSha,
-    headBranch: branch,
-    baseBranch: "main",
-    title: `Change ${number}`,
-    author: by,
-  });
-  return { number, headSha };
+  return { number, headSha: gh.pullRequest(REPO_NAME, number).headSha };
 }
 
 /** Deliveries handled, and the presence caught up with every stored transition. */
@@ -127,7 +118,8 @@ async function emptyQueue(): Promise<void> {
       targetBranch: "main",
       pr: { number },
     });
-    expect(answer.status, answer.text).toBe(200);
+    // 404: it concluded meanwhile.
+    expect([200, 404], answer.text).toContain(answer.status);
   }
 }
 
@@ -180,7 +172,7 @@ describe("comment commands", () => {
       by: "bob",
     });
     await settled();
-    expect(await queuedNumbers()).toContain(pr.number);
+    await expect.poll(queuedNumbers, LONG).toContain(pr.number);
     expect(await item(pr.number)).toMatchObject({ state: "pending", priorityValue: 10 });
     const command = comments(pr.number).find((c) => c.id === id);
     expect(command?.reactions.map((r) => [r.content, r.user.login])).toEqual([
@@ -301,7 +293,7 @@ describe("what the App shows on the pull request", () => {
       pr: { number: pr.number },
     });
     // Testing: the run waits for CI.
-    await expect.poll(async () => (await item(pr.number))?.state).toBe("testing");
+    await expect.poll(async () => (await item(pr.number))?.state, LONG).toBe("testing");
     await settled();
     expect(stickies(pr.number)).toHaveLength(1);
     const [testing] = stickies(pr.number);
@@ -313,7 +305,7 @@ describe("what the App shows on the pull request", () => {
     expect(labels(pr.number)).toEqual(["trunk:testing"]);
 
     await finishRun(pr.number, "success");
-    await expect.poll(async () => (await item(pr.number))?.state).toBe("merged");
+    await expect.poll(async () => (await item(pr.number))?.state, LONG).toBe("merged");
     await settled();
     // The same comment, edited; the same check run, completed; no state label once merged.
     expect(stickies(pr.number).map((c) => c.id)).toEqual([testing?.id]);
@@ -323,10 +315,18 @@ describe("what the App shows on the pull request", () => {
     ]);
     expect(labels(pr.number)).toEqual([]);
 
+    // The presence's requests for the whole journey: a handful (the queue's own reads, test
+    // branches and merge are the git host's, not counted here).
+    const presence = world.gh.requests.entries.filter(
+      (r) =>
+        r.seq > mark &&
+        (r.operationId.startsWith("issues/") ||
+          r.operationId === "checks/create" ||
+          r.operationId === "checks/update" ||
+          (r.operationId === "checks/list-for-ref" && r.path.includes(pr.headSha))),
+    );
+    expect(presence.length, presence.map((r) => r.operationId).join(", ")).toBeLessThanOrEqual(12);
     // Nothing more is sent when the transitions are read again.
-    const budget = world.gh.requests.byOperation(mark);
-    const total = Object.values(budget).reduce((sum, n) => sum + n, 0);
-    expect(total, JSON.stringify(budget)).toBeLessThanOrEqual(12);
     const again = world.gh.requests.mark();
     await server.services.github?.presence.present(await queueId(), pr.number);
     expect(world.gh.requests.count({ since: again })).toBe(0);
@@ -337,11 +337,11 @@ describe("what the App shows on the pull request", () => {
     const pr = await openPr();
     world.gh.comment(REPO_NAME, pr.number, "/trunk merge", { by: "alice" });
     await settled();
-    await expect.poll(async () => (await item(pr.number))?.state).toBe("testing");
+    await expect.poll(async () => (await item(pr.number))?.state, LONG).toBe("testing");
     await settled();
     expect(labels(pr.number)).toEqual(["trunk:testing"]);
     await finishRun(pr.number, "failure");
-    await expect.poll(async () => (await item(pr.number))?.state).toBe("failed");
+    await expect.poll(async () => (await item(pr.number))?.state, LONG).toBe("failed");
     await settled();
     const runs = checkRuns(pr.headSha);
     expect(runs.map((r) => [r.status, r.conclusion])).toEqual([["completed", "failure"]]);
@@ -355,6 +355,8 @@ describe("what the App shows on the pull request", () => {
     await setQueue({ state: "paused", stateLabelsEnabled: false });
     const pr = await openPr();
     world.gh.comment(REPO_NAME, pr.number, "/trunk merge", { by: "bob" });
+    await settled();
+    await expect.poll(async () => (await item(pr.number))?.state, LONG).toBe("pending");
     await settled();
     expect(stickies(pr.number)).toHaveLength(1);
     // Forget what was shown (as after a lost row): the comment is found, not made again.
