@@ -238,6 +238,23 @@ describe("comment commands", () => {
     for (const answer of answers) expect(answer).toContain("Usage: `/trunk merge");
   });
 
+  it("answers a command on a pull request whose base branch has no queue", async () => {
+    const { gh } = world;
+    await gh.commit(REPO_NAME, { branch: "release", from: "main", files: { "r.txt": "r\n" } });
+    await gh.commit(REPO_NAME, { branch: "hotfix", from: "release", files: { "h.txt": "h\n" } });
+    const number = await gh.openPullRequest(REPO_NAME, {
+      head: "hotfix",
+      base: "release",
+      by: "bob",
+    });
+    gh.comment(REPO_NAME, number, "/trunk merge", { by: "bob" });
+    await settled();
+    expect(replies(number).map((c) => c.body)).toEqual([
+      expect.stringContaining("There is no merge queue for `release`"),
+    ]);
+    expect(await queuedNumbers()).not.toContain(number);
+  });
+
   it("does nothing for commands when the queue's commandsEnabled is off", async () => {
     await setQueue({ state: "paused", commandsEnabled: false });
     try {

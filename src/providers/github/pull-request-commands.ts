@@ -136,7 +136,7 @@ export async function collaboratorPermission(
 export interface PullRequestCommandDeps {
   /** The App's id: its own comments are never commands. */
   appId: () => Promise<number>;
-  queues: Pick<MergeQueueRecords, "find">;
+  queues: Pick<MergeQueueRecords, "find" | "listForOrganization">;
   organizations: Pick<OrganizationRecords, "findById">;
   runtime: Pick<RuntimeStore, "latestEntry">;
   pullRequests: Pick<PullRequestService, "submit" | "cancel">;
@@ -177,6 +177,10 @@ export function registerPullRequestCommands(
     );
     const queue = await deps.queues.find(delivery.organizationId, repository, pr.base.ref);
     if (!queue) {
+      // A repository without any queue here is not Mainline's to answer for (another merge
+      // queue may read `/trunk` commands there); one with queues for other branches is.
+      const queues = await deps.queues.listForOrganization(delivery.organizationId, repository);
+      if (queues.length === 0) return;
       await reply(
         where,
         `There is no merge queue for \`${pr.base.ref}\`, this pull request's base branch: nothing was done.`,

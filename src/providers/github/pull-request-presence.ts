@@ -268,7 +268,7 @@ export class PullRequestPresence {
     this.timer.unref();
   }
 
-  /** One pass; true when nothing is left to read (or another process holds the cursor). */
+  /** One pass; false when a full batch was read (more may follow at once). */
   pass(): Promise<boolean> {
     const result = this.chain.then(() => this.passNow());
     this.chain = result.catch(() => undefined);
@@ -312,7 +312,9 @@ export class PullRequestPresence {
       }
     }
     if (safe > cursor) await store.advanceCursor(CURSOR, owner, safe, clock.now());
-    return safe === marks[marks.length - 1]?.id && marks.length < this.options.batchSize;
+    // A full batch: more to read at once. Otherwise what is left (a young gap, a pull request
+    // GitHub refused) waits for the next poll.
+    return marks.length < this.options.batchSize;
   }
 
   /** Brings one pull request on GitHub to its current state in the queue. */
