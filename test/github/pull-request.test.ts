@@ -368,7 +368,7 @@ describe("what the App shows on the pull request", () => {
     expect(stickies(pr.number)[0]?.body).toContain("Reason: failing required check");
   });
 
-  it("finds its comment by the marker when it does not know its id", async () => {
+  it("finds its comment by the marker when it does not know its id; a new submission gets a new check", async () => {
     await setQueue({ state: "paused", stateLabelsEnabled: false });
     const pr = await openPr();
     world.gh.comment(REPO_NAME, pr.number, "/trunk merge", { by: "bob" });
@@ -385,5 +385,17 @@ describe("what the App shows on the pull request", () => {
     expect(stickies(pr.number)).toHaveLength(1);
     expect(stickies(pr.number)[0]?.body).toContain("**Cancelled**");
     expect(checkRuns(pr.headSha).map((r) => r.conclusion)).toEqual(["neutral"]);
+
+    // Submitted again: the same comment; a check run of its own (the last one stays as it was).
+    world.gh.comment(REPO_NAME, pr.number, "/trunk merge", { by: "bob" });
+    await settled();
+    await expect.poll(async () => (await item(pr.number))?.state, LONG).toBe("pending");
+    await settled();
+    expect(stickies(pr.number)).toHaveLength(1);
+    expect(stickies(pr.number)[0]?.body).toContain("**Queued**");
+    expect(checkRuns(pr.headSha).map((r) => [r.status, r.conclusion])).toEqual([
+      ["completed", "neutral"],
+      ["in_progress", null],
+    ]);
   });
 });

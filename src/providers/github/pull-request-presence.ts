@@ -152,6 +152,8 @@ const digest = (value: unknown) =>
 interface Presented {
   comment?: string;
   check?: string;
+  /** The check run shown is completed: a new submission gets a check run of its own. */
+  checkCompleted?: boolean;
 }
 
 /** The queue's rough order (as `PullRequestService` lists it): in flight, waiting, not ready. */
@@ -382,9 +384,19 @@ export class PullRequestPresence {
       next.comment = digest(comment);
     }
     if (check !== undefined && want.check !== shown.check) {
-      record.checkRunId = await this.upsertCheckRun(client, repo, queue, view, record, check);
+      const fresh = shown.checkCompleted === true && check.status !== "completed";
+      record.checkRunId = await this.upsertCheckRun(
+        client,
+        repo,
+        queue,
+        view,
+        record,
+        check,
+        fresh,
+      );
       record.checkSha = view.headSha;
       next.check = digest([check, view.headSha]);
+      next.checkCompleted = check.status === "completed";
     }
     if (stateLabelsEnabled && label !== record.stateLabel) {
       if (record.stateLabel !== null) {
@@ -502,6 +514,8 @@ export class PullRequestPresence {
     view: PresenceView,
     record: PresenceRecord,
     fields: CheckRunFields,
+    /** Create a new one (a new submission after the last one concluded). */
+    fresh: boolean,
   ): Promise<number> {
     const body = {
       status: fields.status,
@@ -512,8 +526,8 @@ export class PullRequestPresence {
       ...(view.pageUrl ? { details_url: view.pageUrl } : {}),
       output: { title: fields.title, summary: fields.summary },
     };
-    let known = record.checkSha === view.headSha ? record.checkRunId : null;
-    if (known === null) {
+    let known = record.checkSha === view.headSha && !fresh ? record.checkRunId : null;
+    if (known === null && !fresh) {
       // Not known for this head (a new head, or a lost row): ours may be there already.
       const appId = await this.deps.appId();
       const { data } = await client.request("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
