@@ -58,6 +58,7 @@ import { GitHubInstallationStore } from "./db/stores/github-installations.js";
 import { GitHubPresenceStore } from "./db/stores/github-presence.js";
 import { urls } from "./web/urls.js";
 import { WebhookDeliveryStore } from "./db/stores/webhook-deliveries.js";
+import { GitHubCiRunStore } from "./db/stores/github-ci-runs.js";
 import {
   createGitHubProvider,
   registerGitHubRoutes,
@@ -140,6 +141,8 @@ export interface ServiceOptions {
   githubSyncIntervalMs?: number;
   /** The GitHub git host's retries and waits (tests shorten them). */
   githubGitHost?: GitHubProviderDeps["gitHost"];
+  /** How often the GitHub CI reads the checks of the runs it watches (default 15 s). */
+  githubCiPollIntervalMs?: number;
   /**
    * The git host and CI of repositories that are not on the local git host (tests and the
    * simulator give in-memory ones); without them such repositories answer `host_not_connected`.
@@ -304,8 +307,9 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
           deliveries: new WebhookDeliveryStore(db, database.dialect),
           repositories,
           organizations: organizationStore,
-          presence: new GitHubPresenceStore(db),
+          ciRuns: new GitHubCiRunStore(db),
           queues: mergeQueues,
+          presence: new GitHubPresenceStore(db),
           runtime,
         },
         pullRequestPage: async (repository, branch, number) => {
@@ -322,6 +326,9 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
           ? {}
           : { syncIntervalMs: options.githubSyncIntervalMs }),
         ...(options.githubGitHost ? { gitHost: options.githubGitHost } : {}),
+        ...(options.githubCiPollIntervalMs === undefined
+          ? {}
+          : { ciPollIntervalMs: options.githubCiPollIntervalMs }),
       })
     : undefined;
   const gitHost: GitHostRouter = new GitHostRouter(
@@ -331,7 +338,13 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     ]),
     options.gitHost,
   );
-  const ci = new CiRouter(new Map([[local.hostName, local.ci]]), options.ci);
+  const ci: CiRouter = new CiRouter(
+    new Map<string, CiProvider>([
+      [local.hostName, local.ci],
+      ...(github ? [[github.hostName.toLowerCase(), github.ci] as const] : []),
+    ]),
+    options.ci,
+  );
   const engine = new MergeQueueEngine(
     {
       runtime,

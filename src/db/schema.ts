@@ -438,6 +438,26 @@ export interface WebhookDeliveriesTable {
   processedAt: number | null;
 }
 
+/** A run the GitHub CI provider watches (migration 0022). */
+export interface GithubCiRunsTable {
+  queueId: string;
+  runId: string;
+  /** The tested commit. */
+  sha: string;
+  /** JSON of the driver's `CiRunRequest`. */
+  request: string;
+  /** `watching`, `passed`, `failed`, `error` or `cancelled`. */
+  status: string;
+  /** JSON of the resolved required checks, once resolved. */
+  required: string | null;
+  /** JSON of the `CiRunResult` emitted. */
+  result: string | null;
+  /** The draft pull request opened for the test branch, when the queue asks for one. */
+  testPrNumber: number | null;
+  createdAt: number;
+  finishedAt: number | null;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   apiTokens: ApiTokensTable;
@@ -467,4 +487,5 @@ export interface Database {
   webhookDeliveries: WebhookDeliveriesTable;
   presenceCursors: PresenceCursorsTable;
   githubPrPresence: GithubPrPresenceTable;
+  githubCiRuns: GithubCiRunsTable;
 }

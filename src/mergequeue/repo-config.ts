@@ -130,9 +130,10 @@ function parseCheck(value: unknown, path: string, problems: Problems): CheckDefi
   };
 }
 
-function parseChecks(root: Mapping, problems: Problems): CheckDefinition[] {
+function parseChecks(root: Mapping, problems: Problems, optional: boolean): CheckDefinition[] {
   const ci = root.ci;
   if (ci === undefined) {
+    if (optional) return [];
     problems.add("ci", 'missing (the built-in runner needs "ci.checks")');
     return [];
   }
@@ -165,8 +166,14 @@ function parseChecks(root: Mapping, problems: Problems): CheckDefinition[] {
   return checks;
 }
 
-/** Parses `.mainline.yml`. The message lists every problem, separated by `; `. */
-export function parseMainlineConfig(text: string): Parsed<{ config: MainlineConfig }> {
+/**
+ * Parses `.mainline.yml`. The message lists every problem, separated by `; `. `ci` is required
+ * unless `checksOptional` (a repository whose CI is not the built-in runner: GitHub's).
+ */
+export function parseMainlineConfig(
+  text: string,
+  options: { checksOptional?: boolean } = {},
+): Parsed<{ config: MainlineConfig }> {
   const loaded = loadYaml(text, ".mainline.yml");
   if (!loaded.ok) return loaded;
   const root = loaded.value;
@@ -174,7 +181,7 @@ export function parseMainlineConfig(text: string): Parsed<{ config: MainlineConf
   const problems = new Problems();
   problems.unknownKeys(root, ["merge", "ci"], "");
   const requiredStatuses = requiredStatusesOf(root, problems, true);
-  const checks = parseChecks(root, problems);
+  const checks = parseChecks(root, problems, options.checksOptional === true);
   if (problems.list.length > 0) return { ok: false, message: problems.list.join("; ") };
   return { ok: true, config: { requiredStatuses, checks } };
 }

@@ -7,7 +7,7 @@
  * is the tree that was tested.
  */
 import { Octokit } from "@octokit/core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { OwnedRepoRef } from "../../src/organizations/repositories.js";
 import { GitHubGitHost } from "../../src/providers/github/host.js";
 import type { TestServer } from "../helpers/server.js";
@@ -25,6 +25,9 @@ let repo: OwnedRepoRef;
 let host: GitHubGitHost;
 let installationId: number;
 const errors: string[] = [];
+
+// Writes go one a second per installation (GitHub's advice, kept by the client).
+vi.setConfig({ testTimeout: 90_000 });
 
 beforeAll(async () => {
   world = await startGitHubWorld();
@@ -214,6 +217,32 @@ describe("pull requests", () => {
       gh.postStatus(NAME, pr.headSha, { state: "failure", context: "ci", by: "alice" });
       expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(false);
       gh.postStatus(NAME, pr.headSha, { state: "success", context: "ci", by: "alice" });
+      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(true);
+    } finally {
+      gh.unprotectBranch(NAME, "main");
+    }
+  });
+
+  it("counts a required check pinned to an App only when that App reports it", async () => {
+    const { gh } = world;
+    gh.protectBranch(NAME, "main", {
+      requiredStatusChecks: {
+        strict: false,
+        contexts: [],
+        checks: [{ context: "build", appId: 15368 }],
+      },
+    });
+    try {
+      const pr = await openPr({ "pinned.txt": "p\n" });
+      // A status of that name, from no App: it does not count.
+      gh.postStatus(NAME, pr.headSha, { state: "success", context: "build", by: "alice" });
+      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(false);
+      const run = await gh.postCheckRun(NAME, {
+        name: "build",
+        headSha: pr.headSha,
+        status: "in_progress",
+      });
+      await gh.completeCheckRun(NAME, run.id, "success");
       expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(true);
     } finally {
       gh.unprotectBranch(NAME, "main");
@@ -417,6 +446,41 @@ describe("merging", () => {
       expect(gh.faults.fired(rule)).toBe(2);
       expect(merged).toMatchObject({ ok: true });
       expect(gh.pullRequest(NAME, request.prNumber).state).toBe("closed");
+    } finally {
+      gh.faults.remove(rule);
+    }
+  });
+
+  it("retries 'head branch was modified' when the head did not move", async () => {
+    const { gh } = world;
+    const { request } = await tested({ "head-glitch.txt": "h\n" }, "run-head-glitch");
+    const rule = gh.addFault(gh.fault.headBranchModified());
+    try {
+      expect(await host.merge(request)).toMatchObject({ ok: true });
+      expect(gh.faults.fired(rule)).toBe(1);
+    } finally {
+      gh.faults.remove(rule);
+    }
+  });
+
+  it("a merge GitHub made but answered with a 500 is taken as made, never made twice", async () => {
+    const { gh } = world;
+    const { request, made } = await tested({ "made.txt": "m\n" }, "run-made");
+    const before = await main();
+    const rule = gh.addFault(gh.fault.succeedsButErrors("pulls/merge", 500));
+    try {
+      const merged = await host.merge(request);
+      expect(gh.faults.fired(rule)).toBe(1);
+      expect(merged).toMatchObject({ ok: true });
+      if (!merged.ok) return;
+      // One commit landed on the base: the merge, whose first parent is the base before it.
+      expect(await main()).toBe(merged.sha);
+      const { data } = await appClient().request(
+        "GET /repos/{owner}/{repo}/git/commits/{commit_sha}",
+        { owner: "acme-gh", repo: "widgets", commit_sha: merged.sha },
+      );
+      expect(data.parents.map((p) => p.sha)).toEqual([before, request.headSha]);
+      expect(await treeOf(merged.sha)).toBe(await treeOf(made.sha));
     } finally {
       gh.faults.remove(rule);
     }

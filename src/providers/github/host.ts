@@ -26,6 +26,13 @@ import { SECOND_MS } from "../../lib/time.js";
 import type { GitHubApp, GitHubLogger } from "./client.js";
 import { statusOf } from "./conditional.js";
 import type { GitHubRepositories, GitHubRepositoryAccess } from "./repositories.js";
+import {
+  checkCounts,
+  unionRequiredChecks,
+  type BranchRule,
+  type ClassicRequiredChecks,
+  type RequiredCheck,
+} from "./required-checks.js";
 
 /** Where CI looks for test branches, by default (Trunk's prefix: users' CI filters keep working). */
 export const DEFAULT_TEST_BRANCH_PREFIX = "trunk-merge/";
@@ -69,12 +76,10 @@ interface ReviewPayload {
   commit_id: string | null;
 }
 
-interface RulePayload {
-  type: string;
-  parameters?: {
+interface RulePayload extends BranchRule {
+  parameters?: BranchRule["parameters"] & {
     required_approving_review_count?: number;
     dismiss_stale_reviews_on_push?: boolean;
-    required_status_checks?: { context: string }[];
   };
 }
 
@@ -83,14 +88,15 @@ interface ProtectionPayload {
     required_approving_review_count?: number;
     dismiss_stale_reviews?: boolean;
   };
-  required_status_checks?: { contexts?: string[]; checks?: { context: string }[] } | null;
+  required_status_checks?: ClassicRequiredChecks | null;
 }
 
 /** What the target branch's protection and rulesets ask of a pull request. */
 interface BranchRequirements {
   approvals: number;
   dismissStale: boolean;
-  checks: string[];
+  /** GitHub's required checks, each with the App it is pinned to (if any). */
+  checks: RequiredCheck[];
 }
 
 const GITHUB_MERGE_METHOD: Record<MergeMethod, "merge" | "squash" | "rebase"> = {
@@ -556,7 +562,6 @@ export class GitHubGitHost implements GitHost {
     branch: string,
   ): Promise<BranchRequirements> {
     const requirements: BranchRequirements = { approvals: 0, dismissStale: false, checks: [] };
-    const checks = new Set<string>();
     const protection = await this.get<ProtectionPayload>(
       access,
       "GET /repos/{owner}/{repo}/branches/{branch}/protection",
@@ -568,8 +573,6 @@ export class GitHubGitHost implements GitHost {
       requirements.approvals = reviews.required_approving_review_count ?? 0;
       requirements.dismissStale = reviews.dismiss_stale_reviews === true;
     }
-    for (const context of protection?.required_status_checks?.contexts ?? []) checks.add(context);
-    for (const check of protection?.required_status_checks?.checks ?? []) checks.add(check.context);
     const rules =
       (await this.get<RulePayload[]>(access, "GET /repos/{owner}/{repo}/rules/branches/{branch}", {
         branch,
@@ -582,12 +585,12 @@ export class GitHubGitHost implements GitHost {
         if (rule.parameters?.dismiss_stale_reviews_on_push === true) {
           requirements.dismissStale = true;
         }
-      } else if (rule.type === "required_status_checks") {
-        for (const check of rule.parameters?.required_status_checks ?? [])
-          checks.add(check.context);
       }
     }
-    requirements.checks = [...checks].sort();
+    requirements.checks = unionRequiredChecks(
+      protection?.required_status_checks ?? undefined,
+      rules,
+    );
     return requirements;
   }
 
@@ -649,7 +652,12 @@ export class GitHubGitHost implements GitHost {
     const runs =
       (
         await this.get<{
-          check_runs: { name: string; status: string; conclusion: string | null }[];
+          check_runs: {
+            name: string;
+            status: string;
+            conclusion: string | null;
+            app: { id: number } | null;
+          }[];
         }>(access, "GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
           ref: sha,
           per_page: 100,
@@ -663,24 +671,28 @@ export class GitHubGitHost implements GitHost {
           { ref: sha, per_page: 100 },
         )
       )?.statuses ?? [];
-    const results = new Map<string, boolean[]>();
-    const add = (name: string, passed: boolean) => {
-      results.set(name, [...(results.get(name) ?? []), passed]);
-    };
-    for (const run of runs) {
-      add(
-        run.name,
-        run.status === "completed" &&
+    const reports = [
+      ...runs.map((run) => ({
+        name: run.name,
+        appId: run.app?.id ?? null,
+        passed:
+          run.status === "completed" &&
           ["success", "skipped", "neutral"].includes(run.conclusion ?? ""),
-      );
+      })),
+      ...statuses.map((status) => ({
+        name: status.context,
+        appId: null,
+        passed: status.state === "success",
+      })),
+    ];
+    if (requirements.checks.length === 0) {
+      return reports.length > 0 && reports.every((report) => report.passed);
     }
-    for (const status of statuses) add(status.context, status.state === "success");
-    const names = requirements.checks.length > 0 ? requirements.checks : [...results.keys()];
-    if (names.length === 0) return false;
-    // A name both a check run and a status carry must pass as both.
-    return names.every((name) => {
-      const found = results.get(name);
-      return found !== undefined && found.every(Boolean);
+    // Each required check needs a report (from its App, when pinned), and every report of it
+    // must pass (a name both a check run and a status carry passes as both).
+    return requirements.checks.every((required) => {
+      const found = reports.filter((r) => checkCounts(required, r.name, r.appId));
+      return found.length > 0 && found.every((r) => r.passed);
     });
   }
 

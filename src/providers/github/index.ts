@@ -8,6 +8,8 @@
  *   client (what a `GitHost` and a `CiProvider` for GitHub act through);
  * - `gitHost`: the merge queue's `GitHost` for GitHub (`host.ts`: test branches, merges);
  * - `webhooks`: the handler registry of the webhook inbox (ADR 0021), which later parts add to;
+ * - `ci`: the merge queue's `CiProvider` for GitHub (ci.ts): it watches the tested commit's check
+ *   runs and statuses until the required checks (required-checks.ts) concluded;
  * - its routes (`/v1/github/*` for tokens, `POST /webhooks/github` for GitHub), start and stop.
  * Storage comes in through ports (`organizations/github-installations.ts`,
  * `mergequeue/webhook-delivery-records.ts`); pushes and pull-request changes go out as host-neutral
@@ -25,11 +27,13 @@ import type {
   RuntimeStore,
 } from "../../mergequeue/records.js";
 import type { PresenceStorage } from "../../mergequeue/pull-request-presence-records.js";
+import type { WatchedCiRunRecords } from "../../mergequeue/watched-ci-runs.js";
 import type { DeliveryStorage } from "../../mergequeue/webhook-delivery-records.js";
 import type { GitHubInstallationStorage } from "../../organizations/github-installations.js";
 import type { OrganizationRecords } from "../../organizations/records.js";
 import type { Principal } from "../../organizations/service.js";
 import type { RepoRef, Repository } from "../../organizations/repositories.js";
+import { GitHubCi, registerCiHandlers } from "./ci.js";
 import { GitHubApp, type GitHubLogger } from "./client.js";
 import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
 import { GitHubGitHost, type GitHubGitHostOptions } from "./host.js";
@@ -45,6 +49,14 @@ import { DeliveryWriter } from "./webhooks/writer.js";
 import { WebhookHandlers } from "./webhooks/registry.js";
 
 export type { GitHubClient, GitHubLogger } from "./client.js";
+export { GitHubCi, DEFAULT_CI_POLL_INTERVAL_MS } from "./ci.js";
+export {
+  checkCounts,
+  readRequiredChecks,
+  requiredNames,
+  unionRequiredChecks,
+  type RequiredCheck,
+} from "./required-checks.js";
 export type { GitHubRepositoryAccess } from "./repositories.js";
 export type {
   InstallationDelivery,
@@ -95,6 +107,8 @@ export interface GitHubProviderDeps {
     presence: PresenceStorage;
     queues: Pick<MergeQueueRecords, "findById">;
     runtime: Pick<RuntimeStore, "latestEntry" | "activeSummaries" | "transitions">;
+    /** The runs the CI provider watches. */
+    ciRuns: WatchedCiRunRecords;
   };
   /** A pull request's page on the dashboard (links from the comment and the check run). */
   pullRequestPage?: (
@@ -110,6 +124,8 @@ export interface GitHubProviderDeps {
   syncIntervalMs?: number;
   /** The git host's retries and waits (tests make them short). */
   gitHost?: Pick<GitHubGitHostOptions, "attempts" | "retryDelayMs" | "mergeabilityReads">;
+  /** How often the CI provider reads its watched runs again (default 15 s). */
+  ciPollIntervalMs?: number;
 }
 
 export interface GitHubProvider {
@@ -122,6 +138,8 @@ export interface GitHubProvider {
   gitHost: GitHubGitHost;
   /** Where webhook handlers register (event, or event.action). */
   webhooks: WebhookHandlers;
+  /** The merge queue's CI for GitHub repositories. */
+  ci: GitHubCi;
   inbox: WebhookInbox;
   /** The App's numeric id. */
   appId(): Promise<number>;
@@ -135,7 +153,10 @@ export interface GitHubProvider {
   routes(scope: ApiApp): void;
   /** `POST /webhooks/github`, on a scope of its own (no API token). */
   webhookRoutes(scope: ApiApp): void;
-  /** Starts the inbox's worker and the installations' sync (at once, then periodically). */
+  /**
+   * Starts the inbox's worker, the CI's watching of stored runs and the installations' sync (at
+   * once, then periodically).
+   */
   start(): Promise<void>;
   /** Finishes the deliveries in hand and stops. */
   stop(): Promise<void>;
@@ -215,6 +236,17 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     },
     deps.presence,
   );
+  const ci = new GitHubCi({
+    hostName: settings.host,
+    repositories,
+    app,
+    runs: stores.ciRuns,
+    queues: stores.queues,
+    clock,
+    logger,
+    ...(deps.ciPollIntervalMs === undefined ? {} : { pollIntervalMs: deps.ciPollIntervalMs }),
+  });
+  registerCiHandlers(webhooks, ci);
   const writer = new DeliveryWriter(stores.deliveries);
   const dispatcher = new WebhookDispatcher({
     handlers: webhooks,
@@ -271,6 +303,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     repositories,
     gitHost,
     webhooks,
+    ci,
     inbox,
     presence,
     appId,
@@ -292,6 +325,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     start() {
       inbox.start();
       presence.start();
+      ci.startWatching();
       // In the background: a server whose GitHub is slow or away still starts.
       void syncAll();
       if (syncIntervalMs > 0) {
@@ -302,6 +336,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     },
     async stop() {
       clearInterval(syncTimer);
+      await ci.stopWatching();
       await inbox.stop();
       await presence.stop();
       await syncing;

@@ -48,6 +48,17 @@ export function registerConnectionHandlers(
     });
   });
 
+  // A review changes whether a pull request may merge (required approvals): the queue reads it
+  // again, as it does after any change to it.
+  handlers.forOrganization("pull_request_review", async (delivery) => {
+    if (!delivery.repository) return;
+    await changes.apply({
+      type: "pull_request_changed",
+      repo: delivery.repository,
+      number: delivery.payload.pull_request.number,
+    });
+  });
+
   // A pushed pull-request head also comes as `pull_request.synchronize` (forks' pushes only
   // that way), so a push names no pull requests: it moves the branch for the queues targeting it.
   handlers.forOrganization("push", async (delivery) => {

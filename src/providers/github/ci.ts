@@ -1,0 +1,603 @@
+/**
+ * The merge queue's CI on GitHub (docs/github.md, "CI results and required checks"): GitHub runs
+ * nothing for Mainline; the repository's own CI (Actions, or any App or system that reports check
+ * runs or commit statuses) runs on the pushed test branch (or on a draft pull request of it), and
+ * this provider watches the tested commit until every required check has a final result, or one
+ * failed.
+ *
+ * - `start` stores the run first (`WatchedCiRunRecords`), then resolves its required checks by the
+ *   precedence of `mergequeue/required-statuses.ts` (the queue's override; `.mainline.yml`, then
+ *   `.trunk/trunk.yaml`, read at the tested commit; else GitHub's required checks: classic branch
+ *   protection and rulesets, unioned, App pins kept), and opens the draft testing pull request
+ *   when the queue asks for one.
+ * - `check_run.completed`, `check_suite.completed` and `status` webhooks on a watched commit make
+ *   it read the commit's check runs (`filter=latest`) and combined status again; a poll loop does
+ *   the same for every watched run (conditional GETs: a 304 costs nothing), so a lost webhook only
+ *   delays a result.
+ * - A concluded run's result goes to the listeners, then the run is marked ended; a crash in
+ *   between emits it again after the restart (the driver ignores repeated results). Runs still
+ *   watched when a process stops are watched again by the next (`startWatching`).
+ *
+ * Conclusions, mapped deliberately (GitHub's own protection rules, GitHub docs "About status
+ * checks"): `success` and `neutral` pass (success); `skipped` passes (skipped); `failure`,
+ * `action_required` and any conclusion unknown here fail (failure); `cancelled` → cancelled;
+ * `timed_out` and `stale` (GitHub gave up on it after 14 days) → timed_out. Commit statuses:
+ * `success` passes; `failure` and `error` fail; `pending` waits. A check run and a status with the
+ * same name are both required to pass, as GitHub requires. A check pinned to an App counts only
+ * check runs of that App; a status never meets a pinned check (the combined status does not say
+ * which App posted it). A required check that never appears is the queue's testing timeout's to
+ * end, not this provider's.
+ */
+import type { Clock } from "../../lib/clock.js";
+import { SECOND_MS } from "../../lib/time.js";
+import type {
+  CheckConclusion,
+  CiProvider,
+  CiResultListener,
+  CiRunRequest,
+  CiRunResult,
+} from "../../mergequeue/providers.js";
+import type { MergeQueueRecords } from "../../mergequeue/records.js";
+import { parseMainlineConfig, parseTrunkRequiredStatuses } from "../../mergequeue/repo-config.js";
+import type { MainlineConfig } from "../../mergequeue/repo-config.js";
+import { consultsSource, resolveRequiredStatuses } from "../../mergequeue/required-statuses.js";
+import type {
+  WatchedCiRun,
+  WatchedCiRunRecords,
+  WatchedRequired,
+  WatchedRunStatus,
+} from "../../mergequeue/watched-ci-runs.js";
+import type { OwnedRepoRef } from "../../organizations/repositories.js";
+import type { GitHubApp, GitHubLogger } from "./client.js";
+import { statusOf } from "./conditional.js";
+import type { GitHubRepositories, GitHubRepositoryAccess } from "./repositories.js";
+import {
+  checkCounts,
+  readRequiredChecks,
+  requiredNames,
+  type RequiredCheck,
+} from "./required-checks.js";
+import type { WebhookHandlers } from "./webhooks/registry.js";
+
+/** How often every watched run is read again (webhooks may be lost). */
+export const DEFAULT_CI_POLL_INTERVAL_MS = 15 * SECOND_MS;
+
+const MAINLINE_FILE = ".mainline.yml";
+const TRUNK_FILE = ".trunk/trunk.yaml";
+
+export interface GitHubCiDeps {
+  /** The host name of the provider's repositories: runs of other hosts are refused. */
+  hostName: string;
+  repositories: Pick<GitHubRepositories, "resolve">;
+  app: Pick<GitHubApp, "conditionalGet">;
+  runs: WatchedCiRunRecords;
+  queues: Pick<MergeQueueRecords, "findById">;
+  clock: Clock;
+  logger: GitHubLogger;
+  /** Default 15 s. */
+  pollIntervalMs?: number;
+}
+
+/** One report of a check on the tested commit: a check run (with its App) or a commit status. */
+interface Observation {
+  name: string;
+  /** The App that reported a check run; null for a status. */
+  appId: number | null;
+  kind: "check_run" | "status";
+  /** Undefined while it has not finished. */
+  conclusion: CheckConclusion | undefined;
+  url: string | undefined;
+}
+
+interface CheckRunsPage {
+  total_count: number;
+  check_runs: {
+    name: string;
+    status: string;
+    conclusion: string | null;
+    app?: { id: number } | null;
+    details_url?: string | null;
+    html_url?: string | null;
+  }[];
+}
+
+interface CombinedStatus {
+  total_count: number;
+  statuses: { context: string; state: string; target_url?: string | null }[];
+}
+
+/** A check run's conclusion, as the queue judges it (see the header). */
+export function checkRunConclusion(conclusion: string): CheckConclusion {
+  switch (conclusion) {
+    case "success":
+    case "neutral":
+      return "success";
+    case "skipped":
+      return "skipped";
+    case "cancelled":
+      return "cancelled";
+    case "timed_out":
+    case "stale":
+      return "timed_out";
+    default:
+      // failure, action_required, and anything GitHub adds later: not a pass.
+      return "failure";
+  }
+}
+
+/** A commit status's state: undefined while pending. */
+export function statusConclusion(state: string): CheckConclusion | undefined {
+  if (state === "success") return "success";
+  if (state === "pending") return undefined;
+  return "failure";
+}
+
+const passes = (c: CheckConclusion) => c === "success" || c === "skipped";
+
+/** The worse of two final conclusions (a failure beats a pass; success beats skipped). */
+function worse(a: CheckConclusion | undefined, b: CheckConclusion): CheckConclusion {
+  if (a === undefined) return b;
+  if (!passes(a)) return a;
+  if (!passes(b)) return b;
+  return a === "success" || b === "success" ? "success" : "skipped";
+}
+
+export type Verdict =
+  { state: "pending" } | { state: "passed" | "failed"; checks: CiRunResult["checks"] };
+
+/**
+ * Judges the tested commit's reports against the required checks, pure. `failed` as soon as one
+ * required check failed; `passed` once every one passed; else `pending`. The checks reported are
+ * every finished one, one per name (the worst), with the required ones as they were judged.
+ */
+export function judgeObservations(
+  required: readonly RequiredCheck[],
+  observed: readonly Observation[],
+): Verdict {
+  let failed = false;
+  let pending = false;
+  const byName = new Map<string, { conclusion: CheckConclusion; url: string | undefined }>();
+  const note = (name: string, conclusion: CheckConclusion, url: string | undefined) => {
+    const known = byName.get(name);
+    const next = worse(known?.conclusion, conclusion);
+    byName.set(name, {
+      conclusion: next,
+      url: known && known.conclusion === next ? known.url : url,
+    });
+  };
+  for (const requirement of required) {
+    const matching = observed.filter((o) =>
+      o.kind === "status"
+        ? requirement.appId === null && o.name === requirement.context
+        : checkCounts(requirement, o.name, o.appId),
+    );
+    if (matching.length === 0) {
+      pending = true;
+      continue;
+    }
+    for (const o of matching) {
+      if (o.conclusion === undefined) pending = true;
+      else if (!passes(o.conclusion)) failed = true;
+    }
+  }
+  const requiredNamesSet = new Set(required.map((r) => r.context));
+  for (const o of observed) {
+    if (o.conclusion === undefined) continue;
+    // A required name's reports that do not count for it (another App's) are left out.
+    if (
+      requiredNamesSet.has(o.name) &&
+      !required.some((r) =>
+        o.kind === "status"
+          ? r.appId === null && r.context === o.name
+          : checkCounts(r, o.name, o.appId),
+      )
+    ) {
+      continue;
+    }
+    note(o.name, o.conclusion, o.url);
+  }
+  if (!failed && pending) return { state: "pending" };
+  const checks = [...byName].map(([name, { conclusion, url }]) => ({
+    name,
+    conclusion,
+    ...(url ? { url } : {}),
+  }));
+  return { state: failed ? "failed" : "passed", checks };
+}
+
+export class GitHubCi implements CiProvider {
+  private readonly listeners = new Set<CiResultListener>();
+  /** Each run's evaluations, one at a time. */
+  private readonly work = new Map<string, Promise<void>>();
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  private watching = false;
+
+  constructor(private readonly deps: GitHubCiDeps) {}
+
+  onResult(listener: CiResultListener): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  private ours(repo: OwnedRepoRef): boolean {
+    return repo.host.toLowerCase() === this.deps.hostName.toLowerCase();
+  }
+
+  async start(request: CiRunRequest): Promise<void> {
+    if (!this.ours(request.repo)) {
+      throw new Error(
+        `the GitHub CI cannot test ${request.repo.host}/${request.repo.owner}/${request.repo.name}: not a repository of ${this.deps.hostName}`,
+      );
+    }
+    await this.deps.runs.create({
+      queueId: request.queueId,
+      runId: request.runId,
+      request,
+      status: "watching",
+      required: null,
+      result: null,
+      testPrNumber: null,
+      createdAt: this.deps.clock.now(),
+      finishedAt: null,
+    });
+    // Resolving and the first read may fail (GitHub away): the run is stored, the poll retries.
+    await this.schedule(request.queueId, request.runId).catch((error: unknown) => {
+      this.deps.logger.warn(
+        { err: error, queueId: request.queueId, runId: request.runId },
+        "github ci: could not read the run's checks yet; will retry",
+      );
+    });
+  }
+
+  async cancel(queueId: string, runId: string): Promise<void> {
+    const run = await this.deps.runs.get(queueId, runId);
+    if (!run || run.status !== "watching") return;
+    await this.deps.runs.finish(queueId, runId, "cancelled", null, this.deps.clock.now());
+    await this.closeTestPr(run);
+  }
+
+  /** A check run, check suite or status changed on `sha` of `repo` (a webhook): read it again. */
+  async commitChanged(repo: OwnedRepoRef, sha: string): Promise<void> {
+    const runs = await this.deps.runs.watchingSha(sha);
+    for (const run of runs) {
+      if (!sameRepo(run.request.repo, repo)) continue;
+      await this.schedule(run.queueId, run.runId);
+    }
+  }
+
+  /** Watches every stored run still watched (at once: crash safety), then polls them. */
+  startWatching(): void {
+    if (this.watching) return;
+    this.watching = true;
+    const interval = this.deps.pollIntervalMs ?? DEFAULT_CI_POLL_INTERVAL_MS;
+    void this.pollAll();
+    this.timer = setInterval(() => void this.pollAll(), interval);
+    this.timer.unref();
+  }
+
+  async stopWatching(): Promise<void> {
+    this.watching = false;
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.polling;
+    await Promise.allSettled([...this.work.values()]);
+  }
+
+  /** Reads every watched run again (the poll loop; tests call it to skip the wait). */
+  pollAll(): Promise<void> {
+    this.polling ??= (async () => {
+      try {
+        for (const run of await this.deps.runs.watching()) {
+          if (!this.ours(run.request.repo)) continue;
+          await this.schedule(run.queueId, run.runId).catch((error: unknown) => {
+            this.deps.logger.warn(
+              { err: error, queueId: run.queueId, runId: run.runId },
+              "github ci: could not read the run's checks; will retry",
+            );
+          });
+        }
+      } catch (error) {
+        this.deps.logger.error({ err: error }, "github ci: could not list the watched runs");
+      } finally {
+        this.polling = undefined;
+      }
+    })();
+    return this.polling;
+  }
+
+  private schedule(queueId: string, runId: string): Promise<void> {
+    const key = `${queueId}\u0000${runId}`;
+    const previous = this.work.get(key) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(() => this.evaluate(queueId, runId));
+    this.work.set(key, next);
+    const forget = () => {
+      if (this.work.get(key) === next) this.work.delete(key);
+    };
+    next.then(forget, forget);
+    return next;
+  }
+
+  private async evaluate(queueId: string, runId: string): Promise<void> {
+    const run = await this.deps.runs.get(queueId, runId);
+    if (!run || run.status !== "watching" || !this.ours(run.request.repo)) return;
+    // A repository no installation grants any more throws (`host_not_connected`): the run stays
+    // watched (the installation may come back) until the queue's testing timeout ends it.
+    const access = await this.deps.repositories.resolve(run.request.repo);
+    let prepared = run;
+    if (run.required === null) {
+      const ready = await this.prepare(run, access);
+      if (!ready) return;
+      prepared = ready;
+    }
+    const required = prepared.required as WatchedRequired;
+    const verdict = judgeObservations(required.checks, await this.observe(access, run.request.sha));
+    if (verdict.state === "pending") return;
+    await this.conclude(prepared, verdict.state, {
+      queueId,
+      runId,
+      checks: verdict.checks,
+      ...(required.source === "merge_instance"
+        ? {}
+        : {
+            requiredStatuses: { statuses: requiredNames(required.checks), source: required.source },
+          }),
+    });
+  }
+
+  /**
+   * Resolves the run's required checks and opens its testing pull request when asked; stores
+   * both. Undefined when the run ended instead (its configuration is broken or names nothing).
+   */
+  private async prepare(
+    run: WatchedCiRun,
+    access: GitHubRepositoryAccess,
+  ): Promise<WatchedCiRun | undefined> {
+    const { request } = run;
+    const override = request.requiredStatuses;
+    const fail = async (
+      reason: "config_parsing_failure" | "no_required_statuses",
+      message: string,
+    ) => {
+      await this.conclude(run, "error", {
+        queueId: run.queueId,
+        runId: run.runId,
+        checks: [],
+        error: { reason, message },
+      });
+      return undefined;
+    };
+    let mainline: MainlineConfig | undefined;
+    if (consultsSource({ override }, "mainline_config")) {
+      const text = await readContent(access, request.sha, MAINLINE_FILE);
+      if (text !== undefined) {
+        const parsed = parseMainlineConfig(text, { checksOptional: true });
+        if (!parsed.ok) return fail("config_parsing_failure", parsed.message);
+        mainline = parsed.config;
+      }
+    }
+    let trunk: string[] | undefined;
+    if (consultsSource({ override, mainline }, "trunk_config")) {
+      const text = await readContent(access, request.sha, TRUNK_FILE);
+      const parsed = text === undefined ? undefined : parseTrunkRequiredStatuses(text);
+      if (parsed?.ok === false) return fail("config_parsing_failure", parsed.message);
+      trunk = parsed?.requiredStatuses;
+    }
+    let protection: RequiredCheck[] | undefined;
+    if (consultsSource({ override, mainline, trunk }, "branch_protection")) {
+      const union = await readRequiredChecks(access.client, access, request.targetBranch);
+      protection = union.length > 0 ? union : undefined;
+    }
+    const resolved = resolveRequiredStatuses({
+      override,
+      mainline,
+      trunk,
+      ...(protection ? { branchProtection: requiredNames(protection) } : {}),
+    });
+    if (!resolved.ok) return fail(resolved.reason, resolved.message);
+    if (resolved.source === "mainline_checks") {
+      // The checks of .mainline.yml are the built-in runner's: nothing runs them on GitHub.
+      return fail(
+        "no_required_statuses",
+        "no required statuses: none in the queue's settings, merge.required_statuses of .mainline.yml or .trunk/trunk.yaml, or GitHub's branch protection and rulesets (the checks .mainline.yml defines run on the built-in runner only)",
+      );
+    }
+    const required: WatchedRequired = {
+      source: resolved.source,
+      checks:
+        resolved.source === "branch_protection" && protection
+          ? protection
+          : resolved.statuses.map((context) => ({ context, appId: null })),
+    };
+    const testPrNumber = await this.openTestPr(run, access);
+    await this.deps.runs.prepared(run.queueId, run.runId, { required, testPrNumber });
+    return { ...run, required, testPrNumber };
+  }
+
+  private async observe(access: GitHubRepositoryAccess, sha: string): Promise<Observation[]> {
+    const where = { owner: access.owner, repo: access.name, ref: sha };
+    const runsRoute = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs";
+    const statusRoute = "GET /repos/{owner}/{repo}/commits/{ref}/status";
+    const first = await this.deps.app.conditionalGet<CheckRunsPage>(
+      access.installationId,
+      runsRoute,
+      {
+        ...where,
+        filter: "latest",
+        per_page: 100,
+      },
+    );
+    const checkRuns = [...first.data.check_runs];
+    for (let page = 2; checkRuns.length < first.data.total_count && page <= 10; page++) {
+      const more = await access.client.request(runsRoute, {
+        ...where,
+        filter: "latest",
+        per_page: 100,
+        page,
+      });
+      const found = (more.data as CheckRunsPage).check_runs;
+      if (found.length === 0) break;
+      checkRuns.push(...found);
+    }
+    const combined = await this.deps.app.conditionalGet<CombinedStatus>(
+      access.installationId,
+      statusRoute,
+      { ...where, per_page: 100 },
+    );
+    const statuses = [...combined.data.statuses];
+    for (let page = 2; statuses.length < combined.data.total_count && page <= 10; page++) {
+      const more = await access.client.request(statusRoute, { ...where, per_page: 100, page });
+      const found = (more.data as CombinedStatus).statuses;
+      if (found.length === 0) break;
+      statuses.push(...found);
+    }
+    return [
+      ...checkRuns.map((run): Observation => ({
+        name: run.name,
+        appId: run.app?.id ?? null,
+        kind: "check_run",
+        conclusion:
+          run.status === "completed" ? checkRunConclusion(run.conclusion ?? "") : undefined,
+        url: run.details_url ?? run.html_url ?? undefined,
+      })),
+      ...statuses.map((status): Observation => ({
+        name: status.context,
+        appId: null,
+        kind: "status",
+        conclusion: statusConclusion(status.state),
+        url: status.target_url ?? undefined,
+      })),
+    ];
+  }
+
+  /**
+   * Hands the result to the listeners (each resolves once it is stored), then ends the run and
+   * closes its testing pull request. A listener's failure leaves the run watched: the next read
+   * emits it again.
+   */
+  private async conclude(
+    run: WatchedCiRun,
+    status: Exclude<WatchedRunStatus, "watching" | "cancelled">,
+    result: CiRunResult,
+  ): Promise<void> {
+    for (const listener of [...this.listeners]) await listener(result);
+    await this.deps.runs.finish(run.queueId, run.runId, status, result, this.deps.clock.now());
+    await this.closeTestPr(run);
+  }
+
+  /** The draft pull request of the test branch, when the queue asks for one: found, or opened. */
+  private async openTestPr(
+    run: WatchedCiRun,
+    access: GitHubRepositoryAccess,
+  ): Promise<number | null> {
+    if (run.testPrNumber !== null) return run.testPrNumber;
+    const queue = await this.deps.queues.findById(run.queueId);
+    if (!queue?.configuration.createPrsForTestingBranches) return null;
+    const { request } = run;
+    const where = { owner: access.owner, repo: access.name };
+    const open = await access.client.request("GET /repos/{owner}/{repo}/pulls", {
+      ...where,
+      state: "open",
+      head: `${access.owner}:${request.testBranch}`,
+      base: request.targetBranch,
+      per_page: 1,
+    });
+    const existing = (open.data as { number: number }[])[0];
+    if (existing) return existing.number;
+    const prs = request.prNumbers.map((n) => `#${String(n)}`).join(", ");
+    try {
+      const created = await access.client.request("POST /repos/{owner}/{repo}/pulls", {
+        ...where,
+        title: `Mainline test run ${request.runId}: ${prs}`,
+        head: request.testBranch,
+        base: request.targetBranch,
+        draft: true,
+        body: `Mainline's merge queue tests ${prs} on \`${request.targetBranch}\` here, so that CI triggered by pull requests runs. It is closed when the run ends; do not merge it.`,
+      });
+      return (created.data as { number: number }).number;
+    } catch (error) {
+      if (statusOf(error) !== 422) throw error;
+      // Drafts not supported here (a private repository on GitHub Free), or the branch is gone:
+      // the run goes on with the CI that pushes to the test branch trigger.
+      this.deps.logger.warn(
+        { queueId: run.queueId, runId: run.runId, err: error },
+        "github ci: could not open the draft testing pull request; watching the pushed branch only",
+      );
+      return null;
+    }
+  }
+
+  private async closeTestPr(run: WatchedCiRun): Promise<void> {
+    const stored = await this.deps.runs.get(run.queueId, run.runId);
+    const number = stored?.testPrNumber ?? run.testPrNumber;
+    if (number === null) return;
+    try {
+      const access = await this.deps.repositories.resolve(run.request.repo);
+      await access.client.request("PATCH /repos/{owner}/{repo}/pulls/{pull_number}", {
+        owner: access.owner,
+        repo: access.name,
+        pull_number: number,
+        state: "closed",
+      });
+    } catch (error) {
+      this.deps.logger.warn(
+        { queueId: run.queueId, runId: run.runId, number, err: error },
+        "github ci: could not close the testing pull request",
+      );
+    }
+  }
+}
+
+function sameRepo(a: OwnedRepoRef, b: OwnedRepoRef): boolean {
+  return (
+    a.organizationId === b.organizationId &&
+    a.host.toLowerCase() === b.host.toLowerCase() &&
+    a.owner.toLowerCase() === b.owner.toLowerCase() &&
+    a.name.toLowerCase() === b.name.toLowerCase()
+  );
+}
+
+/** A file at a commit through the contents API; undefined when there is none. */
+async function readContent(
+  access: GitHubRepositoryAccess,
+  sha: string,
+  path: string,
+): Promise<string | undefined> {
+  try {
+    const answer = await access.client.request("GET /repos/{owner}/{repo}/contents/{path}", {
+      owner: access.owner,
+      repo: access.name,
+      path,
+      ref: sha,
+    });
+    const data = answer.data as { type?: string; content?: string; encoding?: string };
+    if (data.type !== "file" || typeof data.content !== "string") return undefined;
+    return Buffer.from(data.content, data.encoding === "base64" ? "base64" : "utf8").toString(
+      "utf8",
+    );
+  } catch (error) {
+    if (statusOf(error) === 404) return undefined;
+    throw error;
+  }
+}
+
+/** The webhooks that make a watched commit's checks be read again. */
+export function registerCiHandlers(
+  handlers: WebhookHandlers,
+  ci: Pick<GitHubCi, "commitChanged">,
+): void {
+  handlers.forOrganization("check_run.completed", async (delivery) => {
+    if (!delivery.repository) return;
+    await ci.commitChanged(delivery.repository, delivery.payload.check_run.head_sha);
+  });
+  handlers.forOrganization("check_suite.completed", async (delivery) => {
+    if (!delivery.repository) return;
+    await ci.commitChanged(delivery.repository, delivery.payload.check_suite.head_sha);
+  });
+  handlers.forOrganization("status", async (delivery) => {
+    if (!delivery.repository) return;
+    await ci.commitChanged(delivery.repository, delivery.payload.sha);
+  });
+}

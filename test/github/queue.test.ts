@@ -1,0 +1,247 @@
+/**
+ * The merge queue on a GitHub repository, end to end: a real Mainline server in-process, the
+ * fake GitHub with the App installed and linked, and the fake's CI testing every push to
+ * `trunk-merge/**`. Pull requests submitted through Trunk's API are tested on test branches the
+ * queue assembles on GitHub and merged by GitHub's merge API: a passing one lands (with the tree
+ * that was tested), a failing one does not, one that conflicts with those ahead fails as a
+ * conflict. Submissions GitHub cannot back (no such pull request, a closed one, a repository no
+ * installation grants) are refused with a clear 4xx and change nothing.
+ */
+import { Octokit } from "@octokit/core";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import {
+  settle,
+  startGitHubServer,
+  startGitHubWorld,
+  type GitHubWorld,
+} from "../helpers/github.js";
+import type { TestServer } from "../helpers/server.js";
+
+const NAME = "acme-q/widgets";
+const WIDGETS = { host: "github.com", owner: "acme-q", name: "widgets" };
+const QUEUE = { repo: WIDGETS, targetBranch: "main" };
+let world: GitHubWorld;
+let server: TestServer;
+let token: () => string;
+
+interface Item {
+  state: string;
+  readiness?: { gitHubMergeability: string };
+  timeline?: { reason: string; detail?: string | null }[];
+}
+
+// Writes go one a second per installation (GitHub's advice, kept by the client): a test branch
+// and a merge take several seconds, more on a busy machine.
+vi.setConfig({ testTimeout: 120_000 });
+
+beforeAll(async () => {
+  world = await startGitHubWorld();
+  const { gh } = world;
+  gh.createOrganization("acme-q");
+  gh.createUser("alice");
+  gh.createUser("carol");
+  gh.addOrgMember("acme-q", "alice", "admin");
+  await gh.createRepository({
+    owner: "acme-q",
+    name: "widgets",
+    files: {
+      "README.md": "widgets\n",
+      // The check fails on any text file that says "bad".
+      "check.sh": "! grep -l bad *.txt 2>/dev/null | grep -q .\n",
+      ".trunk/trunk.yaml": "version: 0.1\nmerge:\n  required_statuses:\n    - test\n",
+    },
+  });
+  await gh.createRepository({ owner: "acme-q", name: "gadgets" });
+  gh.setCollaborator(NAME, "carol", "write");
+  gh.configureCi(NAME, [
+    {
+      name: "ci",
+      on: { push: { branches: ["trunk-merge/**"] } },
+      checks: [{ name: "test", run: "sh check.sh" }],
+    },
+  ]);
+  server = await startGitHubServer(world, {
+    githubGitHost: { retryDelayMs: () => 10, mergeabilityReads: 3 },
+    githubCiPollIntervalMs: 500,
+  });
+  const installationId = gh.installApp(world.app.id, {
+    account: "acme-q",
+    repositories: ["widgets"],
+  }).id;
+  await settle(world, server);
+  await server.services.github?.installations.linkAsOperator(installationId, "acme");
+  token = () => gh.installationToken(installationId);
+  const created = await server.call("createQueue", QUEUE);
+  expect(created.status, created.text).toBe(200);
+}, 60_000);
+
+afterAll(async () => {
+  await server.close();
+  world.gh.schema.assertValid();
+  await world.gh.close();
+});
+
+let branches = 0;
+async function openPr(files: Record<string, string>): Promise<{ number: number; head: string }> {
+  const branch = `change-${String((branches += 1))}`;
+  const head = await world.gh.commit(NAME, { branch, from: "main", files, by: "alice" });
+  return { number: await world.gh.openPullRequest(NAME, { head: branch, by: "alice" }), head };
+}
+
+async function item(number: number): Promise<Item> {
+  const answer = await server.call<Item>("getSubmittedPullRequest", {
+    ...QUEUE,
+    pr: { number },
+    includeTimeline: true,
+  });
+  expect(answer.status, answer.text).toBe(200);
+  return answer.body;
+}
+
+async function settled(number: number, timeout = 90_000): Promise<Item> {
+  await expect
+    .poll(async () => (await item(number)).state, { timeout, interval: 250 })
+    .toMatch(/^(merged|failed|cancelled)$/);
+  return item(number);
+}
+
+const main = async () => (await world.gh.readRef(NAME, "heads/main")) ?? "";
+
+/** The queue's branches left on GitHub (test branches and scratch branches). */
+async function queueBranches(): Promise<string[]> {
+  const octokit = new Octokit({ baseUrl: world.gh.url, auth: token() });
+  const names: string[] = [];
+  for (const prefix of ["heads/trunk-merge/", "heads/trunk-temp/"]) {
+    const { data } = await octokit.request("GET /repos/{owner}/{repo}/git/matching-refs/{ref}", {
+      owner: "acme-q",
+      repo: "widgets",
+      ref: prefix,
+    });
+    names.push(...data.map((ref) => ref.ref));
+  }
+  return names;
+}
+
+describe("submitting pull requests on GitHub", () => {
+  it("refuses what GitHub cannot back with a clear 4xx, changing nothing", async () => {
+    const before = await main();
+    const missing = await server.call<{ error: { code: string; message: string } }>(
+      "submitPullRequest",
+      { ...QUEUE, pr: { number: 4242 } },
+    );
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.message).toContain("#4242 does not exist");
+
+    const closed = await openPr({ "closed.txt": "closed\n" });
+    await world.gh.closePullRequest(NAME, closed.number, { by: "alice" });
+    const refused = await server.call("submitPullRequest", {
+      ...QUEUE,
+      pr: { number: closed.number },
+    });
+    expect(refused.status).toBe(409);
+
+    // A repository of the account that no installation grants: no queue can exist there.
+    const stranger = await server.call<{ error: { code: string } }>("submitPullRequest", {
+      repo: { ...WIDGETS, name: "gadgets" },
+      targetBranch: "main",
+      pr: { number: 1 },
+    });
+    expect(stranger.status).toBe(404);
+    expect(
+      (await server.call("getSubmittedPullRequest", { ...QUEUE, pr: { number: closed.number } }))
+        .status,
+    ).toBe(404);
+    expect(await main()).toBe(before);
+  });
+});
+
+describe("the queue on GitHub", () => {
+  it("tests on trunk-merge/ branches and merges what passed with the tree that was tested", async () => {
+    const { gh } = world;
+    const good = await openPr({ "good.txt": "good\n" });
+    const bad = await openPr({ "bad.txt": "bad\n" });
+    const marked = gh.requests.mark();
+    for (const pr of [good, bad]) {
+      const answer = await server.call("submitPullRequest", {
+        ...QUEUE,
+        pr: { number: pr.number },
+      });
+      expect(answer.status, answer.text).toBe(200);
+    }
+    const landed = await settled(good.number);
+    expect(landed.state).toBe("merged");
+    const failed = await settled(bad.number);
+    expect(failed.state).toBe("failed");
+    expect(failed.timeline?.at(-1)?.reason).toBe("failing_required_check");
+
+    // GitHub merged the good one and not the bad one.
+    expect(gh.pullRequest(NAME, good.number)).toMatchObject({ state: "closed" });
+    expect(gh.pullRequest(NAME, good.number).mergedAt).toBeTruthy();
+    expect(gh.pullRequest(NAME, bad.number)).toMatchObject({ state: "open" });
+    const head = await main();
+    const read = (path: string) =>
+      server.services.gitHost.readFile(
+        { organizationId: server.organizationId, ...WIDGETS },
+        head,
+        path,
+      );
+    expect(await read("good.txt")).toBe("good\n");
+    expect(await read("bad.txt")).toBeUndefined();
+
+    // CI ran on the queue's test branches only, never on the scratch branches.
+    const refs = new Set(gh.ci.runs.filter((run) => run.repo === NAME).map((run) => run.ref));
+    expect([...refs].length).toBeGreaterThan(0);
+    for (const ref of refs) expect(ref).toMatch(/^(refs\/heads\/)?trunk-merge\/main\//);
+    // What landed is the tree that was tested (else the queue would have paused itself).
+    const queue = await server.call<{ state: string }>("getQueue", QUEUE);
+    expect(queue.body.state).toBe("running");
+    // The merge went through GitHub's merge API, once.
+    expect(gh.requests.count({ operationId: "pulls/merge", since: marked })).toBe(1);
+    // The runs' branches are gone once they ended.
+    await expect.poll(queueBranches, { timeout: 30_000, interval: 250 }).toEqual([]);
+  });
+
+  it("fails a pull request that conflicts with one ahead of it as a merge conflict", async () => {
+    const first = await openPr({ "same.txt": "first\n" });
+    const second = await openPr({ "same.txt": "second\n" });
+    for (const pr of [first, second]) {
+      const answer = await server.call("submitPullRequest", {
+        ...QUEUE,
+        pr: { number: pr.number },
+      });
+      expect(answer.status, answer.text).toBe(200);
+    }
+    expect((await settled(first.number)).state).toBe("merged");
+    const conflicted = await settled(second.number);
+    expect(conflicted.state).toBe("failed");
+    expect(conflicted.timeline?.map((t) => t.reason)).toContain("merge_conflict");
+    expect(world.gh.pullRequest(NAME, second.number).state).toBe("open");
+  });
+
+  it("holds a pull request short of its required approvals until a review approves it", async () => {
+    const { gh } = world;
+    gh.protectBranch(NAME, "main", { requiredApprovingReviewCount: 1 });
+    try {
+      const pr = await openPr({ "reviewed.txt": "reviewed\n" });
+      const answer = await server.call("submitPullRequest", {
+        ...QUEUE,
+        pr: { number: pr.number },
+      });
+      expect(answer.status, answer.text).toBe(200);
+      await expect
+        .poll(async () => (await item(pr.number)).readiness?.gitHubMergeability, {
+          timeout: 30_000,
+          interval: 250,
+        })
+        .toBe("not_mergeable");
+      expect((await item(pr.number)).state).toBe("not_ready");
+      // The review's webhook makes the queue read the pull request again.
+      await gh.approve(NAME, pr.number, "carol");
+      const landed = await settled(pr.number);
+      expect(landed.state).toBe("merged");
+      expect(gh.pullRequest(NAME, pr.number).mergedAt).toBeTruthy();
+    } finally {
+      gh.unprotectBranch(NAME, "main");
+    }
+  });
+});
