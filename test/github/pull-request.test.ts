@@ -6,9 +6,8 @@
  * in progress → success/failure, the state labels swapped; and no more GitHub requests per merged
  * pull request than the budget.
  *
- * The queue reads, tests and merges pull requests on the fake through the GitHub git host; their
- * CI results come from an in-memory CI (the fallback for hosts with no CI of their own), which
- * the tests finish.
+ * The queue reads, tests and merges pull requests on the fake through the GitHub git host and
+ * CI; the tests report the required check on the tested commits, as CI would.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -19,7 +18,7 @@ import {
 } from "../helpers/github.js";
 import type { TestServer } from "../helpers/server.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
-import { MemoryCi } from "../../src/mergequeue/simulator/memory-host.js";
+import { GITHUB_ACTIONS_APP_ID } from "../helpers/fake-github/index.js";
 import { COMMENT_MARKER, checkRunName } from "../../src/providers/github/pull-request-presence.js";
 
 const OWNER = "acme-gh";
@@ -31,7 +30,6 @@ const LONG = { timeout: 20_000, interval: 100 };
 
 let world: GitHubWorld;
 let server: TestServer;
-let ci: MemoryCi;
 let branches = 0;
 
 interface Item {
@@ -51,9 +49,7 @@ beforeAll(async () => {
   gh.setCollaborator(REPO_NAME, "bob", "write");
   gh.setCollaborator(REPO_NAME, "rita", "read");
   gh.setCollaborator(REPO_NAME, "tess", "triage");
-  ci = new MemoryCi();
   server = await startGitHubServer(world, {
-    ci,
     githubGitHost: { retryDelayMs: () => 5, mergeabilityReads: 2 },
     publicUrl: PUBLIC_URL,
     githubPresence: { pollIntervalMs: 50 },
@@ -155,13 +151,32 @@ const checkRuns = (headSha: string) =>
     (run) => run.headSha === headSha && run.name === checkRunName("main"),
   );
 
-/** Finishes the CI run testing exactly this pull request. */
+/** Reports the required check "test" on the commit this pull request's run tests (as CI would). */
 async function finishRun(number: number, conclusion: "success" | "failure"): Promise<void> {
-  const id = await queueId();
-  await expect.poll(() => ci.runsFor(id, [number]).length, { timeout: 10_000 }).toBe(1);
-  const run = ci.runsFor(id, [number])[0];
-  if (!run) throw new Error("no run");
-  ci.finish(id, run.runId, [{ name: "test", conclusion }]);
+  let runId = "";
+  await expect
+    .poll(async () => {
+      const answer = await server.call<{ timeline: { testRunId: string | null }[] }>(
+        "getSubmittedPullRequest",
+        { repo: WIDGETS, targetBranch: "main", pr: { number }, includeTimeline: true },
+      );
+      runId = answer.body.timeline.find((t) => t.testRunId)?.testRunId ?? "";
+      return runId;
+    }, LONG)
+    .not.toBe("");
+  const details = await server.call<{ testBranchSha: string | null }>(
+    "getMergeQueueTestingDetails",
+    { repo: WIDGETS, targetBranch: "main", testRunId: runId },
+  );
+  const sha = details.body.testBranchSha;
+  if (!sha) throw new Error(`no test branch: ${details.text}`);
+  await world.gh.postCheckRun(REPO_NAME, {
+    name: "test",
+    headSha: sha,
+    status: "completed",
+    conclusion,
+    appId: GITHUB_ACTIONS_APP_ID,
+  });
 }
 
 describe("comment commands", () => {
