@@ -56,15 +56,19 @@ import { createLocalProvider, LOCAL_HOST, type LocalProvider } from "./providers
 import { upgradeLocalRepositoryLayout } from "./providers/local/git/layout-upgrade.js";
 import type { GitHubAppConfig } from "./config.js";
 import { GitHubInstallationStore } from "./db/stores/github-installations.js";
+import { GitHubPresenceStore } from "./db/stores/github-presence.js";
+import { urls } from "./web/urls.js";
 import { WebhookDeliveryStore } from "./db/stores/webhook-deliveries.js";
 import { GitHubCiRunStore } from "./db/stores/github-ci-runs.js";
 import {
   createGitHubProvider,
   registerGitHubRoutes,
+  registerPullRequestCommands,
   type GitHubProvider,
   type GitHubProviderDeps,
 } from "./providers/github/index.js";
 import type { InboxOptions } from "./providers/github/webhooks/inbox.js";
+import type { PresenceOptions } from "./providers/github/pull-request-presence.js";
 
 /** The composition root: stores and services over one database. */
 export interface Services {
@@ -132,6 +136,8 @@ export interface ServiceOptions {
   github?: GitHubAppConfig;
   /** The GitHub webhook inbox's worker (tests shorten its lease and polling). */
   githubInbox?: Partial<InboxOptions>;
+  /** The worker that shows the queue on GitHub's pull requests (tests poll it faster). */
+  githubPresence?: Partial<PresenceOptions>;
   /** How often the App's installations are read again (default hourly; 0: only at start). */
   githubSyncIntervalMs?: number;
   /** Between GitHub reconcile passes (default: the configuration's; 0: only when asked). */
@@ -307,7 +313,17 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
           queues: mergeQueues,
           entries: runtime,
           ciRuns: new GitHubCiRunStore(db),
+          presence: new GitHubPresenceStore(db),
+          runtime,
         },
+        pullRequestPage: async (repository, branch, number) => {
+          if (options.publicUrl === undefined) return undefined;
+          const organization = await organizationStore.findById(repository.organizationId);
+          if (!organization) return undefined;
+          const path = urls.pullRequest(organization.slug, repository, branch, number);
+          return `${options.publicUrl.replace(/\/+$/, "")}${path}`;
+        },
+        ...(options.githubPresence ? { presence: options.githubPresence } : {}),
         changes,
         ...(options.githubInbox ? { inbox: options.githubInbox } : {}),
         ...(options.githubSyncIntervalMs === undefined
@@ -367,6 +383,16 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     },
     hostConnected: (host) => gitHost.connected(host),
   });
+  if (github) {
+    // Comment commands and the enqueueing label, through the same service as the API.
+    registerPullRequestCommands(github.webhooks, {
+      appId: () => github.appId(),
+      queues: mergeQueues,
+      organizations: organizationStore,
+      runtime,
+      pullRequests,
+    });
+  }
   const organizations = new OrganizationService(organizationStore, clock);
   return {
     database,

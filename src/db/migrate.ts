@@ -17,6 +17,7 @@ import { webSessions } from "./migrations/0017_web_sessions.js";
 import { lookupChangeAnnouncements } from "./migrations/0018_lookup_change_announcements.js";
 import { githubSessions } from "./migrations/0021_github_sessions.js";
 import { githubCiRuns } from "./migrations/0022_github_ci_runs.js";
+import { githubPresence } from "./migrations/0023_github_presence.js";
 import { testCaseFigures } from "./migrations/0024_test_case_figures.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
@@ -40,6 +41,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0018_lookup_change_announcements": lookupChangeAnnouncements,
   "0021_github_sessions": githubSessions,
   "0022_github_ci_runs": githubCiRuns,
+  "0023_github_presence": githubPresence,
   "0024_test_case_figures": testCaseFigures,
 };
 

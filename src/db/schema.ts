@@ -404,6 +404,27 @@ export interface GithubRepositoriesTable {
   updatedAt: number;
 }
 
+/** A worker's position in `mq_transitions`, under a lease (migration 0023). */
+export interface PresenceCursorsTable {
+  name: string;
+  lastId: number;
+  leaseOwner: string | null;
+  leaseUntil: number | null;
+  updatedAt: number;
+}
+
+/** What the GitHub App last showed on a pull request for a queue (migration 0023). */
+export interface GithubPrPresenceTable {
+  queueId: string;
+  prNumber: number;
+  commentId: number | null;
+  checkRunId: number | null;
+  checkSha: string | null;
+  stateLabel: string | null;
+  presented: string | null;
+  updatedAt: number;
+}
+
 /** The inbox of webhook deliveries (ADR 0021). */
 export interface WebhookDeliveriesTable {
   key: Generated<number>;
@@ -471,5 +492,7 @@ export interface Database {
   githubInstallations: GithubInstallationsTable;
   githubRepositories: GithubRepositoriesTable;
   webhookDeliveries: WebhookDeliveriesTable;
+  presenceCursors: PresenceCursorsTable;
+  githubPrPresence: GithubPrPresenceTable;
   githubCiRuns: GithubCiRunsTable;
 }

@@ -29,6 +29,7 @@ import type {
   RepositoryRecords,
   RuntimeStore,
 } from "../../mergequeue/records.js";
+import type { PresenceStorage } from "../../mergequeue/pull-request-presence-records.js";
 import type { WatchedCiRunRecords } from "../../mergequeue/watched-ci-runs.js";
 import type { DeliveryStorage } from "../../mergequeue/webhook-delivery-records.js";
 import type { GitHubInstallationStorage } from "../../organizations/github-installations.js";
@@ -42,6 +43,7 @@ import { GitHubForkedRuns } from "./forked-runs.js";
 import { GitHubReconciler } from "./reconcile.js";
 import { GitHubGitHost, type GitHubGitHostOptions } from "./host.js";
 import { GitHubRepositories } from "./repositories.js";
+import { PullRequestPresence, type PresenceOptions } from "./pull-request-presence.js";
 import { GitHubSignIn } from "./sign-in.js";
 import { registerGitHubRoutes } from "./routes.js";
 import { WebhookDispatcher } from "./webhooks/dispatch.js";
@@ -68,6 +70,8 @@ export type {
   WebhookHandlers,
 } from "./webhooks/registry.js";
 export { registerGitHubRoutes } from "./routes.js";
+export { registerPullRequestCommands } from "./pull-request-commands.js";
+export type { PullRequestPresence } from "./pull-request-presence.js";
 export {
   APP_EVENTS,
   APP_PERMISSIONS,
@@ -113,9 +117,19 @@ export interface GitHubProviderDeps {
      */
     queues: Pick<MergeQueueRecords, "listForHost" | "findById">;
     entries: Pick<RuntimeStore, "activeSummaries">;
+    /** What the App shows on pull requests, and the queues' records it follows. */
+    presence: PresenceStorage;
+    runtime: Pick<RuntimeStore, "latestEntry" | "activeSummaries" | "transitions">;
     /** The runs the CI provider watches. */
     ciRuns: WatchedCiRunRecords;
   };
+  /** A pull request's page on the dashboard (links from the comment and the check run). */
+  pullRequestPage?: (
+    repository: Repository,
+    branch: string,
+    number: number,
+  ) => Promise<string | undefined>;
+  presence?: Partial<PresenceOptions>;
   /** Pushes and pull-request changes, as host-neutral events, to the queues. */
   changes: Pick<HostChanges, "apply">;
   inbox?: Partial<InboxOptions>;
@@ -146,6 +160,10 @@ export interface GitHubProvider {
   inbox: WebhookInbox;
   /** The reconcile loop (started and stopped with the provider). */
   reconciler: GitHubReconciler;
+  /** The App's numeric id. */
+  appId(): Promise<number>;
+  /** The comment, check run and labels the App keeps on pull requests (docs/github.md). */
+  presence: PullRequestPresence;
   /** "Sign in with GitHub", when the App's OAuth credentials are configured. */
   signIn: GitHubSignIn | undefined;
   /** The organization's repository on GitHub, if an installation grants it (createQueue). */
@@ -209,6 +227,36 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     store: stores.installations,
     changes: deps.changes,
   });
+  // The App's numeric id (its own comments carry it): configured, or read once from GitHub when
+  // the App is configured by its client id.
+  let appIdRead: Promise<number> | undefined;
+  const appId = (): Promise<number> => {
+    if (/^\d+$/.test(settings.appId)) return Promise.resolve(Number(settings.appId));
+    appIdRead ??= app.app.request("GET /app").then(
+      ({ data }) => data?.id ?? Number.NaN,
+      (error: unknown) => {
+        appIdRead = undefined;
+        throw error;
+      },
+    );
+    return appIdRead;
+  };
+  const presence = new PullRequestPresence(
+    {
+      store: stores.presence,
+      queues: stores.queues,
+      repositories: stores.repositories,
+      runtime: stores.runtime,
+      github: repositories,
+      host: settings.host,
+      appId,
+      pageUrl: deps.pullRequestPage,
+      clock,
+      logger,
+      owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    },
+    deps.presence,
+  );
   const ci = new GitHubCi({
     hostName: settings.host,
     repositories,
@@ -301,6 +349,8 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     ci,
     inbox,
     reconciler,
+    presence,
+    appId,
     existingRepository: (principal, ref) => repositories.existing(principal, ref),
     routes(scope) {
       registerGitHubRoutes(scope, { installations, host: settings.host });
@@ -318,6 +368,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     },
     start() {
       inbox.start();
+      presence.start();
       ci.startWatching();
       // In the background: a server whose GitHub is slow or away still starts.
       void syncAll();
@@ -333,6 +384,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
       await reconciler.stop();
       await ci.stopWatching();
       await inbox.stop();
+      await presence.stop();
       await syncing;
     },
     async synced() {

@@ -4,6 +4,7 @@ import type { Database } from "../../../src/db/schema.js";
 import { CiRunStore } from "../../../src/db/stores/ci-runs.js";
 import { GitHubInstallationStore } from "../../../src/db/stores/github-installations.js";
 import { WebhookDeliveryStore } from "../../../src/db/stores/webhook-deliveries.js";
+import { GitHubPresenceStore } from "../../../src/db/stores/github-presence.js";
 import { LocalPullRequestStore } from "../../../src/db/stores/local-pull-requests.js";
 import { MergeQueueRuntimeStore } from "../../../src/db/stores/merge-queue-runtime.js";
 import { MergeQueueStore } from "../../../src/db/stores/merge-queues.js";
@@ -277,6 +278,39 @@ export const SCENARIOS: StoreScenario[] = [
           [/from "github_installations"/, [INSTALLATION_ROW]],
         ),
         run: (s) => s.resolve({ ...OWNED_REPO, host: "github.com" }),
+      },
+    ],
+  }),
+  scenario({
+    file: "github-presence",
+    name: "GitHubPresenceStore",
+    create: (handle) => new GitHubPresenceStore(handle.db),
+    calls: [
+      {
+        method: "claimCursor",
+        answer: when([/^select/, [{ maxId: 41 }]], [/^update/, [{ last_id: 41 }]]),
+        run: (s) => s.claimCursor("github-presence", "worker-1", NOW, NOW + 30_000),
+      },
+      {
+        method: "advanceCursor",
+        run: (s) => s.advanceCursor("github-presence", "worker-1", 42, NOW),
+      },
+      { method: "releaseCursor", run: (s) => s.releaseCursor("github-presence", "worker-1") },
+      { method: "transitionsAfter", run: (s) => s.transitionsAfter(41, 500) },
+      { method: "find", run: (s) => s.find(QUEUE_ID, 7) },
+      {
+        method: "save",
+        run: (s) =>
+          s.save({
+            queueId: QUEUE_ID,
+            prNumber: 7,
+            commentId: 1001,
+            checkRunId: 2002,
+            checkSha: "a".repeat(40),
+            stateLabel: "trunk:testing",
+            presented: "{}",
+            updatedAt: NOW,
+          }),
       },
     ],
   }),

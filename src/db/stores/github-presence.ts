@@ -1,0 +1,115 @@
+import type { Kysely } from "kysely";
+import type { Database } from "../schema.js";
+import type {
+  PresenceRecord,
+  PresenceStorage,
+  TransitionMark,
+} from "../../mergequeue/pull-request-presence-records.js";
+
+/**
+ * The GitHub App's presence on pull requests (migration 0023): the cursor over `mq_transitions`
+ * under a lease (a compare-and-set on its row), and what was last shown per pull request.
+ */
+export class GitHubPresenceStore implements PresenceStorage {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async claimCursor(
+    name: string,
+    owner: string,
+    now: number,
+    leaseUntil: number,
+  ): Promise<number | undefined> {
+    // A new cursor starts after what is stored now: history is not presented again.
+    const latest = await this.db
+      .selectFrom("mqTransitions")
+      .select((eb) => eb.fn.max("id").as("maxId"))
+      .executeTakeFirst();
+    await this.db
+      .insertInto("presenceCursors")
+      .values({
+        name,
+        lastId: latest?.maxId ?? 0,
+        leaseOwner: null,
+        leaseUntil: null,
+        updatedAt: now,
+      })
+      .onConflict((oc) => oc.column("name").doNothing())
+      .execute();
+    const claimed = await this.db
+      .updateTable("presenceCursors")
+      .set({ leaseOwner: owner, leaseUntil })
+      .where("name", "=", name)
+      .where((eb) =>
+        eb.or([
+          eb("leaseOwner", "is", null),
+          eb("leaseOwner", "=", owner),
+          eb("leaseUntil", "<", now),
+        ]),
+      )
+      .returning("lastId")
+      .executeTakeFirst();
+    return claimed?.lastId;
+  }
+
+  async advanceCursor(name: string, owner: string, lastId: number, now: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable("presenceCursors")
+      .set({ lastId, updatedAt: now })
+      .where("name", "=", name)
+      .where("leaseOwner", "=", owner)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  async releaseCursor(name: string, owner: string): Promise<void> {
+    await this.db
+      .updateTable("presenceCursors")
+      .set({ leaseOwner: null, leaseUntil: null })
+      .where("name", "=", name)
+      .where("leaseOwner", "=", owner)
+      .execute();
+  }
+
+  async transitionsAfter(afterId: number, limit: number): Promise<TransitionMark[]> {
+    const rows = await this.db
+      .selectFrom("mqTransitions as t")
+      .innerJoin("mqEntries as e", "e.id", "t.entryId")
+      .select(["t.id", "t.queueId", "e.prNumber", "t.at"])
+      .where("t.id", ">", afterId)
+      .orderBy("t.id")
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({
+      id: row.id,
+      queueId: row.queueId,
+      prNumber: row.prNumber,
+      at: row.at,
+    }));
+  }
+
+  async find(queueId: string, prNumber: number): Promise<PresenceRecord | undefined> {
+    return this.db
+      .selectFrom("githubPrPresence")
+      .selectAll()
+      .where("queueId", "=", queueId)
+      .where("prNumber", "=", prNumber)
+      .executeTakeFirst();
+  }
+
+  async save(record: PresenceRecord): Promise<void> {
+    await this.db
+      .insertInto("githubPrPresence")
+      .values(record)
+      .onConflict((oc) =>
+        oc.columns(["queueId", "prNumber"]).doUpdateSet({
+          commentId: record.commentId,
+          checkRunId: record.checkRunId,
+          checkSha: record.checkSha,
+          stateLabel: record.stateLabel,
+          presented: record.presented,
+          updatedAt: record.updatedAt,
+        }),
+      )
+      .execute();
+  }
+}

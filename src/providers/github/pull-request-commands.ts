@@ -1,0 +1,306 @@
+/**
+ * What people do on a pull request (docs/github.md, "On the pull request"): comment commands
+ * (`/trunk merge`, `/trunk cancel`, or `/mainline …`) when the queue's `commandsEnabled`, and the
+ * queue's `enqueueingLabel` when its `labelCommandsEnabled` (added: submit; removed: cancel).
+ * The queue is the one whose target branch is the pull request's base. Whoever comments or labels
+ * must have write access to the repository (GitHub's collaborator permission: admin, maintain or
+ * write); anyone else gets a reply saying why, and nothing changes. Submissions and cancellations
+ * go through the `PullRequestService` like the API's, with the GitHub user as the actor.
+ *
+ * The inbox may hand a delivery over again (a crash mid-way): submitting a pull request that is
+ * already queued only updates its priority, and a cancellation of one not queued is answered, so
+ * a repeated delivery changes nothing more.
+ */
+import { ApiError } from "../../lib/errors.js";
+import type { Actor } from "../../mergequeue/model.js";
+import { parsePriority } from "../../mergequeue/model.js";
+import type { PullRequestService } from "../../mergequeue/pull-request-service.js";
+import type {
+  MergeQueueRecord,
+  MergeQueueRecords,
+  RuntimeStore,
+} from "../../mergequeue/records.js";
+import type { OrganizationRecords } from "../../organizations/records.js";
+import type { OwnedRepoRef } from "../../organizations/repositories.js";
+import type { Principal } from "../../organizations/service.js";
+import type { GitHubClient } from "./client.js";
+import { statusOf } from "./conditional.js";
+import type { OrganizationScope, WebhookHandlers } from "./webhooks/registry.js";
+
+// ---- the grammar ---------------------------------------------------------------------------------
+
+export type PullRequestCommand =
+  | { kind: "merge"; priority: number | null; noBatch: boolean }
+  | { kind: "cancel" }
+  /** A comment addressed to the queue that is not a command it knows: answered with the usage. */
+  | { kind: "invalid"; problem: string };
+
+export const COMMAND_USAGE =
+  "Usage: `/trunk merge [--priority=<urgent|high|medium|low|0-255>] [--no-batch]` submits this pull request to the merge queue of its base branch; `/trunk cancel` takes it out. `/mainline` works the same as `/trunk`.";
+
+const PREFIX = /^\/(trunk|mainline)(?=\s|$)/i;
+
+/**
+ * The command in a comment's first line, or undefined when the comment is not addressed to the
+ * queue (it does not start with `/trunk` or `/mainline`). Strict: anything but the grammar
+ * below is `invalid`, with what was wrong.
+ *
+ *   /trunk merge [--priority=<p> | --priority <p> | -p <p>] [--no-batch]
+ *   /trunk cancel
+ */
+export function parseCommand(body: string): PullRequestCommand | undefined {
+  const line = body.trim().split(/\r?\n/, 1)[0] ?? "";
+  const prefix = PREFIX.exec(line);
+  if (!prefix) return undefined;
+  const words = line.slice(prefix[0].length).trim().split(/\s+/).filter(Boolean);
+  const [verb, ...rest] = words;
+  const invalid = (problem: string): PullRequestCommand => ({ kind: "invalid", problem });
+  switch (verb?.toLowerCase()) {
+    case "cancel":
+      return rest.length === 0 ? { kind: "cancel" } : invalid(`\`cancel\` takes no arguments.`);
+    case "merge":
+      break;
+    case undefined:
+      return invalid("No command given.");
+    case "stack":
+      return invalid("Stacked submissions (`stack`) are not supported by Mainline.");
+    default:
+      return invalid(`Unknown command \`${clip(verb ?? "")}\`.`);
+  }
+  let priority: number | null = null;
+  let priorityGiven = false;
+  let noBatch = false;
+  for (let i = 0; i < rest.length; i++) {
+    const word = rest[i] as string;
+    let value: string | undefined;
+    if (word === "--no-batch") {
+      if (noBatch) return invalid("`--no-batch` is given twice.");
+      noBatch = true;
+      continue;
+    }
+    if (word === "--force" || word === "--direct") {
+      return invalid(
+        `\`${word}\` is not supported: Mainline tests every pull request before it merges.`,
+      );
+    }
+    if (word.startsWith("--priority=")) value = word.slice("--priority=".length);
+    else if (word === "--priority" || word === "-p") {
+      value = rest[++i];
+      if (value === undefined) return invalid(`\`${word}\` needs a priority.`);
+    } else return invalid(`Unknown option \`${clip(word)}\`.`);
+    if (priorityGiven) return invalid("The priority is given twice.");
+    priorityGiven = true;
+    const parsed = parsePriority(value);
+    if (parsed === undefined) {
+      return invalid(
+        `\`${clip(value)}\` is not a priority: use urgent, high, medium, low or a whole number from 0 (most urgent) to 255.`,
+      );
+    }
+    priority = parsed;
+  }
+  return { kind: "merge", priority, noBatch };
+}
+
+/** A word of the comment, quoted back safely (no backticks, bounded). */
+function clip(word: string): string {
+  const clean = word.replace(/`/g, "'");
+  return clean.length > 40 ? `${clean.slice(0, 40)}…` : clean;
+}
+
+// ---- permissions ---------------------------------------------------------------------------------
+
+const WRITERS = new Set(["admin", "maintain", "write"]);
+
+/** GitHub's permission of `login` on the repository: `admin`, `write`, `read`, `none`… */
+export async function collaboratorPermission(
+  client: GitHubClient,
+  repo: { owner: string; name: string },
+  login: string,
+): Promise<string> {
+  try {
+    const { data } = await client.request(
+      "GET /repos/{owner}/{repo}/collaborators/{username}/permission",
+      { owner: repo.owner, repo: repo.name, username: login },
+    );
+    // `permission` folds maintain into write; the role keeps it.
+    return WRITERS.has(data.role_name) ? data.role_name : data.permission;
+  } catch (error) {
+    // Not a collaborator (or no such user): no access.
+    if (statusOf(error) === 404) return "none";
+    throw error;
+  }
+}
+
+// ---- the handlers --------------------------------------------------------------------------------
+
+export interface PullRequestCommandDeps {
+  /** The App's id: its own comments are never commands. */
+  appId: () => Promise<number>;
+  queues: Pick<MergeQueueRecords, "find" | "listForOrganization">;
+  organizations: Pick<OrganizationRecords, "findById">;
+  runtime: Pick<RuntimeStore, "latestEntry">;
+  pullRequests: Pick<PullRequestService, "submit" | "cancel">;
+}
+
+interface Where {
+  scope: OrganizationScope & { repository: OwnedRepoRef };
+  /** GitHub's owner and name of the repository now (what its API takes). */
+  github: { owner: string; name: string };
+  number: number;
+}
+
+export function registerPullRequestCommands(
+  handlers: WebhookHandlers,
+  deps: PullRequestCommandDeps,
+): void {
+  handlers.forOrganization("issue_comment.created", async (delivery) => {
+    const { payload, repository } = delivery;
+    const { comment, issue } = payload;
+    // Only comments on pull requests; never a bot's (ours above all: no loops).
+    if (!repository || !issue.pull_request) return;
+    if (
+      comment.performed_via_github_app?.id === (await deps.appId()) ||
+      comment.user?.type === "Bot"
+    ) {
+      return;
+    }
+    const command = parseCommand(comment.body);
+    if (!command) return;
+    const where: Where = {
+      scope: { ...delivery, repository },
+      github: { owner: payload.repository.owner.login, name: payload.repository.name },
+      number: issue.number,
+    };
+    const { data: pr } = await delivery.client.request(
+      "GET /repos/{owner}/{repo}/pulls/{pull_number}",
+      { owner: where.github.owner, repo: where.github.name, pull_number: issue.number },
+    );
+    const queue = await deps.queues.find(delivery.organizationId, repository, pr.base.ref);
+    if (!queue) {
+      // A repository without any queue here is not Mainline's to answer for (another merge
+      // queue may read `/trunk` commands there); one with queues for other branches is.
+      const queues = await deps.queues.listForOrganization(delivery.organizationId, repository);
+      if (queues.length === 0) return;
+      await reply(
+        where,
+        `There is no merge queue for \`${pr.base.ref}\`, this pull request's base branch: nothing was done.`,
+      );
+      return;
+    }
+    if (!queue.configuration.commandsEnabled) return;
+    const login = comment.user?.login ?? payload.sender.login;
+    if (command.kind === "invalid") {
+      await reply(where, `@${login} ${command.problem}\n\n${COMMAND_USAGE}`);
+      return;
+    }
+    const verb = command.kind === "merge" ? "submit this pull request" : "cancel it";
+    if (!(await mayWrite(where, login, verb))) return;
+    const done = await act(deps, where, queue, login, command);
+    if (done) {
+      await delivery.client.request(
+        "POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
+        {
+          owner: where.github.owner,
+          repo: where.github.name,
+          comment_id: comment.id,
+          content: "+1",
+        },
+      );
+    }
+  });
+
+  handlers.forOrganization(["pull_request.labeled", "pull_request.unlabeled"], async (delivery) => {
+    const { payload, repository } = delivery;
+    const label = payload.label?.name;
+    if (!repository || label === undefined || payload.sender.type === "Bot") return;
+    const pr = payload.pull_request;
+    const queue = await deps.queues.find(delivery.organizationId, repository, pr.base.ref);
+    const { enqueueingLabel, labelCommandsEnabled } = queue?.configuration ?? {};
+    if (
+      !queue ||
+      !labelCommandsEnabled ||
+      !enqueueingLabel ||
+      label.toLowerCase() !== enqueueingLabel.toLowerCase()
+    ) {
+      return;
+    }
+    const where: Where = {
+      scope: { ...delivery, repository },
+      github: { owner: payload.repository.owner.login, name: payload.repository.name },
+      number: pr.number,
+    };
+    const login = payload.sender.login;
+    if (payload.action === "unlabeled") {
+      // Only a pull request still in this queue is taken out; otherwise there is nothing to do.
+      const entry = await deps.runtime.latestEntry(queue.id, pr.number);
+      if (!entry || entry.concludedAt !== null) return;
+      if (!(await mayWrite(where, login, `cancel it by removing \`${label}\``))) return;
+      await act(deps, where, queue, login, { kind: "cancel" });
+      return;
+    }
+    if (pr.state !== "open") return;
+    if (!(await mayWrite(where, login, `submit it with \`${label}\``))) return;
+    await act(deps, where, queue, login, { kind: "merge", priority: null, noBatch: false });
+  });
+}
+
+async function reply(where: Where, body: string): Promise<void> {
+  await where.scope.client.request("POST /repos/{owner}/{repo}/issues/{issue_number}/comments", {
+    owner: where.github.owner,
+    repo: where.github.name,
+    issue_number: where.number,
+    body,
+  });
+}
+
+/** True when `login` may act; otherwise replies why. */
+async function mayWrite(where: Where, login: string, verb: string): Promise<boolean> {
+  const permission = await collaboratorPermission(where.scope.client, where.github, login);
+  if (WRITERS.has(permission)) return true;
+  await reply(
+    where,
+    `@${login} Only people with write access to ${where.github.owner}/${where.github.name} can ${verb} (your access: ${permission}). Nothing was changed.`,
+  );
+  return false;
+}
+
+/** Submits or cancels; a refusal of the queue is replied. True when it was done. */
+async function act(
+  deps: PullRequestCommandDeps,
+  where: Where,
+  queue: MergeQueueRecord,
+  login: string,
+  command: Extract<PullRequestCommand, { kind: "merge" | "cancel" }>,
+): Promise<boolean> {
+  const { organizationId, repository } = where.scope;
+  const organization = await deps.organizations.findById(organizationId);
+  const principal: Principal = {
+    organizationId,
+    organizationSlug: organization?.slug ?? "",
+    tokenId: "github-app",
+  };
+  const address = {
+    repo: { host: repository.host, owner: repository.owner, name: repository.name },
+    targetBranch: queue.targetBranch,
+  };
+  const actor: Actor = { kind: "user", name: `github:${login}` };
+  try {
+    if (command.kind === "merge") {
+      await deps.pullRequests.submit(
+        principal,
+        address,
+        { prNumber: where.number, priority: command.priority, noBatch: command.noBatch },
+        actor,
+      );
+    } else {
+      await deps.pullRequests.cancel(principal, address, where.number, actor);
+    }
+    return true;
+  } catch (error) {
+    // The queue's refusals (closed, draining, not queued…) are the person's to read.
+    if (!(error instanceof ApiError) || error.status >= 500) throw error;
+    const what = command.kind === "merge" ? "submit" : "cancel";
+    await reply(where, `@${login} Could not ${what} this pull request: ${error.message}`);
+    return false;
+  }
+}

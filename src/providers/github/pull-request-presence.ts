@@ -1,0 +1,565 @@
+/**
+ * What a team sees of the queue on a GitHub pull request (docs/github.md, "On the pull request"),
+ * per the queue's settings:
+ * - `commentsEnabled`: one comment per pull request, edited in place (found by a hidden marker
+ *   among the App's own comments when its id is not known yet): state, position, the reason of a
+ *   failure, a link to the pull request's page on the dashboard;
+ * - `statusCheckEnabled`: the check run `Trunk Merge Queue (<branch>)` on the head commit:
+ *   in progress while the pull request is in the queue, success once merged, failure once it
+ *   failed, neutral once cancelled;
+ * - `stateLabelsEnabled`: Trunk's labels `trunk:queued`, `trunk:testing`, `trunk:failed`, one at
+ *   a time (none once merged or cancelled).
+ *
+ * Driven durably from `mq_transitions`, not from events in memory: a worker holds a lease on a
+ * cursor (one worker presents at a time, another takes over after a crash), reads the new
+ * transitions, and brings each pull request they name to its current state in the queue: many
+ * transitions of one pull request make one update, the latest state wins, and what was last
+ * shown is stored (ids of the comment and check run, a digest per part), so a transition read
+ * again sends nothing to GitHub. Few requests: a comment is listed once, then only edited; a
+ * check run is created once per head commit, then only updated.
+ */
+import { createHash } from "node:crypto";
+import { ApiError } from "../../lib/errors.js";
+import type { Clock } from "../../lib/clock.js";
+import { SECOND_MS } from "../../lib/time.js";
+import { isTerminal, priorityName, type PrState } from "../../mergequeue/model.js";
+import type {
+  PresenceRecord,
+  PresenceStorage,
+  TransitionMark,
+} from "../../mergequeue/pull-request-presence-records.js";
+import type {
+  EntryRecord,
+  EntrySummary,
+  MergeQueueRecord,
+  MergeQueueRecords,
+  RepositoryRecords,
+  RuntimeStore,
+} from "../../mergequeue/records.js";
+import type { Repository } from "../../organizations/repositories.js";
+import { paginate, type GitHubClient, type GitHubLogger } from "./client.js";
+import { statusOf } from "./conditional.js";
+import type { GitHubRepositories } from "./repositories.js";
+
+/** The hidden marker that tells the App's sticky comment from every other comment. */
+export const COMMENT_MARKER = "<!-- mainline:queue -->";
+
+/** The check run's name: Trunk's, so that anything that waits for Trunk's check keeps working. */
+export function checkRunName(branch: string): string {
+  return `Trunk Merge Queue (${branch})`;
+}
+
+/** The state label a pull request carries in each state (Trunk's labels); null: none. */
+export function stateLabel(state: PrState): string | null {
+  switch (state) {
+    case "not_ready":
+    case "pending":
+      return "trunk:queued";
+    case "testing":
+    case "tests_passed":
+    case "pending_failure":
+      return "trunk:testing";
+    case "failed":
+      return "trunk:failed";
+    case "merged":
+    case "cancelled":
+      return null;
+  }
+}
+
+const STATE_WORDS: Record<PrState, string> = {
+  not_ready: "Waiting to be ready",
+  pending: "Queued",
+  testing: "Testing",
+  tests_passed: "Tests passed, waiting to merge",
+  pending_failure: "Failed, waiting for the pull requests ahead",
+  merged: "Merged",
+  failed: "Failed",
+  cancelled: "Cancelled",
+};
+
+/** What is shown of a pull request: its latest submission to one queue. */
+export interface PresenceView {
+  queueBranch: string;
+  state: PrState;
+  headSha: string;
+  /** 1-based place among the queue's active pull requests; null once concluded. */
+  position: number | null;
+  queueLength: number;
+  priority: string;
+  /** The last transition's reason, and its detail when it has one. */
+  reason: string;
+  detail: string | null;
+  /** The pull request's page on the dashboard; undefined without MAINLINE_PUBLIC_URL. */
+  pageUrl: string | undefined;
+}
+
+const words = (reason: string) => reason.replace(/_/g, " ");
+
+export function renderComment(view: PresenceView): string {
+  const lines = [COMMENT_MARKER, `### Merge queue (\`${view.queueBranch}\`)`, ""];
+  let status = `**${STATE_WORDS[view.state]}**`;
+  if (view.position !== null) {
+    status += ` — position ${view.position} of ${view.queueLength} (priority ${view.priority})`;
+  }
+  lines.push(status);
+  if (view.state === "failed" || view.state === "cancelled" || view.state === "pending_failure") {
+    lines.push("", `Reason: ${words(view.reason)}${view.detail ? ` — ${view.detail}` : ""}`);
+  }
+  if (view.pageUrl) lines.push("", `[See it on the merge queue's dashboard](${view.pageUrl})`);
+  lines.push(
+    "",
+    isTerminal(view.state)
+      ? "<sub>Comment `/trunk merge` to submit it again.</sub>"
+      : "<sub>Comment `/trunk cancel` to take it out of the queue.</sub>",
+  );
+  return lines.join("\n");
+}
+
+interface CheckRunFields {
+  status: "in_progress" | "completed";
+  conclusion?: "success" | "failure" | "neutral";
+  title: string;
+  summary: string;
+}
+
+export function renderCheckRun(view: PresenceView): CheckRunFields {
+  const title =
+    view.position !== null
+      ? `${STATE_WORDS[view.state]} (position ${view.position} of ${view.queueLength})`
+      : STATE_WORDS[view.state];
+  const summary = [
+    `State: ${view.state}; reason: ${words(view.reason)}${view.detail ? ` — ${view.detail}` : ""}.`,
+    ...(view.pageUrl ? [`[The pull request on the dashboard](${view.pageUrl})`] : []),
+  ].join("\n\n");
+  switch (view.state) {
+    case "merged":
+      return { status: "completed", conclusion: "success", title, summary };
+    case "failed":
+      return { status: "completed", conclusion: "failure", title, summary };
+    case "cancelled":
+      // Taken out on purpose (or closed): not a failure of the pull request, and not blocking.
+      return { status: "completed", conclusion: "neutral", title, summary };
+    default:
+      return { status: "in_progress", title, summary };
+  }
+}
+
+const digest = (value: unknown) =>
+  createHash("sha256").update(JSON.stringify(value)).digest("hex").slice(0, 32);
+
+/** The digests of what was last shown, per part. */
+interface Presented {
+  comment?: string;
+  check?: string;
+  /** The check run shown is completed: a new submission gets a check run of its own. */
+  checkCompleted?: boolean;
+}
+
+/** The queue's rough order (as `PullRequestService` lists it): in flight, waiting, not ready. */
+function positionOf(entries: readonly EntrySummary[], entryId: string): number | null {
+  const inFlight = new Set<PrState>(["testing", "tests_passed", "pending_failure"]);
+  const rank = (e: EntrySummary) => (inFlight.has(e.state) ? 0 : e.state === "not_ready" ? 2 : 1);
+  const ordered = [...entries].sort(
+    (a, b) =>
+      rank(a) - rank(b) || (rank(a) === 1 ? a.priorityValue - b.priorityValue : 0) || a.seq - b.seq,
+  );
+  const index = ordered.findIndex((e) => e.id === entryId);
+  return index < 0 ? null : index + 1;
+}
+
+export interface PresenceDeps {
+  store: PresenceStorage;
+  queues: Pick<MergeQueueRecords, "findById">;
+  repositories: Pick<RepositoryRecords, "findById">;
+  runtime: Pick<RuntimeStore, "latestEntry" | "activeSummaries" | "transitions">;
+  github: Pick<GitHubRepositories, "resolve">;
+  /** The host name of GitHub's repositories (`github.com`, a GHES host). */
+  host: string;
+  /** The App's id: its own comments are the ones searched for the marker. */
+  appId: () => Promise<number>;
+  /** The pull request's page on the dashboard, when the server knows its public address. */
+  pageUrl?:
+    | ((repository: Repository, branch: string, number: number) => Promise<string | undefined>)
+    | undefined;
+  clock: Clock;
+  logger: GitHubLogger;
+  owner: string;
+}
+
+export interface PresenceOptions {
+  pollIntervalMs: number;
+  leaseMs: number;
+  batchSize: number;
+  /**
+   * A gap in the transitions' ids younger than this may be a transaction not committed yet
+   * (PostgreSQL hands out ids before commit): the cursor waits at the gap until it is older.
+   */
+  gapGraceMs: number;
+}
+
+const DEFAULTS: PresenceOptions = {
+  pollIntervalMs: SECOND_MS,
+  leaseMs: 30 * SECOND_MS,
+  batchSize: 500,
+  gapGraceMs: 10 * SECOND_MS,
+};
+
+const CURSOR = "github-presence";
+
+export class PullRequestPresence {
+  private readonly options: PresenceOptions;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = true;
+  private again = false;
+  /** Passes run one at a time (the timer's and `idle`'s). */
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly deps: PresenceDeps,
+    options: Partial<PresenceOptions> = {},
+  ) {
+    this.options = { ...DEFAULTS, ...options };
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+    await this.deps.store.releaseCursor(CURSOR, this.deps.owner).catch(() => undefined);
+  }
+
+  /** Looks for new transitions now. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) this.again = true;
+    else this.schedule(0);
+  }
+
+  /** Resolves once every transition stored so far is shown (tests, benchmarks). */
+  async idle(): Promise<void> {
+    for (;;) {
+      const caughtUp = await this.pass();
+      if (caughtUp) return;
+    }
+  }
+
+  private schedule(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.running = this.pass()
+        .then((caughtUp) => {
+          this.running = undefined;
+          if (this.stopped) return;
+          const soon = this.again || !caughtUp;
+          this.again = false;
+          this.schedule(soon ? 0 : this.options.pollIntervalMs);
+        })
+        .catch((error: unknown) => {
+          this.running = undefined;
+          this.deps.logger.warn({ err: error }, "github: presence pass failed; will retry");
+          if (!this.stopped) this.schedule(this.options.pollIntervalMs);
+        });
+    }, ms);
+    this.timer.unref();
+  }
+
+  /** One pass; false when a full batch was read (more may follow at once). */
+  pass(): Promise<boolean> {
+    const result = this.chain.then(() => this.passNow());
+    this.chain = result.catch(() => undefined);
+    return result;
+  }
+
+  private async passNow(): Promise<boolean> {
+    const { store, clock, owner } = this.deps;
+    const now = clock.now();
+    const cursor = await store.claimCursor(CURSOR, owner, now, now + this.options.leaseMs);
+    if (cursor === undefined) return true;
+    const marks = await store.transitionsAfter(cursor, this.options.batchSize);
+    if (marks.length === 0) return true;
+
+    // Up to where the cursor may move: not past a young gap (an uncommitted transaction).
+    let safe = cursor;
+    for (const mark of marks) {
+      if (mark.id !== safe + 1 && now - mark.at < this.options.gapGraceMs) break;
+      safe = mark.id;
+    }
+
+    // One update per pull request, in the order of their latest transition.
+    const latest = new Map<string, TransitionMark>();
+    const first = new Map<string, number>();
+    for (const mark of marks) {
+      const key = `${mark.queueId}#${mark.prNumber}`;
+      latest.delete(key);
+      latest.set(key, mark);
+      if (!first.has(key)) first.set(key, mark.id);
+    }
+    for (const [key, mark] of latest) {
+      try {
+        await this.present(mark.queueId, mark.prNumber);
+      } catch (error) {
+        // Not past this pull request's first transition: it is tried again at the next pass.
+        safe = Math.min(safe, (first.get(key) ?? mark.id) - 1);
+        this.deps.logger.warn(
+          { err: error, queueId: mark.queueId, prNumber: mark.prNumber },
+          "github: could not update a pull request's merge-queue comment, check or labels; will retry",
+        );
+      }
+    }
+    if (safe > cursor) await store.advanceCursor(CURSOR, owner, safe, clock.now());
+    // A full batch: more to read at once. Otherwise what is left (a young gap, a pull request
+    // GitHub refused) waits for the next poll.
+    return marks.length < this.options.batchSize;
+  }
+
+  /** Brings one pull request on GitHub to its current state in the queue. */
+  async present(queueId: string, prNumber: number): Promise<void> {
+    const { deps } = this;
+    const queue = await deps.queues.findById(queueId);
+    if (!queue) return;
+    const { commentsEnabled, statusCheckEnabled, stateLabelsEnabled } = queue.configuration;
+    if (!commentsEnabled && !statusCheckEnabled && !stateLabelsEnabled) return;
+    const repository = await deps.repositories.findById(queue.repositoryId);
+    if (repository?.host.toLowerCase() !== deps.host.toLowerCase()) return;
+    const entry = await deps.runtime.latestEntry(queueId, prNumber);
+    if (!entry) return;
+
+    const view = await this.view(queue, repository, entry);
+    const previous = await deps.store.find(queueId, prNumber);
+    const shown: Presented = previous?.presented
+      ? (JSON.parse(previous.presented) as Presented)
+      : {};
+    const comment = commentsEnabled ? renderComment(view) : undefined;
+    const check = statusCheckEnabled ? renderCheckRun(view) : undefined;
+    const label = stateLabelsEnabled ? stateLabel(view.state) : (previous?.stateLabel ?? null);
+    const want: Presented = {
+      ...(comment ? { comment: digest(comment) } : {}),
+      ...(check ? { check: digest([check, view.headSha]) } : {}),
+    };
+    if (
+      want.comment === shown.comment &&
+      want.check === shown.check &&
+      label === (previous?.stateLabel ?? null)
+    ) {
+      return;
+    }
+
+    let access;
+    try {
+      access = await deps.github.resolve(repository);
+    } catch (error) {
+      // No installation serves the repository (any more): nothing can be shown there.
+      if (error instanceof ApiError) return;
+      throw error;
+    }
+    const repo = { owner: access.owner, repo: access.name };
+    const client = access.client;
+    const record: PresenceRecord = previous ?? {
+      queueId,
+      prNumber,
+      commentId: null,
+      checkRunId: null,
+      checkSha: null,
+      stateLabel: null,
+      presented: null,
+      updatedAt: 0,
+    };
+    const next: Presented = { ...shown };
+
+    if (comment !== undefined && want.comment !== shown.comment) {
+      record.commentId = await this.upsertComment(
+        client,
+        repo,
+        prNumber,
+        record.commentId,
+        comment,
+      );
+      next.comment = digest(comment);
+    }
+    if (check !== undefined && want.check !== shown.check) {
+      const fresh = shown.checkCompleted === true && check.status !== "completed";
+      record.checkRunId = await this.upsertCheckRun(
+        client,
+        repo,
+        queue,
+        view,
+        record,
+        check,
+        fresh,
+      );
+      record.checkSha = view.headSha;
+      next.check = digest([check, view.headSha]);
+      next.checkCompleted = check.status === "completed";
+    }
+    if (stateLabelsEnabled && label !== record.stateLabel) {
+      if (record.stateLabel !== null) {
+        try {
+          await client.request("DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}", {
+            ...repo,
+            issue_number: prNumber,
+            name: record.stateLabel,
+          });
+        } catch (error) {
+          if (statusOf(error) !== 404) throw error; // someone removed it already
+        }
+      }
+      if (label !== null) {
+        await client.request("POST /repos/{owner}/{repo}/issues/{issue_number}/labels", {
+          ...repo,
+          issue_number: prNumber,
+          labels: [label],
+        });
+      }
+      record.stateLabel = label;
+    }
+    record.presented = JSON.stringify(next);
+    record.updatedAt = deps.clock.now();
+    await deps.store.save(record);
+  }
+
+  private async view(
+    queue: MergeQueueRecord,
+    repository: Repository,
+    entry: EntryRecord,
+  ): Promise<PresenceView> {
+    const { runtime } = this.deps;
+    let position: number | null = null;
+    let queueLength = 0;
+    if (!isTerminal(entry.state)) {
+      const active = await runtime.activeSummaries(queue.id);
+      position = positionOf(active, entry.id);
+      queueLength = active.length;
+    }
+    let detail: string | null = null;
+    if (entry.state === "failed" || entry.state === "cancelled") {
+      const transitions = await runtime.transitions(entry.id);
+      detail = transitions[transitions.length - 1]?.detail ?? null;
+    }
+    return {
+      queueBranch: queue.targetBranch,
+      state: entry.state,
+      headSha: entry.prSha,
+      position,
+      queueLength,
+      priority: priorityName(entry.priorityValue),
+      reason: entry.lastReason,
+      detail,
+      pageUrl: await this.deps.pageUrl?.(repository, queue.targetBranch, entry.prNumber),
+    };
+  }
+
+  /** Edits the sticky comment, finding or creating it first; its id. */
+  private async upsertComment(
+    client: GitHubClient,
+    repo: { owner: string; repo: string },
+    prNumber: number,
+    known: number | null,
+    body: string,
+  ): Promise<number> {
+    let id = known;
+    if (id === null) {
+      const appId = await this.deps.appId();
+      const ours = await paginate(
+        client,
+        "GET /repos/{owner}/{repo}/issues/{issue_number}/comments",
+        { ...repo, issue_number: prNumber },
+        (data) =>
+          (
+            data as {
+              id: number;
+              body?: string;
+              performed_via_github_app?: { id: number } | null;
+            }[]
+          )
+            .filter(
+              (c) =>
+                c.performed_via_github_app?.id === appId &&
+                (c.body ?? "").startsWith(COMMENT_MARKER),
+            )
+            .map((c) => c.id),
+      );
+      id = ours[0] ?? null;
+    }
+    if (id !== null) {
+      try {
+        await client.request("PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}", {
+          ...repo,
+          comment_id: id,
+          body,
+        });
+        return id;
+      } catch (error) {
+        if (statusOf(error) !== 404) throw error; // deleted by someone: made again
+      }
+    }
+    const { data } = await client.request(
+      "POST /repos/{owner}/{repo}/issues/{issue_number}/comments",
+      { ...repo, issue_number: prNumber, body },
+    );
+    return Number(data.id);
+  }
+
+  /** Updates the check run on the head commit, creating it for a new head; its id. */
+  private async upsertCheckRun(
+    client: GitHubClient,
+    repo: { owner: string; repo: string },
+    queue: MergeQueueRecord,
+    view: PresenceView,
+    record: PresenceRecord,
+    fields: CheckRunFields,
+    /** Create a new one (a new submission after the last one concluded). */
+    fresh: boolean,
+  ): Promise<number> {
+    const body = {
+      status: fields.status,
+      ...(fields.conclusion ? { conclusion: fields.conclusion } : {}),
+      ...(fields.status === "completed"
+        ? { completed_at: new Date(this.deps.clock.now()).toISOString() }
+        : {}),
+      ...(view.pageUrl ? { details_url: view.pageUrl } : {}),
+      output: { title: fields.title, summary: fields.summary },
+    };
+    let known = record.checkSha === view.headSha && !fresh ? record.checkRunId : null;
+    if (known === null && !fresh) {
+      // Not known for this head (a new head, or a lost row): ours may be there already.
+      const appId = await this.deps.appId();
+      const { data } = await client.request("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
+        ...repo,
+        ref: view.headSha,
+        check_name: checkRunName(queue.targetBranch),
+        app_id: appId,
+        filter: "latest",
+      });
+      const found = data.check_runs.find((run) => run.app?.id === appId);
+      known = found ? Number(found.id) : null;
+    }
+    if (known !== null) {
+      try {
+        await client.request("PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", {
+          ...repo,
+          check_run_id: known,
+          ...body,
+        });
+        return known;
+      } catch (error) {
+        if (statusOf(error) !== 404) throw error;
+      }
+    }
+    const { data } = await client.request("POST /repos/{owner}/{repo}/check-runs", {
+      ...repo,
+      name: checkRunName(queue.targetBranch),
+      head_sha: view.headSha,
+      external_id: `${queue.id}#${record.prNumber}`,
+      started_at: new Date(this.deps.clock.now()).toISOString(),
+      ...body,
+    });
+    return Number(data.id);
+  }
+}
