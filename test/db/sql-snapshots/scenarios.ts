@@ -4,6 +4,7 @@ import type { Database } from "../../../src/db/schema.js";
 import { CiRunStore } from "../../../src/db/stores/ci-runs.js";
 import { GitHubInstallationStore } from "../../../src/db/stores/github-installations.js";
 import { WebhookDeliveryStore } from "../../../src/db/stores/webhook-deliveries.js";
+import { GitHubCiRunStore } from "../../../src/db/stores/github-ci-runs.js";
 import { GitHubPresenceStore } from "../../../src/db/stores/github-presence.js";
 import { LocalPullRequestStore } from "../../../src/db/stores/local-pull-requests.js";
 import { MergeQueueRuntimeStore } from "../../../src/db/stores/merge-queue-runtime.js";
@@ -279,6 +280,49 @@ export const SCENARIOS: StoreScenario[] = [
         ),
         run: (s) => s.resolve({ ...OWNED_REPO, host: "github.com" }),
       },
+    ],
+  }),
+  scenario({
+    file: "github-ci-runs",
+    name: "GitHubCiRunStore",
+    create: (handle) => new GitHubCiRunStore(handle.db),
+    calls: [
+      {
+        method: "create",
+        run: (s) =>
+          s.create({
+            queueId: QUEUE_ID,
+            runId: "run-1",
+            request: {
+              repo: { ...OWNED_REPO, host: "github.com" },
+              queueId: QUEUE_ID,
+              runId: "run-1",
+              targetBranch: "main",
+              testBranch: "trunk-merge/main/run-1",
+              sha: "a".repeat(40),
+              prNumbers: [7],
+              requiredStatuses: null,
+            },
+            status: "watching",
+            required: null,
+            result: null,
+            testPrNumber: null,
+            createdAt: NOW,
+            finishedAt: null,
+          }),
+      },
+      { method: "get", run: (s) => s.get(QUEUE_ID, "run-1") },
+      {
+        method: "prepared",
+        run: (s) =>
+          s.prepared(QUEUE_ID, "run-1", {
+            required: { source: "branch_protection", checks: [{ context: "ci", appId: null }] },
+            testPrNumber: 12,
+          }),
+      },
+      { method: "finish", run: (s) => s.finish(QUEUE_ID, "run-1", "cancelled", null, NOW) },
+      { method: "watching", run: (s) => s.watching() },
+      { method: "watchingSha", run: (s) => s.watchingSha("a".repeat(40)) },
     ],
   }),
   scenario({
