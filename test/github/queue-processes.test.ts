@@ -164,6 +164,38 @@ function assertOutcome(prepared: Prepared, final: Map<number, string>): void {
   for (const commit of history) expect(passedTrees.has(commit.tree)).toBe(true);
 }
 
+/**
+ * Points the fake's webhooks at the servers, installs the App on the repository, links the
+ * installation (through the first server) and creates the queue (through the last) with settings.
+ */
+async function connect(
+  prepared: Prepared,
+  urls: string[],
+  settings: Record<string, unknown>,
+): Promise<void> {
+  const { gh, app } = prepared.world;
+  gh.setWebhookUrls(
+    app.id,
+    urls.map((url) => `${url}/webhooks/github`),
+  );
+  const installationId = gh.installApp(app.id, { account: OWNER, repositories: [NAME] }).id;
+  await gh.settleWebhooks();
+  const [first = "", last = ""] = [urls[0], urls.at(-1)];
+  await call(
+    first,
+    "github/linkInstallation",
+    { installationId, githubToken: gh.createUserToken("alice") },
+    prepared.token,
+  );
+  await call(last, "createQueue", QUEUE, prepared.token);
+  await call(
+    first,
+    "updateQueue",
+    { ...QUEUE, requiredStatuses: ["ci"], mergeMethod: "merge_commit", ...settings },
+    prepared.token,
+  );
+}
+
 describe("the merge queue on GitHub, real processes", () => {
   it("a server killed mid-queue: another on the same database finishes the queue, faults on", async () => {
     const prepared = await prepare();
@@ -178,25 +210,7 @@ describe("the merge queue on GitHub, real processes", () => {
 
     const first = await startServer(prepared.env);
     servers.push(first);
-    gh.setWebhookUrls(prepared.world.app.id, [`${first.url}/webhooks/github`]);
-    const installationId = gh.installApp(prepared.world.app.id, {
-      account: OWNER,
-      repositories: [NAME],
-    }).id;
-    await gh.settleWebhooks();
-    await call(
-      first.url,
-      "github/linkInstallation",
-      { installationId, githubToken: gh.createUserToken("alice") },
-      prepared.token,
-    );
-    await call(first.url, "createQueue", QUEUE, prepared.token);
-    await call(
-      first.url,
-      "updateQueue",
-      { ...QUEUE, requiredStatuses: ["ci"], mergeMethod: "merge_commit" },
-      prepared.token,
-    );
+    await connect(prepared, [first.url], {});
     const order = [good[0], good[1], breaking, conflicting, good[2], good[3]] as number[];
     for (const number of order) {
       await call(first.url, "submitPullRequest", { ...QUEUE, pr: { number } }, prepared.token);
@@ -237,36 +251,12 @@ describe("the merge queue on GitHub, real processes", () => {
     servers.push(a);
     const b = await startServer(prepared.env);
     servers.push(b);
-    gh.setWebhookUrls(prepared.world.app.id, [
-      `${a.url}/webhooks/github`,
-      `${b.url}/webhooks/github`,
-    ]);
-    const installationId = gh.installApp(prepared.world.app.id, {
-      account: OWNER,
-      repositories: [NAME],
-    }).id;
-    await gh.settleWebhooks();
-    await call(
-      a.url,
-      "github/linkInstallation",
-      { installationId, githubToken: gh.createUserToken("alice") },
-      prepared.token,
-    );
-    await call(b.url, "createQueue", QUEUE, prepared.token);
     // Batching: the breaking pull request's batch fails and is bisected.
-    await call(
-      a.url,
-      "updateQueue",
-      {
-        ...QUEUE,
-        requiredStatuses: ["ci"],
-        mergeMethod: "merge_commit",
-        batch: true,
-        batchingMinSize: 3,
-        batchingMaxWaitTimeMinutes: 1,
-      },
-      prepared.token,
-    );
+    await connect(prepared, [a.url, b.url], {
+      batch: true,
+      batchingMinSize: 3,
+      batchingMaxWaitTimeMinutes: 1,
+    });
     const order = [good[0], good[1], breaking, conflicting, good[2], good[3]] as number[];
     for (const [index, number] of order.entries()) {
       const url = index % 2 === 0 ? a.url : b.url;
