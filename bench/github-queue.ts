@@ -22,6 +22,7 @@ import { FakeGitHub } from "../test/helpers/fake-github/index.js";
 import { integerFromEnv } from "./support/env.js";
 import { formatTable } from "./support/table.js";
 import { ROOT, showServerOutput, startServer } from "./support/server.js";
+import { Api } from "./support/api.js";
 
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "github-queue.json");
 const PRS = integerFromEnv("BENCH_PRS", 12, 2, 60);
@@ -32,26 +33,6 @@ const SCENARIO_TIMEOUT_MS = 10 * 60_000;
 const OWNER = "acme";
 const NAME = "widgets";
 const QUEUE = { repo: { host: "github.com", owner: OWNER, name: NAME }, targetBranch: "main" };
-
-class Api {
-  constructor(
-    private readonly baseUrl: string,
-    private readonly token: string,
-  ) {}
-
-  async call<T = Record<string, unknown>>(operation: string, body: unknown): Promise<T> {
-    const response = await fetch(`${this.baseUrl}/v1/${operation}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-api-token": this.token },
-      body: JSON.stringify(body),
-    });
-    const text = await response.text();
-    if (response.status !== 200) {
-      throw new Error(`${operation}: ${String(response.status)} ${text}`);
-    }
-    return JSON.parse(text) as T;
-  }
-}
 
 interface Scenario {
   name: string;

@@ -37,6 +37,7 @@ import {
   type RunningServer,
 } from "./support/server.js";
 import { formatTable } from "./support/table.js";
+import { Api } from "./support/api.js";
 
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "local-queue.json");
 const PRS = integerFromEnv("BENCH_PRS", 30, 1, 100);
@@ -129,26 +130,6 @@ async function generateRepository(dir: string): Promise<{ ms: number }> {
 
 // ---------------------------------------------------------------------------------------------
 // the API
-
-class Api {
-  constructor(
-    private readonly baseUrl: string,
-    private readonly token: string,
-  ) {}
-
-  async call<T>(operation: string, body: unknown): Promise<T> {
-    const response = await fetch(`${this.baseUrl}/v1/${operation}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-api-token": this.token },
-      body: JSON.stringify(body),
-    });
-    const text = await response.text();
-    if (response.status !== 200) {
-      throw new Error(`${operation}: ${String(response.status)} ${text}`);
-    }
-    return JSON.parse(text) as T;
-  }
-}
 
 interface TimelineItem {
   at: string;

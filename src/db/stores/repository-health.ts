@@ -18,33 +18,47 @@ const FAILING_DAY = sql.raw("failed + excluded_failed > 0");
  * the number of tests. The figures of the tests table are read only for the tests that failed in
  * the window (`last_failure_at`): the others have no failure and no impacted pull request.
  */
+export type TestStatusFilter = "flaky" | "broken" | "quarantined" | "healthy" | undefined;
+
+/** The columns of a row of the repository page's tests table. */
+export const TABLE_ROW_COLUMNS = [
+  "key",
+  "id",
+  "name",
+  "classname",
+  "parent",
+  "file",
+  "variant",
+  "status",
+  "quarantineOverride",
+  "lastRunAt",
+  "lastFailureAt",
+] as const;
+
+/** A repository's tests with a status (or quarantined, by the repository's settings). */
+export function testsOfRepository(
+  db: Kysely<Database>,
+  repositoryId: string,
+  status: TestStatusFilter,
+  quarantine: QuarantineSettings,
+) {
+  let query = db.selectFrom("testCases").where("repositoryId", "=", repositoryId);
+  if (status === "quarantined") query = query.where((eb) => quarantinedWhere(eb, quarantine));
+  else if (status !== undefined) query = query.where("status", "=", status);
+  return query;
+}
+
 export class RepositoryHealthStore implements RepositoryHealthRecords {
   constructor(private readonly db: Kysely<Database>) {}
 
   async tests(
     repositoryId: string,
-    status: "flaky" | "broken" | "quarantined" | "healthy" | undefined,
+    status: TestStatusFilter,
     quarantine: QuarantineSettings,
   ): Promise<TableTestRow[]> {
-    let query = this.db
-      .selectFrom("testCases")
-      .select([
-        "key",
-        "id",
-        "name",
-        "classname",
-        "parent",
-        "file",
-        "variant",
-        "status",
-        "quarantineOverride",
-        "lastRunAt",
-        "lastFailureAt",
-      ])
-      .where("repositoryId", "=", repositoryId);
-    if (status === "quarantined") query = query.where((eb) => quarantinedWhere(eb, quarantine));
-    else if (status !== undefined) query = query.where("status", "=", status);
-    const rows = await query.execute();
+    const rows = await testsOfRepository(this.db, repositoryId, status, quarantine)
+      .select(TABLE_ROW_COLUMNS)
+      .execute();
     return rows.map((r) => ({
       ...r,
       lastRunAt: toNumber(r.lastRunAt),
@@ -117,6 +131,6 @@ export class RepositoryHealthStore implements RepositoryHealthRecords {
   }
 }
 
-function toNumber(value: number | string | null): number | null {
+export function toNumber(value: number | string | null): number | null {
   return value === null ? null : Number(value);
 }

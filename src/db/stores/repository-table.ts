@@ -8,9 +8,12 @@ import type { QuarantineSettings } from "../../testhealth/quarantine.js";
 import type { DatabaseHandle, DialectName } from "../connection.js";
 import type { Database } from "../schema.js";
 import { computeFigures, staleFigures } from "../figures.js";
-import { quarantinedWhere } from "./test-cases.js";
-
-type Status = "flaky" | "broken" | "quarantined" | "healthy" | undefined;
+import {
+  TABLE_ROW_COLUMNS,
+  testsOfRepository,
+  toNumber,
+  type TestStatusFilter as Status,
+} from "./repository-health.js";
 
 /**
  * The repository page's tests table over each test's stored 7-day figures (ADR 0030): a page is
@@ -58,22 +61,7 @@ export class RepositoryTableStore implements RepositoryTableRecords {
           ? sql`"week_prs_impacted" desc, "week_failure_rate" desc, ${name}, "key"`
           : sql`"last_failure_at" desc${nullsLast}, ${name}, "key"`;
     const rows = await this.filtered(repositoryId, status, quarantine)
-      .select([
-        "key",
-        "id",
-        "name",
-        "classname",
-        "parent",
-        "file",
-        "variant",
-        "status",
-        "quarantineOverride",
-        "lastRunAt",
-        "lastFailureAt",
-        "weekFailureRate",
-        "weekRuns",
-        "weekPrsImpacted",
-      ])
+      .select([...TABLE_ROW_COLUMNS, "weekFailureRate", "weekRuns", "weekPrsImpacted"])
       .orderBy(orderBy)
       .limit(limit)
       .offset(offset)
@@ -111,13 +99,6 @@ export class RepositoryTableStore implements RepositoryTableRecords {
   }
 
   private filtered(repositoryId: string, status: Status, quarantine: QuarantineSettings) {
-    let query = this.db.selectFrom("testCases").where("repositoryId", "=", repositoryId);
-    if (status === "quarantined") query = query.where((eb) => quarantinedWhere(eb, quarantine));
-    else if (status !== undefined) query = query.where("status", "=", status);
-    return query;
+    return testsOfRepository(this.db, repositoryId, status, quarantine);
   }
-}
-
-function toNumber(value: number | string | null): number | null {
-  return value === null ? null : Number(value);
 }
