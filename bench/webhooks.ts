@@ -180,9 +180,18 @@ for (const r of results) {
     `${r.database.padEnd(10)}  ${row("webhook, saturated", r.webhook)}  |  ${row(`webhook at ${STEADY_PER_SECOND}/s`, r.steadyWebhook)}  |  ${row("whoami", r.whoami)}\n`,
   );
 }
+const verdict = (m: Measured) =>
+  `${String(m.p99Ms).padStart(4)} ms ${m.p99Ms < TARGET_P99_MS ? "met    " : "NOT met"}`;
+process.stdout.write(`webhook answer p99 against the ${TARGET_P99_MS} ms target:\n`);
+for (const r of results) {
+  process.stdout.write(
+    `  ${r.database.padEnd(10)}  saturated (${CONNECTIONS} connections): ${verdict(r.webhook)}  |  steady ${STEADY_PER_SECOND}/s: ${verdict(r.steadyWebhook)}\n`,
+  );
+}
 const pass = results.every((r) => r.steadyWebhook.p99Ms < TARGET_P99_MS);
+const passSaturated = results.every((r) => r.webhook.p99Ms < TARGET_P99_MS);
 process.stdout.write(
-  `webhook answer p99 at ${STEADY_PER_SECOND}/s below ${TARGET_P99_MS} ms on both databases: ${pass ? "yes" : "no"} (load average before: ${loadAverage.toFixed(1)})\n`,
+  `target met on both databases: at ${STEADY_PER_SECOND}/s ${pass ? "yes" : "no"}, saturated ${passSaturated ? "yes" : "no"} (load average before: ${loadAverage.toFixed(1)})\n`,
 );
 await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
 await writeFile(
@@ -196,6 +205,7 @@ await writeFile(
       loadAverageBefore: Math.round(loadAverage * 10) / 10,
       targetP99Ms: TARGET_P99_MS,
       pass,
+      passSaturated,
       results,
     },
     null,
