@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, Updateable } from "kysely";
+import { sql, type Kysely, type Selectable, type Updateable } from "kysely";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
 import { QueryTemplate, markers } from "../precompiled.js";
@@ -52,6 +52,7 @@ const INSERTED = 6;
 export class WebhookDeliveryStore implements DeliveryStorage {
   private readonly insertDeliveries: BySize<{ key: number; source: string; deliveryId: string }>;
   private readonly insertPayloads: BySize<never>;
+  private readonly insertWithPayloads: BySize<{ deliveryId: string }>;
   private readonly claimReady: QueryTemplate<DeliveryRow>;
   private readonly payloadsOf: BySize<{ deliveryKey: number; payload: string }>;
   private readonly completeClaims: BySize<{ key: number }>;
@@ -61,43 +62,77 @@ export class WebhookDeliveryStore implements DeliveryStorage {
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
   ) {
+    const insertDeliveries = (size: number, args: readonly string[]) => {
+      const at = (row: number, column: number) => args[row * INSERTED + column];
+      return (
+        db
+          .insertInto("webhookDeliveries")
+          .values(
+            Array.from({ length: size }, (_, row) => ({
+              source: at(row, 0) as string,
+              deliveryId: at(row, 1) as string,
+              event: at(row, 2) as string,
+              action: at(row, 3) as string | null,
+              installationId: at(row, 4) as unknown as number | null,
+              receivedAt: at(row, 5) as unknown as number,
+              state: "pending",
+              attempts: 0,
+              leaseUntil: null,
+              leaseOwner: null,
+              nextAttemptAt: at(row, 5) as unknown as number,
+              error: null,
+              processedAt: null,
+            })),
+          )
+          // A redelivery of one kept as failed (someone pressed "Redeliver") is tried once more;
+          // any other redelivery changes nothing. The attempt number keeps counting: it fences.
+          .onConflict((oc) =>
+            oc
+              .columns(["source", "deliveryId"])
+              .doUpdateSet((eb) => ({
+                state: "pending",
+                nextAttemptAt: eb.ref("excluded.receivedAt"),
+                processedAt: null,
+              }))
+              .where("webhookDeliveries.state", "=", "failed"),
+          )
+          .returning(["key", "source", "deliveryId"])
+      );
+    };
     this.insertDeliveries = new BySize((size) => {
       const args = markers(size * INSERTED);
-      const at = (row: number, column: number) => args[row * INSERTED + column];
+      return new QueryTemplate(insertDeliveries(size, args).compile(), args);
+    });
+    // PostgreSQL: the deliveries and their payloads in one statement (one round trip, its own
+    // transaction); the payloads are matched to the keys the insert gave by source and id.
+    this.insertWithPayloads = new BySize((size) => {
+      const args = markers(size * (INSERTED + 1));
+      const deliveryArgs = args.slice(0, size * INSERTED);
+      const payloadArgs = args.slice(size * INSERTED);
+      const given = sql.join(
+        Array.from(
+          { length: size },
+          (_, row) =>
+            sql`(${deliveryArgs[row * INSERTED]}, ${deliveryArgs[row * INSERTED + 1]}, ${payloadArgs[row]})`,
+        ),
+      );
       const query = db
-        .insertInto("webhookDeliveries")
-        .values(
-          Array.from({ length: size }, (_, row) => ({
-            source: at(row, 0) as string,
-            deliveryId: at(row, 1) as string,
-            event: at(row, 2) as string,
-            action: at(row, 3) as string | null,
-            installationId: at(row, 4) as unknown as number | null,
-            receivedAt: at(row, 5) as unknown as number,
-            state: "pending",
-            attempts: 0,
-            leaseUntil: null,
-            leaseOwner: null,
-            nextAttemptAt: at(row, 5) as unknown as number,
-            error: null,
-            processedAt: null,
-          })),
+        .with("stored", () => insertDeliveries(size, deliveryArgs))
+        .with("kept", (qc) =>
+          qc
+            .insertInto("webhookPayloads")
+            .columns(["deliveryKey", "payload"])
+            .expression(
+              sql`select stored.key, given.payload from stored
+                join (values ${given}) as given (source, delivery_id, payload)
+                on given.source = stored.source and given.delivery_id = stored.delivery_id`,
+            )
+            .onConflict((oc) => oc.column("deliveryKey").doNothing()),
         )
-        // A redelivery of one kept as failed (someone pressed "Redeliver") is tried once more;
-        // any other redelivery changes nothing. The attempt number keeps counting: it fences.
-        .onConflict((oc) =>
-          oc
-            .columns(["source", "deliveryId"])
-            .doUpdateSet((eb) => ({
-              state: "pending",
-              nextAttemptAt: eb.ref("excluded.receivedAt"),
-              processedAt: null,
-            }))
-            .where("webhookDeliveries.state", "=", "failed"),
-        )
-        .returning(["key", "source", "deliveryId"])
+        .selectFrom("stored")
+        .select("deliveryId")
         .compile();
-      return new QueryTemplate(query, args);
+      return new QueryTemplate(query, [...deliveryArgs, ...payloadArgs]);
     });
     this.insertPayloads = new BySize((size) => {
       const args = markers(size * 2);
@@ -198,6 +233,7 @@ export class WebhookDeliveryStore implements DeliveryStorage {
     const args: unknown[] = [];
     for (const delivery of deliveries) {
       payloads.set(`${delivery.source} ${delivery.deliveryId}`, delivery.payload);
+      if (sqlDialect(this.dialect).writesInWith) continue;
       args.push(
         delivery.source,
         delivery.deliveryId,
@@ -206,6 +242,21 @@ export class WebhookDeliveryStore implements DeliveryStorage {
         delivery.installationId,
         delivery.receivedAt,
       );
+    }
+    if (sqlDialect(this.dialect).writesInWith) {
+      for (const delivery of deliveries) {
+        args.push(
+          delivery.source,
+          delivery.deliveryId,
+          delivery.event,
+          delivery.action,
+          delivery.installationId,
+          delivery.receivedAt,
+        );
+      }
+      for (const delivery of deliveries) args.push(delivery.payload);
+      const rows = await this.insertWithPayloads.get(deliveries.length).run(this.db, args);
+      return new Set(rows.map((row) => row.deliveryId));
     }
     const rows = await this.db.transaction().execute(async (trx) => {
       const stored = await this.insertDeliveries.get(deliveries.length).run(trx, args);

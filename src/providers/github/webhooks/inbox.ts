@@ -66,7 +66,7 @@ interface Completion {
 }
 
 export interface InboxDeps {
-  deliveries: Omit<DeliveryStorage, "store" | "find">;
+  deliveries: Omit<DeliveryStorage, "storeMany" | "find">;
   dispatch: (delivery: ClaimedDelivery) => Promise<DispatchOutcome>;
   /** After a delivery was parked: whether its installation is linked by now (a link raced it). */
   linkedNow: (installationId: number) => Promise<boolean>;
