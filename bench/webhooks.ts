@@ -15,6 +15,7 @@
  *                                  BENCH_ROUNDS=<1..30>: rounds, default 3)
  */
 import { createHmac, randomBytes } from "node:crypto";
+import { appendFileSync, closeSync, fdatasyncSync, openSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import os from "node:os";
@@ -168,7 +169,38 @@ async function benchDatabase(database: "sqlite" | "postgresql", databaseUrl?: st
   }
 }
 
+/**
+ * What the disk gives an answer that waits for it: 20 KB appended and flushed (`fdatasync`, as a
+ * commit does) 250 times at the steady pace, in the temporary directory the servers use. With
+ * other work on the same disk, this is the floor under the webhook's p99 at a steady pace.
+ */
+async function diskFlushes(): Promise<{ p50Ms: number; p99Ms: number }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "mainline-bench-disk-"));
+  const fd = openSync(path.join(dir, "wal"), "a");
+  const block = Buffer.alloc(20 * 1024, 1);
+  const times: number[] = [];
+  try {
+    for (let i = 0; i < 250; i++) {
+      const started = performance.now();
+      appendFileSync(fd, block);
+      fdatasyncSync(fd);
+      times.push(performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 1000 / STEADY_PER_SECOND));
+    }
+  } finally {
+    closeSync(fd);
+    await rm(dir, { recursive: true, force: true });
+  }
+  times.sort((a, b) => a - b);
+  const at = (q: number) => Math.round((times[Math.floor(q * (times.length - 1))] ?? 0) * 10) / 10;
+  return { p50Ms: at(0.5), p99Ms: at(0.99) };
+}
+
 const loadAverage = os.loadavg()[0] ?? 0;
+const disk = await diskFlushes();
+process.stdout.write(
+  `the disk: a 20 KB append + fdatasync at ${STEADY_PER_SECOND}/s, p50 ${disk.p50Ms} ms, p99 ${disk.p99Ms} ms\n`,
+);
 const results = [
   await benchDatabase("sqlite"),
   await withThrowawayPostgres((url) => benchDatabase("postgresql", url)),
@@ -203,6 +235,7 @@ await writeFile(
       secondsPerRound: MEASURED_SECONDS,
       rounds: ROUNDS,
       loadAverageBefore: Math.round(loadAverage * 10) / 10,
+      diskFlush: disk,
       targetP99Ms: TARGET_P99_MS,
       pass,
       passSaturated,
