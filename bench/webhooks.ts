@@ -9,7 +9,8 @@
  * request a distinct delivery (a recorded `pull_request` payload, signed as GitHub signs): as fast
  * as the server answers (saturated), and at a steady 50 deliveries a second (a busy
  * organization's pace, with room to spare). Rounds alternate the routes; medians over the rounds
- * are reported.
+ * are reported, each webhook p99 against the issue's 50 ms target. First, the disk's own flush
+ * time at the steady pace: the floor under an answer that waits for the disk.
  *
  * Usage: npm run bench:webhooks   (BENCH_SECONDS=<1..30>: seconds per route per round, default 3;
  *                                  BENCH_ROUNDS=<1..30>: rounds, default 3)
