@@ -193,7 +193,8 @@ export class WebhookDeliveryStore implements DeliveryStorage {
       return new QueryTemplate(query, args);
     });
     this.completeClaims = new BySize((size) => {
-      const args = markers(size * 3);
+      // The time, then each claim's key and attempt number.
+      const args = markers(1 + size * 2);
       const query = db
         .updateTable("webhookDeliveries")
         .set({
@@ -215,7 +216,7 @@ export class WebhookDeliveryStore implements DeliveryStorage {
         )
         .returning("key")
         .compile();
-      return new QueryTemplate(query, args.slice(0, size * 2 + 1));
+      return new QueryTemplate(query, args);
     });
     this.deletePayloads = new BySize((size) => {
       const args = markers(size);
