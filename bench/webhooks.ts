@@ -9,12 +9,14 @@
  * request a distinct delivery (a recorded `pull_request` payload, signed as GitHub signs): as fast
  * as the server answers (saturated), and at a steady 50 deliveries a second (a busy
  * organization's pace, with room to spare). Rounds alternate the routes; medians over the rounds
- * are reported.
+ * are reported, each webhook p99 against the issue's 50 ms target. First, the disk's own flush
+ * time at the steady pace: the floor under an answer that waits for the disk.
  *
  * Usage: npm run bench:webhooks   (BENCH_SECONDS=<1..30>: seconds per route per round, default 3;
  *                                  BENCH_ROUNDS=<1..30>: rounds, default 3)
  */
 import { createHmac, randomBytes } from "node:crypto";
+import { appendFileSync, closeSync, fdatasyncSync, openSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import os from "node:os";
@@ -168,7 +170,38 @@ async function benchDatabase(database: "sqlite" | "postgresql", databaseUrl?: st
   }
 }
 
+/**
+ * What the disk gives an answer that waits for it: 20 KB appended and flushed (`fdatasync`, as a
+ * commit does) 250 times at the steady pace, in the temporary directory the servers use. With
+ * other work on the same disk, this is the floor under the webhook's p99 at a steady pace.
+ */
+async function diskFlushes(): Promise<{ p50Ms: number; p99Ms: number }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "mainline-bench-disk-"));
+  const fd = openSync(path.join(dir, "wal"), "a");
+  const block = Buffer.alloc(20 * 1024, 1);
+  const times: number[] = [];
+  try {
+    for (let i = 0; i < 250; i++) {
+      const started = performance.now();
+      appendFileSync(fd, block);
+      fdatasyncSync(fd);
+      times.push(performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 1000 / STEADY_PER_SECOND));
+    }
+  } finally {
+    closeSync(fd);
+    await rm(dir, { recursive: true, force: true });
+  }
+  times.sort((a, b) => a - b);
+  const at = (q: number) => Math.round((times[Math.floor(q * (times.length - 1))] ?? 0) * 10) / 10;
+  return { p50Ms: at(0.5), p99Ms: at(0.99) };
+}
+
 const loadAverage = os.loadavg()[0] ?? 0;
+const disk = await diskFlushes();
+process.stdout.write(
+  `the disk: a 20 KB append + fdatasync at ${STEADY_PER_SECOND}/s, p50 ${disk.p50Ms} ms, p99 ${disk.p99Ms} ms\n`,
+);
 const results = [
   await benchDatabase("sqlite"),
   await withThrowawayPostgres((url) => benchDatabase("postgresql", url)),
@@ -180,9 +213,18 @@ for (const r of results) {
     `${r.database.padEnd(10)}  ${row("webhook, saturated", r.webhook)}  |  ${row(`webhook at ${STEADY_PER_SECOND}/s`, r.steadyWebhook)}  |  ${row("whoami", r.whoami)}\n`,
   );
 }
+const verdict = (m: Measured) =>
+  `${String(m.p99Ms).padStart(4)} ms ${m.p99Ms < TARGET_P99_MS ? "met    " : "NOT met"}`;
+process.stdout.write(`webhook answer p99 against the ${TARGET_P99_MS} ms target:\n`);
+for (const r of results) {
+  process.stdout.write(
+    `  ${r.database.padEnd(10)}  saturated (${CONNECTIONS} connections): ${verdict(r.webhook)}  |  steady ${STEADY_PER_SECOND}/s: ${verdict(r.steadyWebhook)}\n`,
+  );
+}
 const pass = results.every((r) => r.steadyWebhook.p99Ms < TARGET_P99_MS);
+const passSaturated = results.every((r) => r.webhook.p99Ms < TARGET_P99_MS);
 process.stdout.write(
-  `webhook answer p99 at ${STEADY_PER_SECOND}/s below ${TARGET_P99_MS} ms on both databases: ${pass ? "yes" : "no"} (load average before: ${loadAverage.toFixed(1)})\n`,
+  `target met on both databases: at ${STEADY_PER_SECOND}/s ${pass ? "yes" : "no"}, saturated ${passSaturated ? "yes" : "no"} (load average before: ${loadAverage.toFixed(1)})\n`,
 );
 await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
 await writeFile(
@@ -194,8 +236,10 @@ await writeFile(
       secondsPerRound: MEASURED_SECONDS,
       rounds: ROUNDS,
       loadAverageBefore: Math.round(loadAverage * 10) / 10,
+      diskFlush: disk,
       targetP99Ms: TARGET_P99_MS,
       pass,
+      passSaturated,
       results,
     },
     null,

@@ -30,6 +30,11 @@ export interface SqlDialect {
    * its scan order, the same for every aggregate of one group, so arrays read together line up.
    */
   jsonArrayAgg(value: RawBuilder<unknown>, orderBy: RawBuilder<unknown>): RawBuilder<unknown>;
+  /**
+   * Whether a `WITH` may hold inserts (data-modifying CTEs): PostgreSQL's can, so that writes to
+   * two tables go in one statement (one round trip, no explicit transaction); SQLite's cannot.
+   */
+  readonly writesInWith: boolean;
   /** The physical row address, for batched deletes (`ctid` on PostgreSQL, `rowid` on SQLite). */
   readonly rowAddress: RawBuilder<unknown>;
   /** `FOR UPDATE` (of `of`) on PostgreSQL; SQLite has a single writer and needs no row locks. */
@@ -82,6 +87,7 @@ const postgres: SqlDialect = {
   least: (...values) => sql<number>`least(${sql.join(values)})`,
   double: (value) => sql<number>`cast(${value} as double precision)`,
   jsonArrayAgg: (value, orderBy) => sql`json_agg(${value} order by ${orderBy})`,
+  writesInWith: true,
   rowAddress: sql.raw("ctid"),
   forUpdate: (query, of) => query.forUpdate(of),
   forUpdateSkipLocked: (query) => query.forUpdate().skipLocked(),
@@ -109,6 +115,7 @@ const sqlite: SqlDialect = {
   least: (...values) => sql<number>`min(${sql.join(values)})`,
   double: (value) => sql<number>`cast(${value} as real)`,
   jsonArrayAgg: (value) => sql`json_group_array(${value})`,
+  writesInWith: false,
   rowAddress: sql.raw("rowid"),
   forUpdate: (query) => query,
   forUpdateSkipLocked: (query) => query,

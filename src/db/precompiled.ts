@@ -33,3 +33,48 @@ export function precompile<Args extends readonly string[], Row>(
     return result.rows;
   };
 }
+
+/** Anything that runs compiled queries: the database or a transaction of it. */
+export interface QueryRunner {
+  executeQuery<R>(query: CompiledQuery<R>): Promise<{ rows: R[] }>;
+}
+
+/**
+ * A query compiled once whose arguments may sit among constants (a state's name, a `+ 1`) and
+ * be of any type: built with `markers` (distinct sentinels, `markers(n)`) where the arguments
+ * go, then run with the arguments put in their places; every other parameter is kept as
+ * compiled. Throws at construction when an argument's marker is missing from the compiled query
+ * (it would never be bound).
+ */
+export class QueryTemplate<Row> {
+  private readonly slots: (number | { value: unknown })[];
+
+  constructor(
+    private readonly compiled: CompiledQuery<Row>,
+    markers: readonly string[],
+  ) {
+    this.slots = compiled.parameters.map((value) => {
+      const index = typeof value === "string" ? markers.indexOf(value) : -1;
+      return index >= 0 ? index : { value };
+    });
+    const used = new Set(this.slots.filter((slot) => typeof slot === "number"));
+    if (used.size !== markers.length) {
+      throw new Error(
+        `QueryTemplate: ${markers.length - used.size} argument(s) missing from the query: ${compiled.sql}`,
+      );
+    }
+  }
+
+  async run(runner: QueryRunner, args: readonly unknown[]): Promise<Row[]> {
+    const parameters = this.slots.map((slot) =>
+      typeof slot === "number" ? args[slot] : slot.value,
+    );
+    const result = await runner.executeQuery<Row>(CompiledQuery.raw(this.compiled.sql, parameters));
+    return result.rows;
+  }
+}
+
+/** `count` distinct sentinels for a `QueryTemplate`'s arguments. */
+export function markers(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `\u0000mainline-argument-${i}\u0000`);
+}

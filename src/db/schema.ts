@@ -433,8 +433,6 @@ export interface WebhookDeliveriesTable {
   event: string;
   action: string | null;
   installationId: number | null;
-  /** The body as received: JSON text. */
-  payload: string;
   receivedAt: number;
   state: string;
   attempts: number;
@@ -443,6 +441,13 @@ export interface WebhookDeliveriesTable {
   nextAttemptAt: number;
   error: string | null;
   processedAt: number | null;
+}
+
+/** A webhook delivery's body until it is handled (migration 0025). */
+export interface WebhookPayloadsTable {
+  deliveryKey: number;
+  /** The body as received: JSON text. */
+  payload: string;
 }
 
 /** A run the GitHub CI provider watches (migration 0022). */
@@ -492,6 +497,7 @@ export interface Database {
   githubInstallations: GithubInstallationsTable;
   githubRepositories: GithubRepositoriesTable;
   webhookDeliveries: WebhookDeliveriesTable;
+  webhookPayloads: WebhookPayloadsTable;
   presenceCursors: PresenceCursorsTable;
   githubPrPresence: GithubPrPresenceTable;
   githubCiRuns: GithubCiRunsTable;

@@ -23,7 +23,7 @@ export interface NewDelivery {
   receivedAt: number;
 }
 
-export interface DeliveryRecord extends NewDelivery {
+export interface DeliveryRecord extends Omit<NewDelivery, "payload"> {
   key: number;
   state: DeliveryState;
   attempts: number;
@@ -34,6 +34,8 @@ export interface DeliveryRecord extends NewDelivery {
   /** Why the last attempt failed. */
   error: string | null;
   processedAt: number | null;
+  /** The body as received, kept until the delivery is handled (null after). */
+  payload: string | null;
 }
 
 /** A claim: the delivery as claimed. Its attempt number fences every later write. */
@@ -47,14 +49,18 @@ export interface DeliveryStorage {
    */
   storeMany(deliveries: readonly NewDelivery[]): Promise<Set<string>>;
   /**
-   * Claims the oldest delivery ready for work (pending and due, or processing under a lease that
-   * ran out) for `owner` until `leaseUntil`; undefined when none is ready.
+   * Claims up to `limit` of the oldest deliveries ready for work (pending and due, or processing
+   * under a lease that ran out) for `owner` until `leaseUntil`, in one transaction, with their
+   * payloads; oldest first, none when none is ready.
    */
-  claim(now: number, leaseUntil: number, owner: string): Promise<ClaimedDelivery | undefined>;
+  claim(now: number, leaseUntil: number, owner: string, limit: number): Promise<ClaimedDelivery[]>;
   /** Renews the claim's lease; false when the claim is no longer this worker's. */
   renew(claim: ClaimedDelivery, leaseUntil: number): Promise<boolean>;
-  /** The claim's work is done; false when the claim is no longer this worker's. */
-  complete(claim: ClaimedDelivery, now: number): Promise<boolean>;
+  /**
+   * The claims' work is done, in one transaction: each becomes processed and its payload is
+   * deleted. Answers the keys of those completed: a claim no longer this worker's is not.
+   */
+  complete(claims: readonly ClaimedDelivery[], now: number): Promise<Set<number>>;
   /** Tries again from `at`, keeping `error`. */
   retryLater(claim: ClaimedDelivery, at: number, error: string): Promise<boolean>;
   /** Gives up: kept as failed with its error. */

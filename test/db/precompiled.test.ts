@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { precompile } from "../../src/db/precompiled.js";
+import { QueryTemplate, markers, precompile } from "../../src/db/precompiled.js";
 import type { Database } from "../../src/db/schema.js";
 import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
 
@@ -63,5 +63,35 @@ describe(`precompiled queries on ${TEST_DIALECT}`, () => {
         .where("createdAt", ">", 0)
         .compile();
     expect(() => precompile(db as Kysely<never>, constant, ["$a"])).toThrow(/in order/);
+  });
+
+  it("runs a template with its arguments in their places, constants kept, a marker used twice", async () => {
+    const [slug, after] = markers(2) as [string, string];
+    const template = new QueryTemplate(
+      db
+        .selectFrom("organizations")
+        .select(["id", "createdAt"])
+        .where((eb) =>
+          eb.or([
+            eb.and([eb("slug", "=", slug), eb("createdAt", ">", after as unknown as number)]),
+            eb.and([eb("id", "=", "o1"), eb("createdAt", ">", after as unknown as number)]),
+          ]),
+        )
+        .orderBy("id")
+        .compile(),
+      [slug, after],
+    );
+    expect(await template.run(db, ["globex", 0])).toEqual([
+      { id: "o1", createdAt: 1 },
+      { id: "o2", createdAt: 2 },
+    ]);
+    expect(await template.run(db, ["globex", 1])).toEqual([{ id: "o2", createdAt: 2 }]);
+    expect(await template.run(db, ["nobody", 1])).toEqual([]);
+    await db.transaction().execute(async (trx) => {
+      expect(await template.run(trx, ["acme", 0])).toEqual([{ id: "o1", createdAt: 1 }]);
+    });
+    const [unused] = markers(1) as [string];
+    const without = db.selectFrom("organizations").select("id").where("slug", "=", "acme");
+    expect(() => new QueryTemplate(without.compile(), [unused])).toThrow(/missing/);
   });
 });

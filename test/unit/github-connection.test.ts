@@ -24,11 +24,15 @@ import {
   InstallationTokenCache,
   TOKEN_REFRESH_MARGIN_MS,
 } from "../../src/providers/github/token-cache.js";
-import { retryDelay } from "../../src/providers/github/webhooks/inbox.js";
+import { WebhookInbox, retryDelay } from "../../src/providers/github/webhooks/inbox.js";
 import { WebhookHandlers } from "../../src/providers/github/webhooks/registry.js";
 import { signBody, verifySignature } from "../../src/providers/github/webhooks/signature.js";
 import { DeliveryWriter } from "../../src/providers/github/webhooks/writer.js";
-import type { NewDelivery } from "../../src/mergequeue/webhook-delivery-records.js";
+import type {
+  ClaimedDelivery,
+  DeliveryStorage,
+  NewDelivery,
+} from "../../src/mergequeue/webhook-delivery-records.js";
 
 describe("webhook signatures", () => {
   it("match GitHub's test vector, over the exact bytes", () => {
@@ -363,5 +367,78 @@ describe("the delivery writer", () => {
     ]);
     expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected"]);
     expect(await writer.store(delivery("after"))).toBe(true);
+  });
+});
+
+describe("the webhook inbox's worker", () => {
+  const claimed = (key: number): ClaimedDelivery => ({
+    key,
+    source: "github",
+    deliveryId: `d${key}`,
+    event: "push",
+    action: null,
+    installationId: null,
+    payload: "{}",
+    receivedAt: 0,
+    state: "processing",
+    attempts: 1,
+    leaseUntil: 1,
+    leaseOwner: "w",
+    nextAttemptAt: 0,
+    error: null,
+    processedAt: null,
+  });
+  const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+  it("claims as many as it has free slots in one call, and completes those handled together in one", async () => {
+    let ready = Array.from({ length: 10 }, (_, i) => i + 1);
+    const claims: number[][] = [];
+    const completions: number[][] = [];
+    const deliveries: Omit<DeliveryStorage, "storeMany" | "find"> = {
+      claim: (_now, _lease, _owner, limit) => {
+        const taken = ready.slice(0, limit);
+        ready = ready.slice(limit);
+        claims.push(taken);
+        return Promise.resolve(taken.map(claimed));
+      },
+      // Taken over by another worker meanwhile: 3 is not completed.
+      complete: (done) => {
+        completions.push(done.map((d) => d.key));
+        return Promise.resolve(new Set(done.map((d) => d.key).filter((key) => key !== 3)));
+      },
+      renew: () => Promise.resolve(true),
+      retryLater: () => Promise.resolve(true),
+      fail: () => Promise.resolve(true),
+      park: () => Promise.resolve(true),
+      unpark: () => Promise.resolve(0),
+      prune: () => Promise.resolve(0),
+    };
+    const warnings: unknown[] = [];
+    const dispatched: number[] = [];
+    const inbox = new WebhookInbox(
+      {
+        deliveries,
+        dispatch: (delivery) => {
+          dispatched.push(delivery.key);
+          return Promise.resolve("done");
+        },
+        linkedNow: () => Promise.resolve(false),
+        clock: { now: () => 0 },
+        logger: { ...quiet, warn: (fields) => warnings.push(fields) },
+        owner: "w",
+      },
+      { concurrency: 4, pollIntervalMs: 10_000 },
+    );
+    inbox.start();
+    await inbox.idle();
+    await inbox.stop();
+    expect(dispatched).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(claims).toEqual([[1, 2, 3, 4], [5, 6, 7, 8], [9, 10], []]);
+    expect(completions).toEqual([
+      [1, 2, 3, 4],
+      [5, 6, 7, 8],
+      [9, 10],
+    ]);
+    expect(warnings).toEqual([expect.objectContaining({ delivery: "d3" })]);
   });
 });

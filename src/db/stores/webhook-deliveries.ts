@@ -1,6 +1,7 @@
-import type { Kysely, Selectable, Transaction, Updateable } from "kysely";
+import { sql, type Kysely, type Selectable, type Updateable } from "kysely";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
+import { QueryTemplate, markers } from "../precompiled.js";
 import type { Database, WebhookDeliveriesTable } from "../schema.js";
 import type {
   ClaimedDelivery,
@@ -10,54 +11,264 @@ import type {
   NewDelivery,
 } from "../../mergequeue/webhook-delivery-records.js";
 
-type Db = Kysely<Database> | Transaction<Database>;
+type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 
-function toRecord(row: Selectable<WebhookDeliveriesTable>): DeliveryRecord {
-  return { ...row, state: row.state as DeliveryState };
+function toRecord(row: DeliveryRow, payload: string | null): DeliveryRecord {
+  return { ...row, state: row.state as DeliveryState, payload };
 }
 
 /**
+ * Templates by the number of rows they take (`in (…)` lists, multi-row inserts): each size is
+ * built and compiled once, then only run.
+ */
+class BySize<Row> {
+  private readonly templates = new Map<number, QueryTemplate<Row>>();
+
+  constructor(private readonly build: (size: number) => QueryTemplate<Row>) {}
+
+  get(size: number): QueryTemplate<Row> {
+    let template = this.templates.get(size);
+    if (!template) {
+      template = this.build(size);
+      this.templates.set(size, template);
+    }
+    return template;
+  }
+}
+
+/** A new delivery's values in the insert (its payload goes to a row of its own). */
+const INSERTED = 6;
+
+/**
  * The inbox of webhook deliveries (ADR 0021). Storing them is the acknowledgement, so it waits
- * for the disk (once for all the deliveries stored together); a claim takes the oldest ready delivery under a lease (`FOR UPDATE SKIP LOCKED` on
- * PostgreSQL, so that workers pass each other's claims; a compare-and-set on SQLite), and its
- * attempt number fences every later write of that claim.
+ * for the disk (once for all the deliveries stored together). A delivery's payload is a row of
+ * its own (`webhook_payloads`) from its storage until its completion, so that the worker's
+ * claims and completions rewrite only the small row of its state. A claim takes the oldest ready
+ * deliveries, several in one statement, under a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL, so
+ * that workers pass each other's claims; SQLite has one writer), and a claim's attempt number
+ * fences every later write of it. The hot statements (store, claim, complete) are compiled once
+ * per number of rows and then only run: building them costs more than running them on SQLite.
  */
 export class WebhookDeliveryStore implements DeliveryStorage {
+  private readonly insertDeliveries: BySize<{ key: number; source: string; deliveryId: string }>;
+  private readonly insertPayloads: BySize<never>;
+  private readonly insertWithPayloads: BySize<{ deliveryId: string }>;
+  private readonly claimReady: QueryTemplate<DeliveryRow>;
+  private readonly payloadsOf: BySize<{ deliveryKey: number; payload: string }>;
+  private readonly completeClaims: BySize<{ key: number }>;
+  private readonly deletePayloads: BySize<never>;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
-  ) {}
+  ) {
+    const insertDeliveries = (size: number, args: readonly string[]) => {
+      const at = (row: number, column: number) => args[row * INSERTED + column];
+      return (
+        db
+          .insertInto("webhookDeliveries")
+          .values(
+            Array.from({ length: size }, (_, row) => ({
+              source: at(row, 0) as string,
+              deliveryId: at(row, 1) as string,
+              event: at(row, 2) as string,
+              action: at(row, 3) as string | null,
+              installationId: at(row, 4) as unknown as number | null,
+              receivedAt: at(row, 5) as unknown as number,
+              state: "pending",
+              attempts: 0,
+              leaseUntil: null,
+              leaseOwner: null,
+              nextAttemptAt: at(row, 5) as unknown as number,
+              error: null,
+              processedAt: null,
+            })),
+          )
+          // A redelivery of one kept as failed (someone pressed "Redeliver") is tried once more;
+          // any other redelivery changes nothing. The attempt number keeps counting: it fences.
+          .onConflict((oc) =>
+            oc
+              .columns(["source", "deliveryId"])
+              .doUpdateSet((eb) => ({
+                state: "pending",
+                nextAttemptAt: eb.ref("excluded.receivedAt"),
+                processedAt: null,
+              }))
+              .where("webhookDeliveries.state", "=", "failed"),
+          )
+          .returning(["key", "source", "deliveryId"])
+      );
+    };
+    this.insertDeliveries = new BySize((size) => {
+      const args = markers(size * INSERTED);
+      return new QueryTemplate(insertDeliveries(size, args).compile(), args);
+    });
+    // PostgreSQL: the deliveries and their payloads in one statement (one round trip, its own
+    // transaction); the payloads are matched to the keys the insert gave by source and id.
+    this.insertWithPayloads = new BySize((size) => {
+      const args = markers(size * (INSERTED + 1));
+      const deliveryArgs = args.slice(0, size * INSERTED);
+      const payloadArgs = args.slice(size * INSERTED);
+      const given = sql.join(
+        Array.from(
+          { length: size },
+          (_, row) =>
+            sql`(${deliveryArgs[row * INSERTED]}, ${deliveryArgs[row * INSERTED + 1]}, ${payloadArgs[row]})`,
+        ),
+      );
+      const query = db
+        .with("stored", () => insertDeliveries(size, deliveryArgs))
+        .with("kept", (qc) =>
+          qc
+            .insertInto("webhookPayloads")
+            .columns(["deliveryKey", "payload"])
+            .expression(
+              sql`select stored.key, given.payload from stored
+                join (values ${given}) as given (source, delivery_id, payload)
+                on given.source = stored.source and given.delivery_id = stored.delivery_id`,
+            )
+            .onConflict((oc) => oc.column("deliveryKey").doNothing()),
+        )
+        .selectFrom("stored")
+        .select("deliveryId")
+        .compile();
+      return new QueryTemplate(query, [...deliveryArgs, ...payloadArgs]);
+    });
+    this.insertPayloads = new BySize((size) => {
+      const args = markers(size * 2);
+      const query = db
+        .insertInto("webhookPayloads")
+        .values(
+          Array.from({ length: size }, (_, row) => ({
+            deliveryKey: args[row * 2] as unknown as number,
+            payload: args[row * 2 + 1] as string,
+          })),
+        )
+        // A failed delivery made pending again by its redelivery still has its payload.
+        .onConflict((oc) => oc.column("deliveryKey").doNothing())
+        .compile() as never;
+      return new QueryTemplate(query, args);
+    });
+    {
+      const [now, leaseUntil, owner, limit] = markers(4) as [string, string, string, string];
+      const selectReady = sqlDialect(dialect).forUpdateSkipLocked(
+        db
+          .selectFrom("webhookDeliveries")
+          .select("key")
+          .where((eb) =>
+            eb.or([
+              eb.and([
+                eb("state", "=", "pending"),
+                eb("nextAttemptAt", "<=", now as unknown as number),
+              ]),
+              eb.and([
+                eb("state", "=", "processing"),
+                eb("leaseUntil", "<", now as unknown as number),
+              ]),
+            ]),
+          )
+          .orderBy("key")
+          .limit(limit as unknown as number),
+      );
+      const query = db
+        .updateTable("webhookDeliveries")
+        .set((eb) => ({
+          state: "processing",
+          leaseUntil: leaseUntil as unknown as number,
+          leaseOwner: owner,
+          attempts: eb("attempts", "+", 1),
+        }))
+        .where("key", "in", selectReady)
+        .returningAll()
+        .compile();
+      this.claimReady = new QueryTemplate(query, [now, leaseUntil, owner, limit]);
+    }
+    this.payloadsOf = new BySize((size) => {
+      const args = markers(size);
+      const query = db
+        .selectFrom("webhookPayloads")
+        .select(["deliveryKey", "payload"])
+        .where("deliveryKey", "in", args as unknown as number[])
+        .compile();
+      return new QueryTemplate(query, args);
+    });
+    this.completeClaims = new BySize((size) => {
+      // The time, then each claim's key and attempt number.
+      const args = markers(1 + size * 2);
+      const query = db
+        .updateTable("webhookDeliveries")
+        .set({
+          state: "processed",
+          processedAt: args[0] as unknown as number,
+          leaseUntil: null,
+          error: null,
+        })
+        .where("state", "=", "processing")
+        .where((eb) =>
+          eb.or(
+            Array.from({ length: size }, (_, i) =>
+              eb.and([
+                eb("key", "=", args[i * 2 + 1] as unknown as number),
+                eb("attempts", "=", args[i * 2 + 2] as unknown as number),
+              ]),
+            ),
+          ),
+        )
+        .returning("key")
+        .compile();
+      return new QueryTemplate(query, args);
+    });
+    this.deletePayloads = new BySize((size) => {
+      const args = markers(size);
+      const query = db
+        .deleteFrom("webhookPayloads")
+        .where("deliveryKey", "in", args as unknown as number[])
+        .compile() as never;
+      return new QueryTemplate(query, args);
+    });
+  }
 
   async storeMany(deliveries: readonly NewDelivery[]): Promise<Set<string>> {
     if (deliveries.length === 0) return new Set();
-    const rows = await this.db
-      .insertInto("webhookDeliveries")
-      .values(
-        deliveries.map((delivery) => ({
-          ...delivery,
-          state: "pending",
-          attempts: 0,
-          leaseUntil: null,
-          leaseOwner: null,
-          nextAttemptAt: delivery.receivedAt,
-          error: null,
-          processedAt: null,
-        })),
-      )
-      // A redelivery of one kept as failed (someone pressed "Redeliver") is tried once more;
-      // any other redelivery changes nothing. The attempt number keeps counting: it fences.
-      .onConflict((oc) =>
-        oc
-          .columns(["source", "deliveryId"])
-          .doUpdateSet((eb) => ({
-            state: "pending",
-            nextAttemptAt: eb.ref("excluded.receivedAt"),
-            processedAt: null,
-          }))
-          .where("webhookDeliveries.state", "=", "failed"),
-      )
-      .returning("deliveryId")
-      .execute();
+    const payloads = new Map<string, string>();
+    const args: unknown[] = [];
+    for (const delivery of deliveries) {
+      payloads.set(`${delivery.source} ${delivery.deliveryId}`, delivery.payload);
+      if (sqlDialect(this.dialect).writesInWith) continue;
+      args.push(
+        delivery.source,
+        delivery.deliveryId,
+        delivery.event,
+        delivery.action,
+        delivery.installationId,
+        delivery.receivedAt,
+      );
+    }
+    if (sqlDialect(this.dialect).writesInWith) {
+      for (const delivery of deliveries) {
+        args.push(
+          delivery.source,
+          delivery.deliveryId,
+          delivery.event,
+          delivery.action,
+          delivery.installationId,
+          delivery.receivedAt,
+        );
+      }
+      for (const delivery of deliveries) args.push(delivery.payload);
+      const rows = await this.insertWithPayloads.get(deliveries.length).run(this.db, args);
+      return new Set(rows.map((row) => row.deliveryId));
+    }
+    const rows = await this.db.transaction().execute(async (trx) => {
+      const stored = await this.insertDeliveries.get(deliveries.length).run(trx, args);
+      if (stored.length > 0) {
+        await this.insertPayloads.get(stored.length).run(
+          trx,
+          stored.flatMap((row) => [row.key, payloads.get(`${row.source} ${row.deliveryId}`)]),
+        );
+      }
+      return stored;
+    });
     return new Set(rows.map((row) => row.deliveryId));
   }
 
@@ -65,45 +276,28 @@ export class WebhookDeliveryStore implements DeliveryStorage {
     now: number,
     leaseUntil: number,
     owner: string,
-  ): Promise<ClaimedDelivery | undefined> {
-    const ready = (db: Db) =>
-      db
-        .selectFrom("webhookDeliveries")
-        .select("key")
-        .where((eb) =>
-          eb.or([
-            eb.and([eb("state", "=", "pending"), eb("nextAttemptAt", "<=", now)]),
-            eb.and([eb("state", "=", "processing"), eb("leaseUntil", "<", now)]),
-          ]),
-        )
-        .orderBy("key")
-        .limit(1);
-    // The claim itself is the lease: a lost one (power cut) leaves the delivery to be claimed
+    limit: number,
+  ): Promise<ClaimedDelivery[]> {
+    // The claim itself is the lease: a lost one (power cut) leaves the deliveries to be claimed
     // again when the lease ends, so its commit need not wait for the disk.
-    const row = await sqlDialect(this.dialect).relaxedTransaction(this.db, async (trx) => {
-      const first = await sqlDialect(this.dialect)
-        .forUpdateSkipLocked(ready(trx))
-        .executeTakeFirst();
-      if (!first) return undefined;
-      return trx
-        .updateTable("webhookDeliveries")
-        .set((eb) => ({
-          state: "processing",
-          leaseUntil,
-          leaseOwner: owner,
-          attempts: eb("attempts", "+", 1),
-        }))
-        .where("key", "=", first.key)
-        .where((eb) =>
-          eb.or([
-            eb.and([eb("state", "=", "pending"), eb("nextAttemptAt", "<=", now)]),
-            eb.and([eb("state", "=", "processing"), eb("leaseUntil", "<", now)]),
-          ]),
-        )
-        .returningAll()
-        .executeTakeFirst();
-    });
-    return row ? toRecord(row) : undefined;
+    const { rows, payloads } = await sqlDialect(this.dialect).relaxedTransaction(
+      this.db,
+      async (trx) => {
+        const rows = await this.claimReady.run(trx, [now, leaseUntil, owner, limit]);
+        const payloads =
+          rows.length === 0
+            ? []
+            : await this.payloadsOf.get(rows.length).run(
+                trx,
+                rows.map((row) => row.key),
+              );
+        return { rows, payloads };
+      },
+    );
+    const byKey = new Map(payloads.map((row) => [row.deliveryKey, row.payload]));
+    return rows
+      .sort((a, b) => a.key - b.key)
+      .map((row) => toRecord(row, byKey.get(row.key) ?? null));
   }
 
   /**
@@ -131,13 +325,22 @@ export class WebhookDeliveryStore implements DeliveryStorage {
     return this.updateClaimed(claim, { leaseUntil });
   }
 
-  complete(claim: ClaimedDelivery, now: number): Promise<boolean> {
-    return this.updateClaimed(claim, {
-      state: "processed",
-      processedAt: now,
-      leaseUntil: null,
-      error: null,
+  async complete(claims: readonly ClaimedDelivery[], now: number): Promise<Set<number>> {
+    if (claims.length === 0) return new Set();
+    const args: unknown[] = [now];
+    for (const claim of claims) args.push(claim.key, claim.attempts);
+    // Not waiting for the disk either: an undone completion hands the delivery out again.
+    const completed = await sqlDialect(this.dialect).relaxedTransaction(this.db, async (trx) => {
+      const rows = await this.completeClaims.get(claims.length).run(trx, args);
+      if (rows.length > 0) {
+        await this.deletePayloads.get(rows.length).run(
+          trx,
+          rows.map((row) => row.key),
+        );
+      }
+      return rows;
     });
+    return new Set(completed.map((row) => row.key));
   }
 
   retryLater(claim: ClaimedDelivery, at: number, error: string): Promise<boolean> {
@@ -173,6 +376,7 @@ export class WebhookDeliveryStore implements DeliveryStorage {
     return Number(result.numUpdatedRows);
   }
 
+  /** Deletes old deliveries; their payloads (failed and parked ones keep theirs) go with them. */
   async prune(processedBefore: number, keptBefore: number): Promise<number> {
     const result = await this.db
       .deleteFrom("webhookDeliveries")
@@ -189,10 +393,14 @@ export class WebhookDeliveryStore implements DeliveryStorage {
   async find(source: string, deliveryId: string): Promise<DeliveryRecord | undefined> {
     const row = await this.db
       .selectFrom("webhookDeliveries")
-      .selectAll()
+      .selectAll("webhookDeliveries")
+      .leftJoin("webhookPayloads", "webhookPayloads.deliveryKey", "webhookDeliveries.key")
+      .select("webhookPayloads.payload")
       .where("source", "=", source)
       .where("deliveryId", "=", deliveryId)
       .executeTakeFirst();
-    return row ? toRecord(row) : undefined;
+    if (!row) return undefined;
+    const { payload, ...delivery } = row;
+    return toRecord(delivery, payload);
   }
 }

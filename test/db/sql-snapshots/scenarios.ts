@@ -199,7 +199,6 @@ const DELIVERY_ROW = {
   event: "pull_request",
   action: "opened",
   installation_id: 42,
-  payload: "{}",
   received_at: NOW,
   state: "processing",
   attempts: 1,
@@ -365,15 +364,29 @@ export const SCENARIOS: StoreScenario[] = [
     calls: [
       {
         method: "storeMany",
+        answer: when([
+          /^insert into "webhook_deliveries"/,
+          [
+            { key: 5, source: "github", delivery_id: DELIVERY.deliveryId },
+            { key: 6, source: "github", delivery_id: "second" },
+          ],
+        ]),
         run: (s) => s.storeMany([DELIVERY, { ...DELIVERY, deliveryId: "second" }]),
       },
       {
         method: "claim",
-        answer: when([/^select/, [{ key: 5 }]], [/^update/, [DELIVERY_ROW]]),
-        run: (s) => s.claim(NOW, NOW + 30_000, "worker-1"),
+        answer: when(
+          [/^update/, [DELIVERY_ROW]],
+          [/^select/, [{ delivery_key: 5, payload: "{}" }]],
+        ),
+        run: (s) => s.claim(NOW, NOW + 30_000, "worker-1", 4),
       },
       { method: "renew", run: (s) => s.renew(CLAIMED, NOW + 30_000) },
-      { method: "complete", run: (s) => s.complete(CLAIMED, NOW) },
+      {
+        method: "complete",
+        answer: when([/^update/, [{ key: 5 }]]),
+        run: (s) => s.complete([CLAIMED, { ...CLAIMED, key: 6, attempts: 2 }], NOW),
+      },
       {
         method: "retryLater",
         run: (s) => s.retryLater(CLAIMED, NOW + 5_000, "GitHub answered 502"),

@@ -5,7 +5,7 @@
  */
 import type { GitHubInstallationStorage } from "../../../organizations/github-installations.js";
 import type { RepositoryRecords } from "../../../mergequeue/records.js";
-import type { DeliveryRecord } from "../../../mergequeue/webhook-delivery-records.js";
+import type { ClaimedDelivery } from "../../../mergequeue/webhook-delivery-records.js";
 import type { OwnedRepoRef } from "../../../organizations/repositories.js";
 import type { GitHubApp } from "../client.js";
 import type { GitHubInstallations } from "../installations.js";
@@ -38,8 +38,10 @@ export function parsePayload(text: string): Envelope & Record<string, unknown> {
 export class WebhookDispatcher {
   constructor(private readonly deps: DispatchDeps) {}
 
-  async dispatch(record: DeliveryRecord): Promise<DispatchOutcome> {
+  async dispatch(record: ClaimedDelivery): Promise<DispatchOutcome> {
     const { handlers } = this.deps;
+    // Kept until the delivery is handled: missing only if someone deleted it by hand.
+    if (record.payload === null) throw new Error("the delivery's payload is missing");
     const payload = parsePayload(record.payload);
     const delivery: RawDelivery = {
       id: record.deliveryId,

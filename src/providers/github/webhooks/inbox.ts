@@ -1,10 +1,13 @@
 /**
- * The worker behind the webhook inbox (ADR 0021): takes stored deliveries one claim at a time
- * (a few at once), each under a lease renewed while it is handled and fenced by its attempt
- * number, so that any number of server processes on one database handle every delivery once,
- * and a crashed process's claims are taken over when their lease ends. A failed attempt is
- * retried with growing waits, then the delivery is kept as failed with its error. Handled
- * deliveries are pruned after a week; failed and parked ones after a month.
+ * The worker behind the webhook inbox (ADR 0021): claims stored deliveries a few at once (as
+ * many as it has free slots, in one transaction), each under a lease renewed while it is handled
+ * and fenced by its attempt number, so that any number of server processes on one database
+ * handle every delivery once, and a crashed process's claims are taken over when their lease
+ * ends. Deliveries handled together are completed together (one transaction). The worker shares
+ * the event loop with the receiver, whose answers wait for it: it lets them go first (a turn of
+ * the loop) before each claim and each completion. A failed attempt is retried with growing
+ * waits, then the delivery is kept as failed with its error. Handled deliveries are pruned after
+ * a week; failed and parked ones after a month.
  */
 import type { Clock } from "../../../lib/clock.js";
 import { isDatabaseUnavailable } from "../../../lib/faults.js";
@@ -48,8 +51,22 @@ export const DEFAULT_INBOX_OPTIONS: InboxOptions = {
   pruneIntervalMs: HOUR_MS,
 };
 
+/** Completions that arrive together are written together, up to this many. */
+const MAX_COMPLETIONS = 100;
+
+/** One turn of the event loop: what waits for it (answers, inserts) goes first. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+interface Completion {
+  claim: ClaimedDelivery;
+  done: (completed: boolean) => void;
+  failed: (error: unknown) => void;
+}
+
 export interface InboxDeps {
-  deliveries: Omit<DeliveryStorage, "store" | "find">;
+  deliveries: Omit<DeliveryStorage, "storeMany" | "find">;
   dispatch: (delivery: ClaimedDelivery) => Promise<DispatchOutcome>;
   /** After a delivery was parked: whether its installation is linked by now (a link raced it). */
   linkedNow: (installationId: number) => Promise<boolean>;
@@ -76,6 +93,8 @@ export class WebhookInbox {
   private readonly active = new Set<Promise<void>>();
   private idleWaiters: (() => void)[] = [];
   private lastPrune = 0;
+  private completions: Completion[] = [];
+  private completing: Promise<void> | null = null;
 
   constructor(
     private readonly deps: InboxDeps,
@@ -121,13 +140,12 @@ export class WebhookInbox {
       this.woken = false;
       let exhausted = false;
       try {
-        while (this.flags().running && this.active.size < this.options.concurrency) {
-          const claim = await this.claim();
-          if (!claim) {
-            exhausted = true;
-            break;
-          }
-          this.handle(claim);
+        const free = this.options.concurrency - this.active.size;
+        if (free > 0) {
+          await nextTurn();
+          const claims = await this.claim(free);
+          exhausted = claims.length < free;
+          for (const claim of claims) this.handle(claim);
         }
         await this.maintenance();
       } catch (error) {
@@ -152,9 +170,33 @@ export class WebhookInbox {
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
-  private claim(): Promise<ClaimedDelivery | undefined> {
+  private claim(limit: number): Promise<ClaimedDelivery[]> {
     const now = this.deps.clock.now();
-    return this.deps.deliveries.claim(now, now + this.options.leaseMs, this.deps.owner);
+    return this.deps.deliveries.claim(now, now + this.options.leaseMs, this.deps.owner, limit);
+  }
+
+  /** Completes a claim with the others completed in the same turn (one transaction). */
+  private complete(claim: ClaimedDelivery): Promise<boolean> {
+    return new Promise<boolean>((done, failed) => {
+      this.completions.push({ claim, done, failed });
+      this.completing ??= nextTurn().then(() => this.flushCompletions());
+    });
+  }
+
+  private async flushCompletions(): Promise<void> {
+    while (this.completions.length > 0) {
+      const batch = this.completions.splice(0, MAX_COMPLETIONS);
+      try {
+        const completed = await this.deps.deliveries.complete(
+          batch.map(({ claim }) => claim),
+          this.deps.clock.now(),
+        );
+        for (const { claim, done } of batch) done(completed.has(claim.key));
+      } catch (error) {
+        for (const { failed } of batch) failed(error);
+      }
+    }
+    this.completing = null;
   }
 
   private handle(claim: ClaimedDelivery): void {
@@ -189,7 +231,7 @@ export class WebhookInbox {
           await deliveries.unpark(claim.source, claim.installationId, clock.now());
           this.wake();
         }
-      } else if (!(await deliveries.complete(claim, clock.now()))) {
+      } else if (!(await this.complete(claim))) {
         logger.warn(fields, "github: delivery was taken over by another worker while handled");
       }
     } catch (error) {
