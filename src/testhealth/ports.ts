@@ -12,6 +12,7 @@ import type {
   ClaimedUpload,
   ClassificationCandidate,
   ClassificationUpdate,
+  CommitFailures,
   FailingEntry,
   FileError,
   HistoryRecord,
@@ -190,6 +191,13 @@ export interface UploadRecords {
     repositoryId: string,
     commitShas: readonly string[],
   ): Promise<{ key: number; commitSha: string; uploadedAt: number }[]>;
+  /** A commit's failed tests and the uploads still to process since `since` (hosted CI runs). */
+  commitFailures(
+    repositoryId: string,
+    commitSha: string,
+    since: number,
+    limit: number,
+  ): Promise<CommitFailures>;
   list(
     repositoryId: string,
     offset: number,

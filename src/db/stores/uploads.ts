@@ -5,6 +5,7 @@ import type { Database, UploadsTable } from "../schema.js";
 import {
   UploadTakenOver,
   type ClaimedUpload,
+  type CommitFailures,
   type FileError,
   type UploadOutcome,
   type UploadRecord,
@@ -267,6 +268,55 @@ export class UploadStore implements UploadRecords {
       commitSha: r.commitSha ?? "",
       uploadedAt: r.uploadedAt ?? 0,
     }));
+  }
+
+  /**
+   * What a hosted CI's failed run asks of a commit (testhealth/ci-failures.ts): the repository's
+   * uploads created since `since` not processed yet (one of them may be the run's), the processed
+   * uploads naming the commit, and the ids of the tests whose final attempt failed in those (at
+   * most `limit` + 1).
+   */
+  async commitFailures(
+    repositoryId: string,
+    commitSha: string,
+    since: number,
+    limit: number,
+  ): Promise<CommitFailures> {
+    const [unfinished, matched, failed] = await Promise.all([
+      this.db
+        .selectFrom("uploads")
+        .select((eb) => eb.fn.countAll<number | string>().as("n"))
+        .where("repositoryId", "=", repositoryId)
+        .where("createdAt", ">=", since)
+        .where("state", "in", ["awaiting_bundle", "pending", "processing"])
+        .executeTakeFirst(),
+      this.db
+        .selectFrom("uploads")
+        .select((eb) => eb.fn.countAll<number | string>().as("n"))
+        .where("repositoryId", "=", repositoryId)
+        .where("commitSha", "=", commitSha)
+        .where("state", "=", "processed")
+        .executeTakeFirst(),
+      this.db
+        .selectFrom("uploads")
+        .innerJoin("testRuns", "testRuns.uploadKey", "uploads.key")
+        .innerJoin("testCases", "testCases.key", "testRuns.testKey")
+        .select("testCases.id")
+        .distinct()
+        .where("uploads.repositoryId", "=", repositoryId)
+        .where("uploads.commitSha", "=", commitSha)
+        .where("uploads.state", "=", "processed")
+        .where("testRuns.status", "=", "failed")
+        .where("testRuns.attempt", "=", "final")
+        .orderBy("testCases.id")
+        .limit(limit + 1)
+        .execute(),
+    ]);
+    return {
+      unfinished: Number(unfinished?.n ?? 0),
+      uploads: Number(matched?.n ?? 0),
+      failedTestIds: failed.map((row) => row.id),
+    };
   }
 
   async list(
