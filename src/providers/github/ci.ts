@@ -399,15 +399,21 @@ export class GitHubCi implements CiProvider {
     const limit = this.deps.failureUploadWaitMs ?? DEFAULT_FAILURE_UPLOAD_WAIT_MS;
     if (answer.waiting && this.watching && clock.now() - wait.since < limit) {
       clearTimeout(wait.timer);
-      wait.timer = setTimeout(() => {
-        void this.schedule(run.queueId, run.runId).catch((error: unknown) => {
-          this.deps.logger.warn(
-            { err: error, queueId: run.queueId, runId: run.runId },
-            "github ci: could not read the run's checks; will retry",
-          );
-        });
+      const timer = setTimeout(() => {
+        void this.schedule(run.queueId, run.runId)
+          .catch((error: unknown) => {
+            this.deps.logger.warn(
+              { err: error, queueId: run.queueId, runId: run.runId },
+              "github ci: could not read the run's checks; will retry",
+            );
+          })
+          .finally(() => {
+            // Not waiting again (ended here or elsewhere, or the read failed): forgotten.
+            if (this.uploadWaits.get(key)?.timer === timer) this.uploadWaits.delete(key);
+          });
       }, SECOND_MS);
-      wait.timer.unref();
+      timer.unref();
+      wait.timer = timer;
       this.uploadWaits.set(key, wait);
       return undefined;
     }
