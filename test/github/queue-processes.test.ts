@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { startGitHubWorld, type GitHubWorld } from "../helpers/github.js";
 import { startServer, stopAllProcesses, waitFor, type RunningServer } from "../helpers/process.js";
 import { post } from "../cli/support.js";
@@ -337,8 +337,12 @@ describe("the merge queue on GitHub, real processes", () => {
     servers.push(first);
     prepared.uploads.url = first.url;
     await connect(prepared, [first.url], {});
-    await quarantineCheckout(prepared);
-    const order = [good[0], good[1], breaking, conflicting, good[2], good[3], flaky] as number[];
+    // The flaky pull request on one dialect only (it adds two runs at the end of the queue): the
+    // matching of uploads to runs is covered on both by test/github/ci.test.ts.
+    const withFlaky = TEST_DIALECT === "sqlite";
+    if (withFlaky) await quarantineCheckout(prepared);
+    const order = [good[0], good[1], breaking, conflicting, good[2], good[3]] as number[];
+    if (withFlaky) order.push(flaky);
     for (const number of order) {
       await call(first.url, "submitPullRequest", { ...QUEUE, pr: { number } }, prepared.token);
     }
@@ -364,9 +368,8 @@ describe("the merge queue on GitHub, real processes", () => {
       "every pull request concluded",
       { timeoutMs: 120_000, intervalMs: 250 },
     );
-    assertOutcome(prepared, final, [...good, flaky]);
+    assertOutcome(prepared, final, withFlaky ? [...good, flaky] : good);
     for (const rule of faults) expect(gh.faults.fired(rule)).toBeGreaterThan(0);
-    // The flaky pull request's run failed on the quarantined test only: run once more, merged.
     const timeline = async (number: number) => {
       const body = await call(
         second.url,
@@ -376,13 +379,15 @@ describe("the merge queue on GitHub, real processes", () => {
       );
       return body.timeline as { reason: string; toState: string; detail?: string | null }[];
     };
-    const retried = (await timeline(flaky)).filter((t) => t.reason === "retried_flaky_failure");
-    expect(retried.length).toBeGreaterThan(0);
-    expect(retried[0]?.detail).toMatch(/only known flaky tests failed/);
-    // The breaking one failed on a real failure, without a retry.
+    // The breaking one failed on a real (uploaded) test failure, without a retry.
     const broken = await timeline(breaking);
     expect(broken.at(-1)).toMatchObject({ toState: "failed", reason: "failing_required_check" });
     expect(broken.some((t) => t.reason === "retried_flaky_failure")).toBe(false);
+    if (!withFlaky) return;
+    // The flaky pull request's run failed on the quarantined test only: run once more, merged.
+    const retried = (await timeline(flaky)).filter((t) => t.reason === "retried_flaky_failure");
+    expect(retried.length).toBeGreaterThan(0);
+    expect(retried[0]?.detail).toMatch(/only known flaky tests failed/);
   }, 240_000);
 
   it("two servers on one database take GitHub's deliveries in turn, batching", async () => {
