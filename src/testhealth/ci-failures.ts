@@ -28,6 +28,11 @@ export interface CommitFailureQuestion {
   repo: OwnedRepoRef;
   /** The tested commit. */
   sha: string;
+  /**
+   * The run's test branch: an upload naming it since the run started is the run's too (a
+   * workflow of a draft testing pull request tests GitHub's merge commit of it, another sha).
+   */
+  branch: string;
   /** When the run started (epoch ms): uploads since then may still be the run's. */
   since: number;
 }
@@ -53,6 +58,7 @@ export class CiFailures {
     const found = await this.deps.uploads.commitFailures(
       repository.id,
       question.sha,
+      question.branch,
       question.since,
       MAX_FAILED_TESTS_CHECKED,
     );

@@ -191,10 +191,14 @@ export interface UploadRecords {
     repositoryId: string,
     commitShas: readonly string[],
   ): Promise<{ key: number; commitSha: string; uploadedAt: number }[]>;
-  /** A commit's failed tests and the uploads still to process since `since` (hosted CI runs). */
+  /**
+   * A tested commit's failed tests (uploads naming it, or its test branch since `since`) and the
+   * uploads still to process since `since` (hosted CI runs).
+   */
   commitFailures(
     repositoryId: string,
     commitSha: string,
+    branch: string,
     since: number,
     limit: number,
   ): Promise<CommitFailures>;

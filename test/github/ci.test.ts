@@ -561,6 +561,15 @@ describe("failures of known flaky tests (the CI job uploads its reports)", () =>
       { name: "test", conclusion: "failure", url: "https://ci.example/test" },
     ]);
 
+    // A draft testing pull request's workflow tests GitHub's merge commit of the test branch (not
+    // the tested commit); its upload names the branch: it is the run's.
+    const merged = await testRun(["test"]);
+    await github.ci.start(merged);
+    await upload("d".repeat(40), merged.testBranch, "failed", "passed");
+    await worker.idle();
+    await completedRun(merged.sha, "test", "failure");
+    expect((await finished(merged)).flakyOnly).toBe(true);
+
     // A real failure besides it: not flaky-only.
     const broken = await testRun(["test"]);
     await github.ci.start(broken);

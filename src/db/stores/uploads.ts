@@ -1,4 +1,10 @@
-import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
+import {
+  sql,
+  type ExpressionBuilder,
+  type Kysely,
+  type Selectable,
+  type Transaction,
+} from "kysely";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
 import type { Database, UploadsTable } from "../schema.js";
@@ -273,15 +279,21 @@ export class UploadStore implements UploadRecords {
   /**
    * What a hosted CI's failed run asks of a commit (testhealth/ci-failures.ts): the repository's
    * uploads created since `since` not processed yet (one of them may be the run's), the processed
-   * uploads naming the commit, and the ids of the tests whose final attempt failed in those (at
-   * most `limit` + 1).
+   * uploads naming the commit (or, created since `since`, the run's own branch), and the ids of
+   * the tests whose final attempt failed in those (at most `limit` + 1).
    */
   async commitFailures(
     repositoryId: string,
     commitSha: string,
+    branch: string,
     since: number,
     limit: number,
   ): Promise<CommitFailures> {
+    const theRun = (eb: ExpressionBuilder<Database, "uploads">) =>
+      eb.or([
+        eb("uploads.commitSha", "=", commitSha),
+        eb.and([eb("uploads.branch", "=", branch), eb("uploads.createdAt", ">=", since)]),
+      ]);
     const [unfinished, matched, failed] = await Promise.all([
       this.db
         .selectFrom("uploads")
@@ -294,7 +306,7 @@ export class UploadStore implements UploadRecords {
         .selectFrom("uploads")
         .select((eb) => eb.fn.countAll<number | string>().as("n"))
         .where("repositoryId", "=", repositoryId)
-        .where("commitSha", "=", commitSha)
+        .where(theRun)
         .where("state", "=", "processed")
         .executeTakeFirst(),
       this.db
@@ -304,7 +316,7 @@ export class UploadStore implements UploadRecords {
         .select("testCases.id")
         .distinct()
         .where("uploads.repositoryId", "=", repositoryId)
-        .where("uploads.commitSha", "=", commitSha)
+        .where(theRun)
         .where("uploads.state", "=", "processed")
         .where("testRuns.status", "=", "failed")
         .where("testRuns.attempt", "=", "final")

@@ -86,7 +86,12 @@ export interface GitHubCiDeps {
   pollIntervalMs?: number;
   /** Test health's view of a failed run's commit; absent: no run is ever `flakyOnly`. */
   failures?: {
-    ofCommit(question: { repo: OwnedRepoRef; sha: string; since: number }): Promise<{
+    ofCommit(question: {
+      repo: OwnedRepoRef;
+      sha: string;
+      branch: string;
+      since: number;
+    }): Promise<{
       flakyOnly: boolean;
       waiting: boolean;
     }>;
@@ -393,6 +398,7 @@ export class GitHubCi implements CiProvider {
     const answer = await failures.ofCommit({
       repo: run.request.repo,
       sha: run.request.sha,
+      branch: run.request.testBranch,
       since: run.createdAt - UPLOAD_SLACK_MS,
     });
     const wait = this.uploadWaits.get(key) ?? { since: clock.now() };

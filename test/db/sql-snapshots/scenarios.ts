@@ -1159,7 +1159,8 @@ export const SCENARIOS: StoreScenario[] = [
       },
       {
         method: "commitFailures",
-        run: (s) => s.commitFailures(REPO_ID, "a".repeat(40), NOW - HOUR, 500),
+        run: (s) =>
+          s.commitFailures(REPO_ID, "a".repeat(40), "trunk-merge/main/r1", NOW - HOUR, 500),
       },
       { method: "list", answer: when([/count/, [{ n: 1 }]]), run: (s) => s.list(REPO_ID, 0, 25) },
       { method: "oldBundles", run: (s) => s.oldBundles(NOW - 30 * DAY) },
