@@ -39,6 +39,7 @@ import { Pager } from "./testhealth/pager.js";
 import { RepositoryAccess } from "./testhealth/repository-access.js";
 import { PublicRepositoryIds } from "./testhealth/public-repository-ids.js";
 import { DEFAULT_MAX_BUNDLE_BYTES, UploadService } from "./testhealth/upload-service.js";
+import { CiFailures } from "./testhealth/ci-failures.js";
 import { TestManagementService } from "./testhealth/test-management.js";
 import { TestQueryService } from "./testhealth/test-queries.js";
 import { TestHealthOverview } from "./testhealth/overview.js";
@@ -335,6 +336,12 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
         ...(options.githubCiPollIntervalMs === undefined
           ? {}
           : { ciPollIntervalMs: options.githubCiPollIntervalMs }),
+        ciFailures: new CiFailures({
+          repositories,
+          uploads: uploadStore,
+          testCases,
+          settings: testSettings,
+        }),
       })
     : undefined;
   const gitHost: GitHostRouter = new GitHostRouter(

@@ -30,6 +30,8 @@ export const TRANSITION_REASONS = [
   "resubmitted",
   "ready",
   "not_mergeable",
+  /** The host requires approving reviews the pull request lacks (GitHub: branch protection). */
+  "review_required",
   "base_branch_mismatch",
   "awaiting_impacted_targets",
   "not_ready_timeout",
@@ -102,6 +104,11 @@ export interface PullRequestInfo {
    * stacked on them), each with the head it contains. Absent: the host does not tell.
    */
   contains?: { number: number; headSha: string }[];
+  /**
+   * The target branch requires approving reviews this pull request lacks (it is not ready until
+   * they are given: `review_required`). Absent: none lacking, or the host does not require any.
+   */
+  reviewRequired?: boolean;
 }
 
 /** One submission of a pull request to a queue, from submit until merged, failed or cancelled. */
@@ -141,6 +148,8 @@ export interface Entry {
   positioned: boolean;
   /** Why a pending entry is not being tested yet, when the planner holds it on purpose. */
   waiting?: WaitingReason | null;
+  /** Set while a not-ready entry waits for approving reviews (its timeline said so once). */
+  awaitingReview?: boolean;
 }
 
 /**

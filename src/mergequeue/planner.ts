@@ -580,6 +580,7 @@ class Planning {
   private notReadyReason(entry: Entry): TransitionReason | null {
     const pr = entry.pr;
     if (pr.baseBranch !== this.s.targetBranch) return "base_branch_mismatch";
+    if (pr.reviewRequired === true) return "review_required";
     if (pr.mergeability === "not_mergeable") return "not_mergeable";
     // Entries already admitted keep their place while the host recomputes mergeability.
     if (entry.state === "not_ready" && pr.mergeability !== "mergeable") return "not_mergeable";
@@ -623,8 +624,24 @@ class Planning {
     } else if (reason !== null && entry.state !== "not_ready") {
       this.leaveOrder(entry, reason);
       entry.readyAt = null;
-      this.transition(entry, "not_ready", reason);
+      this.transition(entry, "not_ready", reason, null, this.notReadyDetail(reason));
+    } else if (
+      reason === "review_required" &&
+      entry.state === "not_ready" &&
+      entry.awaitingReview !== true
+    ) {
+      // Submitted (or held for another reason) and now waiting for reviews: the one not-ready
+      // reason a person must act on is said on the timeline, without restarting its not-ready time.
+      this.record(entry, "not_ready", reason, QUEUE_ACTOR, null, this.notReadyDetail(reason));
     }
+    if (reason === "review_required") entry.awaitingReview = true;
+    else Reflect.deleteProperty(entry, "awaitingReview");
+  }
+
+  private notReadyDetail(reason: TransitionReason): string | null {
+    return reason === "review_required"
+      ? "the target branch requires approving reviews this pull request does not have yet"
+      : null;
   }
 
   // ---- queue order -----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import type {
   ClaimedUpload,
   ClassificationCandidate,
   ClassificationUpdate,
+  CommitFailures,
   FailingEntry,
   FileError,
   HistoryRecord,
@@ -190,6 +191,17 @@ export interface UploadRecords {
     repositoryId: string,
     commitShas: readonly string[],
   ): Promise<{ key: number; commitSha: string; uploadedAt: number }[]>;
+  /**
+   * A tested commit's failed tests (uploads naming it, or its test branch since `since`) and the
+   * uploads still to process since `since` (hosted CI runs).
+   */
+  commitFailures(
+    repositoryId: string,
+    commitSha: string,
+    branch: string,
+    since: number,
+    limit: number,
+  ): Promise<CommitFailures>;
   list(
     repositoryId: string,
     offset: number,

@@ -192,6 +192,16 @@ export interface UploadOutcome {
 /** What identifies one claim of an upload: the upload and the attempt the claim counted. */
 export type ClaimedUpload = Pick<UploadRecord, "key" | "attempts">;
 
+/** A commit's failed tests, from its processed uploads (a hosted CI's failed run). */
+export interface CommitFailures {
+  /** The repository's uploads since the time asked about that are not processed yet. */
+  unfinished: number;
+  /** Processed uploads of the commit. */
+  uploads: number;
+  /** Tests whose final attempt failed in them (at most the limit asked for, plus one). */
+  failedTestIds: string[];
+}
+
 /** The upload's lease ran out and another worker claimed it: this worker's work is void. */
 export class UploadTakenOver extends Error {
   constructor(readonly uploadKey: number) {

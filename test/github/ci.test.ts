@@ -4,7 +4,8 @@
  * checks hold; the configuration at the tested commit beats GitHub's protection; a run concludes
  * through the poll when every webhook is lost; repeated deliveries and reads store one result;
  * a new process on the same database watches the runs left unfinished; draft testing pull
- * requests are opened and closed, and the pull-request workflows they trigger decide the run.
+ * requests are opened and closed, and the pull-request workflows they trigger decide the run; a
+ * failed run whose uploaded reports fail only on quarantined tests is reported flaky-only.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServices } from "../../src/app.js";
@@ -20,6 +21,7 @@ import {
 } from "../helpers/github.js";
 import type { TestServer } from "../helpers/server.js";
 import type { GitHubProvider } from "../../src/providers/github/index.js";
+import { bundle, junit, putBundle, testIdOf } from "../helpers/uploads.js";
 
 let world: GitHubWorld;
 let server: TestServer;
@@ -395,8 +397,11 @@ describe("lost, repeated and late signals", () => {
         .poll(() => heard.filter((r) => r.runId === run.runId).length, { timeout: 30_000 })
         .toBe(1);
       expect(resultsOf(run.runId)).toEqual([]);
-      const stored = await new GitHubCiRunStore(server.database.handle.db).get(queueId, run.runId);
-      expect(stored?.status).toBe("passed");
+      // Stored as ended once the listeners have it (just after).
+      const store = new GitHubCiRunStore(server.database.handle.db);
+      await expect
+        .poll(async () => (await store.get(queueId, run.runId))?.status, { timeout: 10_000 })
+        .toBe("passed");
     } finally {
       world.gh.setWebhookChaos({});
       await nextGithub.ci.stopWatching();
@@ -502,5 +507,90 @@ describe("draft testing pull requests", () => {
         createPrsForTestingBranches: false,
       });
     }
+  });
+});
+
+describe("failures of known flaky tests (the CI job uploads its reports)", () => {
+  /** The CI job's upload for a tested commit: `checkout` and `numbers` with these results. */
+  const upload = async (
+    commit: string,
+    branch: string,
+    checkout: "passed" | "failed",
+    numbers: "passed" | "failed",
+  ) => {
+    const report = junit([
+      { name: "checkout", status: checkout },
+      { name: "numbers", status: numbers },
+    ]);
+    await putBundle(
+      server,
+      await bundle({ files: [report], commit, branch, repo: WIDGETS }),
+      WIDGETS,
+    );
+  };
+
+  it("reports flaky-only a run whose only failed test is quarantined, after its upload is processed", async () => {
+    const { worker } = server.services;
+    // main's CI made the tests known; `checkout` is quarantined.
+    await upload("c".repeat(40), "main", "passed", "passed");
+    await worker.idle();
+    const override = await server.call("flaky-tests/set-quarantine-override", {
+      repo: WIDGETS,
+      org_url_slug: "acme",
+      test_id: testIdOf({ name: "checkout", repo: WIDGETS }),
+      override: "ALWAYS_QUARANTINE",
+    });
+    expect(override.status, override.text).toBe(200);
+
+    const flaky = await testRun(["test"]);
+    await github.ci.start(flaky);
+    // The job uploads, then its check run fails, before the upload is processed: the run waits.
+    await worker.stop();
+    try {
+      await upload(flaky.sha, flaky.testBranch, "failed", "passed");
+      await completedRun(flaky.sha, "test", "failure");
+      await settle(world, server);
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(resultsOf(flaky.runId)).toEqual([]);
+    } finally {
+      worker.start();
+    }
+    const retried = await finished(flaky);
+    expect(retried.flakyOnly).toBe(true);
+    expect(retried.checks).toEqual([
+      { name: "test", conclusion: "failure", url: "https://ci.example/test" },
+    ]);
+
+    // A draft testing pull request's workflow tests GitHub's merge commit of the test branch (not
+    // the tested commit); its upload names the branch: it is the run's.
+    const merged = await testRun(["test"]);
+    await github.ci.start(merged);
+    await upload("d".repeat(40), merged.testBranch, "failed", "passed");
+    await worker.idle();
+    await completedRun(merged.sha, "test", "failure");
+    expect((await finished(merged)).flakyOnly).toBe(true);
+
+    // A real failure besides it: not flaky-only.
+    const broken = await testRun(["test"]);
+    await github.ci.start(broken);
+    await upload(broken.sha, broken.testBranch, "failed", "failed");
+    await worker.idle();
+    await completedRun(broken.sha, "test", "failure");
+    expect((await finished(broken)).flakyOnly).toBeUndefined();
+
+    // Another commit's quarantined failure says nothing of this one, which uploaded nothing.
+    const silent = await testRun(["test"]);
+    await github.ci.start(silent);
+    await completedRun(silent.sha, "test", "failure");
+    expect((await finished(silent)).flakyOnly).toBeUndefined();
+
+    // A cancelled required check is not explained by failed tests.
+    const cancelled = await testRun(["test", "lint"]);
+    await github.ci.start(cancelled);
+    await upload(cancelled.sha, cancelled.testBranch, "failed", "passed");
+    await worker.idle();
+    await completedRun(cancelled.sha, "lint", "cancelled");
+    await completedRun(cancelled.sha, "test", "failure");
+    expect((await finished(cancelled)).flakyOnly).toBeUndefined();
   });
 });

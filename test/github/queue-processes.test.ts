@@ -5,22 +5,56 @@
  * faults on. A queue of good, breaking, conflicting and stacked pull requests; the server killed
  * (SIGKILL) mid-queue and another started on the same database; then two servers on one database
  * taking GitHub's deliveries in turn. Every good pull request is merged once, in order; the
- * breaking and conflicting ones fail; nothing untested lands on main.
+ * breaking and conflicting ones fail; nothing untested lands on main. The CI job's test suite
+ * writes JUnit and uploads it to Mainline as Trunk's uploader does; a quarantined test that fails
+ * in a queue run (a flaky pull request's) gets the run retried once, and the pull request merges.
  */
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { startGitHubWorld, type GitHubWorld } from "../helpers/github.js";
 import { startServer, stopAllProcesses, waitFor, type RunningServer } from "../helpers/process.js";
 import { post } from "../cli/support.js";
+import { bundle, testIdOf } from "../helpers/uploads.js";
+import type { Checkout } from "../helpers/fake-github/ci.js";
 
 const OWNER = "acme-gh";
 const NAME = "widgets";
 const FULL = `${OWNER}/${NAME}`;
 const QUEUE = { repo: { host: "github.com", owner: OWNER, name: NAME }, targetBranch: "main" };
-/** Fails when any text file says BROKEN: a pull request can break main. */
-const CHECK = "#!/bin/sh\nif grep -rq BROKEN --include='*.txt' .; then echo broken; exit 1; fi\n";
+const REPO = { host: "github.com", owner: OWNER, name: NAME };
+/**
+ * The repository's test suite, two tests reported in JUnit: `content` fails when a text file says
+ * BROKEN (a pull request can break main); `checkout` is flaky once `flaky.txt` is there: it fails
+ * the first time a tree is tested, and passes when the same tree is tested again.
+ */
+const CHECK = `#!/bin/sh
+mkdir -p reports
+content=pass
+checkout=pass
+grep -rq BROKEN --include='*.txt' . && content=fail
+seen="$FLAKY_DIR/$(git rev-parse HEAD^{tree})"
+if [ -e flaky.txt ] && [ ! -e "$seen" ]; then touch "$seen"; checkout=fail; fi
+result() { [ "$1" = pass ] || echo '<failure message="it failed"/>'; }
+{
+  echo '<testsuite name="widgets">'
+  echo "<testcase classname=\\"widgets\\" name=\\"content\\">$(result $content)</testcase>"
+  echo "<testcase classname=\\"widgets\\" name=\\"checkout\\">$(result $checkout)</testcase>"
+  echo '</testsuite>'
+} > reports/junit.xml
+[ $content = pass ] && [ $checkout = pass ]
+`;
+const CHECKOUT_TEST = testIdOf({
+  name: "checkout",
+  classname: "widgets",
+  suite: "widgets",
+  repo: REPO,
+});
 
 let world: GitHubWorld | undefined;
 let database: TestDatabase | undefined;
@@ -39,13 +73,93 @@ interface Prepared {
   world: GitHubWorld;
   env: Record<string, string>;
   token: string;
-  prs: { good: number[]; breaking: number; conflicting: number };
+  prs: { good: number[]; breaking: number; conflicting: number; flaky: number };
+  /** Where the CI job uploads its reports (the server taking them now). */
+  uploads: { url: string };
 }
 
 /**
- * The fake GitHub with the App installed on `acme-gh`, a repository whose CI runs the check on
- * every push to `trunk-merge/**`, and six pull requests: four good (one stacked on another), one
- * that breaks the check, one that conflicts with a good one ahead of it.
+ * The CI job: runs the test suite in the checkout, then uploads its JUnit to Mainline (the bundle
+ * upload API with the organization's token, for the tested commit and branch), retrying while the
+ * server is away (killed), as a job step would. Passes when the suite does.
+ */
+async function testJob(
+  checkout: Checkout,
+  uploads: { url: string },
+  token: string,
+  flakyDir: string,
+) {
+  const passed = await promisify(execFile)("sh", ["./check.sh"], {
+    cwd: checkout.dir,
+    env: { ...process.env, FLAKY_DIR: flakyDir },
+  }).then(
+    () => true,
+    () => false,
+  );
+  const report = readFileSync(path.join(checkout.dir, "reports", "junit.xml"), "utf8");
+  await upload(uploads, token, report, checkout.sha, checkout.ref);
+  return passed;
+}
+
+/** A JUnit report to Mainline as Trunk's uploader sends it, retried while the server is away. */
+async function upload(
+  uploads: { url: string },
+  token: string,
+  report: string,
+  commit: string,
+  branch: string,
+): Promise<void> {
+  const body = await bundle({ files: [report], commit, branch, repo: REPO });
+  for (let attempt = 0; attempt < 150; attempt++) {
+    try {
+      const created = await post(
+        uploads.url,
+        "metrics/createBundleUpload",
+        { repo: REPO, orgUrlSlug: "acme", clientVersion: "ci-job", remoteUrls: [] },
+        token,
+      );
+      const url = (created.body as { url?: string } | undefined)?.url;
+      if (created.status === 200 && url !== undefined) {
+        const put = await fetch(url, { method: "PUT", body });
+        if (put.ok) break;
+      }
+    } catch {
+      // The server is away: try again.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** main's CI reported the suite once (the tests are known); `checkout` is then quarantined. */
+async function quarantineCheckout(prepared: Prepared): Promise<void> {
+  const { gh } = prepared.world;
+  const report = [
+    '<testsuite name="widgets">',
+    '<testcase classname="widgets" name="content"/>',
+    '<testcase classname="widgets" name="checkout"/>',
+    "</testsuite>",
+  ].join("\n");
+  const head = (await gh.readRef(FULL, "heads/main")) ?? "";
+  await upload(prepared.uploads, prepared.token, report, head, "main");
+  await waitFor(
+    async () => {
+      const answer = await post(
+        prepared.uploads.url,
+        "flaky-tests/set-quarantine-override",
+        { repo: REPO, org_url_slug: "acme", test_id: CHECKOUT_TEST, override: "ALWAYS_QUARANTINE" },
+        prepared.token,
+      );
+      return answer.status === 200;
+    },
+    "the flaky test quarantined",
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+}
+
+/**
+ * The fake GitHub with the App installed on `acme-gh`, a repository whose CI runs the test job on
+ * every push to `trunk-merge/**`, and seven pull requests: four good (one stacked on another), one
+ * that breaks the check, one that conflicts with a good one ahead of it, one with a flaky test.
  */
 async function prepare(): Promise<Prepared> {
   world = await startGitHubWorld({ mergeabilityDelayMs: 50 });
@@ -59,11 +173,14 @@ async function prepare(): Promise<Prepared> {
     name: NAME,
     files: { "check.sh": CHECK, "shared.txt": "one\ntwo\nthree\n" },
   });
+  const token = randomBytes(32).toString("hex");
+  const uploads = { url: "" };
+  const flakyDir = mkdtempSync(path.join(tmpdir(), "mainline-flaky-"));
   gh.configureCi(FULL, [
     {
       name: "test",
       on: { push: { branches: ["trunk-merge/**"] } },
-      checks: [{ name: "ci", run: "sh ./check.sh" }],
+      checks: [{ name: "ci", run: (checkout) => testJob(checkout, uploads, token, flakyDir) }],
     },
   ]);
   const branch = async (name: string, from: string, files: Record<string, string>) => {
@@ -77,8 +194,8 @@ async function prepare(): Promise<Prepared> {
   const base = await branch("base", "main", { "base.txt": "base\n" });
   // Stacked: its head contains `base`'s head.
   const stacked = await branch("stacked", "base", { "stacked.txt": "stacked\n" });
+  const flaky = await branch("flaky", "main", { "flaky.txt": "flaky\n" });
 
-  const token = randomBytes(32).toString("hex");
   const env = {
     ...database.env,
     ...world.env,
@@ -89,7 +206,8 @@ async function prepare(): Promise<Prepared> {
     world,
     env,
     token,
-    prs: { good: [first, shared, base, stacked], breaking, conflicting },
+    prs: { good: [first, shared, base, stacked], breaking, conflicting, flaky },
+    uploads,
   };
 }
 
@@ -137,10 +255,17 @@ function testedStates(gitDir: string, sha: string): string[] {
     .split("\n");
 }
 
-/** What must hold however the run went: merged once each, in order, and only tested trees. */
-function assertOutcome(prepared: Prepared, final: Map<number, string>): void {
+/**
+ * What must hold however the run went: merged once each, in order, and only tested trees. `good`:
+ * the pull requests that must merge, in submission order (default the four good ones).
+ */
+function assertOutcome(
+  prepared: Prepared,
+  final: Map<number, string>,
+  good = prepared.prs.good,
+): void {
   const { gh } = prepared.world;
-  const { good, breaking, conflicting } = prepared.prs;
+  const { breaking, conflicting } = prepared.prs;
   for (const number of good) expect(final.get(number), `#${String(number)}`).toBe("merged");
   expect(final.get(breaking)).toBe("failed");
   expect(final.get(conflicting)).toBe("failed");
@@ -200,7 +325,7 @@ describe("the merge queue on GitHub, real processes", () => {
   it("a server killed mid-queue: another on the same database finishes the queue, faults on", async () => {
     const prepared = await prepare();
     const { gh } = prepared.world;
-    const { good, breaking, conflicting } = prepared.prs;
+    const { good, breaking, conflicting, flaky } = prepared.prs;
     gh.setWebhookChaos({ delayMs: [0, 100], duplicate: 0.2, reorder: 4 });
     const faults = [
       gh.addFault(gh.fault.baseBranchModified({ times: 1 })),
@@ -210,8 +335,14 @@ describe("the merge queue on GitHub, real processes", () => {
 
     const first = await startServer(prepared.env);
     servers.push(first);
+    prepared.uploads.url = first.url;
     await connect(prepared, [first.url], {});
+    // The flaky pull request on one dialect only (it adds two runs at the end of the queue): the
+    // matching of uploads to runs is covered on both by test/github/ci.test.ts.
+    const withFlaky = TEST_DIALECT === "sqlite";
+    if (withFlaky) await quarantineCheckout(prepared);
     const order = [good[0], good[1], breaking, conflicting, good[2], good[3]] as number[];
+    if (withFlaky) order.push(flaky);
     for (const number of order) {
       await call(first.url, "submitPullRequest", { ...QUEUE, pr: { number } }, prepared.token);
     }
@@ -226,6 +357,7 @@ describe("the merge queue on GitHub, real processes", () => {
 
     const second = await startServer(prepared.env);
     servers.push(second);
+    prepared.uploads.url = second.url;
     gh.setWebhookUrls(prepared.world.app.id, [`${second.url}/webhooks/github`]);
     let final = new Map<number, string>();
     await waitFor(
@@ -236,8 +368,26 @@ describe("the merge queue on GitHub, real processes", () => {
       "every pull request concluded",
       { timeoutMs: 120_000, intervalMs: 250 },
     );
-    assertOutcome(prepared, final);
+    assertOutcome(prepared, final, withFlaky ? [...good, flaky] : good);
     for (const rule of faults) expect(gh.faults.fired(rule)).toBeGreaterThan(0);
+    const timeline = async (number: number) => {
+      const body = await call(
+        second.url,
+        "getSubmittedPullRequest",
+        { ...QUEUE, pr: { number }, includeTimeline: true },
+        prepared.token,
+      );
+      return body.timeline as { reason: string; toState: string; detail?: string | null }[];
+    };
+    // The breaking one failed on a real (uploaded) test failure, without a retry.
+    const broken = await timeline(breaking);
+    expect(broken.at(-1)).toMatchObject({ toState: "failed", reason: "failing_required_check" });
+    expect(broken.some((t) => t.reason === "retried_flaky_failure")).toBe(false);
+    if (!withFlaky) return;
+    // The flaky pull request's run failed on the quarantined test only: run once more, merged.
+    const retried = (await timeline(flaky)).filter((t) => t.reason === "retried_flaky_failure");
+    expect(retried.length).toBeGreaterThan(0);
+    expect(retried[0]?.detail).toMatch(/only known flaky tests failed/);
   }, 240_000);
 
   it("two servers on one database take GitHub's deliveries in turn, batching", async () => {
@@ -251,6 +401,7 @@ describe("the merge queue on GitHub, real processes", () => {
     servers.push(a);
     const b = await startServer(prepared.env);
     servers.push(b);
+    prepared.uploads.url = b.url;
     // Batching: the breaking pull request's batch fails and is bisected.
     await connect(prepared, [a.url, b.url], {
       batch: true,

@@ -27,7 +27,7 @@ let token: () => string;
 interface Item {
   state: string;
   readiness?: { gitHubMergeability: string };
-  timeline?: { reason: string; detail?: string | null }[];
+  timeline?: { reason: string; toState?: string; detail?: string | null }[];
 }
 
 // Writes go one a second per installation (GitHub's advice, kept by the client): a test branch
@@ -234,11 +234,40 @@ describe("the queue on GitHub", () => {
           interval: 250,
         })
         .toBe("not_mergeable");
-      expect((await item(pr.number)).state).toBe("not_ready");
+      // Not ready for its own reason, said once, on the API and on the pull request's comment.
+      await expect
+        .poll(async () => (await item(pr.number)).timeline?.map((t) => t.reason), {
+          timeout: 30_000,
+          interval: 250,
+        })
+        .toContain("review_required");
+      const held = await item(pr.number);
+      expect(held.state).toBe("not_ready");
+      expect(held.timeline?.filter((t) => t.reason === "review_required")).toHaveLength(1);
+      expect(held.timeline?.at(-1)).toMatchObject({
+        toState: "not_ready",
+        reason: "review_required",
+      });
+      expect(held.timeline?.at(-1)?.detail).toMatch(/approving reviews/);
+      await expect
+        .poll(
+          () =>
+            gh
+              .comments(NAME, pr.number)
+              .map((c) => c.body)
+              .join("\n"),
+          {
+            timeout: 30_000,
+            interval: 250,
+          },
+        )
+        .toMatch(/review required/);
       // The review's webhook makes the queue read the pull request again.
       await gh.approve(NAME, pr.number, "carol");
       const landed = await settled(pr.number);
       expect(landed.state).toBe("merged");
+      const reasons = landed.timeline?.map((t) => t.reason) ?? [];
+      expect(reasons.indexOf("ready")).toBeGreaterThan(reasons.indexOf("review_required"));
       expect(gh.pullRequest(NAME, pr.number).mergedAt).toBeTruthy();
     } finally {
       gh.unprotectBranch(NAME, "main");

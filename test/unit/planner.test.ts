@@ -49,6 +49,35 @@ describe("predictive testing (background §merge-queue-2.5)", () => {
     h.submit(2, { pr: { baseBranch: "release" } });
     expect(h.state(2)).toBe("not_ready");
   });
+
+  it("says review_required once while approvals are missing, and admits it when they are given", () => {
+    const h = new PlannerHarness({ notReadyTimeoutHours: 2 });
+    const lacking = { mergeability: "not_mergeable", reviewRequired: true } as const;
+    h.submit(1, { pr: lacking });
+    expect(h.history(1)).toEqual(["not_ready:submitted", "not_ready:review_required"]);
+    expect(h.lastDetail(1)).toMatch(/approving reviews/);
+    // Read again (another webhook), still lacking: nothing new on the timeline, and the
+    // not-ready time still counts from the submission.
+    h.at(60).send({ type: "pr_updated", pr: { ...h.pr(1), ...lacking } });
+    expect(h.history(1)).toHaveLength(2);
+    const approved = { mergeability: "mergeable", reviewRequired: false } as const;
+    h.at(90).send({ type: "pr_updated", pr: { ...h.pr(1), ...approved } });
+    expect(h.history(1).slice(2)).toEqual(["pending:ready", "testing:test_run_started"]);
+    // A review dismissed while it is in the queue: back to not_ready, for that reason.
+    h.send({ type: "pr_updated", pr: { ...h.pr(1), ...lacking } });
+    expect(h.state(1)).toBe("not_ready");
+    expect(h.history(1).at(-1)).toBe("not_ready:review_required");
+    expect(h.history(1).filter((t) => t === "not_ready:review_required")).toHaveLength(2);
+  });
+
+  it("a pull request lacking reviews times out in not_ready from its submission", () => {
+    const h = new PlannerHarness({ notReadyTimeoutHours: 2 });
+    h.submit(1, { pr: { mergeability: "not_mergeable", reviewRequired: true } });
+    h.tick(119);
+    expect(h.state(1)).toBe("not_ready");
+    h.tick(120);
+    expect(h.history(1).at(-1)).toBe("cancelled:not_ready_timeout");
+  });
 });
 
 describe("pending failure (background §merge-queue-2.6)", () => {

@@ -86,6 +86,21 @@ select "key", "commit_sha", "uploaded_at"
   from "uploads"
   where "repository_id" = $1 and "commit_sha" in ($2) and "state" in ($3, $4);
 
+-- UploadStore.commitFailures(repositoryId, commitSha, branch, since, limit)
+select count(*) as "n"
+  from "uploads"
+  where "repository_id" = $1 and "created_at" >= $2 and "state" in ($3, $4, $5);
+select count(*) as "n"
+  from "uploads"
+  where "repository_id" = $1 and ("uploads"."commit_sha" = $2 or ("uploads"."branch" = $3 and "uploads"."created_at" >= $4)) and "state" = $5;
+select distinct "test_cases"."id"
+  from "uploads"
+  inner join "test_runs" on "test_runs"."upload_key" = "uploads"."key"
+  inner join "test_cases" on "test_cases"."key" = "test_runs"."test_key"
+  where "uploads"."repository_id" = $1 and ("uploads"."commit_sha" = $2 or ("uploads"."branch" = $3 and "uploads"."created_at" >= $4)) and "uploads"."state" = $5 and "test_runs"."status" = $6 and "test_runs"."attempt" = $7
+  order by "test_cases"."id"
+  limit $8;
+
 -- UploadStore.list(repositoryId, offset, limit)
 select count(*) as "n"
   from "uploads"

@@ -85,6 +85,21 @@ select "key", "commit_sha", "uploaded_at"
   from "uploads"
   where "repository_id" = ? and "commit_sha" in (?) and "state" in (?, ?);
 
+-- UploadStore.commitFailures(repositoryId, commitSha, branch, since, limit)
+select count(*) as "n"
+  from "uploads"
+  where "repository_id" = ? and "created_at" >= ? and "state" in (?, ?, ?);
+select count(*) as "n"
+  from "uploads"
+  where "repository_id" = ? and ("uploads"."commit_sha" = ? or ("uploads"."branch" = ? and "uploads"."created_at" >= ?)) and "state" = ?;
+select distinct "test_cases"."id"
+  from "uploads"
+  inner join "test_runs" on "test_runs"."upload_key" = "uploads"."key"
+  inner join "test_cases" on "test_cases"."key" = "test_runs"."test_key"
+  where "uploads"."repository_id" = ? and ("uploads"."commit_sha" = ? or ("uploads"."branch" = ? and "uploads"."created_at" >= ?)) and "uploads"."state" = ? and "test_runs"."status" = ? and "test_runs"."attempt" = ?
+  order by "test_cases"."id"
+  limit ?;
+
 -- UploadStore.list(repositoryId, offset, limit)
 select count(*) as "n"
   from "uploads"

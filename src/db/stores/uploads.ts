@@ -1,10 +1,17 @@
-import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
+import {
+  sql,
+  type ExpressionBuilder,
+  type Kysely,
+  type Selectable,
+  type Transaction,
+} from "kysely";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
 import type { Database, UploadsTable } from "../schema.js";
 import {
   UploadTakenOver,
   type ClaimedUpload,
+  type CommitFailures,
   type FileError,
   type UploadOutcome,
   type UploadRecord,
@@ -267,6 +274,61 @@ export class UploadStore implements UploadRecords {
       commitSha: r.commitSha ?? "",
       uploadedAt: r.uploadedAt ?? 0,
     }));
+  }
+
+  /**
+   * What a hosted CI's failed run asks of a commit (testhealth/ci-failures.ts): the repository's
+   * uploads created since `since` not processed yet (one of them may be the run's), the processed
+   * uploads naming the commit (or, created since `since`, the run's own branch), and the ids of
+   * the tests whose final attempt failed in those (at most `limit` + 1).
+   */
+  async commitFailures(
+    repositoryId: string,
+    commitSha: string,
+    branch: string,
+    since: number,
+    limit: number,
+  ): Promise<CommitFailures> {
+    const theRun = (eb: ExpressionBuilder<Database, "uploads">) =>
+      eb.or([
+        eb("uploads.commitSha", "=", commitSha),
+        eb.and([eb("uploads.branch", "=", branch), eb("uploads.createdAt", ">=", since)]),
+      ]);
+    const [unfinished, matched, failed] = await Promise.all([
+      this.db
+        .selectFrom("uploads")
+        .select((eb) => eb.fn.countAll<number | string>().as("n"))
+        .where("repositoryId", "=", repositoryId)
+        .where("createdAt", ">=", since)
+        .where("state", "in", ["awaiting_bundle", "pending", "processing"])
+        .executeTakeFirst(),
+      this.db
+        .selectFrom("uploads")
+        .select((eb) => eb.fn.countAll<number | string>().as("n"))
+        .where("repositoryId", "=", repositoryId)
+        .where(theRun)
+        .where("state", "=", "processed")
+        .executeTakeFirst(),
+      this.db
+        .selectFrom("uploads")
+        .innerJoin("testRuns", "testRuns.uploadKey", "uploads.key")
+        .innerJoin("testCases", "testCases.key", "testRuns.testKey")
+        .select("testCases.id")
+        .distinct()
+        .where("uploads.repositoryId", "=", repositoryId)
+        .where(theRun)
+        .where("uploads.state", "=", "processed")
+        .where("testRuns.status", "=", "failed")
+        .where("testRuns.attempt", "=", "final")
+        .orderBy("testCases.id")
+        .limit(limit + 1)
+        .execute(),
+    ]);
+    return {
+      unfinished: Number(unfinished?.n ?? 0),
+      uploads: Number(matched?.n ?? 0),
+      failedTestIds: failed.map((row) => row.id),
+    };
   }
 
   async list(

@@ -14,6 +14,10 @@
  *   it read the commit's check runs (`filter=latest`) and combined status again; a poll loop does
  *   the same for every watched run (conditional GETs: a 304 costs nothing), so a lost webhook only
  *   delays a result.
+ * - A failed run asks test health about the tested commit (`failures`: its CI job uploads its
+ *   reports as Trunk's uploader does): when every failed test is known flaky or quarantined, the
+ *   result says `flakyOnly` and the queue runs it once more. Uploads still being processed wait
+ *   a little (`failureUploadWaitMs`), read again every second.
  * - A concluded run's result goes to the listeners, then the run is marked ended; a crash in
  *   between emits it again after the restart (the driver ignores repeated results). Runs still
  *   watched when a process stops are watched again by the next (`startWatching`).
@@ -61,6 +65,10 @@ import type { WebhookHandlers } from "./webhooks/registry.js";
 
 /** How often every watched run is read again (webhooks may be lost). */
 export const DEFAULT_CI_POLL_INTERVAL_MS = 15 * SECOND_MS;
+/** How long a failed run waits for the repository's unprocessed uploads, at most. */
+export const DEFAULT_FAILURE_UPLOAD_WAIT_MS = 2 * 60 * SECOND_MS;
+/** Uploads created this long before a run was stored may still be its own. */
+const UPLOAD_SLACK_MS = 60 * SECOND_MS;
 
 const MAINLINE_FILE = ".mainline.yml";
 const TRUNK_FILE = ".trunk/trunk.yaml";
@@ -76,6 +84,20 @@ export interface GitHubCiDeps {
   logger: GitHubLogger;
   /** Default 15 s. */
   pollIntervalMs?: number;
+  /** Test health's view of a failed run's commit; absent: no run is ever `flakyOnly`. */
+  failures?: {
+    ofCommit(question: {
+      repo: OwnedRepoRef;
+      sha: string;
+      branch: string;
+      since: number;
+    }): Promise<{
+      flakyOnly: boolean;
+      waiting: boolean;
+    }>;
+  };
+  /** Default 2 min. */
+  failureUploadWaitMs?: number;
 }
 
 /** One report of a check on the tested commit: a check run (with its App) or a commit status. */
@@ -212,6 +234,8 @@ export class GitHubCi implements CiProvider {
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
   private watching = false;
+  /** Failed runs waiting for uploads to be processed: since when, and their next read. */
+  private readonly uploadWaits = new Map<string, { since: number; timer?: NodeJS.Timeout }>();
 
   constructor(private readonly deps: GitHubCiDeps) {}
 
@@ -282,6 +306,8 @@ export class GitHubCi implements CiProvider {
     this.watching = false;
     clearInterval(this.timer);
     this.timer = undefined;
+    for (const wait of this.uploadWaits.values()) clearTimeout(wait.timer);
+    this.uploadWaits.clear();
     await this.polling;
     await Promise.allSettled([...this.work.values()]);
   }
@@ -335,16 +361,71 @@ export class GitHubCi implements CiProvider {
     const required = prepared.required as WatchedRequired;
     const verdict = judgeObservations(required.checks, await this.observe(access, run.request.sha));
     if (verdict.state === "pending") return;
+    const flakyOnly =
+      verdict.state === "failed" && (await this.flakyOnly(prepared, verdict.checks));
+    if (flakyOnly === undefined) return;
     await this.conclude(prepared, verdict.state, {
       queueId,
       runId,
       checks: verdict.checks,
+      ...(flakyOnly ? { flakyOnly } : {}),
       ...(required.source === "merge_instance"
         ? {}
         : {
             requiredStatuses: { statuses: requiredNames(required.checks), source: required.source },
           }),
     });
+  }
+
+  /**
+   * Whether a failed run failed only on known flaky or quarantined tests (test health, from the
+   * tested commit's uploads); undefined while the repository's uploads since the run started are
+   * still being processed (the run is read again in a second, for `failureUploadWaitMs` at most).
+   */
+  private async flakyOnly(
+    run: WatchedCiRun,
+    checks: CiRunResult["checks"],
+  ): Promise<boolean | undefined> {
+    const { failures, clock } = this.deps;
+    if (!failures) return false;
+    // Failed tests explain failed checks only, not cancelled or timed-out ones.
+    const required = new Set(requiredNames((run.required as WatchedRequired).checks));
+    const other = checks.some(
+      (c) => required.has(c.name) && !passes(c.conclusion) && c.conclusion !== "failure",
+    );
+    if (other) return false;
+    const key = `${run.queueId}\u0000${run.runId}`;
+    const answer = await failures.ofCommit({
+      repo: run.request.repo,
+      sha: run.request.sha,
+      branch: run.request.testBranch,
+      since: run.createdAt - UPLOAD_SLACK_MS,
+    });
+    const wait = this.uploadWaits.get(key) ?? { since: clock.now() };
+    const limit = this.deps.failureUploadWaitMs ?? DEFAULT_FAILURE_UPLOAD_WAIT_MS;
+    if (answer.waiting && this.watching && clock.now() - wait.since < limit) {
+      clearTimeout(wait.timer);
+      const timer = setTimeout(() => {
+        void this.schedule(run.queueId, run.runId)
+          .catch((error: unknown) => {
+            this.deps.logger.warn(
+              { err: error, queueId: run.queueId, runId: run.runId },
+              "github ci: could not read the run's checks; will retry",
+            );
+          })
+          .finally(() => {
+            // Not waiting again (ended here or elsewhere, or the read failed): forgotten.
+            if (this.uploadWaits.get(key)?.timer === timer) this.uploadWaits.delete(key);
+          });
+      }, SECOND_MS);
+      timer.unref();
+      wait.timer = timer;
+      this.uploadWaits.set(key, wait);
+      return undefined;
+    }
+    clearTimeout(wait.timer);
+    this.uploadWaits.delete(key);
+    return answer.flakyOnly;
   }
 
   /**

@@ -187,6 +187,7 @@ export class GitHubGitHost implements GitHost {
       mergeability: approved ? mergeabilityOf(pull.mergeable) : "not_mergeable",
       upToDate,
       checksPassed,
+      ...(approved ? {} : { reviewRequired: true }),
     };
   }
 

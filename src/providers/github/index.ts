@@ -36,7 +36,12 @@ import type { GitHubInstallationStorage } from "../../organizations/github-insta
 import type { OrganizationRecords } from "../../organizations/records.js";
 import type { Principal } from "../../organizations/service.js";
 import type { RepoRef, Repository } from "../../organizations/repositories.js";
-import { DEFAULT_CI_POLL_INTERVAL_MS, GitHubCi, registerCiHandlers } from "./ci.js";
+import {
+  DEFAULT_CI_POLL_INTERVAL_MS,
+  GitHubCi,
+  registerCiHandlers,
+  type GitHubCiDeps,
+} from "./ci.js";
 import { GitHubApp, type GitHubLogger } from "./client.js";
 import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
 import { GitHubForkedRuns } from "./forked-runs.js";
@@ -141,6 +146,8 @@ export interface GitHubProviderDeps {
   gitHost?: Pick<GitHubGitHostOptions, "attempts" | "retryDelayMs" | "mergeabilityReads">;
   /** How often the CI provider reads its watched runs again (default 15 s). */
   ciPollIntervalMs?: number;
+  /** Test health's view of a failed run's commit (the flaky-only retry); absent: none. */
+  ciFailures?: GitHubCiDeps["failures"];
 }
 
 export interface GitHubProvider {
@@ -267,6 +274,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     logger,
     pollIntervalMs:
       deps.ciPollIntervalMs ?? settings.ciPollIntervalMs ?? DEFAULT_CI_POLL_INTERVAL_MS,
+    ...(deps.ciFailures ? { failures: deps.ciFailures } : {}),
   });
   registerCiHandlers(webhooks, ci);
   const writer = new DeliveryWriter(stores.deliveries);

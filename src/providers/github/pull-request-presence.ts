@@ -103,7 +103,14 @@ export function renderComment(view: PresenceView): string {
     status += ` — position ${view.position} of ${view.queueLength} (priority ${view.priority})`;
   }
   lines.push(status);
-  if (view.state === "failed" || view.state === "cancelled" || view.state === "pending_failure") {
+  // Why it is held back, once the queue knows (a review to give, a conflict to resolve…).
+  const held = view.state === "not_ready" && view.reason !== "submitted";
+  if (
+    held ||
+    view.state === "failed" ||
+    view.state === "cancelled" ||
+    view.state === "pending_failure"
+  ) {
     lines.push("", `Reason: ${words(view.reason)}${view.detail ? ` — ${view.detail}` : ""}`);
   }
   if (view.pageUrl) lines.push("", `[See it on the merge queue's dashboard](${view.pageUrl})`);

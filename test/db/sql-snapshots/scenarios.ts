@@ -1170,6 +1170,11 @@ export const SCENARIOS: StoreScenario[] = [
         method: "sameCommit",
         run: (s, db) => s.sameCommit(db, REPO_ID, ["a".repeat(40)]),
       },
+      {
+        method: "commitFailures",
+        run: (s) =>
+          s.commitFailures(REPO_ID, "a".repeat(40), "trunk-merge/main/r1", NOW - HOUR, 500),
+      },
       { method: "list", answer: when([/count/, [{ n: 1 }]]), run: (s) => s.list(REPO_ID, 0, 25) },
       { method: "oldBundles", run: (s) => s.oldBundles(NOW - 30 * DAY) },
       { method: "forgetBundle", run: (s) => s.forgetBundle([10, 11]) },

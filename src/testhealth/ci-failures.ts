@@ -1,0 +1,78 @@
+/**
+ * Whether a hosted CI's failed run failed only on known flaky or quarantined tests (background
+ * §merge-queue-8.4), for a CI that Mainline does not run itself (GitHub's): the run's CI job
+ * uploads its JUnit reports as Trunk's uploader does (the bundle upload API, with the commit it
+ * tested), and the queue asks test health about that commit's failed tests before it judges the
+ * run. The built-in runner answers the same question from the reports it holds
+ * (`providers/local/ci/test-results.ts`).
+ *
+ * An upload names its commit only once it is processed: while uploads of the repository created
+ * since the run started are still waiting for the ingestion worker, the answer says so, and the
+ * caller may wait a little for them.
+ */
+import type { OwnedRepoRef } from "../organizations/repositories.js";
+import type { RepositoryRecords, TestCaseRecords, UploadRecords } from "./ports.js";
+import type { QuarantineSettings } from "./quarantine.js";
+
+/** More failing tests than this are not "a few flaky ones": the run fails as it is. */
+export const MAX_FAILED_TESTS_CHECKED = 500;
+
+export interface CiFailureDeps {
+  repositories: Pick<RepositoryRecords, "find">;
+  uploads: Pick<UploadRecords, "commitFailures">;
+  testCases: Pick<TestCaseRecords, "flakyOrQuarantined">;
+  settings: { get(repositoryId: string): Promise<{ quarantine: QuarantineSettings }> };
+}
+
+export interface CommitFailureQuestion {
+  repo: OwnedRepoRef;
+  /** The tested commit. */
+  sha: string;
+  /**
+   * The run's test branch: an upload naming it since the run started is the run's too (a
+   * workflow of a draft testing pull request tests GitHub's merge commit of it, another sha).
+   */
+  branch: string;
+  /** When the run started (epoch ms): uploads since then may still be the run's. */
+  since: number;
+}
+
+export interface CommitFailureAnswer {
+  /** Every failed test of the commit's uploads is known flaky or quarantined (and one failed). */
+  flakyOnly: boolean;
+  /** Uploads of the repository since the run started are not processed yet. */
+  waiting: boolean;
+  /** Processed uploads of the commit, and the distinct tests that failed in them. */
+  uploads: number;
+  failedTests: number;
+}
+
+export class CiFailures {
+  constructor(private readonly deps: CiFailureDeps) {}
+
+  /** What test health knows now of the tested commit's failures. */
+  async ofCommit(question: CommitFailureQuestion): Promise<CommitFailureAnswer> {
+    const { repo } = question;
+    const repository = await this.deps.repositories.find(repo.organizationId, repo);
+    if (!repository) return { flakyOnly: false, waiting: false, uploads: 0, failedTests: 0 };
+    const found = await this.deps.uploads.commitFailures(
+      repository.id,
+      question.sha,
+      question.branch,
+      question.since,
+      MAX_FAILED_TESTS_CHECKED,
+    );
+    const answer = {
+      waiting: found.unfinished > 0,
+      uploads: found.uploads,
+      failedTests: found.failedTestIds.length,
+    };
+    const ids = found.failedTestIds;
+    if (ids.length === 0 || ids.length > MAX_FAILED_TESTS_CHECKED) {
+      return { ...answer, flakyOnly: false };
+    }
+    const { quarantine } = await this.deps.settings.get(repository.id);
+    const known = await this.deps.testCases.flakyOrQuarantined(repository.id, ids, quarantine);
+    return { ...answer, flakyOnly: ids.every((id) => known.has(id)) };
+  }
+}
