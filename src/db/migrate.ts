@@ -19,6 +19,7 @@ import { githubSessions } from "./migrations/0021_github_sessions.js";
 import { githubCiRuns } from "./migrations/0022_github_ci_runs.js";
 import { githubPresence } from "./migrations/0023_github_presence.js";
 import { testCaseFigures } from "./migrations/0024_test_case_figures.js";
+import { testSettingsAnnouncements } from "./migrations/0026_test_settings_announcements.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -43,6 +44,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0022_github_ci_runs": githubCiRuns,
   "0023_github_presence": githubPresence,
   "0024_test_case_figures": testCaseFigures,
+  "0026_test_settings_announcements": testSettingsAnnouncements,
 };
 
 export interface MigrationReport {
