@@ -39,30 +39,13 @@ interface WaitingCreate {
   failed: (error: unknown) => void;
 }
 
-/** What `markReceived` records of a stored bundle. */
-interface ReceivedBundle {
-  bundlePath: string;
-  bundleBytes: number;
-  contentHash: string;
-  receivedAt: number;
-}
-
-interface WaitingReceipt {
-  id: string;
-  values: ReceivedBundle;
-  received: (upload: UploadRecord | undefined) => void;
-  failed: (error: unknown) => void;
-}
-
-/** Rows per shared insert (8 parameters each: far below either database's limit) or transaction. */
+/** Rows per shared insert (8 parameters each: far below PostgreSQL's limit). */
 const MAX_CREATES_PER_INSERT = 100;
 
 /** Uploads of bundles and their processing state (the work queue of the ingestion worker). */
 export class UploadStore implements UploadRecords {
   private creating: WaitingCreate[] = [];
   private creatingFlush: Promise<void> | null = null;
-  private receiving: WaitingReceipt[] = [];
-  private receivingFlush: Promise<void> | null = null;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -70,13 +53,15 @@ export class UploadStore implements UploadRecords {
   ) {}
 
   /**
-   * Records a new upload. Uploads created together (in one turn of the event loop) are inserted
-   * by one statement: one wait for the disk on SQLite (where each commit holds the event loop for
-   * its fsync) and one round trip on PostgreSQL, however many there are. Each caller resumes once
-   * its row is committed; when the shared insert fails, each row is tried alone, so that one bad
-   * row fails only its own caller.
+   * Records a new upload. On PostgreSQL, uploads created together (in one turn of the event
+   * loop) are inserted by one statement: one round trip, however many there are. Each caller
+   * resumes once its row is committed; when the shared insert fails, each row is tried alone, so
+   * that one bad row fails only its own caller. SQLite inserts each at once: grouping there
+   * (one fsync per group) made every upload wait for the rest of the event loop's turn, and the
+   * uploads' p99 grew more than the other requests' fell (docs/benchmarks.md, mixed load).
    */
   create(values: NewUpload): Promise<void> {
+    if (this.dialect === "sqlite") return this.insertUploads([values]);
     return new Promise<void>((created, failed) => {
       this.creating.push({ values, created, failed });
       this.creatingFlush ??= new Promise<void>((resolve) => {
@@ -136,59 +121,12 @@ export class UploadStore implements UploadRecords {
    * The URL's one use: `awaiting_bundle` → `pending`, only before it expires; answers the upload
    * as it is then. Undefined when the upload was already received (or expired): the caller must
    * then discard the bytes it stored.
-   *
-   * On SQLite, bundles received together (in one turn of the event loop) are marked in one
-   * transaction: one fsync, held on the event loop, for all of them. Each caller resumes once the
-   * transaction committed; when it fails, each is tried alone. PostgreSQL runs each on its own
-   * (it groups the commits' flushes itself, and a transaction would cost round trips).
    */
-  markReceived(id: string, values: ReceivedBundle): Promise<UploadRecord | undefined> {
-    if (this.dialect !== "sqlite") return this.markOneReceived(this.db, id, values);
-    return new Promise<UploadRecord | undefined>((received, failed) => {
-      this.receiving.push({ id, values, received, failed });
-      this.receivingFlush ??= new Promise<void>((resolve) => {
-        setImmediate(resolve);
-      }).then(() => this.flushReceived());
-    });
-  }
-
-  private async flushReceived(): Promise<void> {
-    while (this.receiving.length > 0) {
-      const batch = this.receiving.splice(0, MAX_CREATES_PER_INSERT);
-      if (batch.length > 1) {
-        try {
-          const rows = await this.db.transaction().execute(async (trx) => {
-            const marked: (UploadRecord | undefined)[] = [];
-            for (const { id, values } of batch) {
-              marked.push(await this.markOneReceived(trx, id, values));
-            }
-            return marked;
-          });
-          batch.forEach(({ received }, i) => {
-            received(rows[i]);
-          });
-          continue;
-        } catch {
-          // Each alone below: one failing update must fail only its own caller.
-        }
-      }
-      for (const { id, values, received, failed } of batch) {
-        try {
-          received(await this.markOneReceived(this.db, id, values));
-        } catch (error) {
-          failed(error);
-        }
-      }
-    }
-    this.receivingFlush = null;
-  }
-
-  private async markOneReceived(
-    db: Db,
+  async markReceived(
     id: string,
-    values: ReceivedBundle,
+    values: { bundlePath: string; bundleBytes: number; contentHash: string; receivedAt: number },
   ): Promise<UploadRecord | undefined> {
-    const row = await db
+    const row = await this.db
       .updateTable("uploads")
       .set({ ...values, state: "pending" })
       .where("id", "=", id)
