@@ -100,10 +100,19 @@ const postgres: SqlDialect = {
       await sql`set local synchronous_commit = off`.execute(trx);
       return work(trx);
     }),
+  // `begin` and the setting in one round trip (no parameters: pg sends both as one simple query).
   withoutParallelWorkers: (db, work) =>
-    db.transaction().execute(async (trx) => {
-      await sql`set local max_parallel_workers_per_gather = 0`.execute(trx);
-      return work(trx);
+    db.connection().execute(async (connection) => {
+      await sql`begin; set local max_parallel_workers_per_gather = 0`.execute(connection);
+      let result;
+      try {
+        result = await work(connection);
+      } catch (error) {
+        await sql`rollback`.execute(connection).catch(() => undefined);
+        throw error;
+      }
+      await sql`commit`.execute(connection);
+      return result;
     }),
 };
 

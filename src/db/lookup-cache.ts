@@ -26,10 +26,17 @@ export class LookupCache {
     this.usable = usable;
   }
 
-  /** Something cached may have changed: forget everything. */
-  changed(): void {
+  /**
+   * Something cached may have changed: forget everything, or only the entries of `kinds` (a
+   * change that concerns no other kind). Either way a lookup in flight keeps nothing it read.
+   */
+  changed(kinds?: readonly string[]): void {
     this.generation += 1;
-    for (const map of this.maps.values()) map.clear();
+    if (kinds === undefined) {
+      for (const map of this.maps.values()) map.clear();
+    } else {
+      for (const kind of kinds) this.maps.get(kind)?.clear();
+    }
   }
 
   /** Replaces what decides whether the cache may be used now (the change listener's state). */
@@ -64,8 +71,9 @@ export class LookupCache {
     return value;
   }
 
-  /** Entries held now (tests). */
-  size(): number {
+  /** Entries held now, of every kind or of `kind` (tests). */
+  size(kind?: string): number {
+    if (kind !== undefined) return this.maps.get(kind)?.size ?? 0;
     let n = 0;
     for (const map of this.maps.values()) n += map.size;
     return n;
@@ -97,13 +105,29 @@ export function cachedLookup<T extends object>(
   return cache ? cache.get(kind, key, load) : load();
 }
 
-/** After a committed write to tokens, organizations, repositories or merge queues. */
-export function lookupsChanged(db: object): void {
-  caches.get(db)?.changed();
+/**
+ * After a committed write to tokens, organizations, repositories or merge queues (everything
+ * cached is forgotten), or to the rows of `kinds` only.
+ */
+export function lookupsChanged(db: object, kinds?: readonly string[]): void {
+  caches.get(db)?.changed(kinds);
 }
 
-/** The channel the PostgreSQL triggers of migration 0018 notify. */
+/** The channel the PostgreSQL triggers of migrations 0018 and 0026 notify. */
 export const LOOKUP_CHANNEL = "mainline_lookups";
+
+/**
+ * What a change to a table forgets, by the table's name (the announcement's payload): a table
+ * not listed here forgets everything.
+ */
+const KINDS_OF_TABLE: Readonly<Record<string, readonly string[]>> = {
+  repository_test_settings: ["testSettings"],
+};
+
+/** The kinds an announcement of a change to `table` forgets (undefined: everything). */
+export function kindsChangedBy(table: string | undefined): readonly string[] | undefined {
+  return table === undefined ? undefined : KINDS_OF_TABLE[table];
+}
 
 export interface ChangeListenerOptions {
   /** Connection settings of the pool (same database, same search path). */
@@ -166,8 +190,8 @@ export class ChangeListener {
     if (this.stopped) return;
     const client = new pg.Client({ ...this.options.client, keepAlive: true });
     this.client = client;
-    client.on("notification", () => {
-      this.cache.changed();
+    client.on("notification", (message) => {
+      this.cache.changed(kindsChangedBy(message.payload));
     });
     const onLoss = (error?: Error) => {
       if (!this.isCurrent(client)) return;

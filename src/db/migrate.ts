@@ -20,6 +20,7 @@ import { githubCiRuns } from "./migrations/0022_github_ci_runs.js";
 import { githubPresence } from "./migrations/0023_github_presence.js";
 import { testCaseFigures } from "./migrations/0024_test_case_figures.js";
 import { webhookPayloads } from "./migrations/0025_webhook_payloads.js";
+import { testSettingsAnnouncements } from "./migrations/0026_test_settings_announcements.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -45,6 +46,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0023_github_presence": githubPresence,
   "0024_test_case_figures": testCaseFigures,
   "0025_webhook_payloads": webhookPayloads,
+  "0026_test_settings_announcements": testSettingsAnnouncements,
 };
 
 export interface MigrationReport {

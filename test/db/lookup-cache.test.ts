@@ -6,6 +6,8 @@ import type { DatabaseHandle } from "../../src/db/connection.js";
 import { ChangeListener, LookupCache } from "../../src/db/lookup-cache.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
+import { TestDetailsStore } from "../../src/db/stores/test-details.js";
+import { TEST_SETTINGS_KIND, TestSettingsStore } from "../../src/db/stores/test-settings.js";
 import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { waitFor } from "../helpers/process.js";
 
@@ -125,6 +127,66 @@ describe(`the lookup cache on ${TEST_DIALECT}`, () => {
       state: "running",
     }));
     expect((await queues.find(organization.id, ref, "main"))?.configuration.state).toBe("running");
+  });
+
+  it("keeps a repository's test settings; a change here or elsewhere is seen and forgets only them", async () => {
+    const { organizations } = createServices(database.handle);
+    const issued = await organizations.createOrganizationWithToken("acme");
+    const ref = { host: "github.com", owner: "acme", name: "app" };
+    const repository = await new RepositoryStore(database.handle.db).ensure(
+      issued.organization.id,
+      ref,
+      1,
+    );
+    const { lookups } = database.handle;
+    const here = new TestSettingsStore(database.handle.db);
+    const details = new TestDetailsStore(database.handle.db, database.handle.dialect);
+    const there = new TestSettingsStore(other.db);
+    // On PostgreSQL the announcements of our own inserts may still empty the cache once.
+    await waitFor(async () => {
+      await organizations.authenticate(issued.token);
+      await here.get(repository.id);
+      return lookups.size("tokenOwner") === 1 && lookups.size(TEST_SETTINGS_KIND) === 1;
+    }, "the token's owner and the settings cached");
+
+    // Each caller gets a record of its own.
+    const mine = await here.get(repository.id);
+    mine.quarantine.autoQuarantine = false;
+    mine.monitors.stableBranches.push("changed");
+    const again = await here.get(repository.id);
+    expect(again.quarantine.autoQuarantine).toBe(true);
+    expect(again.monitors.stableBranches).not.toContain("changed");
+
+    // Changed here: seen at once; the token's owner stays cached.
+    await details.modifySettings(repository.id, 5, (current) => ({
+      ...current,
+      ticketBaseUrl: "https://tickets.example/",
+    }));
+    expect(lookups.size(TEST_SETTINGS_KIND)).toBe(0);
+    expect((await here.get(repository.id)).ticketBaseUrl).toBe("https://tickets.example/");
+    expect(lookups.size("tokenOwner")).toBe(1);
+    await here.putCodeowners(repository.id, "* @acme/here\n", 10);
+    expect((await here.get(repository.id)).codeowners).toBe("* @acme/here\n");
+
+    // Changed by another process: seen at once on SQLite, once announced on PostgreSQL.
+    await there.putCodeowners(repository.id, "* @acme/there\n", 20);
+    await seenByThisProcess(
+      async () => (await here.get(repository.id)).codeowners === "* @acme/there\n",
+      "the other process's CODEOWNERS",
+    );
+    if (TEST_DIALECT === "postgres") {
+      // The announcement named the settings' table: the token's owner was not forgotten.
+      expect(lookups.size("tokenOwner")).toBe(1);
+    }
+    await there.put(
+      repository.id,
+      { ...(await there.get(repository.id)), ticketBaseUrl: null },
+      30,
+    );
+    await seenByThisProcess(
+      async () => (await here.get(repository.id)).ticketBaseUrl === null,
+      "the other process's ticket base URL",
+    );
   });
 
   it("hands out copies: a caller changing its record changes nobody else's", async () => {

@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import type { CompiledQuery, Kysely } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createServices } from "../../src/app.js";
 import { openDatabase } from "../../src/db/connection.js";
@@ -8,6 +8,7 @@ import { columnTypes } from "../../src/db/migrations/types.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { OrganizationStore } from "../../src/db/stores/organizations.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
+import { UploadStore } from "../../src/db/stores/uploads.js";
 import { hashToken } from "../../src/lib/tokens.js";
 import { initialConfiguration, type QueueConfiguration } from "../../src/mergequeue/settings.js";
 import { OrganizationError } from "../../src/organizations/service.js";
@@ -266,6 +267,85 @@ describe(`stores on ${TEST_DIALECT}`, () => {
     const final = await store.find("o1", ref, "main");
     expect(final?.configuration.concurrency).toBe(1 + writers);
     expect(final?.version).toBe(1 + writers);
+  });
+});
+
+describe(`uploads created or received together on ${TEST_DIALECT}`, () => {
+  async function uploadFixture() {
+    await new OrganizationStore(database.handle.db).ensure({
+      id: "o1",
+      slug: "acme",
+      createdAt: 1,
+    });
+    const ref = { host: "h", owner: "o", name: "n" };
+    const repository = await new RepositoryStore(database.handle.db).ensure("o1", ref, 1);
+    const store = new UploadStore(database.handle.db, database.handle.dialect);
+    const upload = (id: string) => ({
+      id,
+      organizationId: "o1",
+      repositoryId: repository.id,
+      clientVersion: null,
+      createdAt: 1,
+      urlExpiresAt: 1_000,
+    });
+    const bundle = (path: string) => ({
+      bundlePath: path,
+      bundleBytes: 10,
+      contentHash: path,
+      receivedAt: 500,
+    });
+    return { store, upload, bundle };
+  }
+
+  it("share one insert on PostgreSQL; a row that cannot be inserted fails only its caller", async () => {
+    const { store, upload } = await uploadFixture();
+    await store.create(upload("u0"));
+    const executor = database.handle.db.getExecutor();
+    const execute = executor.executeQuery.bind(executor);
+    const statements: string[] = [];
+    executor.executeQuery = ((query: CompiledQuery) => {
+      statements.push(query.sql);
+      return execute(query);
+    }) as typeof executor.executeQuery;
+    try {
+      await Promise.all(["u1", "u2", "u3"].map((id) => store.create(upload(id))));
+      // PostgreSQL shares one insert (one round trip); SQLite inserts each at once.
+      const shared = TEST_DIALECT === "postgres";
+      expect(statements.filter((text) => /^insert into "uploads"/.test(text))).toHaveLength(
+        shared ? 1 : 3,
+      );
+      statements.length = 0;
+
+      // "u0" exists: the shared insert fails, and each row is tried alone.
+      const results = await Promise.allSettled(
+        ["u4", "u0", "u5"].map((id) => store.create(upload(id))),
+      );
+      expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+      expect(statements.filter((text) => /^insert into "uploads"/.test(text))).toHaveLength(
+        shared ? 4 : 3,
+      );
+    } finally {
+      executor.executeQuery = execute;
+    }
+    for (const id of ["u1", "u2", "u3", "u4", "u5"]) {
+      expect((await store.find(id))?.state).toBe("awaiting_bundle");
+    }
+  });
+
+  it("are each marked received once, before the URL expires", async () => {
+    const { store, upload, bundle } = await uploadFixture();
+    for (const id of ["u1", "u2", "u3", "u4"]) await store.create(upload(id));
+    await store.markReceived("u2", bundle("first"));
+    const marked = await Promise.all([
+      store.markReceived("u1", bundle("b1")),
+      store.markReceived("u2", bundle("again")),
+      store.markReceived("u3", bundle("b3")),
+      store.markReceived("u4", { ...bundle("late"), receivedAt: 1_000 }),
+    ]);
+    expect(marked.map((u) => u?.bundlePath)).toEqual(["b1", undefined, "b3", undefined]);
+    expect(marked[0]?.state).toBe("pending");
+    expect((await store.find("u2"))?.bundlePath).toBe("first");
+    expect((await store.find("u4"))?.state).toBe("awaiting_bundle");
   });
 });
 

@@ -82,4 +82,27 @@ describe("BundleStorage", () => {
       { code: "EISDIR" },
     );
   });
+
+  it("fails only the bundle whose write failed among bundles stored together", async () => {
+    const { bundles, root } = storage();
+    await bundles.store("org", "first", body(bytes(10, 0)), 1 << 20);
+    mkdirSync(path.join(root, "org", `b3.bundle.${String(process.pid)}.part`));
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) =>
+        bundles.store("org", `b${String(i)}`, body(bytes(500 + i, i)), 1 << 20),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual([
+      ...Array<string>(3).fill("fulfilled"),
+      "rejected",
+      ...Array<string>(4).fill("fulfilled"),
+    ]);
+    results.forEach((r, i) => {
+      if (r.status === "fulfilled") {
+        expect(readFileSync(bundles.resolve(r.value.path)).equals(bytes(500 + i, i))).toBe(true);
+      }
+    });
+    const left = readdirSync(path.join(root, "org")).filter((f) => f.endsWith(".part"));
+    expect(left).toEqual([`b3.bundle.${String(process.pid)}.part`]);
+  });
 });

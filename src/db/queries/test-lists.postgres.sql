@@ -4,7 +4,7 @@
 -- TestListStore.failing(repositoryId, window, offset, limit)
 -- a week, first read
 begin;
-set local max_parallel_workers_per_gather = 0;
+  set local max_parallel_workers_per_gather = 0;
 select "day" as unit, count(*) as failing_rows, sum(failed + excluded_failed) as failures
 from "test_daily_stats"
 where repository_id = $1 and "day" >= $2 and "day" < $3

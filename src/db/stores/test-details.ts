@@ -3,7 +3,8 @@ import type { RepositoryTestSettings } from "../../testhealth/settings.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
 import type { Database } from "../schema.js";
-import { TestSettingsStore } from "./test-settings.js";
+import { TEST_SETTINGS_KIND, TestSettingsStore } from "./test-settings.js";
+import { lookupsChanged } from "../lookup-cache.js";
 import type {
   HistoryRecord,
   OverrideChange,
@@ -178,7 +179,7 @@ export class TestDetailsStore implements TestDetailRecords {
     now: number,
     change: (current: StoredTestSettings) => RepositoryTestSettings,
   ): Promise<StoredTestSettings> {
-    return this.db.transaction().execute(async (trx) => {
+    const updated = await this.db.transaction().execute(async (trx) => {
       await sqlDialect(this.dialect).lockKey(trx, `test-settings:${repositoryId}`);
       const store = new TestSettingsStore(trx);
       const current = await store.get(repositoryId);
@@ -186,6 +187,9 @@ export class TestDetailsStore implements TestDetailRecords {
       await store.put(repositoryId, next, now);
       return { ...current, ...next, updatedAt: now };
     });
+    // Committed: what this process cached is stale (other processes hear it from the database).
+    lookupsChanged(this.db, [TEST_SETTINGS_KIND]);
+    return updated;
   }
 
   /**

@@ -4,6 +4,17 @@ import { defaultTestSettings, type RepositoryTestSettings } from "../../testheal
 import type { Database } from "../schema.js";
 import type { StoredTestSettings } from "../../testhealth/records.js";
 import type { TestSettingsRecords } from "../../testhealth/ports.js";
+import { cachedLookup, lookupsChanged } from "../lookup-cache.js";
+
+/**
+ * The lookup cache's kind of these rows (ADR 0017): every Flaky Tests read and each batch of
+ * processed uploads reads a repository's settings, which change rarely. A change forgets the
+ * settings of every repository, and nothing else: the writing store in its own process, after its
+ * commit; migration 0026's trigger for other processes on PostgreSQL; `PRAGMA data_version` on
+ * SQLite. A store on a transaction (`modifySettings`) reads and writes around the cache; its
+ * caller forgets after the commit.
+ */
+export const TEST_SETTINGS_KIND = "testSettings";
 
 const bit = (value: boolean): number => (value ? 1 : 0);
 
@@ -11,12 +22,17 @@ const bit = (value: boolean): number => (value ? 1 : 0);
 export class TestSettingsStore implements TestSettingsRecords {
   constructor(private readonly db: Kysely<Database>) {}
 
+  /** The settings of a repository (a record of the caller's own, built from the cached row). */
   async get(repositoryId: string): Promise<StoredTestSettings> {
-    const row = await this.db
-      .selectFrom("repositoryTestSettings")
-      .selectAll()
-      .where("repositoryId", "=", repositoryId)
-      .executeTakeFirst();
+    const found = await cachedLookup(this.db, TEST_SETTINGS_KIND, repositoryId, async () => ({
+      row:
+        (await this.db
+          .selectFrom("repositoryTestSettings")
+          .selectAll()
+          .where("repositoryId", "=", repositoryId)
+          .executeTakeFirst()) ?? null,
+    }));
+    const row = found?.row ?? null;
     if (!row) {
       return {
         ...defaultTestSettings(),
@@ -52,6 +68,7 @@ export class TestSettingsStore implements TestSettingsRecords {
       .values({ repositoryId, ...values, codeowners: null, codeownersUpdatedAt: null })
       .onConflict((oc) => oc.column("repositoryId").doUpdateSet(values))
       .execute();
+    lookupsChanged(this.db, [TEST_SETTINGS_KIND]);
   }
 
   /** Keeps the latest CODEOWNERS an upload carried (by upload time: an old bundle never wins). */
@@ -81,5 +98,6 @@ export class TestSettingsStore implements TestSettingsRecords {
           ),
       )
       .execute();
+    lookupsChanged(this.db, [TEST_SETTINGS_KIND]);
   }
 }
