@@ -196,8 +196,11 @@ describe("a run's result from check runs and statuses", () => {
     world.gh.postStatus(REPO, run.sha, { state: "error", context: "lint" });
     const result = await finished(run);
     expect(result.checks).toEqual([{ name: "lint", conclusion: "failure" }]);
-    const stored = await new GitHubCiRunStore(server.database.handle.db).get(queueId, run.runId);
-    expect(stored?.status).toBe("failed");
+    // The run is marked ended just after its result went to the listeners.
+    const runs = new GitHubCiRunStore(server.database.handle.db);
+    await expect
+      .poll(async () => (await runs.get(queueId, run.runId))?.status, { timeout: 30_000 })
+      .toBe("failed");
   });
 
   it("needs both a check run and a status of the same name to pass", async () => {
