@@ -69,6 +69,8 @@ beforeAll(async () => {
     },
     retryDelayMs: () => 5,
     mergeabilityReads: 2,
+    // These tests change protection without webhooks: read it each time.
+    requirementsTtlMs: 0,
   });
 }, 60_000);
 
@@ -114,7 +116,18 @@ async function fileAt(sha: string, path: string): Promise<string | undefined> {
 describe("pull requests", () => {
   it("reads an open pull request: head, base, mergeability, up to date", async () => {
     const pr = await openPr({ "a.txt": "a\n" });
-    const info = await host.pullRequest(repo, pr.number);
+    // Without `readiness` (no direct merge): one read of the pull request, nothing compared.
+    const mark = world.gh.requests.mark();
+    expect(await host.pullRequest(repo, pr.number)).toMatchObject({
+      mergeability: "mergeable",
+      upToDate: false,
+      checksPassed: false,
+    });
+    expect(
+      world.gh.requests.count({ operationId: "repos/compare-commits-with-basehead", since: mark }),
+    ).toBe(0);
+    expect(world.gh.requests.count({ operationId: "checks/list-for-ref", since: mark })).toBe(0);
+    const info = await host.pullRequest(repo, pr.number, { readiness: true });
     expect(info).toMatchObject({
       number: pr.number,
       author: "bob",
@@ -128,7 +141,7 @@ describe("pull requests", () => {
     });
     // The base moves on: the pull request is behind it.
     await world.gh.commit(NAME, { branch: "main", files: { "other.txt": "x\n" }, by: "alice" });
-    expect((await host.pullRequest(repo, pr.number))?.upToDate).toBe(false);
+    expect((await host.pullRequest(repo, pr.number, { readiness: true }))?.upToDate).toBe(false);
   });
 
   it("answers undefined for a pull request that does not exist", async () => {
@@ -208,16 +221,61 @@ describe("pull requests", () => {
     }
   });
 
+  it("reads protection and rulesets once a while, and again when a webhook says they changed", async () => {
+    const { gh } = world;
+    let now = 1_000_000;
+    const github = server.services.github;
+    if (!github) throw new Error("no GitHub provider");
+    const cached = new GitHubGitHost({
+      repositories: github.repositories,
+      app: github.app,
+      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+      retryDelayMs: () => 5,
+      mergeabilityReads: 2,
+      requirementsTtlMs: 60_000,
+      now: () => now,
+    });
+    const protectionReads = (since: number) =>
+      gh.requests.count({ operationId: "repos/get-branch-protection", since });
+    const pr = await openPr({ "cached.txt": "c\n" });
+    const mark = gh.requests.mark();
+    expect((await cached.pullRequest(repo, pr.number))?.mergeability).toBe("mergeable");
+    expect((await cached.pullRequest(repo, pr.number))?.mergeability).toBe("mergeable");
+    expect(protectionReads(mark)).toBe(1);
+    gh.protectBranch(NAME, "main", { requiredApprovingReviewCount: 1 });
+    try {
+      // Within the TTL and no webhook: what was read holds (GitHub enforces it on the merge).
+      expect((await cached.pullRequest(repo, pr.number))?.mergeability).toBe("mergeable");
+      expect(protectionReads(mark)).toBe(1);
+      // The webhook forgets it: read again at once.
+      cached.forgetRequirements({ owner: "acme-gh", name: "widgets" });
+      expect((await cached.pullRequest(repo, pr.number))?.mergeability).toBe("not_mergeable");
+      expect(protectionReads(mark)).toBe(2);
+      // And the TTL ends it anyway.
+      now += 60_000;
+      await cached.pullRequest(repo, pr.number);
+      expect(protectionReads(mark)).toBe(3);
+    } finally {
+      gh.unprotectBranch(NAME, "main");
+    }
+  });
+
   it("says the checks passed when every required check passed on an up-to-date head", async () => {
     const { gh } = world;
     gh.protectBranch(NAME, "main", { requiredStatusChecks: { strict: false, contexts: ["ci"] } });
     try {
       const pr = await openPr({ "checked.txt": "c\n" });
-      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(false);
+      expect((await host.pullRequest(repo, pr.number, { readiness: true }))?.checksPassed).toBe(
+        false,
+      );
       gh.postStatus(NAME, pr.headSha, { state: "failure", context: "ci", by: "alice" });
-      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(false);
+      expect((await host.pullRequest(repo, pr.number, { readiness: true }))?.checksPassed).toBe(
+        false,
+      );
       gh.postStatus(NAME, pr.headSha, { state: "success", context: "ci", by: "alice" });
-      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(true);
+      expect((await host.pullRequest(repo, pr.number, { readiness: true }))?.checksPassed).toBe(
+        true,
+      );
     } finally {
       gh.unprotectBranch(NAME, "main");
     }
@@ -236,14 +294,18 @@ describe("pull requests", () => {
       const pr = await openPr({ "pinned.txt": "p\n" });
       // A status of that name, from no App: it does not count.
       gh.postStatus(NAME, pr.headSha, { state: "success", context: "build", by: "alice" });
-      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(false);
+      expect((await host.pullRequest(repo, pr.number, { readiness: true }))?.checksPassed).toBe(
+        false,
+      );
       const run = await gh.postCheckRun(NAME, {
         name: "build",
         headSha: pr.headSha,
         status: "in_progress",
       });
       await gh.completeCheckRun(NAME, run.id, "success");
-      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(true);
+      expect((await host.pullRequest(repo, pr.number, { readiness: true }))?.checksPassed).toBe(
+        true,
+      );
     } finally {
       gh.unprotectBranch(NAME, "main");
     }
@@ -274,17 +336,22 @@ describe("test branches", () => {
     expect(made).toMatchObject({ ok: true, branch: "trunk-merge/main/run-ok" });
     if (!made.ok) return;
     expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/run-ok")).toBe(made.sha);
-    // The scratch branch it was assembled on is gone.
+    // Assembled on the queue's one scratch branch, which stays (moved, never deleted).
+    expect(await world.gh.readRef(NAME, "heads/trunk-temp/main/queue")).toBe(made.sha);
     expect(await world.gh.readRef(NAME, "heads/trunk-temp/main/run-ok")).toBeNull();
     expect(await fileAt(made.sha, "tb-a.txt")).toBe("a\n");
     expect(await fileAt(made.sha, "tb-b.txt")).toBe("b\n");
     // The base did not move.
     expect(await main()).toBe(base);
 
-    // A repeated call returns the branch made, and merges nothing.
+    // A repeated call returns the branch made (assembled again on the scratch branch, which
+    // it moves back to the base first: no new ref).
     const mark = world.gh.requests.mark();
     expect(await host.createTestBranch(request)).toEqual(made);
-    expect(world.gh.requests.count({ operationId: "repos/merge", since: mark })).toBe(0);
+    expect(world.gh.requests.count({ operationId: "git/create-ref", since: mark })).toBe(1);
+    expect(world.gh.requests.count({ operationId: "git/update-ref", since: mark })).toBe(1);
+    expect(world.gh.requests.count({ operationId: "git/delete-ref", since: mark })).toBe(0);
+    expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/run-ok")).toBe(made.sha);
 
     await host.deleteTestBranch(repo, made.branch);
     expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/run-ok")).toBeNull();
@@ -313,13 +380,13 @@ describe("test branches", () => {
       conflictsWith: [a.number],
       files: ["clash.txt"],
     });
-    // Nothing is left behind: no test branch, no scratch or probe branch.
+    // Nothing is left behind but the queue's scratch branch: no test branch, no probe branch.
     const refs = await appClient().request("GET /repos/{owner}/{repo}/git/matching-refs/{ref}", {
       owner: "acme-gh",
       repo: "widgets",
       ref: "heads/trunk-",
     });
-    expect(refs.data.map((ref) => ref.ref)).toEqual([]);
+    expect(refs.data.map((ref) => ref.ref)).toEqual(["refs/heads/trunk-temp/main/queue"]);
   });
 
   it("says a pull request that does not apply onto the base conflicts with the base itself", async () => {
@@ -500,18 +567,24 @@ describe("merging", () => {
     }
   });
 
-  it("refuses a moved head or base without calling the merge", async () => {
-    const { request } = await tested({ "moved.txt": "m\n" }, "run-moved");
+  it("refuses a moved base without calling the merge, and a moved head on GitHub's word", async () => {
+    const { request, pr } = await tested({ "moved.txt": "m\n" }, "run-moved");
     const mark = world.gh.requests.mark();
-    expect(await host.merge({ ...request, headSha: "0".repeat(40) })).toMatchObject({
-      ok: false,
-      reason: "head_moved",
-    });
     expect(await host.merge({ ...request, expectedBaseSha: "1".repeat(40) })).toMatchObject({
       ok: false,
       reason: "base_moved",
     });
     expect(world.gh.requests.count({ operationId: "pulls/merge", since: mark })).toBe(0);
+    // The merge is pinned to the tested head: pushed to since, GitHub refuses it (409), and
+    // nothing lands.
+    const base = await main();
+    await world.gh.commit(NAME, { branch: pr.branch, files: { "moved.txt": "n\n" }, by: "bob" });
+    expect(await host.merge(request)).toMatchObject({
+      ok: false,
+      reason: "head_moved",
+    });
+    expect(world.gh.requests.count({ operationId: "pulls/merge", since: mark })).toBe(1);
+    expect(await main()).toBe(base);
   });
 
   it("passes GitHub's refusal on (required checks) as rejected", async () => {

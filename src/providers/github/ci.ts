@@ -51,6 +51,7 @@ import type { OwnedRepoRef } from "../../organizations/repositories.js";
 import type { GitHubApp, GitHubLogger } from "./client.js";
 import { statusOf } from "./conditional.js";
 import type { GitHubRepositories, GitHubRepositoryAccess } from "./repositories.js";
+import { BoundedMap } from "./token-cache.js";
 import {
   checkCounts,
   readRequiredChecks,
@@ -205,8 +206,18 @@ export function judgeObservations(
   return { state: failed ? "failed" : "passed", checks };
 }
 
+/**
+ * Why a run is read: its start (nothing has finished yet, unless a webhook came first), a check
+ * run or suite that completed, a status that changed, or the poll.
+ */
+type Cause = "start" | "checks" | "statuses" | "poll";
+
 export class GitHubCi implements CiProvider {
   private readonly listeners = new Set<CiResultListener>();
+  /** Commits a check webhook named before any run watched them (a run may start on them). */
+  private readonly unwatchedNews = new BoundedMap<string, true>(1024);
+  /** When each run was last read (the poll reads only runs with no news since). */
+  private readonly lastRead = new Map<string, number>();
   /** Each run's evaluations, one at a time. */
   private readonly work = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
@@ -244,7 +255,7 @@ export class GitHubCi implements CiProvider {
       finishedAt: null,
     });
     // Resolving and the first read may fail (GitHub away): the run is stored, the poll retries.
-    await this.schedule(request.queueId, request.runId).catch((error: unknown) => {
+    await this.schedule(request.queueId, request.runId, "start").catch((error: unknown) => {
       this.deps.logger.warn(
         { err: error, queueId: request.queueId, runId: request.runId },
         "github ci: could not read the run's checks yet; will retry",
@@ -259,13 +270,21 @@ export class GitHubCi implements CiProvider {
     await this.closeTestPr(run);
   }
 
-  /** A check run, check suite or status changed on `sha` of `repo` (a webhook): read it again. */
-  async commitChanged(repo: OwnedRepoRef, sha: string): Promise<void> {
-    const runs = await this.deps.runs.watchingSha(sha);
-    for (const run of runs) {
-      if (!sameRepo(run.request.repo, repo)) continue;
-      await this.schedule(run.queueId, run.runId);
-    }
+  /**
+   * A check run or suite completed (`checks`) or a status changed (`statuses`) on `sha` of
+   * `repo` (a webhook): read it again.
+   */
+  async commitChanged(
+    repo: OwnedRepoRef,
+    sha: string,
+    what: "checks" | "statuses" = "checks",
+  ): Promise<void> {
+    const runs = (await this.deps.runs.watchingSha(sha)).filter((run) =>
+      sameRepo(run.request.repo, repo),
+    );
+    // Before its run is stored (CI faster than the queue): the run's start reads it.
+    if (runs.length === 0) this.unwatchedNews.set(sha, true);
+    for (const run of runs) await this.schedule(run.queueId, run.runId, what);
   }
 
   /** Watches every stored run still watched (at once: crash safety), then polls them. */
@@ -274,7 +293,7 @@ export class GitHubCi implements CiProvider {
     this.watching = true;
     const interval = this.deps.pollIntervalMs ?? DEFAULT_CI_POLL_INTERVAL_MS;
     void this.pollAll();
-    this.timer = setInterval(() => void this.pollAll(), interval);
+    this.timer = setInterval(() => void this.pollAll({ quietOnly: true }), interval);
     this.timer.unref();
   }
 
@@ -286,13 +305,23 @@ export class GitHubCi implements CiProvider {
     await Promise.allSettled([...this.work.values()]);
   }
 
-  /** Reads every watched run again (the poll loop; tests call it to skip the wait). */
-  pollAll(): Promise<void> {
+  /**
+   * Reads every watched run again (the poll loop; tests call it to skip the wait); `quietOnly`
+   * (the loop): only the runs no webhook made it read in the last half interval.
+   */
+  pollAll(options: { quietOnly?: boolean } = {}): Promise<void> {
     this.polling ??= (async () => {
       try {
+        const interval = this.deps.pollIntervalMs ?? DEFAULT_CI_POLL_INTERVAL_MS;
+        const now = this.deps.clock.now();
         for (const run of await this.deps.runs.watching()) {
           if (!this.ours(run.request.repo)) continue;
-          await this.schedule(run.queueId, run.runId).catch((error: unknown) => {
+          // Read by a webhook within the interval: it has news enough.
+          const read = this.lastRead.get(runKey(run.queueId, run.runId));
+          if (options.quietOnly === true && read !== undefined && now - read < interval / 2) {
+            continue;
+          }
+          await this.schedule(run.queueId, run.runId, "poll").catch((error: unknown) => {
             this.deps.logger.warn(
               { err: error, queueId: run.queueId, runId: run.runId },
               "github ci: could not read the run's checks; will retry",
@@ -308,10 +337,10 @@ export class GitHubCi implements CiProvider {
     return this.polling;
   }
 
-  private schedule(queueId: string, runId: string): Promise<void> {
-    const key = `${queueId}\u0000${runId}`;
+  private schedule(queueId: string, runId: string, cause: Cause): Promise<void> {
+    const key = runKey(queueId, runId);
     const previous = this.work.get(key) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(() => this.evaluate(queueId, runId));
+    const next = previous.catch(() => undefined).then(() => this.evaluate(queueId, runId, cause));
     this.work.set(key, next);
     const forget = () => {
       if (this.work.get(key) === next) this.work.delete(key);
@@ -320,9 +349,12 @@ export class GitHubCi implements CiProvider {
     return next;
   }
 
-  private async evaluate(queueId: string, runId: string): Promise<void> {
+  private async evaluate(queueId: string, runId: string, cause: Cause): Promise<void> {
     const run = await this.deps.runs.get(queueId, runId);
-    if (!run || run.status !== "watching" || !this.ours(run.request.repo)) return;
+    if (!run || run.status !== "watching" || !this.ours(run.request.repo)) {
+      this.lastRead.delete(runKey(queueId, runId));
+      return;
+    }
     // A repository no installation grants any more throws (`host_not_connected`): the run stays
     // watched (the installation may come back) until the queue's testing timeout ends it.
     const access = await this.deps.repositories.resolve(run.request.repo);
@@ -333,8 +365,14 @@ export class GitHubCi implements CiProvider {
       prepared = ready;
     }
     const required = prepared.required as WatchedRequired;
-    const verdict = judgeObservations(required.checks, await this.observe(access, run.request.sha));
+    // Nothing has finished on a commit just pushed, unless a webhook said so already: webhooks
+    // (and the poll, for one lost) read it when something did.
+    if (cause === "start" && this.unwatchedNews.get(run.request.sha) === undefined) return;
+    this.lastRead.set(runKey(queueId, runId), this.deps.clock.now());
+    const observed = await this.observe(access, run.request.sha, required.checks, cause);
+    const verdict = judgeObservations(required.checks, observed);
     if (verdict.state === "pending") return;
+    this.lastRead.delete(runKey(queueId, runId));
     await this.conclude(prepared, verdict.state, {
       queueId,
       runId,
@@ -416,10 +454,45 @@ export class GitHubCi implements CiProvider {
     return { ...run, required, testPrNumber };
   }
 
-  private async observe(access: GitHubRepositoryAccess, sha: string): Promise<Observation[]> {
+  /**
+   * The commit's check runs, and its statuses when they can matter: on a status webhook and the
+   * poll, and whenever the check runs alone leave no required check running or failed (a status
+   * of a required name must pass too, and a required check may be a status only). While a
+   * required check run is still running, or one failed, the statuses cannot decide.
+   */
+  private async observe(
+    access: GitHubRepositoryAccess,
+    sha: string,
+    required: readonly RequiredCheck[],
+    cause: Cause,
+  ): Promise<Observation[]> {
+    const runs = await this.readCheckRuns(access, sha);
+    if (!this.statusesMatter(required, runs, cause)) return runs;
+    return [...runs, ...(await this.readStatuses(access, sha))];
+  }
+
+  private statusesMatter(
+    required: readonly RequiredCheck[],
+    runs: readonly Observation[],
+    cause: Cause,
+  ): boolean {
+    // A status never meets a check pinned to an App.
+    if (!required.some((r) => r.appId === null)) return false;
+    if (cause === "statuses" || cause === "poll") return true;
+    let running = false;
+    for (const requirement of required) {
+      for (const run of runs) {
+        if (!checkCounts(requirement, run.name, run.appId)) continue;
+        if (run.conclusion === undefined) running = true;
+        else if (!passes(run.conclusion)) return false;
+      }
+    }
+    return !running;
+  }
+
+  private async readCheckRuns(access: GitHubRepositoryAccess, sha: string): Promise<Observation[]> {
     const where = { owner: access.owner, repo: access.name, ref: sha };
     const runsRoute = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs";
-    const statusRoute = "GET /repos/{owner}/{repo}/commits/{ref}/status";
     const first = await this.deps.app.conditionalGet<CheckRunsPage>(
       access.installationId,
       runsRoute,
@@ -441,6 +514,18 @@ export class GitHubCi implements CiProvider {
       if (found.length === 0) break;
       checkRuns.push(...found);
     }
+    return checkRuns.map((run): Observation => ({
+      name: run.name,
+      appId: run.app?.id ?? null,
+      kind: "check_run",
+      conclusion: run.status === "completed" ? checkRunConclusion(run.conclusion ?? "") : undefined,
+      url: run.details_url ?? run.html_url ?? undefined,
+    }));
+  }
+
+  private async readStatuses(access: GitHubRepositoryAccess, sha: string): Promise<Observation[]> {
+    const where = { owner: access.owner, repo: access.name, ref: sha };
+    const statusRoute = "GET /repos/{owner}/{repo}/commits/{ref}/status";
     const combined = await this.deps.app.conditionalGet<CombinedStatus>(
       access.installationId,
       statusRoute,
@@ -453,23 +538,13 @@ export class GitHubCi implements CiProvider {
       if (found.length === 0) break;
       statuses.push(...found);
     }
-    return [
-      ...checkRuns.map((run): Observation => ({
-        name: run.name,
-        appId: run.app?.id ?? null,
-        kind: "check_run",
-        conclusion:
-          run.status === "completed" ? checkRunConclusion(run.conclusion ?? "") : undefined,
-        url: run.details_url ?? run.html_url ?? undefined,
-      })),
-      ...statuses.map((status): Observation => ({
-        name: status.context,
-        appId: null,
-        kind: "status",
-        conclusion: statusConclusion(status.state),
-        url: status.target_url ?? undefined,
-      })),
-    ];
+    return statuses.map((status): Observation => ({
+      name: status.context,
+      appId: null,
+      kind: "status",
+      conclusion: statusConclusion(status.state),
+      url: status.target_url ?? undefined,
+    }));
   }
 
   /**
@@ -550,6 +625,10 @@ export class GitHubCi implements CiProvider {
   }
 }
 
+function runKey(queueId: string, runId: string): string {
+  return `${queueId}\u0000${runId}`;
+}
+
 function sameRepo(a: OwnedRepoRef, b: OwnedRepoRef): boolean {
   return (
     a.organizationId === b.organizationId &&
@@ -598,6 +677,6 @@ export function registerCiHandlers(
   });
   handlers.forOrganization("status", async (delivery) => {
     if (!delivery.repository) return;
-    await ci.commitChanged(delivery.repository, delivery.payload.sha);
+    await ci.commitChanged(delivery.repository, delivery.payload.sha, "statuses");
   });
 }

@@ -16,6 +16,7 @@ import type { Mergeability, PullRequestInfo } from "../../mergequeue/model.js";
 import type {
   GitHost,
   MergeRequest,
+  PullRequestReadOptions,
   MergeResult,
   TestBranchRequest,
   TestBranchResult,
@@ -25,6 +26,7 @@ import type { OwnedRepoRef } from "../../organizations/repositories.js";
 import { SECOND_MS } from "../../lib/time.js";
 import type { GitHubApp, GitHubLogger } from "./client.js";
 import { statusOf } from "./conditional.js";
+import { BoundedMap } from "./token-cache.js";
 import type { GitHubRepositories, GitHubRepositoryAccess } from "./repositories.js";
 import {
   checkCounts,
@@ -51,6 +53,13 @@ export interface GitHubGitHostOptions {
   retryDelayMs?: (retry: number) => number;
   /** Reads of a pull request whose mergeability GitHub is still computing (default 3). */
   mergeabilityReads?: number;
+  /**
+   * How long a branch's protection and rulesets are taken as read (default 60 s); a
+   * `branch_protection_rule` or `repository_ruleset` webhook forgets them at once.
+   */
+  requirementsTtlMs?: number;
+  /** The clock of that cache (default `Date.now`). */
+  now?: () => number;
 }
 
 type Refusal = Extract<MergeResult, { ok: false }>;
@@ -131,9 +140,36 @@ function isPassing(status: number | undefined, message: string): boolean {
 const sleep = (ms: number) =>
   ms > 0 ? new Promise<void>((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
 
+/** A commit, as far as the queue needs it (commits never change: kept once seen). */
+interface CommitFacts {
+  tree: string;
+  parents: string[];
+}
+
+/** `POST /merges`'s answer: the merge commit, with its tree and parents. */
+interface MergeCommitPayload {
+  sha: string;
+  commit?: { tree?: { sha?: string } };
+  parents?: { sha: string }[];
+}
+
 export class GitHubGitHost implements GitHost {
   /** The tail of each repository's chain of merges: one merge at a time per repository. */
   private readonly mergeChains = new Map<string, Promise<unknown>>();
+  /** The tail of each queue's assemblies on its scratch branch: one at a time. */
+  private readonly scratchChains = new Map<string, Promise<unknown>>();
+  /** Commits seen (answers of `POST /merges` and reads): immutable, so never read twice. */
+  private readonly commits = new BoundedMap<string, CommitFacts>(4096);
+  /**
+   * Pull requests read by `pullRequestState` (a submission's check), handed to the queue's own
+   * read that follows it instead of a second read; forgotten on any webhook about them.
+   */
+  private readonly submittedReads = new BoundedMap<string, { at: number; pull: PullPayload }>(256);
+  /** Each branch's requirements, read at `at` (see `requirementsTtlMs`). */
+  private readonly requirementsRead = new Map<
+    string,
+    { at: number; requirements: Promise<BranchRequirements> }
+  >();
   private readonly prefix: string;
   private readonly attempts: number;
   private readonly retryDelayMs: (retry: number) => number;
@@ -153,9 +189,13 @@ export class GitHubGitHost implements GitHost {
 
   // ---- reading ---------------------------------------------------------------------------------
 
-  async pullRequest(repo: OwnedRepoRef, number: number): Promise<PullRequestInfo | undefined> {
+  async pullRequest(
+    repo: OwnedRepoRef,
+    number: number,
+    options: PullRequestReadOptions = {},
+  ): Promise<PullRequestInfo | undefined> {
     const access = await this.options.repositories.resolve(repo);
-    let pull = await this.readPull(access, number);
+    let pull = this.takeSubmittedRead(access, number) ?? (await this.readPull(access, number));
     if (!pull) return undefined;
     // GitHub computes mergeability after a push, asked by a read: read again a few times.
     const reads = Math.max(1, this.options.mergeabilityReads ?? 3);
@@ -180,7 +220,9 @@ export class GitHubGitHost implements GitHost {
     if (state !== "open") return info;
     const requirements = await this.requirements(access, pull.base.ref);
     const approved = await this.approvalsMet(access, pull, requirements);
-    const upToDate = await this.upToDate(access, pull.base.ref, pull.head.sha);
+    // Up-to-dateness and the pull request's own checks serve a direct merge only: read when asked.
+    const upToDate =
+      options.readiness === true && (await this.upToDate(access, pull.base.ref, pull.head.sha));
     const checksPassed = upToDate && (await this.checksPassed(access, pull.head.sha, requirements));
     return {
       ...info,
@@ -202,7 +244,32 @@ export class GitHubGitHost implements GitHost {
     const access = await this.options.repositories.resolve(repo);
     const pull = await this.readPull(access, number);
     if (!pull) return undefined;
+    this.submittedReads.set(this.pullKey(access, number), { at: this.now(), pull });
     return { state: pull.merged ? "merged" : pull.state === "closed" ? "closed" : "open" };
+  }
+
+  /** A `pull_request` or review webhook: a read kept from a submission's check is out of date. */
+  forgetPullRequest(repo: { owner: string; name: string }, number: number): void {
+    this.submittedReads.delete(`${repo.owner}/${repo.name}#${String(number)}`.toLowerCase());
+  }
+
+  private pullKey(access: GitHubRepositoryAccess, number: number): string {
+    return `${access.owner}/${access.name}#${String(number)}`.toLowerCase();
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
+  private takeSubmittedRead(
+    access: GitHubRepositoryAccess,
+    number: number,
+  ): PullPayload | undefined {
+    const key = this.pullKey(access, number);
+    const kept = this.submittedReads.get(key);
+    if (!kept) return undefined;
+    this.submittedReads.delete(key);
+    return this.now() - kept.at < SUBMITTED_READ_TTL_MS ? kept.pull : undefined;
   }
 
   async branchHead(repo: OwnedRepoRef, branch: string): Promise<string | undefined> {
@@ -234,46 +301,60 @@ export class GitHubGitHost implements GitHost {
 
   // ---- test branches ---------------------------------------------------------------------------
 
+  /** The queue's scratch branch, where its test branches are assembled (one per queue). */
+  scratchBranchName(targetBranch: string): string {
+    return `${SCRATCH_BRANCH_PREFIX}${targetBranch}/${SCRATCH_BRANCH_LEAF}`;
+  }
+
   /**
-   * Assembles base + each pull request's head, in order, on `trunk-temp/<target>/<run>` with
-   * `POST /merges` (one merge commit each), then publishes the result as the branch CI tests
-   * (create-only: a branch already published is the answer of a repeated call).
+   * Assembles base + each pull request's head, in order, on the queue's scratch branch
+   * `trunk-temp/<target>/queue` (moved to the base with a forced update, never deleted) with
+   * `POST /merges` (one merge commit each, whose answer names its tree and parents: kept, for the
+   * merge's tested-tree check), then publishes the result as the branch CI tests (create-only: a
+   * branch already published is the answer of a repeated call). One assembly at a time per
+   * scratch branch here; a merge whose first parent is not where this assembly had the branch
+   * (another process moved it) fails the call rather than build on someone else's commit.
    */
-  async createTestBranch(request: TestBranchRequest): Promise<TestBranchResult> {
+  createTestBranch(request: TestBranchRequest): Promise<TestBranchResult> {
+    const key = `${request.repo.organizationId}/${request.repo.owner}/${request.repo.name}\u0000${request.targetBranch}`;
+    const run = (this.scratchChains.get(key) ?? Promise.resolve()).then(() =>
+      this.assemble(request),
+    );
+    const tail = run.catch(() => undefined);
+    this.scratchChains.set(key, tail);
+    void tail.then(() => {
+      if (this.scratchChains.get(key) === tail) this.scratchChains.delete(key);
+    });
+    return run;
+  }
+
+  private async assemble(request: TestBranchRequest): Promise<TestBranchResult> {
     const access = await this.options.repositories.resolve(request.repo);
     const branch = this.testBranchName(request.targetBranch, request.runId);
-    const existing = await this.refHead(access, branch, false);
-    if (existing !== undefined) return { ok: true, branch, sha: existing };
-
-    const scratch = `${SCRATCH_BRANCH_PREFIX}${request.targetBranch}/${request.runId}`;
-    await this.putRef(access, scratch, request.baseSha);
-    try {
-      let current = request.baseSha;
-      for (const [index, pr] of request.prs.entries()) {
-        const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
-        const merged = await this.mergeOnto(access, scratch, current, pr.headSha, message);
-        if (merged === null) {
-          return await this.conflict(access, request, index, scratch);
-        }
-        current = merged;
+    const scratch = this.scratchBranchName(request.targetBranch);
+    await this.moveRef(access, scratch, request.baseSha);
+    let current = request.baseSha;
+    for (const [index, pr] of request.prs.entries()) {
+      const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
+      const merged = await this.mergeOnto(access, scratch, current, pr.headSha, message);
+      if (merged === null) {
+        return await this.conflict(access, request, index, scratch);
       }
-      try {
-        await access.client.request("POST /repos/{owner}/{repo}/git/refs", {
-          ...this.where(access),
-          ref: `refs/heads/${branch}`,
-          sha: current,
-        });
-      } catch (error) {
-        // Published concurrently by a repeated call: that one is the branch.
-        const made =
-          statusOf(error) === 422 ? await this.refHead(access, branch, false) : undefined;
-        if (made === undefined) throw error;
-        return { ok: true, branch, sha: made };
-      }
-      return { ok: true, branch, sha: current };
-    } finally {
-      await this.dropRef(access, scratch);
+      current = merged;
     }
+    try {
+      await access.client.request("POST /repos/{owner}/{repo}/git/refs", {
+        ...this.where(access),
+        ref: `refs/heads/${branch}`,
+        sha: current,
+      });
+    } catch (error) {
+      // Published already by an earlier (repeated) call: that one is the branch.
+      const made = statusOf(error) === 422 ? await this.refHead(access, branch, false) : undefined;
+      if (made === undefined) throw error;
+      return { ok: true, branch, sha: made };
+    }
+    return { ok: true, branch, sha: current };
   }
 
   /** Deletes a test branch (gone already is fine); refuses any other branch, to be safe. */
@@ -307,7 +388,16 @@ export class GitHubGitHost implements GitHost {
         });
         // 204: the head is in the branch already; nothing to merge.
         if ((response.status as number) === 204) return current;
-        return (response.data as { sha: string }).sha;
+        const made = response.data as MergeCommitPayload;
+        const parents = (made.parents ?? []).map((parent) => parent.sha);
+        if (parents.length > 0 && parents[0] !== current) {
+          throw new Error(
+            `${scratch} moved under a test branch being assembled (it was at ${current}; the merge of ${head} went onto ${parents[0] ?? ""})`,
+          );
+        }
+        const tree = made.commit?.tree?.sha;
+        if (tree !== undefined) this.commits.set(made.sha, { tree, parents });
+        return made.sha;
       } catch (error) {
         const status = statusOf(error);
         const text = messageOf(error);
@@ -413,27 +503,25 @@ export class GitHubGitHost implements GitHost {
     return run;
   }
 
+  /**
+   * One merge: the base checked where the engine expects it (a conditional read: free when it
+   * has not moved since it was last read), the tested tree found (known from the test branch's
+   * assembly, else read), then `PUT /pulls/{n}/merge` pinned to the tested head. The pull
+   * request is not read first: the pinned `sha` makes GitHub refuse a moved head (409) and an
+   * unmergeable one (405), and any refusal is settled by reading it then.
+   */
   private async mergeNow(request: MergeRequest): Promise<MergeResult> {
     const access = await this.options.repositories.resolve(request.repo);
     const pr = `#${String(request.prNumber)}`;
     let expectedTree: string | undefined;
     for (let attempt = 1; ; attempt++) {
-      const pull = await this.readPull(access, request.prNumber, false);
-      if (!pull) return refuse("rejected", `pull request ${pr} does not exist`);
-      if (pull.merged) {
-        // Merged already (a repeated call, or a merge GitHub answered with an error).
-        return this.landed(access, request, pull.merge_commit_sha, expectedTree);
-      }
-      if (pull.state !== "open") return refuse("rejected", `${pr} is ${pull.state}`);
-      if (pull.base.ref !== request.targetBranch) {
-        return refuse("rejected", `${pr} targets ${pull.base.ref}, not ${request.targetBranch}`);
-      }
-      if (pull.head.sha !== request.headSha) {
-        return refuse("head_moved", `${pr} is at ${pull.head.sha}, not ${request.headSha}`);
-      }
-      const base = await this.refHead(access, request.targetBranch, false);
+      const base = await this.refHead(access, request.targetBranch, true);
       if (base === undefined) return refuse("rejected", `${request.targetBranch} does not exist`);
       if (base !== request.expectedBaseSha) {
+        // Merged already (a repeated call, or a merge answered with an error) moves the base
+        // too: the pull request says whether it did.
+        const pull = await this.readPull(access, request.prNumber, false);
+        if (pull?.merged) return this.landed(access, request, pull.merge_commit_sha, expectedTree);
         return refuse(
           "base_moved",
           `${request.targetBranch} is at ${base}, not ${request.expectedBaseSha}`,
@@ -459,12 +547,19 @@ export class GitHubGitHost implements GitHost {
       } catch (error) {
         const status = statusOf(error);
         const text = messageOf(error);
+        // Refused, or failed in a way that may have merged anyway: what is the PR now?
+        const pull = await this.readPull(access, request.prNumber, false);
+        if (!pull) return refuse("rejected", `pull request ${pr} does not exist`);
+        if (pull.merged) return this.landed(access, request, pull.merge_commit_sha, expectedTree);
+        if (pull.state !== "open") return refuse("rejected", `${pr} is ${pull.state}`);
+        if (pull.base.ref !== request.targetBranch) {
+          return refuse("rejected", `${pr} targets ${pull.base.ref}, not ${request.targetBranch}`);
+        }
+        if (pull.head.sha !== request.headSha) {
+          return refuse("head_moved", `${pr} is at ${pull.head.sha}, not ${request.headSha}`);
+        }
         if (status === 405 && /not mergeable/i.test(text)) {
-          const again = await this.readPull(access, request.prNumber, false);
-          if (again?.merged) {
-            return this.landed(access, request, again.merge_commit_sha, expectedTree);
-          }
-          if (again?.mergeable === false) return refuse("merge_conflict", `${pr}: ${text}`);
+          if (pull.mergeable === false) return refuse("merge_conflict", `${pr}: ${text}`);
         } else if (!isPassing(status, text)) {
           return refuse("rejected", `GitHub refused to merge ${pr}: ${text}`);
         }
@@ -478,7 +573,7 @@ export class GitHubGitHost implements GitHost {
         }
         this.options.logger.warn(
           { pr: request.prNumber, status, attempt, message: text },
-          "github: merge failed; reading the pull request again before retrying",
+          "github: merge failed; retrying",
         );
         await sleep(this.retryDelayMs(attempt));
       }
@@ -501,6 +596,8 @@ export class GitHubGitHost implements GitHost {
       if (!commit) break;
       const [first, second] = commit.parents;
       if (commit.parents.length === 2 && second === request.headSha && first !== undefined) {
+        // Made onto the very commit the base is at: it holds that tree.
+        if (first === request.expectedBaseSha) return { ok: true, tree: commit.tree };
         const on = await this.commit(access, first);
         const base = await this.commit(access, request.expectedBaseSha);
         if (on?.tree !== base?.tree) {
@@ -556,8 +653,46 @@ export class GitHubGitHost implements GitHost {
 
   // ---- requirements --------------------------------------------------------------------------
 
-  /** The approvals and checks the branch's protection and active rulesets ask for. */
-  private async requirements(
+  /**
+   * Forgets what the repository's branches require (a `branch_protection_rule` or
+   * `repository_ruleset` webhook: protection or rulesets changed); the next read asks GitHub.
+   */
+  forgetRequirements(repo: { owner: string; name: string } | undefined): void {
+    if (repo === undefined) {
+      this.requirementsRead.clear();
+      return;
+    }
+    const prefix = `${repo.owner}/${repo.name}\u0000`.toLowerCase();
+    for (const key of [...this.requirementsRead.keys()]) {
+      if (key.toLowerCase().startsWith(prefix)) this.requirementsRead.delete(key);
+    }
+  }
+
+  /**
+   * The approvals and checks the branch's protection and active rulesets ask for: they change
+   * rarely, so a read serves for `requirementsTtlMs` (or until a webhook says they changed).
+   * GitHub enforces them on the merge itself whatever this read said.
+   */
+  private requirements(
+    access: GitHubRepositoryAccess,
+    branch: string,
+  ): Promise<BranchRequirements> {
+    const key = `${access.owner}/${access.name}\u0000${branch}`;
+    const now = this.now();
+    const ttl = this.options.requirementsTtlMs ?? DEFAULT_REQUIREMENTS_TTL_MS;
+    const known = this.requirementsRead.get(key);
+    if (known && now - known.at < ttl) return known.requirements;
+    const requirements = this.readRequirements(access, branch);
+    this.requirementsRead.set(key, { at: now, requirements });
+    requirements.catch(() => {
+      if (this.requirementsRead.get(key)?.requirements === requirements) {
+        this.requirementsRead.delete(key);
+      }
+    });
+    return requirements;
+  }
+
+  private async readRequirements(
     access: GitHubRepositoryAccess,
     branch: string,
   ): Promise<BranchRequirements> {
@@ -767,14 +902,39 @@ export class GitHubGitHost implements GitHost {
   private async commit(
     access: GitHubRepositoryAccess,
     sha: string,
-  ): Promise<{ tree: string; parents: string[] } | undefined> {
-    // A commit never changes: a conditional GET costs nothing the second time.
+  ): Promise<CommitFacts | undefined> {
+    // A commit never changes: one seen (read, or made by `POST /merges`) is not read again.
+    const known = this.commits.get(sha);
+    if (known) return known;
     const commit = await this.get<{ tree: { sha: string }; parents: { sha: string }[] }>(
       access,
       "GET /repos/{owner}/{repo}/git/commits/{commit_sha}",
       { commit_sha: sha },
     );
-    return commit && { tree: commit.tree.sha, parents: commit.parents.map((p) => p.sha) };
+    if (!commit) return undefined;
+    const facts = { tree: commit.tree.sha, parents: commit.parents.map((p) => p.sha) };
+    this.commits.set(sha, facts);
+    return facts;
+  }
+
+  /** Moves a branch to `sha` (a forced update), creating it the first time. */
+  private async moveRef(
+    access: GitHubRepositoryAccess,
+    branch: string,
+    sha: string,
+  ): Promise<void> {
+    try {
+      await access.client.request("PATCH /repos/{owner}/{repo}/git/refs/{ref}", {
+        ...this.where(access),
+        ref: `heads/${branch}`,
+        sha,
+        force: true,
+      });
+    } catch (error) {
+      const status = statusOf(error);
+      if (status !== 422 && status !== 404) throw error;
+      await this.putRef(access, branch, sha);
+    }
   }
 
   /** Creates a branch at `sha`, or moves one left over from an earlier attempt there. */
@@ -810,6 +970,12 @@ export class GitHubGitHost implements GitHost {
   }
 }
 
+/** How long a submission's read of a pull request serves the queue's read of it. */
+const SUBMITTED_READ_TTL_MS = 30 * SECOND_MS;
+/** The last part of a queue's scratch branch name (`trunk-temp/<target>/queue`). */
+const SCRATCH_BRANCH_LEAF = "queue";
+/** How long a branch's protection and rulesets read serve (webhooks forget them sooner). */
+const DEFAULT_REQUIREMENTS_TTL_MS = 60 * SECOND_MS;
 /** Beyond this many pull requests ahead, a conflict is not narrowed down pairwise. */
 const MAX_PAIRWISE_PROBES = 8;
 /** How far down a test branch's first-parent chain the merge of a pull request is looked for. */

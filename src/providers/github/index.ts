@@ -222,6 +222,23 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     ...deps.gitHost,
   });
   const webhooks = new WebhookHandlers();
+  // Before the handlers that wake the queues: their reads must not be served from what is stale.
+  // What the git host keeps of GitHub's answers, forgotten when GitHub says it changed.
+  webhooks.forOrganization(["pull_request", "pull_request_review"], (delivery) => {
+    gitHost.forgetPullRequest(
+      { owner: delivery.payload.repository.owner.login, name: delivery.payload.repository.name },
+      delivery.payload.pull_request.number,
+    );
+    return Promise.resolve();
+  });
+  webhooks.forOrganization(["branch_protection_rule", "repository_ruleset"], (delivery) => {
+    // An organization's ruleset names no repository: every repository's are forgotten.
+    const repository = delivery.payload.repository;
+    gitHost.forgetRequirements(
+      repository ? { owner: repository.owner.login, name: repository.name } : undefined,
+    );
+    return Promise.resolve();
+  });
   registerConnectionHandlers(webhooks, {
     installations,
     store: stores.installations,
