@@ -69,8 +69,9 @@ beforeAll(async () => {
     },
     retryDelayMs: () => 5,
     mergeabilityReads: 2,
-    // These tests change protection without webhooks: read it each time.
+    // No webhooks reach this host: protection is read each time, a landed commit at once.
     requirementsTtlMs: 0,
+    pushWaitMs: 0,
   });
 }, 60_000);
 
@@ -599,6 +600,56 @@ describe("merging", () => {
     } finally {
       gh.unprotectBranch(NAME, "main");
     }
+  });
+
+  it("checks the landed tree from the push webhook, not a read, before the next merge", async () => {
+    const github = server.services.github;
+    if (!github) throw new Error("no GitHub provider");
+    const waiting = new GitHubGitHost({
+      repositories: github.repositories,
+      app: github.app,
+      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+      retryDelayMs: () => 5,
+      pushWaitMs: 60_000,
+    });
+    const where = { owner: "acme-gh", name: "widgets" };
+    const first = await tested({ "pushed-1.txt": "1\n" }, "run-pushed-1");
+    const second = await tested({ "pushed-2.txt": "2\n" }, "run-pushed-2");
+    const mark = world.gh.requests.mark();
+    const merges = () => world.gh.requests.count({ operationId: "pulls/merge", since: mark });
+    const done: string[] = [];
+    const one = waiting.merge(first.request).finally(() => done.push("first"));
+    // The second (on the base the first leaves) queues behind the first's check.
+    const two = waiting.merge(second.request).finally(() => done.push("second"));
+    await vi.waitFor(
+      () => {
+        expect(merges()).toBe(1);
+      },
+      { timeout: 30_000, interval: 100 },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(done).toEqual([]);
+    expect(merges()).toBe(1);
+    // Its push webhook names the tested tree: verified without reading the landed commit.
+    const landed = await main();
+    waiting.pushed(where, landed, await treeOf(first.made.sha));
+    expect(await one).toEqual({ ok: true, sha: landed });
+    expect(await two).toMatchObject({ ok: false, reason: "base_moved" });
+    expect(done).toEqual(["first", "second"]);
+    const reads = world.gh.requests.filter({ operationId: "git/get-commit", since: mark });
+    expect(reads.filter((r) => r.path.includes(landed))).toEqual([]);
+
+    // One naming another tree: what landed was not tested, and the queue stops.
+    const third = await tested({ "pushed-3.txt": "3\n" }, "run-pushed-3");
+    const three = waiting.merge(third.request);
+    await vi.waitFor(
+      () => {
+        expect(merges()).toBe(2);
+      },
+      { timeout: 30_000, interval: 100 },
+    );
+    waiting.pushed(where, await main(), await treeOf(first.made.sha));
+    expect(await three).toMatchObject({ ok: false, reason: "rejected", pauseQueue: true });
   });
 
   it("detects a landed tree that differs from the tested one, says so and pauses the queue", async () => {

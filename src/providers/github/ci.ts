@@ -77,6 +77,19 @@ export interface GitHubCiDeps {
   logger: GitHubLogger;
   /** Default 15 s. */
   pollIntervalMs?: number;
+  /**
+   * The lease that lets one process at a time run the poll loop (processes sharing a database);
+   * without it every process polls.
+   */
+  pollLease?: PollLease;
+}
+
+/** A lease over the poll loop, shared by the processes of one database. */
+export interface PollLease {
+  /** Takes or renews the lease until `until`; false while another process holds it. */
+  claim(now: number, until: number): Promise<boolean>;
+  /** Lets it go (a stopping process): another takes over at its next poll. */
+  release(): Promise<void>;
 }
 
 /** One report of a check on the tested commit: a check run (with its App) or a commit status. */
@@ -216,6 +229,12 @@ export class GitHubCi implements CiProvider {
   private readonly listeners = new Set<CiResultListener>();
   /** Commits a check webhook named before any run watched them (a run may start on them). */
   private readonly unwatchedNews = new BoundedMap<string, true>(1024);
+  /**
+   * Per repository, whether it has shown commit statuses (a `status` webhook, or a read that
+   * found some): true, or false once a read found none. Until it has, statuses are read only
+   * where a required check has no check run.
+   */
+  private readonly statusesSeen = new BoundedMap<string, boolean>(4096);
   /** When each run was last read (the poll reads only runs with no news since). */
   private readonly lastRead = new Map<string, number>();
   /** Each run's evaluations, one at a time. */
@@ -279,6 +298,7 @@ export class GitHubCi implements CiProvider {
     sha: string,
     what: "checks" | "statuses" = "checks",
   ): Promise<void> {
+    if (what === "statuses") this.statusesSeen.set(repoKey(repo), true);
     const runs = (await this.deps.runs.watchingSha(sha)).filter((run) =>
       sameRepo(run.request.repo, repo),
     );
@@ -292,8 +312,8 @@ export class GitHubCi implements CiProvider {
     if (this.watching) return;
     this.watching = true;
     const interval = this.deps.pollIntervalMs ?? DEFAULT_CI_POLL_INTERVAL_MS;
-    void this.pollAll();
-    this.timer = setInterval(() => void this.pollAll({ quietOnly: true }), interval);
+    void this.pollAll({ leased: true });
+    this.timer = setInterval(() => void this.pollAll({ quietOnly: true, leased: true }), interval);
     this.timer.unref();
   }
 
@@ -303,17 +323,24 @@ export class GitHubCi implements CiProvider {
     this.timer = undefined;
     await this.polling;
     await Promise.allSettled([...this.work.values()]);
+    await this.deps.pollLease?.release().catch((error: unknown) => {
+      this.deps.logger.warn({ err: error }, "github ci: could not let the poll's lease go");
+    });
   }
 
   /**
    * Reads every watched run again (the poll loop; tests call it to skip the wait); `quietOnly`
-   * (the loop): only the runs no webhook made it read in the last half interval.
+   * (the loop): only the runs no webhook made it read in the last half interval; `leased` (the
+   * loop): only while this process holds the poll's lease (one process polls at a time; another
+   * takes over within two intervals of its end).
    */
-  pollAll(options: { quietOnly?: boolean } = {}): Promise<void> {
+  pollAll(options: { quietOnly?: boolean; leased?: boolean } = {}): Promise<void> {
     this.polling ??= (async () => {
       try {
         const interval = this.deps.pollIntervalMs ?? DEFAULT_CI_POLL_INTERVAL_MS;
         const now = this.deps.clock.now();
+        const lease = options.leased === true ? this.deps.pollLease : undefined;
+        if (lease && !(await lease.claim(now, now + 2 * interval))) return;
         for (const run of await this.deps.runs.watching()) {
           if (!this.ours(run.request.repo)) continue;
           // Read by a webhook within the interval: it has news enough.
@@ -467,27 +494,41 @@ export class GitHubCi implements CiProvider {
     cause: Cause,
   ): Promise<Observation[]> {
     const runs = await this.readCheckRuns(access, sha);
-    if (!this.statusesMatter(required, runs, cause)) return runs;
-    return [...runs, ...(await this.readStatuses(access, sha))];
+    const key = repoKey(access);
+    if (!this.statusesMatter(required, runs, cause, this.statusesSeen.get(key))) return runs;
+    const statuses = await this.readStatuses(access, sha);
+    if (statuses.length > 0) this.statusesSeen.set(key, true);
+    else if (this.statusesSeen.get(key) === undefined) this.statusesSeen.set(key, false);
+    return [...runs, ...statuses];
   }
 
+  /**
+   * Whether the commit's statuses can change the verdict: a status never meets a check pinned
+   * to an App; while a required check run runs, or after one failed, they cannot decide; when
+   * every required check has its check runs, they matter only in a repository that has shown
+   * statuses (or not been read yet: the first read learns it). A status webhook and the poll
+   * read them whatever.
+   */
   private statusesMatter(
     required: readonly RequiredCheck[],
     runs: readonly Observation[],
     cause: Cause,
+    seen: boolean | undefined,
   ): boolean {
-    // A status never meets a check pinned to an App.
     if (!required.some((r) => r.appId === null)) return false;
     if (cause === "statuses" || cause === "poll") return true;
     let running = false;
+    let uncovered = false;
     for (const requirement of required) {
-      for (const run of runs) {
-        if (!checkCounts(requirement, run.name, run.appId)) continue;
+      const matching = runs.filter((run) => checkCounts(requirement, run.name, run.appId));
+      if (matching.length === 0) uncovered = true;
+      for (const run of matching) {
         if (run.conclusion === undefined) running = true;
         else if (!passes(run.conclusion)) return false;
       }
     }
-    return !running;
+    if (running) return false;
+    return uncovered || seen !== false;
   }
 
   private async readCheckRuns(access: GitHubRepositoryAccess, sha: string): Promise<Observation[]> {
@@ -623,6 +664,10 @@ export class GitHubCi implements CiProvider {
       );
     }
   }
+}
+
+function repoKey(repo: { owner: string; name: string }): string {
+  return `${repo.owner}/${repo.name}`.toLowerCase();
 }
 
 function runKey(queueId: string, runId: string): string {

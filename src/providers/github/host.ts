@@ -54,12 +54,17 @@ export interface GitHubGitHostOptions {
   /** Reads of a pull request whose mergeability GitHub is still computing (default 3). */
   mergeabilityReads?: number;
   /**
-   * How long a branch's protection and rulesets are taken as read (default 60 s); a
+   * How long a branch's protection and rulesets are taken as read (default 5 min); a
    * `branch_protection_rule` or `repository_ruleset` webhook forgets them at once.
    */
   requirementsTtlMs?: number;
   /** The clock of that cache (default `Date.now`). */
   now?: () => number;
+  /**
+   * How long a merge waits for the `push` webhook of the commit it landed (whose tree it checks)
+   * before it reads the commit instead (default 3 s).
+   */
+  pushWaitMs?: number;
 }
 
 type Refusal = Extract<MergeResult, { ok: false }>;
@@ -160,6 +165,9 @@ export class GitHubGitHost implements GitHost {
   private readonly scratchChains = new Map<string, Promise<unknown>>();
   /** Commits seen (answers of `POST /merges` and reads): immutable, so never read twice. */
   private readonly commits = new BoundedMap<string, CommitFacts>(4096);
+  /** Trees of commits branches were pushed to, from `push` webhooks. */
+  private readonly pushedTrees = new BoundedMap<string, string>(1024);
+  private readonly pushWaiters: (() => void)[] = [];
   /**
    * Pull requests read by `pullRequestState` (a submission's check), handed to the queue's own
    * read that follows it instead of a second read; forgotten on any webhook about them.
@@ -636,7 +644,7 @@ export class GitHubGitHost implements GitHost {
       expected = tested.ok ? tested.tree : undefined;
     }
     if (expected === undefined) return { ok: true, sha };
-    const landedTree = (await this.commit(access, sha))?.tree;
+    const landedTree = await this.landedTree(access, sha);
     if (landedTree === expected) return { ok: true, sha };
     const message = `landed tree differs from tested tree: ${pr} landed on ${request.targetBranch} as ${sha} (tree ${landedTree ?? "unknown"}), but the test branch ${request.testedSha ?? ""} passed with tree ${expected}; what landed was not tested. The queue stops until someone looks.`;
     this.options.logger.error(
@@ -649,6 +657,41 @@ export class GitHubGitHost implements GitHost {
       `github: ${message}`,
     );
     return { ...refuse("rejected", message), pauseQueue: true };
+  }
+
+  /**
+   * A `push` webhook (signed by GitHub): the commit a branch moved to, with its tree. The tree of
+   * a commit a merge landed is taken from it rather than read.
+   */
+  pushed(repo: { owner: string; name: string }, sha: string, tree: string): void {
+    this.pushedTrees.set(`${repo.owner}/${repo.name}@${sha}`.toLowerCase(), tree);
+    for (const wake of this.pushWaiters.splice(0)) wake();
+  }
+
+  /**
+   * The tree of the commit a merge landed: from its push webhook when it comes within
+   * `pushWaitMs` (default 3 s), else read. The merge waits for it, and so does the next one.
+   */
+  private async landedTree(
+    access: GitHubRepositoryAccess,
+    sha: string,
+  ): Promise<string | undefined> {
+    const key = `${access.owner}/${access.name}@${sha}`.toLowerCase();
+    const deadline = this.now() + (this.options.pushWaitMs ?? DEFAULT_PUSH_WAIT_MS);
+    for (;;) {
+      const tree = this.pushedTrees.get(key);
+      if (tree !== undefined) return tree;
+      const left = deadline - this.now();
+      if (left <= 0) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(left, 250));
+        this.pushWaiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return (await this.commit(access, sha))?.tree;
   }
 
   // ---- requirements --------------------------------------------------------------------------
@@ -970,12 +1013,14 @@ export class GitHubGitHost implements GitHost {
   }
 }
 
+/** How long a merge waits for its push webhook before reading the landed commit. */
+const DEFAULT_PUSH_WAIT_MS = 3 * SECOND_MS;
 /** How long a submission's read of a pull request serves the queue's read of it. */
 const SUBMITTED_READ_TTL_MS = 30 * SECOND_MS;
 /** The last part of a queue's scratch branch name (`trunk-temp/<target>/queue`). */
 const SCRATCH_BRANCH_LEAF = "queue";
 /** How long a branch's protection and rulesets read serve (webhooks forget them sooner). */
-const DEFAULT_REQUIREMENTS_TTL_MS = 60 * SECOND_MS;
+const DEFAULT_REQUIREMENTS_TTL_MS = 5 * 60 * SECOND_MS;
 /** Beyond this many pull requests ahead, a conflict is not narrowed down pairwise. */
 const MAX_PAIRWISE_PROBES = 8;
 /** How far down a test branch's first-parent chain the merge of a pull request is looked for. */

@@ -36,7 +36,7 @@ import type { GitHubInstallationStorage } from "../../organizations/github-insta
 import type { OrganizationRecords } from "../../organizations/records.js";
 import type { Principal } from "../../organizations/service.js";
 import type { RepoRef, Repository } from "../../organizations/repositories.js";
-import { DEFAULT_CI_POLL_INTERVAL_MS, GitHubCi, registerCiHandlers } from "./ci.js";
+import { DEFAULT_CI_POLL_INTERVAL_MS, GitHubCi, registerCiHandlers, type PollLease } from "./ci.js";
 import { GitHubApp, type GitHubLogger } from "./client.js";
 import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
 import { GitHubForkedRuns } from "./forked-runs.js";
@@ -138,7 +138,10 @@ export interface GitHubProviderDeps {
   /** Between reconcile passes (default 60 s; 0: only when asked, `reconciler.pass()`). */
   reconcileIntervalMs?: number;
   /** The git host's retries and waits (tests make them short). */
-  gitHost?: Pick<GitHubGitHostOptions, "attempts" | "retryDelayMs" | "mergeabilityReads">;
+  gitHost?: Pick<
+    GitHubGitHostOptions,
+    "attempts" | "retryDelayMs" | "mergeabilityReads" | "requirementsTtlMs" | "pushWaitMs"
+  >;
   /** How often the CI provider reads its watched runs again (default 15 s). */
   ciPollIntervalMs?: number;
 }
@@ -231,6 +234,13 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     );
     return Promise.resolve();
   });
+  webhooks.forOrganization("push", (delivery) => {
+    const { after, head_commit: head } = delivery.payload;
+    if (delivery.repository && head && head.id === after) {
+      gitHost.pushed(delivery.repository, after, head.tree_id);
+    }
+    return Promise.resolve();
+  });
   webhooks.forOrganization(["branch_protection_rule", "repository_ruleset"], (delivery) => {
     // An organization's ruleset names no repository: every repository's are forgotten.
     const repository = delivery.payload.repository;
@@ -284,6 +294,10 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     logger,
     pollIntervalMs:
       deps.ciPollIntervalMs ?? settings.ciPollIntervalMs ?? DEFAULT_CI_POLL_INTERVAL_MS,
+    pollLease: ciPollLease(
+      stores.presence,
+      `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    ),
   });
   registerCiHandlers(webhooks, ci);
   const writer = new DeliveryWriter(stores.deliveries);
@@ -407,5 +421,20 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     async synced() {
       await syncing;
     },
+  };
+}
+
+/**
+ * The CI poll's lease, kept as a lease-holding row of the presence cursors' table (its position is
+ * not used): one process of a database polls at a time.
+ */
+function ciPollLease(
+  store: Pick<PresenceStorage, "claimCursor" | "releaseCursor">,
+  owner: string,
+): PollLease {
+  const name = "github-ci-poll";
+  return {
+    claim: async (now, until) => (await store.claimCursor(name, owner, now, until)) !== undefined,
+    release: () => store.releaseCursor(name, owner),
   };
 }
