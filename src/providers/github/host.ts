@@ -161,6 +161,8 @@ interface MergeCommitPayload {
 export class GitHubGitHost implements GitHost {
   /** The tail of each repository's chain of merges: one merge at a time per repository. */
   private readonly mergeChains = new Map<string, Promise<unknown>>();
+  /** Scratch branches known to exist (made or moved here). */
+  private readonly scratchKnown = new Set<string>();
   /** The tail of each queue's assemblies on its scratch branch: one at a time. */
   private readonly scratchChains = new Map<string, Promise<unknown>>();
   /** Commits seen (answers of `POST /merges` and reads): immutable, so never read twice. */
@@ -340,7 +342,11 @@ export class GitHubGitHost implements GitHost {
     const access = await this.options.repositories.resolve(request.repo);
     const branch = this.testBranchName(request.targetBranch, request.runId);
     const scratch = this.scratchBranchName(request.targetBranch);
-    await this.moveRef(access, scratch, request.baseSha);
+    // Known here to exist: moved; else created (moved when it exists after all).
+    const known = `${access.owner}/${access.name}:${scratch}`.toLowerCase();
+    if (this.scratchKnown.has(known)) await this.moveRef(access, scratch, request.baseSha);
+    else await this.putRef(access, scratch, request.baseSha);
+    this.scratchKnown.add(known);
     let current = request.baseSha;
     for (const [index, pr] of request.prs.entries()) {
       const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
@@ -607,8 +613,8 @@ export class GitHubGitHost implements GitHost {
         // Made onto the very commit the base is at: it holds that tree.
         if (first === request.expectedBaseSha) return { ok: true, tree: commit.tree };
         const on = await this.commit(access, first);
-        const base = await this.commit(access, request.expectedBaseSha);
-        if (on?.tree !== base?.tree) {
+        const base = await this.treeOf(access, request.expectedBaseSha);
+        if (on?.tree !== base) {
           return refuse(
             "base_moved",
             `${request.targetBranch} at ${request.expectedBaseSha} does not hold what ${pr} was tested on`,
@@ -672,6 +678,12 @@ export class GitHubGitHost implements GitHost {
    * The tree of the commit a merge landed: from its push webhook when it comes within
    * `pushWaitMs` (default 3 s), else read. The merge waits for it, and so does the next one.
    */
+  /** A commit's tree: from a push webhook or a commit seen, else read. */
+  private async treeOf(access: GitHubRepositoryAccess, sha: string): Promise<string | undefined> {
+    const pushed = this.pushedTrees.get(`${access.owner}/${access.name}@${sha}`.toLowerCase());
+    return pushed ?? (await this.commit(access, sha))?.tree;
+  }
+
   private async landedTree(
     access: GitHubRepositoryAccess,
     sha: string,
