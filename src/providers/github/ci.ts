@@ -11,8 +11,10 @@
  *   protection and rulesets, unioned, App pins kept), and opens the draft testing pull request
  *   when the queue asks for one.
  * - `check_run.completed`, `check_suite.completed` and `status` webhooks on a watched commit make
- *   it read the commit's check runs (`filter=latest`) and combined status again; a poll loop does
- *   the same for every watched run (conditional GETs: a 304 costs nothing), so a lost webhook only
+ *   it read the commit's check runs (`filter=latest`) again, and its combined status where that
+ *   can decide (`statusesMatter`); nothing is read at a run's start unless a webhook named its
+ *   commit first. A poll loop, in one process at a time (`pollLease`), reads the watched runs no
+ *   webhook made it read lately (conditional GETs: a 304 costs nothing), so a lost webhook only
  *   delays a result.
  * - A concluded run's result goes to the listeners, then the run is marked ended; a crash in
  *   between emits it again after the restart (the driver ignores repeated results). Runs still
