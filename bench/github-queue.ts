@@ -11,7 +11,8 @@
  * The count does not depend on the database; SQLite is used.
  *
  * Usage: npm run bench:github-queue   (BENCH_PRS=<2..60>, default 12; BENCH_BATCH=<2..20>,
- *                                      default 4)
+ *                                      default 4; BENCH_DUMP=<path prefix>: every request
+ *                                      counted, one a line, to <prefix>-<scenario>.txt)
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -134,6 +135,12 @@ async function scenario(scenarioSpec: Scenario): Promise<ScenarioResult> {
       const made = gh.requests.entries.filter(
         (entry) => entry.seq >= mark && entry.installationId !== null,
       );
+      if (process.env.BENCH_DUMP) {
+        await writeFile(
+          `${process.env.BENCH_DUMP}-${scenarioSpec.name.replaceAll(" ", "-")}.txt`,
+          made.map((e) => `${String(e.status)} ${e.method} ${e.path}`).join("\n"),
+        );
+      }
       const notModified = made.filter((entry) => entry.status === 304).length;
       const byOperation: Record<string, number> = {};
       for (const entry of made) {

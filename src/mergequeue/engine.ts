@@ -24,7 +24,13 @@ import {
   type QueueSnapshot,
   type TestRun,
 } from "./model.js";
-import { judgeChecks, type CiProvider, type CiRunResult, type GitHost } from "./providers.js";
+import {
+  judgeChecks,
+  type CiProvider,
+  type CiRunResult,
+  type GitHost,
+  type PullRequestReadOptions,
+} from "./providers.js";
 import type {
   CommandResult,
   EntryRecord,
@@ -456,7 +462,12 @@ export class MergeQueueEngine {
         headSha: head,
       });
     }
-    const work = new StepWork(queueId, repo, queue.targetBranch, this.deps);
+    const work = new StepWork(queueId, repo, queue.targetBranch, this.deps, {
+      // Up-to-dateness and the PR's own checks matter to a direct merge only (each costs reads).
+      readiness:
+        snapshot.configuration.directMergeMode === "always" ||
+        queue.configuration.directMergeMode === "always",
+    });
     const commands = await runtime.pendingCommands(queueId, 100);
     const queued = (prNumber: number) => snapshot.prIndex[String(prNumber)] !== undefined;
     work.lookUpPullRequests(
@@ -551,6 +562,7 @@ class StepWork {
     private readonly repo: OwnedRepoRef,
     private readonly targetBranch: string,
     private readonly deps: EngineDeps,
+    private readonly readOptions: PullRequestReadOptions,
   ) {}
 
   entryRecords(): EntryRecord[] {
@@ -583,7 +595,7 @@ class StepWork {
       }
       active += 1;
       try {
-        return await this.deps.gitHost.pullRequest(this.repo, number);
+        return await this.deps.gitHost.pullRequest(this.repo, number, this.readOptions);
       } finally {
         active -= 1;
         waiting.shift()?.();
@@ -602,7 +614,7 @@ class StepWork {
     const ahead = this.lookups.get(number);
     this.lookups.delete(number);
     if (ahead && ahead.merges === this.merges) return ahead.info;
-    return this.deps.gitHost.pullRequest(this.repo, number);
+    return this.deps.gitHost.pullRequest(this.repo, number, this.readOptions);
   }
 
   /** Turns an inbox command into a planner event, looking the PR up where needed. */
@@ -934,7 +946,11 @@ class StepWork {
         const head = await this.deps.gitHost.branchHead(this.repo, this.targetBranch);
         if (head) follow({ type: "base_pushed", headSha: head });
       } else {
-        const pr = await this.deps.gitHost.pullRequest(this.repo, decision.prNumber);
+        const pr = await this.deps.gitHost.pullRequest(
+          this.repo,
+          decision.prNumber,
+          this.readOptions,
+        );
         if (pr) follow({ type: "pr_updated", pr });
       }
       return;

@@ -10,6 +10,7 @@ import type {
   CiRunRequest,
   CiResultListener,
   GitHost,
+  PullRequestReadOptions,
   MergeRequest,
   TestBranchRequest,
 } from "./providers.js";
@@ -80,8 +81,8 @@ export class GitHostRouter implements GitHost {
     return this.hosts.get(repo.host.toLowerCase()) ?? this.fallback;
   }
 
-  pullRequest(repo: OwnedRepoRef, number: number) {
-    return this.for(repo).pullRequest(repo, number);
+  pullRequest(repo: OwnedRepoRef, number: number, options?: PullRequestReadOptions) {
+    return this.for(repo).pullRequest(repo, number, options);
   }
 
   branchHead(repo: OwnedRepoRef, branch: string) {

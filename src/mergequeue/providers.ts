@@ -75,8 +75,21 @@ export type MergeResult =
  * is idempotent for the same arguments (a retried merge of an already merged PR reports success
  * with the commit it produced), so the driver may repeat a step after a crash.
  */
+/** What a pull request read needs beyond its state and mergeability. */
+export interface PullRequestReadOptions {
+  /**
+   * Whether `upToDate` and `checksPassed` are needed (only a direct merge uses them); without it
+   * a host may leave both false and spare the reads they cost.
+   */
+  readiness?: boolean;
+}
+
 export interface GitHost {
-  pullRequest(repo: OwnedRepoRef, number: number): Promise<PullRequestInfo | undefined>;
+  pullRequest(
+    repo: OwnedRepoRef,
+    number: number,
+    options?: PullRequestReadOptions,
+  ): Promise<PullRequestInfo | undefined>;
   branchHead(repo: OwnedRepoRef, branch: string): Promise<string | undefined>;
   createTestBranch(request: TestBranchRequest): Promise<TestBranchResult>;
   deleteTestBranch(repo: OwnedRepoRef, branch: string): Promise<void>;

@@ -374,8 +374,9 @@ describe("lost, repeated and late signals", () => {
   it("a new process on the same database watches the runs left unfinished, and polls them", async () => {
     const run = await testRun(["build"]);
     await github.ci.start(run);
-    // This process hears nothing more of it (its webhooks are lost, its poll is hourly)…
+    // This process hears nothing more of it (its webhooks are lost, it stops polling)…
     world.gh.setWebhookChaos({ drop: 1 });
+    await github.ci.stopWatching();
     const next = createServices(server.database.handle, {
       github: world.config,
       githubCiPollIntervalMs: 100,
@@ -408,6 +409,41 @@ describe("lost, repeated and late signals", () => {
     } finally {
       world.gh.setWebhookChaos({});
       await nextGithub.ci.stopWatching();
+      github.ci.startWatching();
+    }
+  });
+
+  it("polls in one process at a time: another on the same database takes over when it stops", async () => {
+    const run = await testRun(["build"]);
+    await github.ci.start(run);
+    const other = createServices(server.database.handle, {
+      github: world.config,
+      githubCiPollIntervalMs: HOUR_MS,
+      githubSyncIntervalMs: 0,
+      dataDir: server.database.dataDir,
+    }).github;
+    if (!other) throw new Error("no GitHub provider");
+    const reads = (since: number) =>
+      world.gh.requests.count({ operationId: "checks/list-for-ref", since });
+    try {
+      // This process's loop holds the lease: the other's loop reads nothing…
+      await github.ci.pollAll({ leased: true });
+      const mark = world.gh.requests.mark();
+      await other.ci.pollAll({ leased: true });
+      expect(reads(mark)).toBe(0);
+      await github.ci.pollAll({ leased: true });
+      expect(reads(mark)).toBeGreaterThan(0);
+      // …until this one stops and lets it go.
+      await github.ci.stopWatching();
+      const after = world.gh.requests.mark();
+      await other.ci.pollAll({ leased: true });
+      expect(reads(after)).toBeGreaterThan(0);
+      const quiet = world.gh.requests.mark();
+      await github.ci.pollAll({ leased: true });
+      expect(reads(quiet)).toBe(0);
+    } finally {
+      await other.ci.stopWatching();
+      github.ci.startWatching();
     }
   });
 });

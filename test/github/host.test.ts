@@ -69,6 +69,9 @@ beforeAll(async () => {
     },
     retryDelayMs: () => 5,
     mergeabilityReads: 2,
+    // No webhooks reach this host: protection is read each time, a landed commit at once.
+    requirementsTtlMs: 0,
+    pushWaitMs: 0,
   });
 }, 60_000);
 
@@ -114,7 +117,18 @@ async function fileAt(sha: string, path: string): Promise<string | undefined> {
 describe("pull requests", () => {
   it("reads an open pull request: head, base, mergeability, up to date", async () => {
     const pr = await openPr({ "a.txt": "a\n" });
-    const info = await host.pullRequest(repo, pr.number);
+    // Without `readiness` (no direct merge): one read of the pull request, nothing compared.
+    const mark = world.gh.requests.mark();
+    expect(await host.pullRequest(repo, pr.number)).toMatchObject({
+      mergeability: "mergeable",
+      upToDate: false,
+      checksPassed: false,
+    });
+    expect(
+      world.gh.requests.count({ operationId: "repos/compare-commits-with-basehead", since: mark }),
+    ).toBe(0);
+    expect(world.gh.requests.count({ operationId: "checks/list-for-ref", since: mark })).toBe(0);
+    const info = await host.pullRequest(repo, pr.number, { readiness: true });
     expect(info).toMatchObject({
       number: pr.number,
       author: "bob",
@@ -128,7 +142,7 @@ describe("pull requests", () => {
     });
     // The base moves on: the pull request is behind it.
     await world.gh.commit(NAME, { branch: "main", files: { "other.txt": "x\n" }, by: "alice" });
-    expect((await host.pullRequest(repo, pr.number))?.upToDate).toBe(false);
+    expect((await host.pullRequest(repo, pr.number, { readiness: true }))?.upToDate).toBe(false);
   });
 
   it("answers undefined for a pull request that does not exist", async () => {
@@ -208,16 +222,61 @@ describe("pull requests", () => {
     }
   });
 
+  it("reads protection and rulesets once a while, and again when a webhook says they changed", async () => {
+    const { gh } = world;
+    let now = 1_000_000;
+    const github = server.services.github;
+    if (!github) throw new Error("no GitHub provider");
+    const cached = new GitHubGitHost({
+      repositories: github.repositories,
+      app: github.app,
+      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+      retryDelayMs: () => 5,
+      mergeabilityReads: 2,
+      requirementsTtlMs: 60_000,
+      now: () => now,
+    });
+    const protectionReads = (since: number) =>
+      gh.requests.count({ operationId: "repos/get-branch-protection", since });
+    const pr = await openPr({ "cached.txt": "c\n" });
+    const mark = gh.requests.mark();
+    expect((await cached.pullRequest(repo, pr.number))?.mergeability).toBe("mergeable");
+    expect((await cached.pullRequest(repo, pr.number))?.mergeability).toBe("mergeable");
+    expect(protectionReads(mark)).toBe(1);
+    gh.protectBranch(NAME, "main", { requiredApprovingReviewCount: 1 });
+    try {
+      // Within the TTL and no webhook: what was read holds (GitHub enforces it on the merge).
+      expect((await cached.pullRequest(repo, pr.number))?.mergeability).toBe("mergeable");
+      expect(protectionReads(mark)).toBe(1);
+      // The webhook forgets it: read again at once.
+      cached.forgetRequirements({ owner: "acme-gh", name: "widgets" });
+      expect((await cached.pullRequest(repo, pr.number))?.mergeability).toBe("not_mergeable");
+      expect(protectionReads(mark)).toBe(2);
+      // And the TTL ends it anyway.
+      now += 60_000;
+      await cached.pullRequest(repo, pr.number);
+      expect(protectionReads(mark)).toBe(3);
+    } finally {
+      gh.unprotectBranch(NAME, "main");
+    }
+  });
+
   it("says the checks passed when every required check passed on an up-to-date head", async () => {
     const { gh } = world;
     gh.protectBranch(NAME, "main", { requiredStatusChecks: { strict: false, contexts: ["ci"] } });
     try {
       const pr = await openPr({ "checked.txt": "c\n" });
-      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(false);
+      expect((await host.pullRequest(repo, pr.number, { readiness: true }))?.checksPassed).toBe(
+        false,
+      );
       gh.postStatus(NAME, pr.headSha, { state: "failure", context: "ci", by: "alice" });
-      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(false);
+      expect((await host.pullRequest(repo, pr.number, { readiness: true }))?.checksPassed).toBe(
+        false,
+      );
       gh.postStatus(NAME, pr.headSha, { state: "success", context: "ci", by: "alice" });
-      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(true);
+      expect((await host.pullRequest(repo, pr.number, { readiness: true }))?.checksPassed).toBe(
+        true,
+      );
     } finally {
       gh.unprotectBranch(NAME, "main");
     }
@@ -236,14 +295,18 @@ describe("pull requests", () => {
       const pr = await openPr({ "pinned.txt": "p\n" });
       // A status of that name, from no App: it does not count.
       gh.postStatus(NAME, pr.headSha, { state: "success", context: "build", by: "alice" });
-      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(false);
+      expect((await host.pullRequest(repo, pr.number, { readiness: true }))?.checksPassed).toBe(
+        false,
+      );
       const run = await gh.postCheckRun(NAME, {
         name: "build",
         headSha: pr.headSha,
         status: "in_progress",
       });
       await gh.completeCheckRun(NAME, run.id, "success");
-      expect((await host.pullRequest(repo, pr.number))?.checksPassed).toBe(true);
+      expect((await host.pullRequest(repo, pr.number, { readiness: true }))?.checksPassed).toBe(
+        true,
+      );
     } finally {
       gh.unprotectBranch(NAME, "main");
     }
@@ -274,17 +337,22 @@ describe("test branches", () => {
     expect(made).toMatchObject({ ok: true, branch: "trunk-merge/main/run-ok" });
     if (!made.ok) return;
     expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/run-ok")).toBe(made.sha);
-    // The scratch branch it was assembled on is gone.
+    // Assembled on the queue's one scratch branch, which stays (moved, never deleted).
+    expect(await world.gh.readRef(NAME, "heads/trunk-temp/main/queue")).toBe(made.sha);
     expect(await world.gh.readRef(NAME, "heads/trunk-temp/main/run-ok")).toBeNull();
     expect(await fileAt(made.sha, "tb-a.txt")).toBe("a\n");
     expect(await fileAt(made.sha, "tb-b.txt")).toBe("b\n");
     // The base did not move.
     expect(await main()).toBe(base);
 
-    // A repeated call returns the branch made, and merges nothing.
+    // A repeated call returns the branch made (assembled again on the scratch branch, which
+    // it moves back to the base first: no new ref).
     const mark = world.gh.requests.mark();
     expect(await host.createTestBranch(request)).toEqual(made);
-    expect(world.gh.requests.count({ operationId: "repos/merge", since: mark })).toBe(0);
+    expect(world.gh.requests.count({ operationId: "git/create-ref", since: mark })).toBe(1);
+    expect(world.gh.requests.count({ operationId: "git/update-ref", since: mark })).toBe(1);
+    expect(world.gh.requests.count({ operationId: "git/delete-ref", since: mark })).toBe(0);
+    expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/run-ok")).toBe(made.sha);
 
     await host.deleteTestBranch(repo, made.branch);
     expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/run-ok")).toBeNull();
@@ -313,13 +381,13 @@ describe("test branches", () => {
       conflictsWith: [a.number],
       files: ["clash.txt"],
     });
-    // Nothing is left behind: no test branch, no scratch or probe branch.
+    // Nothing is left behind but the queue's scratch branch: no test branch, no probe branch.
     const refs = await appClient().request("GET /repos/{owner}/{repo}/git/matching-refs/{ref}", {
       owner: "acme-gh",
       repo: "widgets",
       ref: "heads/trunk-",
     });
-    expect(refs.data.map((ref) => ref.ref)).toEqual([]);
+    expect(refs.data.map((ref) => ref.ref)).toEqual(["refs/heads/trunk-temp/main/queue"]);
   });
 
   it("says a pull request that does not apply onto the base conflicts with the base itself", async () => {
@@ -500,18 +568,24 @@ describe("merging", () => {
     }
   });
 
-  it("refuses a moved head or base without calling the merge", async () => {
-    const { request } = await tested({ "moved.txt": "m\n" }, "run-moved");
+  it("refuses a moved base without calling the merge, and a moved head on GitHub's word", async () => {
+    const { request, pr } = await tested({ "moved.txt": "m\n" }, "run-moved");
     const mark = world.gh.requests.mark();
-    expect(await host.merge({ ...request, headSha: "0".repeat(40) })).toMatchObject({
-      ok: false,
-      reason: "head_moved",
-    });
     expect(await host.merge({ ...request, expectedBaseSha: "1".repeat(40) })).toMatchObject({
       ok: false,
       reason: "base_moved",
     });
     expect(world.gh.requests.count({ operationId: "pulls/merge", since: mark })).toBe(0);
+    // The merge is pinned to the tested head: pushed to since, GitHub refuses it (409), and
+    // nothing lands.
+    const base = await main();
+    await world.gh.commit(NAME, { branch: pr.branch, files: { "moved.txt": "n\n" }, by: "bob" });
+    expect(await host.merge(request)).toMatchObject({
+      ok: false,
+      reason: "head_moved",
+    });
+    expect(world.gh.requests.count({ operationId: "pulls/merge", since: mark })).toBe(1);
+    expect(await main()).toBe(base);
   });
 
   it("passes GitHub's refusal on (required checks) as rejected", async () => {
@@ -526,6 +600,56 @@ describe("merging", () => {
     } finally {
       gh.unprotectBranch(NAME, "main");
     }
+  });
+
+  it("checks the landed tree from the push webhook, not a read, before the next merge", async () => {
+    const github = server.services.github;
+    if (!github) throw new Error("no GitHub provider");
+    const waiting = new GitHubGitHost({
+      repositories: github.repositories,
+      app: github.app,
+      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+      retryDelayMs: () => 5,
+      pushWaitMs: 60_000,
+    });
+    const where = { owner: "acme-gh", name: "widgets" };
+    const first = await tested({ "pushed-1.txt": "1\n" }, "run-pushed-1");
+    const second = await tested({ "pushed-2.txt": "2\n" }, "run-pushed-2");
+    const mark = world.gh.requests.mark();
+    const merges = () => world.gh.requests.count({ operationId: "pulls/merge", since: mark });
+    const done: string[] = [];
+    const one = waiting.merge(first.request).finally(() => done.push("first"));
+    // The second (on the base the first leaves) queues behind the first's check.
+    const two = waiting.merge(second.request).finally(() => done.push("second"));
+    await vi.waitFor(
+      () => {
+        expect(merges()).toBe(1);
+      },
+      { timeout: 30_000, interval: 100 },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(done).toEqual([]);
+    expect(merges()).toBe(1);
+    // Its push webhook names the tested tree: verified without reading the landed commit.
+    const landed = await main();
+    waiting.pushed(where, landed, await treeOf(first.made.sha));
+    expect(await one).toEqual({ ok: true, sha: landed });
+    expect(await two).toMatchObject({ ok: false, reason: "base_moved" });
+    expect(done).toEqual(["first", "second"]);
+    const reads = world.gh.requests.filter({ operationId: "git/get-commit", since: mark });
+    expect(reads.filter((r) => r.path.includes(landed))).toEqual([]);
+
+    // One naming another tree: what landed was not tested, and the queue stops.
+    const third = await tested({ "pushed-3.txt": "3\n" }, "run-pushed-3");
+    const three = waiting.merge(third.request);
+    await vi.waitFor(
+      () => {
+        expect(merges()).toBe(2);
+      },
+      { timeout: 30_000, interval: 100 },
+    );
+    waiting.pushed(where, await main(), await treeOf(first.made.sha));
+    expect(await three).toMatchObject({ ok: false, reason: "rejected", pauseQueue: true });
   });
 
   it("detects a landed tree that differs from the tested one, says so and pauses the queue", async () => {

@@ -197,8 +197,10 @@ describe("the queue on GitHub", () => {
     expect(queue.body.state).toBe("running");
     // The merge went through GitHub's merge API, once.
     expect(gh.requests.count({ operationId: "pulls/merge", since: marked })).toBe(1);
-    // The runs' branches are gone once they ended.
-    await expect.poll(queueBranches, { timeout: 30_000, interval: 250 }).toEqual([]);
+    // The runs' branches are gone once they ended; the queue's one scratch branch stays.
+    await expect
+      .poll(queueBranches, { timeout: 30_000, interval: 250 })
+      .toEqual(["refs/heads/trunk-temp/main/queue"]);
   });
 
   it("fails a pull request that conflicts with one ahead of it as a merge conflict", async () => {
@@ -221,6 +223,8 @@ describe("the queue on GitHub", () => {
   it("holds a pull request short of its required approvals until a review approves it", async () => {
     const { gh } = world;
     gh.protectBranch(NAME, "main", { requiredApprovingReviewCount: 1 });
+    // GitHub's `branch_protection_rule` webhook (the fake sends none): protection is read again.
+    server.services.github?.gitHost.forgetRequirements({ owner: "acme-q", name: "widgets" });
     try {
       const pr = await openPr({ "reviewed.txt": "reviewed\n" });
       const answer = await server.call("submitPullRequest", {
@@ -271,6 +275,97 @@ describe("the queue on GitHub", () => {
       expect(gh.pullRequest(NAME, pr.number).mergedAt).toBeTruthy();
     } finally {
       gh.unprotectBranch(NAME, "main");
+      server.services.github?.gitHost.forgetRequirements({ owner: "acme-q", name: "widgets" });
     }
+  });
+
+  it("costs at most 12 GitHub requests per merged pull request, serial, comment and check on", async () => {
+    const { gh } = world;
+    const updated = await server.call("updateQueue", {
+      ...QUEUE,
+      mode: "single",
+      concurrency: 1,
+      batch: false,
+      commentsEnabled: true,
+      statusCheckEnabled: true,
+      requiredStatuses: ["test"],
+    });
+    expect(updated.status, updated.text).toBe(200);
+    const prs: { number: number; head: string }[] = [];
+    for (const k of [1, 2, 3])
+      prs.push(await openPr({ [`budget-${String(k)}.txt`]: `${String(k)}\n` }));
+    await settle(world, server);
+    await server.services.github?.presence.idle();
+    // The queue's scratch branch is made once (by the first run of the queue in this process).
+    const scratchMade = (await gh.readRef(NAME, "heads/trunk-temp/main/queue")) === null ? 1 : 0;
+    const mark = gh.requests.mark();
+    for (const pr of prs) {
+      const answer = await server.call("submitPullRequest", {
+        ...QUEUE,
+        pr: { number: pr.number },
+      });
+      expect(answer.status, answer.text).toBe(200);
+    }
+    for (const pr of prs) expect((await settled(pr.number)).state).toBe("merged");
+    // The last comment and check updates follow the last merge: until nothing more is sent.
+    const made = () =>
+      gh.requests.entries.filter((r) => r.seq >= mark && r.installationId !== null);
+    let before = -1;
+    while (made().length !== before) {
+      before = made().length;
+      await settle(world, server);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+    }
+    const sent = made();
+    // Edits of other pull requests' comments and check runs (earlier tests') are not counted,
+    // and of ours one each: a state shown on its own between queued and merged (as the presence
+    // worker's passes fall) adds an edit of each, which the presence tests count.
+    const octokit = new Octokit({ baseUrl: gh.url, auth: token() });
+    const where = { owner: "acme-q", repo: "widgets" };
+    const ours = new Set<string>();
+    for (const pr of prs) {
+      const comments = await octokit.request(
+        "GET /repos/{owner}/{repo}/issues/{issue_number}/comments",
+        { ...where, issue_number: pr.number },
+      );
+      for (const c of comments.data) ours.add(`comments/${String(c.id)}`);
+      const runs = await octokit.request("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
+        ...where,
+        ref: pr.head,
+      });
+      for (const r of runs.data.check_runs) ours.add(`check-runs/${String(r.id)}`);
+    }
+    const edits = new Set(["issues/update-comment", "checks/update"]);
+    const edited = new Set<string>();
+    // A check run made is not named in its path: as many as ours count, the rest were others'.
+    let checkRunsMade = [...ours].filter((id) => id.startsWith("check-runs/")).length;
+    const counted = sent.filter((r) => {
+      if (r.status === 304) return false;
+      if (r.operationId === "checks/create") return checkRunsMade-- > 0;
+      if (r.operationId === "issues/create-comment") {
+        return prs.some((pr) => r.path.endsWith(`/issues/${String(pr.number)}/comments`));
+      }
+      if (!edits.has(r.operationId)) return true;
+      const target = r.path.split("/").slice(-2).join("/");
+      if (!ours.has(target) || edited.has(target)) return false;
+      edited.add(target);
+      return true;
+    });
+    const ops = counted.map((r) => r.operationId);
+    // What the queue reads once a while whatever it merges (protection, rulesets, whether the
+    // repository posts statuses) and its scratch branch are not the pull requests'.
+    const perQueue = new Set([
+      "repos/get-branch-protection",
+      "repos/get-branch-rules",
+      "repos/get-combined-status-for-ref",
+    ]);
+    const perPr =
+      (counted.filter((r) => !perQueue.has(r.operationId)).length - scratchMade) / prs.length;
+    expect(perPr, ops.join(", ")).toBeLessThanOrEqual(12);
+    // None of what a direct merge or a lost row needs; one pull request read per submission.
+    expect(ops).not.toContain("repos/compare-commits-with-basehead");
+    expect(ops).not.toContain("issues/list-comments");
+    expect(ops.filter((op) => op === "pulls/get")).toHaveLength(prs.length);
+    expect(ops.filter((op) => op === "pulls/merge")).toHaveLength(prs.length);
   });
 });

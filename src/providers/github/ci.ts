@@ -11,8 +11,10 @@
  *   protection and rulesets, unioned, App pins kept), and opens the draft testing pull request
  *   when the queue asks for one.
  * - `check_run.completed`, `check_suite.completed` and `status` webhooks on a watched commit make
- *   it read the commit's check runs (`filter=latest`) and combined status again; a poll loop does
- *   the same for every watched run (conditional GETs: a 304 costs nothing), so a lost webhook only
+ *   it read the commit's check runs (`filter=latest`) again, and its combined status where that
+ *   can decide (`statusesMatter`); nothing is read at a run's start unless a webhook named its
+ *   commit first. A poll loop, in one process at a time (`pollLease`), reads the watched runs no
+ *   webhook made it read lately (conditional GETs: a 304 costs nothing), so a lost webhook only
  *   delays a result.
  * - A failed run asks test health about the tested commit (`failures`: its CI job uploads its
  *   reports as Trunk's uploader does): when every failed test is known flaky or quarantined, the
@@ -55,6 +57,7 @@ import type { OwnedRepoRef } from "../../organizations/repositories.js";
 import type { GitHubApp, GitHubLogger } from "./client.js";
 import { statusOf } from "./conditional.js";
 import type { GitHubRepositories, GitHubRepositoryAccess } from "./repositories.js";
+import { BoundedMap } from "./token-cache.js";
 import {
   checkCounts,
   readRequiredChecks,
@@ -98,6 +101,19 @@ export interface GitHubCiDeps {
   };
   /** Default 2 min. */
   failureUploadWaitMs?: number;
+  /**
+   * The lease that lets one process at a time run the poll loop (processes sharing a database);
+   * without it every process polls.
+   */
+  pollLease?: PollLease;
+}
+
+/** A lease over the poll loop, shared by the processes of one database. */
+export interface PollLease {
+  /** Takes or renews the lease until `until`; false while another process holds it. */
+  claim(now: number, until: number): Promise<boolean>;
+  /** Lets it go (a stopping process): another takes over at its next poll. */
+  release(): Promise<void>;
 }
 
 /** One report of a check on the tested commit: a check run (with its App) or a commit status. */
@@ -227,8 +243,24 @@ export function judgeObservations(
   return { state: failed ? "failed" : "passed", checks };
 }
 
+/**
+ * Why a run is read: its start (nothing has finished yet, unless a webhook came first), a check
+ * run or suite that completed, a status that changed, or the poll.
+ */
+type Cause = "start" | "checks" | "statuses" | "poll";
+
 export class GitHubCi implements CiProvider {
   private readonly listeners = new Set<CiResultListener>();
+  /** Commits a check webhook named before any run watched them (a run may start on them). */
+  private readonly unwatchedNews = new BoundedMap<string, true>(1024);
+  /**
+   * Per repository, whether it has shown commit statuses (a `status` webhook, or a read that
+   * found some): true, or false once a read found none. Until it has, statuses are read only
+   * where a required check has no check run.
+   */
+  private readonly statusesSeen = new BoundedMap<string, boolean>(4096);
+  /** When each run was last read (the poll reads only runs with no news since). */
+  private readonly lastRead = new Map<string, number>();
   /** Each run's evaluations, one at a time. */
   private readonly work = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
@@ -268,7 +300,7 @@ export class GitHubCi implements CiProvider {
       finishedAt: null,
     });
     // Resolving and the first read may fail (GitHub away): the run is stored, the poll retries.
-    await this.schedule(request.queueId, request.runId).catch((error: unknown) => {
+    await this.schedule(request.queueId, request.runId, "start").catch((error: unknown) => {
       this.deps.logger.warn(
         { err: error, queueId: request.queueId, runId: request.runId },
         "github ci: could not read the run's checks yet; will retry",
@@ -283,13 +315,22 @@ export class GitHubCi implements CiProvider {
     await this.closeTestPr(run);
   }
 
-  /** A check run, check suite or status changed on `sha` of `repo` (a webhook): read it again. */
-  async commitChanged(repo: OwnedRepoRef, sha: string): Promise<void> {
-    const runs = await this.deps.runs.watchingSha(sha);
-    for (const run of runs) {
-      if (!sameRepo(run.request.repo, repo)) continue;
-      await this.schedule(run.queueId, run.runId);
-    }
+  /**
+   * A check run or suite completed (`checks`) or a status changed (`statuses`) on `sha` of
+   * `repo` (a webhook): read it again.
+   */
+  async commitChanged(
+    repo: OwnedRepoRef,
+    sha: string,
+    what: "checks" | "statuses" = "checks",
+  ): Promise<void> {
+    if (what === "statuses") this.statusesSeen.set(repoKey(repo), true);
+    const runs = (await this.deps.runs.watchingSha(sha)).filter((run) =>
+      sameRepo(run.request.repo, repo),
+    );
+    // Before its run is stored (CI faster than the queue): the run's start reads it.
+    if (runs.length === 0) this.unwatchedNews.set(sha, true);
+    for (const run of runs) await this.schedule(run.queueId, run.runId, what);
   }
 
   /** Watches every stored run still watched (at once: crash safety), then polls them. */
@@ -297,8 +338,8 @@ export class GitHubCi implements CiProvider {
     if (this.watching) return;
     this.watching = true;
     const interval = this.deps.pollIntervalMs ?? DEFAULT_CI_POLL_INTERVAL_MS;
-    void this.pollAll();
-    this.timer = setInterval(() => void this.pollAll(), interval);
+    void this.pollAll({ leased: true });
+    this.timer = setInterval(() => void this.pollAll({ quietOnly: true, leased: true }), interval);
     this.timer.unref();
   }
 
@@ -310,15 +351,32 @@ export class GitHubCi implements CiProvider {
     this.uploadWaits.clear();
     await this.polling;
     await Promise.allSettled([...this.work.values()]);
+    await this.deps.pollLease?.release().catch((error: unknown) => {
+      this.deps.logger.warn({ err: error }, "github ci: could not let the poll's lease go");
+    });
   }
 
-  /** Reads every watched run again (the poll loop; tests call it to skip the wait). */
-  pollAll(): Promise<void> {
+  /**
+   * Reads every watched run again (the poll loop; tests call it to skip the wait); `quietOnly`
+   * (the loop): only the runs no webhook made it read in the last half interval; `leased` (the
+   * loop): only while this process holds the poll's lease (one process polls at a time; another
+   * takes over within two intervals of its end).
+   */
+  pollAll(options: { quietOnly?: boolean; leased?: boolean } = {}): Promise<void> {
     this.polling ??= (async () => {
       try {
+        const interval = this.deps.pollIntervalMs ?? DEFAULT_CI_POLL_INTERVAL_MS;
+        const now = this.deps.clock.now();
+        const lease = options.leased === true ? this.deps.pollLease : undefined;
+        if (lease && !(await lease.claim(now, now + 2 * interval))) return;
         for (const run of await this.deps.runs.watching()) {
           if (!this.ours(run.request.repo)) continue;
-          await this.schedule(run.queueId, run.runId).catch((error: unknown) => {
+          // Read by a webhook within the interval: it has news enough.
+          const read = this.lastRead.get(runKey(run.queueId, run.runId));
+          if (options.quietOnly === true && read !== undefined && now - read < interval / 2) {
+            continue;
+          }
+          await this.schedule(run.queueId, run.runId, "poll").catch((error: unknown) => {
             this.deps.logger.warn(
               { err: error, queueId: run.queueId, runId: run.runId },
               "github ci: could not read the run's checks; will retry",
@@ -334,10 +392,10 @@ export class GitHubCi implements CiProvider {
     return this.polling;
   }
 
-  private schedule(queueId: string, runId: string): Promise<void> {
-    const key = `${queueId}\u0000${runId}`;
+  private schedule(queueId: string, runId: string, cause: Cause): Promise<void> {
+    const key = runKey(queueId, runId);
     const previous = this.work.get(key) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(() => this.evaluate(queueId, runId));
+    const next = previous.catch(() => undefined).then(() => this.evaluate(queueId, runId, cause));
     this.work.set(key, next);
     const forget = () => {
       if (this.work.get(key) === next) this.work.delete(key);
@@ -346,9 +404,12 @@ export class GitHubCi implements CiProvider {
     return next;
   }
 
-  private async evaluate(queueId: string, runId: string): Promise<void> {
+  private async evaluate(queueId: string, runId: string, cause: Cause): Promise<void> {
     const run = await this.deps.runs.get(queueId, runId);
-    if (!run || run.status !== "watching" || !this.ours(run.request.repo)) return;
+    if (!run || run.status !== "watching" || !this.ours(run.request.repo)) {
+      this.lastRead.delete(runKey(queueId, runId));
+      return;
+    }
     // A repository no installation grants any more throws (`host_not_connected`): the run stays
     // watched (the installation may come back) until the queue's testing timeout ends it.
     const access = await this.deps.repositories.resolve(run.request.repo);
@@ -359,11 +420,17 @@ export class GitHubCi implements CiProvider {
       prepared = ready;
     }
     const required = prepared.required as WatchedRequired;
-    const verdict = judgeObservations(required.checks, await this.observe(access, run.request.sha));
+    // Nothing has finished on a commit just pushed, unless a webhook said so already: webhooks
+    // (and the poll, for one lost) read it when something did.
+    if (cause === "start" && this.unwatchedNews.get(run.request.sha) === undefined) return;
+    this.lastRead.set(runKey(queueId, runId), this.deps.clock.now());
+    const observed = await this.observe(access, run.request.sha, required.checks, cause);
+    const verdict = judgeObservations(required.checks, observed);
     if (verdict.state === "pending") return;
     const flakyOnly =
       verdict.state === "failed" && (await this.flakyOnly(prepared, verdict.checks));
     if (flakyOnly === undefined) return;
+    this.lastRead.delete(runKey(queueId, runId));
     await this.conclude(prepared, verdict.state, {
       queueId,
       runId,
@@ -406,7 +473,7 @@ export class GitHubCi implements CiProvider {
     if (answer.waiting && this.watching && clock.now() - wait.since < limit) {
       clearTimeout(wait.timer);
       const timer = setTimeout(() => {
-        void this.schedule(run.queueId, run.runId)
+        void this.schedule(run.queueId, run.runId, "checks")
           .catch((error: unknown) => {
             this.deps.logger.warn(
               { err: error, queueId: run.queueId, runId: run.runId },
@@ -497,10 +564,59 @@ export class GitHubCi implements CiProvider {
     return { ...run, required, testPrNumber };
   }
 
-  private async observe(access: GitHubRepositoryAccess, sha: string): Promise<Observation[]> {
+  /**
+   * The commit's check runs, and its statuses when they can matter: on a status webhook and the
+   * poll, and whenever the check runs alone leave no required check running or failed (a status
+   * of a required name must pass too, and a required check may be a status only). While a
+   * required check run is still running, or one failed, the statuses cannot decide.
+   */
+  private async observe(
+    access: GitHubRepositoryAccess,
+    sha: string,
+    required: readonly RequiredCheck[],
+    cause: Cause,
+  ): Promise<Observation[]> {
+    const runs = await this.readCheckRuns(access, sha);
+    const key = repoKey(access);
+    if (!this.statusesMatter(required, runs, cause, this.statusesSeen.get(key))) return runs;
+    const statuses = await this.readStatuses(access, sha);
+    if (statuses.length > 0) this.statusesSeen.set(key, true);
+    else if (this.statusesSeen.get(key) === undefined) this.statusesSeen.set(key, false);
+    return [...runs, ...statuses];
+  }
+
+  /**
+   * Whether the commit's statuses can change the verdict: a status never meets a check pinned
+   * to an App; while a required check run runs, or after one failed, they cannot decide; when
+   * every required check has its check runs, they matter only in a repository that has shown
+   * statuses (or not been read yet: the first read learns it). A status webhook and the poll
+   * read them whatever.
+   */
+  private statusesMatter(
+    required: readonly RequiredCheck[],
+    runs: readonly Observation[],
+    cause: Cause,
+    seen: boolean | undefined,
+  ): boolean {
+    if (!required.some((r) => r.appId === null)) return false;
+    if (cause === "statuses" || cause === "poll") return true;
+    let running = false;
+    let uncovered = false;
+    for (const requirement of required) {
+      const matching = runs.filter((run) => checkCounts(requirement, run.name, run.appId));
+      if (matching.length === 0) uncovered = true;
+      for (const run of matching) {
+        if (run.conclusion === undefined) running = true;
+        else if (!passes(run.conclusion)) return false;
+      }
+    }
+    if (running) return false;
+    return uncovered || seen !== false;
+  }
+
+  private async readCheckRuns(access: GitHubRepositoryAccess, sha: string): Promise<Observation[]> {
     const where = { owner: access.owner, repo: access.name, ref: sha };
     const runsRoute = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs";
-    const statusRoute = "GET /repos/{owner}/{repo}/commits/{ref}/status";
     const first = await this.deps.app.conditionalGet<CheckRunsPage>(
       access.installationId,
       runsRoute,
@@ -522,6 +638,18 @@ export class GitHubCi implements CiProvider {
       if (found.length === 0) break;
       checkRuns.push(...found);
     }
+    return checkRuns.map((run): Observation => ({
+      name: run.name,
+      appId: run.app?.id ?? null,
+      kind: "check_run",
+      conclusion: run.status === "completed" ? checkRunConclusion(run.conclusion ?? "") : undefined,
+      url: run.details_url ?? run.html_url ?? undefined,
+    }));
+  }
+
+  private async readStatuses(access: GitHubRepositoryAccess, sha: string): Promise<Observation[]> {
+    const where = { owner: access.owner, repo: access.name, ref: sha };
+    const statusRoute = "GET /repos/{owner}/{repo}/commits/{ref}/status";
     const combined = await this.deps.app.conditionalGet<CombinedStatus>(
       access.installationId,
       statusRoute,
@@ -534,23 +662,13 @@ export class GitHubCi implements CiProvider {
       if (found.length === 0) break;
       statuses.push(...found);
     }
-    return [
-      ...checkRuns.map((run): Observation => ({
-        name: run.name,
-        appId: run.app?.id ?? null,
-        kind: "check_run",
-        conclusion:
-          run.status === "completed" ? checkRunConclusion(run.conclusion ?? "") : undefined,
-        url: run.details_url ?? run.html_url ?? undefined,
-      })),
-      ...statuses.map((status): Observation => ({
-        name: status.context,
-        appId: null,
-        kind: "status",
-        conclusion: statusConclusion(status.state),
-        url: status.target_url ?? undefined,
-      })),
-    ];
+    return statuses.map((status): Observation => ({
+      name: status.context,
+      appId: null,
+      kind: "status",
+      conclusion: statusConclusion(status.state),
+      url: status.target_url ?? undefined,
+    }));
   }
 
   /**
@@ -631,6 +749,14 @@ export class GitHubCi implements CiProvider {
   }
 }
 
+function repoKey(repo: { owner: string; name: string }): string {
+  return `${repo.owner}/${repo.name}`.toLowerCase();
+}
+
+function runKey(queueId: string, runId: string): string {
+  return `${queueId}\u0000${runId}`;
+}
+
 function sameRepo(a: OwnedRepoRef, b: OwnedRepoRef): boolean {
   return (
     a.organizationId === b.organizationId &&
@@ -679,6 +805,6 @@ export function registerCiHandlers(
   });
   handlers.forOrganization("status", async (delivery) => {
     if (!delivery.repository) return;
-    await ci.commitChanged(delivery.repository, delivery.payload.sha);
+    await ci.commitChanged(delivery.repository, delivery.payload.sha, "statuses");
   });
 }

@@ -16,6 +16,7 @@ import type { Mergeability, PullRequestInfo } from "../../mergequeue/model.js";
 import type {
   GitHost,
   MergeRequest,
+  PullRequestReadOptions,
   MergeResult,
   TestBranchRequest,
   TestBranchResult,
@@ -25,6 +26,7 @@ import type { OwnedRepoRef } from "../../organizations/repositories.js";
 import { SECOND_MS } from "../../lib/time.js";
 import type { GitHubApp, GitHubLogger } from "./client.js";
 import { statusOf } from "./conditional.js";
+import { BoundedMap } from "./token-cache.js";
 import type { GitHubRepositories, GitHubRepositoryAccess } from "./repositories.js";
 import {
   checkCounts,
@@ -51,6 +53,18 @@ export interface GitHubGitHostOptions {
   retryDelayMs?: (retry: number) => number;
   /** Reads of a pull request whose mergeability GitHub is still computing (default 3). */
   mergeabilityReads?: number;
+  /**
+   * How long a branch's protection and rulesets are taken as read (default 5 min); a
+   * `branch_protection_rule` or `repository_ruleset` webhook forgets them at once.
+   */
+  requirementsTtlMs?: number;
+  /** The clock of that cache (default `Date.now`). */
+  now?: () => number;
+  /**
+   * How long a merge waits for the `push` webhook of the commit it landed (whose tree it checks)
+   * before it reads the commit instead (default 3 s).
+   */
+  pushWaitMs?: number;
 }
 
 type Refusal = Extract<MergeResult, { ok: false }>;
@@ -131,9 +145,41 @@ function isPassing(status: number | undefined, message: string): boolean {
 const sleep = (ms: number) =>
   ms > 0 ? new Promise<void>((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
 
+/** A commit, as far as the queue needs it (commits never change: kept once seen). */
+interface CommitFacts {
+  tree: string;
+  parents: string[];
+}
+
+/** `POST /merges`'s answer: the merge commit, with its tree and parents. */
+interface MergeCommitPayload {
+  sha: string;
+  commit?: { tree?: { sha?: string } };
+  parents?: { sha: string }[];
+}
+
 export class GitHubGitHost implements GitHost {
   /** The tail of each repository's chain of merges: one merge at a time per repository. */
   private readonly mergeChains = new Map<string, Promise<unknown>>();
+  /** Scratch branches known to exist (made or moved here). */
+  private readonly scratchKnown = new Set<string>();
+  /** The tail of each queue's assemblies on its scratch branch: one at a time. */
+  private readonly scratchChains = new Map<string, Promise<unknown>>();
+  /** Commits seen (answers of `POST /merges` and reads): immutable, so never read twice. */
+  private readonly commits = new BoundedMap<string, CommitFacts>(4096);
+  /** Trees of commits branches were pushed to, from `push` webhooks. */
+  private readonly pushedTrees = new BoundedMap<string, string>(1024);
+  private readonly pushWaiters: (() => void)[] = [];
+  /**
+   * Pull requests read by `pullRequestState` (a submission's check), handed to the queue's own
+   * read that follows it instead of a second read; forgotten on any webhook about them.
+   */
+  private readonly submittedReads = new BoundedMap<string, { at: number; pull: PullPayload }>(256);
+  /** Each branch's requirements, read at `at` (see `requirementsTtlMs`). */
+  private readonly requirementsRead = new Map<
+    string,
+    { at: number; requirements: Promise<BranchRequirements> }
+  >();
   private readonly prefix: string;
   private readonly attempts: number;
   private readonly retryDelayMs: (retry: number) => number;
@@ -153,9 +199,13 @@ export class GitHubGitHost implements GitHost {
 
   // ---- reading ---------------------------------------------------------------------------------
 
-  async pullRequest(repo: OwnedRepoRef, number: number): Promise<PullRequestInfo | undefined> {
+  async pullRequest(
+    repo: OwnedRepoRef,
+    number: number,
+    options: PullRequestReadOptions = {},
+  ): Promise<PullRequestInfo | undefined> {
     const access = await this.options.repositories.resolve(repo);
-    let pull = await this.readPull(access, number);
+    let pull = this.takeSubmittedRead(access, number) ?? (await this.readPull(access, number));
     if (!pull) return undefined;
     // GitHub computes mergeability after a push, asked by a read: read again a few times.
     const reads = Math.max(1, this.options.mergeabilityReads ?? 3);
@@ -180,7 +230,9 @@ export class GitHubGitHost implements GitHost {
     if (state !== "open") return info;
     const requirements = await this.requirements(access, pull.base.ref);
     const approved = await this.approvalsMet(access, pull, requirements);
-    const upToDate = await this.upToDate(access, pull.base.ref, pull.head.sha);
+    // Up-to-dateness and the pull request's own checks serve a direct merge only: read when asked.
+    const upToDate =
+      options.readiness === true && (await this.upToDate(access, pull.base.ref, pull.head.sha));
     const checksPassed = upToDate && (await this.checksPassed(access, pull.head.sha, requirements));
     return {
       ...info,
@@ -203,7 +255,32 @@ export class GitHubGitHost implements GitHost {
     const access = await this.options.repositories.resolve(repo);
     const pull = await this.readPull(access, number);
     if (!pull) return undefined;
+    this.submittedReads.set(this.pullKey(access, number), { at: this.now(), pull });
     return { state: pull.merged ? "merged" : pull.state === "closed" ? "closed" : "open" };
+  }
+
+  /** A `pull_request` or review webhook: a read kept from a submission's check is out of date. */
+  forgetPullRequest(repo: { owner: string; name: string }, number: number): void {
+    this.submittedReads.delete(`${repo.owner}/${repo.name}#${String(number)}`.toLowerCase());
+  }
+
+  private pullKey(access: GitHubRepositoryAccess, number: number): string {
+    return `${access.owner}/${access.name}#${String(number)}`.toLowerCase();
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
+  private takeSubmittedRead(
+    access: GitHubRepositoryAccess,
+    number: number,
+  ): PullPayload | undefined {
+    const key = this.pullKey(access, number);
+    const kept = this.submittedReads.get(key);
+    if (!kept) return undefined;
+    this.submittedReads.delete(key);
+    return this.now() - kept.at < SUBMITTED_READ_TTL_MS ? kept.pull : undefined;
   }
 
   async branchHead(repo: OwnedRepoRef, branch: string): Promise<string | undefined> {
@@ -235,46 +312,64 @@ export class GitHubGitHost implements GitHost {
 
   // ---- test branches ---------------------------------------------------------------------------
 
+  /** The queue's scratch branch, where its test branches are assembled (one per queue). */
+  scratchBranchName(targetBranch: string): string {
+    return `${SCRATCH_BRANCH_PREFIX}${targetBranch}/${SCRATCH_BRANCH_LEAF}`;
+  }
+
   /**
-   * Assembles base + each pull request's head, in order, on `trunk-temp/<target>/<run>` with
-   * `POST /merges` (one merge commit each), then publishes the result as the branch CI tests
-   * (create-only: a branch already published is the answer of a repeated call).
+   * Assembles base + each pull request's head, in order, on the queue's scratch branch
+   * `trunk-temp/<target>/queue` (moved to the base with a forced update, never deleted) with
+   * `POST /merges` (one merge commit each, whose answer names its tree and parents: kept, for the
+   * merge's tested-tree check), then publishes the result as the branch CI tests (create-only: a
+   * branch already published is the answer of a repeated call). One assembly at a time per
+   * scratch branch here; a merge whose first parent is not where this assembly had the branch
+   * (another process moved it) fails the call rather than build on someone else's commit.
    */
-  async createTestBranch(request: TestBranchRequest): Promise<TestBranchResult> {
+  createTestBranch(request: TestBranchRequest): Promise<TestBranchResult> {
+    const key = `${request.repo.organizationId}/${request.repo.owner}/${request.repo.name}\u0000${request.targetBranch}`;
+    const run = (this.scratchChains.get(key) ?? Promise.resolve()).then(() =>
+      this.assemble(request),
+    );
+    const tail = run.catch(() => undefined);
+    this.scratchChains.set(key, tail);
+    void tail.then(() => {
+      if (this.scratchChains.get(key) === tail) this.scratchChains.delete(key);
+    });
+    return run;
+  }
+
+  private async assemble(request: TestBranchRequest): Promise<TestBranchResult> {
     const access = await this.options.repositories.resolve(request.repo);
     const branch = this.testBranchName(request.targetBranch, request.runId);
-    const existing = await this.refHead(access, branch, false);
-    if (existing !== undefined) return { ok: true, branch, sha: existing };
-
-    const scratch = `${SCRATCH_BRANCH_PREFIX}${request.targetBranch}/${request.runId}`;
-    await this.putRef(access, scratch, request.baseSha);
-    try {
-      let current = request.baseSha;
-      for (const [index, pr] of request.prs.entries()) {
-        const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
-        const merged = await this.mergeOnto(access, scratch, current, pr.headSha, message);
-        if (merged === null) {
-          return await this.conflict(access, request, index, scratch);
-        }
-        current = merged;
+    const scratch = this.scratchBranchName(request.targetBranch);
+    // Known here to exist: moved; else created (moved when it exists after all).
+    const known = `${access.owner}/${access.name}:${scratch}`.toLowerCase();
+    if (this.scratchKnown.has(known)) await this.moveRef(access, scratch, request.baseSha);
+    else await this.putRef(access, scratch, request.baseSha);
+    this.scratchKnown.add(known);
+    let current = request.baseSha;
+    for (const [index, pr] of request.prs.entries()) {
+      const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
+      const merged = await this.mergeOnto(access, scratch, current, pr.headSha, message);
+      if (merged === null) {
+        return await this.conflict(access, request, index, scratch);
       }
-      try {
-        await access.client.request("POST /repos/{owner}/{repo}/git/refs", {
-          ...this.where(access),
-          ref: `refs/heads/${branch}`,
-          sha: current,
-        });
-      } catch (error) {
-        // Published concurrently by a repeated call: that one is the branch.
-        const made =
-          statusOf(error) === 422 ? await this.refHead(access, branch, false) : undefined;
-        if (made === undefined) throw error;
-        return { ok: true, branch, sha: made };
-      }
-      return { ok: true, branch, sha: current };
-    } finally {
-      await this.dropRef(access, scratch);
+      current = merged;
     }
+    try {
+      await access.client.request("POST /repos/{owner}/{repo}/git/refs", {
+        ...this.where(access),
+        ref: `refs/heads/${branch}`,
+        sha: current,
+      });
+    } catch (error) {
+      // Published already by an earlier (repeated) call: that one is the branch.
+      const made = statusOf(error) === 422 ? await this.refHead(access, branch, false) : undefined;
+      if (made === undefined) throw error;
+      return { ok: true, branch, sha: made };
+    }
+    return { ok: true, branch, sha: current };
   }
 
   /** Deletes a test branch (gone already is fine); refuses any other branch, to be safe. */
@@ -308,7 +403,16 @@ export class GitHubGitHost implements GitHost {
         });
         // 204: the head is in the branch already; nothing to merge.
         if ((response.status as number) === 204) return current;
-        return (response.data as { sha: string }).sha;
+        const made = response.data as MergeCommitPayload;
+        const parents = (made.parents ?? []).map((parent) => parent.sha);
+        if (parents.length > 0 && parents[0] !== current) {
+          throw new Error(
+            `${scratch} moved under a test branch being assembled (it was at ${current}; the merge of ${head} went onto ${parents[0] ?? ""})`,
+          );
+        }
+        const tree = made.commit?.tree?.sha;
+        if (tree !== undefined) this.commits.set(made.sha, { tree, parents });
+        return made.sha;
       } catch (error) {
         const status = statusOf(error);
         const text = messageOf(error);
@@ -414,27 +518,25 @@ export class GitHubGitHost implements GitHost {
     return run;
   }
 
+  /**
+   * One merge: the base checked where the engine expects it (a conditional read: free when it
+   * has not moved since it was last read), the tested tree found (known from the test branch's
+   * assembly, else read), then `PUT /pulls/{n}/merge` pinned to the tested head. The pull
+   * request is not read first: the pinned `sha` makes GitHub refuse a moved head (409) and an
+   * unmergeable one (405), and any refusal is settled by reading it then.
+   */
   private async mergeNow(request: MergeRequest): Promise<MergeResult> {
     const access = await this.options.repositories.resolve(request.repo);
     const pr = `#${String(request.prNumber)}`;
     let expectedTree: string | undefined;
     for (let attempt = 1; ; attempt++) {
-      const pull = await this.readPull(access, request.prNumber, false);
-      if (!pull) return refuse("rejected", `pull request ${pr} does not exist`);
-      if (pull.merged) {
-        // Merged already (a repeated call, or a merge GitHub answered with an error).
-        return this.landed(access, request, pull.merge_commit_sha, expectedTree);
-      }
-      if (pull.state !== "open") return refuse("rejected", `${pr} is ${pull.state}`);
-      if (pull.base.ref !== request.targetBranch) {
-        return refuse("rejected", `${pr} targets ${pull.base.ref}, not ${request.targetBranch}`);
-      }
-      if (pull.head.sha !== request.headSha) {
-        return refuse("head_moved", `${pr} is at ${pull.head.sha}, not ${request.headSha}`);
-      }
-      const base = await this.refHead(access, request.targetBranch, false);
+      const base = await this.refHead(access, request.targetBranch, true);
       if (base === undefined) return refuse("rejected", `${request.targetBranch} does not exist`);
       if (base !== request.expectedBaseSha) {
+        // Merged already (a repeated call, or a merge answered with an error) moves the base
+        // too: the pull request says whether it did.
+        const pull = await this.readPull(access, request.prNumber, false);
+        if (pull?.merged) return this.landed(access, request, pull.merge_commit_sha, expectedTree);
         return refuse(
           "base_moved",
           `${request.targetBranch} is at ${base}, not ${request.expectedBaseSha}`,
@@ -460,12 +562,19 @@ export class GitHubGitHost implements GitHost {
       } catch (error) {
         const status = statusOf(error);
         const text = messageOf(error);
+        // Refused, or failed in a way that may have merged anyway: what is the PR now?
+        const pull = await this.readPull(access, request.prNumber, false);
+        if (!pull) return refuse("rejected", `pull request ${pr} does not exist`);
+        if (pull.merged) return this.landed(access, request, pull.merge_commit_sha, expectedTree);
+        if (pull.state !== "open") return refuse("rejected", `${pr} is ${pull.state}`);
+        if (pull.base.ref !== request.targetBranch) {
+          return refuse("rejected", `${pr} targets ${pull.base.ref}, not ${request.targetBranch}`);
+        }
+        if (pull.head.sha !== request.headSha) {
+          return refuse("head_moved", `${pr} is at ${pull.head.sha}, not ${request.headSha}`);
+        }
         if (status === 405 && /not mergeable/i.test(text)) {
-          const again = await this.readPull(access, request.prNumber, false);
-          if (again?.merged) {
-            return this.landed(access, request, again.merge_commit_sha, expectedTree);
-          }
-          if (again?.mergeable === false) return refuse("merge_conflict", `${pr}: ${text}`);
+          if (pull.mergeable === false) return refuse("merge_conflict", `${pr}: ${text}`);
         } else if (!isPassing(status, text)) {
           return refuse("rejected", `GitHub refused to merge ${pr}: ${text}`);
         }
@@ -479,7 +588,7 @@ export class GitHubGitHost implements GitHost {
         }
         this.options.logger.warn(
           { pr: request.prNumber, status, attempt, message: text },
-          "github: merge failed; reading the pull request again before retrying",
+          "github: merge failed; retrying",
         );
         await sleep(this.retryDelayMs(attempt));
       }
@@ -502,9 +611,11 @@ export class GitHubGitHost implements GitHost {
       if (!commit) break;
       const [first, second] = commit.parents;
       if (commit.parents.length === 2 && second === request.headSha && first !== undefined) {
+        // Made onto the very commit the base is at: it holds that tree.
+        if (first === request.expectedBaseSha) return { ok: true, tree: commit.tree };
         const on = await this.commit(access, first);
-        const base = await this.commit(access, request.expectedBaseSha);
-        if (on?.tree !== base?.tree) {
+        const base = await this.treeOf(access, request.expectedBaseSha);
+        if (on?.tree !== base) {
           return refuse(
             "base_moved",
             `${request.targetBranch} at ${request.expectedBaseSha} does not hold what ${pr} was tested on`,
@@ -540,7 +651,7 @@ export class GitHubGitHost implements GitHost {
       expected = tested.ok ? tested.tree : undefined;
     }
     if (expected === undefined) return { ok: true, sha };
-    const landedTree = (await this.commit(access, sha))?.tree;
+    const landedTree = await this.landedTree(access, sha);
     if (landedTree === expected) return { ok: true, sha };
     const message = `landed tree differs from tested tree: ${pr} landed on ${request.targetBranch} as ${sha} (tree ${landedTree ?? "unknown"}), but the test branch ${request.testedSha ?? ""} passed with tree ${expected}; what landed was not tested. The queue stops until someone looks.`;
     this.options.logger.error(
@@ -555,10 +666,89 @@ export class GitHubGitHost implements GitHost {
     return { ...refuse("rejected", message), pauseQueue: true };
   }
 
+  /**
+   * A `push` webhook (signed by GitHub): the commit a branch moved to, with its tree. The tree of
+   * a commit a merge landed is taken from it rather than read.
+   */
+  pushed(repo: { owner: string; name: string }, sha: string, tree: string): void {
+    this.pushedTrees.set(`${repo.owner}/${repo.name}@${sha}`.toLowerCase(), tree);
+    for (const wake of this.pushWaiters.splice(0)) wake();
+  }
+
+  /**
+   * The tree of the commit a merge landed: from its push webhook when it comes within
+   * `pushWaitMs` (default 3 s), else read. The merge waits for it, and so does the next one.
+   */
+  /** A commit's tree: from a push webhook or a commit seen, else read. */
+  private async treeOf(access: GitHubRepositoryAccess, sha: string): Promise<string | undefined> {
+    const pushed = this.pushedTrees.get(`${access.owner}/${access.name}@${sha}`.toLowerCase());
+    return pushed ?? (await this.commit(access, sha))?.tree;
+  }
+
+  private async landedTree(
+    access: GitHubRepositoryAccess,
+    sha: string,
+  ): Promise<string | undefined> {
+    const key = `${access.owner}/${access.name}@${sha}`.toLowerCase();
+    const deadline = this.now() + (this.options.pushWaitMs ?? DEFAULT_PUSH_WAIT_MS);
+    for (;;) {
+      const tree = this.pushedTrees.get(key);
+      if (tree !== undefined) return tree;
+      const left = deadline - this.now();
+      if (left <= 0) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(left, 250));
+        this.pushWaiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return (await this.commit(access, sha))?.tree;
+  }
+
   // ---- requirements --------------------------------------------------------------------------
 
-  /** The approvals and checks the branch's protection and active rulesets ask for. */
-  private async requirements(
+  /**
+   * Forgets what the repository's branches require (a `branch_protection_rule` or
+   * `repository_ruleset` webhook: protection or rulesets changed); the next read asks GitHub.
+   */
+  forgetRequirements(repo: { owner: string; name: string } | undefined): void {
+    if (repo === undefined) {
+      this.requirementsRead.clear();
+      return;
+    }
+    const prefix = `${repo.owner}/${repo.name}\u0000`.toLowerCase();
+    for (const key of [...this.requirementsRead.keys()]) {
+      if (key.toLowerCase().startsWith(prefix)) this.requirementsRead.delete(key);
+    }
+  }
+
+  /**
+   * The approvals and checks the branch's protection and active rulesets ask for: they change
+   * rarely, so a read serves for `requirementsTtlMs` (or until a webhook says they changed).
+   * GitHub enforces them on the merge itself whatever this read said.
+   */
+  private requirements(
+    access: GitHubRepositoryAccess,
+    branch: string,
+  ): Promise<BranchRequirements> {
+    const key = `${access.owner}/${access.name}\u0000${branch}`;
+    const now = this.now();
+    const ttl = this.options.requirementsTtlMs ?? DEFAULT_REQUIREMENTS_TTL_MS;
+    const known = this.requirementsRead.get(key);
+    if (known && now - known.at < ttl) return known.requirements;
+    const requirements = this.readRequirements(access, branch);
+    this.requirementsRead.set(key, { at: now, requirements });
+    requirements.catch(() => {
+      if (this.requirementsRead.get(key)?.requirements === requirements) {
+        this.requirementsRead.delete(key);
+      }
+    });
+    return requirements;
+  }
+
+  private async readRequirements(
     access: GitHubRepositoryAccess,
     branch: string,
   ): Promise<BranchRequirements> {
@@ -768,14 +958,39 @@ export class GitHubGitHost implements GitHost {
   private async commit(
     access: GitHubRepositoryAccess,
     sha: string,
-  ): Promise<{ tree: string; parents: string[] } | undefined> {
-    // A commit never changes: a conditional GET costs nothing the second time.
+  ): Promise<CommitFacts | undefined> {
+    // A commit never changes: one seen (read, or made by `POST /merges`) is not read again.
+    const known = this.commits.get(sha);
+    if (known) return known;
     const commit = await this.get<{ tree: { sha: string }; parents: { sha: string }[] }>(
       access,
       "GET /repos/{owner}/{repo}/git/commits/{commit_sha}",
       { commit_sha: sha },
     );
-    return commit && { tree: commit.tree.sha, parents: commit.parents.map((p) => p.sha) };
+    if (!commit) return undefined;
+    const facts = { tree: commit.tree.sha, parents: commit.parents.map((p) => p.sha) };
+    this.commits.set(sha, facts);
+    return facts;
+  }
+
+  /** Moves a branch to `sha` (a forced update), creating it the first time. */
+  private async moveRef(
+    access: GitHubRepositoryAccess,
+    branch: string,
+    sha: string,
+  ): Promise<void> {
+    try {
+      await access.client.request("PATCH /repos/{owner}/{repo}/git/refs/{ref}", {
+        ...this.where(access),
+        ref: `heads/${branch}`,
+        sha,
+        force: true,
+      });
+    } catch (error) {
+      const status = statusOf(error);
+      if (status !== 422 && status !== 404) throw error;
+      await this.putRef(access, branch, sha);
+    }
   }
 
   /** Creates a branch at `sha`, or moves one left over from an earlier attempt there. */
@@ -811,6 +1026,14 @@ export class GitHubGitHost implements GitHost {
   }
 }
 
+/** How long a merge waits for its push webhook before reading the landed commit. */
+const DEFAULT_PUSH_WAIT_MS = 3 * SECOND_MS;
+/** How long a submission's read of a pull request serves the queue's read of it. */
+const SUBMITTED_READ_TTL_MS = 30 * SECOND_MS;
+/** The last part of a queue's scratch branch name (`trunk-temp/<target>/queue`). */
+const SCRATCH_BRANCH_LEAF = "queue";
+/** How long a branch's protection and rulesets read serve (webhooks forget them sooner). */
+const DEFAULT_REQUIREMENTS_TTL_MS = 5 * 60 * SECOND_MS;
 /** Beyond this many pull requests ahead, a conflict is not narrowed down pairwise. */
 const MAX_PAIRWISE_PROBES = 8;
 /** How far down a test branch's first-parent chain the merge of a pull request is looked for. */

@@ -41,6 +41,7 @@ import {
   GitHubCi,
   registerCiHandlers,
   type GitHubCiDeps,
+  type PollLease,
 } from "./ci.js";
 import { GitHubApp, type GitHubLogger } from "./client.js";
 import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
@@ -143,7 +144,10 @@ export interface GitHubProviderDeps {
   /** Between reconcile passes (default 60 s; 0: only when asked, `reconciler.pass()`). */
   reconcileIntervalMs?: number;
   /** The git host's retries and waits (tests make them short). */
-  gitHost?: Pick<GitHubGitHostOptions, "attempts" | "retryDelayMs" | "mergeabilityReads">;
+  gitHost?: Pick<
+    GitHubGitHostOptions,
+    "attempts" | "retryDelayMs" | "mergeabilityReads" | "requirementsTtlMs" | "pushWaitMs"
+  >;
   /** How often the CI provider reads its watched runs again (default 15 s). */
   ciPollIntervalMs?: number;
   /** Test health's view of a failed run's commit (the flaky-only retry); absent: none. */
@@ -229,6 +233,30 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     ...deps.gitHost,
   });
   const webhooks = new WebhookHandlers();
+  // Before the handlers that wake the queues: their reads must not be served from what is stale.
+  // What the git host keeps of GitHub's answers, forgotten when GitHub says it changed.
+  webhooks.forOrganization(["pull_request", "pull_request_review"], (delivery) => {
+    gitHost.forgetPullRequest(
+      { owner: delivery.payload.repository.owner.login, name: delivery.payload.repository.name },
+      delivery.payload.pull_request.number,
+    );
+    return Promise.resolve();
+  });
+  webhooks.forOrganization("push", (delivery) => {
+    const { after, head_commit: head } = delivery.payload;
+    if (delivery.repository && head && head.id === after) {
+      gitHost.pushed(delivery.repository, after, head.tree_id);
+    }
+    return Promise.resolve();
+  });
+  webhooks.forOrganization(["branch_protection_rule", "repository_ruleset"], (delivery) => {
+    // An organization's ruleset names no repository: every repository's are forgotten.
+    const repository = delivery.payload.repository;
+    gitHost.forgetRequirements(
+      repository ? { owner: repository.owner.login, name: repository.name } : undefined,
+    );
+    return Promise.resolve();
+  });
   registerConnectionHandlers(webhooks, {
     installations,
     store: stores.installations,
@@ -275,6 +303,10 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     pollIntervalMs:
       deps.ciPollIntervalMs ?? settings.ciPollIntervalMs ?? DEFAULT_CI_POLL_INTERVAL_MS,
     ...(deps.ciFailures ? { failures: deps.ciFailures } : {}),
+    pollLease: ciPollLease(
+      stores.presence,
+      `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    ),
   });
   registerCiHandlers(webhooks, ci);
   const writer = new DeliveryWriter(stores.deliveries);
@@ -398,5 +430,20 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     async synced() {
       await syncing;
     },
+  };
+}
+
+/**
+ * The CI poll's lease, kept as a lease-holding row of the presence cursors' table (its position is
+ * not used): one process of a database polls at a time.
+ */
+function ciPollLease(
+  store: Pick<PresenceStorage, "claimCursor" | "releaseCursor">,
+  owner: string,
+): PollLease {
+  const name = "github-ci-poll";
+  return {
+    claim: async (now, until) => (await store.claimCursor(name, owner, now, until)) !== undefined,
+    release: () => store.releaseCursor(name, owner),
   };
 }

@@ -379,6 +379,11 @@ export class PullRequestPresence {
       updatedAt: 0,
     };
     const next: Presented = { ...shown };
+    // A pull request shown for the first time has nothing of ours on it yet: its comment and
+    // check run are created without looking for them first. The record is stored before they
+    // are, so that a crash in between makes the next attempt look (and not show them twice).
+    const search = previous !== undefined;
+    if (!search) await deps.store.save({ ...record, updatedAt: deps.clock.now() });
 
     if (comment !== undefined && want.comment !== shown.comment) {
       record.commentId = await this.upsertComment(
@@ -387,6 +392,7 @@ export class PullRequestPresence {
         prNumber,
         record.commentId,
         comment,
+        search,
       );
       next.comment = digest(comment);
     }
@@ -399,7 +405,7 @@ export class PullRequestPresence {
         view,
         record,
         check,
-        fresh,
+        fresh || !search,
       );
       record.checkSha = view.headSha;
       next.check = digest([check, view.headSha]);
@@ -469,9 +475,11 @@ export class PullRequestPresence {
     prNumber: number,
     known: number | null,
     body: string,
+    /** Whether an earlier attempt may have made it: look among the comments first. */
+    search: boolean,
   ): Promise<number> {
     let id = known;
-    if (id === null) {
+    if (id === null && search) {
       const appId = await this.deps.appId();
       const ours = await paginate(
         client,

@@ -12,8 +12,11 @@
  * branch again themselves, so a change seen twice (by a webhook and by this, or by two server
  * processes running it) is harmless.
  *
- * The first pass after start has nothing to compare with: every pull request a queue holds, and
- * the target branch of every queue holding some, are worth one re-read. What is kept is small and
+ * The first pass runs at start and has nothing to compare with: every pull request a queue holds,
+ * and the target branch of every queue holding some, are worth one re-read (what happened while
+ * no process watched). A repository first watched in a later pass (its first queue made while
+ * this process ran, its webhooks heard all along) has nothing to catch up: that pass only reads
+ * it, and the queues' own view is compared as in every pass. What is kept is small and
  * bounded: per watched repository, each open pull request's number, head commit, base and draft
  * flag (at most `maxPages` pages of 100), and the ETags of the pages and branches read.
  */
@@ -116,6 +119,10 @@ export class GitHubReconciler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<ReconcileReport> | undefined;
   private started = false;
+  /** Passes made since this process started. */
+  private passes = 0;
+  /** The repositories the last pass watched. */
+  private watchedBefore = new Set<string>();
   private stopping = false;
 
   constructor(private readonly deps: ReconcilerDeps) {
@@ -133,7 +140,8 @@ export class GitHubReconciler {
   start(): void {
     this.started = true;
     this.stopping = false;
-    this.schedule();
+    // The first pass at once: what happened while no process watched is caught up at start.
+    this.schedule(0);
   }
 
   /** Stops the timer; resolves once the pass under way (if any) has ended. */
@@ -153,7 +161,7 @@ export class GitHubReconciler {
     return this.running;
   }
 
-  private schedule(): void {
+  private schedule(delayMs = this.intervalMs): void {
     if (!this.started || this.intervalMs <= 0) return;
     this.timer = setTimeout(() => {
       this.pass()
@@ -166,7 +174,7 @@ export class GitHubReconciler {
         .finally(() => {
           this.schedule();
         });
-    }, this.intervalMs);
+    }, delayMs);
     this.timer.unref();
   }
 
@@ -193,7 +201,10 @@ export class GitHubReconciler {
       if (this.stopping) break;
       report.repositories++;
       try {
-        const changes = await this.reconcileRepository(key, repo, repoQueues, report);
+        // Watched from a later pass on (its first queue made while this process ran): its
+        // webhooks came here all along, nothing to catch up.
+        const fresh = this.passes > 0 && !this.watchedBefore.has(key);
+        const changes = await this.reconcileRepository(key, repo, repoQueues, report, fresh);
         for (const change of changes) {
           await this.deps.changes.apply(change);
           report.changes.push(change);
@@ -212,6 +223,8 @@ export class GitHubReconciler {
         );
       }
     }
+    this.watchedBefore = new Set(byRepo.keys());
+    this.passes++;
     return report;
   }
 
@@ -220,6 +233,8 @@ export class GitHubReconciler {
     repo: OwnedRepoRef,
     queues: { id: string; targetBranch: string }[],
     report: ReconcileReport,
+    /** First watched in this pass, after the first: no state to catch up (see `reconcile`). */
+    fresh = false,
   ): Promise<HostChange[]> {
     const access = await this.deps.repositories.resolve(repo);
     const client = this.deps.app.installation(access.installationId);
@@ -260,9 +275,12 @@ export class GitHubReconciler {
     const movedBranches = new Set<string>();
     const reported = new Map<number, string>();
     if (!previous) {
-      // Nothing to compare with: what the queues hold is worth one re-read.
-      for (const number of queued.keys()) changedPulls.add(number);
-      for (const branch of holding) movedBranches.add(branch);
+      // Nothing to compare with (the first pass, or after a failed read): what the queues hold
+      // is worth one re-read; a repository watched only since this process ran just starts.
+      if (!fresh) {
+        for (const number of queued.keys()) changedPulls.add(number);
+        for (const branch of holding) movedBranches.add(branch);
+      }
     } else {
       for (const [number, pull] of open) {
         const before = previous.pulls.get(number);
