@@ -160,16 +160,19 @@ export interface TestCaseRecords {
   ): Promise<Set<string>>;
 }
 
+/** What `UploadRecords.create` records: a new upload, awaiting its bundle. */
+export interface NewUpload {
+  id: string;
+  organizationId: string;
+  repositoryId: string;
+  clientVersion: string | null;
+  createdAt: number;
+  urlExpiresAt: number;
+}
+
 /** Uploads and their processing state: the work queue of the ingestion worker. */
 export interface UploadRecords {
-  create(values: {
-    id: string;
-    organizationId: string;
-    repositoryId: string;
-    clientVersion: string | null;
-    createdAt: number;
-    urlExpiresAt: number;
-  }): Promise<void>;
+  create(values: NewUpload): Promise<void>;
   find(id: string, organizationId?: string): Promise<UploadRecord | undefined>;
   markReceived(
     id: string,

@@ -17,7 +17,7 @@ import {
   type UploadRecord,
   type UploadState,
 } from "../../testhealth/records.js";
-import type { UploadRecords } from "../../testhealth/ports.js";
+import type { NewUpload, UploadRecords } from "../../testhealth/ports.js";
 
 function toRecord(row: Selectable<UploadsTable>): UploadRecord {
   return {
@@ -29,16 +29,6 @@ function toRecord(row: Selectable<UploadsTable>): UploadRecord {
 }
 
 type Db = Kysely<Database> | Transaction<Database>;
-
-/** What `create` records: a new upload, awaiting its bundle. */
-interface NewUpload {
-  id: string;
-  organizationId: string;
-  repositoryId: string;
-  clientVersion: string | null;
-  createdAt: number;
-  urlExpiresAt: number;
-}
 
 interface WaitingCreate {
   values: NewUpload;

@@ -231,30 +231,18 @@ export class WebhookDeliveryStore implements DeliveryStorage {
   async storeMany(deliveries: readonly NewDelivery[]): Promise<Set<string>> {
     if (deliveries.length === 0) return new Set();
     const payloads = new Map<string, string>();
-    const args: unknown[] = [];
-    for (const delivery of deliveries) {
+    const args = deliveries.flatMap((delivery) => {
       payloads.set(`${delivery.source} ${delivery.deliveryId}`, delivery.payload);
-      if (sqlDialect(this.dialect).writesInWith) continue;
-      args.push(
+      return [
         delivery.source,
         delivery.deliveryId,
         delivery.event,
         delivery.action,
         delivery.installationId,
         delivery.receivedAt,
-      );
-    }
+      ];
+    });
     if (sqlDialect(this.dialect).writesInWith) {
-      for (const delivery of deliveries) {
-        args.push(
-          delivery.source,
-          delivery.deliveryId,
-          delivery.event,
-          delivery.action,
-          delivery.installationId,
-          delivery.receivedAt,
-        );
-      }
       for (const delivery of deliveries) args.push(delivery.payload);
       const rows = await this.insertWithPayloads.get(deliveries.length).run(this.db, args);
       return new Set(rows.map((row) => row.deliveryId));
