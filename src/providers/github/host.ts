@@ -675,16 +675,16 @@ export class GitHubGitHost implements GitHost {
     for (const wake of this.pushWaiters.splice(0)) wake();
   }
 
-  /**
-   * The tree of the commit a merge landed: from its push webhook when it comes within
-   * `pushWaitMs` (default 3 s), else read. The merge waits for it, and so does the next one.
-   */
   /** A commit's tree: from a push webhook or a commit seen, else read. */
   private async treeOf(access: GitHubRepositoryAccess, sha: string): Promise<string | undefined> {
     const pushed = this.pushedTrees.get(`${access.owner}/${access.name}@${sha}`.toLowerCase());
     return pushed ?? (await this.commit(access, sha))?.tree;
   }
 
+  /**
+   * The tree of the commit a merge landed: from its push webhook when it comes within
+   * `pushWaitMs` (default 3 s), else read. The merge waits for it, and so does the next one.
+   */
   private async landedTree(
     access: GitHubRepositoryAccess,
     sha: string,
