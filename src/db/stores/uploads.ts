@@ -18,6 +18,7 @@ import {
   type UploadState,
 } from "../../testhealth/records.js";
 import type { NewUpload, UploadRecords } from "../../testhealth/ports.js";
+import { GroupWriter } from "../../lib/group-writer.js";
 
 function toRecord(row: Selectable<UploadsTable>): UploadRecord {
   return {
@@ -30,19 +31,20 @@ function toRecord(row: Selectable<UploadsTable>): UploadRecord {
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-interface WaitingCreate {
-  values: NewUpload;
-  created: () => void;
-  failed: (error: unknown) => void;
-}
-
 /** Rows per shared insert (8 parameters each: far below PostgreSQL's limit). */
 const MAX_CREATES_PER_INSERT = 100;
 
 /** Uploads of bundles and their processing state (the work queue of the ingestion worker). */
 export class UploadStore implements UploadRecords {
-  private creating: WaitingCreate[] = [];
-  private creatingFlush: Promise<void> | null = null;
+  /** PostgreSQL: the uploads created in one turn of the event loop share one insert. */
+  private readonly creates = new GroupWriter<NewUpload, void>({
+    write: async (values) => {
+      await this.insertUploads(values);
+      return values.map(() => undefined);
+    },
+    take: (waiting) => Math.min(waiting.length, MAX_CREATES_PER_INSERT),
+    aloneOnFailure: true,
+  });
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -59,36 +61,7 @@ export class UploadStore implements UploadRecords {
    */
   create(values: NewUpload): Promise<void> {
     if (this.dialect === "sqlite") return this.insertUploads([values]);
-    return new Promise<void>((created, failed) => {
-      this.creating.push({ values, created, failed });
-      this.creatingFlush ??= new Promise<void>((resolve) => {
-        setImmediate(resolve);
-      }).then(() => this.flushCreates());
-    });
-  }
-
-  private async flushCreates(): Promise<void> {
-    while (this.creating.length > 0) {
-      const batch = this.creating.splice(0, MAX_CREATES_PER_INSERT);
-      try {
-        await this.insertUploads(batch.map((waiting) => waiting.values));
-        for (const { created } of batch) created();
-      } catch (error) {
-        if (batch.length === 1) {
-          batch[0]?.failed(error);
-          continue;
-        }
-        for (const { values, created, failed } of batch) {
-          try {
-            await this.insertUploads([values]);
-            created();
-          } catch (alone) {
-            failed(alone);
-          }
-        }
-      }
-    }
-    this.creatingFlush = null;
+    return this.creates.write(values);
   }
 
   private async insertUploads(values: readonly NewUpload[]): Promise<void> {

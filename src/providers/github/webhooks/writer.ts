@@ -4,72 +4,57 @@
  * deliveries is acknowledged as fast as one. Each caller resumes once its delivery is durable,
  * learning whether it was new or a redelivery.
  */
+import { GroupWriter } from "../../../lib/group-writer.js";
 import type { DeliveryStorage, NewDelivery } from "../../../mergequeue/webhook-delivery-records.js";
-
-interface Waiting {
-  delivery: NewDelivery;
-  stored: (isNew: boolean) => void;
-  failed: (error: unknown) => void;
-}
 
 /** A batch stops growing past this many payload bytes (a few large deliveries go alone). */
 const MAX_BATCH_BYTES = 8 * 1024 * 1024;
 const MAX_BATCH_DELIVERIES = 100;
 
 export class DeliveryWriter {
-  private waiting: Waiting[] = [];
-  private flushing: Promise<void> | null = null;
+  private readonly group: GroupWriter<NewDelivery, boolean>;
 
-  constructor(private readonly storage: Pick<DeliveryStorage, "storeMany">) {}
-
-  /** Stores a delivery durably; false when it was stored before (a redelivery). */
-  store(delivery: NewDelivery): Promise<boolean> {
-    return new Promise<boolean>((stored, failed) => {
-      this.waiting.push({ delivery, stored, failed });
-      // One turn of the event loop first, so that deliveries that arrive together go together.
-      this.flushing ??= new Promise<void>((resolve) => {
-        setImmediate(resolve);
-      }).then(() => this.flush());
+  constructor(storage: Pick<DeliveryStorage, "storeMany">) {
+    this.group = new GroupWriter({
+      write: async (batch) => {
+        // A delivery sent twice in one batch (GitHub duplicates them) is stored, and new, once.
+        const unique = new Map<string, NewDelivery>();
+        for (const delivery of batch) {
+          const key = `${delivery.source} ${delivery.deliveryId}`;
+          if (!unique.has(key)) unique.set(key, delivery);
+        }
+        const stored = await storage.storeMany([...unique.values()]);
+        const answered = new Set<string>();
+        return batch.map((delivery) => {
+          const key = `${delivery.source} ${delivery.deliveryId}`;
+          const isNew = stored.has(delivery.deliveryId) && !answered.has(key);
+          answered.add(key);
+          return isNew;
+        });
+      },
+      take: batchSize,
     });
   }
 
-  private async flush(): Promise<void> {
-    while (this.waiting.length > 0) {
-      const batch = this.take();
-      // A delivery sent twice in one batch (GitHub duplicates them) is stored, and new, once.
-      const unique = new Map<string, NewDelivery>();
-      for (const { delivery } of batch) {
-        const key = `${delivery.source} ${delivery.deliveryId}`;
-        if (!unique.has(key)) unique.set(key, delivery);
-      }
-      try {
-        const stored = await this.storage.storeMany([...unique.values()]);
-        const answered = new Set<string>();
-        for (const { delivery, stored: resolve } of batch) {
-          const key = `${delivery.source} ${delivery.deliveryId}`;
-          resolve(stored.has(delivery.deliveryId) && !answered.has(key));
-          answered.add(key);
-        }
-      } catch (error) {
-        for (const { failed } of batch) failed(error);
-      }
-    }
-    this.flushing = null;
+  /** Stores a delivery durably; false when it was stored before (a redelivery). */
+  store(delivery: NewDelivery): Promise<boolean> {
+    return this.group.write(delivery);
   }
+}
 
-  private take(): Waiting[] {
-    let bytes = 0;
-    let count = 0;
-    for (const { delivery } of this.waiting) {
-      if (
-        count > 0 &&
-        (bytes + delivery.payload.length > MAX_BATCH_BYTES || count >= MAX_BATCH_DELIVERIES)
-      ) {
-        break;
-      }
-      bytes += delivery.payload.length;
-      count++;
+/** How many of the waiting deliveries the next transaction takes. */
+function batchSize(waiting: readonly NewDelivery[]): number {
+  let bytes = 0;
+  let count = 0;
+  for (const delivery of waiting) {
+    if (
+      count > 0 &&
+      (bytes + delivery.payload.length > MAX_BATCH_BYTES || count >= MAX_BATCH_DELIVERIES)
+    ) {
+      break;
     }
-    return this.waiting.splice(0, count);
+    bytes += delivery.payload.length;
+    count++;
   }
+  return count;
 }
