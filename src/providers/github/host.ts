@@ -35,6 +35,7 @@ import {
   type ClassicRequiredChecks,
   type RequiredCheck,
 } from "./required-checks.js";
+import { SerialPerKey } from "../../lib/serial-per-key.js";
 
 /** Where CI looks for test branches, by default (Trunk's prefix: users' CI filters keep working). */
 export const DEFAULT_TEST_BRANCH_PREFIX = "trunk-merge/";
@@ -159,12 +160,12 @@ interface MergeCommitPayload {
 }
 
 export class GitHubGitHost implements GitHost {
-  /** The tail of each repository's chain of merges: one merge at a time per repository. */
-  private readonly mergeChains = new Map<string, Promise<unknown>>();
+  /** Merges, one at a time per repository. */
+  private readonly merges = new SerialPerKey();
   /** Scratch branches known to exist (made or moved here). */
   private readonly scratchKnown = new Set<string>();
-  /** The tail of each queue's assemblies on its scratch branch: one at a time. */
-  private readonly scratchChains = new Map<string, Promise<unknown>>();
+  /** Assemblies on a queue's scratch branch, one at a time per queue. */
+  private readonly assemblies = new SerialPerKey();
   /** Commits seen (answers of `POST /merges` and reads): immutable, so never read twice. */
   private readonly commits = new BoundedMap<string, CommitFacts>(4096);
   /** Trees of commits branches were pushed to, from `push` webhooks. */
@@ -328,15 +329,7 @@ export class GitHubGitHost implements GitHost {
    */
   createTestBranch(request: TestBranchRequest): Promise<TestBranchResult> {
     const key = `${request.repo.organizationId}/${request.repo.owner}/${request.repo.name}\u0000${request.targetBranch}`;
-    const run = (this.scratchChains.get(key) ?? Promise.resolve()).then(() =>
-      this.assemble(request),
-    );
-    const tail = run.catch(() => undefined);
-    this.scratchChains.set(key, tail);
-    void tail.then(() => {
-      if (this.scratchChains.get(key) === tail) this.scratchChains.delete(key);
-    });
-    return run;
+    return this.assemblies.run(key, () => this.assemble(request));
   }
 
   private async assemble(request: TestBranchRequest): Promise<TestBranchResult> {
@@ -508,14 +501,7 @@ export class GitHubGitHost implements GitHost {
 
   merge(request: MergeRequest): Promise<MergeResult> {
     const key = `${request.repo.organizationId}/${request.repo.owner}/${request.repo.name}`;
-    // Tails never reject, so each merge starts when the one before it has ended, however it did.
-    const run = (this.mergeChains.get(key) ?? Promise.resolve()).then(() => this.mergeNow(request));
-    const tail = run.catch(() => undefined);
-    this.mergeChains.set(key, tail);
-    void tail.then(() => {
-      if (this.mergeChains.get(key) === tail) this.mergeChains.delete(key);
-    });
-    return run;
+    return this.merges.run(key, () => this.mergeNow(request));
   }
 
   /**

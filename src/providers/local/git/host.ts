@@ -34,6 +34,7 @@ import {
   type TreeMerge,
 } from "./repository-git.js";
 import { type OwnedRepoRef } from "../../../organizations/repositories.js";
+import { SerialPerKey } from "../../../lib/serial-per-key.js";
 
 export interface LocalGitHostOptions {
   dataDir: string;
@@ -45,8 +46,8 @@ export interface LocalGitHostOptions {
 type Refusal = Extract<MergeResult, { ok: false }>;
 
 export class LocalGitHost implements GitHost {
-  /** The tail of each repository's chain of merges: one merge at a time per repository. */
-  private readonly mergeChains = new Map<string, Promise<unknown>>();
+  /** Merges, one at a time per repository. */
+  private readonly mergeLine = new SerialPerKey();
 
   constructor(private readonly options: LocalGitHostOptions) {}
 
@@ -257,14 +258,7 @@ export class LocalGitHost implements GitHost {
 
   merge(request: MergeRequest): Promise<MergeResult> {
     const key = repositoryKey(request.repo);
-    // Tails never reject, so each merge starts when the one before it has ended, however it did.
-    const run = (this.mergeChains.get(key) ?? Promise.resolve()).then(() => this.mergeNow(request));
-    const tail = run.catch(() => undefined);
-    this.mergeChains.set(key, tail);
-    void tail.then(() => {
-      if (this.mergeChains.get(key) === tail) this.mergeChains.delete(key);
-    });
-    return run;
+    return this.mergeLine.run(key, () => this.mergeNow(request));
   }
 
   async readFile(repo: OwnedRepoRef, sha: string, path: string): Promise<string | undefined> {
