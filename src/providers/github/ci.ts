@@ -461,7 +461,7 @@ export class GitHubCi implements CiProvider {
       (c) => required.has(c.name) && !passes(c.conclusion) && c.conclusion !== "failure",
     );
     if (other) return false;
-    const key = `${run.queueId}\u0000${run.runId}`;
+    const key = runKey(run.queueId, run.runId);
     const answer = await failures.ofCommit({
       repo: run.request.repo,
       sha: run.request.sha,
