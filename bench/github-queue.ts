@@ -129,9 +129,15 @@ async function scenario(scenarioSpec: Scenario): Promise<ScenarioResult> {
         await delay(250);
       }
       const wallMs = Date.now() - started;
-      // The last comment and check updates follow the last merge: let them land.
-      await gh.settleWebhooks();
-      await delay(3000);
+      // The last comment and check updates follow the last merge: until GitHub hears nothing
+      // more for 3 s (a minute at most).
+      const quietSince = Date.now();
+      let heard = -1;
+      while (gh.requests.entries.length !== heard && Date.now() - quietSince < 60_000) {
+        heard = gh.requests.entries.length;
+        await gh.settleWebhooks();
+        await delay(3000);
+      }
       const made = gh.requests.entries.filter(
         (entry) => entry.seq >= mark && entry.installationId !== null,
       );

@@ -868,6 +868,10 @@ class StepWork {
       runId: run.id,
       baseSha: run.baseSha,
       prs: run.prs.map((pr) => ({ number: pr.number, headSha: pr.headSha })),
+      // A testing pull request needs a branch of its own; otherwise the slot's branch will do.
+      ...(run.slot !== undefined && !snapshot.configuration.createPrsForTestingBranches
+        ? { slot: run.slot }
+        : {}),
     });
     if (!branch.ok) {
       this.reported.set(run.id, "failed");

@@ -186,6 +186,12 @@ export interface TestRun {
   /** Why it failed, when it did (absent in snapshots stored before this field existed). */
   failure?: { reason: TransitionReason; detail: string | null };
   attempt: number;
+  /**
+   * The lowest number no other running run of the queue holds when this one started: a host may
+   * publish the run on a branch kept per slot and moved by the next run in it (absent in
+   * snapshots stored before this field existed).
+   */
+  slot?: number;
 }
 
 /** A part of a failed batch under bisection, and what is known about it. */

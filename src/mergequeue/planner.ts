@@ -1175,6 +1175,12 @@ class Planning {
     spec: Pick<TestRun, "kind" | "ahead" | "unit" | "attempt" | "bisectionGroup">,
   ): TestRun {
     const id = `${this.s.nextId++}`;
+    const held = new Set<number>();
+    for (const other of Object.values(this.s.runs)) {
+      if (other.status === "running" && other.slot !== undefined) held.add(other.slot);
+    }
+    let slot = 0;
+    while (held.has(slot)) slot++;
     const prs = [...spec.ahead, ...spec.unit].map((entryId) => {
       const entry = this.entry(entryId);
       return { entryId, number: entry.pr.number, headSha: entry.pr.headSha };
@@ -1192,6 +1198,7 @@ class Planning {
       bisectionGroup: spec.bisectionGroup,
       failingChecks: [],
       attempt: spec.attempt,
+      slot,
     };
     this.s.runs[id] = run;
     this.decisions.push({ type: "start_run", run: copyRun(run) });

@@ -15,6 +15,12 @@ export interface TestBranchRequest {
   baseSha: string;
   /** Merged onto the base in this order. */
   prs: { number: number; headSha: string }[];
+  /**
+   * The run's slot among the queue's running runs, when the run needs no branch of its own (no
+   * pull request is opened for it): a host may then publish it on the slot's branch, kept and
+   * moved by the next run in the slot, instead of creating and deleting a branch per run.
+   */
+  slot?: number;
 }
 
 export type TestBranchResult =

@@ -29,10 +29,12 @@ export interface CommitFailureQuestion {
   /** The tested commit. */
   sha: string;
   /**
-   * The run's test branch: an upload naming it since the run started is the run's too (a
-   * workflow of a draft testing pull request tests GitHub's merge commit of it, another sha).
+   * The run's own test branch, when it has a draft testing pull request: an upload naming it
+   * since the run started is the run's too (that pull request's workflow tests GitHub's merge
+   * commit of it, another sha). Absent: only the tested commit's uploads are the run's (a slot's
+   * branch is shared by the runs in the slot).
    */
-  branch: string;
+  branch?: string;
   /** When the run started (epoch ms): uploads since then may still be the run's. */
   since: number;
 }

@@ -195,13 +195,13 @@ export interface UploadRecords {
     commitShas: readonly string[],
   ): Promise<{ key: number; commitSha: string; uploadedAt: number }[]>;
   /**
-   * A tested commit's failed tests (uploads naming it, or its test branch since `since`) and the
-   * uploads still to process since `since` (hosted CI runs).
+   * A tested commit's failed tests (uploads naming it, or its test branch since `since` when one
+   * is given) and the uploads still to process since `since` (hosted CI runs).
    */
   commitFailures(
     repositoryId: string,
     commitSha: string,
-    branch: string,
+    branch: string | undefined,
     since: number,
     limit: number,
   ): Promise<CommitFailures>;

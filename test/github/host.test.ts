@@ -362,6 +362,53 @@ describe("test branches", () => {
     expect(await main()).toBe(base);
   });
 
+  it("publishes a slot's runs on one branch, moved from run to run and never deleted", async () => {
+    const a = await openPr({ "slot-a.txt": "a\n" });
+    const b = await openPr({ "slot-b.txt": "b\n" });
+    const base = await main();
+    const slotRef = "heads/trunk-merge/main/slot-3";
+    const run = (runId: string, pr: typeof a) =>
+      host.createTestBranch({
+        repo,
+        targetBranch: "main",
+        runId,
+        baseSha: base,
+        prs: [{ number: pr.number, headSha: pr.headSha }],
+        slot: 3,
+      });
+    const mark = world.gh.requests.mark();
+    const first = await run("slot-run-1", a);
+    expect(first).toMatchObject({ ok: true, branch: "trunk-merge/main/slot-3" });
+    if (!first.ok) return;
+    expect(await world.gh.readRef(NAME, slotRef)).toBe(first.sha);
+    expect(await fileAt(first.sha, "slot-a.txt")).toBe("a\n");
+    // Its end leaves the branch to the slot's next run, which moves it: no ref made or deleted.
+    await host.deleteTestBranch(repo, first.branch);
+    expect(await world.gh.readRef(NAME, slotRef)).toBe(first.sha);
+    const moved = world.gh.requests.mark();
+    const second = await run("slot-run-2", b);
+    expect(second).toMatchObject({ ok: true, branch: "trunk-merge/main/slot-3" });
+    if (!second.ok) return;
+    expect(second.sha).not.toBe(first.sha);
+    expect(await world.gh.readRef(NAME, slotRef)).toBe(second.sha);
+    expect(await fileAt(second.sha, "slot-b.txt")).toBe("b\n");
+    expect(await fileAt(second.sha, "slot-a.txt")).toBeUndefined();
+    expect(world.gh.requests.count({ operationId: "git/create-ref", since: moved })).toBe(0);
+    expect(world.gh.requests.count({ operationId: "git/delete-ref", since: mark })).toBe(0);
+
+    // A branch deleted behind the queue's back is made again.
+    const [owner, name] = NAME.split("/") as [string, string];
+    await appClient().request("DELETE /repos/{owner}/{repo}/git/refs/{ref}", {
+      owner,
+      repo: name,
+      ref: slotRef,
+    });
+    expect(await world.gh.readRef(NAME, slotRef)).toBeNull();
+    const third = await run("slot-run-3", a);
+    expect(third.ok && (await world.gh.readRef(NAME, slotRef)) === third.sha).toBe(true);
+    expect(await main()).toBe(base);
+  });
+
   it("names the pull request that conflicts, whom it conflicts with and the files", async () => {
     const a = await openPr({ "clash.txt": "from a\n" });
     const b = await openPr({ "other-b.txt": "b\n" });
@@ -381,13 +428,16 @@ describe("test branches", () => {
       conflictsWith: [a.number],
       files: ["clash.txt"],
     });
-    // Nothing is left behind but the queue's scratch branch: no test branch, no probe branch.
+    // Nothing is left behind but the queue's scratch branch (and the slot branch of the test
+    // before): no test branch, no probe branch.
     const refs = await appClient().request("GET /repos/{owner}/{repo}/git/matching-refs/{ref}", {
       owner: "acme-gh",
       repo: "widgets",
       ref: "heads/trunk-",
     });
-    expect(refs.data.map((ref) => ref.ref)).toEqual(["refs/heads/trunk-temp/main/queue"]);
+    expect(refs.data.map((ref) => ref.ref).filter((ref) => !ref.endsWith("/slot-3"))).toEqual([
+      "refs/heads/trunk-temp/main/queue",
+    ]);
   });
 
   it("says a pull request that does not apply onto the base conflicts with the base itself", async () => {

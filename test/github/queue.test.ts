@@ -197,10 +197,18 @@ describe("the queue on GitHub", () => {
     expect(queue.body.state).toBe("running");
     // The merge went through GitHub's merge API, once.
     expect(gh.requests.count({ operationId: "pulls/merge", since: marked })).toBe(1);
-    // The runs' branches are gone once they ended; the queue's one scratch branch stays.
+    // No branch of a single run is left once the runs ended: the queue's scratch branch and its
+    // slots' test branches (moved by the next run in the slot) stay.
     await expect
-      .poll(queueBranches, { timeout: 30_000, interval: 250 })
+      .poll(
+        async () =>
+          (await queueBranches()).filter(
+            (ref) => !/^refs\/heads\/trunk-merge\/main\/slot-\d+$/.test(ref),
+          ),
+        { timeout: 30_000, interval: 250 },
+      )
       .toEqual(["refs/heads/trunk-temp/main/queue"]);
+    expect(await queueBranches()).toContain("refs/heads/trunk-merge/main/slot-0");
   });
 
   it("fails a pull request that conflicts with one ahead of it as a merge conflict", async () => {
@@ -298,6 +306,8 @@ describe("the queue on GitHub", () => {
     await server.services.github?.presence.idle();
     // The queue's scratch branch is made once (by the first run of the queue in this process).
     const scratchMade = (await gh.readRef(NAME, "heads/trunk-temp/main/queue")) === null ? 1 : 0;
+    // So is the branch of the queue's one test slot, kept and moved from run to run.
+    const slotMade = (await gh.readRef(NAME, "heads/trunk-merge/main/slot-0")) === null ? 1 : 0;
     const mark = gh.requests.mark();
     for (const pr of prs) {
       const answer = await server.call("submitPullRequest", {
@@ -360,8 +370,16 @@ describe("the queue on GitHub", () => {
       "repos/get-combined-status-for-ref",
     ]);
     const perPr =
-      (counted.filter((r) => !perQueue.has(r.operationId)).length - scratchMade) / prs.length;
+      (counted.filter((r) => !perQueue.has(r.operationId)).length - scratchMade - slotMade) /
+      prs.length;
+    // Each pull request costs 11 (12 when CI's checks finish one by one: a read per completion).
     expect(perPr, ops.join(", ")).toBeLessThanOrEqual(12);
+    // Test branches are kept per slot and moved: none created per run, none deleted.
+    expect(ops.filter((op) => op === "git/create-ref").length).toBeLessThanOrEqual(
+      scratchMade + slotMade,
+    );
+    expect(ops).not.toContain("git/delete-ref");
+    expect(await gh.readRef(NAME, "heads/trunk-merge/main/slot-0")).not.toBeNull();
     // None of what a direct merge or a lost row needs; one pull request read per submission.
     expect(ops).not.toContain("repos/compare-commits-with-basehead");
     expect(ops).not.toContain("issues/list-comments");

@@ -305,15 +305,17 @@ export class UploadStore implements UploadRecords {
   async commitFailures(
     repositoryId: string,
     commitSha: string,
-    branch: string,
+    branch: string | undefined,
     since: number,
     limit: number,
   ): Promise<CommitFailures> {
     const theRun = (eb: ExpressionBuilder<Database, "uploads">) =>
-      eb.or([
-        eb("uploads.commitSha", "=", commitSha),
-        eb.and([eb("uploads.branch", "=", branch), eb("uploads.createdAt", ">=", since)]),
-      ]);
+      branch === undefined
+        ? eb("uploads.commitSha", "=", commitSha)
+        : eb.or([
+            eb("uploads.commitSha", "=", commitSha),
+            eb.and([eb("uploads.branch", "=", branch), eb("uploads.createdAt", ">=", since)]),
+          ]);
     const [unfinished, matched, failed] = await Promise.all([
       this.db
         .selectFrom("uploads")

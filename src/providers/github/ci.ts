@@ -92,7 +92,7 @@ export interface GitHubCiDeps {
     ofCommit(question: {
       repo: OwnedRepoRef;
       sha: string;
-      branch: string;
+      branch?: string;
       since: number;
     }): Promise<{
       flakyOnly: boolean;
@@ -465,7 +465,7 @@ export class GitHubCi implements CiProvider {
     const answer = await failures.ofCommit({
       repo: run.request.repo,
       sha: run.request.sha,
-      branch: run.request.testBranch,
+      ...(run.testPrNumber !== null ? { branch: run.request.testBranch } : {}),
       since: run.createdAt - UPLOAD_SLACK_MS,
     });
     const wait = this.uploadWaits.get(key) ?? { since: clock.now() };

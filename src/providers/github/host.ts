@@ -164,6 +164,8 @@ export class GitHubGitHost implements GitHost {
   private readonly merges = new SerialPerKey();
   /** Scratch branches known to exist (made or moved here). */
   private readonly scratchKnown = new Set<string>();
+  /** Slot branches published here, and the commit each was last put on. */
+  private readonly slotHeads = new BoundedMap<string, string>(1024);
   /** Assemblies on a queue's scratch branch, one at a time per queue. */
   private readonly assemblies = new SerialPerKey();
   /** Commits seen (answers of `POST /merges` and reads): immutable, so never read twice. */
@@ -196,6 +198,16 @@ export class GitHubGitHost implements GitHost {
   /** The branch CI tests for a run. */
   testBranchName(targetBranch: string, runId: string): string {
     return `${this.prefix}${targetBranch}/${runId}`;
+  }
+
+  /** The branch CI tests for the runs of a slot (kept, moved by each run in it). */
+  slotBranchName(targetBranch: string, slot: number): string {
+    return `${this.prefix}${targetBranch}/${SLOT_BRANCH_LEAF}${String(slot)}`;
+  }
+
+  /** Whether a test branch is a slot's (kept between runs) rather than one run's. */
+  private isSlotBranch(branch: string): boolean {
+    return new RegExp(`/${SLOT_BRANCH_LEAF}\\d+$`).test(branch);
   }
 
   // ---- reading ---------------------------------------------------------------------------------
@@ -322,8 +334,10 @@ export class GitHubGitHost implements GitHost {
    * Assembles base + each pull request's head, in order, on the queue's scratch branch
    * `trunk-temp/<target>/queue` (moved to the base with a forced update, never deleted) with
    * `POST /merges` (one merge commit each, whose answer names its tree and parents: kept, for the
-   * merge's tested-tree check), then publishes the result as the branch CI tests (create-only: a
-   * branch already published is the answer of a repeated call). One assembly at a time per
+   * merge's tested-tree check), then publishes the result as the branch CI tests: the slot's
+   * branch when the request has a slot (kept, moved by each run in the slot: one request where a
+   * branch per run costs two), else the run's own (create-only: a branch already published is the
+   * answer of a repeated call). One assembly at a time per
    * scratch branch here; a merge whose first parent is not where this assembly had the branch
    * (another process moved it) fails the call rather than build on someone else's commit.
    */
@@ -350,6 +364,19 @@ export class GitHubGitHost implements GitHost {
       }
       current = merged;
     }
+    if (request.slot !== undefined) {
+      const slotBranch = this.slotBranchName(request.targetBranch, request.slot);
+      const slotKey = `${access.owner}/${access.name}:${slotBranch}`.toLowerCase();
+      const head = this.slotHeads.get(slotKey);
+      // Moved to the commit it is on already, the branch would not be pushed and CI would not
+      // run: that (rare) run gets a branch of its own.
+      if (head !== current) {
+        if (head === undefined) await this.putRef(access, slotBranch, current);
+        else await this.moveRef(access, slotBranch, current);
+        this.slotHeads.set(slotKey, current);
+        return { ok: true, branch: slotBranch, sha: current };
+      }
+    }
     try {
       await access.client.request("POST /repos/{owner}/{repo}/git/refs", {
         ...this.where(access),
@@ -365,11 +392,15 @@ export class GitHubGitHost implements GitHost {
     return { ok: true, branch, sha: current };
   }
 
-  /** Deletes a test branch (gone already is fine); refuses any other branch, to be safe. */
+  /**
+   * Deletes a run's test branch (gone already is fine); a slot's branch is kept for the slot's
+   * next run. Refuses any other branch, to be safe.
+   */
   async deleteTestBranch(repo: OwnedRepoRef, branch: string): Promise<void> {
     if (!branch.startsWith(this.prefix) || branch.includes("..")) {
       throw new Error(`${branch} is not a test branch; only test branches are deleted`);
     }
+    if (this.isSlotBranch(branch)) return;
     const access = await this.options.repositories.resolve(repo);
     await this.dropRef(access, branch);
   }
@@ -1016,6 +1047,8 @@ export class GitHubGitHost implements GitHost {
 const DEFAULT_PUSH_WAIT_MS = 3 * SECOND_MS;
 /** How long a submission's read of a pull request serves the queue's read of it. */
 const SUBMITTED_READ_TTL_MS = 30 * SECOND_MS;
+/** The start of the last part of a slot's test branch name (`trunk-merge/<target>/slot-0`). */
+const SLOT_BRANCH_LEAF = "slot-";
 /** The last part of a queue's scratch branch name (`trunk-temp/<target>/queue`). */
 const SCRATCH_BRANCH_LEAF = "queue";
 /** How long a branch's protection and rulesets read serve (webhooks forget them sooner). */
