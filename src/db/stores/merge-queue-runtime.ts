@@ -28,6 +28,8 @@ import type {
 
 /** Rows per multi-row insert: far below either dialect's limit on bound parameters. */
 const ROWS_PER_INSERT = 200;
+/** Queues whose last parsed snapshot `sharedSnapshot` keeps (all of them are dropped beyond). */
+const MAX_PARSED_SNAPSHOTS = 256;
 
 /** The snapshot of a runtime row that a lease created, before the queue's first commit. */
 const NO_SNAPSHOT = "null";
@@ -210,6 +212,9 @@ function assertOneQueue(step: DriverCommit): void {
  */
 export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads {
   private readonly activeSummaryRows: PrecompiledQuery<[queueId: string], SummaryRow>;
+  private readonly snapshotText: PrecompiledQuery<[queueId: string], { snapshot: string }>;
+  /** Per queue, the last snapshot text read and what it parsed to (`sharedSnapshot`). */
+  private readonly parsedSnapshots = new Map<string, { text: string; snapshot: unknown }>();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -228,6 +233,16 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
           no_batch as "noBatch", seq as "seq"
           from mq_entries where queue_id = ${queueId} and concluded_at is null
           order by seq`.compile(plain),
+      ["$queueId"],
+    );
+    this.snapshotText = precompile(
+      plain as Kysely<never>,
+      (queueId: string) =>
+        sql<{
+          snapshot: string;
+        }>`select snapshot as "snapshot" from mq_runtime where queue_id = ${queueId}`.compile(
+          plain,
+        ),
       ["$queueId"],
     );
   }
@@ -305,6 +320,20 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
     const snapshot = JSON.parse(row.snapshot) as unknown;
     // A row created by a lease before any commit holds no snapshot.
     return snapshot === null ? undefined : { snapshot, wakeAt: row.wakeAt };
+  }
+
+  async sharedSnapshot(queueId: string): Promise<unknown> {
+    const [row] = await this.snapshotText(queueId);
+    if (!row) return undefined;
+    // The text is read each time (another process may have committed); only an unchanged text
+    // reuses what it parsed to. A long snapshot compares far faster than it parses.
+    const cached = this.parsedSnapshots.get(queueId);
+    if (cached?.text === row.snapshot) return cached.snapshot ?? undefined;
+    const snapshot = JSON.parse(row.snapshot) as unknown;
+    if (this.parsedSnapshots.size >= MAX_PARSED_SNAPSHOTS) this.parsedSnapshots.clear();
+    this.parsedSnapshots.set(queueId, { text: row.snapshot, snapshot });
+    // A row created by a lease before any commit holds no snapshot.
+    return snapshot ?? undefined;
   }
 
   async commit(step: DriverCommit): Promise<boolean> {
