@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from "kysely";
-import { precompile, type PrecompiledQuery } from "../precompiled.js";
+import { QueryTemplate, markers, precompile, type PrecompiledQuery } from "../precompiled.js";
 import type { Actor, PrState, RunKind, RunStatus } from "../../mergequeue/model.js";
 import type {
   CommandRecord,
@@ -213,6 +213,8 @@ function assertOneQueue(step: DriverCommit): void {
 export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads {
   private readonly activeSummaryRows: PrecompiledQuery<[queueId: string], SummaryRow>;
   private readonly snapshotText: PrecompiledQuery<[queueId: string], { snapshot: string }>;
+  /** `listEntries`' statements by the filters they take (`listEntriesTemplate`). */
+  private readonly listTemplates = new Map<string, QueryTemplate<Selectable<MqEntriesTable>>>();
   /** Per queue, the last snapshot text read and what it parsed to (`sharedSnapshot`). */
   private readonly parsedSnapshots = new Map<string, { text: string; snapshot: unknown }>();
 
@@ -491,17 +493,57 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
   }
 
   async listEntries(queueId: string, query: EntryListQuery): Promise<EntryRecord[]> {
-    let select = this.db.selectFrom("mqEntries").selectAll().where("queueId", "=", queueId);
-    if (query.state !== undefined) select = select.where("state", "=", query.state);
-    if (query.concludedSince !== undefined) {
-      select = select.where("concludedAt", ">=", query.concludedSince);
-    }
-    if (query.afterSeq !== undefined) select = select.where("seq", ">", query.afterSeq);
-    const rows = await select
-      .orderBy("seq", query.order === "newest" ? "desc" : "asc")
-      .limit(query.take)
-      .execute();
+    const args: unknown[] = [queueId];
+    if (query.state !== undefined) args.push(query.state);
+    if (query.concludedSince !== undefined) args.push(query.concludedSince);
+    if (query.afterSeq !== undefined) args.push(query.afterSeq);
+    args.push(query.take);
+    const rows = await this.listEntriesTemplate(query).run(this.db, args);
     return rows.map(toEntry);
+  }
+
+  /**
+   * listPullRequests' statement for the filters `query` has (one of 16 shapes), compiled once:
+   * its arguments are the queue, then the filters present in this order, then the page size.
+   */
+  private listEntriesTemplate(query: EntryListQuery): QueryTemplate<Selectable<MqEntriesTable>> {
+    const newest = query.order === "newest";
+    const shape = [
+      query.state !== undefined,
+      query.concludedSince !== undefined,
+      query.afterSeq !== undefined,
+      newest,
+    ]
+      .map((present) => (present ? "1" : "0"))
+      .join("");
+    let template = this.listTemplates.get(shape);
+    if (!template) {
+      const present = [query.state, query.concludedSince, query.afterSeq].filter(
+        (value) => value !== undefined,
+      ).length;
+      const args = markers(present + 2);
+      let next = 1;
+      // The markers stand where the values go; the template binds the values in their place.
+      const arg = (): never => args[next++] as never;
+      let select = this.db
+        .selectFrom("mqEntries")
+        .selectAll()
+        .where("queueId", "=", args[0] as string);
+      if (query.state !== undefined) select = select.where("state", "=", arg());
+      if (query.concludedSince !== undefined) {
+        select = select.where("concludedAt", ">=", arg());
+      }
+      if (query.afterSeq !== undefined) select = select.where("seq", ">", arg());
+      template = new QueryTemplate(
+        select
+          .orderBy("seq", newest ? "desc" : "asc")
+          .limit(arg())
+          .compile(),
+        args,
+      );
+      this.listTemplates.set(shape, template);
+    }
+    return template;
   }
 
   async transitions(entryId: string): Promise<TransitionRecord[]> {

@@ -2,11 +2,14 @@ import { sql, type Kysely, type RawBuilder } from "kysely";
 import type { FailureGroupRow, TestCaseRow, TestFigures } from "../../testhealth/records.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
+import { QueryTemplate, markers } from "../precompiled.js";
 import type { Database } from "../schema.js";
 import type { TestViewRecords } from "../../testhealth/ports.js";
 import { DAY_MS as DAY, HOUR_MS as HOUR } from "../../lib/time.js";
 
 const KEY_CHUNK = 500;
+/** Key counts up to this keep their compiled `rowsByKey` statement. */
+const MAX_PAGE_TEMPLATES = 100;
 const MAX_GROUPS = 5;
 
 interface WindowCounts {
@@ -24,31 +27,57 @@ const ceilHour = (at: number) => Math.ceil(at / HOUR) * HOUR;
  * windows are exact to the millisecond while reading at most ~170 rows per test.
  */
 export class TestViewStore implements TestViewRecords {
+  /** `rowsByKey`'s statement by number of keys, compiled once each (a list's page sizes). */
+  private readonly rowsByKeys = new Map<number, QueryTemplate<TestCaseRow>>();
+  private readonly testById: QueryTemplate<TestCaseRow>;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
-  ) {}
+  ) {
+    const args = markers(2);
+    this.testById = new QueryTemplate(
+      db
+        .selectFrom("testCases")
+        .selectAll()
+        .where("repositoryId", "=", args[0] as string)
+        .where("id", "=", args[1] as string)
+        .compile(),
+      args,
+    );
+  }
 
   async rowsByKey(keys: readonly number[]): Promise<Map<number, TestCaseRow>> {
     const result = new Map<number, TestCaseRow>();
     for (let at = 0; at < keys.length; at += KEY_CHUNK) {
-      const rows = await this.db
-        .selectFrom("testCases")
-        .selectAll()
-        .where("key", "in", keys.slice(at, at + KEY_CHUNK))
-        .execute();
+      const chunk = keys.slice(at, at + KEY_CHUNK);
+      const rows = await this.rowsByKeyTemplate(chunk.length).run(this.db, chunk);
       for (const row of rows) result.set(row.key, row);
     }
     return result;
   }
 
   async findById(repositoryId: string, id: string): Promise<TestCaseRow | undefined> {
-    return this.db
-      .selectFrom("testCases")
-      .selectAll()
-      .where("repositoryId", "=", repositoryId)
-      .where("id", "=", id)
-      .executeTakeFirst();
+    const [row] = await this.testById.run(this.db, [repositoryId, id]);
+    return row;
+  }
+
+  private rowsByKeyTemplate(count: number): QueryTemplate<TestCaseRow> {
+    let template = this.rowsByKeys.get(count);
+    if (!template) {
+      const args = markers(count);
+      template = new QueryTemplate(
+        this.db
+          .selectFrom("testCases")
+          .selectAll()
+          .where("key", "in", args as unknown as number[])
+          .compile(),
+        args,
+      );
+      // Page sizes repeat; any other count is compiled again next time.
+      if (count <= MAX_PAGE_TEMPLATES) this.rowsByKeys.set(count, template);
+    }
+    return template;
   }
 
   async figures(keys: readonly number[], now: number): Promise<Map<number, TestFigures>> {
