@@ -90,9 +90,14 @@ export class OrganizationStore implements OrganizationRecords {
       .executeTakeFirst();
   }
 
-  /** Runs on every authenticated request, hence compiled once. */
+  /**
+   * Cached (ADR 0017: a change to `organizations` anywhere forgets it): ingestion asks for the
+   * slug of every upload's organization. Shared: callers must not modify it.
+   */
   findById(id: string): Promise<Organization | undefined> {
-    return this.db.selectFrom("organizations").selectAll().where("id", "=", id).executeTakeFirst();
+    return cachedLookup(this.db, "organizationById", id, () =>
+      this.db.selectFrom("organizations").selectAll().where("id", "=", id).executeTakeFirst(),
+    );
   }
 
   /** Every authenticated request starts here: cached (ADR 0017), compiled once. */
