@@ -92,12 +92,13 @@ export class OrganizationStore implements OrganizationRecords {
 
   /**
    * Cached (ADR 0017: a change to `organizations` anywhere forgets it): ingestion asks for the
-   * slug of every upload's organization. Shared: callers must not modify it.
+   * slug of every upload's organization. Each caller gets a copy of its own.
    */
-  findById(id: string): Promise<Organization | undefined> {
-    return cachedLookup(this.db, "organizationById", id, () =>
+  async findById(id: string): Promise<Organization | undefined> {
+    const found = await cachedLookup(this.db, "organizationById", id, () =>
       this.db.selectFrom("organizations").selectAll().where("id", "=", id).executeTakeFirst(),
     );
+    return found && { ...found };
   }
 
   /** Every authenticated request starts here: cached (ADR 0017), compiled once. */
