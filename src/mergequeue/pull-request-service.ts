@@ -277,6 +277,7 @@ export interface PullRequestServiceDeps {
     | "run"
     | "transitionsSince"
     | "loadSnapshot"
+    | "sharedSnapshot"
   >;
   commands: CommandBus;
   clock: Clock;
@@ -606,7 +607,7 @@ export class PullRequestService implements QueueContents {
     items: T[],
   ): Promise<T[]> {
     if (!items.some((item) => item.state === "pending")) return items;
-    const waits = waitsOf((await this.deps.runtime.loadSnapshot(queueId))?.snapshot);
+    const waits = waitsOf(await this.deps.runtime.sharedSnapshot(queueId));
     for (const item of items) {
       const waiting = waits.get(item.id);
       if (waiting) item.waitingFor = waiting;

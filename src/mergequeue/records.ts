@@ -247,6 +247,12 @@ export interface RuntimeStore {
   releaseLease(queueId: string, owner: string, epoch: number): Promise<void>;
   /** The stored planner snapshot, or undefined for a queue that never ran. */
   loadSnapshot(queueId: string): Promise<{ snapshot: unknown; wakeAt: number | null } | undefined>;
+  /**
+   * The stored planner snapshot as `loadSnapshot` gives it (undefined for a queue that never
+   * ran), parsed once per distinct stored text and shared by every caller, who must not modify
+   * it: for the API's reads, which ask for it on every getQueue and listPullRequests.
+   */
+  sharedSnapshot(queueId: string): Promise<unknown>;
   /** One driver step, atomically; false (and nothing written) when the epoch is stale. */
   commit(step: DriverCommit): Promise<boolean>;
 

@@ -5,6 +5,7 @@ import { createServices, openMigratedDatabase } from "../../src/app.js";
 import type { DatabaseHandle } from "../../src/db/connection.js";
 import { ChangeListener, LookupCache } from "../../src/db/lookup-cache.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
+import { OrganizationStore } from "../../src/db/stores/organizations.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import { TestDetailsStore } from "../../src/db/stores/test-details.js";
 import { TEST_SETTINGS_KIND, TestSettingsStore } from "../../src/db/stores/test-settings.js";
@@ -84,6 +85,27 @@ describe(`the lookup cache on ${TEST_DIALECT}`, () => {
           () => true,
         ),
       "the revoked token refused",
+    );
+  });
+
+  it("keeps an organization by id; another process's change to it is seen here", async () => {
+    const lookups = database.handle.lookups;
+    const { organizations } = createServices(database.handle);
+    const issued = await organizations.createOrganizationWithToken("acme");
+    const { organizationId } = await organizations.authenticate(issued.token);
+    const store = new OrganizationStore(database.handle.db);
+    expect((await store.findById(organizationId))?.slug).toBe("acme");
+    expect(lookups.size("organizationById")).toBe(1);
+    expect((await store.findById(organizationId))?.slug).toBe("acme");
+
+    await other.db
+      .updateTable("organizations")
+      .set({ slug: "acme-renamed" })
+      .where("id", "=", organizationId)
+      .execute();
+    await seenByThisProcess(
+      async () => (await store.findById(organizationId))?.slug === "acme-renamed",
+      "the organization's new slug",
     );
   });
 

@@ -172,6 +172,31 @@ describe(`merge-queue runtime store on ${TEST_DIALECT}`, () => {
       expect(await store.loadSnapshot("q1")).toEqual({ snapshot: { by: "b" }, wakeAt: null });
     });
 
+    it("sharedSnapshot parses each distinct stored text once, and sees another process's commits", async () => {
+      expect(await store.sharedSnapshot("q1")).toBeUndefined();
+      await store.acquireLease("q1", "a", 1000, 500);
+      // A lease before any commit: no snapshot yet.
+      expect(await store.sharedSnapshot("q1")).toBeUndefined();
+      expect(await store.commit(step({ epoch: 1, snapshot: { n: 1 } }))).toBe(true);
+      const first = await store.sharedSnapshot("q1");
+      expect(first).toEqual({ n: 1 });
+      expect(await store.sharedSnapshot("q1")).toBe(first);
+      expect(await store.sharedSnapshot("q2")).toBeUndefined();
+      // A commit by another process (another store on another connection) is seen at once.
+      const second = openSecondHandle();
+      try {
+        const other = new MergeQueueRuntimeStore(second.db, second.dialect);
+        expect(await other.commit(step({ epoch: 1, snapshot: { n: 2 } }))).toBe(true);
+      } finally {
+        await second.close();
+      }
+      const next = await store.sharedSnapshot("q1");
+      expect(next).toEqual({ n: 2 });
+      expect(next).not.toBe(first);
+      expect(await store.sharedSnapshot("q1")).toBe(next);
+      expect(await store.loadSnapshot("q1")).toEqual({ snapshot: { n: 2 }, wakeAt: null });
+    });
+
     it("an owner coming back after its own lease expired takes it over anew", async () => {
       await store.acquireLease("q1", "a", 1000, 500);
       expect((await store.acquireLease("q1", "a", 1500, 500))?.epoch).toBe(2);

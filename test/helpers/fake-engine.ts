@@ -130,6 +130,11 @@ export class StoredRecords implements RuntimeReads {
     return this.store.loadSnapshot(queueId);
   }
 
+  async sharedSnapshot(queueId: string): Promise<unknown> {
+    await this.write();
+    return this.store.sharedSnapshot(queueId);
+  }
+
   async transitionsSince(queueId: string, since: number): Promise<TransitionRecord[]> {
     await this.write();
     return this.store.transitionsSince(queueId, since);

@@ -18,6 +18,11 @@ select "snapshot", "wake_at"
   from "mq_runtime"
   where "queue_id" = $1;
 
+-- MergeQueueRuntimeStore.sharedSnapshot(queueId)
+select snapshot as "snapshot"
+  from mq_runtime
+  where queue_id = $1;
+
 -- MergeQueueRuntimeStore.commit(step)
 begin;
 select "lease_epoch"

@@ -12,11 +12,12 @@ select *
   where "repository_id" = ? and "id" = ?;
 
 -- TestViewStore.figures(keys, now)
-select test_key,
-  sum(case when in_day < 2 then passed else 0 end) as week_passed,
-  sum(case when in_day < 2 then failed else 0 end) as week_failed,
-  sum(case when in_day > 0 then passed else 0 end) as day_passed,
-  sum(case when in_day > 0 then failed else 0 end) as day_failed
+select 0 as part, test_key,
+  sum(case when in_day < 2 then passed else 0 end) as a,
+  sum(case when in_day < 2 then failed else 0 end) as b,
+  sum(case when in_day > 0 then passed else 0 end) as c,
+  sum(case when in_day > 0 then failed else 0 end) as d,
+  null as summary
 from (
   select test_key, case when hour >= ? then 1 else 0 end as in_day, passed, failed
   from test_hourly_stats
@@ -39,12 +40,15 @@ where u.key = r.upload_key
   and r.test_key in (?, ?) and r.at >= ? and r.at < ?
   and r.at <= ? and u.infrastructure_failure = 0
   and u.state = 'processed'
-) as counts group by test_key;
-select "test_key", count(*) as "n"
-  from "test_pr_failures"
-  where "test_key" in (?, ?) and "last_failed_at" >= ?
-  group by "test_key";
-select g.test_key, g.signature, g.occurrences, g.last_at,
+) as counts group by test_key
+union all
+select 1 as part, test_key, count(*) as a, 0 as b, 0 as c, 0 as d, null as summary
+from test_pr_failures
+where test_key in (?, ?) and last_failed_at >= ?
+group by test_key
+union all
+
+select 2 as part, g.test_key, g.occurrences as a, g.last_at as b, 0 as c, 0 as d,
   (select s.summary from test_failure_groups s
     where s.test_key = g.test_key and s.hour = (g.last_at / 3600000) * 3600000
       and s.signature = g.signature) as summary

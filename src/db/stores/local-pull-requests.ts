@@ -5,6 +5,7 @@ import type {
   LocalPullRequestState,
   OpenPullRequest,
 } from "../../mergequeue/local-pull-request-records.js";
+import { QueryTemplate, markers } from "../precompiled.js";
 import type { Database, LocalPullRequestsTable } from "../schema.js";
 import { RepositoryStore } from "./repositories.js";
 import { type OwnedRepoRef } from "../../organizations/repositories.js";
@@ -23,9 +24,21 @@ function toRecord(row: Selectable<LocalPullRequestsTable>): LocalPullRequestReco
  */
 export class LocalPullRequestStore implements LocalPullRequestStorage {
   private readonly repositories: RepositoryStore;
+  /** `get`, on every submission of a local pull request: compiled once. */
+  private readonly byNumber: QueryTemplate<Selectable<LocalPullRequestsTable>>;
 
   constructor(private readonly db: Kysely<Database>) {
     this.repositories = new RepositoryStore(db);
+    const args = markers(2);
+    this.byNumber = new QueryTemplate(
+      db
+        .selectFrom("localPullRequests")
+        .selectAll()
+        .where("repositoryId", "=", args[0] as string)
+        .where("number", "=", args[1] as unknown as number)
+        .compile(),
+      args,
+    );
   }
 
   /** Opens a pull request with the repository's next number. */
@@ -77,12 +90,7 @@ export class LocalPullRequestStore implements LocalPullRequestStorage {
   }
 
   async get(repositoryId: string, number: number): Promise<LocalPullRequestRecord | undefined> {
-    const row = await this.db
-      .selectFrom("localPullRequests")
-      .selectAll()
-      .where("repositoryId", "=", repositoryId)
-      .where("number", "=", number)
-      .executeTakeFirst();
+    const [row] = await this.byNumber.run(this.db, [repositoryId, number]);
     return row ? toRecord(row) : undefined;
   }
 

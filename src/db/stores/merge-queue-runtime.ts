@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from "kysely";
-import { precompile, type PrecompiledQuery } from "../precompiled.js";
+import { QueryTemplate, markers, precompile, type PrecompiledQuery } from "../precompiled.js";
 import type { Actor, PrState, RunKind, RunStatus } from "../../mergequeue/model.js";
 import type {
   CommandRecord,
@@ -28,6 +28,8 @@ import type {
 
 /** Rows per multi-row insert: far below either dialect's limit on bound parameters. */
 const ROWS_PER_INSERT = 200;
+/** Queues whose last parsed snapshot `sharedSnapshot` keeps (all of them are dropped beyond). */
+const MAX_PARSED_SNAPSHOTS = 256;
 
 /** The snapshot of a runtime row that a lease created, before the queue's first commit. */
 const NO_SNAPSHOT = "null";
@@ -210,6 +212,11 @@ function assertOneQueue(step: DriverCommit): void {
  */
 export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads {
   private readonly activeSummaryRows: PrecompiledQuery<[queueId: string], SummaryRow>;
+  private readonly snapshotText: PrecompiledQuery<[queueId: string], { snapshot: string }>;
+  /** `listEntries`' statements by the filters they take (`listEntriesTemplate`). */
+  private readonly listTemplates = new Map<string, QueryTemplate<Selectable<MqEntriesTable>>>();
+  /** Per queue, the last snapshot text read and what it parsed to (`sharedSnapshot`). */
+  private readonly parsedSnapshots = new Map<string, { text: string; snapshot: unknown }>();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -228,6 +235,16 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
           no_batch as "noBatch", seq as "seq"
           from mq_entries where queue_id = ${queueId} and concluded_at is null
           order by seq`.compile(plain),
+      ["$queueId"],
+    );
+    this.snapshotText = precompile(
+      plain as Kysely<never>,
+      (queueId: string) =>
+        sql<{
+          snapshot: string;
+        }>`select snapshot as "snapshot" from mq_runtime where queue_id = ${queueId}`.compile(
+          plain,
+        ),
       ["$queueId"],
     );
   }
@@ -305,6 +322,20 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
     const snapshot = JSON.parse(row.snapshot) as unknown;
     // A row created by a lease before any commit holds no snapshot.
     return snapshot === null ? undefined : { snapshot, wakeAt: row.wakeAt };
+  }
+
+  async sharedSnapshot(queueId: string): Promise<unknown> {
+    const [row] = await this.snapshotText(queueId);
+    if (!row) return undefined;
+    // The text is read each time (another process may have committed); only an unchanged text
+    // reuses what it parsed to. A long snapshot compares far faster than it parses.
+    const cached = this.parsedSnapshots.get(queueId);
+    if (cached?.text === row.snapshot) return cached.snapshot ?? undefined;
+    const snapshot = JSON.parse(row.snapshot) as unknown;
+    if (this.parsedSnapshots.size >= MAX_PARSED_SNAPSHOTS) this.parsedSnapshots.clear();
+    this.parsedSnapshots.set(queueId, { text: row.snapshot, snapshot });
+    // A row created by a lease before any commit holds no snapshot.
+    return snapshot ?? undefined;
   }
 
   async commit(step: DriverCommit): Promise<boolean> {
@@ -462,17 +493,57 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
   }
 
   async listEntries(queueId: string, query: EntryListQuery): Promise<EntryRecord[]> {
-    let select = this.db.selectFrom("mqEntries").selectAll().where("queueId", "=", queueId);
-    if (query.state !== undefined) select = select.where("state", "=", query.state);
-    if (query.concludedSince !== undefined) {
-      select = select.where("concludedAt", ">=", query.concludedSince);
-    }
-    if (query.afterSeq !== undefined) select = select.where("seq", ">", query.afterSeq);
-    const rows = await select
-      .orderBy("seq", query.order === "newest" ? "desc" : "asc")
-      .limit(query.take)
-      .execute();
+    const args: unknown[] = [queueId];
+    if (query.state !== undefined) args.push(query.state);
+    if (query.concludedSince !== undefined) args.push(query.concludedSince);
+    if (query.afterSeq !== undefined) args.push(query.afterSeq);
+    args.push(query.take);
+    const rows = await this.listEntriesTemplate(query).run(this.db, args);
     return rows.map(toEntry);
+  }
+
+  /**
+   * listPullRequests' statement for the filters `query` has (one of 16 shapes), compiled once:
+   * its arguments are the queue, then the filters present in this order, then the page size.
+   */
+  private listEntriesTemplate(query: EntryListQuery): QueryTemplate<Selectable<MqEntriesTable>> {
+    const newest = query.order === "newest";
+    const shape = [
+      query.state !== undefined,
+      query.concludedSince !== undefined,
+      query.afterSeq !== undefined,
+      newest,
+    ]
+      .map((present) => (present ? "1" : "0"))
+      .join("");
+    let template = this.listTemplates.get(shape);
+    if (!template) {
+      const present = [query.state, query.concludedSince, query.afterSeq].filter(
+        (value) => value !== undefined,
+      ).length;
+      const args = markers(present + 2);
+      let next = 1;
+      // The markers stand where the values go; the template binds the values in their place.
+      const arg = (): never => args[next++] as never;
+      let select = this.db
+        .selectFrom("mqEntries")
+        .selectAll()
+        .where("queueId", "=", args[0] as string);
+      if (query.state !== undefined) select = select.where("state", "=", arg());
+      if (query.concludedSince !== undefined) {
+        select = select.where("concludedAt", ">=", arg());
+      }
+      if (query.afterSeq !== undefined) select = select.where("seq", ">", arg());
+      template = new QueryTemplate(
+        select
+          .orderBy("seq", newest ? "desc" : "asc")
+          .limit(arg())
+          .compile(),
+        args,
+      );
+      this.listTemplates.set(shape, template);
+    }
+    return template;
   }
 
   async transitions(entryId: string): Promise<TransitionRecord[]> {

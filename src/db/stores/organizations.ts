@@ -90,9 +90,15 @@ export class OrganizationStore implements OrganizationRecords {
       .executeTakeFirst();
   }
 
-  /** Runs on every authenticated request, hence compiled once. */
-  findById(id: string): Promise<Organization | undefined> {
-    return this.db.selectFrom("organizations").selectAll().where("id", "=", id).executeTakeFirst();
+  /**
+   * Cached (ADR 0017: a change to `organizations` anywhere forgets it): ingestion asks for the
+   * slug of every upload's organization. Each caller gets a copy of its own.
+   */
+  async findById(id: string): Promise<Organization | undefined> {
+    const found = await cachedLookup(this.db, "organizationById", id, () =>
+      this.db.selectFrom("organizations").selectAll().where("id", "=", id).executeTakeFirst(),
+    );
+    return found && { ...found };
   }
 
   /** Every authenticated request starts here: cached (ADR 0017), compiled once. */

@@ -2,6 +2,7 @@ import { sql, type Kysely } from "kysely";
 import type { RepositoryTestSettings } from "../../testhealth/settings.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
+import { QueryTemplate, markers } from "../precompiled.js";
 import type { Database } from "../schema.js";
 import { TEST_SETTINGS_KIND, TestSettingsStore } from "./test-settings.js";
 import { lookupsChanged } from "../lookup-cache.js";
@@ -24,10 +25,28 @@ const REPOSITORY_COLUMNS = ["id", "organizationId", "host", "owner", "name", "cr
  * writes (quarantine override, ticket), each in one transaction with its history row.
  */
 export class TestDetailsStore implements TestDetailRecords {
+  /** `statusHistory`, on every get-test-details: compiled once. */
+  private readonly history: QueryTemplate<HistoryRecord>;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
-  ) {}
+  ) {
+    const args = markers(2);
+    this.history = new QueryTemplate(
+      db
+        .selectFrom("testStatusHistory")
+        .select(["at", "status", "reason", "kind", "actor"])
+        .where("testKey", "=", args[0] as unknown as number)
+        .orderBy("at", "desc")
+        .orderBy("kind", "asc")
+        .orderBy("status", "asc")
+        .orderBy("reason", "asc")
+        .limit(args[1] as unknown as number)
+        .compile(),
+      args,
+    );
+  }
 
   /** Runs of processed uploads, newest first; `total` counts them all. */
   async runsPage(
@@ -83,17 +102,8 @@ export class TestDetailsStore implements TestDetailRecords {
   }
 
   /** Status changes, overrides and ticket links, newest first. */
-  async statusHistory(testKey: number, limit: number): Promise<HistoryRecord[]> {
-    return this.db
-      .selectFrom("testStatusHistory")
-      .select(["at", "status", "reason", "kind", "actor"])
-      .where("testKey", "=", testKey)
-      .orderBy("at", "desc")
-      .orderBy("kind", "asc")
-      .orderBy("status", "asc")
-      .orderBy("reason", "asc")
-      .limit(limit)
-      .execute();
+  statusHistory(testKey: number, limit: number): Promise<HistoryRecord[]> {
+    return this.history.run(this.db, [testKey, limit]);
   }
 
   /** Sets a test's quarantine override (with who, why, when) and records it in its history. */

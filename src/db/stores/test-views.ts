@@ -1,12 +1,15 @@
-import { sql, type Kysely } from "kysely";
+import { sql, type Kysely, type RawBuilder } from "kysely";
 import type { FailureGroupRow, TestCaseRow, TestFigures } from "../../testhealth/records.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
+import { QueryTemplate, markers } from "../precompiled.js";
 import type { Database } from "../schema.js";
 import type { TestViewRecords } from "../../testhealth/ports.js";
 import { DAY_MS as DAY, HOUR_MS as HOUR } from "../../lib/time.js";
 
 const KEY_CHUNK = 500;
+/** Key counts up to this keep their compiled `rowsByKey` statement. */
+const MAX_PAGE_TEMPLATES = 100;
 const MAX_GROUPS = 5;
 
 interface WindowCounts {
@@ -24,31 +27,57 @@ const ceilHour = (at: number) => Math.ceil(at / HOUR) * HOUR;
  * windows are exact to the millisecond while reading at most ~170 rows per test.
  */
 export class TestViewStore implements TestViewRecords {
+  /** `rowsByKey`'s statement by number of keys, compiled once each (a list's page sizes). */
+  private readonly rowsByKeys = new Map<number, QueryTemplate<TestCaseRow>>();
+  private readonly testById: QueryTemplate<TestCaseRow>;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
-  ) {}
+  ) {
+    const args = markers(2);
+    this.testById = new QueryTemplate(
+      db
+        .selectFrom("testCases")
+        .selectAll()
+        .where("repositoryId", "=", args[0] as string)
+        .where("id", "=", args[1] as string)
+        .compile(),
+      args,
+    );
+  }
 
   async rowsByKey(keys: readonly number[]): Promise<Map<number, TestCaseRow>> {
     const result = new Map<number, TestCaseRow>();
     for (let at = 0; at < keys.length; at += KEY_CHUNK) {
-      const rows = await this.db
-        .selectFrom("testCases")
-        .selectAll()
-        .where("key", "in", keys.slice(at, at + KEY_CHUNK))
-        .execute();
+      const chunk = keys.slice(at, at + KEY_CHUNK);
+      const rows = await this.rowsByKeyTemplate(chunk.length).run(this.db, chunk);
       for (const row of rows) result.set(row.key, row);
     }
     return result;
   }
 
   async findById(repositoryId: string, id: string): Promise<TestCaseRow | undefined> {
-    return this.db
-      .selectFrom("testCases")
-      .selectAll()
-      .where("repositoryId", "=", repositoryId)
-      .where("id", "=", id)
-      .executeTakeFirst();
+    const [row] = await this.testById.run(this.db, [repositoryId, id]);
+    return row;
+  }
+
+  private rowsByKeyTemplate(count: number): QueryTemplate<TestCaseRow> {
+    let template = this.rowsByKeys.get(count);
+    if (!template) {
+      const args = markers(count);
+      template = new QueryTemplate(
+        this.db
+          .selectFrom("testCases")
+          .selectAll()
+          .where("key", "in", args as unknown as number[])
+          .compile(),
+        args,
+      );
+      // Page sizes repeat; any other count is compiled again next time.
+      if (count <= MAX_PAGE_TEMPLATES) this.rowsByKeys.set(count, template);
+    }
+    return template;
   }
 
   async figures(keys: readonly number[], now: number): Promise<Map<number, TestFigures>> {
@@ -65,11 +94,7 @@ export class TestViewStore implements TestViewRecords {
     }
     for (let at = 0; at < keys.length; at += KEY_CHUNK) {
       const chunk = keys.slice(at, at + KEY_CHUNK);
-      const [counts, prs, groups] = await Promise.all([
-        this.counts(chunk, now),
-        this.prsImpacted(chunk, now - 7 * DAY),
-        this.failureGroups(chunk, now - 7 * DAY),
-      ]);
+      const { counts, prs, groups } = await this.figureParts(chunk, now);
       for (const key of chunk) {
         const figures = result.get(key);
         if (!figures) continue;
@@ -79,19 +104,76 @@ export class TestViewStore implements TestViewRecords {
         figures.failureRate7d = figures.runs7d === 0 ? 0 : w.failed / figures.runs7d;
         figures.failureRate24h = figures.runs24h === 0 ? 0 : d.failed / figures.runs24h;
         figures.prsImpacted7d = prs.get(key) ?? 0;
-        figures.mostCommonFailures = groups.get(key) ?? [];
+        figures.mostCommonFailures = mostCommon(groups.get(key) ?? []);
       }
     }
     return result;
   }
 
   /**
+   * The three parts of the tests' figures in one statement (one round trip, one plan), told
+   * apart by `part`: 0, the counts of the week and the day (`counts`); 1, the pull requests
+   * impacted in the week (`prsImpacted`); 2, the failure groups of the week (`failureGroups`).
+   */
+  private async figureParts(
+    keys: readonly number[],
+    now: number,
+  ): Promise<{
+    counts: Map<number, WindowCounts>;
+    prs: Map<number, number>;
+    groups: Map<number, FailureGroupRow[]>;
+  }> {
+    const since = now - 7 * DAY;
+    const { rows } = await sql<{
+      part: number | string;
+      testKey: number;
+      a: number | string | null;
+      b: number | string | null;
+      c: number | string | null;
+      d: number | string | null;
+      summary: string | null;
+    }>`
+      ${this.counts(keys, now)}
+      union all
+      select 1 as part, test_key, count(*) as a, 0 as b, 0 as c, 0 as d, null as summary
+      from test_pr_failures
+      where test_key in (${sql.join(keys)}) and last_failed_at >= ${since}
+      group by test_key
+      union all
+      ${this.failureGroups(keys, since)}`.execute(this.db);
+    const counts = new Map<number, WindowCounts>();
+    const prs = new Map<number, number>();
+    const groups = new Map<number, FailureGroupRow[]>();
+    for (const r of rows) {
+      const part = Number(r.part);
+      if (part === 0) {
+        counts.set(r.testKey, {
+          week: { passed: Number(r.a), failed: Number(r.b) },
+          day: { passed: Number(r.c), failed: Number(r.d) },
+        });
+      } else if (part === 1) {
+        prs.set(r.testKey, Number(r.a));
+      } else {
+        let list = groups.get(r.testKey);
+        if (!list) groups.set(r.testKey, (list = []));
+        list.push({
+          summary: r.summary as string,
+          occurrenceCount: Number(r.a),
+          lastOccurrence: Number(r.b),
+        });
+      }
+    }
+    return { counts, prs, groups };
+  }
+
+  /**
    * Counted passes and failures in `[now - 7 days, now]` and `[now - 24 h, now]`, per test, in
    * one read: whole hours from `test_hourly_stats` (the last 24 h of them count for both), the
    * partial first hour of each window from raw runs. `cross join`: SQLite must start from the
-   * tests' runs in the partial hour (by test and time), not from every processed upload.
+   * tests' runs in the partial hour (by test and time), not from every processed upload. Part 0
+   * of `figureParts`: week passed, week failed, day passed, day failed as `a` to `d`.
    */
-  private async counts(keys: readonly number[], now: number): Promise<Map<number, WindowCounts>> {
+  private counts(keys: readonly number[], now: number): RawBuilder<unknown> {
     const weekFrom = now - 7 * DAY;
     const dayFrom = now - DAY;
     const [weekHour, dayHour] = [ceilHour(weekFrom), ceilHour(dayFrom)];
@@ -107,45 +189,20 @@ export class TestViewStore implements TestViewRecords {
         and u.state = 'processed'`;
     // In the week (whole hours and its partial hour) and in the day (whole hours from the day's
     // first whole hour, and the day's partial hour, which the week counts as a whole hour).
-    const { rows } = await sql<{
-      testKey: number;
-      weekPassed: number | string;
-      weekFailed: number | string;
-      dayPassed: number | string;
-      dayFailed: number | string;
-    }>`
-      select test_key,
-        sum(case when in_day < 2 then passed else 0 end) as week_passed,
-        sum(case when in_day < 2 then failed else 0 end) as week_failed,
-        sum(case when in_day > 0 then passed else 0 end) as day_passed,
-        sum(case when in_day > 0 then failed else 0 end) as day_failed
+    return sql`
+      select 0 as part, test_key,
+        sum(case when in_day < 2 then passed else 0 end) as a,
+        sum(case when in_day < 2 then failed else 0 end) as b,
+        sum(case when in_day > 0 then passed else 0 end) as c,
+        sum(case when in_day > 0 then failed else 0 end) as d,
+        null as summary
       from (
         select test_key, case when hour >= ${dayHour} then 1 else 0 end as in_day, passed, failed
         from test_hourly_stats
         where test_key in (${sql.join(keys)}) and hour >= ${weekHour}
         union all ${rawRuns(weekFrom, weekHour, 0)}
         union all ${rawRuns(dayFrom, dayHour, 2)}
-      ) as counts group by test_key`.execute(this.db);
-    return new Map(
-      rows.map((r) => [
-        r.testKey,
-        {
-          week: { passed: Number(r.weekPassed), failed: Number(r.weekFailed) },
-          day: { passed: Number(r.dayPassed), failed: Number(r.dayFailed) },
-        },
-      ]),
-    );
-  }
-
-  private async prsImpacted(keys: readonly number[], since: number): Promise<Map<number, number>> {
-    const rows = await this.db
-      .selectFrom("testPrFailures")
-      .select(["testKey", (eb) => eb.fn.countAll<number>().as("n")])
-      .where("testKey", "in", keys)
-      .where("lastFailedAt", ">=", since)
-      .groupBy("testKey")
-      .execute();
-    return new Map(rows.map((r) => [r.testKey, r.n]));
+      ) as counts group by test_key`;
   }
 
   /**
@@ -155,20 +212,11 @@ export class TestViewStore implements TestViewRecords {
    * one of the latest hour, whose row is found again by the hour of its `last_at` (a lookup by
    * key per group: joined, PostgreSQL would hash the whole table).
    */
-  private async failureGroups(
-    keys: readonly number[],
-    since: number,
-  ): Promise<Map<number, FailureGroupRow[]>> {
+  private failureGroups(keys: readonly number[], since: number): RawBuilder<unknown> {
     // Whole days from `test_daily_failure_groups` (every row of a day after `since` counts).
     const firstDay = Math.ceil(since / DAY) * DAY;
-    const { rows } = await sql<{
-      testKey: number;
-      signature: string;
-      occurrences: number | string;
-      lastAt: number | string;
-      summary: string;
-    }>`
-      select g.test_key, g.signature, g.occurrences, g.last_at,
+    return sql`
+      select 2 as part, g.test_key, g.occurrences as a, g.last_at as b, 0 as c, 0 as d,
         (select s.summary from test_failure_groups s
           where s.test_key = g.test_key and s.hour = (g.last_at / ${sql.lit(HOUR)}) * ${sql.lit(HOUR)}
             and s.signature = g.signature) as summary
@@ -183,31 +231,18 @@ export class TestViewStore implements TestViewRecords {
           where test_key in (${sql.join(keys)}) and day >= ${firstDay}
         ) as hours_and_days
         group by test_key, signature
-      ) as g`.execute(this.db);
-    const byTest = new Map<number, FailureGroupRow[]>();
-    for (const row of rows) {
-      let groups = byTest.get(row.testKey);
-      if (!groups) byTest.set(row.testKey, (groups = []));
-      groups.push({
-        summary: row.summary,
-        occurrenceCount: Number(row.occurrences),
-        lastOccurrence: Number(row.lastAt),
-      });
-    }
-    const result = new Map<number, FailureGroupRow[]>();
-    for (const [key, groups] of byTest) {
-      result.set(
-        key,
-        groups
-          .sort(
-            (a, b) =>
-              b.occurrenceCount - a.occurrenceCount ||
-              b.lastOccurrence - a.lastOccurrence ||
-              a.summary.localeCompare(b.summary),
-          )
-          .slice(0, MAX_GROUPS),
-      );
-    }
-    return result;
+      ) as g`;
   }
+}
+
+/** A test's five most common failure groups: most frequent first, then the latest. */
+function mostCommon(groups: FailureGroupRow[]): FailureGroupRow[] {
+  return groups
+    .sort(
+      (a, b) =>
+        b.occurrenceCount - a.occurrenceCount ||
+        b.lastOccurrence - a.lastOccurrence ||
+        a.summary.localeCompare(b.summary),
+    )
+    .slice(0, MAX_GROUPS);
 }

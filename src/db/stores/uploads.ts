@@ -6,6 +6,7 @@ import {
   type Transaction,
 } from "kysely";
 import type { DialectName } from "../connection.js";
+import { QueryTemplate, markers } from "../precompiled.js";
 import { sqlDialect } from "../dialect.js";
 import type { Database, UploadsTable } from "../schema.js";
 import {
@@ -46,10 +47,23 @@ export class UploadStore implements UploadRecords {
     aloneOnFailure: true,
   });
 
+  /** The `PUT`'s lookup of its upload, compiled once. */
+  private readonly uploadById: QueryTemplate<Selectable<UploadsTable>>;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
-  ) {}
+  ) {
+    const args = markers(1);
+    this.uploadById = new QueryTemplate(
+      db
+        .selectFrom("uploads")
+        .selectAll()
+        .where("id", "=", args[0] as string)
+        .compile(),
+      args,
+    );
+  }
 
   /**
    * Records a new upload. On PostgreSQL, uploads created together (in one turn of the event
@@ -72,9 +86,16 @@ export class UploadStore implements UploadRecords {
   }
 
   async find(id: string, organizationId?: string): Promise<UploadRecord | undefined> {
-    let query = this.db.selectFrom("uploads").selectAll().where("id", "=", id);
-    if (organizationId !== undefined) query = query.where("organizationId", "=", organizationId);
-    const row = await query.executeTakeFirst();
+    if (organizationId === undefined) {
+      const [row] = await this.uploadById.run(this.db, [id]);
+      return row ? toRecord(row) : undefined;
+    }
+    const row = await this.db
+      .selectFrom("uploads")
+      .selectAll()
+      .where("id", "=", id)
+      .where("organizationId", "=", organizationId)
+      .executeTakeFirst();
     return row ? toRecord(row) : undefined;
   }
 

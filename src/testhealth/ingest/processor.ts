@@ -212,10 +212,9 @@ async function finishBatch(deps: ProcessorDependencies, runs: readonly BundleRun
   await ingest.transaction(repositoryId, async (tx) => {
     const { trx } = tx;
     const now = clock.now();
-    for (const [index, run] of runs.entries()) {
-      await tx.insertRuns(pending[index] ?? []);
-      await uploads.markProcessed(trx, run.upload, run.outcome(), now);
-    }
+    // Every bundle's remaining runs in one insert (one statement on PostgreSQL), then outcomes.
+    await tx.insertRuns(pending.flat());
+    for (const run of runs) await uploads.markProcessed(trx, run.upload, run.outcome(), now);
     await ingest.aggregateUploads(
       trx,
       repositoryId,

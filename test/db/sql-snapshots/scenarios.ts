@@ -487,6 +487,7 @@ export const SCENARIOS: StoreScenario[] = [
       { method: "acquireLease", run: (s) => s.acquireLease(QUEUE_ID, "engine-1", NOW, 30_000) },
       { method: "releaseLease", run: (s) => s.releaseLease(QUEUE_ID, "engine-1", 3) },
       { method: "loadSnapshot", run: (s) => s.loadSnapshot(QUEUE_ID) },
+      { method: "sharedSnapshot", run: (s) => s.sharedSnapshot(QUEUE_ID) },
       {
         method: "commit",
         answer: when(
