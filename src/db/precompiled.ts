@@ -78,3 +78,35 @@ export class QueryTemplate<Row> {
 export function markers(count: number): string[] {
   return Array.from({ length: count }, (_, i) => `\u0000mainline-argument-${i}\u0000`);
 }
+
+/** A `QueryTemplate` of `count` arguments: `build` compiles the query with the markers in place. */
+export function compileTemplate<Row>(
+  count: number,
+  build: (args: readonly string[]) => CompiledQuery<Row>,
+): QueryTemplate<Row> {
+  const args = markers(count);
+  return new QueryTemplate(build(args), args);
+}
+
+/**
+ * Templates by the number of rows or values they take (`in (…)` lists, multi-row inserts): each
+ * size is built and compiled once, then only run; past `keep` sizes, a new size is built for its
+ * call only (so that odd sizes cannot grow the cache without bound).
+ */
+export class BySize<Row> {
+  private readonly templates = new Map<number, QueryTemplate<Row>>();
+
+  constructor(
+    private readonly build: (size: number) => QueryTemplate<Row>,
+    private readonly keep = Infinity,
+  ) {}
+
+  get(size: number): QueryTemplate<Row> {
+    let template = this.templates.get(size);
+    if (!template) {
+      template = this.build(size);
+      if (this.templates.size < this.keep) this.templates.set(size, template);
+    }
+    return template;
+  }
+}

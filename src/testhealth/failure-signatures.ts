@@ -81,12 +81,22 @@ export function mostCommonFailures(
       if (occurrence.at > group.latest.at) group.latest = occurrence;
     }
   }
-  return [...groups.values()]
-    .map(({ count, latest }) => ({
+  return rankFailureGroups(
+    [...groups.values()].map(({ count, latest }) => ({
       summary: failureSummary(latest),
       occurrenceCount: count,
       lastOccurrence: latest.at,
-    }))
+    })),
+    limit,
+  );
+}
+
+/** Failure groups, most occurrences first, then the most recent, at most `limit` (in place). */
+export function rankFailureGroups<G extends FailureGroup>(
+  groups: G[],
+  limit = MAX_FAILURE_GROUPS,
+): G[] {
+  return groups
     .sort(
       (a, b) =>
         b.occurrenceCount - a.occurrenceCount ||

@@ -5,7 +5,7 @@ import type {
   LocalPullRequestState,
   OpenPullRequest,
 } from "../../mergequeue/local-pull-request-records.js";
-import { QueryTemplate, markers } from "../precompiled.js";
+import { compileTemplate, type QueryTemplate } from "../precompiled.js";
 import type { Database, LocalPullRequestsTable } from "../schema.js";
 import { RepositoryStore } from "./repositories.js";
 import { type OwnedRepoRef } from "../../organizations/repositories.js";
@@ -29,15 +29,13 @@ export class LocalPullRequestStore implements LocalPullRequestStorage {
 
   constructor(private readonly db: Kysely<Database>) {
     this.repositories = new RepositoryStore(db);
-    const args = markers(2);
-    this.byNumber = new QueryTemplate(
+    this.byNumber = compileTemplate(2, (args) =>
       db
         .selectFrom("localPullRequests")
         .selectAll()
         .where("repositoryId", "=", args[0] as string)
         .where("number", "=", args[1] as unknown as number)
         .compile(),
-      args,
     );
   }
 

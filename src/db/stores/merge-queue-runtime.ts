@@ -1,5 +1,10 @@
 import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from "kysely";
-import { QueryTemplate, markers, precompile, type PrecompiledQuery } from "../precompiled.js";
+import {
+  compileTemplate,
+  precompile,
+  type PrecompiledQuery,
+  type QueryTemplate,
+} from "../precompiled.js";
 import type { Actor, PrState, RunKind, RunStatus } from "../../mergequeue/model.js";
 import type {
   CommandRecord,
@@ -521,26 +526,24 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
       const present = [query.state, query.concludedSince, query.afterSeq].filter(
         (value) => value !== undefined,
       ).length;
-      const args = markers(present + 2);
-      let next = 1;
-      // The markers stand where the values go; the template binds the values in their place.
-      const arg = (): never => args[next++] as never;
-      let select = this.db
-        .selectFrom("mqEntries")
-        .selectAll()
-        .where("queueId", "=", args[0] as string);
-      if (query.state !== undefined) select = select.where("state", "=", arg());
-      if (query.concludedSince !== undefined) {
-        select = select.where("concludedAt", ">=", arg());
-      }
-      if (query.afterSeq !== undefined) select = select.where("seq", ">", arg());
-      template = new QueryTemplate(
-        select
+      template = compileTemplate(present + 2, (args) => {
+        let next = 1;
+        // The markers stand where the values go; the template binds the values in their place.
+        const arg = (): never => args[next++] as never;
+        let select = this.db
+          .selectFrom("mqEntries")
+          .selectAll()
+          .where("queueId", "=", args[0] as string);
+        if (query.state !== undefined) select = select.where("state", "=", arg());
+        if (query.concludedSince !== undefined) {
+          select = select.where("concludedAt", ">=", arg());
+        }
+        if (query.afterSeq !== undefined) select = select.where("seq", ">", arg());
+        return select
           .orderBy("seq", newest ? "desc" : "asc")
           .limit(arg())
-          .compile(),
-        args,
-      );
+          .compile();
+      });
       this.listTemplates.set(shape, template);
     }
     return template;

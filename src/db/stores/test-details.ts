@@ -2,7 +2,7 @@ import { sql, type Kysely } from "kysely";
 import type { RepositoryTestSettings } from "../../testhealth/settings.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
-import { QueryTemplate, markers } from "../precompiled.js";
+import { compileTemplate, type QueryTemplate } from "../precompiled.js";
 import type { Database } from "../schema.js";
 import { TEST_SETTINGS_KIND, TestSettingsStore } from "./test-settings.js";
 import { lookupsChanged } from "../lookup-cache.js";
@@ -32,8 +32,7 @@ export class TestDetailsStore implements TestDetailRecords {
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
   ) {
-    const args = markers(2);
-    this.history = new QueryTemplate(
+    this.history = compileTemplate(2, (args) =>
       db
         .selectFrom("testStatusHistory")
         .select(["at", "status", "reason", "kind", "actor"])
@@ -44,7 +43,6 @@ export class TestDetailsStore implements TestDetailRecords {
         .orderBy("reason", "asc")
         .limit(args[1] as unknown as number)
         .compile(),
-      args,
     );
   }
 

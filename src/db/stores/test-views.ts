@@ -2,15 +2,15 @@ import { sql, type Kysely, type RawBuilder } from "kysely";
 import type { FailureGroupRow, TestCaseRow, TestFigures } from "../../testhealth/records.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
-import { QueryTemplate, markers } from "../precompiled.js";
+import { BySize, compileTemplate, type QueryTemplate } from "../precompiled.js";
 import type { Database } from "../schema.js";
 import type { TestViewRecords } from "../../testhealth/ports.js";
+import { rankFailureGroups } from "../../testhealth/failure-signatures.js";
 import { DAY_MS as DAY, HOUR_MS as HOUR } from "../../lib/time.js";
 
 const KEY_CHUNK = 500;
-/** Key counts up to this keep their compiled `rowsByKey` statement. */
-const MAX_PAGE_TEMPLATES = 100;
-const MAX_GROUPS = 5;
+/** Key counts whose `rowsByKey` statement is kept compiled (a list's page sizes repeat). */
+const KEPT_KEY_COUNTS = 100;
 
 interface WindowCounts {
   week: { passed: number; failed: number };
@@ -27,23 +27,32 @@ const ceilHour = (at: number) => Math.ceil(at / HOUR) * HOUR;
  * windows are exact to the millisecond while reading at most ~170 rows per test.
  */
 export class TestViewStore implements TestViewRecords {
-  /** `rowsByKey`'s statement by number of keys, compiled once each (a list's page sizes). */
-  private readonly rowsByKeys = new Map<number, QueryTemplate<TestCaseRow>>();
+  /** `rowsByKey`'s statement by number of keys, compiled once each. */
+  private readonly rowsByKeys: BySize<TestCaseRow>;
   private readonly testById: QueryTemplate<TestCaseRow>;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
   ) {
-    const args = markers(2);
-    this.testById = new QueryTemplate(
+    this.testById = compileTemplate(2, (args) =>
       db
         .selectFrom("testCases")
         .selectAll()
         .where("repositoryId", "=", args[0] as string)
         .where("id", "=", args[1] as string)
         .compile(),
-      args,
+    );
+    this.rowsByKeys = new BySize(
+      (count) =>
+        compileTemplate(count, (args) =>
+          db
+            .selectFrom("testCases")
+            .selectAll()
+            .where("key", "in", args as unknown as number[])
+            .compile(),
+        ),
+      KEPT_KEY_COUNTS,
     );
   }
 
@@ -51,7 +60,7 @@ export class TestViewStore implements TestViewRecords {
     const result = new Map<number, TestCaseRow>();
     for (let at = 0; at < keys.length; at += KEY_CHUNK) {
       const chunk = keys.slice(at, at + KEY_CHUNK);
-      const rows = await this.rowsByKeyTemplate(chunk.length).run(this.db, chunk);
+      const rows = await this.rowsByKeys.get(chunk.length).run(this.db, chunk);
       for (const row of rows) result.set(row.key, row);
     }
     return result;
@@ -60,24 +69,6 @@ export class TestViewStore implements TestViewRecords {
   async findById(repositoryId: string, id: string): Promise<TestCaseRow | undefined> {
     const [row] = await this.testById.run(this.db, [repositoryId, id]);
     return row;
-  }
-
-  private rowsByKeyTemplate(count: number): QueryTemplate<TestCaseRow> {
-    let template = this.rowsByKeys.get(count);
-    if (!template) {
-      const args = markers(count);
-      template = new QueryTemplate(
-        this.db
-          .selectFrom("testCases")
-          .selectAll()
-          .where("key", "in", args as unknown as number[])
-          .compile(),
-        args,
-      );
-      // Page sizes repeat; any other count is compiled again next time.
-      if (count <= MAX_PAGE_TEMPLATES) this.rowsByKeys.set(count, template);
-    }
-    return template;
   }
 
   async figures(keys: readonly number[], now: number): Promise<Map<number, TestFigures>> {
@@ -104,7 +95,7 @@ export class TestViewStore implements TestViewRecords {
         figures.failureRate7d = figures.runs7d === 0 ? 0 : w.failed / figures.runs7d;
         figures.failureRate24h = figures.runs24h === 0 ? 0 : d.failed / figures.runs24h;
         figures.prsImpacted7d = prs.get(key) ?? 0;
-        figures.mostCommonFailures = mostCommon(groups.get(key) ?? []);
+        figures.mostCommonFailures = rankFailureGroups(groups.get(key) ?? []);
       }
     }
     return result;
@@ -233,16 +224,4 @@ export class TestViewStore implements TestViewRecords {
         group by test_key, signature
       ) as g`;
   }
-}
-
-/** A test's five most common failure groups: most frequent first, then the latest. */
-function mostCommon(groups: FailureGroupRow[]): FailureGroupRow[] {
-  return groups
-    .sort(
-      (a, b) =>
-        b.occurrenceCount - a.occurrenceCount ||
-        b.lastOccurrence - a.lastOccurrence ||
-        a.summary.localeCompare(b.summary),
-    )
-    .slice(0, MAX_GROUPS);
 }

@@ -6,7 +6,7 @@ import {
   type Transaction,
 } from "kysely";
 import type { DialectName } from "../connection.js";
-import { QueryTemplate, markers } from "../precompiled.js";
+import { compileTemplate, type QueryTemplate } from "../precompiled.js";
 import { sqlDialect } from "../dialect.js";
 import type { Database, UploadsTable } from "../schema.js";
 import {
@@ -54,14 +54,12 @@ export class UploadStore implements UploadRecords {
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
   ) {
-    const args = markers(1);
-    this.uploadById = new QueryTemplate(
+    this.uploadById = compileTemplate(1, (args) =>
       db
         .selectFrom("uploads")
         .selectAll()
         .where("id", "=", args[0] as string)
         .compile(),
-      args,
     );
   }
 

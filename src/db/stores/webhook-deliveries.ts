@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Selectable, type Updateable } from "kysely";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
-import { QueryTemplate, markers } from "../precompiled.js";
+import { BySize, QueryTemplate, markers } from "../precompiled.js";
 import type { Database, WebhookDeliveriesTable } from "../schema.js";
 import type {
   ClaimedDelivery,
@@ -15,25 +15,6 @@ type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 
 function toRecord(row: DeliveryRow, payload: string | null): DeliveryRecord {
   return { ...row, state: row.state as DeliveryState, payload };
-}
-
-/**
- * Templates by the number of rows they take (`in (…)` lists, multi-row inserts): each size is
- * built and compiled once, then only run.
- */
-class BySize<Row> {
-  private readonly templates = new Map<number, QueryTemplate<Row>>();
-
-  constructor(private readonly build: (size: number) => QueryTemplate<Row>) {}
-
-  get(size: number): QueryTemplate<Row> {
-    let template = this.templates.get(size);
-    if (!template) {
-      template = this.build(size);
-      this.templates.set(size, template);
-    }
-    return template;
-  }
 }
 
 /** A new delivery's values in the insert (its payload goes to a row of its own). */

@@ -205,11 +205,6 @@ export class GitHubGitHost implements GitHost {
     return `${this.prefix}${targetBranch}/${SLOT_BRANCH_LEAF}${String(slot)}`;
   }
 
-  /** Whether a test branch is a slot's (kept between runs) rather than one run's. */
-  private isSlotBranch(branch: string): boolean {
-    return new RegExp(`/${SLOT_BRANCH_LEAF}\\d+$`).test(branch);
-  }
-
   // ---- reading ---------------------------------------------------------------------------------
 
   async pullRequest(
@@ -400,7 +395,8 @@ export class GitHubGitHost implements GitHost {
     if (!branch.startsWith(this.prefix) || branch.includes("..")) {
       throw new Error(`${branch} is not a test branch; only test branches are deleted`);
     }
-    if (this.isSlotBranch(branch)) return;
+    // A slot's branch (kept between runs) rather than one run's.
+    if (SLOT_BRANCH_END.test(branch)) return;
     const access = await this.options.repositories.resolve(repo);
     await this.dropRef(access, branch);
   }
@@ -1049,6 +1045,8 @@ const DEFAULT_PUSH_WAIT_MS = 3 * SECOND_MS;
 const SUBMITTED_READ_TTL_MS = 30 * SECOND_MS;
 /** The start of the last part of a slot's test branch name (`trunk-merge/<target>/slot-0`). */
 const SLOT_BRANCH_LEAF = "slot-";
+/** The end of a slot's test branch name (a run's ends with its numeric id). */
+const SLOT_BRANCH_END = new RegExp(`/${SLOT_BRANCH_LEAF}\\d+$`);
 /** The last part of a queue's scratch branch name (`trunk-temp/<target>/queue`). */
 const SCRATCH_BRANCH_LEAF = "queue";
 /** How long a branch's protection and rulesets read serve (webhooks forget them sooner). */
