@@ -13,8 +13,8 @@ import { GitSpawner } from "../../src/providers/local/git/spawner.js";
 const spawners: GitSpawner[] = [];
 const dirs: string[] = [];
 
-function spawner(): GitSpawner {
-  const created = new GitSpawner();
+function spawner(sharedEnv?: () => NodeJS.ProcessEnv): GitSpawner {
+  const created = new GitSpawner(sharedEnv);
   spawners.push(created);
   return created;
 }
@@ -33,6 +33,26 @@ afterEach(() => {
 const env = { PATH: process.env.PATH ?? "", LC_ALL: "C" };
 
 describe("the git helper process", () => {
+  it("starts each command from the shared environment, read when the helper starts, with the command's own variables on top", async () => {
+    let reads = 0;
+    const shared = { ...env, GIT_AUTHOR_NAME: "Shared", GIT_AUTHOR_EMAIL: "shared@example.com" };
+    const s = spawner(() => {
+      reads++;
+      return shared;
+    });
+    const ident = (extra: Record<string, string>) =>
+      s.run({ args: ["var", "GIT_AUTHOR_IDENT"], cwd: undefined, env: extra, input: "" });
+    expect((await ident({})).stdout).toMatch(/^Shared <shared@example\.com> /);
+    expect((await ident({ GIT_AUTHOR_NAME: "Own" })).stdout).toMatch(/^Own <shared@example\.com> /);
+    expect((await ident({})).stdout).toMatch(/^Shared </);
+    expect(reads).toBe(1);
+    // A new helper reads it again.
+    s.stop();
+    shared.GIT_AUTHOR_NAME = "Later";
+    expect((await ident({})).stdout).toMatch(/^Later </);
+    expect(reads).toBe(2);
+  });
+
   it("runs git with the arguments, input, environment and directory given, in another process", async () => {
     const s = spawner();
     const hashed = await s.run({

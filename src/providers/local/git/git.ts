@@ -44,8 +44,12 @@ export class GitError extends Error {
   }
 }
 
-/** The inherited environment without `GIT_*` (a hook's `GIT_DIR` would redirect every command). */
-function hygienicEnv(extra: Record<string, string> | undefined): NodeJS.ProcessEnv {
+/**
+ * The environment every command starts from: the inherited one without `GIT_*` (a hook's `GIT_DIR`
+ * would redirect every command), plus the settings that keep git's behaviour Mainline's own. Read
+ * when the helper process starts (see `GitSpawner`); a command's own variables go on top.
+ */
+function hygienicEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (!name.startsWith("GIT_")) env[name] = value;
@@ -60,12 +64,11 @@ function hygienicEnv(extra: Record<string, string> | undefined): NodeJS.ProcessE
     GIT_AUTHOR_EMAIL: MAINLINE_IDENTITY.email,
     GIT_COMMITTER_NAME: MAINLINE_IDENTITY.name,
     GIT_COMMITTER_EMAIL: MAINLINE_IDENTITY.email,
-    ...extra,
   };
 }
 
 /** Starts every git command of this process (one helper process, started on first use). */
-const spawner = new GitSpawner();
+const spawner = new GitSpawner(hygienicEnv);
 
 /** Runs git and reports how it ended, whatever the exit code. */
 export async function runGit(
@@ -78,7 +81,7 @@ export async function runGit(
   const outcome = await spawner.run({
     args: fullArgs,
     cwd: options.cwd,
-    env: hygienicEnv(options.env),
+    env: options.env ?? {},
     input: options.input ?? "",
   });
   return {

@@ -6,7 +6,9 @@
  * milliseconds per git command (every request waited meanwhile), where a bare Node process pays
  * a fraction of that. The helper is such a bare process (no application code: its source is the
  * string below), started on first use, talking over Node's IPC channel: the server sends the
- * command, its environment and its input, the helper spawns git and sends back how it ended.
+ * command, its input and the variables it sets, the helper spawns git and sends back how it ended.
+ * The environment every command shares (the inherited one, cleaned) is sent once, when the helper
+ * starts: a few dozen variables copied and serialized per command showed in the server's profile.
  * If the helper dies, the commands it was running fail and the next one starts a new helper.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -15,7 +17,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 export interface SpawnRequest {
   args: readonly string[];
   cwd: string | undefined;
-  env: NodeJS.ProcessEnv;
+  /** Variables on top of the shared environment (or replacing some of it) for this command. */
+  env: Readonly<Record<string, string | undefined>>;
   input: string;
 }
 
@@ -30,10 +33,16 @@ export interface SpawnOutcome {
 /** The helper's program (CommonJS, run by `node -e`): spawn git, collect its output, answer. */
 const HELPER_SOURCE = `
 const { spawn } = require("node:child_process");
+let shared = {};
 process.on("message", (m) => {
+  if (m.shared) {
+    shared = m.shared;
+    return;
+  }
   let child;
   try {
-    child = spawn("git", m.args, { cwd: m.cwd, env: m.env, stdio: ["pipe", "pipe", "pipe"] });
+    const env = { ...shared, ...m.env };
+    child = spawn("git", m.args, { cwd: m.cwd, env, stdio: ["pipe", "pipe", "pipe"] });
   } catch (error) {
     process.send({ id: m.id, error: String(error && error.message) });
     return;
@@ -71,6 +80,12 @@ interface Pending {
 }
 
 export class GitSpawner {
+  /**
+   * `sharedEnv` gives the environment every command starts from; it is read each time a helper
+   * starts (so a change to it reaches the commands after the next helper start, not before).
+   */
+  constructor(private readonly sharedEnv: () => NodeJS.ProcessEnv = () => ({})) {}
+
   private helper: ChildProcess | null = null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
@@ -114,6 +129,8 @@ export class GitSpawner {
       serialization: "advanced",
     });
     this.helper = helper;
+    // Sent first, so it arrives before any command (the channel keeps the order).
+    helper.send({ shared: this.sharedEnv() });
     helper.on("message", (message: Answer) => {
       this.settle(message.id, (p) => {
         if ("error" in message) p.reject(new Error(`git could not be started: ${message.error}`));
