@@ -35,7 +35,7 @@ import { git } from "../src/providers/local/git/git.js";
 import { writeBundleBuffer } from "../src/testhealth/bundle/index.js";
 import { integerFromEnv, listFromEnv } from "./support/env.js";
 import { FastImportStream } from "./support/fast-import.js";
-import { machineInfo } from "./support/machine.js";
+import { cpuCalibrationMs, machineCpuSeconds, machineInfo } from "./support/machine.js";
 import {
   ROOT,
   processStats,
@@ -507,6 +507,16 @@ interface DatabaseResult {
   connectionsOpenedMs?: number;
   /** CPU time of the server process (all its threads) during the load, per request. */
   serverCpuMsPerRequest?: number;
+  /** The part of it spent in the kernel (sockets to the clients and the database, files). */
+  serverSystemCpuMsPerRequest?: number;
+  /**
+   * CPU time of the whole machine during the load, per request: the server, the database's
+   * processes, git and the checks, the clients themselves, the kernel. With every core busy, the
+   * rate is the cores' time over this.
+   */
+  machineCpuMsPerRequest?: number;
+  /** The share of the machine's cores busy during the load. */
+  machineBusyShare?: number;
   /** Per second of the load (by when requests were sent): how many, their p50, p99 and max. */
   perSecond: { second: number; requests: number; p50Ms: number; p99Ms: number; maxMs: number }[];
   /** The slowest requests: which operation, when it was sent (ms into the load), how long. */
@@ -621,7 +631,16 @@ function print(result: DatabaseResult): void {
     );
   }
   if (result.serverCpuMsPerRequest !== undefined) {
-    say(`  server CPU per request: ${result.serverCpuMsPerRequest.toFixed(2)} ms`);
+    const system = result.serverSystemCpuMsPerRequest;
+    say(
+      `  server CPU per request: ${result.serverCpuMsPerRequest.toFixed(2)} ms` +
+        (system === undefined ? "" : ` (${system.toFixed(2)} ms of it in the kernel)`),
+    );
+  }
+  if (result.machineCpuMsPerRequest !== undefined && result.machineBusyShare !== undefined) {
+    say(
+      `  machine CPU per request (server, database, git, clients, kernel): ${result.machineCpuMsPerRequest.toFixed(2)} ms; cores busy ${String(Math.round(result.machineBusyShare * 100))} %`,
+    );
   }
   if (result.pausedQueueSettledSeconds !== undefined) {
     say(
@@ -677,16 +696,27 @@ async function benchDatabase(
     );
     const connectionsMs = COLD_START ? undefined : await openConnections(server.baseUrl);
     const cpuBefore = await processStats(server.pid);
+    const machineBefore = await machineCpuSeconds();
     const samples = await runLoad(setup);
+    const machineAfter = await machineCpuSeconds();
     const cpuAfter = await processStats(server.pid);
     const result = summarize(database, setup, samples);
     if (connectionsMs !== undefined) result.connectionsOpenedMs = Math.round(connectionsMs);
     if (cpuBefore && cpuAfter) {
       // The server's own CPU time per request: much less sensitive to a shared machine's load
       // than latencies (the database's processes and git are not counted).
-      result.serverCpuMsPerRequest =
-        Math.round(((cpuAfter.cpuSeconds - cpuBefore.cpuSeconds) * 1000 * 100) / samples.requests) /
-        100;
+      const perRequest = (seconds: number) =>
+        Math.round((seconds * 1000 * 100) / samples.requests) / 100;
+      result.serverCpuMsPerRequest = perRequest(cpuAfter.cpuSeconds - cpuBefore.cpuSeconds);
+      result.serverSystemCpuMsPerRequest = perRequest(
+        cpuAfter.systemCpuSeconds - cpuBefore.systemCpuSeconds,
+      );
+    }
+    if (machineBefore && machineAfter) {
+      const busy = machineAfter.busy - machineBefore.busy;
+      result.machineCpuMsPerRequest = Math.round((busy * 1000 * 100) / samples.requests) / 100;
+      result.machineBusyShare =
+        Math.round((busy / (machineAfter.total - machineBefore.total)) * 100) / 100;
     }
     result.pausedQueueSettledSeconds = await settled(setup.api, samples.submitted.paused);
     print(result);
@@ -702,6 +732,10 @@ async function benchDatabase(
 
 async function main(): Promise<void> {
   const loadBefore = os.loadavg()[0] ?? 0;
+  const calibrationMs = cpuCalibrationMs();
+  say(
+    `Machine speed: ${String(calibrationMs)} ms for the fixed one-thread workload (lower is faster)`,
+  );
   const work = await mkdtemp(path.join(os.tmpdir(), "mainline-bench-mixed-repo-"));
   const results: DatabaseResult[] = [];
   try {
@@ -728,7 +762,7 @@ async function main(): Promise<void> {
       {
         date: new Date().toISOString(),
         node: process.version,
-        machine: machineInfo(loadBefore),
+        machine: { ...machineInfo(loadBefore), cpuCalibrationMs: calibrationMs },
         load: { concurrency: CONCURRENCY, seconds: SECONDS, maxRequests: MAX_REQUESTS, prs: PRS },
         targetP99Ms: TARGET_P99_MS,
         databases: results,

@@ -191,6 +191,8 @@ export interface ProcessStats {
   peakRssBytes: number;
   /** CPU time used so far, user and system, all threads, seconds. */
   cpuSeconds: number;
+  /** The part of it spent in the kernel (system calls: sockets, files, processes), seconds. */
+  systemCpuSeconds: number;
 }
 
 /** Clock ticks per second of /proc/<pid>/stat (USER_HZ: 100 on every Linux we run on). */
@@ -215,11 +217,17 @@ export async function processStats(pid: number): Promise<ProcessStats | null> {
   // After the command name (in parentheses, which may hold spaces): fields 3 onwards; utime and
   // stime are fields 14 and 15.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const ticks = Number(fields[11]) + Number(fields[12]);
+  const systemTicks = Number(fields[12]);
+  const ticks = Number(fields[11]) + systemTicks;
   const rssBytes = kilobytes("VmRSS");
   const peakRssBytes = kilobytes("VmHWM");
   if (rssBytes === null || peakRssBytes === null || !Number.isFinite(ticks)) return null;
-  return { rssBytes, peakRssBytes, cpuSeconds: ticks / CLOCK_TICKS_PER_SECOND };
+  return {
+    rssBytes,
+    peakRssBytes,
+    cpuSeconds: ticks / CLOCK_TICKS_PER_SECOND,
+    systemCpuSeconds: systemTicks / CLOCK_TICKS_PER_SECOND,
+  };
 }
 
 /** Starts the local PostgreSQL cluster when it is down (scripts/ensure-postgres.sh). */
