@@ -25,6 +25,7 @@ import type {
 } from "../../../mergequeue/local-pull-request-records.js";
 import { NO_HOOKS, git } from "./git.js";
 import { LOCAL_HOST, TEST_BRANCH_PREFIX, repositoryPath, testBranchName } from "./layout.js";
+import { readBranchTips } from "./ref-files.js";
 import { replayOnto } from "./replay.js";
 import {
   RepositoryGit,
@@ -68,7 +69,7 @@ export class LocalGitHost implements GitHost {
     const git = this.repository(repo);
     const record = await this.options.pullRequests.find(repo, number);
     if (!record) return undefined;
-    // Both heads in one git call.
+    // Both heads at once.
     const heads = await branchHeads(git, [record.headBranch, record.baseBranch]);
     const head = heads.get(record.headBranch);
     const base = heads.get(record.baseBranch);
@@ -504,11 +505,16 @@ async function mergeStacked(
 /** How many mergeability answers the host keeps (a few hundred bytes each). */
 const MERGEABILITY_CACHE = 10_000;
 
-/** The tips of branches, in one git call; a branch that does not exist is absent. */
+/**
+ * The tips of branches, read from the repository's ref files (no process), or in one git call when
+ * those say something unusual; a branch that does not exist is absent.
+ */
 async function branchHeads(
   repository: RepositoryGit,
   branches: readonly string[],
 ): Promise<Map<string, string>> {
+  const read = await readBranchTips(repository.gitDir, branches);
+  if (read !== undefined) return read;
   const refs = [...new Set(branches)].map((branch) => `refs/heads/${branch}`);
   // A pattern also matches the refs below it (`refs/heads/a` matches `refs/heads/a/b`): only
   // exact names count. Ref names cannot hold the characters that would make it a glob.
