@@ -146,6 +146,12 @@ export class MergeQueueEngine {
   /** Commands not yet stored, and whether a transaction storing earlier ones is under way. */
   private incoming: Incoming[] = [];
   private storing: Promise<void> | null = null;
+  /**
+   * Answers a step of this process gave while commands were being stored, to commands with no
+   * waiter yet: a step can read a command once it is committed, before the store has handed its
+   * id back (the store still waits for the disk). Taken by the store as it sets the waiters.
+   */
+  private readonly earlyAnswers = new Map<number, CommandResult>();
 
   constructor(
     private readonly deps: EngineDeps,
@@ -318,12 +324,20 @@ export class MergeQueueEngine {
         // A command that cannot be stored (its queue was just deleted) must not fail the others:
         // a group that fails is stored again one by one.
         for (const group of await this.storeGroup(batch)) {
-          // Waiters are in place before any step can read the commands.
           group.forEach(({ command, id }) => {
             if (command.answer) this.waiters.set(id, command.answer);
             command.stored(id);
+            // Applied already: handed over once the caller has its id (after its continuation).
+            const early = this.earlyAnswers.get(id);
+            if (early !== undefined) {
+              setImmediate(() => {
+                this.waiters.get(id)?.(early);
+                this.waiters.delete(id);
+              });
+            }
           });
         }
+        this.earlyAnswers.clear();
         for (const queueId of new Set(batch.map((c) => c.queueId))) this.kick(queueId);
       }
     } finally {
@@ -538,8 +552,14 @@ export class MergeQueueEngine {
     }
     this.snapshots.set(queueId, { epoch: lease.epoch, snapshot, wakeAt });
     for (const { id, result } of applied) {
-      this.waiters.get(id)?.(result);
-      this.waiters.delete(id);
+      const waiter = this.waiters.get(id);
+      if (waiter) {
+        waiter(result);
+        this.waiters.delete(id);
+      } else if (this.storing) {
+        // Perhaps one of this process's, its store not yet returned (see `earlyAnswers`).
+        this.earlyAnswers.set(id, result);
+      }
     }
     if (work.queueState) {
       await this.deps.queues.setConfiguration(queueId, work.queueState, clock.now());
