@@ -12,7 +12,6 @@ import {
 import pg from "pg";
 import type { Database } from "./schema.js";
 import { SqliteCheckpointer } from "./sqlite-checkpointer.js";
-import { FileSync, registerLogSync } from "./durable-write.js";
 import { ChangeListener, LookupCache, registerLookupCache } from "./lookup-cache.js";
 
 export type DialectName = "sqlite" | "postgres";
@@ -115,7 +114,6 @@ function openSqlite(file: string): DatabaseHandle {
     return true;
   });
   registerLookupCache(db, lookups);
-  if (file !== ":memory:") registerLogSync(db, new FileSync(`${file}-wal`));
   return {
     db,
     dialect: "sqlite",

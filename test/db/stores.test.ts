@@ -300,16 +300,13 @@ describe(`uploads created or received together on ${TEST_DIALECT}`, () => {
   it("share one insert on PostgreSQL; a row that cannot be inserted fails only its caller", async () => {
     const { store, upload } = await uploadFixture();
     await store.create(upload("u0"));
-    // Every executor's statements (a write may run on a connection of its own: durableWrite).
-    const executors = Object.getPrototypeOf(database.handle.db.getExecutor()) as {
-      executeQuery: (query: CompiledQuery) => Promise<unknown>;
-    };
-    const execute = executors.executeQuery;
+    const executor = database.handle.db.getExecutor();
+    const execute = executor.executeQuery.bind(executor);
     const statements: string[] = [];
-    executors.executeQuery = function (this: unknown, query: CompiledQuery) {
+    executor.executeQuery = ((query: CompiledQuery) => {
       statements.push(query.sql);
-      return execute.call(this, query);
-    };
+      return execute(query);
+    }) as typeof executor.executeQuery;
     try {
       await Promise.all(["u1", "u2", "u3"].map((id) => store.create(upload(id))));
       // PostgreSQL shares one insert (one round trip); SQLite inserts each at once.
@@ -328,7 +325,7 @@ describe(`uploads created or received together on ${TEST_DIALECT}`, () => {
         shared ? 4 : 3,
       );
     } finally {
-      executors.executeQuery = execute;
+      executor.executeQuery = execute;
     }
     for (const id of ["u1", "u2", "u3", "u4", "u5"]) {
       expect((await store.find(id))?.state).toBe("awaiting_bundle");

@@ -22,7 +22,6 @@ import type {
 } from "../../mergequeue/records.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
-import { durableWrite } from "../durable-write.js";
 import type {
   Database,
   MqCommandsTable,
@@ -410,17 +409,15 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
       }));
     // One statement (one round trip, one wait for the disk, no transaction) for the usual
     // handful; a long list in one transaction of such statements.
-    return durableWrite(this.db, (db) =>
-      commands.length <= ROWS_PER_INSERT
-        ? insertCommands(db, rows(commands))
-        : db.transaction().execute(async (trx) => {
-            const ids: number[] = [];
-            for (const batch of chunks(commands, ROWS_PER_INSERT)) {
-              ids.push(...(await insertCommands(trx, rows(batch))));
-            }
-            return ids;
-          }),
-    );
+    return commands.length <= ROWS_PER_INSERT
+      ? insertCommands(this.db, rows(commands))
+      : this.db.transaction().execute(async (trx) => {
+          const ids: number[] = [];
+          for (const batch of chunks(commands, ROWS_PER_INSERT)) {
+            ids.push(...(await insertCommands(trx, rows(batch))));
+          }
+          return ids;
+        });
   }
 
   async pendingCommands(queueId: string, limit: number): Promise<CommandRecord[]> {

@@ -8,7 +8,6 @@ import {
 import type { DialectName } from "../connection.js";
 import { compileTemplate, type QueryTemplate } from "../precompiled.js";
 import { sqlDialect } from "../dialect.js";
-import { durableWrite } from "../durable-write.js";
 import type { Database, UploadsTable } from "../schema.js";
 import {
   UploadTakenOver,
@@ -68,10 +67,9 @@ export class UploadStore implements UploadRecords {
    * Records a new upload. On PostgreSQL, uploads created together (in one turn of the event
    * loop) are inserted by one statement: one round trip, however many there are. Each caller
    * resumes once its row is committed; when the shared insert fails, each row is tried alone, so
-   * that one bad row fails only its own caller. SQLite inserts each at once (grouping there
-   * made every upload wait for the rest of the event loop's turn, and the uploads' p99 grew more
-   * than the other requests' fell: docs/benchmarks.md, mixed load); uploads created together
-   * share the sync of the log instead (`durableWrite`).
+   * that one bad row fails only its own caller. SQLite inserts each at once: grouping there
+   * (one fsync per group) made every upload wait for the rest of the event loop's turn, and the
+   * uploads' p99 grew more than the other requests' fell (docs/benchmarks.md, mixed load).
    */
   create(values: NewUpload): Promise<void> {
     if (this.dialect === "sqlite") return this.insertUploads([values]);
@@ -79,12 +77,10 @@ export class UploadStore implements UploadRecords {
   }
 
   private async insertUploads(values: readonly NewUpload[]): Promise<void> {
-    await durableWrite(this.db, (db) =>
-      db
-        .insertInto("uploads")
-        .values(values.map((v) => ({ ...v, state: "awaiting_bundle", reason: null })))
-        .execute(),
-    );
+    await this.db
+      .insertInto("uploads")
+      .values(values.map((v) => ({ ...v, state: "awaiting_bundle", reason: null })))
+      .execute();
   }
 
   async find(id: string, organizationId?: string): Promise<UploadRecord | undefined> {
@@ -119,16 +115,14 @@ export class UploadStore implements UploadRecords {
     id: string,
     values: { bundlePath: string; bundleBytes: number; contentHash: string; receivedAt: number },
   ): Promise<UploadRecord | undefined> {
-    const row = await durableWrite(this.db, (db) =>
-      db
-        .updateTable("uploads")
-        .set({ ...values, state: "pending" })
-        .where("id", "=", id)
-        .where("state", "=", "awaiting_bundle")
-        .where("urlExpiresAt", ">", values.receivedAt)
-        .returningAll()
-        .executeTakeFirst(),
-    );
+    const row = await this.db
+      .updateTable("uploads")
+      .set({ ...values, state: "pending" })
+      .where("id", "=", id)
+      .where("state", "=", "awaiting_bundle")
+      .where("urlExpiresAt", ">", values.receivedAt)
+      .returningAll()
+      .executeTakeFirst();
     return row ? toRecord(row) : undefined;
   }
 
