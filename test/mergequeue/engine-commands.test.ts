@@ -252,6 +252,29 @@ describe("the engine's command path, on a real database", () => {
     for (const n of [1, 2, 3, 4]) expect(await submissionsOf(n)).toBe(1);
   });
 
+  it("a command a step applies before its store has returned (the insert committed, the answer still on its way) is answered at once", async () => {
+    // On PostgreSQL a step on another connection can read a command between its commit and the
+    // moment the insert's answer reaches this process; here the store's return is held back on
+    // purpose, while the engine polls for due queues every 20 ms.
+    class SlowToReturn extends CountingStore {
+      override async enqueueCommands(
+        commands: readonly { queueId: string; payload: unknown }[],
+        now: number,
+      ): Promise<number[]> {
+        const ids = await super.enqueueCommands(commands, now);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        return ids;
+      }
+    }
+    const store = new SlowToReturn(database.handle.db, database.handle.dialect);
+    const e = engine(store, database.handle);
+    const started = Date.now();
+    for (let n = 1; n <= 3; n++) expect(await e.execute(QUEUE, submit(n))).toEqual({ ok: true });
+    // Each answer came from the step (answerPollMs is a minute: a poll would have timed out).
+    expect(store.calls.command).toBe(0);
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
   it("a change to a pull request the queue does not hold is answered without reading it from the git host", async () => {
     const e = engine(counting(), database.handle);
     expect(await e.execute(QUEUE, submit(1))).toEqual({ ok: true });
