@@ -196,7 +196,8 @@ describe("transport faults", () => {
         gh.installApp(gh.createApp({ slug: "other" }).id, { account: "acme" }).id,
       ),
     });
-    gh.addFault(gh.fault.primaryRateLimit("repos/get", 1));
+    // Long enough that the second request still falls before the reset on a loaded machine.
+    gh.addFault(gh.fault.primaryRateLimit("repos/get", 4));
     const error = await failure(own.request("GET /repos/{owner}/{repo}", R));
     expect(error.status).toBe(403);
     expect(error.message).toMatch(/^API rate limit exceeded for installation ID \d+\./);
