@@ -149,7 +149,8 @@ export class MergeQueueEngine {
   /**
    * Answers a step of this process gave while commands were being stored, to commands with no
    * waiter yet: a step can read a command once it is committed, before the store has handed its
-   * id back (the store still waits for the disk). Taken by the store as it sets the waiters.
+   * id back (on PostgreSQL the insert's answer may still be on its way while a step on another
+   * connection reads it). Taken by the store as it sets the waiters.
    */
   private readonly earlyAnswers = new Map<number, CommandResult>();
 
