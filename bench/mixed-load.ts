@@ -35,7 +35,13 @@ import { git } from "../src/providers/local/git/git.js";
 import { writeBundleBuffer } from "../src/testhealth/bundle/index.js";
 import { integerFromEnv, listFromEnv } from "./support/env.js";
 import { FastImportStream } from "./support/fast-import.js";
-import { cpuCalibrationMs, machineCpuSeconds, machineInfo } from "./support/machine.js";
+import {
+  cpuByPart,
+  cpuCalibrationMs,
+  machineCpuSeconds,
+  machineInfo,
+  type CpuParts,
+} from "./support/machine.js";
 import {
   ROOT,
   processStats,
@@ -517,6 +523,11 @@ interface DatabaseResult {
   machineCpuMsPerRequest?: number;
   /** The share of the machine's cores busy during the load. */
   machineBusyShare?: number;
+  /**
+   * `machineCpuMsPerRequest` by part: the server, what it started (git, the checks), the
+   * database's processes, the clients, and the rest (the kernel's own work, other programs).
+   */
+  cpuMsPerRequestByPart?: CpuParts & { rest: number };
   /** Per second of the load (by when requests were sent): how many, their p50, p99 and max. */
   perSecond: { second: number; requests: number; p50Ms: number; p99Ms: number; maxMs: number }[];
   /** The slowest requests: which operation, when it was sent (ms into the load), how long. */
@@ -642,6 +653,12 @@ function print(result: DatabaseResult): void {
       `  machine CPU per request (server, database, git, clients, kernel): ${result.machineCpuMsPerRequest.toFixed(2)} ms; cores busy ${String(Math.round(result.machineBusyShare * 100))} %`,
     );
   }
+  const parts = result.cpuMsPerRequestByPart;
+  if (parts !== undefined) {
+    say(
+      `    of which: server ${parts.server.toFixed(2)}, git and checks ${parts.serverChildren.toFixed(2)}, database processes ${parts.database.toFixed(2)}, clients ${parts.clients.toFixed(2)}, rest ${parts.rest.toFixed(2)}`,
+    );
+  }
   if (result.pausedQueueSettledSeconds !== undefined) {
     say(
       `  every acknowledged submission was in the paused queue ${result.pausedQueueSettledSeconds.toFixed(1)} s after the load`,
@@ -696,9 +713,11 @@ async function benchDatabase(
     );
     const connectionsMs = COLD_START ? undefined : await openConnections(server.baseUrl);
     const cpuBefore = await processStats(server.pid);
+    const partsBefore = await cpuByPart(server.pid);
     const machineBefore = await machineCpuSeconds();
     const samples = await runLoad(setup);
     const machineAfter = await machineCpuSeconds();
+    const partsAfter = await cpuByPart(server.pid);
     const cpuAfter = await processStats(server.pid);
     const result = summarize(database, setup, samples);
     if (connectionsMs !== undefined) result.connectionsOpenedMs = Math.round(connectionsMs);
@@ -717,6 +736,21 @@ async function benchDatabase(
       result.machineCpuMsPerRequest = Math.round((busy * 1000 * 100) / samples.requests) / 100;
       result.machineBusyShare =
         Math.round((busy / (machineAfter.total - machineBefore.total)) * 100) / 100;
+      if (partsBefore && partsAfter) {
+        const ms = (seconds: number) => Math.round((seconds * 1000 * 100) / samples.requests) / 100;
+        const part = (key: keyof CpuParts) => ms(partsAfter[key] - partsBefore[key]);
+        const byPart = {
+          server: part("server"),
+          serverChildren: part("serverChildren"),
+          database: part("database"),
+          clients: part("clients"),
+        };
+        const counted = byPart.server + byPart.serverChildren + byPart.database + byPart.clients;
+        result.cpuMsPerRequestByPart = {
+          ...byPart,
+          rest: Math.round((result.machineCpuMsPerRequest - counted) * 100) / 100,
+        };
+      }
     }
     result.pausedQueueSettledSeconds = await settled(setup.api, samples.submitted.paused);
     print(result);

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { readFile, readdir } from "node:fs/promises";
 import os from "node:os";
 
 /**
@@ -63,4 +63,100 @@ export async function machineCpuSeconds(): Promise<{ busy: number; total: number
   const total = fields.reduce((sum, f) => sum + f, 0);
   const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
   return { busy: (total - idle) / 100, total: total / 100 };
+}
+
+/** CPU seconds so far of the parts of a benchmark's machine (see `cpuByPart`). */
+export interface CpuParts {
+  /** The server process itself, all its threads. */
+  server: number;
+  /**
+   * Every process the server started, living or ended: the git helper, git, the checks (an
+   * ended child's time counts once its parent has waited for it).
+   */
+  serverChildren: number;
+  /** Every PostgreSQL process of the machine (the benchmark's database is the busy one). */
+  database: number;
+  /** This process: the benchmark's clients. */
+  clients: number;
+}
+
+interface ProcStat {
+  pid: number;
+  ppid: number;
+  command: string;
+  /** utime + stime, seconds. */
+  own: number;
+  /** cutime + cstime (children waited for), seconds. */
+  children: number;
+}
+
+/** USER_HZ: the unit of /proc's CPU times on Linux. */
+const TICKS_PER_SECOND = 100;
+
+async function readProcStats(): Promise<ProcStat[]> {
+  const pids = (await readdir("/proc")).filter((name) => /^\d+$/.test(name));
+  const stats = await Promise.all(
+    pids.map(async (pid): Promise<ProcStat | null> => {
+      let text: string;
+      try {
+        text = await readFile(`/proc/${pid}/stat`, "utf8");
+      } catch {
+        return null; // ended meanwhile
+      }
+      // "pid (command) state ppid …": the command may hold spaces and parentheses.
+      const close = text.lastIndexOf(")");
+      const fields = text.slice(close + 2).split(" ");
+      const tick = (i: number) => Number(fields[i]) / TICKS_PER_SECOND;
+      return {
+        pid: Number(pid),
+        ppid: Number(fields[1]),
+        command: text.slice(text.indexOf("(") + 1, close),
+        own: tick(11) + tick(12),
+        children: tick(13) + tick(14),
+      };
+    }),
+  );
+  return stats.filter((s): s is ProcStat => s !== null);
+}
+
+/**
+ * Where the machine's CPU time went so far, by part: the server, what it started, the database,
+ * the clients. Taken before and after a load, the differences say which part a request's cost
+ * lies in (the rest of the machine's busy time is the kernel's work for nobody in particular and
+ * other programs). Null off Linux or when the server is gone.
+ */
+export async function cpuByPart(serverPid: number): Promise<CpuParts | null> {
+  let stats: ProcStat[];
+  try {
+    stats = await readProcStats();
+  } catch {
+    return null;
+  }
+  const server = stats.find((s) => s.pid === serverPid);
+  if (!server) return null;
+  // The server's living descendants, whichever generation.
+  const descendants = new Set<number>([serverPid]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const s of stats) {
+      if (!descendants.has(s.pid) && descendants.has(s.ppid)) {
+        descendants.add(s.pid);
+        grew = true;
+      }
+    }
+  }
+  let serverChildren = server.children;
+  for (const s of stats) {
+    if (s.pid !== serverPid && descendants.has(s.pid)) serverChildren += s.own + s.children;
+  }
+  const database = stats
+    .filter((s) => s.command === "postgres")
+    .reduce((sum, s) => sum + s.own + s.children, 0);
+  const usage = process.cpuUsage();
+  return {
+    server: server.own,
+    serverChildren,
+    database,
+    clients: (usage.user + usage.system) / 1e6,
+  };
 }
