@@ -88,38 +88,39 @@ export class LocalGitHost implements GitHost {
     };
     if (head === undefined || base === undefined) return info;
     // One git call lists the branches `head` contains and `base` does not (the stack check: it
-    // costs the same with 10 or 1,000 open pull requests) and the landed heads among them.
+    // costs the same with 10 or 1,000 open pull requests), the landed heads among them and
+    // whether `head` contains `base`.
     const between = await refsBetween(git, head, base);
-    const { mergeable, upToDate } = await this.mergeability(git, base, head, between.landed);
+    const mergeable = await this.mergeable(git, base, head, between.landed);
     const contains = await this.stackedOn(repo, record, head, between.branches);
     return {
       ...info,
       mergeability: mergeable ? "mergeable" : "not_mergeable",
-      upToDate,
+      upToDate: between.upToDate,
       ...(contains.length > 0 ? { contains } : {}),
     };
   }
 
   /** Mergeability by (base, head, landed heads between them): what git says never changes. */
-  private readonly merges = new Map<string, Promise<{ mergeable: boolean; upToDate: boolean }>>();
+  private readonly merges = new Map<string, Promise<boolean>>();
 
   /**
-   * Whether `head` merges onto `base` and already contains it. Both depend only on the two commits
-   * and the landed heads between them (`mergeStacked`), so each answer is kept: a pull request
-   * looked up again (every submission, push notice or replan) costs no merge.
+   * Whether `head` merges onto `base`. It depends only on the two commits and the landed heads
+   * between them (`mergeStacked`), so each answer is kept: a pull request looked up again (every
+   * submission, push notice or replan) costs no merge.
    */
-  private mergeability(
+  private mergeable(
     git: RepositoryGit,
     base: string,
     head: string,
     landed: readonly string[],
-  ): Promise<{ mergeable: boolean; upToDate: boolean }> {
+  ): Promise<boolean> {
     const key = `${git.gitDir}\0${base}\0${head}\0${landed.join(",")}`;
     const known = this.merges.get(key);
     if (known) return known;
     const answer = (async () => {
       const { merged } = await mergeStacked(git, base, head, undefined, landed);
-      return { mergeable: merged.clean, upToDate: await git.isAncestor(base, head) };
+      return merged.clean;
     })();
     this.merges.set(key, answer);
     // A failed git call is not an answer; the oldest answers go first beyond the bound.
@@ -533,35 +534,25 @@ async function branchHeads(
 
 /**
  * In one git call: the branches whose tips `head` contains and `base` does not, with their tips,
- * and the landed heads (`LANDED_PREFIX`) `head` contains and `base` does not.
+ * the landed heads (`LANDED_PREFIX`) `head` contains and `base` does not, and whether `head`
+ * contains `base` (the pull request is up to date).
  */
 async function refsBetween(
   repository: RepositoryGit,
   head: string,
   base: string,
-): Promise<{ branches: Map<string, string>; landed: string[] }> {
-  const { stdout } = await git(
-    [
-      "for-each-ref",
-      "--format=%(objectname) %(refname)",
-      `--merged=${head}`,
-      `--no-merged=${base}`,
-      "refs/heads",
-      LANDED_PREFIX,
-    ],
-    { gitDir: repository.gitDir },
-  );
+): Promise<{ branches: Map<string, string>; landed: string[]; upToDate: boolean }> {
+  const { refs, containsBase } = await repository.historyBetween(head, base, [
+    "refs/heads/",
+    LANDED_PREFIX,
+  ]);
   const branches = new Map<string, string>();
   const landed = new Set<string>();
-  for (const line of stdout.split("\n")) {
-    const space = line.indexOf(" ");
-    if (space <= 0) continue;
-    const sha = line.slice(0, space);
-    const ref = line.slice(space + 1);
+  for (const [ref, sha] of refs) {
     if (ref.startsWith("refs/heads/")) branches.set(ref.slice("refs/heads/".length), sha);
-    else if (ref.startsWith(LANDED_PREFIX)) landed.add(sha);
+    else landed.add(sha);
   }
-  return { branches, landed: [...landed].sort() };
+  return { branches, landed: [...landed].sort(), upToDate: containsBase };
 }
 
 /**

@@ -173,26 +173,52 @@ export class RepositoryGit {
   }
 
   /**
-   * Branches whose tips `head` contains and `base` does not, with their tips, in one git call
-   * (however many branches the repository has).
+   * In one git call: the refs under `prefixes` whose tips `head` contains and `base` does not
+   * (what `for-each-ref --merged=head --no-merged=base` lists), by full name, and whether `head`
+   * contains `base` (`merge-base --is-ancestor base head`). `git log --boundary base..head` lists
+   * the commits of head that base lacks, each with the refs that point at it, then the boundary:
+   * the commits of base that are parents of those. A ref points into `base..head` exactly when
+   * head contains its tip and base does not; and base's tip is on the boundary exactly when head
+   * contains it (on a path down from head to it, the commit just above it is in `base..head`).
+   * The output grows with the commits of `base..head`, the pull request's own.
    */
-  async branchesBetween(head: string, base: string): Promise<Map<string, string>> {
+  async historyBetween(
+    head: string,
+    base: string,
+    prefixes: readonly string[],
+  ): Promise<{ refs: Map<string, string>; containsBase: boolean }> {
+    assertObjectId(head, "head");
+    assertObjectId(base, "base");
+    const refs = new Map<string, string>();
+    if (head === base) return { refs, containsBase: true };
     const { stdout } = await git(
       [
-        "for-each-ref",
-        "--format=%(objectname) %(refname:strip=2)",
-        `--merged=${head}`,
-        `--no-merged=${base}`,
-        "refs/heads",
+        "log",
+        "--boundary",
+        "--format=%m %H %D",
+        "--decorate=full",
+        ...prefixes.map((prefix) => `--decorate-refs=${prefix}`),
+        `${base}..${head}`,
+        "--",
       ],
       { gitDir: this.gitDir },
     );
-    const branches = new Map<string, string>();
+    let containsBase = false;
     for (const line of stdout.split("\n")) {
-      const space = line.indexOf(" ");
-      if (space > 0) branches.set(line.slice(space + 1), line.slice(0, space));
+      // "<mark> <commit> <refs, comma-separated>": `>` a commit of base..head, `-` the boundary.
+      const [mark, commit, ...rest] = line.split(" ");
+      if (commit === undefined) continue;
+      if (mark === "-") {
+        if (commit === base) containsBase = true;
+        continue;
+      }
+      for (let name of rest.join(" ").split(", ")) {
+        // HEAD and tags are filtered out by the prefixes; a bare HEAD would show as `HEAD -> …`.
+        if (name.startsWith("HEAD -> ")) name = name.slice("HEAD -> ".length);
+        if (prefixes.some((prefix) => name.startsWith(prefix))) refs.set(name, commit);
+      }
     }
-    return branches;
+    return { refs, containsBase };
   }
 
   /** Refs under `prefix` whose commits `head` contains and `base` does not. */
