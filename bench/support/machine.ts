@@ -80,43 +80,54 @@ export interface CpuParts {
   clients: number;
 }
 
-interface ProcStat {
-  pid: number;
+/** One line of `/proc/<pid>/stat`, in seconds of CPU. */
+export interface ProcStat {
   ppid: number;
   command: string;
-  /** utime + stime, seconds. */
-  own: number;
-  /** cutime + cstime (children waited for), seconds. */
-  children: number;
+  /** utime: in the process's own code, all threads. */
+  userSeconds: number;
+  /** stime: in the kernel on its behalf. */
+  systemSeconds: number;
+  /** cutime + cstime: its children that ended and were waited for. */
+  childrenSeconds: number;
 }
 
-/** USER_HZ: the unit of /proc's CPU times on Linux. */
+/** USER_HZ: the unit of /proc's CPU times (100 on every Linux we run on). */
 const TICKS_PER_SECOND = 100;
 
-async function readProcStats(): Promise<ProcStat[]> {
+/** Parses `/proc/<pid>/stat`; null when it does not read as one. */
+export function parseProcStat(text: string): ProcStat | null {
+  // "pid (command) state ppid …": the command may hold spaces and parentheses; after it come
+  // fields 3 onwards (ppid is field 4; utime, stime, cutime, cstime are fields 14 to 17).
+  const close = text.lastIndexOf(")");
+  const fields = text.slice(close + 2).split(" ");
+  const tick = (i: number) => Number(fields[i]) / TICKS_PER_SECOND;
+  const stat = {
+    ppid: Number(fields[1]),
+    command: text.slice(text.indexOf("(") + 1, close),
+    userSeconds: tick(11),
+    systemSeconds: tick(12),
+    childrenSeconds: tick(13) + tick(14),
+  };
+  const numbers = [stat.ppid, stat.userSeconds, stat.systemSeconds, stat.childrenSeconds];
+  return close < 0 || !numbers.every(Number.isFinite) ? null : stat;
+}
+
+async function readProcStats(): Promise<(ProcStat & { pid: number })[]> {
   const pids = (await readdir("/proc")).filter((name) => /^\d+$/.test(name));
   const stats = await Promise.all(
-    pids.map(async (pid): Promise<ProcStat | null> => {
+    pids.map(async (pid) => {
       let text: string;
       try {
         text = await readFile(`/proc/${pid}/stat`, "utf8");
       } catch {
         return null; // ended meanwhile
       }
-      // "pid (command) state ppid …": the command may hold spaces and parentheses.
-      const close = text.lastIndexOf(")");
-      const fields = text.slice(close + 2).split(" ");
-      const tick = (i: number) => Number(fields[i]) / TICKS_PER_SECOND;
-      return {
-        pid: Number(pid),
-        ppid: Number(fields[1]),
-        command: text.slice(text.indexOf("(") + 1, close),
-        own: tick(11) + tick(12),
-        children: tick(13) + tick(14),
-      };
+      const stat = parseProcStat(text);
+      return stat && { pid: Number(pid), ...stat };
     }),
   );
-  return stats.filter((s): s is ProcStat => s !== null);
+  return stats.filter((s) => s !== null);
 }
 
 /**
@@ -126,7 +137,7 @@ async function readProcStats(): Promise<ProcStat[]> {
  * other programs). Null off Linux or when the server is gone.
  */
 export async function cpuByPart(serverPid: number): Promise<CpuParts | null> {
-  let stats: ProcStat[];
+  let stats: Awaited<ReturnType<typeof readProcStats>>;
   try {
     stats = await readProcStats();
   } catch {
@@ -145,16 +156,17 @@ export async function cpuByPart(serverPid: number): Promise<CpuParts | null> {
       }
     }
   }
-  let serverChildren = server.children;
+  const all = (s: ProcStat) => s.userSeconds + s.systemSeconds + s.childrenSeconds;
+  let serverChildren = server.childrenSeconds;
   for (const s of stats) {
-    if (s.pid !== serverPid && descendants.has(s.pid)) serverChildren += s.own + s.children;
+    if (s.pid !== serverPid && descendants.has(s.pid)) serverChildren += all(s);
   }
   const database = stats
     .filter((s) => s.command === "postgres")
-    .reduce((sum, s) => sum + s.own + s.children, 0);
+    .reduce((sum, s) => sum + all(s), 0);
   const usage = process.cpuUsage();
   return {
-    server: server.own,
+    server: server.userSeconds + server.systemSeconds,
     serverChildren,
     database,
     clients: (usage.user + usage.system) / 1e6,

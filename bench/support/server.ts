@@ -12,6 +12,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { setTimeout as delay } from "node:timers/promises";
 import pg from "pg";
+import { parseProcStat } from "./machine.js";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 /** Loopback only: a benchmark must never load anything but the server it started. */
@@ -195,9 +196,6 @@ export interface ProcessStats {
   systemCpuSeconds: number;
 }
 
-/** Clock ticks per second of /proc/<pid>/stat (USER_HZ: 100 on every Linux we run on). */
-const CLOCK_TICKS_PER_SECOND = 100;
-
 /** Memory and CPU time of a running process from /proc (Linux); null where it cannot be read. */
 export async function processStats(pid: number): Promise<ProcessStats | null> {
   let status: string;
@@ -214,19 +212,15 @@ export async function processStats(pid: number): Promise<ProcessStats | null> {
     const match = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status);
     return match?.[1] === undefined ? null : Number(match[1]) * 1024;
   };
-  // After the command name (in parentheses, which may hold spaces): fields 3 onwards; utime and
-  // stime are fields 14 and 15.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const systemTicks = Number(fields[12]);
-  const ticks = Number(fields[11]) + systemTicks;
+  const cpu = parseProcStat(stat);
   const rssBytes = kilobytes("VmRSS");
   const peakRssBytes = kilobytes("VmHWM");
-  if (rssBytes === null || peakRssBytes === null || !Number.isFinite(ticks)) return null;
+  if (rssBytes === null || peakRssBytes === null || cpu === null) return null;
   return {
     rssBytes,
     peakRssBytes,
-    cpuSeconds: ticks / CLOCK_TICKS_PER_SECOND,
-    systemCpuSeconds: systemTicks / CLOCK_TICKS_PER_SECOND,
+    cpuSeconds: cpu.userSeconds + cpu.systemSeconds,
+    systemCpuSeconds: cpu.systemSeconds,
   };
 }
 
