@@ -1,9 +1,9 @@
 /**
- * `RepositoryGit.historyBetween` (one `git log --boundary base..head`) answers what git's own
- * reachability commands answer — `for-each-ref --merged=head --no-merged=base` for the refs,
- * `merge-base --is-ancestor base head` for whether head contains base — for every pair of commits
- * of a history with branches, merges of the base into a branch, branches stacked on branches,
- * unrelated roots and refs outside the asked prefixes.
+ * `RepositoryGit.historyBetween` (one `git log --boundary base..head`), and `refsBetween` built on
+ * it, answer what git's own reachability commands answer — `for-each-ref --merged=head
+ * --no-merged=base` for the refs, `merge-base --is-ancestor base head` for whether head contains
+ * base — for every pair of commits of a history with branches, merges of the base into a branch,
+ * branches stacked on branches, unrelated roots and refs outside the asked prefixes.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -92,6 +92,20 @@ describe("the history between two commits, in one git call", () => {
         const expected = await gitsAnswer(head, base);
         const got = await repository.historyBetween(head, base, PREFIXES);
         expect({ head: h, base, ...got }).toEqual({ head: h, base, ...expected });
+        // The commits of one prefix's refs, in for-each-ref's order, each once.
+        const listed = await git(
+          [
+            "for-each-ref",
+            "--format=%(objectname)",
+            `--merged=${head}`,
+            `--no-merged=${base}`,
+            "refs/heads/",
+          ],
+          { gitDir },
+        );
+        expect(await repository.refsBetween("refs/heads/", head, base)).toEqual([
+          ...new Set(listed.stdout.split("\n").filter(Boolean)),
+        ]);
         if (got.containsBase) contained += 1;
         if (got.refs.size > 0) withRefs += 1;
       }

@@ -221,13 +221,12 @@ export class RepositoryGit {
     return { refs, containsBase };
   }
 
-  /** Refs under `prefix` whose commits `head` contains and `base` does not. */
+  /** The commits of refs under `prefix` that `head` contains and `base` does not, by ref name. */
   async refsBetween(prefix: string, head: string, base: string): Promise<string[]> {
-    const { stdout } = await git(
-      ["for-each-ref", "--format=%(objectname)", `--merged=${head}`, `--no-merged=${base}`, prefix],
-      { gitDir: this.gitDir },
-    );
-    return [...new Set(stdout.split("\n").filter((line) => line !== ""))];
+    const { refs } = await this.historyBetween(head, base, [prefix]);
+    // In ref name order, as for-each-ref lists them (byte order), each commit once.
+    const names = [...refs.keys()].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+    return [...new Set(names.map((name) => refs.get(name) as string))];
   }
 
   async updateRef(ref: string, sha: string): Promise<void> {
