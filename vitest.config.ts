@@ -26,13 +26,10 @@ export default defineConfig({
     ],
     globalSetup: ["test/helpers/global-setup.ts"],
     pool: "forks",
-    // Most files wait on processes, git and sockets more than they compute: on SQLite two at a
-    // time keep a 2-core machine busy, where vitest's default (one fewer than the cores) runs
-    // them one by one. The PostgreSQL pass keeps the default: two files at a time there, two of
-    // them once failed to find the schema they had just created (not understood yet).
-    ...(process.env.MAINLINE_TEST_DB === "postgres"
-      ? {}
-      : { maxWorkers: Math.max(2, availableParallelism() - 1) }),
+    // Most files wait on processes, git and sockets more than they compute: two at a time keep a
+    // 2-core machine busy, where vitest's default (one fewer than the cores) runs them one by one.
+    // scripts/test.sh runs the few PostgreSQL files that load a server of their own alone.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },

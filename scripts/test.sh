@@ -4,15 +4,33 @@
 set -u
 cd "$(dirname "$0")/.."
 mkdir -p .test-results
-rm -f .test-results/sqlite.json .test-results/postgres.json
+rm -f .test-results/sqlite.json .test-results/postgres.json .test-results/postgres-alone.json
 rc=0
 if ! bash scripts/ensure-postgres.sh; then rc=1; fi
 # The browser test needs Chromium; a failure here shows again as that test's clear failure.
 bash scripts/ensure-chromium.sh || true
-for dialect in sqlite postgres; do
-  echo "== test suite on $dialect =="
+# On PostgreSQL the files that start servers under a load of their own (a shared database under
+# two servers, connections terminated while serving) run first and one at a time, so that their
+# timeouts measure the service and not a neighbour; the rest run two files at a time on both.
+POSTGRES_ALONE=(test/cli/two-servers.test.ts test/e2e/database-faults.test.ts)
+reports=(sqlite:.test-results/sqlite.json)
+suite() {
+  local dialect=$1 report=$2; shift 2
   MAINLINE_TEST_DB=$dialect npx vitest run --reporter=default --reporter=json \
-    --outputFile.json=".test-results/$dialect.json" "$@" || rc=1
-done
-node scripts/test-summary.mjs sqlite:.test-results/sqlite.json postgres:.test-results/postgres.json || rc=1
+    --outputFile.json=".test-results/$report.json" "$@" || rc=1
+}
+echo "== test suite on sqlite =="
+suite sqlite sqlite "$@"
+if [ $# -eq 0 ]; then
+  echo "== test suite on postgres: the files that run alone =="
+  suite postgres postgres-alone --maxWorkers=1 "${POSTGRES_ALONE[@]}"
+  echo "== test suite on postgres: the rest =="
+  suite postgres postgres "${POSTGRES_ALONE[@]/#/--exclude=}"
+  reports+=(postgres-alone:.test-results/postgres-alone.json)
+else
+  echo "== test suite on postgres =="
+  suite postgres postgres "$@"
+fi
+reports+=(postgres:.test-results/postgres.json)
+node scripts/test-summary.mjs "${reports[@]}" || rc=1
 exit $rc
