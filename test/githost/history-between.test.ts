@@ -85,36 +85,36 @@ describe("the history between two commits, in one git call", () => {
     const repository = new RepositoryGit(gitDir);
     let contained = 0;
     let withRefs = 0;
-    // Every fourth commit against every other commit (and itself): 400 pairs.
-    for (let h = 0; h < commits.length; h += 4) {
-      for (const base of commits) {
-        const head = commits[h] as string;
-        const expected = await gitsAnswer(head, base);
-        const got = await repository.historyBetween(head, base, PREFIXES);
-        expect({ head: h, base, ...got }).toEqual({ head: h, base, ...expected });
-        // The commits of one prefix's refs, in for-each-ref's order, each once.
-        const listed = await git(
-          [
-            "for-each-ref",
-            "--format=%(objectname)",
-            `--merged=${head}`,
-            `--no-merged=${base}`,
-            "refs/heads/",
-          ],
-          { gitDir },
-        );
-        expect(await repository.refsBetween("refs/heads/", head, base)).toEqual([
-          ...new Set(listed.stdout.split("\n").filter(Boolean)),
-        ]);
-        if (got.containsBase) contained += 1;
-        if (got.refs.size > 0) withRefs += 1;
-      }
-    }
+    // Every fourth commit against every other commit (and itself): 400 pairs, a few at a time.
+    const pairs = commits
+      .filter((_, h) => h % 4 === 0)
+      .flatMap((head) => commits.map((base) => ({ head, base })));
+    const check = async ({ head, base }: { head: string; base: string }) => {
+      const expected = await gitsAnswer(head, base);
+      const got = await repository.historyBetween(head, base, PREFIXES);
+      expect({ head, base, ...got }).toEqual({ head, base, ...expected });
+      // The commits of one prefix's refs, in for-each-ref's order (by name), each once.
+      const listed = [...expected.refs]
+        .filter(([ref]) => ref.startsWith("refs/heads/"))
+        .map(([, sha]) => sha);
+      expect(await repository.refsBetween("refs/heads/", head, base)).toEqual([...new Set(listed)]);
+      if (got.containsBase) contained += 1;
+      if (got.refs.size > 0) withRefs += 1;
+    };
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let i = next++; i < pairs.length; i = next++)
+          await check(pairs[i] as (typeof pairs)[0]);
+      }),
+    );
+    expect(pairs).toHaveLength(400);
     // The history has both kinds of pairs, so the comparison means something.
     expect(contained).toBeGreaterThan(20);
     expect(contained).toBeLessThan(380);
     expect(withRefs).toBeGreaterThan(20);
-  });
+    // 1,600 git commands: a slow machine needs more than the default 30 s.
+  }, 120_000);
 
   it("refuses what is not a commit id before it reaches git", async () => {
     const repository = new RepositoryGit(gitDir);
