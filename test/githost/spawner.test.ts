@@ -4,6 +4,7 @@
  * them, whatever the arguments hold; the server's own process never forks git; finished commands
  * leave no process behind; and a shell that dies is replaced by the next command.
  */
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,7 +12,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/process.js";
 import { runGit } from "../../src/providers/local/git/git.js";
-import { GitSpawner } from "../../src/providers/local/git/spawner.js";
+import { GitSpawner, removeAbandoned } from "../../src/providers/local/git/spawner.js";
 
 const spawners: GitSpawner[] = [];
 const dirs: string[] = [];
@@ -237,6 +238,21 @@ describe("the git shell", () => {
       input: "",
     });
     expect(usage.code).not.toBe(0);
+  });
+
+  it("removes the scratch directories of processes that are gone, and only those", async () => {
+    const parent = tempDir();
+    const gone = spawn(process.execPath, ["-e", ""]);
+    await new Promise((resolve) => gone.on("exit", resolve));
+    const names = [
+      `mainline-git-${String(gone.pid)}-abc123`,
+      `mainline-git-${String(process.pid)}-def456`,
+      "mainline-git-xyz789",
+      "something-else",
+    ];
+    for (const name of names) mkdirSync(path.join(parent, name, "inner"), { recursive: true });
+    removeAbandoned(parent);
+    expect(readdirSync(parent).sort()).toEqual(names.slice(1).sort());
   });
 
   it("is what runGit uses: the hygienic environment still applies", async () => {

@@ -21,7 +21,7 @@
  * status for it (128 + the signal's number) as its exit code.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import type { Readable, Writable } from "node:stream";
 import path from "node:path";
@@ -124,6 +124,43 @@ function scratchParent(): string {
   return tmpdir();
 }
 
+const SCRATCH_PREFIX = "mainline-git-";
+const abandonedRemoved = new Set<string>();
+
+/**
+ * Removes, once per process and directory, the scratch directories of processes that are gone
+ * (a process killed outright cannot remove its own): each is named after its process's id.
+ */
+export function removeAbandoned(parent: string): void {
+  if (abandonedRemoved.has(parent)) return;
+  abandonedRemoved.add(parent);
+  let entries: string[];
+  try {
+    entries = readdirSync(parent);
+  } catch {
+    return;
+  }
+  for (const entry of entries) {
+    const pid = new RegExp(`^${SCRATCH_PREFIX}(\\d+)-`).exec(entry)?.[1];
+    if (pid === undefined || alive(Number(pid))) continue;
+    try {
+      rmSync(path.join(parent, entry), { recursive: true, force: true });
+    } catch {
+      // another user's: theirs to remove
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it lives, under another user.
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
 /** Why a request cannot be run at all (nothing is started then). */
 function refusal(request: SpawnRequest): string | null {
   for (const name of Object.keys(request.env)) {
@@ -188,7 +225,9 @@ export class GitSpawner {
   }
 
   private start(): Shell {
-    const scratch = mkdtempSync(path.join(scratchParent(), "mainline-git-"));
+    const parent = scratchParent();
+    removeAbandoned(parent);
+    const scratch = mkdtempSync(path.join(parent, `${SCRATCH_PREFIX}${String(process.pid)}-`));
     const child = spawn("/bin/sh", [], {
       env: this.sharedEnv(),
       stdio: ["pipe", "pipe", "inherit"],
