@@ -1,17 +1,11 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import BetterSqlite3 from "better-sqlite3";
-import {
-  CamelCasePlugin,
-  Kysely,
-  PostgresDialect,
-  SqliteDialect,
-  sql,
-  type SqliteDatabase,
-} from "kysely";
+import { CamelCasePlugin, Kysely, SqliteDialect, sql, type SqliteDatabase } from "kysely";
 import pg from "pg";
 import type { Database } from "./schema.js";
 import { SqliteCheckpointer } from "./sqlite-checkpointer.js";
+import { CurrentSchemaPostgresDialect } from "./postgres-introspector.js";
 import { ChangeListener, LookupCache, registerLookupCache } from "./lookup-cache.js";
 
 export type DialectName = "sqlite" | "postgres";
@@ -197,7 +191,7 @@ function openPostgres(url: string, options: OpenDatabaseOptions): DatabaseHandle
     client.on("error", (error) => options.onConnectionError?.(error));
   });
   const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool }),
+    dialect: new CurrentSchemaPostgresDialect({ pool }),
     plugins: [new CamelCasePlugin()],
   });
   // Off until a listener hears every other process's changes.
