@@ -537,6 +537,11 @@ interface DatabaseResult {
    * (submissions are answered once stored; the driver applies them after).
    */
   pausedQueueSettledSeconds?: number;
+  /**
+   * Pull requests the running queue had merged when the load ended: background work that shares
+   * the machine with the requests (more of it leaves less for them).
+   */
+  runningQueueMerged?: number;
 }
 
 /**
@@ -659,6 +664,11 @@ function print(result: DatabaseResult): void {
       `    of which: server ${parts.server.toFixed(2)}, git and checks ${parts.serverChildren.toFixed(2)}, database processes ${parts.database.toFixed(2)}, clients ${parts.clients.toFixed(2)}, rest ${parts.rest.toFixed(2)}`,
     );
   }
+  if (result.runningQueueMerged !== undefined) {
+    say(
+      `  the running queue had merged ${String(result.runningQueueMerged)} pull requests when the load ended`,
+    );
+  }
   if (result.pausedQueueSettledSeconds !== undefined) {
     say(
       `  every acknowledged submission was in the paused queue ${result.pausedQueueSettledSeconds.toFixed(1)} s after the load`,
@@ -719,7 +729,12 @@ async function benchDatabase(
     const machineAfter = await machineCpuSeconds();
     const partsAfter = await cpuByPart(server.pid);
     const cpuAfter = await processStats(server.pid);
+    const merged = await setup.api.call<{ pullRequests: unknown[] }>("local/listPullRequests", {
+      repo: RUNNING,
+      state: "merged",
+    });
     const result = summarize(database, setup, samples);
+    result.runningQueueMerged = merged.pullRequests.length;
     if (connectionsMs !== undefined) result.connectionsOpenedMs = Math.round(connectionsMs);
     if (cpuBefore && cpuAfter) {
       // The server's own CPU time per request: much less sensitive to a shared machine's load
