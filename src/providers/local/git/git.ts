@@ -2,8 +2,8 @@
  * The one way Mainline runs git: `spawn` with an argument list (never a shell, so branch names
  * and paths are never interpreted), in a hygienic environment so that neither the machine's nor
  * the user's git configuration, nor git variables inherited from a hook, change what a command does.
- * The commands are started by a long-lived shell (`spawner.ts`), so that forking them does not
- * hold up this process and costs the machine little.
+ * The commands are started by a small helper process (`spawner.ts`), so that forking them does
+ * not hold up this process.
  */
 import { GitSpawner } from "./spawner.js";
 
@@ -47,7 +47,7 @@ export class GitError extends Error {
 /**
  * The environment every command starts from: the inherited one without `GIT_*` (a hook's `GIT_DIR`
  * would redirect every command), plus the settings that keep git's behaviour Mainline's own. Read
- * when the shell starts (see `GitSpawner`); a command's own variables go on top.
+ * when the helper process starts (see `GitSpawner`); a command's own variables go on top.
  */
 function hygienicEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -67,7 +67,7 @@ function hygienicEnv(): NodeJS.ProcessEnv {
   };
 }
 
-/** Starts every git command of this process (one shell, started on first use). */
+/** Starts every git command of this process (one helper process, started on first use). */
 const spawner = new GitSpawner(hygienicEnv);
 
 /** Runs git and reports how it ended, whatever the exit code. */
@@ -77,13 +77,18 @@ export async function runGit(
 ): Promise<GitOutput> {
   const fullArgs =
     options.gitDir === undefined ? [...args] : ["--git-dir", options.gitDir, ...args];
+  // A command that exits without reading its input is not an error here (the helper ignores it).
   const outcome = await spawner.run({
     args: fullArgs,
     cwd: options.cwd,
     env: options.env ?? {},
     input: options.input ?? "",
   });
-  return outcome;
+  return {
+    stdout: outcome.stdout,
+    stderr: outcome.stderr + (outcome.signal ? `killed by ${outcome.signal}` : ""),
+    code: outcome.code ?? -1,
+  };
 }
 
 /** Runs git and throws a `GitError` unless it exits with one of `expectedCodes`. */
