@@ -25,7 +25,7 @@ let other: DatabaseHandle;
 async function openOther(): Promise<DatabaseHandle> {
   const { postgresUrl } = inject("testDatabase");
   const url = database.env.DATABASE_URL === undefined ? undefined : (postgresUrl ?? undefined);
-  const searchPath = /search_path%3D(\w+)/.exec(database.env.DATABASE_URL ?? "")?.[1];
+  const searchPath = database.schema;
   return openMigratedDatabase({
     url,
     dataDir: database.dataDir,
@@ -263,7 +263,7 @@ if (TEST_DIALECT === "postgres")
   describe("the change listener (PostgreSQL)", () => {
     it("caches only while listening; a lost connection empties the cache until it listens again", async () => {
       const postgresUrl = inject("testDatabase").postgresUrl ?? "";
-      const searchPath = /search_path%3D(\w+)/.exec(database.env.DATABASE_URL ?? "")?.[1] ?? "";
+      const searchPath = database.schema ?? "";
       const cache = new LookupCache();
       const listener = new ChangeListener(cache, {
         client: { connectionString: postgresUrl, options: `-c search_path=${searchPath}` },

@@ -79,7 +79,7 @@ describe(`the tables Kysely sees on ${TEST_DIALECT}`, () => {
     expect(withKysely.map((t) => t.name)).toContain("kysely_migration");
     if (TEST_DIALECT === "sqlite") return;
 
-    const schema = /search_path%3D(\w+)/.exec(database.env.DATABASE_URL ?? "")?.[1];
+    const { schema } = database;
     expect(new Set(tables.map((t) => t.schema))).toEqual(new Set([schema]));
 
     // An auto-incrementing column, by identity and by serial.
@@ -116,7 +116,7 @@ describe(`the tables Kysely sees on ${TEST_DIALECT}`, () => {
 
   it("are read without failing while another schema's tables change; Kysely's own read fails", async () => {
     const { postgresUrl } = inject("testDatabase");
-    const schema = /search_path%3D(\w+)/.exec(database.env.DATABASE_URL ?? "")?.[1] ?? "";
+    const schema = database.schema ?? "";
     const pool = new pg.Pool({
       connectionString: postgresUrl ?? "",
       options: `-c search_path=${schema}`,

@@ -14,6 +14,8 @@ export interface TestDatabase {
   /** What a child process needs to open the same database: DATABASE_URL (+ data dir). */
   env: Record<string, string>;
   dataDir: string;
+  /** PostgreSQL: the schema this database lives in (its search_path); undefined on SQLite. */
+  schema?: string;
   cleanup(): Promise<void>;
 }
 
@@ -52,6 +54,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   return {
     handle,
     dataDir,
+    schema,
     env: { DATABASE_URL: childUrl, MAINLINE_DATA_DIR: dataDir },
     cleanup: async () => {
       await handle.close();
