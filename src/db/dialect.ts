@@ -69,14 +69,6 @@ export interface SqlDialect {
     db: Kysely<Database>,
     work: (trx: Transaction<Database>) => Promise<T>,
   ): Promise<T>;
-  /**
-   * Runs reads with no parallel workers: on PostgreSQL in a transaction that disables them
-   * (short scans cost less than starting workers on a busy machine); on SQLite as they are.
-   */
-  withoutParallelWorkers<T>(
-    db: Kysely<Database>,
-    work: (db: Kysely<Database>) => Promise<T>,
-  ): Promise<T>;
 }
 
 const postgres: SqlDialect = {
@@ -99,20 +91,6 @@ const postgres: SqlDialect = {
     db.transaction().execute(async (trx) => {
       await sql`set local synchronous_commit = off`.execute(trx);
       return work(trx);
-    }),
-  // `begin` and the setting in one round trip (no parameters: pg sends both as one simple query).
-  withoutParallelWorkers: (db, work) =>
-    db.connection().execute(async (connection) => {
-      await sql`begin; set local max_parallel_workers_per_gather = 0`.execute(connection);
-      let result;
-      try {
-        result = await work(connection);
-      } catch (error) {
-        await sql`rollback`.execute(connection).catch(() => undefined);
-        throw error;
-      }
-      await sql`commit`.execute(connection);
-      return result;
     }),
 };
 
@@ -139,7 +117,6 @@ const sqlite: SqlDialect = {
         await sql`pragma synchronous = FULL`.execute(connection);
       }
     }),
-  withoutParallelWorkers: (db, work) => work(db),
 };
 
 export function sqlDialect(name: DialectName): SqlDialect {

@@ -21,6 +21,7 @@ import { githubPresence } from "./migrations/0023_github_presence.js";
 import { testCaseFigures } from "./migrations/0024_test_case_figures.js";
 import { webhookPayloads } from "./migrations/0025_webhook_payloads.js";
 import { testSettingsAnnouncements } from "./migrations/0026_test_settings_announcements.js";
+import { noParallelListScans } from "./migrations/0027_no_parallel_list_scans.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -47,6 +48,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0024_test_case_figures": testCaseFigures,
   "0025_webhook_payloads": webhookPayloads,
   "0026_test_settings_announcements": testSettingsAnnouncements,
+  "0027_no_parallel_list_scans": noParallelListScans,
 };
 
 export interface MigrationReport {

@@ -1,4 +1,7 @@
+import { sql, type Kysely, type KyselyPlugin } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { noParallelListScans } from "../../src/db/migrations/0027_no_parallel_list_scans.js";
+import { columnTypes } from "../../src/db/migrations/types.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import { splitHours, splitWindow, TestListStore } from "../../src/db/stores/test-lists.js";
 import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
@@ -87,6 +90,17 @@ async function daily(testKey: number, day: number, failed: number, excludedFaile
     .insertInto("testDailyStats")
     .values({ testKey, day, repositoryId, passed: 1, failed, excludedFailed })
     .execute();
+}
+
+/** A plugin that records the text of every statement sent through it. */
+function recording(statements: string[]): KyselyPlugin {
+  return {
+    transformQuery: (args) => {
+      statements.push(JSON.stringify(args.node));
+      return args.node;
+    },
+    transformResult: (args) => Promise.resolve(args.result),
+  };
 }
 
 describe("splitWindow", () => {
@@ -302,16 +316,26 @@ describe(`TestListStore on ${TEST_DIALECT}`, () => {
         { key: b, failures: 2 },
       ],
     };
-    expect(await store.failing(repositoryId, window, 0, 10)).toEqual(expected);
-    expect(await store.failing(repositoryId, window, 0, 10)).toEqual(expected); // from memory
-    // A day that changed is read again.
+    const statements: string[] = [];
+    const counted = new TestListStore(
+      database.handle.db.withPlugin(recording(statements)),
+      database.handle.dialect,
+    );
+    expect(await counted.failing(repositoryId, window, 0, 10)).toEqual(expected);
+    expect(statements.length).toBeGreaterThan(1); // the units' rows and the tests' ids
+    statements.length = 0;
+    // From memory: every unit's signature and the edges in one statement, one round trip.
+    expect(await counted.failing(repositoryId, window, 0, 10)).toEqual(expected);
+    expect(statements).toHaveLength(1);
+    statements.length = 0;
+    // A day that changed is read again, and only it.
     await database.handle.db
       .updateTable("testDailyStats")
       .set({ failed: 6 })
       .where("testKey", "=", b)
       .where("day", "=", T + DAY)
       .execute();
-    expect(await store.failing(repositoryId, window, 0, 10)).toEqual({
+    expect(await counted.failing(repositoryId, window, 0, 10)).toEqual({
       total: 3,
       rows: [
         { key: b, failures: 8 },
@@ -319,7 +343,62 @@ describe(`TestListStore on ${TEST_DIALECT}`, () => {
         { key: c, failures: 3 },
       ],
     });
+    expect(statements).toHaveLength(2);
+    expect(statements[1]).toContain("as tests");
   });
+
+  // SQLite has no parallel plans.
+  if (TEST_DIALECT === "postgres")
+    it("failing: PostgreSQL plans the lists' scans without parallel workers, however cheap they are", async () => {
+      const a = await testCase("a");
+      for (let i = 0; i < 200; i++) await hourly(a, T + i * HOUR, 1);
+      const db = database.handle.db;
+      const { rows: options } = await sql<{ relname: string; reloptions: string[] | null }>`
+        select relname, reloptions from pg_class
+        where relnamespace = current_schema()::regnamespace
+          and relname in ('test_daily_stats', 'test_hourly_stats', 'test_runs')
+        order by relname`.execute(db);
+      expect(options).toEqual(
+        ["test_daily_stats", "test_hourly_stats", "test_runs"].map((relname) => ({
+          relname,
+          reloptions: ["parallel_workers=0"],
+        })),
+      );
+      // Parallel plans made free: PostgreSQL would choose one for these scans but for the setting.
+      const plans = await db.connection().execute(async (connection) => {
+        await sql`begin`.execute(connection);
+        try {
+          await sql`set local parallel_setup_cost = 0; set local parallel_tuple_cost = 0;
+            set local min_parallel_table_scan_size = 0; set local min_parallel_index_scan_size = 0;
+            set local enable_indexscan = off; set local enable_bitmapscan = off`.execute(
+            connection,
+          );
+          const explain = async (query: string) =>
+            (await sql.raw<{ "QUERY PLAN": string }>(`explain ${query}`).execute(connection)).rows
+              .map((row) => row["QUERY PLAN"])
+              .join("\n");
+          const hourlyPlan = await explain(
+            "select hour, count(*) from test_hourly_stats where failed > 0 group by hour",
+          );
+          await sql`alter table test_hourly_stats reset (parallel_workers)`.execute(connection);
+          const unsetPlan = await explain(
+            "select hour, count(*) from test_hourly_stats where failed > 0 group by hour",
+          );
+          return { hourlyPlan, unsetPlan };
+        } finally {
+          await sql`rollback`.execute(connection);
+        }
+      });
+      expect(plans.unsetPlan).toMatch(/Gather/); // the check can fail
+      expect(plans.hourlyPlan).not.toMatch(/Gather|Parallel/);
+      // The migration's down leaves the tables as PostgreSQL's defaults have them.
+      await noParallelListScans.down(db as unknown as Kysely<unknown>, columnTypes("postgres"));
+      const { rows: after } = await sql<{ reloptions: string[] | null }>`
+        select reloptions from pg_class
+        where relnamespace = current_schema()::regnamespace
+          and relname in ('test_daily_stats', 'test_hourly_stats', 'test_runs')`.execute(db);
+      expect(after).toEqual([{ reloptions: null }, { reloptions: null }, { reloptions: null }]);
+    });
 
   it("failing: orders huge counts too", async () => {
     const keys = [await testCase("c"), await testCase("b"), await testCase("a")];

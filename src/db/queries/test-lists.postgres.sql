@@ -3,13 +3,30 @@
 
 -- TestListStore.failing(repositoryId, window, offset, limit)
 -- a week, first read
-begin;
-  set local max_parallel_workers_per_gather = 0;
-select "day" as unit, count(*) as failing_rows, sum(failed + excluded_failed) as failures
+select 'd' as kind, "day" as unit,
+count(*) as a, sum(failed + excluded_failed) as b
 from "test_daily_stats"
 where repository_id = $1 and "day" >= $2 and "day" < $3
   and failed + excluded_failed > 0
-group by "day";
+group by "day" union all select 'h' as kind, "hour" as unit,
+count(*) as a, sum(failed + excluded_failed) as b
+from "test_hourly_stats"
+where repository_id = $4 and "hour" >= $5 and "hour" < $6
+  and failed + excluded_failed > 0
+group by "hour" union all select 'h' as kind, "hour" as unit,
+count(*) as a, sum(failed + excluded_failed) as b
+from "test_hourly_stats"
+where repository_id = $7 and "hour" >= $8 and "hour" < $9
+  and failed + excluded_failed > 0
+group by "hour" union all select 'e' as kind, test_key as unit, count(*) as a, 0 as b
+from (
+  select r.test_key from test_runs r cross join uploads u
+  where u.key = r.upload_key and r.status = 'failed' and r.at >= $10 and r.at < $11
+    and u.repository_id = $12 and u.state = 'processed' union all
+  select r.test_key from test_runs r cross join uploads u
+  where u.key = r.upload_key and r.status = 'failed' and r.at >= $13 and r.at < $14
+    and u.repository_id = $15 and u.state = 'processed') as edge
+group by test_key;
 select "day" as unit, json_agg(test_key order by test_key) as tests,
 json_agg(failed + excluded_failed order by test_key) as failures from "test_daily_stats"
   where repository_id = $1 and "day" >= $2
@@ -19,37 +36,9 @@ json_agg(failed + excluded_failed order by test_key) as failures from "test_dail
 select "key", "id"
   from "test_cases"
   where "key" in ($1, $2);
-select "hour" as unit, count(*) as failing_rows, sum(failed + excluded_failed) as failures
-from "test_hourly_stats"
-where repository_id = $1 and "hour" >= $2 and "hour" < $3
-  and failed + excluded_failed > 0
-group by "hour";
-select "hour" as unit, json_agg(test_key order by test_key) as tests,
-json_agg(failed + excluded_failed order by test_key) as failures from "test_hourly_stats"
-  where repository_id = $1 and "hour" >= $2
-    and "hour" <= $3 and "hour" in ($4)
-    and failed + excluded_failed > 0
-  group by "hour";
-select "key", "id"
-  from "test_cases"
-  where "key" in ($1, $2);
-select "hour" as unit, count(*) as failing_rows, sum(failed + excluded_failed) as failures
-from "test_hourly_stats"
-where repository_id = $1 and "hour" >= $2 and "hour" < $3
-  and failed + excluded_failed > 0
-group by "hour";
-select test_key, count(*) as failures from (
-  select r.test_key from test_runs r cross join uploads u
-  where u.key = r.upload_key and r.status = 'failed' and r.at >= $1 and r.at < $2
-    and u.repository_id = $3 and u.state = 'processed' union all
-  select r.test_key from test_runs r cross join uploads u
-  where u.key = r.upload_key and r.status = 'failed' and r.at >= $4 and r.at < $5
-    and u.repository_id = $6 and u.state = 'processed') as edge
-group by test_key;
 select "key", "id"
   from "test_cases"
   where "key" in ($1);
-commit;
 
 -- TestListStore.unhealthy(repositoryId, status, now, offset, limit)
 -- a page past the end

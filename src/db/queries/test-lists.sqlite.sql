@@ -3,11 +3,30 @@
 
 -- TestListStore.failing(repositoryId, window, offset, limit)
 -- a week, first read
-select "day" as unit, count(*) as failing_rows, sum(failed + excluded_failed) as failures
+select 'd' as kind, "day" as unit,
+count(*) as a, sum(failed + excluded_failed) as b
 from "test_daily_stats"
 where repository_id = ? and "day" >= ? and "day" < ?
   and failed + excluded_failed > 0
-group by "day";
+group by "day" union all select 'h' as kind, "hour" as unit,
+count(*) as a, sum(failed + excluded_failed) as b
+from "test_hourly_stats"
+where repository_id = ? and "hour" >= ? and "hour" < ?
+  and failed + excluded_failed > 0
+group by "hour" union all select 'h' as kind, "hour" as unit,
+count(*) as a, sum(failed + excluded_failed) as b
+from "test_hourly_stats"
+where repository_id = ? and "hour" >= ? and "hour" < ?
+  and failed + excluded_failed > 0
+group by "hour" union all select 'e' as kind, test_key as unit, count(*) as a, 0 as b
+from (
+  select r.test_key from test_runs r cross join uploads u
+  where u.key = r.upload_key and r.status = 'failed' and r.at >= ? and r.at < ?
+    and u.repository_id = ? and u.state = 'processed' union all
+  select r.test_key from test_runs r cross join uploads u
+  where u.key = r.upload_key and r.status = 'failed' and r.at >= ? and r.at < ?
+    and u.repository_id = ? and u.state = 'processed') as edge
+group by test_key;
 select "day" as unit, json_group_array(test_key) as tests,
 json_group_array(failed + excluded_failed) as failures from "test_daily_stats"
   where repository_id = ? and "day" >= ?
@@ -17,33 +36,6 @@ json_group_array(failed + excluded_failed) as failures from "test_daily_stats"
 select "key", "id"
   from "test_cases"
   where "key" in (?, ?);
-select "hour" as unit, count(*) as failing_rows, sum(failed + excluded_failed) as failures
-from "test_hourly_stats"
-where repository_id = ? and "hour" >= ? and "hour" < ?
-  and failed + excluded_failed > 0
-group by "hour";
-select "hour" as unit, json_group_array(test_key) as tests,
-json_group_array(failed + excluded_failed) as failures from "test_hourly_stats"
-  where repository_id = ? and "hour" >= ?
-    and "hour" <= ? and "hour" in (?)
-    and failed + excluded_failed > 0
-  group by "hour";
-select "key", "id"
-  from "test_cases"
-  where "key" in (?, ?);
-select "hour" as unit, count(*) as failing_rows, sum(failed + excluded_failed) as failures
-from "test_hourly_stats"
-where repository_id = ? and "hour" >= ? and "hour" < ?
-  and failed + excluded_failed > 0
-group by "hour";
-select test_key, count(*) as failures from (
-  select r.test_key from test_runs r cross join uploads u
-  where u.key = r.upload_key and r.status = 'failed' and r.at >= ? and r.at < ?
-    and u.repository_id = ? and u.state = 'processed' union all
-  select r.test_key from test_runs r cross join uploads u
-  where u.key = r.upload_key and r.status = 'failed' and r.at >= ? and r.at < ?
-    and u.repository_id = ? and u.state = 'processed') as edge
-group by test_key;
 select "key", "id"
   from "test_cases"
   where "key" in (?);

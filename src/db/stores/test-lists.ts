@@ -61,6 +61,19 @@ interface UnitSource {
   prefix: "d" | "h";
 }
 
+/** Whole units of one source to read: `[from, to)`. */
+interface UnitRange {
+  source: UnitSource;
+  range: Range;
+}
+
+/** A whole unit with failing rows, as found in the database: its kind (a source's prefix). */
+interface UnitSignature {
+  kind: string;
+  unit: number;
+  signature: string;
+}
+
 const DAYS: UnitSource = { table: "test_daily_stats", column: "day", prefix: "d" };
 const HOURS: UnitSource = { table: "test_hourly_stats", column: "hour", prefix: "h" };
 
@@ -203,7 +216,9 @@ function rankByCount(counts: Int32Array, order: Int32Array): Int32Array {
  * against the unit's count of failing rows and sum of failures in the database (one scan of a
  * covering index, no sort, some 25,000 entries for a week): ingestion only ever adds failures to
  * a unit and retention removes whole units, so a unit whose signature did not change holds the
- * same rows. Changed units are read again; the partial hours always come from raw runs.
+ * same rows. Changed units are read again; the partial hours always come from raw runs. The
+ * signatures and the partial hours are one statement, so a list whose units are all known costs
+ * one round trip (PostgreSQL plans these tables' scans without parallel workers: migration 0027).
  */
 export class TestListStore implements TestListRecords {
   private readonly repositories = new Map<string, RepositoryFailures>();
@@ -226,21 +241,27 @@ export class TestListStore implements TestListRecords {
     const repository = this.repositoryFailures(repositoryId);
     const { hours, edges } = splitWindow(window.start, window.end);
     const { days, hours: hourRanges } = hours ? splitHours(hours) : { days: null, hours: [] };
-    const { hourData, edgeRows } = await this.reading(async (db) => {
-      const hourData: HourFailures[] = [];
-      if (days) hourData.push(...(await this.wholeUnits(db, repositoryId, repository, DAYS, days)));
-      for (const range of hourRanges) {
-        hourData.push(...(await this.wholeUnits(db, repositoryId, repository, HOURS, range)));
-      }
-      const edgeRows = await this.edgeFailures(db, repositoryId, edges);
-      await this.learnTests(
-        db,
-        repositoryId,
-        repository,
-        edgeRows.map((r) => r.testKey),
+    const units: UnitRange[] = [
+      ...(days ? [{ source: DAYS, range: days }] : []),
+      ...hourRanges.map((range) => ({ source: HOURS, range })),
+    ];
+    const { signatures, edgeRows } = await this.signaturesAndEdges(repositoryId, units, edges);
+    const hourData: HourFailures[] = [];
+    for (const source of [DAYS, HOURS]) {
+      hourData.push(
+        ...(await this.wholeUnits(
+          repositoryId,
+          repository,
+          source,
+          signatures.filter((s) => s.kind === source.prefix),
+        )),
       );
-      return { hourData, edgeRows };
-    });
+    }
+    await this.learnTests(
+      repositoryId,
+      repository,
+      edgeRows.map((r) => r.testKey),
+    );
 
     const totals = new Int32Array(repository.keys.length);
     for (const hour of hourData) {
@@ -252,7 +273,7 @@ export class TestListStore implements TestListRecords {
     }
     for (const row of edgeRows) {
       const index = repository.dense.get(row.testKey);
-      if (index !== undefined) totals[index] = (totals[index] ?? 0) + Number(row.failures);
+      if (index !== undefined) totals[index] = (totals[index] ?? 0) + row.failures;
     }
     const listed = rankByCount(totals, repository.idOrder());
     return {
@@ -262,14 +283,6 @@ export class TestListStore implements TestListRecords {
         failures: totals[index] ?? 0,
       })),
     };
-  }
-
-  /**
-   * Runs the reads of a list. On PostgreSQL, in a transaction without parallel workers: the
-   * scans here take a few milliseconds, less than starting workers does on a busy machine.
-   */
-  private async reading<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T> {
-    return sqlDialect(this.dialect).withoutParallelWorkers(this.db, work);
   }
 
   private repositoryFailures(repositoryId: string): RepositoryFailures {
@@ -288,35 +301,80 @@ export class TestListStore implements TestListRecords {
   }
 
   /**
-   * The failing rows of each whole unit (day or hour) in `[from, to)`: from memory when the
-   * unit's signature in the database is the one remembered, else read again (with the signature
-   * of what was read, so that rows added meanwhile are read on the next request).
+   * In one statement (one round trip): the signature of each whole unit (day or hour) with
+   * failing rows in the given ranges, and the failed runs of processed uploads in the partial
+   * hours at the window's edges, per test. The edges' runs are found by time (partial index of
+   * failed runs), then their uploads by key: `cross join` keeps SQLite from starting at the
+   * repository's uploads and reading all of their runs.
+   */
+  private async signaturesAndEdges(
+    repositoryId: string,
+    units: readonly UnitRange[],
+    edges: readonly Range[],
+  ): Promise<{ signatures: UnitSignature[]; edgeRows: { testKey: number; failures: number }[] }> {
+    const parts = units.map(({ source, range: [from, to] }) => {
+      const unit = sql.ref(source.column);
+      return sql`select ${sql.lit(source.prefix)} as kind, ${unit} as unit,
+        count(*) as a, sum(failed + excluded_failed) as b
+        from ${sql.table(source.table)}
+        where repository_id = ${repositoryId} and ${unit} >= ${from} and ${unit} < ${to}
+          and ${FAILING_HOUR}
+        group by ${unit}`;
+    });
+    if (edges.length > 0) {
+      const runs = edges.map(
+        ([from, to]) => sql`
+          select r.test_key from test_runs r cross join uploads u
+          where u.key = r.upload_key and r.status = ${FAILED} and r.at >= ${from} and r.at < ${to}
+            and u.repository_id = ${repositoryId} and u.state = ${PROCESSED}`,
+      );
+      parts.push(sql`select 'e' as kind, test_key as unit, count(*) as a, 0 as b
+        from (${sql.join(runs, sql` union all `)}) as edge
+        group by test_key`);
+    }
+    if (parts.length === 0) return { signatures: [], edgeRows: [] };
+    const { rows } = await sql<{
+      kind: string;
+      unit: number | string;
+      a: number | string;
+      b: number | string;
+    }>`${sql.join(parts, sql` union all `)}`.execute(this.db);
+    const signatures: UnitSignature[] = [];
+    const edgeRows: { testKey: number; failures: number }[] = [];
+    for (const row of rows) {
+      if (row.kind === "e") {
+        edgeRows.push({ testKey: Number(row.unit), failures: Number(row.a) });
+      } else {
+        signatures.push({
+          kind: row.kind,
+          unit: Number(row.unit),
+          signature: signatureOf(row.a, row.b),
+        });
+      }
+    }
+    return { signatures, edgeRows };
+  }
+
+  /**
+   * The failing rows of each whole unit (day or hour) of `source` found with `signatures`: from
+   * memory when the unit's signature in the database is the one remembered, else read again
+   * (with the signature of what was read, so that rows added meanwhile are read on the next
+   * request).
    */
   private async wholeUnits(
-    db: Kysely<Database>,
     repositoryId: string,
     repository: RepositoryFailures,
     source: UnitSource,
-    [from, to]: Range,
+    signatures: readonly UnitSignature[],
   ): Promise<HourFailures[]> {
     const table = sql.table(source.table);
     const unit = sql.ref(source.column);
-    const { rows: signatures } = await sql<{
-      unit: number;
-      failingRows: number | string;
-      failures: number | string;
-    }>`
-      select ${unit} as unit, count(*) as failing_rows, sum(failed + excluded_failed) as failures
-      from ${table}
-      where repository_id = ${repositoryId} and ${unit} >= ${from} and ${unit} < ${to}
-        and ${FAILING_HOUR}
-      group by ${unit}`.execute(db);
     const result: HourFailures[] = [];
     const stale: number[] = [];
     for (const row of signatures) {
       const key = `${source.prefix}${String(row.unit)}`;
       const known = repository.units.get(key);
-      if (known?.signature === signatureOf(row.failingRows, row.failures)) {
+      if (known?.signature === row.signature) {
         repository.touch(key, known);
         result.push(known);
       } else {
@@ -334,14 +392,13 @@ export class TestListStore implements TestListRecords {
         where repository_id = ${repositoryId} and ${unit} >= ${Math.min(...chunk)}
           and ${unit} <= ${Math.max(...chunk)} and ${unit} in (${sql.join(chunk)})
           and ${FAILING_HOUR}
-        group by ${unit}`.execute(db);
+        group by ${unit}`.execute(this.db);
       const read = rows.map((row) => ({
         unit: row.unit,
         tests: numbers(row.tests),
         failures: numbers(row.failures),
       }));
       await this.learnTests(
-        db,
         repositoryId,
         repository,
         read.flatMap((r) => r.tests),
@@ -368,41 +425,17 @@ export class TestListStore implements TestListRecords {
   }
 
   /**
-   * Failed runs of processed uploads in the partial hours at the window's edges, per test. The
-   * runs are found by time (partial index of failed runs), then their uploads by key: `cross join`
-   * keeps SQLite from starting at the repository's uploads and reading all of their runs.
-   */
-  private async edgeFailures(
-    db: Kysely<Database>,
-    repositoryId: string,
-    edges: readonly Range[],
-  ): Promise<{ testKey: number; failures: number | string }[]> {
-    if (edges.length === 0) return [];
-    const parts = edges.map(
-      ([from, to]) => sql`
-        select r.test_key from test_runs r cross join uploads u
-        where u.key = r.upload_key and r.status = ${FAILED} and r.at >= ${from} and r.at < ${to}
-          and u.repository_id = ${repositoryId} and u.state = ${PROCESSED}`,
-    );
-    const { rows } = await sql<{ testKey: number; failures: number | string }>`
-      select test_key, count(*) as failures from (${sql.join(parts, sql` union all `)}) as edge
-      group by test_key`.execute(db);
-    return rows;
-  }
-
-  /**
    * Dense indices and ids of tests seen for the first time: all of the repository's tests at
    * once when many are new (a first request), else those by key.
    */
   private async learnTests(
-    db: Kysely<Database>,
     repositoryId: string,
     repository: RepositoryFailures,
     keys: readonly number[],
   ): Promise<void> {
     const unknown = [...new Set(keys.filter((key) => !repository.dense.has(key)))];
     if (unknown.length > KEY_CHUNK) {
-      const rows = await db
+      const rows = await this.db
         .selectFrom("testCases")
         .select(["key", "id"])
         .where("repositoryId", "=", repositoryId)
@@ -411,7 +444,7 @@ export class TestListStore implements TestListRecords {
       return;
     }
     if (unknown.length === 0) return;
-    const rows = await db
+    const rows = await this.db
       .selectFrom("testCases")
       .select(["key", "id"])
       .where("key", "in", unknown)

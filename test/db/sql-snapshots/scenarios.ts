@@ -921,13 +921,14 @@ export const SCENARIOS: StoreScenario[] = [
         method: "failing",
         variant: "a week, first read",
         answer: (sql) =>
-          /failing_rows/.test(sql)
-            ? [{ unit: Math.floor(NOW / DAY) * DAY - DAY, failing_rows: 2, failures: 3 }]
+          /'e' as kind/.test(sql)
+            ? [
+                { kind: "d", unit: Math.floor(NOW / DAY) * DAY - DAY, a: 2, b: 3 },
+                { kind: "e", unit: 3, a: 1, b: 0 },
+              ]
             : /as tests/.test(sql)
               ? [{ unit: Math.floor(NOW / DAY) * DAY - DAY, tests: "[1,2]", failures: "[1,2]" }]
-              : /as failures/.test(sql)
-                ? [{ test_key: 3, failures: 1 }]
-                : undefined,
+              : undefined,
         run: (s) => s.failing(REPO_ID, { start: NOW - 7 * DAY, end: NOW }, 0, 25),
       },
       {
