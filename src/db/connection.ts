@@ -44,6 +44,7 @@ export interface OpenDatabaseOptions {
   dataDir: string;
   /** PostgreSQL only: the schema to use (tests isolate themselves with it). */
   searchPath?: string;
+  /** PostgreSQL only: connections opened at most (pg's default, 10, when not given). */
   poolSize?: number;
   /** PostgreSQL only: a connection of the pool was lost (it is replaced; for the log). */
   onConnectionError?: (error: Error) => void;

@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { sql } from "kysely";
+import { DEFAULT_DATABASE_POOL_SIZE } from "../../src/config.js";
+import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import {
   freePort,
   runCli,
@@ -202,3 +204,45 @@ describe("graceful shutdown", () => {
     },
   );
 });
+
+// SQLite has one connection; the pool is PostgreSQL's.
+if (TEST_DIALECT === "postgres") {
+  describe("MAINLINE_DATABASE_POOL_SIZE", () => {
+    /** Connections the server holds after 40 requests at once that each need the database. */
+    async function connectionsAfterBurst(extra: Record<string, string>): Promise<number> {
+      const { env, handle } = await freshDatabase();
+      const name = `mainline-pool-${randomBytes(6).toString("hex")}`;
+      const url = new URL(env.DATABASE_URL ?? "");
+      url.searchParams.set("application_name", name);
+      const server = await serve({ ...env, ...extra, DATABASE_URL: url.toString() });
+      // Unknown tokens are looked up every time (nothing to cache): one query each.
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => whoami(server.url, `mlt_unknown_${String(i)}`)),
+      );
+      expect(answers.every((status) => status === 401)).toBe(true);
+      // The pool keeps idle connections for seconds: what it opened is still there.
+      const { rows } = await sql<{ n: number }>`
+        select count(*)::int as n from pg_stat_activity where application_name = ${name}`.execute(
+        handle.db,
+      );
+      return rows[0]?.n ?? 0;
+    }
+
+    it(
+      "caps the PostgreSQL connections a server opens; the default opens more",
+      async () => {
+        // The pool's, and one more that listens for other processes' changes (ADR 0017).
+        const capped = await connectionsAfterBurst({ MAINLINE_DATABASE_POOL_SIZE: "2" });
+        expect(capped).toBeGreaterThanOrEqual(2);
+        expect(capped).toBeLessThanOrEqual(3);
+        await Promise.all(servers.splice(0).map((server) => server.stop("SIGKILL")));
+        await database?.cleanup();
+        database = undefined;
+        const byDefault = await connectionsAfterBurst({});
+        expect(byDefault).toBeGreaterThan(3);
+        expect(byDefault).toBeLessThanOrEqual(DEFAULT_DATABASE_POOL_SIZE + 1);
+      },
+      PROCESSES_TIMEOUT_MS,
+    );
+  });
+}

@@ -9,6 +9,7 @@ describe("service configuration", () => {
       host: "127.0.0.1",
       port: 8080,
       databaseUrl: undefined,
+      databasePoolSize: 20,
       dataDir: path.resolve("mainline-data"),
       publicUrl: "http://127.0.0.1:8080",
       explicitPublicUrl: undefined,
@@ -32,6 +33,8 @@ describe("service configuration", () => {
     expect(() => loadServiceConfig({ MAINLINE_INGEST_LEASE_SECONDS: "1.5" })).toThrow(/whole/);
     expect(() => loadServiceConfig({ MAINLINE_SESSION_IDLE_MINUTES: "0" })).toThrow(/1 to 525600/);
     expect(() => loadServiceConfig({ MAINLINE_SESSION_MAX_HOURS: "a day" })).toThrow(/1 to 8760/);
+    expect(() => loadServiceConfig({ MAINLINE_DATABASE_POOL_SIZE: "0" })).toThrow(/1 to 1000/);
+    expect(() => loadServiceConfig({ MAINLINE_DATABASE_POOL_SIZE: "ten" })).toThrow(/whole/);
   });
 
   it("reads every variable", () => {
@@ -39,6 +42,7 @@ describe("service configuration", () => {
       HOST: "0.0.0.0",
       PORT: "9000",
       DATABASE_URL: "postgres://db/mainline",
+      MAINLINE_DATABASE_POOL_SIZE: "40",
       MAINLINE_DATA_DIR: "/var/lib/mainline",
       MAINLINE_PUBLIC_URL: "https://mainline.example.com/",
       LOG_LEVEL: "DEBUG",
@@ -55,6 +59,7 @@ describe("service configuration", () => {
       host: "0.0.0.0",
       port: 9000,
       databaseUrl: "postgres://db/mainline",
+      databasePoolSize: 40,
       dataDir: "/var/lib/mainline",
       publicUrl: "https://mainline.example.com",
       explicitPublicUrl: "https://mainline.example.com",

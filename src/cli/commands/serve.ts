@@ -56,6 +56,7 @@ Environment:
       const database = await openMigratedDatabase({
         url: config.databaseUrl,
         dataDir: config.dataDir,
+        poolSize: config.databasePoolSize,
         // The pool replaces the connection; requests that were using it answered 503.
         onConnectionError: (error) => log?.warn({ err: error }, "database connection lost"),
       });
