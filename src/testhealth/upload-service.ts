@@ -11,7 +11,11 @@ import type { UploadRecord } from "./records.js";
 import type { Clock } from "../lib/clock.js";
 import { ApiError, isStorageFull } from "../lib/errors.js";
 import type { Principal } from "../organizations/service.js";
-import { BundleTooLargeError, type BundleStorage } from "./ingest/bundle-storage.js";
+import {
+  BundleTooLargeError,
+  type BundleStorage,
+  type StoredBundle,
+} from "./ingest/bundle-storage.js";
 import type { RepositoryAccess } from "./repository-access.js";
 import type { PublicRepositoryCaller, PublicRepositoryIds } from "./public-repository-ids.js";
 import { HOUR_MS } from "../lib/time.js";
@@ -138,9 +142,48 @@ export class UploadService {
         "The upload URL has expired; ask createBundleUpload for a new one.",
       );
     }
-    const upload = await this.deps.uploads.find(id);
-    if (!upload) throw new ApiError("not_found", "No such upload.");
-    return this.storeBundle(upload, body, limit ?? this.deps.maxBundleBytes);
+    // The upload is read while the bundle is stored (each takes a round trip or a flush to the
+    // disk): the store writes a name of its own, so a URL used twice never touches the bundle
+    // stored the first time, and it stops as soon as the read says the upload cannot take one.
+    const stop = new AbortController();
+    const found = this.deps.uploads.find(id).then(
+      (upload) => {
+        if (upload?.state !== "awaiting_bundle") stop.abort();
+        return upload;
+      },
+      (error: unknown) => {
+        stop.abort();
+        throw error;
+      },
+    );
+    // It may fail while the store runs, before anything awaits it: not an unhandled rejection.
+    found.catch(() => undefined);
+    const checked = async (): Promise<UploadRecord> => {
+      const upload = await found;
+      if (!upload) throw new ApiError("not_found", "No such upload.");
+      if (upload.state !== "awaiting_bundle") throw alreadyUsed();
+      return upload;
+    };
+    let stored;
+    try {
+      stored = await this.deps.bundles.store(
+        id,
+        body,
+        limit ?? this.deps.maxBundleBytes,
+        stop.signal,
+      );
+    } catch (error) {
+      // What the upload's read says comes first: a URL used twice is a 409 whatever its body.
+      await checked();
+      throw storeError(error);
+    }
+    try {
+      await checked();
+    } catch (error) {
+      await this.deps.bundles.remove(stored.path);
+      throw error;
+    }
+    return this.markReceived(id, stored);
   }
 
   /**
@@ -164,36 +207,20 @@ export class UploadService {
       urlExpiresAt: now + UPLOAD_URL_TTL_MS,
     });
     // Just created, and no URL was handed out for it: nobody else can store its bundle.
-    return this.storeBundle(
-      { id, organizationId: repository.organizationId, state: "awaiting_bundle" },
-      body,
-      this.deps.maxBundleBytes,
-    );
-  }
-
-  /** Stores the bundle of an upload still awaiting it, durably, then starts its processing. */
-  private async storeBundle(
-    upload: Pick<UploadRecord, "id" | "organizationId" | "state">,
-    body: Readable,
-    maxBytes: number,
-  ): Promise<UploadRecord> {
-    const id = upload.id;
-    if (upload.state !== "awaiting_bundle") {
-      throw new ApiError(
-        "conflict",
-        "This upload URL was already used; each URL takes one bundle.",
-      );
-    }
     let stored;
     try {
-      stored = await this.deps.bundles.store(upload.organizationId, id, body, maxBytes);
+      stored = await this.deps.bundles.store(id, body, this.deps.maxBundleBytes);
     } catch (error) {
-      if (error instanceof BundleTooLargeError) {
-        throw new ApiError("payload_too_large", `The bundle is larger than ${error.limit} bytes.`);
-      }
-      if (isStorageFull(error)) throw bundleStorageFull();
-      throw error;
+      throw storeError(error);
     }
+    return this.markReceived(id, stored);
+  }
+
+  /**
+   * Records a stored bundle as its upload's (if the upload still awaits one: the first of two
+   * `PUT`s of one URL wins), then starts its processing. A bundle no upload took is removed.
+   */
+  private async markReceived(id: string, stored: StoredBundle): Promise<UploadRecord> {
     let received: UploadRecord | undefined;
     try {
       received = await this.deps.uploads.markReceived(id, {
@@ -210,10 +237,7 @@ export class UploadService {
     }
     if (!received) {
       await this.deps.bundles.remove(stored.path);
-      throw new ApiError(
-        "conflict",
-        "This upload URL was already used; each URL takes one bundle.",
-      );
+      throw alreadyUsed();
     }
     this.deps.onBundleStored();
     return received;
@@ -272,4 +296,17 @@ function bundleStorageFull(): ApiError {
     "insufficient_storage",
     "The server's disk is full, so the bundle was not stored; retry the same URL later.",
   );
+}
+
+function alreadyUsed(): ApiError {
+  return new ApiError("conflict", "This upload URL was already used; each URL takes one bundle.");
+}
+
+/** What a failed store answers: 413 over the limit, 507 when the disk is full, else itself. */
+function storeError(error: unknown): unknown {
+  if (error instanceof BundleTooLargeError) {
+    return new ApiError("payload_too_large", `The bundle is larger than ${error.limit} bytes.`);
+  }
+  if (isStorageFull(error)) return bundleStorageFull();
+  return error;
 }

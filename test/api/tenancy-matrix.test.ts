@@ -284,6 +284,23 @@ async function filesUnder(dir: string): Promise<string[]> {
   }
 }
 
+/** A's bundles on disk: named by A's uploads (earlier versions: under A's directory). */
+async function uploadFilesOfA(dir: string): Promise<string[]> {
+  const ids = (
+    await server.database.handle.db
+      .selectFrom("uploads")
+      .select("id")
+      .where("organizationId", "=", server.organizationId)
+      .execute()
+  ).map((row) => row.id);
+  expect(ids).toContain(owned.uploadId);
+  return (await filesUnder(dir)).filter(
+    (file) =>
+      file.startsWith(`${server.organizationId}${path.sep}`) ||
+      ids.some((id) => file.startsWith(`${id}.`)),
+  );
+}
+
 async function dumpOfA(): Promise<unknown> {
   const queue = { repo: REPO, targetBranch: TARGET };
   const th = { repo: REPO, org_url_slug: "acme" };
@@ -323,7 +340,7 @@ async function dumpOfA(): Promise<unknown> {
     files: {
       git: await filesUnder(path.join(dataDir, "git", server.organizationId)),
       logs: await filesUnder(path.join(dataDir, "ci", "logs", owned.queueId)),
-      uploads: await filesUnder(path.join(dataDir, "uploads", server.organizationId)),
+      uploads: await uploadFilesOfA(path.join(dataDir, "uploads")),
     },
   };
 }

@@ -1,3 +1,5 @@
+import { readdirSync } from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO, startTestServer, type TestServer } from "../helpers/server.js";
 import { bundle, ingest, junit, uploadState } from "../helpers/uploads.js";
@@ -119,5 +121,68 @@ describe("upload protocol", () => {
     const again = await fetch(created.body.url, { method: "PUT", body });
     expect(again.status).toBe(409);
     expect(((await again.json()) as { error: { code: string } }).error.code).toBe("conflict");
+  });
+
+  it("keeps the first bundle of a URL used twice, one PUT after the other or both at once", async () => {
+    // Bundles of other commits: the same bundle twice would be counted once.
+    const one = (commit: string) => bundle({ commit, files: [junit([{ name: "one" }])] });
+    const three = (commit: string) =>
+      bundle({ commit, files: [junit([{ name: "t1" }, { name: "t2" }, { name: "t3" }])] });
+    const create = async () =>
+      (
+        await server.call<{ id: string; url: string }>("metrics/createBundleUpload", {
+          repo: REPO,
+          orgUrlSlug: "acme",
+        })
+      ).body;
+    const put = (url: string, body: Buffer) => fetch(url, { method: "PUT", body });
+    const stored = (id: string) =>
+      readdirSync(path.join(server.database.dataDir, "uploads")).filter((f) =>
+        f.startsWith(`${id}.`),
+      );
+
+    const after = await create();
+    expect((await put(after.url, await one("c1".repeat(20)))).status).toBe(200);
+    expect((await put(after.url, await three("c2".repeat(20)))).status).toBe(409);
+
+    const atOnce = await create();
+    const bodies = [await one("c3".repeat(20)), await three("c4".repeat(20))];
+    const answers = await Promise.all(bodies.map((body) => put(atOnce.url, body)));
+    const statuses = answers.map((a) => a.status);
+    expect([...statuses].sort()).toEqual([200, 409]);
+    const winner = statuses[0] === 200 ? 1 : 3;
+
+    await server.services.worker.idle();
+    expect(await uploadState(server, after.id)).toMatchObject({
+      state: "processed",
+      tests_passed: 1,
+    });
+    expect(await uploadState(server, atOnce.id)).toMatchObject({
+      state: "processed",
+      tests_passed: winner,
+    });
+    // Nothing left on disk: a processed bundle goes, and so does the refused PUT's.
+    expect(stored(after.id)).toEqual([]);
+    expect(stored(atOnce.id)).toEqual([]);
+  });
+
+  it("answers 404 for a signed URL whose upload is gone, and keeps nothing of its body", async () => {
+    const created = await server.call<{ id: string; url: string }>("metrics/createBundleUpload", {
+      repo: REPO,
+      orgUrlSlug: "acme",
+    });
+    await server.database.handle.db
+      .deleteFrom("uploads")
+      .where("id", "=", created.body.id)
+      .execute();
+    const answer = await fetch(created.body.url, {
+      method: "PUT",
+      body: await bundle({ files: [junit([{ name: "x" }])] }),
+    });
+    expect(answer.status).toBe(404);
+    const left = readdirSync(path.join(server.database.dataDir, "uploads")).filter((f) =>
+      f.startsWith(created.body.id),
+    );
+    expect(left).toEqual([]);
   });
 });

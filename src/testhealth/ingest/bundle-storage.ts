@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { createReadStream, readFileSync, statSync } from "node:fs";
 import { mkdir, open, rename, rm, type FileHandle } from "node:fs/promises";
 import path from "node:path";
@@ -23,7 +23,9 @@ export interface StoredBundle {
 }
 
 /**
- * Bundles on disk under `{dataDir}/uploads/`. A bundle is written to a temporary name, flushed
+ * Bundles on disk in `{dataDir}/uploads/` (until processed; those of earlier versions in a
+ * directory per organization, found by the path their upload keeps). A bundle is written to a
+ * temporary name, flushed
  * to the disk and renamed (the directory is flushed too), so that a stored bundle is complete
  * and survives a crash: the `PUT` answers 2xx only after that.
  *
@@ -39,17 +41,27 @@ export class BundleStorage {
   private readonly flushes = new DirectoryFlushes();
   private readonly writer = new BundleWriter();
 
-  constructor(dataDir: string) {
+  /** `suffix` makes the part of a bundle's name that no other store shares (tests fix it). */
+  constructor(
+    dataDir: string,
+    private readonly suffix: () => string = () => randomBytes(6).toString("hex"),
+  ) {
     this.root = path.resolve(dataDir, "uploads");
   }
 
+  /**
+   * Stores `body` under a name no other store uses (the upload's id and a random suffix): a
+   * store for an upload that turns out to have its bundle already (a URL used twice, checked by
+   * the caller meanwhile) never touches the stored one. `signal` stops it: what was written goes.
+   */
   async store(
-    organizationId: string,
     uploadId: string,
     body: Readable,
     maxBytes: number,
+    signal?: AbortSignal,
   ): Promise<StoredBundle> {
-    const relative = path.join(organizationId, `${uploadId}.bundle`);
+    if (!/^[\w-]+$/.test(uploadId)) throw new Error("an upload id is letters, digits, - and _");
+    const relative = `${uploadId}.${this.suffix()}.bundle`;
     const target = path.join(this.root, relative);
     const directory = path.dirname(target);
     const partial = `${target}.${process.pid}.part`;
@@ -61,7 +73,12 @@ export class BundleStorage {
     let pendingBytes = 0;
     let file: FileHandle | null = null;
     try {
-      for await (const chunk of body as AsyncIterable<Buffer>) {
+      // Leaving early (over the limit, stopped) leaves the body as it is: destroying it would
+      // reset the connection before the answer that says why.
+      for await (const chunk of body.iterator({
+        destroyOnReturn: false,
+      }) as AsyncIterable<Buffer>) {
+        signal?.throwIfAborted();
         bytes += chunk.length;
         if (bytes > maxBytes) throw new BundleTooLargeError(maxBytes);
         hash.update(chunk);
@@ -87,6 +104,7 @@ export class BundleStorage {
     }
     const stored = { path: relative, bytes, sha256: hash.digest("hex") };
     if (file === null) {
+      signal?.throwIfAborted();
       await this.writer.write({ directory, partial, target, data: Buffer.concat(pending) });
       return stored;
     }
