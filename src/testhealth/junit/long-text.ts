@@ -150,8 +150,13 @@ export class TextCollector {
       this.tail += piece;
     }
     if (this.tail.length > 2 * this.keepTail + this.limit) {
-      this.cut += this.tail.length - this.keepTail;
-      this.tail = this.tail.slice(-this.keepTail);
+      // The window starts at a whole character: a pair cut in two would leave half of it at the
+      // start of the tail, which `fitText` keeps when the tail is no longer than its share.
+      let start = this.tail.length - this.keepTail;
+      const first = this.tail.charCodeAt(start);
+      if (first >= 0xdc00 && first <= 0xdfff) start -= 1;
+      this.cut += start;
+      this.tail = this.tail.slice(start);
     }
   }
 
