@@ -146,24 +146,15 @@ export class UploadService {
     // disk): the store writes a name of its own, so a URL used twice never touches the bundle
     // stored the first time, and it stops as soon as the read says the upload cannot take one.
     const stop = new AbortController();
-    const found = this.deps.uploads.find(id).then(
-      (upload) => {
-        if (upload?.state !== "awaiting_bundle") stop.abort();
-        return upload;
-      },
-      (error: unknown) => {
-        stop.abort();
-        throw error;
-      },
-    );
-    // It may fail while the store runs, before anything awaits it: not an unhandled rejection.
-    found.catch(() => undefined);
-    const checked = async (): Promise<UploadRecord> => {
-      const upload = await found;
+    const usable = this.deps.uploads.find(id).then((upload) => {
       if (!upload) throw new ApiError("not_found", "No such upload.");
       if (upload.state !== "awaiting_bundle") throw alreadyUsed();
-      return upload;
-    };
+    });
+    // Stops the store as soon as the upload cannot take the bundle (or cannot be read); handled
+    // here, so a failure while the store runs, before anything awaits it, is not unhandled.
+    usable.catch(() => {
+      stop.abort();
+    });
     let stored;
     try {
       stored = await this.deps.bundles.store(
@@ -174,11 +165,11 @@ export class UploadService {
       );
     } catch (error) {
       // What the upload's read says comes first: a URL used twice is a 409 whatever its body.
-      await checked();
+      await usable;
       throw storeError(error);
     }
     try {
-      await checked();
+      await usable;
     } catch (error) {
       await this.deps.bundles.remove(stored.path);
       throw error;

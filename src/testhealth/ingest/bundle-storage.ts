@@ -25,9 +25,8 @@ export interface StoredBundle {
 /**
  * Bundles on disk in `{dataDir}/uploads/` (until processed; those of earlier versions in a
  * directory per organization, found by the path their upload keeps). A bundle is written to a
- * temporary name, flushed
- * to the disk and renamed (the directory is flushed too), so that a stored bundle is complete
- * and survives a crash: the `PUT` answers 2xx only after that.
+ * temporary name, flushed to the disk and renamed (the directory is flushed too), so that a
+ * stored bundle is complete and survives a crash: the `PUT` answers 2xx only after that.
  *
  * A bundle up to 1 MiB (almost all of them) is kept in memory until it has arrived, then stored
  * by a thread of its own in one trip (`BundleWriter`). A larger one is streamed to its file from
