@@ -18,10 +18,10 @@ import {
   submit,
   type Call,
 } from "../helpers/local-queue.js";
+import { statementRecorder } from "../helpers/database.js";
 import { waitFor } from "../helpers/process.js";
 import { busySnapshot } from "../helpers/queue-snapshots.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
-import type { KyselyPlugin } from "kysely";
 import { MergeQueueRuntimeStore } from "../../src/db/stores/merge-queue-runtime.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { QueueDashboardService } from "../../src/mergequeue/dashboard.js";
@@ -380,25 +380,18 @@ describe("a queue of 200 pull requests", () => {
     expect(committed).toBe(true);
     await runtime.releaseLease(queueId, "seed", lease.epoch);
     // The same statements, however many pull requests the queue holds.
-    let statements = 0;
-    const counting: KyselyPlugin = {
-      transformQuery: (args) => {
-        statements += 1;
-        return args.node;
-      },
-      transformResult: (args) => Promise.resolve(args.result),
-    };
+    const { plugin, statements } = statementRecorder();
     const { db, dialect } = server.database.handle;
-    const counted = db.withPlugin(counting);
+    const counted = db.withPlugin(plugin);
     const dashboard = new QueueDashboardService({
       queues: new MergeQueueStore(counted, dialect),
       runtime: new MergeQueueRuntimeStore(counted, dialect),
       clock: server.services.clock,
     });
     const reads = async (read: () => Promise<unknown>) => {
-      statements = 0;
+      statements.length = 0;
       await read();
-      return statements;
+      return statements.length;
     };
     const small = { repo: LOCAL, targetBranch: "main" };
     const big = { repo, targetBranch: "main" };

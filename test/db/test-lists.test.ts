@@ -1,10 +1,15 @@
-import { sql, type Kysely, type KyselyPlugin } from "kysely";
+import { sql, type Kysely } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { noParallelListScans } from "../../src/db/migrations/0027_no_parallel_list_scans.js";
 import { columnTypes } from "../../src/db/migrations/types.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import { splitHours, splitWindow, TestListStore } from "../../src/db/stores/test-lists.js";
-import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import {
+  TEST_DIALECT,
+  createTestDatabase,
+  statementRecorder,
+  type TestDatabase,
+} from "../helpers/database.js";
 import { insertTestCase, seedRepository } from "../helpers/test-cases.js";
 
 const HOUR = 3_600_000;
@@ -90,17 +95,6 @@ async function daily(testKey: number, day: number, failed: number, excludedFaile
     .insertInto("testDailyStats")
     .values({ testKey, day, repositoryId, passed: 1, failed, excludedFailed })
     .execute();
-}
-
-/** A plugin that records the text of every statement sent through it. */
-function recording(statements: string[]): KyselyPlugin {
-  return {
-    transformQuery: (args) => {
-      statements.push(JSON.stringify(args.node));
-      return args.node;
-    },
-    transformResult: (args) => Promise.resolve(args.result),
-  };
 }
 
 describe("splitWindow", () => {
@@ -316,9 +310,9 @@ describe(`TestListStore on ${TEST_DIALECT}`, () => {
         { key: b, failures: 2 },
       ],
     };
-    const statements: string[] = [];
+    const { plugin, statements } = statementRecorder();
     const counted = new TestListStore(
-      database.handle.db.withPlugin(recording(statements)),
+      database.handle.db.withPlugin(plugin),
       database.handle.dialect,
     );
     expect(await counted.failing(repositoryId, window, 0, 10)).toEqual(expected);

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import type { KyselyPlugin } from "kysely";
 import pg from "pg";
 import { inject } from "vitest";
 import { openMigratedDatabase } from "../../src/app.js";
@@ -59,6 +60,24 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     cleanup: async () => {
       await handle.close();
       rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A Kysely plugin that records every statement sent through it (its operation tree as JSON), for
+ * tests that count a read's round trips: `db.withPlugin(recorder.plugin)`.
+ */
+export function statementRecorder(): { plugin: KyselyPlugin; statements: string[] } {
+  const statements: string[] = [];
+  return {
+    statements,
+    plugin: {
+      transformQuery: (args) => {
+        statements.push(JSON.stringify(args.node));
+        return args.node;
+      },
+      transformResult: (args) => Promise.resolve(args.result),
     },
   };
 }
