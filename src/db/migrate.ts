@@ -22,6 +22,7 @@ import { testCaseFigures } from "./migrations/0024_test_case_figures.js";
 import { webhookPayloads } from "./migrations/0025_webhook_payloads.js";
 import { testSettingsAnnouncements } from "./migrations/0026_test_settings_announcements.js";
 import { noParallelListScans } from "./migrations/0027_no_parallel_list_scans.js";
+import { issuedIds } from "./migrations/0028_issued_ids.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -49,6 +50,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0025_webhook_payloads": webhookPayloads,
   "0026_test_settings_announcements": testSettingsAnnouncements,
   "0027_no_parallel_list_scans": noParallelListScans,
+  "0028_issued_ids": issuedIds,
 };
 
 export interface MigrationReport {

@@ -267,6 +267,8 @@ export interface MqRuntimeTable {
   /** 0 when released. */
   leaseExpiresAt: ColumnType<number, number | undefined, number>;
   updatedAt: number;
+  /** Every id the planner may have issued is below this (migration 0028). */
+  issuedBelow: ColumnType<number, number | undefined, number>;
 }
 
 /** One submission of a pull request to a queue (`EntryRecord`). */

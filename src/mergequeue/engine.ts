@@ -88,6 +88,15 @@ interface Incoming {
 const INBOX_BATCH = 200;
 /** How many pull requests a step looks up on the git host at the same time. */
 const LOOKUP_PARALLELISM = 4;
+/** Ids a step records as issued at a time (`RuntimeStore.issueIds`): one write per this many. */
+const ID_BLOCK = 100;
+
+/** A step found its lease taken over: it stops before acting on ids it could not record. */
+class LeaseLost extends Error {
+  constructor(queueId: string) {
+    super(`merge queue ${queueId}: lease lost`);
+  }
+}
 
 export interface EngineDeps {
   runtime: RuntimeStore;
@@ -131,7 +140,7 @@ export class MergeQueueEngine {
    */
   private readonly snapshots = new Map<
     string,
-    { epoch: number; snapshot: QueueSnapshot; wakeAt: number | null }
+    { epoch: number; snapshot: QueueSnapshot; wakeAt: number | null; issuedBelow: number }
   >();
   /** Callers of `execute` waiting in this process, by command id: answered at the commit. */
   private readonly waiters = new Map<number, (result: CommandResult) => void>();
@@ -393,7 +402,8 @@ export class MergeQueueEngine {
         try {
           await this.step(queueId);
         } catch (error) {
-          this.deps.logger?.error(`merge queue ${queueId}: step failed`, error);
+          if (error instanceof LeaseLost) this.leases.delete(queueId);
+          else this.deps.logger?.error(`merge queue ${queueId}: step failed`, error);
         }
       } while (askedAgain() && !this.stopped);
       this.steps.delete(queueId);
@@ -461,12 +471,9 @@ export class MergeQueueEngine {
       name: repository.name,
     };
 
-    const stored =
-      cached?.epoch === lease.epoch
-        ? { snapshot: cached.snapshot, wakeAt: cached.wakeAt }
-        : await runtime.loadSnapshot(queueId);
+    const stored = cached?.epoch === lease.epoch ? cached : await runtime.loadDriverState(queueId);
     let snapshot: QueueSnapshot;
-    if (stored) {
+    if (stored.snapshot !== undefined) {
       snapshot = upgradeSnapshot(stored.snapshot);
     } else {
       const head = (await this.deps.gitHost.branchHead(repo, queue.targetBranch)) ?? "";
@@ -477,6 +484,9 @@ export class MergeQueueEngine {
         headSha: head,
       });
     }
+    // Ids issued by a step that acted on them and then failed to commit are never issued again.
+    let issuedBelow = stored.issuedBelow;
+    snapshot.nextId = Math.max(snapshot.nextId, issuedBelow);
     const work = new StepWork(queueId, repo, queue.targetBranch, this.deps, {
       // Up-to-dateness and the PR's own checks matter to a direct merge only (each costs reads).
       readiness:
@@ -493,7 +503,7 @@ export class MergeQueueEngine {
     const applied: { id: number; result: CommandResult }[] = [];
 
     // The wake-up time follows the last plan; steps that plan nothing keep the stored one.
-    let wakeAt = stored?.wakeAt ?? null;
+    let wakeAt = stored.wakeAt;
     /** Plans an event, carries out its decisions and then the events they lead to (merge results,
      * conflicts); answers whether the planner refused the first one. */
     const apply = async (first: QueueEvent): Promise<PlanResult["rejection"]> => {
@@ -504,6 +514,13 @@ export class MergeQueueEngine {
         if (event === first) rejection = result.rejection;
         snapshot = result.snapshot;
         wakeAt = result.wakeAt;
+        if (snapshot.nextId > issuedBelow) {
+          // Before a branch, a CI run or a merge carries one of the new ids; a block at a time.
+          issuedBelow = snapshot.nextId + ID_BLOCK;
+          if (!(await runtime.issueIds(queueId, lease.epoch, issuedBelow))) {
+            throw new LeaseLost(queueId);
+          }
+        }
         await work.carryOut(result, (next) => pending.push(next));
       }
       return rejection;
@@ -534,7 +551,7 @@ export class MergeQueueEngine {
         result: rejection ? { ok: false, ...rejection } : { ok: true },
       });
     }
-    if (stored?.wakeAt != null && stored.wakeAt <= clock.now()) await apply({ type: "tick" });
+    if (stored.wakeAt != null && stored.wakeAt <= clock.now()) await apply({ type: "tick" });
 
     const committed = await runtime.commit({
       queueId,
@@ -551,7 +568,7 @@ export class MergeQueueEngine {
       this.leases.delete(queueId);
       return;
     }
-    this.snapshots.set(queueId, { epoch: lease.epoch, snapshot, wakeAt });
+    this.snapshots.set(queueId, { epoch: lease.epoch, snapshot, wakeAt, issuedBelow });
     for (const { id, result } of applied) {
       const waiter = this.waiters.get(id);
       if (waiter) {

@@ -207,6 +207,13 @@ export interface Lease {
   expiresAt: number;
 }
 
+/** What a driver step starts from (see `RuntimeStore.loadDriverState`). */
+export interface DriverState {
+  snapshot: unknown;
+  wakeAt: number | null;
+  issuedBelow: number;
+}
+
 /** Everything one step of the driver writes, in one transaction, fenced by the lease epoch. */
 export interface DriverCommit {
   queueId: string;
@@ -253,6 +260,17 @@ export interface RuntimeStore {
    * it: for the API's reads, which ask for it on every getQueue and listPullRequests.
    */
   sharedSnapshot(queueId: string): Promise<unknown>;
+  /**
+   * What a driver step starts from: the stored snapshot (undefined for a queue that never
+   * committed one) and the bound below which every id ever issued lies (`issueIds`).
+   */
+  loadDriverState(queueId: string): Promise<DriverState>;
+  /**
+   * Records, before a step acts on ids its plan issued, that every id issued so far is below
+   * `below`: written at once (not with the step's commit), so that a step whose commit fails
+   * never hands one of them out again. Never lowers the bound; false when the epoch is stale.
+   */
+  issueIds(queueId: string, epoch: number, below: number): Promise<boolean>;
   /** One driver step, atomically; false (and nothing written) when the epoch is stale. */
   commit(step: DriverCommit): Promise<boolean>;
 

@@ -1,6 +1,9 @@
+import type { Kysely } from "kysely";
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDatabase, type DatabaseHandle } from "../../src/db/connection.js";
+import { issuedIds } from "../../src/db/migrations/0028_issued_ids.js";
+import { columnTypes } from "../../src/db/migrations/types.js";
 import { MergeQueueRuntimeStore } from "../../src/db/stores/merge-queue-runtime.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { OrganizationStore } from "../../src/db/stores/organizations.js";
@@ -195,6 +198,50 @@ describe(`merge-queue runtime store on ${TEST_DIALECT}`, () => {
       expect(next).not.toBe(first);
       expect(await store.sharedSnapshot("q1")).toBe(next);
       expect(await store.loadSnapshot("q1")).toEqual({ snapshot: { n: 2 }, wakeAt: null });
+    });
+
+    it("issued ids: recorded by the lease holder only, never lowered, kept through a commit", async () => {
+      expect(await store.loadDriverState("q1")).toEqual({
+        snapshot: undefined,
+        wakeAt: null,
+        issuedBelow: 0,
+      });
+      expect(await store.issueIds("q1", 1, 50)).toBe(false); // no lease yet
+      await store.acquireLease("q1", "a", 1000, 500);
+      expect(await store.issueIds("q1", 1, 101)).toBe(true);
+      // Before any commit (a first step that failed to commit): the bound is there.
+      expect(await store.loadDriverState("q1")).toEqual({
+        snapshot: undefined,
+        wakeAt: null,
+        issuedBelow: 101,
+      });
+      expect(await store.issueIds("q1", 1, 20)).toBe(true);
+      expect((await store.loadDriverState("q1")).issuedBelow).toBe(101);
+      expect(await store.commit(step({ epoch: 1, snapshot: { n: 1 } }))).toBe(true);
+      expect(await store.loadDriverState("q1")).toEqual({
+        snapshot: { n: 1 },
+        wakeAt: null,
+        issuedBelow: 101,
+      });
+      await store.acquireLease("q1", "b", 1500, 500);
+      expect(await store.issueIds("q1", 1, 500)).toBe(false); // a stale holder
+      expect(await store.issueIds("q1", 2, 201)).toBe(true);
+      expect((await store.loadDriverState("q1")).issuedBelow).toBe(201);
+    });
+
+    it("migration 0028 gives queues that ran before it no issued bound; down removes it", async () => {
+      await store.acquireLease("q1", "a", 1000, 500);
+      expect(await store.commit(step({ epoch: 1, snapshot: { n: 1 } }))).toBe(true);
+      const db = database.handle.db as unknown as Kysely<unknown>;
+      const types = columnTypes(database.handle.dialect);
+      await issuedIds.down(db, types);
+      await expect(store.loadDriverState("q1")).rejects.toThrow(/issued_below/);
+      await issuedIds.up(db, types);
+      expect(await store.loadDriverState("q1")).toEqual({
+        snapshot: { n: 1 },
+        wakeAt: null,
+        issuedBelow: 0,
+      });
     });
 
     it("an owner coming back after its own lease expired takes it over anew", async () => {

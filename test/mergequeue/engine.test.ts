@@ -49,10 +49,11 @@ function engine(
   handle: DatabaseHandle = database.handle,
   owner = "p1",
   leaseMs = 30_000,
+  store = new MergeQueueRuntimeStore(handle.db, handle.dialect),
 ): MergeQueueEngine {
   const created = new MergeQueueEngine(
     {
-      runtime: new MergeQueueRuntimeStore(handle.db, handle.dialect),
+      runtime: store,
       queues: new MergeQueueStore(handle.db, handle.dialect),
       repositories: new RepositoryStore(handle.db),
       gitHost: host,
@@ -431,6 +432,63 @@ describe("the merge-queue engine, on a real database", () => {
     expect(host.mergeLog(repo)).toEqual([1, 2]);
     expect((await runtime().latestEntry(queueId, 1))?.state).toBe("merged");
   });
+
+  /** A store whose commits fail (a dropped connection) while `failing` says so. */
+  class FailingCommits extends MergeQueueRuntimeStore {
+    failing = 0;
+    override commit(step: Parameters<MergeQueueRuntimeStore["commit"]>[0]): Promise<boolean> {
+      if (this.failing > 0) {
+        this.failing -= 1;
+        return Promise.reject(new Error("Connection terminated unexpectedly"));
+      }
+      return super.commit(step);
+    }
+  }
+
+  /** Every run CI is asked to start, in order (MemoryCi keeps the last request of a run id). */
+  function recordStarts(): { runId: string; prs: string }[] {
+    const starts: { runId: string; prs: string }[] = [];
+    const start = ci.start.bind(ci);
+    ci.start = (request) => {
+      starts.push({ runId: request.runId, prs: request.prNumbers.join(",") });
+      return start(request);
+    };
+    return starts;
+  }
+
+  it.each([
+    ["its first step", 1],
+    ["a later step", 2],
+  ])(
+    "a step that started CI and then failed to commit never gives its run id to another run: %s",
+    async (_, failing) => {
+      await createQueue({ concurrency: 3 });
+      const store = new FailingCommits(database.handle.db, database.handle.dialect);
+      const starts = recordStarts();
+      const e = engine(database.handle, "p1", 30_000, store);
+      if (failing === 2) expect(await e.execute(queueId, submit(1))).toEqual({ ok: true });
+      store.failing = 1;
+      // The step plans a run, starts it, fails to commit; the replay plans the run again.
+      expect(await e.execute(queueId, submit(2))).toEqual({ ok: true });
+      expect(store.failing).toBe(0);
+      expect(await e.execute(queueId, submit(3))).toEqual({ ok: true });
+      const ids = starts.map((s) => s.runId);
+      expect(new Set(ids).size).toBe(ids.length);
+      // What each id was started for is what the stored run says it tests.
+      for (const { runId, prs } of starts.slice(-2)) {
+        const run = defined(await runtime().run(queueId, runId));
+        expect(run.prs.map((pr) => pr.number).join(",")).toBe(prs);
+      }
+      for (const prs of failing === 2 ? [[1], [1, 2], [1, 2, 3]] : [[2], [2, 3]]) {
+        ci.finish(queueId, defined(ci.runsFor(queueId, prs).at(-1)).runId, [
+          { name: "test", conclusion: "success" },
+        ]);
+      }
+      const merged = failing === 2 ? [1, 2, 3] : [2, 3];
+      await until(() => host.mergeLog(repo).length === merged.length, "the merges");
+      expect(host.mergeLog(repo)).toEqual(merged);
+    },
+  );
 
   it("a stale writer cannot overwrite the queue after another process took over", async () => {
     await createQueue();

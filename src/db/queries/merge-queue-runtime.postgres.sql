@@ -18,6 +18,16 @@ select "snapshot", "wake_at"
   from "mq_runtime"
   where "queue_id" = $1;
 
+-- MergeQueueRuntimeStore.loadDriverState(queueId)
+select "snapshot", "wake_at", "issued_below"
+  from "mq_runtime"
+  where "queue_id" = $1;
+
+-- MergeQueueRuntimeStore.issueIds(queueId, epoch, below)
+update "mq_runtime"
+  set "issued_below" = case when "mq_runtime"."issued_below" < $1 then $2 else "mq_runtime"."issued_below" end
+  where "queue_id" = $3 and "lease_epoch" = $4;
+
 -- MergeQueueRuntimeStore.sharedSnapshot(queueId)
 select snapshot as "snapshot"
   from mq_runtime

@@ -18,6 +18,16 @@ select "snapshot", "wake_at"
   from "mq_runtime"
   where "queue_id" = ?;
 
+-- MergeQueueRuntimeStore.loadDriverState(queueId)
+select "snapshot", "wake_at", "issued_below"
+  from "mq_runtime"
+  where "queue_id" = ?;
+
+-- MergeQueueRuntimeStore.issueIds(queueId, epoch, below)
+update "mq_runtime"
+  set "issued_below" = case when "mq_runtime"."issued_below" < ? then ? else "mq_runtime"."issued_below" end
+  where "queue_id" = ? and "lease_epoch" = ?;
+
 -- MergeQueueRuntimeStore.sharedSnapshot(queueId)
 select snapshot as "snapshot"
   from mq_runtime

@@ -10,6 +10,7 @@ import type {
   CommandRecord,
   CommandResult,
   DriverCommit,
+  DriverState,
   EntryListQuery,
   EntryRecord,
   EntrySummary,
@@ -327,6 +328,35 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
     const snapshot = JSON.parse(row.snapshot) as unknown;
     // A row created by a lease before any commit holds no snapshot.
     return snapshot === null ? undefined : { snapshot, wakeAt: row.wakeAt };
+  }
+
+  async loadDriverState(queueId: string): Promise<DriverState> {
+    const row = await this.db
+      .selectFrom("mqRuntime")
+      .select(["snapshot", "wakeAt", "issuedBelow"])
+      .where("queueId", "=", queueId)
+      .executeTakeFirst();
+    if (!row) return { snapshot: undefined, wakeAt: null, issuedBelow: 0 };
+    // A row created by a lease before any commit holds no snapshot.
+    const snapshot = (JSON.parse(row.snapshot) as unknown) ?? undefined;
+    return { snapshot, wakeAt: row.wakeAt, issuedBelow: row.issuedBelow };
+  }
+
+  async issueIds(queueId: string, epoch: number, below: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable("mqRuntime")
+      .set((eb) => ({
+        issuedBelow: eb
+          .case()
+          .when("mqRuntime.issuedBelow", "<", below)
+          .then(eb.val(below))
+          .else(eb.ref("mqRuntime.issuedBelow"))
+          .end(),
+      }))
+      .where("queueId", "=", queueId)
+      .where("leaseEpoch", "=", epoch)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
   }
 
   async sharedSnapshot(queueId: string): Promise<unknown> {

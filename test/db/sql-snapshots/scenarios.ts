@@ -487,6 +487,8 @@ export const SCENARIOS: StoreScenario[] = [
       { method: "acquireLease", run: (s) => s.acquireLease(QUEUE_ID, "engine-1", NOW, 30_000) },
       { method: "releaseLease", run: (s) => s.releaseLease(QUEUE_ID, "engine-1", 3) },
       { method: "loadSnapshot", run: (s) => s.loadSnapshot(QUEUE_ID) },
+      { method: "loadDriverState", run: (s) => s.loadDriverState(QUEUE_ID) },
+      { method: "issueIds", run: (s) => s.issueIds(QUEUE_ID, 3, 200) },
       { method: "sharedSnapshot", run: (s) => s.sharedSnapshot(QUEUE_ID) },
       {
         method: "commit",
