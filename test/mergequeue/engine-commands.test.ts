@@ -45,7 +45,8 @@ class CountingStore extends MergeQueueRuntimeStore {
     enqueueCommands: [] as number[],
     command: 0,
     acquireLease: 0,
-    loadSnapshot: 0,
+    loadDriverState: 0,
+    issueIds: 0,
   };
 
   override enqueueCommands(
@@ -66,9 +67,14 @@ class CountingStore extends MergeQueueRuntimeStore {
     return super.acquireLease(queueId, owner, now, ttlMs);
   }
 
-  override loadSnapshot(queueId: string) {
-    this.calls.loadSnapshot += 1;
-    return super.loadSnapshot(queueId);
+  override loadDriverState(queueId: string) {
+    this.calls.loadDriverState += 1;
+    return super.loadDriverState(queueId);
+  }
+
+  override issueIds(queueId: string, epoch: number, below: number) {
+    this.calls.issueIds += 1;
+    return super.issueIds(queueId, epoch, below);
   }
 }
 
@@ -222,12 +228,14 @@ describe("the engine's command path, on a real database", () => {
     ]);
   });
 
-  it("a process that keeps driving a queue takes its lease once and reads its snapshot once", async () => {
+  it("a process that keeps driving a queue takes its lease once, reads its snapshot once, records issued ids once", async () => {
     const store = counting();
     const e = engine(store, database.handle);
     for (let n = 1; n <= 10; n++) expect(await e.execute(QUEUE, submit(n))).toEqual({ ok: true });
     expect(store.calls.acquireLease).toBe(1);
-    expect(store.calls.loadSnapshot).toBe(1);
+    expect(store.calls.loadDriverState).toBe(1);
+    // Ten entries' ids (and the runs'), well within one block of issued ids.
+    expect(store.calls.issueIds).toBe(1);
     const stored = await store.loadSnapshot(QUEUE);
     expect(Object.keys((stored?.snapshot as QueueSnapshot).entries)).toHaveLength(10);
   });
