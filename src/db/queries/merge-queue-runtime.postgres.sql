@@ -14,7 +14,7 @@ update "mq_runtime"
   where "queue_id" = $2 and "lease_owner" = $3 and "lease_epoch" = $4;
 
 -- MergeQueueRuntimeStore.loadSnapshot(queueId)
-select "snapshot", "wake_at"
+select "snapshot", "wake_at", "issued_below"
   from "mq_runtime"
   where "queue_id" = $1;
 

@@ -14,7 +14,7 @@ update "mq_runtime"
   where "queue_id" = ? and "lease_owner" = ? and "lease_epoch" = ?;
 
 -- MergeQueueRuntimeStore.loadSnapshot(queueId)
-select "snapshot", "wake_at"
+select "snapshot", "wake_at", "issued_below"
   from "mq_runtime"
   where "queue_id" = ?;
 

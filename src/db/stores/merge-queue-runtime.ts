@@ -319,15 +319,8 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
   async loadSnapshot(
     queueId: string,
   ): Promise<{ snapshot: unknown; wakeAt: number | null } | undefined> {
-    const row = await this.db
-      .selectFrom("mqRuntime")
-      .select(["snapshot", "wakeAt"])
-      .where("queueId", "=", queueId)
-      .executeTakeFirst();
-    if (!row) return undefined;
-    const snapshot = JSON.parse(row.snapshot) as unknown;
-    // A row created by a lease before any commit holds no snapshot.
-    return snapshot === null ? undefined : { snapshot, wakeAt: row.wakeAt };
+    const { snapshot, wakeAt } = await this.loadDriverState(queueId);
+    return snapshot === undefined ? undefined : { snapshot, wakeAt };
   }
 
   async loadDriverState(queueId: string): Promise<DriverState> {
