@@ -2,8 +2,8 @@ import { availableParallelism } from "node:os";
 import { configDefaults, defineConfig } from "vitest/config";
 
 /**
- * Tests whose behaviour does not depend on the database run in the SQLite pass only: packing and
- * installing the npm package (the upload path it exercises is tested on both databases elsewhere),
+ * Tests whose behaviour does not depend on the database run in the SQLite pass only: building
+ * dist/, packing and installing the npm package (the upload path it exercises is tested on both databases elsewhere),
  * the fake GitHub's own fidelity tests (it keeps no database), and the heaviest end-to-end
  * scenarios, whose storage is the stores' and the engine's, tested on both databases in their own
  * files: the queue on a realistic project, the GitHub git host against the fake, the queue on
@@ -11,6 +11,7 @@ import { configDefaults, defineConfig } from "vitest/config";
  */
 const SQLITE_ONLY = [
   "test/e2e/package.test.ts",
+  "test/e2e/build.test.ts",
   "test/fake-github/**",
   "test/e2e/realistic-queue.test.ts",
   "test/github/host.test.ts",

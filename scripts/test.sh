@@ -19,6 +19,7 @@ suite() {
   MAINLINE_TEST_DB=$dialect npx vitest run --reporter=default --reporter=json \
     --outputFile.json=".test-results/$report.json" "$@" || rc=1
 }
+echo "== tests run on Node.js $(node --version) ($(command -v node)) =="
 echo "== test suite on sqlite =="
 suite sqlite sqlite "$@"
 if [ $# -eq 0 ]; then

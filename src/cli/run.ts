@@ -4,6 +4,7 @@
  */
 import { CommanderError, type Command } from "commander";
 import { ConfigError } from "../config.js";
+import { UnsupportedNodeError } from "../lib/node-support.js";
 import { CliError } from "./client.js";
 import type { CliContext } from "./context.js";
 
@@ -26,7 +27,11 @@ export async function runProgram(
     if (error instanceof CommanderError) {
       return { code: error.exitCode, failed: error.exitCode !== 0 };
     }
-    if (error instanceof CliError || error instanceof ConfigError) {
+    if (
+      error instanceof CliError ||
+      error instanceof ConfigError ||
+      error instanceof UnsupportedNodeError
+    ) {
       context.stderr.write(`mainline: ${clean(error.message)}\n`);
       return { code: error instanceof ConfigError ? 2 : error.exitCode, failed: true };
     }

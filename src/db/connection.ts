@@ -3,6 +3,7 @@ import path from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import { CamelCasePlugin, Kysely, SqliteDialect, sql, type SqliteDatabase } from "kysely";
 import pg from "pg";
+import { assertSupportedNode } from "../lib/node-support.js";
 import type { Database } from "./schema.js";
 import { SqliteCheckpointer } from "./sqlite-checkpointer.js";
 import { CurrentSchemaPostgresDialect } from "./postgres-introspector.js";
@@ -75,6 +76,8 @@ export function describeDatabaseUrl(options: OpenDatabaseOptions): {
 }
 
 export function openDatabase(options: OpenDatabaseOptions): DatabaseHandle {
+  // The SQLite driver crashes the process on an older Node: a clear error first, on both dialects.
+  assertSupportedNode();
   const { dialect, target } = describeDatabaseUrl(options);
   if (dialect === "postgres") return openPostgres(target, options);
   return openSqlite(target);

@@ -1,4 +1,5 @@
-import { Migrator, sql, type Kysely, type Migration, type MigrationResultSet } from "kysely";
+import { sql, type Kysely } from "kysely";
+import { Migrator, type Migration, type MigrationResultSet } from "kysely/migration";
 import type { DatabaseHandle } from "./connection.js";
 import { initial } from "./migrations/0001_initial.js";
 import { serverSecrets } from "./migrations/0002_server_secrets.js";

@@ -16,7 +16,6 @@ import {
   PostgresDialect,
   sql,
   type DatabaseIntrospector,
-  type DatabaseMetadata,
   type DatabaseMetadataOptions,
   type Kysely,
   type SchemaMetadata,
@@ -71,7 +70,13 @@ export class CurrentSchemaIntrospector implements DatabaseIntrospector {
       if (!options.withInternalKyselyTables && KYSELY_TABLES.has(row.table)) continue;
       let table = tables.get(row.table);
       if (!table) {
-        table = { name: row.table, isView: row.kind === "v", schema: row.schema, columns: [] };
+        table = {
+          name: row.table,
+          isView: row.kind === "v",
+          isForeign: false,
+          schema: row.schema,
+          columns: [],
+        };
         tables.set(row.table, table);
       }
       table.columns.push({
@@ -85,10 +90,6 @@ export class CurrentSchemaIntrospector implements DatabaseIntrospector {
       });
     }
     return [...tables.values()];
-  }
-
-  async getMetadata(options?: DatabaseMetadataOptions): Promise<DatabaseMetadata> {
-    return { tables: await this.getTables(options) };
   }
 }
 

@@ -1,4 +1,4 @@
-import { CompiledQuery, type Kysely } from "kysely";
+import { CompiledQuery } from "kysely";
 
 /**
  * A query compiled once and then run with new parameters. Kysely otherwise rebuilds the query,
@@ -15,7 +15,7 @@ export type PrecompiledQuery<Args extends readonly string[], Row> = (
 ) => Promise<Row[]>;
 
 export function precompile<Args extends readonly string[], Row>(
-  executor: Kysely<never>,
+  executor: QueryRunner,
   compile: (...args: Args) => CompiledQuery<Row>,
   placeholders: Args,
 ): PrecompiledQuery<Args, Row> {

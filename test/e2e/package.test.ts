@@ -3,7 +3,8 @@
  * including the single-file uploader) that installs into another project elsewhere on the
  * machine, where `mainline upload` sends results to a real server. And a CI-like shell with
  * nothing but `node` (no npm, no git, no curl, an empty directory) fetches the single file from
- * that server and uploads with it; the server processes both uploads.
+ * that server and uploads with it; the server processes both uploads. Both uploaders also run on
+ * Node.js 20 (CI images are slow to move), where the service itself refuses to start, saying why.
  */
 import { execFile, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
@@ -22,6 +23,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { node20 } from "../helpers/old-node.js";
 import {
   REPO_ROOT,
   startServer,
@@ -76,6 +78,7 @@ function runWith(
 
 let work: string;
 let tarball: string;
+let oldNode: string;
 let database: TestDatabase;
 let server: RunningServer;
 
@@ -89,6 +92,7 @@ beforeAll(async () => {
   const packed = readdirSync(work).filter((f) => f.endsWith(".tgz"));
   expect(packed).toHaveLength(1);
   tarball = path.join(work, packed[0] ?? "");
+  oldNode = node20();
 
   database = await createTestDatabase();
   server = await startServer({
@@ -186,7 +190,38 @@ describe("the npm package", () => {
     expect(result.stdout).toContain("for github.com/acme/shop at");
     expect(result.stdout).toContain("Processed: 2 tests (1 passed, 1 failed, 0 skipped).");
     expect((await uploadsOf("shop")).map((u) => u.state)).toEqual(["processed"]);
+
+    // The same installed uploader on Node.js 20.
+    const bin = path.join(project, "node_modules/mainline/bin/mainline.js");
+    const onOldNode = await runWith(
+      oldNode,
+      [bin, "upload", "--junit", "reports/*.xml", "--repo", "github.com/acme/shop20", "--wait"],
+      project,
+      env,
+    );
+    expect(onOldNode.stderr).not.toMatch(/^mainline: (?!warning)/m);
+    expect(onOldNode.code).toBe(0);
+    expect(onOldNode.stdout).toContain("Processed: 2 tests (1 passed, 1 failed, 0 skipped).");
+    expect((await uploadsOf("shop20")).map((u) => u.state)).toEqual(["processed"]);
   }, 300_000);
+
+  it("on Node.js 20 the service refuses to start: exit 2, why and what to do, nothing created", async () => {
+    const project = path.join(work, "user-project");
+    const dataDir = path.join(work, "node20-data");
+    const result = await runWith(
+      oldNode,
+      [path.join(project, "node_modules/mainline/bin/mainline.js"), "serve"],
+      project,
+      { PATH: process.env.PATH ?? "", HOME: work, MAINLINE_DATA_DIR: dataDir, PORT: "0" },
+    );
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("needs Node.js 22.12 or newer (24 LTS recommended)");
+    expect(result.stderr).toContain(`it runs on Node.js 20.`);
+    expect(result.stderr).toContain(oldNode);
+    expect(result.stderr).toContain("https://nodejs.org/");
+    expect(result.stderr).not.toMatch(/Segmentation|Assertion failed|at .*\.js:\d+/);
+    expect(readdirSync(work)).not.toContain("node20-data");
+  }, 60_000);
 });
 
 describe("the dashboard's files in the installed package", () => {
@@ -245,43 +280,50 @@ describe("GET /uploader/mainline-upload.mjs", () => {
     expect(specifiers.filter((s) => !isBuiltin(s))).toEqual([]);
   });
 
-  it("a CI shell with only node fetches it and uploads with it; the upload is processed", async () => {
-    const job = path.join(work, "ci-job");
-    const bin = path.join(work, "ci-bin");
-    mkdirSync(job);
-    mkdirSync(bin);
-    symlinkSync(process.execPath, path.join(bin, "node"));
-    const env = { PATH: bin, HOME: job, MAINLINE_URL: server.url, MAINLINE_TOKEN: TOKEN };
-    expect(readdirSync(job)).toEqual([]);
+  it.each([
+    ["this Node.js", "ci", () => process.execPath],
+    ["Node.js 20", "ci20", () => oldNode],
+  ])(
+    "a CI shell with only node (%s) fetches it and uploads with it; the upload is processed",
+    async (_, repo, node) => {
+      const job = path.join(work, `${repo}-job`);
+      const bin = path.join(work, `${repo}-bin`);
+      mkdirSync(job);
+      mkdirSync(bin);
+      symlinkSync(node(), path.join(bin, "node"));
+      const env = { PATH: bin, HOME: job, MAINLINE_URL: server.url, MAINLINE_TOKEN: TOKEN };
+      expect(readdirSync(job)).toEqual([]);
 
-    // The README's line for a runner without curl: node fetches the file itself.
-    const fetched = await runWith("node", ["-e", FETCH_UPLOADER], job, env);
-    expect(fetched.stderr).toBe("");
-    expect(fetched.code).toBe(0);
-    expect(readdirSync(job)).toEqual(["mainline-upload.mjs"]);
-    writeFileSync(path.join(job, "junit.xml"), REPORT);
+      // The README's line for a runner without curl: node fetches the file itself.
+      const fetched = await runWith("node", ["-e", FETCH_UPLOADER], job, env);
+      expect(fetched.stderr).toBe("");
+      expect(fetched.code).toBe(0);
+      expect(readdirSync(job)).toEqual(["mainline-upload.mjs"]);
+      writeFileSync(path.join(job, "junit.xml"), REPORT);
 
-    const result = await runWith(
-      "node",
-      [
-        "mainline-upload.mjs",
-        "upload",
-        "--junit",
-        "junit.xml",
-        "--repo",
-        "github.com/acme/ci",
-        "--commit",
-        "0123456789abcdef0123456789abcdef01234567",
-        "--branch",
-        "main",
-        "--wait",
-      ],
-      job,
-      env,
-    );
-    expect(result.stderr).not.toMatch(/^mainline: (?!warning)/m);
-    expect(result.code).toBe(0);
-    expect(result.stdout).toContain("Processed: 2 tests (1 passed, 1 failed, 0 skipped).");
-    expect((await uploadsOf("ci")).map((u) => u.state)).toEqual(["processed"]);
-  }, 120_000);
+      const result = await runWith(
+        "node",
+        [
+          "mainline-upload.mjs",
+          "upload",
+          "--junit",
+          "junit.xml",
+          "--repo",
+          `github.com/acme/${repo}`,
+          "--commit",
+          "0123456789abcdef0123456789abcdef01234567",
+          "--branch",
+          "main",
+          "--wait",
+        ],
+        job,
+        env,
+      );
+      expect(result.stderr).not.toMatch(/^mainline: (?!warning)/m);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain("Processed: 2 tests (1 passed, 1 failed, 0 skipped).");
+      expect((await uploadsOf(repo)).map((u) => u.state)).toEqual(["processed"]);
+    },
+    120_000,
+  );
 });

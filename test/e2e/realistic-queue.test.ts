@@ -81,9 +81,12 @@ const BROKEN_BY_PRS = [
   "applies a discount",
 ];
 
-/** The check run by `test`: node's test runner, writing JUnit. */
+/**
+ * The check run by `test`: node's test runner, writing JUnit. The shell expands the files' glob
+ * (since Node 22 a directory argument is no longer searched for tests).
+ */
 const TEST_COMMAND =
-  "mkdir -p reports && node --test --test-reporter=junit --test-reporter-destination=reports/junit.xml test/";
+  "mkdir -p reports && node --test --test-reporter=junit --test-reporter-destination=reports/junit.xml test/*.test.js";
 
 function projectFiles(counterDir: string): Files {
   const item = (name: string, price: number) => `${JSON.stringify({ name, price })}\n`;
@@ -458,7 +461,7 @@ async function makeFlakyTestKnown(
   for (const sandbox of ["down", "up"]) {
     const destination = path.join(reports, `${sandbox}.xml`);
     const args = ["--test", "--test-reporter=junit", `--test-reporter-destination=${destination}`];
-    await exec(process.execPath, [...args, "test/"], {
+    await exec(process.execPath, [...args, "test/*.test.js"], {
       cwd: project.dir,
       env: { ...process.env, SHOP_SANDBOX: sandbox },
     }).catch(() => undefined);

@@ -1,7 +1,7 @@
 /**
- * scripts/test-summary.mjs over real vitest JSON reports: a test file that fails to load and one
- * whose beforeAll throws count as failures on their database's line as in the closing total, so
- * the lines always add up to the total.
+ * scripts/test-summary.mjs over real vitest JSON reports: a test file that fails to load, one
+ * whose beforeAll throws and one whose worker dies count as failures on their database's line as in
+ * the closing total, so the lines always add up to the total; a test that did not run is failed.
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -18,7 +18,10 @@ let dir: string;
 async function vitestReport(name: string, files: Record<string, string>): Promise<string> {
   const root = path.join(dir, name);
   await run("mkdir", ["-p", root]);
-  await writeFile(path.join(root, "vitest.config.mjs"), "export default {};\n");
+  await writeFile(
+    path.join(root, "vitest.config.mjs"),
+    `export default { test: { pool: "forks" } };\n`,
+  );
   for (const [file, text] of Object.entries(files)) await writeFile(path.join(root, file), text);
   const report = path.join(root, "report.json");
   await run(
@@ -59,9 +62,10 @@ const counts = (line: string | undefined) => {
 
 let broken: string;
 let clean: string;
+let crashed: string;
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "mainline-summary-"));
-  [broken, clean] = await Promise.all([
+  [broken, clean, crashed] = await Promise.all([
     vitestReport("broken", {
       "loads.test.mjs": `import { it } from "vitest";\nit("passes", () => {});\n`,
       "missing-import.test.mjs": `import "./not-there.mjs";\nimport { it } from "vitest";\nit("never runs", () => {});\n`,
@@ -69,6 +73,17 @@ beforeAll(async () => {
     }),
     vitestReport("clean", {
       "loads.test.mjs": `import { it } from "vitest";\nit("passes", () => {});\nit("too", () => {});\n`,
+    }),
+    // A worker that dies mid-file, as one did when a native module aborted the process.
+    vitestReport("crashed", {
+      "loads.test.mjs": `import { it } from "vitest";\nit("passes", () => {});\n`,
+      "dies.test.mjs": [
+        `import { it } from "vitest";`,
+        `it("kills its worker", () => { process.kill(process.pid, "SIGKILL"); });`,
+        `it("second", () => {});`,
+        `it("third", () => {});`,
+      ].join("\n"),
+      "dies-on-import.test.mjs": `import { it } from "vitest";\nprocess.kill(process.pid, "SIGKILL");\nit("never", () => {});\n`,
     }),
   ]);
 }, 60_000);
@@ -86,7 +101,20 @@ describe("scripts/test-summary.mjs", () => {
     expect(sqlite).toEqual({ passed: 1, failed: 2 });
     expect(postgres).toEqual(sqlite);
     expect(total).toEqual({ passed: 2, failed: 4 });
-    expect(lines.find((l) => l.startsWith("sqlite:"))).toContain("failed to load or errored");
+    expect(lines.find((l) => l.startsWith("sqlite:"))).toContain("missing-import.test.mjs");
+    expect(lines.find((l) => l.startsWith("sqlite:"))).toContain("1 of them did not run");
+  });
+
+  it("counts the tests of a crashed worker as failed, says how many did not run, exits 1", async () => {
+    const { code, lines } = await summarize(`sqlite:${crashed}`);
+    expect(code).toBe(1);
+    const sqlite = lines.find((l) => l.startsWith("sqlite:"));
+    // dies.test.mjs: its three tests were collected and did not run; dies-on-import: one.
+    expect(counts(sqlite)).toEqual({ passed: 1, failed: 4 });
+    expect(sqlite).toContain("3 of them did not run");
+    expect(sqlite).toContain("dies-on-import.test.mjs");
+    expect(lines).toContain("FAILED: 4 tests (or test files) did not run; counted as failed");
+    expect(counts(lines.at(-1))).toEqual({ passed: 1, failed: 4 });
   });
 
   it("says 0 failed and exits 0 when everything passed", async () => {

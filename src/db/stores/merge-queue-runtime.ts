@@ -232,7 +232,7 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
     // without the readiness (JSON to parse) and without the plugin renaming every row's columns.
     const plain = db.withoutPlugins();
     this.activeSummaryRows = precompile(
-      plain as Kysely<never>,
+      plain,
       (queueId: string) =>
         sql<SummaryRow>`select id as "id", state as "state", pr_number as "prNumber",
           pr_title as "prTitle", pr_sha as "prSha", pr_base_branch as "prBaseBranch",
@@ -244,7 +244,7 @@ export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads
       ["$queueId"],
     );
     this.snapshotText = precompile(
-      plain as Kysely<never>,
+      plain,
       (queueId: string) =>
         sql<{
           snapshot: string;

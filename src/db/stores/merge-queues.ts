@@ -153,7 +153,7 @@ export class MergeQueueStore implements MergeQueueRecords {
       MERGE_QUEUE_COLUMNS.map((column) => `mq.${snakeCase(column)} as "${column}"`).join(", "),
     );
     this.queueByAddress = precompile(
-      plain as Kysely<never>,
+      plain,
       (organizationId: string, lookupKey: string, targetBranch: string) =>
         sql<Selectable<MergeQueuesTable>>`select ${columns} from merge_queues mq
           inner join repositories r on r.id = mq.repository_id

@@ -16,7 +16,7 @@ export class OrganizationStore implements OrganizationRecords {
 
   constructor(private readonly db: Kysely<Database>) {
     this.activeTokenOwner = precompile(
-      db as Kysely<never>,
+      db,
       (tokenHash: string) =>
         db
           .selectFrom("apiTokens")

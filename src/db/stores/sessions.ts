@@ -38,7 +38,7 @@ export class SessionStore implements SessionRecords {
   constructor(private readonly db: Kysely<Database>) {
     // Every page view looks its session up: compiled once.
     this.byHash = precompile(
-      db as Kysely<never>,
+      db,
       (idHash: string) =>
         db
           .selectFrom("webSessions")
