@@ -11,6 +11,7 @@ import {
   type ParsedTestCase,
 } from "./junit/index.js";
 import { testId } from "./identity.js";
+import { repoRelativeFile } from "./report-paths.js";
 import { type RepoRef, repoFullName } from "../organizations/repositories.js";
 
 export interface TestCounts {
@@ -160,6 +161,8 @@ export interface TestRunIdentity {
   org: string;
   repo: RepoRef;
   variant: string;
+  /** Where the repository was checked out: absolute file paths under it count relative to it. */
+  repoRoot?: string | null;
 }
 
 /** The failed tests with their ids (as the server computes them), each id once. */
@@ -172,7 +175,7 @@ export function failedTestIdentifiers(
     const id = testId({
       org: identity.org,
       repoFullName: repoFullName(identity.repo),
-      file: test.file,
+      file: repoRelativeFile(test.file, identity.repoRoot ?? null),
       classname: test.classname,
       parent: test.parent,
       name: test.name,
@@ -184,7 +187,7 @@ export function failedTestIdentifiers(
       name: test.name,
       parentName: test.parent,
       className: test.classname === "" ? null : test.classname,
-      file: test.file,
+      file: repoRelativeFile(test.file, identity.repoRoot ?? null),
       id,
       timestamp_millis: null,
       is_quarantined: false,

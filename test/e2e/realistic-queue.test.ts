@@ -465,10 +465,12 @@ async function makeFlakyTestKnown(
       cwd: project.dir,
       env: { ...process.env, SHOP_SANDBOX: sandbox },
     }).catch(() => undefined);
+    // As an uploader sends it: where the checkout was (node's reporter writes absolute paths).
     const body = await bundle({
       repo: LOCAL,
       commit,
       branch: "main",
+      repoRoot: project.dir,
       files: [await readFile(destination, "utf8")],
     });
     const created = await post(

@@ -60,6 +60,8 @@ export interface BundleSpec {
   codeowners?: string;
   repo?: { host: string; owner: string; name: string };
   org?: string;
+  /** Where the repository was checked out when the tests ran (meta.json's `repo_root`). */
+  repoRoot?: string;
 }
 
 export async function bundle(spec: BundleSpec): Promise<Buffer> {
@@ -72,6 +74,7 @@ export async function bundle(spec: BundleSpec): Promise<Buffer> {
       uploadTimeEpochSeconds: Math.floor((spec.uploadedAt ?? Date.now()) / 1000),
       branch: spec.branch ?? "main",
       ...(spec.variant ? { variant: spec.variant } : {}),
+      ...(spec.repoRoot ? { repoRoot: spec.repoRoot } : {}),
       envs: spec.pr !== undefined ? { TRUNK_PR_NUMBER: String(spec.pr) } : {},
     },
     junitFiles: spec.files.map((file, i) =>

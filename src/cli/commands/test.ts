@@ -125,6 +125,7 @@ async function uploadAndLookUp(
     org,
     repo: located.context.repo,
     variant: located.context.variant,
+    repoRoot: located.repoRoot,
   });
   // Like Trunk's uploader, ask only when there are failures that could be excused.
   if (own === 0 || identifiers.length === 0 || summary.unreadable.length > 0) {

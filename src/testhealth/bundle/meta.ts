@@ -49,6 +49,8 @@ export interface BundleMeta {
   orgSlug: string | null;
   repo: BundleRepoRef;
   repoUrl: string | null;
+  /** Where the repository was checked out on the machine that ran the tests; null when not sent. */
+  repoRoot: string | null;
   /** Lowercase hex. For GitHub PR merge commits the uploader already reports the PR head. */
   commitSha: string;
   branch: string | null;
@@ -102,6 +104,7 @@ export function parseBundleMeta(json: unknown): BundleMeta {
     orgSlug: stringAt(meta, "org") ?? stringAt(meta, "org_url_slug"),
     repo: repoRefFrom(meta, repoSection),
     repoUrl: stringAt(repoSection, "repo_url") ?? stringAt(meta, "repo_url"),
+    repoRoot: stringAt(repoSection, "repo_root") ?? stringAt(meta, "repo_root"),
     commitSha: commitShaFrom(meta, repoSection),
     branch:
       cleanBranch(

@@ -24,6 +24,7 @@ import {
 import { windowLookbackMs } from "../classifier.js";
 import { failureSignature, failureSummary } from "../failure-signatures.js";
 import { testId } from "../identity.js";
+import { repoRelativeFile } from "../report-paths.js";
 import {
   JunitParseError,
   TEXT_LIMIT,
@@ -552,7 +553,12 @@ class BundleRun {
   ): Promise<void> {
     const context = this.contextValue;
     if (!context || parsed.length === 0) return;
-    const cases = merge ? mergeRepeatedTestcases(parsed) : parsed;
+    const root = context.meta.repoRoot;
+    const located = parsed.map((c) => {
+      const file = repoRelativeFile(c.file, root);
+      return file === c.file ? c : { ...c, file };
+    });
+    const cases = merge ? mergeRepeatedTestcases(located) : located;
     const ids = cases.map((c) => this.idOf(context, c));
     const keys = await this.keysOf(cases, ids);
     const { uploadedAt } = context;

@@ -470,7 +470,12 @@ export class LocalCiRunner implements CiProvider {
       const inside = files.filter((file) => file.startsWith(workDir + path.sep));
       if (inside.length === 0) continue;
       try {
-        const answer = await testResults({ request, check: check.name, files: inside });
+        const answer = await testResults({
+          request,
+          check: check.name,
+          files: inside,
+          root: workDir,
+        });
         flakyByCheck.set(check.name, answer.flakyOnly);
       } catch (error) {
         logger?.error(`ci run ${request.runId}: test results of ${check.name} not taken`, error);

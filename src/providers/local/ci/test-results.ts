@@ -81,6 +81,7 @@ export class CiTestResults {
       org,
       repo: { host: repository.host, owner: repository.owner, name: repository.name },
       variant: "",
+      repoRoot: input.root ?? null,
     }).map((t) => t.id);
     const settings = await this.deps.settings.get(repository.id);
     const known = await this.deps.testCases.flakyOrQuarantined(
