@@ -52,6 +52,8 @@ export interface TestResultsInput {
   check: string;
   /** Absolute paths of the JUnit files the check's `junit_paths` matched. */
   files: string[];
+  /** The run's checkout: report paths under it count relative to it. */
+  root: string;
 }
 
 /** Hands a check's JUnit reports to test health; says whether every failure was known flaky. */
