@@ -62,6 +62,12 @@ export interface GitHubAppConfig {
    * `trunk-merge/`); they are assembled out of CI's sight under `trunk-temp/`.
    */
   testBranchPrefix?: string | undefined;
+  /**
+   * The least time between two writes of one installation (MAINLINE_GITHUB_WRITE_INTERVAL_MS,
+   * default 1,000: GitHub asks integrators to space content-creating requests a second apart).
+   * 0 only against a stand-in of GitHub.
+   */
+  writeIntervalMs?: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -227,6 +233,7 @@ const GITHUB_OPTIONAL = [
   "MAINLINE_GITHUB_RECONCILE_SECONDS",
   "MAINLINE_GITHUB_CI_POLL_SECONDS",
   "MAINLINE_GITHUB_TEST_BRANCH_PREFIX",
+  "MAINLINE_GITHUB_WRITE_INTERVAL_MS",
 ] as const;
 const DEFAULT_GITHUB_API_URL = "https://api.github.com";
 
@@ -281,6 +288,16 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
       `MAINLINE_GITHUB_TEST_BRANCH_PREFIX must be a branch name prefix ending with "/", such as trunk-merge/ or mainline/merge/ (letters, digits, ".", "_", "-"; not under trunk-temp/) (got "${testBranchPrefix.slice(0, 80)}").`,
     );
   }
+  const writeText = nonEmpty(env.MAINLINE_GITHUB_WRITE_INTERVAL_MS);
+  const writeIntervalMs = Number(writeText);
+  if (
+    writeText !== undefined &&
+    (!/^\d+$/.test(writeText) || writeIntervalMs < 0 || writeIntervalMs > 60_000)
+  ) {
+    throw new ConfigError(
+      `MAINLINE_GITHUB_WRITE_INTERVAL_MS must be a whole number of milliseconds from 0 to 60000 (got "${writeText.slice(0, 80)}").`,
+    );
+  }
   return {
     appId,
     privateKey: githubPrivateKey(env.MAINLINE_GITHUB_PRIVATE_KEY ?? ""),
@@ -292,6 +309,7 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     reconcileIntervalMs: githubReconcileInterval(env),
     ...(pollText === undefined ? {} : { ciPollIntervalMs: pollSeconds * 1000 }),
     ...(testBranchPrefix === undefined ? {} : { testBranchPrefix }),
+    ...(writeText === undefined ? {} : { writeIntervalMs }),
   };
 }
 

@@ -15,7 +15,7 @@ let carol: number;
 const logged: unknown[] = [];
 let clockOffset = 0;
 
-function newApp(options: { maxInstallations?: number } = {}): GitHubApp {
+function newApp(options: { maxInstallations?: number; writeIntervalMs?: number } = {}): GitHubApp {
   return new GitHubApp({
     appId: world.config.appId,
     privateKey: world.config.privateKey,
@@ -49,6 +49,47 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await world.gh.close();
+});
+
+describe("the write lane of an installation", () => {
+  /** Creates `count` branches at once through `app`; answers when each reached the fake. */
+  async function createBranches(app: GitHubApp, prefix: string, count: number): Promise<number[]> {
+    const client = app.installation(acme);
+    const head = await client.request("GET /repos/{owner}/{repo}/git/ref/{ref}", {
+      owner: "acme-gh",
+      repo: "widgets",
+      ref: "heads/main",
+    });
+    const mark = world.gh.requests.mark();
+    await Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        client.request("POST /repos/{owner}/{repo}/git/refs", {
+          owner: "acme-gh",
+          repo: "widgets",
+          ref: `refs/heads/${prefix}-${i}`,
+          sha: head.data.object.sha,
+        }),
+      ),
+    );
+    return world.gh.requests
+      .filter({ operationId: "git/create-ref", since: mark })
+      .map((r) => r.atMs);
+  }
+
+  it("spaces writes a second apart by default, as GitHub asks", async () => {
+    const at = await createBranches(newApp(), "spaced", 3);
+    expect(at).toHaveLength(3);
+    for (let i = 1; i < at.length; i++) {
+      expect((at[i] ?? 0) - (at[i - 1] ?? 0)).toBeGreaterThanOrEqual(950);
+    }
+  });
+
+  it("goes at once with an interval of 0 (against a stand-in of GitHub)", async () => {
+    const at = await createBranches(newApp({ writeIntervalMs: 0 }), "unspaced", 3);
+    expect(at).toHaveLength(3);
+    // One second apart would take two; without the lane's spacing three local writes take less.
+    expect((at[2] ?? 0) - (at[0] ?? 0)).toBeLessThan(1_900);
+  });
 });
 
 describe("installation tokens", () => {

@@ -29,6 +29,8 @@ export async function startGitHubWorld(
     MAINLINE_GITHUB_API_URL: gh.url,
     // The fake answers at 127.0.0.1; its repositories are github.com's.
     MAINLINE_GITHUB_HOST: "github.com",
+    // GitHub's one write a second is a courtesy to GitHub; the fake needs none.
+    MAINLINE_GITHUB_WRITE_INTERVAL_MS: "0",
   };
   const config = loadGitHubConfig(env);
   if (!config) throw new Error("the GitHub configuration did not load");

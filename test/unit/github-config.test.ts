@@ -221,6 +221,21 @@ describe("MAINLINE_GITHUB_*", () => {
     );
   });
 
+  it("takes the least time between an installation's writes in ms (default: unset, 1 s)", () => {
+    expect(loadGitHubConfig(BASE)?.writeIntervalMs).toBeUndefined();
+    expect(
+      loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_WRITE_INTERVAL_MS: "0" })?.writeIntervalMs,
+    ).toBe(0);
+    expect(
+      loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_WRITE_INTERVAL_MS: "2500" })?.writeIntervalMs,
+    ).toBe(2500);
+    for (const bad of ["-1", "1.5", "60001", "fast"]) {
+      expect(
+        refusal(() => loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_WRITE_INTERVAL_MS: bad })),
+      ).toContain("MAINLINE_GITHUB_WRITE_INTERVAL_MS must be a whole number of milliseconds");
+    }
+  });
+
   it("takes the test branches' prefix (trunk-merge/ by default), refusing what is no prefix", () => {
     expect(loadGitHubConfig(BASE)?.testBranchPrefix).toBeUndefined();
     for (const prefix of ["mainline/merge/", "ci-queue/", "a.b_c-d/"]) {

@@ -35,7 +35,8 @@ Environment:
   MAINLINE_GITHUB_APP_ID, MAINLINE_GITHUB_PRIVATE_KEY (PEM text or a path),
   MAINLINE_GITHUB_WEBHOOK_SECRET  the GitHub App (all three, or none; see mainline github setup)
   MAINLINE_GITHUB_API_URL   GitHub's API (default https://api.github.com; GHES: https://HOST/api/v3)
-  MAINLINE_GITHUB_HOST      the host repositories carry (default: from the API URL)`,
+  MAINLINE_GITHUB_HOST      the host repositories carry (default: from the API URL)
+  MAINLINE_GITHUB_WRITE_INTERVAL_MS  least ms between an installation's writes (default 1000)`,
     )
     .action(async () => {
       // It handles the process's signals and exits the process: it must be the process.

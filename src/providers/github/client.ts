@@ -7,12 +7,16 @@
  * up on a request that hangs. No token, JWT or key ever reaches a log line or an error's text.
  */
 import { createAppAuth } from "@octokit/auth-app";
+import Bottleneck from "bottleneck";
 import type { Clock } from "../../lib/clock.js";
 import { redactSecrets } from "../../lib/redact.js";
 import { MINUTE_MS, SECOND_MS } from "../../lib/time.js";
 import { ConditionalRequests, type ConditionalAnswer } from "./conditional.js";
 import { GitHubOctokit, type GitHubClient } from "./octokit.js";
 import { BoundedMap, InstallationTokenCache } from "./token-cache.js";
+
+/** GitHub asks integrators to space content-creating requests a second apart. */
+const WRITE_INTERVAL_MS = SECOND_MS;
 
 export type { GitHubClient } from "./octokit.js";
 
@@ -46,6 +50,8 @@ export interface GitHubAppSettings {
   /** A primary rate limit is waited out when it resets within this (default 60 s). */
   maxRateLimitWaitMs?: number;
   requestTimeoutMs?: number;
+  /** The least time between two writes of one installation (default 1,000 ms; 0: a stand-in). */
+  writeIntervalMs?: number;
 }
 
 /** Octokit's log, into ours, redacted. Octokit's debug and info chatter is dropped. */
@@ -74,8 +80,16 @@ export class GitHubApp {
   private readonly tokens: InstallationTokenCache;
   private readonly clients: BoundedMap<number, GitHubClient>;
   private readonly conditional = new ConditionalRequests();
+  /** One write lane per installation (Octokit's default lane, but with our spacing). */
+  private readonly writes: Bottleneck.Group;
 
   constructor(private readonly settings: GitHubAppSettings) {
+    this.writes = new Bottleneck.Group({
+      id: "mainline-github-write",
+      maxConcurrent: 1,
+      minTime: settings.writeIntervalMs ?? WRITE_INTERVAL_MS,
+      timeout: 2 * MINUTE_MS,
+    });
     const max = settings.maxInstallations ?? 1000;
     this.tokens = new InstallationTokenCache(settings.clock, max);
     this.clients = new BoundedMap(max);
@@ -148,6 +162,7 @@ export class GitHubApp {
       throttle: {
         // The write lane (one write a second) and the concurrency cap are per installation.
         id,
+        write: this.writes,
         onRateLimit: (
           retryAfter: number,
           request: { method: string; url: string },

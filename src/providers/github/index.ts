@@ -106,6 +106,8 @@ export interface GitHubProviderSettings {
   ciPollIntervalMs?: number | undefined;
   /** The prefix of the test branches CI tests (default `trunk-merge/`). */
   testBranchPrefix?: string | undefined;
+  /** The least time between two writes of one installation (default 1,000 ms). */
+  writeIntervalMs?: number | undefined;
 }
 
 export interface GitHubProviderDeps {
@@ -205,6 +207,9 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     userAgent: settings.userAgent,
     clock,
     logger,
+    ...(settings.writeIntervalMs === undefined
+      ? {}
+      : { writeIntervalMs: settings.writeIntervalMs }),
   });
   const installations = new GitHubInstallations({
     app,
