@@ -1,5 +1,5 @@
 /**
- * Merge-queue benchmark: the planner (src/mergequeue/planner.ts) driven by the simulator
+ * Merge-queue benchmark: the planner (src/mergequeue/planner/) driven by the simulator
  * (src/mergequeue/simulator) on virtual time, against the throughput model of background
  * §merge-queue-5.2 and against latency and wall-time targets. Every scenario is seeded.
  *
@@ -34,7 +34,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import * as planner from "../src/mergequeue/planner.js";
+import * as planner from "../src/mergequeue/planner/index.js";
 import type { QueueEvent } from "../src/mergequeue/model.js";
 import {
   SIMULATION_DEFAULTS,

@@ -11,7 +11,7 @@
  */
 import type { Clock } from "../lib/clock.js";
 import type { OwnedRepoRef, Repository } from "../organizations/repositories.js";
-import { initialSnapshot, plan } from "./planner.js";
+import { initialSnapshot, plan } from "./planner/index.js";
 import { upgradeSnapshot } from "./snapshot.js";
 import {
   isTerminal,

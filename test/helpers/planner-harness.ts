@@ -1,5 +1,5 @@
 import { openPullRequestInfo } from "../../src/mergequeue/simulator/memory-host.js";
-import { initialSnapshot, plan } from "../../src/mergequeue/planner.js";
+import { initialSnapshot, plan } from "../../src/mergequeue/planner/index.js";
 import type {
   Decision,
   PlanResult,

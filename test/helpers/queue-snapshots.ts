@@ -4,7 +4,7 @@
  * not ready.
  */
 import type { Entry, QueueSnapshot, TestRun } from "../../src/mergequeue/model.js";
-import { initialSnapshot } from "../../src/mergequeue/planner.js";
+import { initialSnapshot } from "../../src/mergequeue/planner/index.js";
 import { initialConfiguration } from "../../src/mergequeue/settings.js";
 import { MINUTE_MS } from "../../src/lib/time.js";
 

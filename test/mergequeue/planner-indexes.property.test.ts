@@ -6,7 +6,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { plan } from "../../src/mergequeue/planner.js";
+import { plan } from "../../src/mergequeue/planner/index.js";
 import type { PullRequestInfo, QueueEvent, QueueSnapshot } from "../../src/mergequeue/model.js";
 import type { QueueConfiguration } from "../../src/mergequeue/settings.js";
 import { MINUTE, PlannerHarness, pullRequest } from "../helpers/planner-harness.js";

@@ -3,7 +3,7 @@
  * `version`, no `verdicts`, no `landedThrough`) is upgraded when loaded, then plans as usual.
  */
 import { describe, expect, it } from "vitest";
-import { initialSnapshot, plan } from "../../src/mergequeue/planner.js";
+import { initialSnapshot, plan } from "../../src/mergequeue/planner/index.js";
 import { SNAPSHOT_VERSION, upgradeSnapshot } from "../../src/mergequeue/snapshot.js";
 import { NO_VERDICTS } from "../../src/mergequeue/speculation.js";
 import { initialConfiguration } from "../../src/mergequeue/settings.js";

@@ -6,7 +6,7 @@ import type {
   QueueEvent,
   QueueSnapshot,
 } from "../../src/mergequeue/model.js";
-import { plan, targetsOverlap } from "../../src/mergequeue/planner.js";
+import { plan, targetsOverlap } from "../../src/mergequeue/planner/index.js";
 import type { QueueConfiguration } from "../../src/mergequeue/settings.js";
 import { MINUTE, PlannerHarness, defined, pullRequest } from "../helpers/planner-harness.js";
 

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import * as planner from "../../src/mergequeue/planner.js";
+import * as planner from "../../src/mergequeue/planner/index.js";
 import {
   SIMULATION_DEFAULTS,
   simulate,

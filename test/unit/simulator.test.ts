@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { simulationOptions, type SimulateFlags } from "../../src/cli/commands/simulate.js";
-import * as planner from "../../src/mergequeue/planner.js";
+import * as planner from "../../src/mergequeue/planner/index.js";
 import {
   EventHeap,
   Random,

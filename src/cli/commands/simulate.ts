@@ -307,7 +307,7 @@ Example:
         throw error;
       }
       const { simulate } = await import("../../mergequeue/simulator/simulate.js");
-      const planner = await import("../../mergequeue/planner.js");
+      const planner = await import("../../mergequeue/planner/index.js");
       const bar = context.stderr.isTTY ? progressBar(context.stderr) : null;
       const { report, wallSeconds } = simulate(options, planner, {
         ...(bar ? { onProgress: bar.update } : {}),

@@ -36,7 +36,7 @@ const FAILING_CHECK = "test";
 /** Events handed to the planner at one virtual instant before the run counts as a livelock. */
 const MAX_EVENTS_AT_ONE_INSTANT = 1_000_000;
 
-/** The planner's two entry points (src/mergequeue/planner.ts). */
+/** The planner's two entry points (src/mergequeue/planner/index.ts). */
 export interface Planner {
   initialSnapshot(input: {
     queueId: string;

@@ -1,0 +1,57 @@
+/**
+ * The merge-queue planner: a pure function from a queue's state and one event to the decisions
+ * to carry out (start runs, cancel runs, merge, change states), with Trunk's semantics
+ * (background §merge-queue-2). No I/O, no clock, no randomness: the same state and event always
+ * give the same result. `plan` changes the snapshot it is given and returns it; callers continue
+ * with the result.
+ */
+import type { PlanResult, QueueEvent, QueueSnapshot } from "../model.js";
+import type { QueueConfiguration } from "../settings.js";
+import { SNAPSHOT_VERSION } from "../snapshot.js";
+import { NO_VERDICTS } from "../speculation.js";
+import { startPlanning } from "./state.js";
+import { apply } from "./events.js";
+import { settle } from "./settling.js";
+import { wakeAt } from "./housekeeping.js";
+
+export { targetsOverlap } from "./state.js";
+
+export function initialSnapshot(input: {
+  queueId: string;
+  targetBranch: string;
+  configuration: QueueConfiguration;
+  headSha: string;
+}): QueueSnapshot {
+  return {
+    version: SNAPSHOT_VERSION,
+    queueId: input.queueId,
+    targetBranch: input.targetBranch,
+    configuration: input.configuration,
+    base: { headSha: input.headSha, merges: [], anchorSha: input.headSha },
+    entries: {},
+    prIndex: {},
+    notReady: [],
+    uploadedTargets: {},
+    order: [],
+    runs: {},
+    bisections: {},
+    merging: null,
+    nextSeq: 1,
+    nextId: 1,
+    verdicts: { ...NO_VERDICTS },
+    landedThrough: {},
+  };
+}
+
+export function plan(snapshot: QueueSnapshot, event: QueueEvent, now: number): PlanResult {
+  const p = startPlanning(snapshot, now);
+  apply(p, event);
+  if (!p.rejection) settle(p);
+  return {
+    snapshot,
+    decisions: p.decisions,
+    wakeAt: wakeAt(p),
+    concluded: p.concluded,
+    rejection: p.rejection,
+  };
+}
