@@ -26,6 +26,11 @@ export interface TestDatabase {
  */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const { dialect, postgresUrl } = inject("testDatabase");
+  if (dialect === "none") {
+    throw new Error(
+      "this test file uses a database: take it out of DATABASE_FREE in vitest.config.ts",
+    );
+  }
   const dataDir = mkdtempSync(path.join(tmpdir(), "mainline-test-"));
   if (dialect === "sqlite") {
     const handle = await openMigratedDatabase({ url: undefined, dataDir });

@@ -9,7 +9,7 @@ import type { TestProject } from "vitest/node";
  */
 declare module "vitest" {
   export interface ProvidedContext {
-    testDatabase: { dialect: "sqlite" | "postgres"; postgresUrl: string | null };
+    testDatabase: { dialect: "sqlite" | "postgres" | "none"; postgresUrl: string | null };
   }
 }
 
@@ -19,7 +19,14 @@ const ADMIN_URL =
 export default async function setup(
   project: TestProject,
 ): Promise<(() => Promise<void>) | undefined> {
-  const dialect = process.env.MAINLINE_TEST_DB === "postgres" ? "postgres" : "sqlite";
+  const chosen = process.env.MAINLINE_TEST_DB;
+  // The files that never touch a database run once, in a pass of their own, where a database
+  // asked for is an error (vitest.config.ts, DATABASE_FREE).
+  if (chosen === "none") {
+    project.provide("testDatabase", { dialect: "none", postgresUrl: null });
+    return undefined;
+  }
+  const dialect = chosen === "postgres" ? "postgres" : "sqlite";
   if (dialect === "sqlite") {
     project.provide("testDatabase", { dialect, postgresUrl: null });
     return undefined;
