@@ -173,7 +173,7 @@ export function typicalRunDuration(timings: readonly RunTiming[]): {
  * duration, after the runs in flight; merges happen in order, so no estimate is earlier than the
  * one ahead. Pull requests whose outcome is open (`pending_failure`) or unready have none.
  */
-export function boardOf(
+export function computeBoard(
   snapshot: QueueSnapshot | undefined,
   typicalRunMs: number | null,
   now: number,
@@ -393,7 +393,7 @@ export class QueueDashboardService {
     return {
       queue,
       version: `${queue.version}.${latest}`,
-      ...boardOf(snapshot, typical.ms, now),
+      ...computeBoard(snapshot, typical.ms, now),
       concluded: concluded.map((e) => ({
         number: e.prNumber,
         title: e.prTitle,
@@ -445,7 +445,7 @@ export class QueueDashboardService {
     runs.sort((a, b) => b.startedAt - a.startedAt || b.id.localeCompare(a.id));
     let place: PullRequestHistory["place"] = null;
     if (stored) {
-      const board = boardOf(upgradeSnapshot(stored.snapshot), typicalRunDuration(timings).ms, now);
+      const board = computeBoard(upgradeSnapshot(stored.snapshot), typicalRunDuration(timings).ms, now);
       const mine = board.entries.find((e) => e.id === entry.id);
       if (mine)
         place = { entry: mine, ready: board.entries.filter((e) => e.position !== null).length };

@@ -219,7 +219,7 @@ export class MergeQueueEngine {
     });
     const id = await this.store(queueId, command, answer);
     try {
-      const result = await this.answerOf(queueId, id, answered, this.options.commandTimeoutMs);
+      const result = await this.waitForAnswer(queueId, id, answered, this.options.commandTimeoutMs);
       if (result) return result;
       throw new Error(`the merge queue did not apply command ${id} in time`);
     } finally {
@@ -263,7 +263,7 @@ export class MergeQueueEngine {
     const pending = this.accepted.get(key);
     if (!pending) return;
     const left = pending.since + this.options.commandTimeoutMs - Date.now();
-    if (left > 0) await this.answerOf(queueId, pending.id, pending.answered, left);
+    if (left > 0) await this.waitForAnswer(queueId, pending.id, pending.answered, left);
     if (this.accepted.get(key)?.id === pending.id) this.accepted.delete(key);
   }
 
@@ -271,7 +271,7 @@ export class MergeQueueEngine {
    * A stored command's answer: handed over by a step of this process, else read from the store
    * (another process drives the queue, or a kick was lost), or null after `timeoutMs`.
    */
-  private async answerOf(
+  private async waitForAnswer(
     queueId: string,
     id: number,
     answered: Promise<CommandResult>,

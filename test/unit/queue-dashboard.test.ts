@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
-  boardOf,
+  computeBoard,
   healthOf,
   percentile,
   typicalRunDuration,
@@ -24,7 +24,7 @@ const snapshotOf = (count: number, concurrency = 3) => busySnapshot(NOW, count, 
 
 describe("the board of a snapshot", () => {
   it("lists runs on top of what, positions, and estimates that never go back in time", () => {
-    const board = boardOf(snapshotOf(10), 5 * MINUTE_MS, NOW);
+    const board = computeBoard(snapshotOf(10), 5 * MINUTE_MS, NOW);
     expect(board.runs.map((r) => [r.id, r.ahead, r.unit])).toEqual([
       ["r1", [], [1]],
       ["r2", [1], [2]],
@@ -51,14 +51,14 @@ describe("the board of a snapshot", () => {
     const snapshot = snapshotOf(3);
     delete snapshot.entries.e1;
     snapshot.order.shift();
-    expect(boardOf(snapshot, null, NOW).runs.map((r) => r.ahead)).toEqual([[], [1], [1, 2]]);
+    expect(computeBoard(snapshot, null, NOW).runs.map((r) => r.ahead)).toEqual([[], [1], [1, 2]]);
   });
 
   it("estimates nothing without a finished run, and is empty without a snapshot", () => {
     expect(
-      boardOf(snapshotOf(4), null, NOW).entries.every((e) => e.estimatedMergeAt === null),
+      computeBoard(snapshotOf(4), null, NOW).entries.every((e) => e.estimatedMergeAt === null),
     ).toBe(true);
-    expect(boardOf(undefined, 1000, NOW)).toEqual({ entries: [], runs: [], bisections: [] });
+    expect(computeBoard(undefined, 1000, NOW)).toEqual({ entries: [], runs: [], bisections: [] });
   });
 
   it("takes the median of finished runs only", () => {
@@ -146,7 +146,7 @@ describe("the queue page with 200 pull requests", () => {
         version: 3,
       },
       version: "3.1234",
-      ...boardOf(snapshot, 4 * MINUTE_MS, NOW),
+      ...computeBoard(snapshot, 4 * MINUTE_MS, NOW),
       concluded: Array.from({ length: 10 }, (_, i) => ({
         number: 1000 + i,
         title: "A concluded change",
