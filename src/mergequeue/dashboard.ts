@@ -18,7 +18,7 @@ import type {
   QueueDashboardReads,
   RunRecord,
   RunTiming,
-  RuntimeStore,
+  RuntimeRecords,
   TransitionRecord,
 } from "./records.js";
 import { upgradeSnapshot } from "./snapshot.js";
@@ -353,7 +353,7 @@ export class QueueDashboardService {
     private readonly deps: {
       queues: Pick<MergeQueueRecords, "find" | "findById">;
       runtime: Pick<
-        RuntimeStore,
+        RuntimeRecords,
         "loadSnapshot" | "latestEntry" | "pullRequestTransitions" | "listEntries"
       > &
         QueueDashboardReads;
@@ -445,7 +445,11 @@ export class QueueDashboardService {
     runs.sort((a, b) => b.startedAt - a.startedAt || b.id.localeCompare(a.id));
     let place: PullRequestHistory["place"] = null;
     if (stored) {
-      const board = computeBoard(upgradeSnapshot(stored.snapshot), typicalRunDuration(timings).ms, now);
+      const board = computeBoard(
+        upgradeSnapshot(stored.snapshot),
+        typicalRunDuration(timings).ms,
+        now,
+      );
       const mine = board.entries.find((e) => e.id === entry.id);
       if (mine)
         place = { entry: mine, ready: board.entries.filter((e) => e.position !== null).length };

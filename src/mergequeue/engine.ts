@@ -36,7 +36,7 @@ import type {
   EntryRecord,
   MergeQueueRecord,
   RunRecord,
-  RuntimeStore,
+  RuntimeRecords,
   TransitionRecord,
 } from "./records.js";
 
@@ -88,7 +88,7 @@ interface Incoming {
 const INBOX_BATCH = 200;
 /** How many pull requests a step looks up on the git host at the same time. */
 const LOOKUP_PARALLELISM = 4;
-/** Ids a step records as issued at a time (`RuntimeStore.issueIds`): one write per this many. */
+/** Ids a step records as issued at a time (`RuntimeRecords.issueIds`): one write per this many. */
 const ID_BLOCK = 100;
 
 /** A step found its lease taken over: it stops before acting on ids it could not record. */
@@ -99,7 +99,7 @@ class LeaseLost extends Error {
 }
 
 export interface EngineDeps {
-  runtime: RuntimeStore;
+  runtime: RuntimeRecords;
   queues: {
     findById(id: string): Promise<MergeQueueRecord | undefined>;
     setConfiguration(

@@ -42,7 +42,7 @@ import type {
   MergeQueueRecord,
   MergeQueueRecords,
   RunRecord,
-  RuntimeStore,
+  RuntimeRecords,
   TransitionRecord,
 } from "./records.js";
 import { waitsOf } from "./waiting.js";
@@ -266,7 +266,7 @@ export function requireConnectedHost(
 export interface PullRequestServiceDeps {
   queues: Pick<MergeQueueRecords, "find" | "listForOrganization">;
   runtime: Pick<
-    RuntimeStore,
+    RuntimeRecords,
     | "latestEntry"
     | "latestEntryByBranch"
     | "activeEntries"

@@ -207,7 +207,7 @@ export interface Lease {
   expiresAt: number;
 }
 
-/** What a driver step starts from (see `RuntimeStore.loadDriverState`). */
+/** What a driver step starts from (see `RuntimeRecords.loadDriverState`). */
 export interface DriverState {
   snapshot: unknown;
   wakeAt: number | null;
@@ -243,7 +243,7 @@ export interface EntryListQuery {
  * The engine's storage (implemented by `db/stores/merge-queue-runtime.ts` on both dialects).
  * Reads need no lease; every write of driver state is fenced by the lease epoch.
  */
-export interface RuntimeStore {
+export interface RuntimeRecords {
   /** Takes or renews the lease: renewal by the owner keeps the epoch, a takeover bumps it. */
   acquireLease(
     queueId: string,

@@ -18,7 +18,7 @@ import type {
   RunRecord,
   RunTiming,
   QueueDashboardReads,
-  RuntimeStore,
+  RuntimeRecords,
   TransitionRecord,
 } from "../../mergequeue/records.js";
 import type { DialectName } from "../connection.js";
@@ -208,7 +208,7 @@ function assertOneQueue(step: DriverCommit): void {
 }
 
 /**
- * The merge-queue engine's storage (`RuntimeStore`): each queue's planner snapshot, fenced by
+ * The merge-queue engine's storage (`RuntimeRecords`): each queue's planner snapshot, fenced by
  * the lease of its single writer, and the entries, transitions, runs and commands the API reads.
  *
  * The lease is a compare-and-set on the queue's `mq_runtime` row (one upsert, atomic on both
@@ -216,7 +216,7 @@ function assertOneQueue(step: DriverCommit): void {
  * the row (`FOR UPDATE` on PostgreSQL; SQLite's single connection serializes): a takeover waits
  * for a step in progress, and a step that started after a takeover writes nothing.
  */
-export class MergeQueueRuntimeStore implements RuntimeStore, QueueDashboardReads {
+export class MergeQueueRuntimeStore implements RuntimeRecords, QueueDashboardReads {
   private readonly activeSummaryRows: PrecompiledQuery<[queueId: string], SummaryRow>;
   private readonly snapshotText: PrecompiledQuery<[queueId: string], { snapshot: string }>;
   /** `listEntries`' statements by the filters they take (`listEntriesTemplate`). */

@@ -27,7 +27,7 @@ import type { HostChanges } from "../../mergequeue/host-changes.js";
 import type {
   MergeQueueRecords,
   RepositoryRecords,
-  RuntimeStore,
+  RuntimeRecords,
 } from "../../mergequeue/records.js";
 import type { PresenceStorage } from "../../mergequeue/pull-request-presence-records.js";
 import type { WatchedCiRunRecords } from "../../mergequeue/watched-ci-runs.js";
@@ -124,10 +124,10 @@ export interface GitHubProviderDeps {
      * their settings (the CI's `createPrsForTestingBranches`).
      */
     queues: Pick<MergeQueueRecords, "listForHost" | "findById">;
-    entries: Pick<RuntimeStore, "activeSummaries">;
+    entries: Pick<RuntimeRecords, "activeSummaries">;
     /** What the App shows on pull requests, and the queues' records it follows. */
     presence: PresenceStorage;
-    runtime: Pick<RuntimeStore, "latestEntry" | "activeSummaries" | "transitions">;
+    runtime: Pick<RuntimeRecords, "latestEntry" | "activeSummaries" | "transitions">;
     /** The runs the CI provider watches. */
     ciRuns: WatchedCiRunRecords;
   };

@@ -18,7 +18,7 @@ import type { PullRequestService } from "../../mergequeue/pull-request-service.j
 import type {
   MergeQueueRecord,
   MergeQueueRecords,
-  RuntimeStore,
+  RuntimeRecords,
 } from "../../mergequeue/records.js";
 import type { OrganizationRecords } from "../../organizations/records.js";
 import type { OwnedRepoRef } from "../../organizations/repositories.js";
@@ -138,7 +138,7 @@ export interface PullRequestCommandDeps {
   appId: () => Promise<number>;
   queues: Pick<MergeQueueRecords, "find" | "listForOrganization">;
   organizations: Pick<OrganizationRecords, "findById">;
-  runtime: Pick<RuntimeStore, "latestEntry">;
+  runtime: Pick<RuntimeRecords, "latestEntry">;
   pullRequests: Pick<PullRequestService, "submit" | "cancel">;
 }
 

@@ -34,7 +34,7 @@ import type {
   MergeQueueRecord,
   MergeQueueRecords,
   RepositoryRecords,
-  RuntimeStore,
+  RuntimeRecords,
 } from "../../mergequeue/records.js";
 import type { Repository } from "../../organizations/repositories.js";
 import { paginate, type GitHubClient, type GitHubLogger } from "./client.js";
@@ -179,7 +179,7 @@ export interface PresenceDeps {
   store: PresenceStorage;
   queues: Pick<MergeQueueRecords, "findById">;
   repositories: Pick<RepositoryRecords, "findById">;
-  runtime: Pick<RuntimeStore, "latestEntry" | "activeSummaries" | "transitions">;
+  runtime: Pick<RuntimeRecords, "latestEntry" | "activeSummaries" | "transitions">;
   github: Pick<GitHubRepositories, "resolve">;
   /** The host name of GitHub's repositories (`github.com`, a GHES host). */
   host: string;

@@ -23,7 +23,7 @@
 import { redactSecrets } from "../../lib/redact.js";
 import { SECOND_MS } from "../../lib/time.js";
 import type { HostChange, HostChanges } from "../../mergequeue/host-changes.js";
-import type { EntrySummary, MergeQueueRecords, RuntimeStore } from "../../mergequeue/records.js";
+import type { EntrySummary, MergeQueueRecords, RuntimeRecords } from "../../mergequeue/records.js";
 import type { OwnedRepoRef } from "../../organizations/repositories.js";
 import type { GitHubApp, GitHubLogger } from "./client.js";
 import { ConditionalRequests, statusOf } from "./conditional.js";
@@ -71,7 +71,7 @@ export interface ReconcilerDeps {
   app: Pick<GitHubApp, "installation">;
   repositories: Pick<GitHubRepositories, "resolve">;
   queues: Pick<MergeQueueRecords, "listForHost">;
-  entries: Pick<RuntimeStore, "activeSummaries">;
+  entries: Pick<RuntimeRecords, "activeSummaries">;
   changes: Pick<HostChanges, "apply">;
   logger: GitHubLogger;
   /** Between passes (default 60 s); 0: no timer, passes only when `pass()` is called. */
