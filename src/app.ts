@@ -181,6 +181,12 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
   const dataDir = options.dataDir ?? "./mainline-data";
   const bundles = new BundleStorage(dataDir);
   const organizationStore = new OrganizationStore(db);
+  /** The slug of an organization that must exist (a row that refers to it was just read). */
+  const slugOf = async (organizationId: string): Promise<string> => {
+    const organization = await organizationStore.findById(organizationId);
+    if (!organization) throw new Error(`organization ${organizationId} vanished`);
+    return organization.slug;
+  };
   const access = new RepositoryAccess(repositories);
   const processor = new UploadProcessor({
     uploads: uploadStore,
@@ -188,11 +194,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     settings: testSettings,
     bundles,
     clock,
-    organizationSlug: async (organizationId) => {
-      const organization = await organizationStore.findById(organizationId);
-      if (!organization) throw new Error(`organization ${organizationId} vanished`);
-      return organization.slug;
-    },
+    organizationSlug: slugOf,
     repository: async (repositoryId) => {
       const repository = await repositories.findById(repositoryId);
       if (!repository) throw new Error(`repository ${repositoryId} vanished`);
@@ -217,11 +219,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     access,
     clock,
     ...options.publicUploads,
-    organizationSlug: async (organizationId) => {
-      const organization = await organizationStore.findById(organizationId);
-      if (!organization) throw new Error(`organization ${organizationId} vanished`);
-      return organization.slug;
-    },
+    organizationSlug: slugOf,
   });
   const uploads = new UploadService({
     publicIds,
