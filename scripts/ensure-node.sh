@@ -37,7 +37,7 @@ else
   if [ -n "$node_on_path" ] && supported "$node_on_path"; then dirname "$node_on_path"; exit 0; fi
 fi
 
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/mainline/node-$arch-$version"
+cache="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/mainline/node-$arch-$version"
 if [ ! -x "$cache/bin/node" ]; then
   echo "Node.js $version: fetching $package@$version from the npm registry into $cache" >&2
   scratch=$(mktemp -d)
