@@ -12,6 +12,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { setTimeout as delay } from "node:timers/promises";
 import pg from "pg";
+import { SERVE_NODE_ARGS } from "../../src/lib/node-support.js";
 import { parseProcStat } from "./machine.js";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -116,7 +117,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     options.builtEntry === undefined
       ? ["--import", "tsx", "src/cli/main.ts"]
       : [path.resolve(ROOT, options.builtEntry)];
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry, "serve"], {
+  const nodeArgs = [...SERVE_NODE_ARGS, ...(options.nodeArgs ?? [])];
+  const child = spawn(process.execPath, [...nodeArgs, ...entry, "serve"], {
     cwd: ROOT,
     env: serverEnvironment({
       PORT: String(port),

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { SERVE_NODE_ARGS } from "../../src/lib/node-support.js";
 
 /** The repository root: every child process runs there, so `--import tsx` resolves. */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -41,11 +42,16 @@ interface Spawned {
 }
 
 function spawnCli(args: string[], env: ChildEnv): Spawned {
-  const child = spawn(process.execPath, ["--import", "tsx", CLI_ENTRY, ...args], {
-    cwd: REPO_ROOT,
-    env: childEnv(env),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  // As bin/mainline.js and `npm start` run it: Node 20's young generation (ADR 0033).
+  const child = spawn(
+    process.execPath,
+    [...SERVE_NODE_ARGS, "--import", "tsx", CLI_ENTRY, ...args],
+    {
+      cwd: REPO_ROOT,
+      env: childEnv(env),
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   live.add(child);
   let stdout = "";
   let stderr = "";
