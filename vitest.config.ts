@@ -2,11 +2,11 @@ import { availableParallelism } from "node:os";
 import { configDefaults, defineConfig } from "vitest/config";
 
 /**
- * The suite runs in passes (scripts/test.sh), chosen by MAINLINE_TEST_DB:
- * - `none`: the files that never touch a database (DATABASE_FREE), once; a test database asked
- *   for there fails the file (test/helpers/database.ts), so the list cannot hide one that does;
- * - `sqlite` (default) and `postgres`: every other file, on each database, except that the
- *   PostgreSQL pass leaves out SQLITE_ONLY.
+ * The suite as four vitest projects by kind (scripts/test.sh runs them one after another):
+ * `unit` — files that never touch a database, run once; `sqlite` — every other file;
+ * `postgres-alone` and `postgres` — the files whose behaviour depends on the database, again on
+ * PostgreSQL (the first few one at a time). test/helpers/global-setup.ts gives each project its
+ * database; `npx vitest run <file>` runs a file in every project that holds it.
  */
 const DATABASE_FREE = [
   "test/unit/**",
@@ -47,28 +47,60 @@ const SQLITE_ONLY = [
   "test/github/queue-processes.test.ts",
 ];
 
+/**
+ * On PostgreSQL, the files that start servers under a load of their own (a shared database under
+ * two servers, connections terminated while serving) run first and one at a time, so that their
+ * timeouts measure the service and not a neighbour.
+ */
+const POSTGRES_ALONE = ["test/cli/two-servers.test.ts", "test/e2e/database-faults.test.ts"];
+
 /** A glob of files and folders as a glob of the test files among them. */
 function asTestFiles(glob: string): string {
   return glob.endsWith("/**") ? `${glob}/*.test.ts` : glob;
 }
 
-const pass = process.env.MAINLINE_TEST_DB;
+const ALL = ["test/**/*.test.ts"];
 
 export default defineConfig({
   test: {
-    include: pass === "none" ? DATABASE_FREE.map(asTestFiles) : ["test/**/*.test.ts"],
-    exclude: [
-      ...configDefaults.exclude,
-      ...(pass === "none" ? [] : DATABASE_FREE),
-      ...(pass === "postgres" ? SQLITE_ONLY : []),
-    ],
     globalSetup: ["test/helpers/global-setup.ts"],
     pool: "forks",
     // Most files wait on processes, git and sockets more than they compute: two at a time keep a
     // 2-core machine busy, where vitest's default (one fewer than the cores) runs them one by one.
-    // scripts/test.sh runs the few PostgreSQL files that load a server of their own alone.
     maxWorkers: Math.max(2, availableParallelism() - 1),
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: { name: "unit", include: DATABASE_FREE.map(asTestFiles) },
+      },
+      {
+        extends: true,
+        test: {
+          name: "sqlite",
+          include: ALL,
+          exclude: [...configDefaults.exclude, ...DATABASE_FREE],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "postgres-alone",
+          include: POSTGRES_ALONE,
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "postgres",
+          include: ALL,
+          exclude: [...configDefaults.exclude, ...DATABASE_FREE, ...SQLITE_ONLY, ...POSTGRES_ALONE],
+          sequence: { groupOrder: 2 },
+        },
+      },
+    ],
   },
 });

@@ -120,7 +120,7 @@ function descendable(name: string): boolean {
   return !name.startsWith(".") && !SKIPPED_BY_GLOBSTAR.has(name);
 }
 
-async function kindOf(file: string): Promise<"file" | "directory" | null> {
+async function statKind(file: string): Promise<"file" | "directory" | null> {
   try {
     const info = await stat(file);
     if (info.isFile()) return "file";
@@ -144,13 +144,13 @@ async function expandOne(compiled: CompiledGlob, found: Set<string>): Promise<vo
   const visit = async (dir: string, index: number, known?: "file" | "directory"): Promise<void> => {
     const segment = segments[index];
     if (segment === undefined) {
-      if ((known ?? (await kindOf(dir))) === "file") found.add(dir);
+      if ((known ?? (await statKind(dir))) === "file") found.add(dir);
       return;
     }
     switch (segment.kind) {
       case "literal": {
         const next = path.join(dir, segment.name);
-        const kind = await kindOf(next);
+        const kind = await statKind(next);
         if (kind === "file" && index === segments.length - 1) found.add(next);
         else if (kind === "directory") await visit(next, index + 1, kind);
         return;
@@ -159,7 +159,7 @@ async function expandOne(compiled: CompiledGlob, found: Set<string>): Promise<vo
         for (const entry of await listDirectory(dir)) {
           if (!segment.test(entry.name)) continue;
           const next = path.join(dir, entry.name);
-          const kind = entry.isSymbolicLink() ? await kindOf(next) : direntKind(entry);
+          const kind = entry.isSymbolicLink() ? await statKind(next) : direntKind(entry);
           if (kind === null) continue;
           if (index === segments.length - 1) {
             if (kind === "file") found.add(next);
@@ -177,7 +177,7 @@ async function expandOne(compiled: CompiledGlob, found: Set<string>): Promise<vo
           const next = path.join(dir, entry.name);
           if (entry.isDirectory()) await visit(next, index, "directory");
           // A trailing `**` matches every file below.
-          else if (last && (entry.isFile() || (await kindOf(next)) === "file")) found.add(next);
+          else if (last && (entry.isFile() || (await statKind(next)) === "file")) found.add(next);
         }
         return;
       }

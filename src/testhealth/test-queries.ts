@@ -216,7 +216,7 @@ export class TestQueryService {
   ): Promise<{ scope: RepositoryScope; details: TestDetails }> {
     const scope = await this.scope(principal, query);
     const row = await this.test(scope, query.testId);
-    return { scope, details: await this.detailsOf(row) };
+    return { scope, details: await this.loadDetails(row) };
   }
 
   /** A test's runs, newest first; a page token is bound to the test. */
@@ -255,7 +255,7 @@ export class TestQueryService {
     const { repository, test } = found;
     const settings = await this.deps.settings.get(repository.id);
     const [details, latest] = await Promise.all([
-      this.detailsOf(test),
+      this.loadDetails(test),
       this.deps.details.runsPage(test.key, 0, runs),
     ]);
     return { scope: { principal, repository, settings }, details, runs: latest };
@@ -286,7 +286,7 @@ export class TestQueryService {
     return upload;
   }
 
-  private async detailsOf(row: TestCaseRow): Promise<TestDetails> {
+  private async loadDetails(row: TestCaseRow): Promise<TestDetails> {
     const [figures, history] = await Promise.all([
       this.deps.views.figures([row.key], this.deps.clock.now()),
       this.deps.details.statusHistory(row.key, HISTORY_LIMIT),

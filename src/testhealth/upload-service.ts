@@ -250,10 +250,10 @@ export class UploadService {
       }
       throw error;
     }
-    return this.quarantineOf(repository.id);
+    return this.loadQuarantine(repository.id);
   }
 
-  private async quarantineOf(
+  private async loadQuarantine(
     repositoryId: string,
   ): Promise<{ isDisabled: boolean; testIds: string[] }> {
     const settings = await this.deps.settings.get(repositoryId);
@@ -268,7 +268,7 @@ export class UploadService {
     request: { repo: RepoRef; orgUrlSlug: string | null },
   ): Promise<{ isDisabled: boolean; testIds: string[] }> {
     this.deps.publicIds.checkScope(caller, request.orgUrlSlug, request.repo);
-    return this.quarantineOf(caller.repository.id);
+    return this.loadQuarantine(caller.repository.id);
   }
 
   /** Covers the upload, the expiry and, for capped URLs, the cap (so it cannot be raised). */

@@ -3,9 +3,10 @@ import pg from "pg";
 import type { TestProject } from "vitest/node";
 
 /**
- * MAINLINE_TEST_DB selects the database every storage and HTTP test runs on: `sqlite` (default)
- * or `postgres`. On PostgreSQL a throwaway database is created for the run and dropped after it;
- * each test file then works in a schema of its own inside it.
+ * The project (vitest.config.ts) chooses the database its storage and HTTP tests run on: none for
+ * `unit`, SQLite for `sqlite`, PostgreSQL for the `postgres` projects, where a throwaway database
+ * is created for the project's run and dropped after it; each test file then works in a schema of
+ * its own inside it.
  */
 declare module "vitest" {
   export interface ProvidedContext {
@@ -19,14 +20,13 @@ const ADMIN_URL =
 export default async function setup(
   project: TestProject,
 ): Promise<(() => Promise<void>) | undefined> {
-  const chosen = process.env.MAINLINE_TEST_DB;
-  // The files that never touch a database run once, in a pass of their own, where a database
+  // The files that never touch a database run once, in a project of their own, where a database
   // asked for is an error (vitest.config.ts, DATABASE_FREE).
-  if (chosen === "none") {
+  if (project.name === "unit") {
     project.provide("testDatabase", { dialect: "none", postgresUrl: null });
     return undefined;
   }
-  const dialect = chosen === "postgres" ? "postgres" : "sqlite";
+  const dialect = project.name.startsWith("postgres") ? "postgres" : "sqlite";
   if (dialect === "sqlite") {
     project.provide("testDatabase", { dialect, postgresUrl: null });
     return undefined;
@@ -37,7 +37,7 @@ export default async function setup(
     await admin.connect();
   } catch (error) {
     throw new Error(
-      `MAINLINE_TEST_DB=postgres but PostgreSQL is not reachable at ${ADMIN_URL}: ${(error as Error).message}`,
+      `the ${project.name} tests need PostgreSQL, which is not reachable at ${ADMIN_URL}: ${(error as Error).message}`,
       { cause: error },
     );
   }

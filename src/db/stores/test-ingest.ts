@@ -114,7 +114,7 @@ export class TestIngestStore implements IngestRecords {
     for (let at = 0; at < cases.length; at += KEY_CHUNK) {
       const chunk = cases.slice(at, at + KEY_CHUNK);
       const ids = chunk.map((c) => c.id);
-      for (const row of await this.keysOf(repositoryId, ids)) keys.set(row.id, row.key);
+      for (const row of await this.selectKeys(repositoryId, ids)) keys.set(row.id, row.key);
       const missing = chunk.filter((c) => !keys.has(c.id));
       if (missing.length === 0) continue;
       const unique = [...new Map(missing.map((c) => [c.id, c])).values()];
@@ -140,7 +140,7 @@ export class TestIngestStore implements IngestRecords {
         )
         .onConflict((oc) => oc.columns(["repositoryId", "id"]).doNothing())
         .execute();
-      const created = await this.keysOf(
+      const created = await this.selectKeys(
         repositoryId,
         unique.map((c) => c.id),
       );
@@ -149,7 +149,7 @@ export class TestIngestStore implements IngestRecords {
     return keys;
   }
 
-  private keysOf(repositoryId: string, ids: readonly string[]) {
+  private selectKeys(repositoryId: string, ids: readonly string[]) {
     return this.db
       .selectFrom("testCases")
       .select(["key", "id"])

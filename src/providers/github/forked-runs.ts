@@ -86,7 +86,7 @@ export class GitHubForkedRuns implements ForkedWorkflowRuns {
       );
     const resolved =
       repo.host.toLowerCase() === this.deps.host.toLowerCase()
-        ? await this.grantOf(claim)
+        ? await this.findGrant(claim)
         : undefined;
     if (!resolved) {
       // The same answer whether the repository is unknown, of no linked installation, or the
@@ -177,7 +177,7 @@ export class GitHubForkedRuns implements ForkedWorkflowRuns {
    * The active grant of the repository by an installation linked to an organization: the one
    * organization it belongs to, or nothing (none, or, against the rule, more than one).
    */
-  private async grantOf(
+  private async findGrant(
     claim: ForkedWorkflowRunClaim,
   ): Promise<ResolvedGitHubRepository | undefined> {
     const organizations = new Set<string>();

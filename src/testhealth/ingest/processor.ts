@@ -407,7 +407,7 @@ class BundleRun {
     let index = 0;
     for await (const entry of readBundle(source)) {
       if (entry.kind === "meta") {
-        this.contextValue = await this.contextOf(entry.meta);
+        this.contextValue = await this.loadContext(entry.meta);
         for (const spooled of this.spooled) {
           if ("bytes" in spooled) await this.readReport(spooled.index, spooled.name, spooled.bytes);
           else await this.readFile(spooled.index, spooled.name, createReadStream(spooled.file));
@@ -439,7 +439,7 @@ class BundleRun {
     }
   }
 
-  private async contextOf(meta: BundleMeta): Promise<Context> {
+  private async loadContext(meta: BundleMeta): Promise<Context> {
     const [org, repository] = await Promise.all([
       this.deps.organizationSlug(this.upload.organizationId),
       this.deps.repository(this.upload.repositoryId),
@@ -560,7 +560,7 @@ class BundleRun {
     });
     const cases = merge ? mergeRepeatedTestcases(located) : located;
     const ids = cases.map((c) => this.idOf(context, c));
-    const keys = await this.keysOf(cases, ids);
+    const keys = await this.ensureKeys(cases, ids);
     const { uploadedAt } = context;
     cases.forEach((testCase, i) => {
       const testKey = keys.get(ids[i] ?? "");
@@ -619,7 +619,7 @@ class BundleRun {
     return id;
   }
 
-  private async keysOf(
+  private async ensureKeys(
     cases: readonly ParsedTestCase[],
     ids: readonly string[],
   ): Promise<Map<string, number>> {

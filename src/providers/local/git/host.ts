@@ -174,7 +174,7 @@ export class LocalGitHost implements GitHost {
     // The same pull requests on the same base make the same commits, whichever run asks: a run
     // repeated on the same tested tree (a retry) tests the same commit, so that test health sees
     // a failure and a pass there as pass-on-retry.
-    const date = await git.commitDateOf(request.baseSha);
+    const date = await git.readCommitDate(request.baseSha);
     for (const [index, pr] of request.prs.entries()) {
       assertObjectId(pr.headSha, `head of #${String(pr.number)}`);
       const { merged, onto } = await mergeStacked(git, current, pr.headSha, date);
@@ -405,7 +405,7 @@ export class LocalGitHost implements GitHost {
           GIT_COMMITTER_DATE: this.commitDate(),
         });
         if (!replay.ok) return refuse("merge_conflict", `${pr}: ${replay.message}`);
-        if ((await git.treeOf(replay.sha)) !== tree) {
+        if ((await git.readTree(replay.sha)) !== tree) {
           return refuse(
             "merge_conflict",
             `rebasing ${pr} gives a different tree than the one tested with it`,
@@ -443,13 +443,13 @@ export class LocalGitHost implements GitHost {
         `${pr} at ${request.headSha} is not on the test branch ${request.testedSha} that cleared it`,
       );
     }
-    if ((await git.treeOf(testedOn)) !== (await git.treeOf(base))) {
+    if ((await git.readTree(testedOn)) !== (await git.readTree(base))) {
       return refuse(
         "base_moved",
         `${request.targetBranch} at ${base} does not hold what ${pr} was tested on`,
       );
     }
-    return { ok: true, tree: await git.treeOf(merge[0]), testedOn };
+    return { ok: true, tree: await git.readTree(merge[0]), testedOn };
   }
 
   private repository(repo: OwnedRepoRef): RepositoryGit {
@@ -497,8 +497,8 @@ async function mergeStacked(
   if (newest === undefined) return { merged: await git.mergeTree(base, head), onto: base };
   // Dated as the base: asked again (every look at the PR), it is the same commit, not a new one.
   const message = `${newest} has landed on this base`;
-  const onto = await git.commitTree(await git.treeOf(base), [base, newest], message, {
-    date: date ?? (await git.commitDateOf(base)),
+  const onto = await git.commitTree(await git.readTree(base), [base, newest], message, {
+    date: date ?? (await git.readCommitDate(base)),
   });
   return { merged: await git.mergeTree(onto, head), onto };
 }

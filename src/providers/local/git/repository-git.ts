@@ -48,14 +48,14 @@ export class RepositoryGit {
   }
 
   /** A commit's committer date in git's form (`<seconds> <zone>`). */
-  async commitDateOf(commit: string): Promise<string> {
+  async readCommitDate(commit: string): Promise<string> {
     const { stdout } = await git(["show", "-s", "--format=%ct %cz", commit], {
       gitDir: this.gitDir,
     });
     return stdout.trim();
   }
 
-  async treeOf(commit: string): Promise<string> {
+  async readTree(commit: string): Promise<string> {
     const { stdout } = await git(["rev-parse", "--verify", `${commit}^{tree}`], {
       gitDir: this.gitDir,
     });
