@@ -2,12 +2,14 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { DialectName } from "../../../src/db/connection.js";
 import { createRecorder } from "./recorder.js";
-import { SCENARIOS, type StoreScenario } from "./scenarios.js";
+import { SCENARIOS } from "./scenarios/index.js";
+import type { StoreScenario } from "./scenarios/types.js";
 
 /**
  * Renders the SQL snapshot of each store (`src/db/queries/<store>.<dialect>.sql`): one block per
- * call of `scenarios.ts`, headed by the method and its parameters, holding every statement the
- * call sent, in order, as the dialect's compiler wrote it (parameters as `?` or `$n`).
+ * call of the store's scenario (`scenarios/<store>.ts`), headed by the method and its parameters,
+ * holding every statement the call sent, in order, as the dialect's compiler wrote it (parameters
+ * as `?` or `$n`).
  */
 
 export const DIALECTS: readonly DialectName[] = ["sqlite", "postgres"];
