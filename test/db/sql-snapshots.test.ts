@@ -8,7 +8,8 @@ import {
   snapshotFile,
   uncoveredMethods,
 } from "./sql-snapshots/render.js";
-import { SCENARIOS, type StoreScenario } from "./sql-snapshots/scenarios.js";
+import { SCENARIOS } from "./sql-snapshots/scenarios/index.js";
+import type { StoreScenario } from "./sql-snapshots/scenarios/types.js";
 
 /**
  * The SQL of every store, for both dialects, is checked in under `src/db/queries/` so that a
@@ -17,6 +18,7 @@ import { SCENARIOS, type StoreScenario } from "./sql-snapshots/scenarios.js";
  * checked whichever database the suite runs on.
  */
 const HOW_TO_UPDATE = "run `npm run sql:snapshots` and review the diff of src/db/queries/";
+const SCENARIOS_DIR = "test/db/sql-snapshots/scenarios/";
 
 describe("SQL snapshots (src/db/queries/)", () => {
   it("match what the stores send, on SQLite and PostgreSQL", async () => {
@@ -36,11 +38,17 @@ describe("SQL snapshots (src/db/queries/)", () => {
     const stores = readdirSync(QUERIES_DIR.replace(/queries\/$/, "stores/"))
       .filter((n) => n.endsWith(".ts"))
       .map((n) => n.slice(0, -".ts".length));
-    expect(SCENARIOS.map((s) => s.file).sort()).toEqual(stores.sort());
-    const uncovered = SCENARIOS.flatMap((s) => uncoveredMethods(s).map((m) => `${s.name}.${m}`));
+    expect(
+      SCENARIOS.map((s) => s.file).sort(),
+      `give each store a scenario in ${SCENARIOS_DIR}<store>.ts, listed in ${SCENARIOS_DIR}index.ts`,
+    ).toEqual(stores.sort());
+    const uncovered = SCENARIOS.flatMap((s) =>
+      uncoveredMethods(s).map((m) => `${s.name}.${m} (${SCENARIOS_DIR}${s.file}.ts)`),
+    );
     expect(
       uncovered,
-      "add a call of these methods to test/db/sql-snapshots/scenarios.ts, then " + HOW_TO_UPDATE,
+      "add a call of each of these methods to the scenario file named beside it, then " +
+        HOW_TO_UPDATE,
     ).toEqual([]);
   });
 

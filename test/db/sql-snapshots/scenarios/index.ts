@@ -1,0 +1,53 @@
+import { ciRunsScenario } from "./ci-runs.js";
+import { githubCiRunsScenario } from "./github-ci-runs.js";
+import { githubInstallationsScenario } from "./github-installations.js";
+import { githubPresenceScenario } from "./github-presence.js";
+import { localPullRequestsScenario } from "./local-pull-requests.js";
+import { mergeQueueRuntimeScenario } from "./merge-queue-runtime.js";
+import { mergeQueuesScenario } from "./merge-queues.js";
+import { organizationsScenario } from "./organizations.js";
+import { repositoriesScenario } from "./repositories.js";
+import { repositoryHealthScenario } from "./repository-health.js";
+import { repositoryTableScenario } from "./repository-table.js";
+import { serverSecretsScenario } from "./server-secrets.js";
+import { sessionsScenario } from "./sessions.js";
+import { testCasesScenario } from "./test-cases.js";
+import { testDetailsScenario } from "./test-details.js";
+import { testIngestScenario } from "./test-ingest.js";
+import { testListsScenario } from "./test-lists.js";
+import { testOverviewScenario } from "./test-overview.js";
+import { testSettingsScenario } from "./test-settings.js";
+import { testViewsScenario } from "./test-views.js";
+import { uploadsScenario } from "./uploads.js";
+import { webhookDeliveriesScenario } from "./webhook-deliveries.js";
+import type { StoreScenario } from "./types.js";
+
+/**
+ * What the SQL snapshots are made of: for every store in `src/db/stores/`, its scenario in the
+ * file of the same name here. A store method missing from its scenario fails the snapshot test
+ * (see `withoutSql` for the exceptions). The order is the order in which they are rendered.
+ */
+export const SCENARIOS: StoreScenario[] = [
+  githubInstallationsScenario,
+  githubCiRunsScenario,
+  githubPresenceScenario,
+  webhookDeliveriesScenario,
+  ciRunsScenario,
+  localPullRequestsScenario,
+  mergeQueueRuntimeScenario,
+  mergeQueuesScenario,
+  organizationsScenario,
+  repositoriesScenario,
+  serverSecretsScenario,
+  testCasesScenario,
+  testDetailsScenario,
+  testIngestScenario,
+  testListsScenario,
+  testSettingsScenario,
+  sessionsScenario,
+  testOverviewScenario,
+  repositoryHealthScenario,
+  repositoryTableScenario,
+  testViewsScenario,
+  uploadsScenario,
+];
