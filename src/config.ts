@@ -29,13 +29,13 @@ export interface ServiceConfig {
   /** How long an upload claimed by the ingestion worker stays its own without renewal. */
   ingestLeaseMs: number;
   bootstrap: { organization: string; token: string } | undefined;
-  /** How long a dashboard session lasts idle, and at most (ADR 0023). */
+  /** How long a dashboard session lasts idle, and at most. */
   sessionLifetimes: SessionLifetimes;
-  /** The GitHub App (docs/github.md); undefined when it is not configured. */
+  /** The GitHub App; undefined when it is not configured. */
   github: GitHubAppConfig | undefined;
 }
 
-/** The GitHub App Mainline acts as (MAINLINE_GITHUB_*; docs/github.md "Configuration"). */
+/** The GitHub App Mainline acts as (MAINLINE_GITHUB_*). */
 export interface GitHubAppConfig {
   /** The App's id (or its client id), the JWT's issuer. */
   appId: string;
@@ -47,8 +47,8 @@ export interface GitHubAppConfig {
   /** The host name its repositories carry in `repo.host` (`github.com`, a GHES host). */
   host: string;
   /**
-   * The App's OAuth credentials, for "Sign in with GitHub" (ADR 0029); undefined when they are not
-   * set (the sign-in page then offers tokens only). The secret is never logged.
+   * The App's OAuth credentials, for "Sign in with GitHub"; undefined when they are not set (the
+   * sign-in page then offers tokens only). The secret is never logged.
    */
   oauth?: { clientId: string; clientSecret: string } | undefined;
   /** GitHub's web address (`https://github.com`, `https://HOST` for GHES): OAuth's pages. */
@@ -73,11 +73,11 @@ export interface GitHubAppConfig {
 export class ConfigError extends Error {}
 
 /**
- * PostgreSQL connections per process. A connection stays taken until the event loop has read
- * its answer, so under load the pool is busier than the database is: at 50 concurrent clients on
- * two cores, 20 connections answered ~20 % more requests a second than pg's default of 10
- * (docs/benchmarks.md, mixed load). Two processes at the default use 40 of PostgreSQL's default
- * `max_connections` of 100.
+ * PostgreSQL connections per process. A connection stays taken until the event loop has read its
+ * answer, so under load the pool is busier than the database is: at 50 concurrent clients on two
+ * cores, 20 connections answered ~20 % more requests a second than pg's default of 10 (measured
+ * under mixed load). Two processes at the default use 40 of PostgreSQL's default `max_connections`
+ * of 100.
  */
 export const DEFAULT_DATABASE_POOL_SIZE = 20;
 

@@ -17,8 +17,8 @@ function caseInsensitivePattern(values: readonly string[]): string {
 }
 
 /**
- * An enum that accepts any letter case (docs/contract.md §1: `RUNNING` = `running`). Handlers lower-case
- * the value; responses always use the lowercase spelling.
+ * An enum that accepts any letter case (`RUNNING` = `running`). Handlers lower-case the value;
+ * responses always use the lowercase spelling.
  */
 export function CaseInsensitiveEnum<const V extends readonly string[]>(
   values: V,
@@ -84,9 +84,9 @@ export const UINT32_DIGITS =
 PATTERN_MESSAGES.set(UINT32_DIGITS, "must be a whole number from 0 to 4294967295");
 
 /**
- * A pull-request number: an integer or a numeric string (docs/contract.md §1). One schema with two types
- * (bounds apply to numbers, the pattern to strings), so errors name the field once. Handlers
- * read it with `prNumberOf`.
+ * A pull-request number: an integer or a numeric string. One schema with two types (bounds apply to
+ * numbers, the pattern to strings), so errors name the field once. Handlers read it with
+ * `prNumberOf`.
  */
 export const PrNumber = (description = "Pull request number; an integer or a numeric string.") =>
   Type.Unsafe<number | string>({

@@ -23,9 +23,9 @@ export interface DatabaseHandle {
    */
   checkpointInBackground(): void;
   /**
-   * The cache of tokens, repositories and queues (ADR 0017). On SQLite it is always on. On
-   * PostgreSQL it is off until `listenForChanges()` (a long-running server calls it; a
-   * short-lived command reads the database every time).
+   * The cache of tokens, repositories and queues. On SQLite it is always on. On PostgreSQL it is
+   * off until `listenForChanges()` (a long-running server calls it; a short-lived command reads the
+   * database every time).
    */
   lookups: LookupCache;
   /** PostgreSQL: starts listening for other processes' changes, which turns the cache on. */

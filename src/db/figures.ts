@@ -3,7 +3,7 @@ import type { DialectName } from "./connection.js";
 import { sqlDialect } from "./dialect.js";
 import { DAY_MS as DAY, HOUR_MS as HOUR } from "../lib/time.js";
 
-/** The figures' window: the last 7 days (docs/decisions/0030). */
+/** The figures' window: the last 7 days. */
 export const FIGURES_WINDOW_MS = 7 * DAY;
 
 /**
@@ -13,14 +13,14 @@ export const FIGURES_WINDOW_MS = 7 * DAY;
 export type FiguresTarget = (alias: string) => RawBuilder<unknown>;
 
 /**
- * Computes and stores the 7-day figures of the `target` tests as of `now` (ADR 0030): the
- * failure rate, counted runs and impacted pull requests the repository page sorts by, exactly as
+ * Computes and stores the 7-day figures of the `target` tests as of `now`: the failure rate,
+ * counted runs and impacted pull requests the repository page sorts by, exactly as
  * `RepositoryHealthStore.recentCounts`/`prsImpacted` compute them (hours from the window's first
- * whole hour up to its first whole day, whole days after; only tests that failed in the window,
- * the others have zeros), with when they stop being true as time passes: the first moment one
- * of the counted hours, days or pull-request failures, or the last failure, leaves the window
- * (`figures_expire_at`; null when nothing counted can leave: zeros stay zeros until a run
- * arrives, and the ingestion computes the figures of every test it gives runs).
+ * whole hour up to its first whole day, whole days after; only tests that failed in the window, the
+ * others have zeros), with when they stop being true as time passes: the first moment one of the
+ * counted hours, days or pull-request failures, or the last failure, leaves the window
+ * (`figures_expire_at`; null when nothing counted can leave: zeros stay zeros until a run arrives,
+ * and the ingestion computes the figures of every test it gives runs).
  *
  * One statement. A row whose figures or last failure changed since the statement's snapshot
  * (an upload's transaction committed meanwhile on PostgreSQL) is left as the newer writer left
@@ -78,7 +78,7 @@ export async function computeFigures(
   return Number(result.numAffectedRows ?? 0n);
 }
 
-/** The tests of a repository whose stored figures are not those of `now` (ADR 0030). */
+/** The tests of a repository whose stored figures are not those of `now`. */
 export function staleFigures(repositoryId: string, now: number): FiguresTarget {
   return (alias) => {
     const a = sql.raw(alias);

@@ -2,20 +2,10 @@ import type { Kysely } from "kysely";
 import pg from "pg";
 
 /**
- * An in-process cache of the rows almost every request reads first and that almost never change
- * (ADR 0017): a token's owner, a repository, a merge queue. Every entry is dropped at once when
- * any of them may have changed anywhere:
- *
- * - in this process, the store that wrote calls `changed()` once its write is committed;
- * - in another process, on PostgreSQL, a trigger on the tables announces the change
- *   (`NOTIFY mainline_lookups`, sent at the writer's commit) to a connection of this process that
- *   listens for it; while that connection is not listening (not yet, lost, reconnecting) nothing
- *   is cached at all; on SQLite, `PRAGMA data_version`, read before every use of the cache,
- *   changes when another connection (another process) committed anything.
- *
- * A lookup that started before a change must not store what it read after the change was
- * announced: every change bumps a generation, and a result is kept only when the generation did
- * not move while it was read.
+ * An in-process cache of the rows almost every request reads first and that almost never change (a
+ * token's owner, a repository, a merge queue), emptied whenever any of them may have changed
+ * anywhere. A store that writes them must call `changed()` after its commit; other processes are
+ * heard through `NOTIFY` (PostgreSQL) or `PRAGMA data_version` (SQLite). ADR 0017 says why.
  */
 export class LookupCache {
   private generation = 0;

@@ -1,16 +1,8 @@
 /**
- * What Kysely learns of the database's tables on PostgreSQL (its migrator asks whether its
- * bookkeeping tables exist before it takes its lock), read from the current schema only.
- *
- * Kysely's own introspector reads every schema of the database and calls
- * `pg_get_serial_sequence` for each column it finds. That function looks the table and column up
- * again by name, outside the query's snapshot: when another schema's migration renames or drops a
- * table or a column meanwhile, the call fails (`column "payload" of relation … does not exist`,
- * `schema "…" does not exist`), and with it the migration of ours. Two deployments sharing a
- * database in two schemas, or another application's schema changes, could then stop Mainline from
- * starting; the tests, one schema per file two files at a time, met it. This introspector reads
- * the catalog of the current schema (Mainline's: the search_path's first) within one snapshot,
- * and tells an auto-incrementing column from its identity or `nextval` default instead.
+ * What Kysely's migrator learns of the tables on PostgreSQL, read from the current schema only (the
+ * search_path's first) within one snapshot. Kysely's own introspector reads every schema and fails
+ * when another schema's migration renames or drops a table meanwhile, which can stop Mainline from
+ * starting (docs/ARCHITECTURE.md, "Storage").
  */
 import {
   PostgresDialect,

@@ -1,14 +1,10 @@
 import { CompiledQuery } from "kysely";
 
 /**
- * A query compiled once and then run with new parameters. Kysely otherwise rebuilds the query,
- * runs its plugins over the tree and compiles it on every call, which on SQLite costs more than
- * executing it; hot lookups (a token on every request) use this instead.
- *
- * `compile` is called once with `placeholders` (distinct sentinel values); the compiled query must
- * take exactly those as its parameters, in order, or this throws at startup rather than binding
- * values to the wrong places later. `executor` runs it: with plugins, they shape the result rows
- * as for any query; `db.withoutPlugins()` returns rows as the SQL names them.
+ * A query compiled once and then run with new parameters, for hot lookups: Kysely otherwise
+ * compiles on every call, which on SQLite costs more than running it. `compile` gets `placeholders`
+ * (distinct sentinels) and must take exactly those as parameters, in order, or this throws at
+ * startup. An `executor` with plugins shapes rows as any query does.
  */
 export type PrecompiledQuery<Args extends readonly string[], Row> = (
   ...args: Args

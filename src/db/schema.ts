@@ -30,7 +30,7 @@ export interface RepositoriesTable {
   host: string;
   owner: string;
   name: string;
-  /** `lower(host/owner/name)`: repositories are looked up case-insensitively (docs/contract.md §2). */
+  /** `lower(host/owner/name)`: repositories are looked up case-insensitively. */
   lookupKey: string;
   createdAt: number;
   /** Trunk's public repository id (uploads from forks); null until first asked for. */
@@ -158,7 +158,7 @@ export interface TestCasesTable {
   firstSeenAt: number;
   lastRunAt: number | null;
   lastFailureAt: number | null;
-  /** The 7-day figures (ADR 0030), true from `figuresAt` until `figuresExpireAt`. */
+  /** The 7-day figures, true from `figuresAt` until `figuresExpireAt`. */
   weekFailureRate: Generated<number>;
   weekRuns: Generated<number>;
   weekPrsImpacted: Generated<number>;
@@ -233,7 +233,7 @@ export interface TestStatusHistoryTable {
   actor: string | null;
 }
 
-/** A dashboard sign-in session (ADR 0023): found by the hash of its cookie's random id. */
+/** A dashboard sign-in session: found by the hash of its cookie's random id. */
 export interface WebSessionsTable {
   /** Public name (`ses_…`) for listings and revocation; not a secret. */
   id: string;
@@ -249,7 +249,7 @@ export interface WebSessionsTable {
   revokedAt: number | null;
   /** `signed_out`, `revoked` (an operator). */
   revokedReason: string | null;
-  /** A GitHub session (ADR 0029): the user, and the installation it entered through. */
+  /** A GitHub session: the user, and the installation it entered through. */
   githubUserId: number | null;
   githubLogin: string | null;
   githubInstallationId: number | null;
@@ -342,7 +342,7 @@ export interface MqCommandsTable {
   result: string | null;
 }
 
-/** A pull request of a repository on the local git host (docs/contract.md §6). */
+/** A pull request of a repository on the local git host. */
 export interface LocalPullRequestsTable {
   repositoryId: string;
   number: number;
@@ -378,7 +378,7 @@ export interface CiRunsTable {
   leaseUntil: number;
 }
 
-/** A GitHub App installation (migration 0015, ADR 0020). */
+/** A GitHub App installation (migration 0015). */
 export interface GithubInstallationsTable {
   id: number;
   accountId: number;
@@ -427,7 +427,7 @@ export interface GithubPrPresenceTable {
   updatedAt: number;
 }
 
-/** The inbox of webhook deliveries (ADR 0021). */
+/** The inbox of webhook deliveries. */
 export interface WebhookDeliveriesTable {
   key: Generated<number>;
   source: string;

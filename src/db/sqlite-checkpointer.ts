@@ -2,12 +2,10 @@ import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 
 /**
- * WAL checkpoints of a SQLite file on a thread of their own. SQLite copies the WAL back into
- * the database file inside whichever commit crosses `wal_autocheckpoint`: on the server's only
- * JavaScript thread, that is writes and an fsync of the database file in the middle of request
- * handling and ingestion. Here a second connection, in a worker thread, runs a PASSIVE
- * checkpoint (it never blocks writers or readers) every `intervalMs`; the server's own
- * connection keeps a high `wal_autocheckpoint` as a fallback should this thread fall behind.
+ * WAL checkpoints of a SQLite file on a worker thread, so that the commit that crosses
+ * `wal_autocheckpoint` does not write and fsync the database on the server's only JavaScript
+ * thread. A second connection runs a PASSIVE checkpoint (never blocking) every `intervalMs`; the
+ * server's connection keeps a high `wal_autocheckpoint` as a fallback.
  */
 export class SqliteCheckpointer {
   private readonly worker: Worker;

@@ -5,7 +5,7 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-/** RFC 3339, UTC, milliseconds (docs/contract.md §1). */
+/** RFC 3339, UTC, milliseconds: how the API writes times. */
 export function isoTime(epochMs: number): string {
   return new Date(epochMs).toISOString();
 }

@@ -1,6 +1,6 @@
 /**
- * The error vocabulary of the API (docs/contract.md §1). Domain code throws `ApiError`s; the HTTP
- * layer turns them into `{"error": {"code", "message", "details"?}}` with the mapped status.
+ * The error vocabulary of the API. Domain code throws `ApiError`s; the HTTP layer turns them into
+ * `{"error": {"code", "message", "details"?}}` with the mapped status.
  */
 export const ERROR_STATUS = {
   invalid_request: 400,

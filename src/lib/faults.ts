@@ -1,9 +1,7 @@
 /**
- * Which database failures mean "the database is away for now" rather than "this code is wrong":
- * a lost or refused connection, a server shutting down or restarting, a lock that did not come
- * free in time, an I/O error. A request that meets one is answered 503 with `Retry-After` (the
- * client may retry); background work (ingestion, the queue engine) tries again later without
- * counting it against the work itself.
+ * Which database failures mean "the database is away for now" rather than "this code is wrong"
+ * (lost connection, shutdown, lock timeout, I/O error). A request that meets one is answered 503
+ * with `Retry-After`; background work tries again later without counting it against the work.
  */
 
 /** Seconds a client is asked to wait before retrying after a 503. */

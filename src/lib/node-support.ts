@@ -41,6 +41,6 @@ export function assertSupportedNode(
  * Node's options for a server process: V8 reads them only at start, so they are on its command
  * line (bin/mainline.js's shebang, `npm start`, the tests' and benchmarks' servers). Node 24's
  * young generation is twice Node 20's (32 MiB semi-spaces); at 16 MiB, Node 20's, a server that
- * ingests a 640 MiB failure text stays under its 300 MB peak (ADR 0033).
+ * ingests a 640 MiB failure text stays under its 300 MB peak.
  */
 export const SERVE_NODE_ARGS: readonly string[] = ["--max-semi-space-size=16"];

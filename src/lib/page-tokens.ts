@@ -2,9 +2,9 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { ApiError } from "./errors.js";
 
 /**
- * Page tokens of the flaky-tests list endpoints (docs/contract.md §3 "Pagination"): opaque, signed by the
- * server, and bound to the query they were minted for, so that a token from another endpoint,
- * organization, repository or filter — or a tampered one — is refused with `invalid_page_token`.
+ * Page tokens of the flaky-tests list endpoints: opaque, signed by the server, and bound to the
+ * query they were minted for, so that a token from another endpoint, organization, repository or
+ * filter — or a tampered one — is refused with `invalid_page_token`.
  */
 export interface PageQueryScope {
   endpoint: string;

@@ -1,13 +1,8 @@
 /**
- * Keeping secrets out of log lines and messages. What counts as a secret here: API tokens
- * (`mlt_…`), dashboard session ids (`mls_…`), the values of credential-like query parameters
- * (the signature of an upload URL, `token`, `key`, `password`, cloud storage signatures, OAuth's
- * `code`, `state` and `client_secret`…), the
- * password part of a URL, GitHub's tokens (`ghs_…`, `ghp_…`, `github_pat_…`), JSON Web Tokens (a
- * GitHub App's JWT) and PEM private keys.
- *
- * These are applied to text that may echo input (request URLs, error messages and stacks); the
- * fields we log on purpose never carry a secret in the first place.
+ * Keeping secrets out of log lines and messages: each pattern below is one kind of secret (our
+ * tokens and session ids, credential query values, URL passwords, GitHub tokens, JWTs, PEM keys).
+ * Applied to text that may echo input (URLs, error messages, stacks); a new kind of secret the
+ * service handles needs its pattern here. Fields we log on purpose never carry a secret.
  */
 
 export const REDACTED = "[redacted]";

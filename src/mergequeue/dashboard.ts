@@ -1,9 +1,7 @@
 /**
- * What the dashboard's merge-queue pages read (docs/dashboard.md): a queue's board (its state,
- * the runs in flight with what they test on top of what, bisections, every pull request's
- * position and an estimated time to merge), one pull request's history with its runs, and a
- * queue's health over a range of days. Each read is a fixed number of statements whatever the
- * queue holds; the arithmetic is pure and exported for unit tests.
+ * What the dashboard's merge-queue pages read: a queue's board (state, runs in flight, positions,
+ * estimated times to merge), one pull request's history with its runs, and a queue's health over
+ * days. Each read is a fixed number of statements whatever the queue holds; the arithmetic is pure.
  */
 import { DAY_MS } from "../lib/time.js";
 import { ApiError } from "../lib/errors.js";

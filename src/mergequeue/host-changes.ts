@@ -1,9 +1,8 @@
 /**
- * Carries what happens on a git host to the queues that care, whatever the host: a branch that
- * moved (a push, a branch created or deleted) and a pull request that changed (pushed, closed,
- * reopened, retargeted). Each provider turns its own notices into these events (the local host's
- * ref watcher and API; GitHub's webhooks); this turns them into queue commands. The queue's
- * driver reads the branch or pull request again itself, so a late or repeated event is harmless.
+ * Carries what happens on a git host (a branch moved, a pull request changed) to the queues that
+ * care, as queue commands, whatever the host: each provider turns its own notices into these
+ * events. The driver reads the branch or pull request again itself, so a late or repeated event is
+ * harmless.
  */
 import type { QueueCommand } from "./model.js";
 import type { MergeQueueRecords } from "./records.js";

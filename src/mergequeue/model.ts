@@ -21,8 +21,7 @@ export const TERMINAL_PR_STATES: readonly PrState[] = ["merged", "failed", "canc
 export const isTerminal = (state: PrState): boolean => TERMINAL_PR_STATES.includes(state);
 
 /**
- * Why a pull request changed state. Trunk's vocabulary where it has a word (background
- * §merge-queue-2.4, §trunk-api-3.4), ours where it has none.
+ * Why a pull request changed state. Trunk's vocabulary where it has a word, ours where it has none.
  */
 export const TRANSITION_REASONS = [
   // entering and leaving the queue
@@ -80,7 +79,7 @@ export const QUEUE_ACTOR: Actor = Object.freeze({ kind: "queue" });
 
 export type Mergeability = "unspecified" | "in_progress" | "mergeable" | "not_mergeable";
 
-/** `"ALL"`: depends on everything; `[]`: on nothing (background §merge-queue-2.8). */
+/** `"ALL"`: depends on everything; `[]`: on nothing. */
 export type ImpactedTargets = "ALL" | string[];
 
 /** What the git host says about a pull request; refreshed by `pr_updated` events. */
@@ -203,7 +202,7 @@ export interface BisectionSegment {
   inferred: boolean;
 }
 
-/** A failed batch being split to find its culprits (background §merge-queue-2.7). */
+/** A failed batch being split to find its culprits. */
 export interface BisectionGroup {
   id: string;
   /** The failed run that started it. */
@@ -354,7 +353,7 @@ export interface PlanResult {
   rejection: { code: "not_found" | "conflict"; message: string } | null;
 }
 
-// ---- priorities (docs/contract.md §5) -----------------------------------------------------------------
+// ---- priorities ---------------------------------------------------------------------------------
 
 export const PRIORITY_NAMES = { urgent: 0, high: 10, medium: 100, low: 200 } as const;
 export type PriorityName = keyof typeof PRIORITY_NAMES;

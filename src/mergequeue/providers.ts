@@ -1,7 +1,7 @@
 /**
- * What the queue driver needs from the outside world. Two implementations of each are planned:
- * the local git host and built-in runner (one machine), and GitHub (background §github-provider):
- * the shapes below are chosen so that both fit. The simulator implements them on virtual time.
+ * What the queue driver needs from the outside world, implemented by the local git host and
+ * built-in runner (one machine), by GitHub, and by the simulator on virtual time: a change here
+ * must fit all of them.
  */
 import type { OwnedRepoRef } from "../organizations/repositories.js";
 import type { MergeMethod } from "./settings.js";
@@ -112,11 +112,11 @@ export interface CiRunRequest {
   testBranch: string;
   sha: string;
   prNumbers: number[];
-  /** The queue's override (docs/contract.md §5); null: the CI decides from the repository's config. */
+  /** The queue's override; null: the CI decides from the repository's config. */
   requiredStatuses: string[] | null;
 }
 
-/** Where a run's required statuses came from (docs/contract.md §5's precedence). */
+/** Where a run's required statuses came from (the precedence of `required-statuses.ts`). */
 export type RequiredStatusesSource =
   | "merge_instance"
   | "mainline_config"

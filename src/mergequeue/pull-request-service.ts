@@ -1,8 +1,8 @@
 /**
- * The pull-request operations of the merge queue (background §trunk-api-3): submit, cancel,
- * restart, impacted targets, reads of entries and test runs, and the queues' Prometheus metrics.
- * Changes go to the queue's engine as commands (its driver is the queue's only writer); reads
- * come from the records the engine keeps.
+ * The pull-request operations of the merge queue (Trunk's API): submit, cancel, restart, impacted
+ * targets, reads of entries and test runs, and the queues' Prometheus metrics. Changes go to the
+ * queue's engine as commands (its driver is the queue's only writer); reads come from the records
+ * the engine keeps.
  */
 import type { Clock } from "../lib/clock.js";
 import { ApiError } from "../lib/errors.js";
@@ -174,7 +174,7 @@ export function pullRequestUrl(repo: RepoRef, number: number): string {
     : `${base}/pull/${number}`;
 }
 
-/** An entry as a mergeItem: the priority's name, the default used, skip-the-line (docs/contract.md §5). */
+/** An entry as a mergeItem: the priority's name, the default used, skip-the-line. */
 export function toEnqueuedPullRequest(entry: EntrySummary): EnqueuedPullRequest {
   return {
     id: entry.id,
@@ -287,7 +287,7 @@ export interface PullRequestServiceDeps {
   hostConnected?: (host: string) => boolean;
 }
 
-/** submitPullRequest … getMergeQueueMetrics (background §trunk-api-3). */
+/** submitPullRequest … getMergeQueueMetrics. */
 export class PullRequestService implements QueueContents {
   constructor(private readonly deps: PullRequestServiceDeps) {}
 

@@ -1,7 +1,7 @@
 /**
- * The Prometheus metrics of merge queues (getMergeQueueMetrics; background §merge-queue-2.13): what
- * one queue's entries and transitions say about the last hour, and the exposition text. Pure: the
- * service reads the records, these functions measure and format them.
+ * The Prometheus metrics of merge queues (getMergeQueueMetrics): what one queue's entries and
+ * transitions say about the last hour, and the exposition text. Pure: the service reads the
+ * records, these functions measure and format them.
  */
 import type { EntryRecord, TransitionRecord } from "./records.js";
 import type { PrState } from "./model.js";

@@ -57,7 +57,7 @@ export function describeQueue(address: QueueAddress): string {
   return `branch ${address.targetBranch} of ${host}/${owner}/${name}`;
 }
 
-/** createQueue / getQueue / updateQueue / deleteQueue (docs/contract.md §5). */
+/** createQueue / getQueue / updateQueue / deleteQueue. */
 export class MergeQueueService {
   constructor(
     private readonly deps: {

@@ -198,7 +198,7 @@ export interface CommandRecord {
 export type CommandResult =
   { ok: true } | { ok: false; code: "not_found" | "conflict" | "invalid_request"; message: string };
 
-/** The lease that makes one process the queue's only writer (background §stack-5). */
+/** The lease that makes one process the queue's only writer. */
 export interface Lease {
   queueId: string;
   owner: string;
@@ -227,7 +227,7 @@ export interface DriverCommit {
   appliedCommands: { id: number; result: CommandResult }[];
 }
 
-/** Listing filters of `listPullRequests` (background §trunk-api-3.6). */
+/** Listing filters of `listPullRequests`. */
 export interface EntryListQuery {
   state?: PrState;
   /** Entries that concluded at or after this time. */

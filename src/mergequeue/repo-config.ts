@@ -1,6 +1,6 @@
 /**
- * Parsing of the repository files the built-in runner reads at the tested commit (docs/contract.md §6):
- * `.mainline.yml` (checks and required statuses) and Trunk's `.trunk/trunk.yaml` (only its
+ * Parsing of the repository files the built-in runner reads at the tested commit: `.mainline.yml`
+ * (checks and required statuses) and Trunk's `.trunk/trunk.yaml` (only its
  * `merge.required_statuses`). Pure. `.mainline.yml` is strict: an unknown key is an error naming
  * its path, because a misspelt `timout_minutes` silently ignored would be worse than a failed run.
  */

@@ -1,7 +1,7 @@
 /**
- * Which checks must pass for a run to pass (docs/contract.md §5), from the first source that names them.
- * Pure. A source that gives an explicit empty list wins too, and fails the run: an empty list is
- * a decision someone wrote down, and falling through to a looser source would ignore it.
+ * Which checks must pass for a run to pass, from the first source that names them. Pure. A source
+ * that gives an explicit empty list wins too, and fails the run: an empty list is a decision
+ * someone wrote down, and falling through to a looser source would ignore it.
  */
 import type { RequiredStatusesSource } from "./providers.js";
 import type { MainlineConfig } from "./repo-config.js";
@@ -32,7 +32,7 @@ const SOURCE_NAMES: Record<RequiredStatusesSource, string> = {
 /**
  * The precedence, first source first: the queue's override, the repository's configuration
  * (`.mainline.yml`, then `.trunk/trunk.yaml`), the git host's branch protection, and last the
- * built-in runner's default (docs/contract.md §6): every check of `.mainline.yml`.
+ * built-in runner's default: every check of `.mainline.yml`.
  */
 function candidates(
   input: RequiredStatusesInput,

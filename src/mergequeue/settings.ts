@@ -1,6 +1,6 @@
 /**
- * Merge-queue settings: the vocabulary, the defaults (docs/contract.md §5) and the pure rule that turns
- * a partial update into new settings. No I/O here.
+ * Merge-queue settings: the vocabulary, the defaults and the pure rule that turns a partial update
+ * into new settings. No I/O here.
  */
 export const QUEUE_STATES = ["running", "paused", "draining", "switching_modes"] as const;
 export const WRITABLE_QUEUE_STATES = ["running", "paused", "draining"] as const;
@@ -111,7 +111,7 @@ export type UpdateOutcome =
   | { ok: false; reason: "conflicting_required_statuses" | "switching_modes" };
 
 /**
- * Applies an update to a queue's configuration (docs/contract.md §5):
+ * Applies an update to a queue's configuration:
  * - absent fields stay as they are; every present field is taken exactly as given;
  * - `deleteRequiredStatuses: true` resets `requiredStatuses` to `null`, and may not be combined
  *   with a `requiredStatuses` list;

@@ -1,10 +1,8 @@
 /**
- * The planner's persisted snapshot carries a `version`; a snapshot stored by an older server is
- * brought to the current shape in one place, step by step, when the engine (or the metrics) load
- * it. The planner itself only ever sees the current shape.
- *
- * - version 1 (no `version` field): `verdicts` and `landedThrough` may be absent.
- * - version 2: every field of `QueueSnapshot` that is not optional is present.
+ * The planner's persisted snapshot carries a `version`; one stored by an older server is brought to
+ * the current shape here, step by step, when loaded, so the planner only sees the current shape. A
+ * new required field of `QueueSnapshot` needs a new version and its step (version 1: no `version`,
+ * `verdicts` and `landedThrough` may be absent).
  */
 import type { QueueSnapshot } from "./model.js";
 import { NO_VERDICTS } from "./speculation.js";

@@ -1,8 +1,7 @@
 /**
  * How likely a speculative run is to be used: the queue's recent failure rate per pull request,
- * learnt from the verdicts of its own runs, and the chance that everything still being tested
- * ahead of a new run passes (background §merge-queue-5.2, §merge-queue-8.3). Pure; the record
- * lives in the queue's snapshot.
+ * learnt from the verdicts of its own runs, and the chance that everything still being tested ahead
+ * of a new run passes (ADR 0012). Pure; the record lives in the queue's snapshot.
  */
 
 /** Decayed counts of the queue's verdicts on the units (PRs or batches) it tested. */

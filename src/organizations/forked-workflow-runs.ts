@@ -1,9 +1,8 @@
 /**
- * A pull request from a fork has no API token: its CI runs without the repository's secrets.
- * Trunk's merge action then sends `x-forked-workflow-run-id: <run id>` instead of `x-api-token`
- * on `setImpactedTargets`, and the service asks the git host whether that run is a workflow run
- * of the repository, in progress, for that pull request's head commit. This is the port; the
- * GitHub provider implements it (docs/github.md, "Pull requests from forks").
+ * The port that vouches for a fork's CI, which has no API token: Trunk's merge action sends
+ * `x-forked-workflow-run-id` on `setImpactedTargets`, and the git host is asked whether that run is
+ * the repository's, in progress, for the pull request's head commit. The GitHub provider implements
+ * it.
  */
 import type { RepoRef } from "./repositories.js";
 import type { Principal } from "./service.js";

@@ -1,9 +1,8 @@
 /**
- * GitHub App installations and the organizations they belong to (ADR 0020). An installation is
- * the App installed on one GitHub account (a user or an organization); once linked to a Mainline
- * organization, the repositories the installation grants become that organization's
- * repositories (rows of `repositories` with the GitHub host). The records and the storage port
- * live here, in the domain, so that storage implements them and the GitHub provider uses them.
+ * GitHub App installations and the organizations they belong to: once linked to an organization,
+ * the repositories an installation grants become that organization's repositories. The records and
+ * storage port live in the domain, so that storage implements them and the GitHub provider uses
+ * them. ADR 0020 gives the tenancy rules.
  */
 import type { OwnedRepoRef } from "./repositories.js";
 

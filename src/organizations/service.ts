@@ -14,7 +14,7 @@ import type { ApiTokenRecord, Organization, OrganizationRecords, TokenOwner } fr
 
 export const DEFAULT_ORGANIZATION = "default";
 
-/** Who made a request: the organization its token belongs to (docs/contract.md §2). */
+/** Who made a request: the organization its token belongs to. */
 export interface Principal {
   organizationId: string;
   organizationSlug: string;

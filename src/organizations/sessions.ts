@@ -1,12 +1,8 @@
 /**
- * The dashboard's sign-in sessions (ADR 0023). An API token signs a browser in once; from then on
- * the browser holds a random session id (256 bits, `mls_…`) that the server knows only by its
- * SHA-256. A session ends when it is signed out, revoked by an operator, idle too long, older
- * than its absolute lifetime, or when its token is revoked or deleted.
- *
- * A browser may also sign in with GitHub (ADR 0029): the session then has no token but names the
- * GitHub user and the App installation it came through, and ends once that installation is no
- * longer linked to the session's organization (the lookup joins the installation).
+ * The dashboard's sign-in sessions: an API token (or GitHub, through a linked installation) signs a
+ * browser in once; then the browser holds a random session id (`mls_…`) the server knows only by
+ * its SHA-256. A session ends when signed out, revoked, idle or too old, or when its token is
+ * revoked or its installation unlinked. ADR 0023 says why.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Clock } from "../lib/clock.js";
@@ -21,9 +17,9 @@ const SESSION_ID_PATTERN = /^mls_[A-Za-z0-9_-]{43}$/;
 const CSRF_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
 /**
- * Default lifetimes. Idle: a day without a page seen ends the session (a working day's breaks
- * keep it, a weekend does not). Absolute: a week, however busy, so a stolen cookie is worth at
- * most that; the API token itself is what people keep. ADR 0023 says why.
+ * Default lifetimes. Idle: a day without a page seen ends the session (a working day's breaks keep
+ * it, a weekend does not). Absolute: a week, however busy, so a stolen cookie is worth at most
+ * that; the API token itself is what people keep.
  */
 export const DEFAULT_SESSION_LIFETIMES: SessionLifetimes = {
   idleMs: 24 * HOUR_MS,
@@ -80,7 +76,7 @@ export interface SessionListing extends SessionRecord {
   installationOrganizationId: string | null;
 }
 
-/** Who signs in with GitHub, through which linked installation (ADR 0029). */
+/** Who signs in with GitHub, through which linked installation. */
 export interface GitHubSignIn {
   organizationId: string;
   organizationSlug: string;

@@ -1,9 +1,9 @@
-/** Organization slugs (docs/contract.md §2): what appears in URLs and in `org_url_slug`. */
+/** Organization slugs: what appears in URLs and in `org_url_slug`. */
 export const ORG_SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 /**
  * Slugs a new organization may not take: the first segment of the server's own paths, which would
- * hide the organization's dashboard home `/{org}` (docs/dashboard.md).
+ * hide the organization's dashboard home `/{org}`.
  */
 export const RESERVED_SLUGS: ReadonlySet<string> = new Set([
   "v1",

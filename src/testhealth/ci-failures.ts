@@ -1,14 +1,8 @@
 /**
- * Whether a hosted CI's failed run failed only on known flaky or quarantined tests (background
- * §merge-queue-8.4), for a CI that Mainline does not run itself (GitHub's): the run's CI job
- * uploads its JUnit reports as Trunk's uploader does (the bundle upload API, with the commit it
- * tested), and the queue asks test health about that commit's failed tests before it judges the
- * run. The built-in runner answers the same question from the reports it holds
- * (`providers/local/ci/test-results.ts`).
- *
- * An upload names its commit only once it is processed: while uploads of the repository created
- * since the run started are still waiting for the ingestion worker, the answer says so, and the
- * caller may wait a little for them.
+ * Whether a failed run of a CI Mainline does not run itself (GitHub's) failed only on known flaky
+ * or quarantined tests, from the uploads naming the tested commit (the built-in runner asks
+ * `providers/local/ci/test-results.ts`). An upload names its commit only once processed: while
+ * uploads since the run started are unprocessed, the answer says so and the caller may wait.
  */
 import type { OwnedRepoRef } from "../organizations/repositories.js";
 import type { RepositoryRecords, TestCaseRecords, UploadRecords } from "./ports.js";

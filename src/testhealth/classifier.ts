@@ -1,7 +1,7 @@
 /**
- * The health classifier (docs/contract.md §3): a pure function from a test's recent runs, the
- * repository's monitor settings and the monitors' previous states to each monitor's state and
- * the test's status. No I/O, no clock: `now` is given.
+ * The health classifier: a pure function from a test's recent runs, the repository's monitor
+ * settings and the monitors' previous states to each monitor's state and the test's status. No I/O,
+ * no clock: `now` is given. docs/test-health.md explains the monitors.
  */
 import {
   inScope,
@@ -245,7 +245,7 @@ function failureRate(
   const wasActive = monitor.enabled && previous?.active === true;
   // Flakiness is failing now and then: a test whose failures in the window form one unbroken
   // streak changed behaviour once (broken by a commit, maybe fixed by a later one): breakage,
-  // which the broken monitors judge, not flakiness (ADR 0016).
+  // which the broken monitors judge, not flakiness.
   const intermittent =
     monitor.classification !== "flaky" ||
     failureStreaks(

@@ -1,17 +1,8 @@
 /**
- * Seeded CI histories with known truth, for measuring detection quality (docs/benchmarks.md,
- * "Detection quality"). Pure and deterministic for a seed: no clock, no Math.random.
- *
- * Each test has a truth: healthy; flaky with a failure probability; broken on main by a commit
- * and never fixed; broken by a commit and fixed by a later one; broken on one variant only; or
- * broken on one pull request's branch only (that PR reaches the merge queue, which convicts it).
- * CI runs on main, on pull-request branches and on the merge queue's test branches (tested by
- * Mainline's own runner or, for a share of them, by another CI on GitHub's queue branches, whose
- * failures the classifier cannot leave to the queue). Every CI run is split into shard jobs (one
- * upload each); the first shard also runs on a second variant. A job with a failure is often
- * re-run on the same commit; one shard retries failed tests inside the upload (`flakyFailure`
- * when a retry passed, `rerunFailure` when none did); a few uploads are hit by an
- * infrastructure outage that fails nearly everything.
+ * Seeded CI histories with known truth (healthy, flaky, broken on main, on a variant or on a pull
+ * request's branch, fixed later), for `bench:detection`: shard jobs on main, pull requests and the
+ * merge queue, re-runs, retries inside uploads, outages. Deterministic for a seed: no clock, no
+ * Math.random.
  */
 import { randomHex, seededRandom } from "../lib/seeded-random.js";
 import { HOUR_MS as HOUR, MINUTE_MS as MINUTE } from "../lib/time.js";

@@ -1,6 +1,6 @@
 /**
- * `most_common_failures` (docs/contract.md §3): failures grouped by a normalized signature, so that the
- * same failure with a different number, id, time or temporary path counts as one.
+ * `most_common_failures`: failures grouped by a normalized signature, so that the same failure with
+ * a different number, id, time or temporary path counts as one.
  */
 export interface FailureOccurrence {
   type: string | null;

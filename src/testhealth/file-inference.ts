@@ -1,18 +1,8 @@
 /**
  * A test's file when its report names none, inferred from its class name only where that is
- * certain. Today one rule, for pytest: its JUnit `classname` is the test module's dotted path,
- * then any test classes (`tests.api.test_orders.TestCheckout` → `tests/api/test_orders.py`). It
- * applies only when every part fits pytest's default collection patterns exactly:
- *
- * - package parts are lower-case Python identifiers (`[a-z_][a-z0-9_]*`);
- * - exactly one part is a test module (`test_*` or `*_test`), and it is the last one that is not
- *   a class;
- * - every part after it is a test class (`Test…`, starting with `Test` followed by an upper-case
- *   letter, a digit, `_` or nothing);
- * - the test's name is a test function (`test…`, optionally with `[parameters]`).
- *
- * Anything else (Java's `com.acme.CheckoutTest`, a module without the `test_` prefix, two parts
- * that could each be the module) infers nothing: a wrong file is worse than none.
+ * certain: a wrong file is worse than none. One rule today, pytest's dotted `classname` when every
+ * part fits pytest's default collection patterns (`tests.api.test_orders.TestCheckout` →
+ * `tests/api/test_orders.py`).
  */
 
 const PACKAGE = /^[a-z_][a-z0-9_]*$/;

@@ -1,6 +1,6 @@
 /**
- * Health monitors and their settings (docs/contract.md §3 "Health status"). Pure data and rules: which
- * runs a monitor looks at, and the defaults a repository starts with.
+ * Health monitors and their settings. Pure data and rules: which runs a monitor looks at, and the
+ * defaults a repository starts with.
  */
 export type HealthStatus = "healthy" | "flaky" | "broken";
 export type MonitorClassification = Exclude<HealthStatus, "healthy">;

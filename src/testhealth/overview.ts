@@ -1,6 +1,6 @@
 /**
  * Test health across an organization's repositories: what the dashboard's home shows. Five
- * statements whatever the number of repositories or tests (ADR 0023 on the pages' budget).
+ * statements whatever the number of repositories or tests (the pages' budget).
  */
 import type { Clock } from "../lib/clock.js";
 import { DAY_MS } from "../lib/time.js";
@@ -61,7 +61,7 @@ export class TestHealthOverview {
         };
       const flaky = count("flaky");
       const broken = count("broken");
-      // docs/contract.md §3: enabled && (ALWAYS || (not NEVER && auto && flaky)).
+      // The quarantine rule: enabled && (ALWAYS || (not NEVER && auto && flaky)).
       const quarantined = !settings.quarantiningEnabled
         ? 0
         : override("ALWAYS_QUARANTINE").count +

@@ -231,7 +231,7 @@ export interface IngestRecords {
     repositoryId: string,
     uploads: readonly AggregatedUpload[],
   ): Promise<void>;
-  /** Computes the 7-day figures (ADR 0030) of the uploads' tests as of `now`, after aggregating. */
+  /** Computes the 7-day figures of the uploads' tests as of `now`, after aggregating. */
   refreshFigures(trx: StoreTransaction, uploadKeys: readonly number[], now: number): Promise<void>;
   candidatesOfUploads(
     trx: StoreTransaction,
@@ -275,7 +275,7 @@ export interface TableTestRow {
   lastFailureAt: number | null;
 }
 
-/** A row of the tests table with its stored 7-day figures (ADR 0030). */
+/** A row of the tests table with its stored 7-day figures. */
 export interface TableFiguresRow extends TableTestRow {
   /** Counted failures / counted runs over the last 7 days (0 without runs or failures). */
   failureRate7d: number;
@@ -288,8 +288,8 @@ export interface TableFiguresRow extends TableTestRow {
 export type TableOrder = "failure_rate" | "prs_impacted" | "last_failure";
 
 /**
- * The repository page's tests table read by index over each test's stored 7-day figures
- * (ADR 0030): a page costs its rows, not the repository's tests.
+ * The repository page's tests table read by index over each test's stored 7-day figures: a page
+ * costs its rows, not the repository's tests.
  */
 export interface RepositoryTableRecords {
   /**
@@ -328,8 +328,8 @@ export interface DailyRunCounts extends RunCounts {
 }
 
 /**
- * The repository page (docs/dashboard.md): its tests table and trends, each a fixed number of
- * statements whatever the number of tests (no statement per test).
+ * The repository page: its tests table and trends, each a fixed number of statements whatever the
+ * number of tests (no statement per test).
  */
 export interface RepositoryHealthRecords {
   /** The repository's tests, of one status (`quarantined`: by the settings) or all. */

@@ -1,10 +1,7 @@
 /**
- * Public repository ids (Trunk's `x-trunk-public-repo-id`, the uploader's `--public-repo-id`):
- * CI runs for pull requests from forks hold no secrets, so a repository can hand out an id that
- * is not a secret and permits one thing only: creating uploads for that repository (and reading
- * its quarantined test ids, which the uploader needs to quarantine failures). Such uploads are
- * capped in size and limited in rate per repository. The id grants no read of test health, no
- * other operation, nothing on another repository.
+ * Public repository ids (`x-trunk-public-repo-id`), for CI of pull requests from forks, which holds
+ * no secrets: the id permits only creating uploads for its repository (capped in size and rate) and
+ * reading its quarantined test ids. It must never grant anything else.
  */
 import { randomBytes } from "node:crypto";
 import {

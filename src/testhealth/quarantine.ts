@@ -1,6 +1,6 @@
 import type { HealthStatus } from "./monitors.js";
 
-/** Per-test override (docs/contract.md §3), kept with who set it, why and when. */
+/** Per-test quarantine override, kept with who set it, why and when. */
 export type QuarantineOverride = "ALWAYS_QUARANTINE" | "NEVER_QUARANTINE" | "UNSPECIFIED";
 
 export interface QuarantineSettings {

@@ -1,9 +1,7 @@
 /**
- * A report's `file` as a path in the repository. Some runners write absolute paths (Node's test
- * runner since 22, Trunk's Playwright reporter): a test's identity, which includes its file, would
- * then change with the directory the repository was checked out in (every run of the built-in CI
- * has a checkout of its own; self-hosted runners vary theirs). A path under the bundle's
- * `repo_root` becomes relative to it, with `/` separators; anything else is kept as written.
+ * A report's `file` as a path in the repository: a path under the bundle's `repo_root` becomes
+ * relative to it (`/` separators), anything else is kept as written. Some runners write absolute
+ * paths, and a test's identity includes its file, so it must not change with the checkout's place.
  */
 export function repoRelativeFile(file: string | null, repoRoot: string | null): string | null {
   if (file === null || !repoRoot) return file;

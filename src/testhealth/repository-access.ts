@@ -4,8 +4,8 @@ import { ApiError } from "../lib/errors.js";
 import type { Principal } from "../organizations/service.js";
 
 /**
- * docs/contract.md §2 for test-health requests: `org_url_slug` must be the token's organization (403
- * otherwise, whether or not that organization exists), and a repository unknown to it is a 404.
+ * Tenancy for test-health requests: `org_url_slug` must be the token's organization (403 otherwise,
+ * whether or not that organization exists), and a repository unknown to it is a 404.
  */
 export class RepositoryAccess {
   constructor(private readonly repositories: Pick<RepositoryRecords, "find" | "ensure">) {}

@@ -1,9 +1,8 @@
 /**
- * A repository's test health for the dashboard's repository page: key figures, 30 days of daily
- * trends and the tests table (filtered by status, code owner and text; sorted by failure rate,
- * impacted pull requests or last failure; paged). A fixed number of statements whatever the
- * number of tests: the table's rows are read narrow in one statement and filtered, sorted and
- * paged in memory; figures are read only for the tests that failed in the window.
+ * A repository's test health for the dashboard's repository page: key figures, 30 days of trends
+ * and the tests table (filtered, sorted, paged). A fixed number of statements whatever the number
+ * of tests: the table is read a page at a time by index over stored figures, or whole and kept in
+ * memory for the filters an index cannot serve (ADR 0030 says why).
  */
 import type { Clock } from "../lib/clock.js";
 import { DAY_MS } from "../lib/time.js";
@@ -91,9 +90,9 @@ export interface RepositoryHealthDependencies {
   overview: Pick<TestHealthOverview, "organization">;
   records: RepositoryHealthRecords;
   /**
-   * The tests table read by index over stored figures (ADR 0030): when given, views without an
-   * owner or text filter read only their page; without it (or with those filters) the table is
-   * read whole and kept in memory (ADR 0024).
+   * The tests table read by index over stored figures: when given, views without an owner or text
+   * filter read only their page; without it (or with those filters) the table is read whole and
+   * kept in memory.
    */
   table?: RepositoryTableRecords;
   uploads: Pick<UploadRecords, "list">;
@@ -172,10 +171,10 @@ export class RepositoryHealthService {
   constructor(private readonly deps: RepositoryHealthDependencies) {}
 
   /**
-   * What the table is computed from, per repository: every test with its figures. Reading it
-   * costs a few hundred milliseconds at 20,000 tests, so a process keeps it (`TABLE_FRESH_MS`,
-   * `TABLE_STALE_MS`; ADR 0024) and forgets it at once after a change made through the
-   * dashboard's forms (`invalidate`); filters, sorts and pages then cost only memory.
+   * What the table is computed from, per repository: every test with its figures. Reading it costs
+   * a few hundred milliseconds at 20,000 tests, so a process keeps it (`TABLE_FRESH_MS`,
+   * `TABLE_STALE_MS`) and forgets it at once after a change made through the dashboard's forms
+   * (`invalidate`); filters, sorts and pages then cost only memory.
    */
   private readonly tables = new Map<string, TableEntry>();
   /** The indexed page's summaries per repository (`summary`). */
@@ -259,9 +258,9 @@ export class RepositoryHealthService {
   }
 
   /**
-   * The page from the stored figures (ADR 0030): the stale ones computed again first, then the
-   * count and one page of rows by the sort's index; the same answer as `repository`'s table in
-   * memory, at the cost of a page instead of every test.
+   * The page from the stored figures: the stale ones computed again first, then the count and one
+   * page of rows by the sort's index; the same answer as `repository`'s table in memory, at the
+   * cost of a page instead of every test.
    */
   private async indexedPage(
     table: RepositoryTableRecords,
@@ -326,7 +325,7 @@ export class RepositoryHealthService {
 
   /**
    * What the indexed page shows besides its rows (code owners, daily failures, pull requests
-   * impacted by flaky tests), kept per repository like the table (`TABLE_FRESH_MS`; ADR 0024).
+   * impacted by flaky tests), kept per repository like the table (`TABLE_FRESH_MS`).
    */
   private summary(
     table: RepositoryTableRecords,

@@ -2,7 +2,7 @@ import { matchesAny, type MonitorSettings } from "./monitors.js";
 import { DAY_MS as DAY } from "../lib/time.js";
 
 /**
- * Rules about runs that ingestion applies (docs/contract.md §3 "Runs and what counts").
+ * Rules about runs that ingestion applies: a run's time, infrastructure failures, branch classes.
  */
 
 /**

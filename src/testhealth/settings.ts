@@ -1,7 +1,7 @@
 import { DEFAULT_MONITOR_SETTINGS, type MonitorSettings } from "./monitors.js";
 import type { QuarantineSettings } from "./quarantine.js";
 
-/** A repository's test-health settings (docs/contract.md §3): monitors, quarantine switches, tickets. */
+/** A repository's test-health settings: monitors, quarantine switches, tickets. */
 export interface RepositoryTestSettings {
   monitors: MonitorSettings;
   quarantine: QuarantineSettings;

@@ -28,8 +28,8 @@ export function ticketHistoryWords(ticket: string | null, previous: string | nul
 }
 
 /**
- * Who a change is recorded as when the caller names no one: the token that made it, or the
- * GitHub user of a session signed in with GitHub (`github:<login>`, ADR 0029).
+ * Who a change is recorded as when the caller names no one: the token that made it, or the GitHub
+ * user of a session signed in with GitHub (`github:<login>`).
  */
 export function tokenActor(principal: Principal): string {
   return principal.tokenId.startsWith("github:") ? principal.tokenId : `token:${principal.tokenId}`;
@@ -118,7 +118,7 @@ export class TestManagementService {
   }
 }
 
-/** A ticket's link (docs/contract.md §3): the id itself when it is an http(s) URL, else base URL + id. */
+/** A ticket's link: the id itself when it is an http(s) URL, else base URL + id. */
 function linkedTicketUrl(ticket: string, ticketBaseUrl: string | null): string {
   const problem = (message: string) =>
     new ApiError("invalid_request", `external_ticket_id ${message}`, [

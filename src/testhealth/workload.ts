@@ -1,9 +1,8 @@
 /**
  * A seeded generator of realistic CI test results (background §test-health-1.14): tests with a
- * latent truth (healthy, flaky with a Bernoulli failure probability, broken from some time on),
- * CI runs on main, pull requests and merge-queue branches, failed jobs re-run on the same commit,
- * and occasional infrastructure outages. Used by benchmarks and end-to-end tests; deterministic
- * for a seed (no Math.random, no clock).
+ * latent truth (healthy, flaky, broken from some time on), CI runs on main, pull requests and
+ * merge-queue branches, re-runs and infrastructure outages. Used by benchmarks and end-to-end
+ * tests; deterministic for a seed (no Math.random, no clock).
  */
 import { randomHex, seededRandom } from "../lib/seeded-random.js";
 import { MINUTE_MS } from "../lib/time.js";

@@ -1,14 +1,8 @@
 /**
- * The dashboard's cookies (ADR 0023) and the cross-site check of its forms.
- *
- * - The session cookie holds only a random session id (never a token): `HttpOnly`,
- *   `SameSite=Lax` (a link from a pull request or chat opens the page signed in; a post from
- *   another site carries no cookie), `Path=/`, and `Secure` with the `__Host-` prefix when the
- *   public URL or the request is HTTPS. Its `Max-Age` is the session's absolute end.
- * - The sign-in form's anti-forgery cookie (double submit: before there is a session there is
- *   nothing to bind a token to): `SameSite=Strict`, `Path=/sign-in`, two hours.
- * - The test page's old cookies (`mainline_token`, `mainline_csrf`, on `/{org}/flaky-tests`) are
- *   ignored and cleared where the browser sends them.
+ * The dashboard's cookies and the cross-site check of its forms. The session cookie holds only a
+ * random session id (never a token), `HttpOnly`, `SameSite=Lax` so that links from GitHub or chat
+ * open signed in, `__Host-` and `Secure` over HTTPS; the sign-in form's double-submit cookie is
+ * `SameSite=Strict`.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 

@@ -1,9 +1,7 @@
 /**
- * HTML by tagged template: every interpolated value is escaped unless it is `SafeHtml` (made by
- * `markup` itself, or explicitly by `trustedHtml`). Values in URL attributes (`href`, `src`,
- * `action`, `formaction`) must also be safe URLs: relative to this server or http(s); anything
- * else (`javascript:`, `data:`) renders as `about:invalid#unsafe-url`. An interpolation straight
- * after `=` (an unquoted attribute) is a programming error and throws.
+ * HTML by tagged template: every interpolated value is escaped unless it is `SafeHtml` (`markup`'s
+ * own, or `trustedHtml`). URL attributes take only relative or http(s) URLs (anything else renders
+ * as `about:invalid#unsafe-url`); an unquoted attribute (`=${…}`) throws.
  */
 
 /** Markup that is already safe: produced by `markup`, never by concatenating raw input. */

@@ -1,9 +1,8 @@
 /**
- * Live updates of queue pages (ADR 0025): each server process looks at a watched queue's version
- * (its settings' version and the id of its newest transition, two indexed statements) once per
- * `pollMs`, one look per queue however many browsers follow it, and tells every stream of that
- * queue when it changed. The database is the only source, so a change made by another process
- * (the queue's engine runs wherever its lease is) reaches every browser just the same.
+ * Live updates of queue pages: each server process reads a watched queue's version (two indexed
+ * statements) once per `pollMs`, however many browsers follow it, and tells that queue's streams
+ * when it changed. The database is the only source, so a change made by another process reaches
+ * every browser too (ADR 0025).
  */
 
 export type VersionOf = (queueId: string) => Promise<string | undefined>;

@@ -1,24 +1,8 @@
 /**
- * How a dashboard page or form is added (docs/dashboard.md, "How to add a page"):
- *
- * ```ts
- * web.page("/:org/things", { querystring: ThingsQuery }, async (request, context) => {
- *   const data = await deps.things.list(context.viewer.principal, request.query);  // a service
- *   return { view: renderThings(presentThings(data, context)) };                    // presenter → view
- * });
- * web.action("/:org/things/pause", { body: PauseForm }, async (request, context) => {
- *   await deps.things.pause(context.viewer.principal, request.body.name);
- *   return { redirect: urls.things(context.org) };
- * });
- * ```
- *
- * Pages (GET) need a viewer: a session (cookie) or, for scripts, an `x-api-token` header; without
- * one they redirect to the sign-in page. Actions (POST, form-encoded) need a session, a form from
- * this site (`Sec-Fetch-Site`/`Origin`) and the session's anti-forgery token in the field
- * `csrf` (the layout's forms get it from `context.viewer.csrf`); without them they answer 403 and
- * do nothing. A path's `:org` must be the viewer's organization, else the page is 404 (the same
- * 404 as for an organization that does not exist). Every answer carries the security headers of
- * `respond.ts`; errors become pages too.
+ * How dashboard pages (`web.page`) and forms (`web.action`) are added: docs/dashboard.md, "The
+ * toolkit", has a worked example. Pages need a viewer (session or `x-api-token`); actions need a
+ * session, a same-site form and its `csrf` field, else 403. A path's `:org` must be the viewer's
+ * organization (else 404); every answer carries `respond.ts`'s headers.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { Type, type Static, type TObject, type TSchema } from "typebox";

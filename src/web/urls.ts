@@ -1,7 +1,7 @@
 /**
- * The dashboard's URL scheme (docs/dashboard.md): every page under its organization, view state
- * (filters, sort, page, range, view) in the query string so that a view can be bookmarked and
- * shared. Pages link to each other only through these functions.
+ * The dashboard's URL scheme: every page under its organization, view state (filters, sort, page,
+ * range, view) in the query string so that a view can be bookmarked and shared. Pages link to each
+ * other only through these functions.
  */
 import type { RepoRef } from "../organizations/repositories.js";
 import { pathWithQuery, segment } from "./html.js";
@@ -17,7 +17,7 @@ export function repoQuery(repo: RepoRef): { repo: string; host: string | undefin
   };
 }
 
-/** What the repository page's tests table shows (docs/dashboard.md). */
+/** What the repository page's tests table shows. */
 export interface TestTableView {
   status?: string | undefined;
   owner?: string | undefined;
@@ -40,7 +40,7 @@ export const urls = {
   /** A repository's test health: figures, trends, the tests table. */
   repository: (slug: string, repo: RepoRef, view: TestTableView = {}) =>
     pathWithQuery(`${org(slug)}/flaky-tests/repo`, { ...repoQuery(repo), ...view }),
-  /** A test (docs/contract.md §3: every test's `html_url`); `note`: what a form just saved. */
+  /** A test (every test's `html_url`); `note`: what a form just saved. */
   test: (slug: string, testId: string, repo: RepoRef, note?: string) =>
     pathWithQuery(`${org(slug)}/flaky-tests/test/${segment(testId)}`, {
       ...repoQuery(repo),

@@ -43,9 +43,8 @@ function parseTime(text: string): number {
 }
 
 /**
- * `[start_time, end_time)`, as whole milliseconds: a run at `t` (an integer) is in the window
- * when `ceil(start) <= t < ceil(end)`. Refuses an empty or reversed window and one longer than
- * 7 days (docs/contract.md §3).
+ * `[start_time, end_time)`, as whole milliseconds: a run at `t` (an integer) is in the window when
+ * `ceil(start) <= t < ceil(end)`. Refuses an empty or reversed window and one longer than 7 days.
  */
 function failingWindow(body: { start_time: string; end_time: string }): {
   start: number;
@@ -69,7 +68,7 @@ function failingWindow(body: { start_time: string; end_time: string }): {
   return { start: Math.ceil(start), end: Math.ceil(end) };
 }
 
-/** list-failing-tests, list-unhealthy-tests, list-quarantined-tests (api.md, docs/contract.md §3). */
+/** list-failing-tests, list-unhealthy-tests, list-quarantined-tests. */
 export function registerListRoutes(
   app: ApiApp,
   deps: Pick<FlakyTestsDependencies, "queries" | "publicUrl">,

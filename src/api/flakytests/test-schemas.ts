@@ -1,7 +1,7 @@
 import { Type } from "typebox";
 import { DateTime } from "./schemas.js";
 
-/** The response shapes of tests in the Flaky Tests API (api.md; docs/contract.md §3 "Other fields"). */
+/** The response shapes of tests in the Flaky Tests API. */
 
 export const StatusSchema = Type.Object({
   value: Type.String({ enum: ["healthy", "flaky", "broken"] }),

@@ -143,7 +143,7 @@ export function presentCheckRun(
   };
 }
 
-/** getMergeQueueTestingDetails (background §trunk-api-3.12). */
+/** getMergeQueueTestingDetails. */
 export function presentTestingDetails(details: TestingDetails): TestingDetailsBody {
   return {
     requiredStatuses: details.requiredStatuses,

@@ -39,12 +39,12 @@ export function principalOf(request: FastifyRequest): Principal {
 }
 
 /**
- * Authenticates every route registered in `scope` by its `x-api-token` header (docs/contract.md §1).
- * Runs before the body is parsed: an unauthenticated client learns nothing about validation.
- * Routes marked `publicRepoId` also take a public repository id when no token is sent; the
- * caller is then `request.publicCaller`, never `request.principal`, so no other route (nor
- * `principalOf`) ever sees it. Routes marked `forkedWorkflowRun` likewise take a fork's workflow
- * run id (`request.forkedRunId`), which proves nothing until the route has it verified.
+ * Authenticates every route registered in `scope` by its `x-api-token` header. Runs before the body
+ * is parsed: an unauthenticated client learns nothing about validation. Routes marked
+ * `publicRepoId` also take a public repository id when no token is sent; the caller is then
+ * `request.publicCaller`, never `request.principal`, so no other route (nor `principalOf`) ever
+ * sees it. Routes marked `forkedWorkflowRun` likewise take a fork's workflow run id
+ * (`request.forkedRunId`), which proves nothing until the route has it verified.
  */
 export function requireApiToken(
   scope: FastifyInstance,

@@ -275,8 +275,8 @@ export function clientError(error: NodeJS.ErrnoException, socket: Socket): void 
 }
 
 /**
- * Every failure leaves as the error envelope of docs/contract.md §1; a server fault is logged with its
- * stack and answered with a request id, never with the stack or SQL text.
+ * Every failure leaves as the API's error envelope; a server fault is logged with its stack and
+ * answered with a request id, never with the stack or SQL text.
  */
 export function installErrorHandling(
   app: FastifyInstance,

@@ -1,9 +1,7 @@
 /**
- * What the server's log may show. fastify's default request serializer writes the whole URL
- * (the signed upload URL's signature with it) and error serializers copy messages and stacks that
- * may echo input; here every URL, error message and stack, and the text of every log line, passes
- * through `redactSecrets`, and headers that carry credentials are censored wherever a log object
- * would show them.
+ * What the server's log may show: every URL, error message and stack, and the text of every log
+ * line, passes through `redactSecrets`, and credential headers are censored (fastify's defaults
+ * would log the signed upload URL's signature and messages that echo input).
  */
 import type { Socket } from "node:net";
 import type { FastifyRequest, FastifyServerOptions } from "fastify";

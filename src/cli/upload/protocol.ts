@@ -1,6 +1,6 @@
 /**
- * The uploader's side of Trunk's upload protocol (docs/contract.md §4): createBundleUpload, a PUT of the
- * bundle to the URL it answers, and the quarantine lookup; plus get-upload to wait for processing.
+ * The uploader's side of Trunk's upload protocol: createBundleUpload, a PUT of the bundle to the
+ * URL it answers, and the quarantine lookup; plus get-upload to wait for processing.
  */
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";

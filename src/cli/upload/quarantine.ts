@@ -1,11 +1,8 @@
 /**
- * `mainline test`: which failures are quarantined and what the exit code is. Pure.
- *
- * The rule: a command that succeeded exits 0. A command that failed exits 0 only when its reports
- * were all read, hold at least one failed test, the upload went through, quarantining is enabled
- * and every failed test is quarantined. In every other case the command's own exit code stands
- * (128 + the signal number when a signal ended it), so that nothing on our side (an unreachable
- * server, an unreadable report) can turn a failing command into a passing one.
+ * `mainline test`: which failures are quarantined and what the exit code is. Pure. A failed command
+ * exits 0 only when its reports were all read, hold a failed test, the upload went through,
+ * quarantining is on and every failed test is quarantined; else its own code stands (128 + signal):
+ * nothing on our side can turn a failing command into a passing one.
  */
 import { constants } from "node:os";
 

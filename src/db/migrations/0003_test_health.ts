@@ -2,10 +2,10 @@ import { sql } from "kysely";
 import type { DialectMigration } from "./types.js";
 
 /**
- * Test health (ADR 0007): uploads, test cases, their runs, and the aggregates the Flaky Tests API
- * reads instead of raw runs (hourly pass/fail counts, PRs impacted, failure signatures).
- * Tables are keyed by integer keys the database assigns; the public ids (upload UUIDs, Trunk's
- * test UUIDs) are unique columns.
+ * Test health: uploads, test cases, their runs, and the aggregates the Flaky Tests API reads
+ * instead of raw runs (hourly pass/fail counts, PRs impacted, failure signatures). Tables are keyed
+ * by integer keys the database assigns; the public ids (upload UUIDs, Trunk's test UUIDs) are
+ * unique columns.
  */
 export const testHealth: DialectMigration = {
   async up(db, t) {

@@ -4,9 +4,10 @@ import type { DialectMigration } from "./types.js";
 const DAY = sql.raw(String(24 * 3_600_000));
 
 /**
- * `test_daily_stats` and `test_daily_failure_groups` (ADR 0008), and indexes for the list endpoints (ADR 0007's aggregates, read as the lists need them). Each one
- * lets a list read index entries stored side by side instead of a table row per entry (the rows
- * of a test are spread over the table in the order they were written, one page per hour):
+ * `test_daily_stats` and `test_daily_failure_groups`, and indexes for the list endpoints (the
+ * aggregates, read as the lists need them). Each one lets a list read index entries stored side by
+ * side instead of a table row per entry (the rows of a test are spread over the table in the order
+ * they were written, one page per hour):
  * - list-failing-tests reads, on every request, each failing day's and hour's count of rows and
  *   sum of failures (and the rows of those that changed): partial covering indexes of failing
  *   days and hours, so that these are index-only scans;

@@ -2,11 +2,9 @@ import { sql } from "kysely";
 import type { DialectMigration } from "./types.js";
 
 /**
- * The merge-queue engine's storage (`db/stores/merge-queue-runtime.ts`): per queue, the planner's
- * snapshot and the lease that makes one process its only writer (`mq_runtime`); the entries,
- * transitions and runs the API lists (`mq_entries`, `mq_transitions`, `mq_runs`); and the inbox
- * of commands waiting for the queue's driver (`mq_commands`). Everything belongs to a queue and
- * goes with it.
+ * The merge-queue engine's storage (`db/stores/merge-queue-runtime.ts`), all of it per queue: the
+ * snapshot and the lease of its only writer (`mq_runtime`); the entries, transitions and runs the
+ * API lists (`mq_entries`, `mq_transitions`, `mq_runs`); the driver's inbox (`mq_commands`).
  */
 export const mergeQueueEngine: DialectMigration = {
   async up(db, t) {

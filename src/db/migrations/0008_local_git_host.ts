@@ -2,11 +2,10 @@ import { sql } from "kysely";
 import type { DialectMigration } from "./types.js";
 
 /**
- * The local git host and the built-in CI runner (docs/contract.md §6). Git keeps the branches and
- * commits; the database keeps what git has no place for: pull requests of local repositories
- * (`local_pull_requests`, numbered per repository) and the runner's runs (`ci_runs`: the request,
- * so that a restarted runner can start an unfinished run again, with a lease saying which runner
- * works on it; and the checks' outcomes and log files, so that they can be shown).
+ * The local git host and the built-in CI runner: what git has no place for. Pull requests of local
+ * repositories (`local_pull_requests`, numbered per repository) and the runner's runs (`ci_runs`:
+ * the request, so that a restarted runner can resume it, under a lease; the checks' outcomes and
+ * log files).
  */
 export const localGitHost: DialectMigration = {
   async up(db, t) {

@@ -1,10 +1,10 @@
 import type { DialectMigration } from "./types.js";
 
 /**
- * The GitHub App (docs/github.md, ADR 0020, ADR 0021): its installations and the Mainline
- * organization each is linked to; the repositories each installation grants, by GitHub's
- * repository id, with the organization's repository row they are; and the durable inbox of
- * webhook deliveries (stored before they are acknowledged, processed after, under a lease).
+ * The GitHub App: its installations and the Mainline organization each is linked to; the
+ * repositories each installation grants, by GitHub's repository id, with the organization's
+ * repository row they are; and the durable inbox of webhook deliveries (stored before they are
+ * acknowledged, processed after, under a lease).
  */
 export const githubApp: DialectMigration = {
   async up(db, t) {

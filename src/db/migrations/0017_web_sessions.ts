@@ -2,13 +2,9 @@ import { sql } from "kysely";
 import type { DialectMigration } from "./types.js";
 
 /**
- * The dashboard's sign-in sessions (ADR 0023), and an index for the daily health counts of the
- * dashboard's trend charts.
- *
- * A session is found by the SHA-256 of the random id its cookie holds (`id_hash`): the id itself
- * is never stored. `id` is a public name (`ses_…`) for listing and revoking. A session belongs to
- * the API token it was made from: deleting the token deletes it, and a revoked token ends it (the
- * lookup joins the token).
+ * The dashboard's sign-in sessions, and an index for the trend charts' daily health counts. A
+ * session is found by the SHA-256 of its cookie's random id (`id_hash`; the id is never stored);
+ * `id` (`ses_…`) is a public name. Deleting its API token deletes it; revoking the token ends it.
  */
 export const webSessions: DialectMigration = {
   async up(db, t) {

@@ -3,9 +3,9 @@ import type { DialectMigration } from "./types.js";
 
 /**
  * PostgreSQL: every change to the rows the servers cache (tokens, organizations, repositories,
- * merge queues; ADR 0017) is announced on channel `mainline_lookups`, at the writer's commit,
- * whoever wrote it (a server, `mainline admin`, SQL by hand). SQLite needs nothing: a server
- * notices another process's commits with `PRAGMA data_version`.
+ * merge queues) is announced on channel `mainline_lookups`, at the writer's commit, whoever wrote
+ * it (a server, `mainline admin`, SQL by hand). SQLite needs nothing: a server notices another
+ * process's commits with `PRAGMA data_version`.
  */
 const TABLES = ["api_tokens", "organizations", "repositories", "merge_queues"] as const;
 

@@ -2,13 +2,10 @@ import { sql, type Kysely } from "kysely";
 import type { ColumnTypes, DialectMigration } from "./types.js";
 
 /**
- * Dashboard sessions signed in with GitHub (ADR 0029). Such a session has no API token:
- * `token_id` becomes nullable, and the session names the GitHub user (`github_user_id`,
- * `github_login`) and the App installation it entered through (`github_installation_id`): the
- * lookup joins that installation and refuses the session once it is no longer linked to the
- * session's organization. A token session keeps its token (deleting the token deletes it).
- *
- * SQLite cannot drop a NOT NULL: the table is rebuilt there, rows and indexes kept.
+ * Dashboard sessions signed in with GitHub: `token_id` becomes nullable, and such a session names
+ * the GitHub user and the installation it entered through (the lookup refuses it once that
+ * installation is unlinked). SQLite cannot drop a NOT NULL: the table is rebuilt there, rows and
+ * indexes kept.
  */
 
 async function createSessions(

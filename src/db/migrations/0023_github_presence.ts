@@ -1,13 +1,10 @@
 import type { DialectMigration } from "./types.js";
 
 /**
- * What the GitHub App shows on pull requests (docs/github.md, "On the pull request"), followed
- * durably from `mq_transitions`:
- * - `presence_cursors`: how far a worker has read the transitions, under a lease (one worker at a
- *   time presents; another takes over when the lease expires);
- * - `github_pr_presence`: per queue and pull request, the sticky comment's id, the check run's id
- *   and commit, the state label shown and a digest of what was last shown (a transition read
- *   twice changes nothing on GitHub).
+ * What the GitHub App shows on pull requests, followed durably from `mq_transitions`:
+ * `presence_cursors` (how far a worker read, under a lease) and `github_pr_presence` (per pull
+ * request, the comment's and check run's ids, the label shown and a digest of what was last shown,
+ * so that a transition read twice changes nothing on GitHub).
  */
 export const githubPresence: DialectMigration = {
   async up(db, t) {

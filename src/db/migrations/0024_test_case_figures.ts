@@ -3,16 +3,10 @@ import { ALL_TESTS, computeFigures } from "../figures.js";
 import type { DialectMigration } from "./types.js";
 
 /**
- * Each test's 7-day figures stored with it (ADR 0030), so that the repository page reads a page
- * of its tests table by index instead of computing every test's figures: the failure rate,
- * counted runs and impacted pull requests of the last 7 days, when they were computed
- * (`figures_at`) and when they stop being true as the window moves (`figures_expire_at`; 0 until
- * computed, null when nothing counted can leave the window). One index per sort of the table;
- * one to find the figures to compute again; one for the tests' distinct files (their code
- * owners). Backfilled as of the migration's time.
- *
- * The name sorts as JavaScript's `<` does (code points): the `C` collation on PostgreSQL,
- * SQLite's default binary one.
+ * Each test's 7-day figures stored with it (failure rate, counted runs, impacted pull requests,
+ * `figures_at`, `figures_expire_at`), so that the repository page reads its tests table by index;
+ * one index per sort of the table, backfilled as of the migration's time. Names sort by code point
+ * as JavaScript's `<` does (`C` collation on PostgreSQL). ADR 0030 says why.
  */
 export const testCaseFigures: DialectMigration = {
   async up(db, t) {

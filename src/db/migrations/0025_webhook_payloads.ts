@@ -2,12 +2,10 @@ import { sql } from "kysely";
 import type { DialectMigration } from "./types.js";
 
 /**
- * Webhook deliveries' payloads in a table of their own (`webhook_payloads`, one row per delivery
- * by its key), so that the inbox's claims and completions rewrite a small row of the delivery's
- * state and not its payload (some 20 KB for a pull request's event) as well. A payload is kept
- * until its delivery is handled (deleted with the completion); failed and parked deliveries keep
- * theirs, and a delivery's deletion (the prune) takes its payload along. Existing payloads are
- * moved over, every one of them.
+ * Webhook deliveries' payloads in a table of their own (`webhook_payloads`), so that the inbox's
+ * claims and completions rewrite a small row and not the payload (some 20 KB) as well. A payload is
+ * deleted with its delivery's completion or prune; failed and parked deliveries keep theirs.
+ * Existing payloads are moved over.
  */
 export const webhookPayloads: DialectMigration = {
   async up(db, t) {

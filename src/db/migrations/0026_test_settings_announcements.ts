@@ -2,11 +2,9 @@ import { sql } from "kysely";
 import type { DialectMigration } from "./types.js";
 
 /**
- * PostgreSQL: a change to a repository's test-health settings is announced on channel
- * `mainline_lookups` (migration 0018's function, the table's name as payload), so that every
- * server drops the settings it caches (ADR 0017) at the writer's commit, and nothing else it
- * caches. SQLite needs nothing: a server notices another process's commits with
- * `PRAGMA data_version`.
+ * PostgreSQL: a change to a repository's test-health settings is announced on `mainline_lookups`
+ * (migration 0018's function, the table's name as payload), so that every server drops the settings
+ * it caches, and nothing else. SQLite needs nothing (`PRAGMA data_version`).
  */
 export const testSettingsAnnouncements: DialectMigration = {
   async up(db, types) {

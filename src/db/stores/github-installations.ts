@@ -27,11 +27,10 @@ function toRepository(row: Selectable<GithubRepositoriesTable>): GitHubRepositor
 }
 
 /**
- * GitHub App installations, their link to an organization, and the repositories they grant
- * (ADR 0020). A sync of an installation's repositories is one transaction, serialized per
- * installation, that also keeps the organization's `repositories` rows in step: added ones are
- * created (or found, when uploads made them first), renamed ones renamed, removed ones left with
- * their data.
+ * GitHub App installations, their link to an organization, and the repositories they grant. A sync
+ * of an installation's repositories is one transaction, serialized per installation, that also
+ * keeps the organization's `repositories` rows in step: added ones are created (or found, when
+ * uploads made them first), renamed ones renamed, removed ones left with their data.
  */
 export class GitHubInstallationStore implements GitHubInstallationStorage {
   constructor(
@@ -161,7 +160,7 @@ export class GitHubInstallationStore implements GitHubInstallationStorage {
     try {
       return await this.syncRepositoriesInTransaction(installationId, listed, host, now);
     } finally {
-      // Repositories may have been created or renamed (ADR 0017).
+      // Repositories may have been created or renamed: the lookup cache forgets them.
       lookupsChanged(this.db);
     }
   }

@@ -163,7 +163,7 @@ export class MergeQueueStore implements MergeQueueRecords {
     );
   }
 
-  /** The queue of `targetBranch` in an organization's repository: cached (ADR 0017). */
+  /** The queue of `targetBranch` in an organization's repository: cached. */
   async find(
     organizationId: string,
     repo: RepoRef,

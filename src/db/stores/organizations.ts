@@ -91,8 +91,8 @@ export class OrganizationStore implements OrganizationRecords {
   }
 
   /**
-   * Cached (ADR 0017: a change to `organizations` anywhere forgets it): ingestion asks for the
-   * slug of every upload's organization. Each caller gets a copy of its own.
+   * Cached (a change to `organizations` anywhere forgets it): ingestion asks for the slug of every
+   * upload's organization. Each caller gets a copy of its own.
    */
   async findById(id: string): Promise<Organization | undefined> {
     const found = await cachedLookup(this.db, "organizationById", id, () =>
@@ -101,7 +101,7 @@ export class OrganizationStore implements OrganizationRecords {
     return found && { ...found };
   }
 
-  /** Every authenticated request starts here: cached (ADR 0017), compiled once. */
+  /** Every authenticated request starts here: cached, compiled once. */
   findActiveTokenOwner(tokenHash: string): Promise<TokenOwner | undefined> {
     return cachedLookup(this.db, "tokenOwner", tokenHash, async () => {
       const [owner] = await this.activeTokenOwner(tokenHash);

@@ -16,7 +16,7 @@ const COLUMNS = ["id", "organizationId", "host", "owner", "name", "createdAt"] a
 export class RepositoryStore implements RepositoryRecords {
   constructor(private readonly db: Kysely<Database>) {}
 
-  /** Cached (ADR 0017): most requests name a repository. */
+  /** Cached: most requests name a repository. */
   async find(organizationId: string, ref: RepoRef): Promise<Repository | undefined> {
     const lookupKey = repositoryLookupKey(ref);
     const found = await cachedLookup(

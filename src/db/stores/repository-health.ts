@@ -14,9 +14,9 @@ import { quarantinedWhere } from "./test-cases.js";
 const FAILING_DAY = sql.raw("failed + excluded_failed > 0");
 
 /**
- * The repository page's reads (docs/dashboard.md, "Repository"): one statement each, whatever
- * the number of tests. The figures of the tests table are read only for the tests that failed in
- * the window (`last_failure_at`): the others have no failure and no impacted pull request.
+ * The repository page's reads: one statement each, whatever the number of tests. The figures of the
+ * tests table are read only for the tests that failed in the window (`last_failure_at`): the others
+ * have no failure and no impacted pull request.
  */
 export type TestStatusFilter = "flaky" | "broken" | "quarantined" | "healthy" | undefined;
 

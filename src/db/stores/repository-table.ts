@@ -16,10 +16,10 @@ import {
 } from "./repository-health.js";
 
 /**
- * The repository page's tests table over each test's stored 7-day figures (ADR 0030): a page is
- * read by the index of its sort (`limit`/`offset`), not computed over every test. Names sort as
- * JavaScript compares strings (code points: `collate "C"` on PostgreSQL, binary on SQLite), and
- * tests that never failed last when sorted by last failure.
+ * The repository page's tests table over each test's stored 7-day figures: a page is read by the
+ * index of its sort (`limit`/`offset`), not computed over every test. Names sort as JavaScript
+ * compares strings (code points: `collate "C"` on PostgreSQL, binary on SQLite), and tests that
+ * never failed last when sorted by last failure.
  */
 export class RepositoryTableStore implements RepositoryTableRecords {
   private readonly db: Kysely<Database>;

@@ -27,10 +27,10 @@ const LISTING_COLUMNS = [
 ] as const;
 
 /**
- * The dashboard's sessions (ADR 0023). Part of the tokens' aggregate: a session is deleted with
- * its token and ends when the token is revoked (the lookup joins the token). A GitHub session
- * (ADR 0029) has no token: the lookup joins its installation instead (while GitHub has it: not
- * deleted), whose link it depends on.
+ * The dashboard's sessions. Part of the tokens' aggregate: a session is deleted with its token and
+ * ends when the token is revoked (the lookup joins the token). A GitHub session has no token: the
+ * lookup joins its installation instead (while GitHub has it: not deleted), whose link it depends
+ * on.
  */
 export class SessionStore implements SessionRecords {
   private readonly byHash: PrecompiledQuery<[idHash: string], StoredSession>;

@@ -4,7 +4,7 @@ import type { Database } from "../schema.js";
 import type { TestCaseRecords } from "../../testhealth/ports.js";
 
 /**
- * The rule of docs/contract.md §3 as SQL over `test_cases`:
+ * The quarantine rule as SQL over `test_cases`:
  * `enabled && (override == ALWAYS || (override != NEVER && auto && status == flaky))`.
  */
 export function quarantinedWhere(

@@ -204,21 +204,11 @@ function rankByCount(counts: Int32Array, order: Int32Array): Int32Array {
 }
 
 /**
- * The read side of the three test lists (api.md, docs/contract.md §3): which tests are on a page, in
- * list order, and how many there are. Every list orders on a figure, then on the test id, and
- * pages over that total order; the caller reads the rows and figures of the page's tests by key.
- *
- * list-failing-tests ranks every test that failed in a window of up to 7 days: at 20,000 tests
- * some 100,000 failing (test, hour) aggregates, too many to group on every request. So a window
- * is read as whole UTC days (`test_daily_stats`), the whole hours around them (at most 46,
- * `test_hourly_stats`) and the partial hours at its edges (raw runs), and the store keeps each
- * whole day's and hour's failing rows in memory (ADR 0008). It checks them on every request
- * against the unit's count of failing rows and sum of failures in the database (one scan of a
- * covering index, no sort, some 25,000 entries for a week): ingestion only ever adds failures to
- * a unit and retention removes whole units, so a unit whose signature did not change holds the
- * same rows. Changed units are read again; the partial hours always come from raw runs. The
- * signatures and the partial hours are one statement, so a list whose units are all known costs
- * one round trip (PostgreSQL plans these tables' scans without parallel workers: migration 0027).
+ * The read side of the three test lists: which tests are on a page, in list order, and how many
+ * there are (each list orders on a figure, then the test id). list-failing-tests reads a window as
+ * whole days, whole hours and raw edges, and keeps each day's and hour's failing rows in memory,
+ * checked against the unit's count and sum of failures: a new way of changing aggregates must
+ * change that signature too (ADR 0008).
  */
 export class TestListStore implements TestListRecords {
   private readonly repositories = new Map<string, RepositoryFailures>();
@@ -490,7 +480,7 @@ export class TestListStore implements TestListRecords {
     };
   }
 
-  /** Quarantined tests (docs/contract.md §3's rule), most recently quarantined first. */
+  /** Quarantined tests (`quarantinedWhere`), most recently quarantined first. */
   async quarantined(
     repositoryId: string,
     settings: QuarantineSettings,

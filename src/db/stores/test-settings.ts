@@ -7,12 +7,9 @@ import type { TestSettingsRecords } from "../../testhealth/ports.js";
 import { cachedLookup, lookupsChanged } from "../lookup-cache.js";
 
 /**
- * The lookup cache's kind of these rows (ADR 0017): every Flaky Tests read and each batch of
- * processed uploads reads a repository's settings, which change rarely. A change forgets the
- * settings of every repository, and nothing else: the writing store in its own process, after its
- * commit; migration 0026's trigger for other processes on PostgreSQL; `PRAGMA data_version` on
- * SQLite. A store on a transaction (`modifySettings`) reads and writes around the cache; its
- * caller forgets after the commit.
+ * The lookup cache's kind of these rows (read by every Flaky Tests read, rarely changed). A change
+ * forgets every repository's settings and nothing else; a store on a transaction (`modifySettings`)
+ * reads and writes around the cache, and its caller forgets after the commit.
  */
 export const TEST_SETTINGS_KIND = "testSettings";
 

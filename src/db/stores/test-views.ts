@@ -22,9 +22,9 @@ const NO_COUNTS: WindowCounts = { week: { passed: 0, failed: 0 }, day: { passed:
 const ceilHour = (at: number) => Math.ceil(at / HOUR) * HOUR;
 
 /**
- * Read side of test figures. Rates and PR counts come from the aggregates (ADR 0007): whole
- * hours from `test_hourly_stats`, the partial first hour of a window from raw runs, so the
- * windows are exact to the millisecond while reading at most ~170 rows per test.
+ * Read side of test figures. Rates and PR counts come from the aggregates: whole hours from
+ * `test_hourly_stats`, the partial first hour of a window from raw runs, so the windows are exact
+ * to the millisecond while reading at most ~170 rows per test.
  */
 export class TestViewStore implements TestViewRecords {
   /** `rowsByKey`'s statement by number of keys, compiled once each. */

@@ -64,12 +64,12 @@ export class UploadStore implements UploadRecords {
   }
 
   /**
-   * Records a new upload. On PostgreSQL, uploads created together (in one turn of the event
-   * loop) are inserted by one statement: one round trip, however many there are. Each caller
-   * resumes once its row is committed; when the shared insert fails, each row is tried alone, so
-   * that one bad row fails only its own caller. SQLite inserts each at once: grouping there
-   * (one fsync per group) made every upload wait for the rest of the event loop's turn, and the
-   * uploads' p99 grew more than the other requests' fell (docs/benchmarks.md, mixed load).
+   * Records a new upload. On PostgreSQL, uploads created together (in one turn of the event loop)
+   * are inserted by one statement: one round trip, however many there are. Each caller resumes once
+   * its row is committed; when the shared insert fails, each row is tried alone, so that one bad
+   * row fails only its own caller. SQLite inserts each at once: grouping there (one fsync per
+   * group) made every upload wait for the rest of the event loop's turn, and the uploads' p99 grew
+   * more than the other requests' fell (measured under mixed load).
    */
   create(values: NewUpload): Promise<void> {
     if (this.dialect === "sqlite") return this.insertUploads([values]);

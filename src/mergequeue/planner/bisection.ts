@@ -23,7 +23,7 @@ export function startBisection(p: PlanningState, run: TestRun, unit: Entry[]): v
     ],
   };
   p.s.bisections[id] = group;
-  // Its runs take the bisection slots (background §merge-queue-2.7), but its PRs keep their
+  // Its runs take the bisection slots, but its PRs keep their
   // places in the queue: nothing behind them lands, or is tested, before they are decided
   // (what is tested behind them meanwhile would have to be tested again with those cleared).
   for (const entry of unit) {

@@ -45,7 +45,7 @@ export function apply(p: PlanningState, event: QueueEvent): void {
       restart(p, event.prNumber, event.actor);
       return;
     case "set_impacted_targets": {
-      // Targets belong to a commit of a PR (background §merge-queue-2.8); CI usually uploads
+      // Targets belong to a commit of a PR; CI usually uploads
       // them before the PR is submitted, or for a push the queue has not seen yet.
       const entry = byNumber(p, event.prNumber);
       if (entry?.pr.headSha === event.headSha) {
@@ -119,7 +119,7 @@ function submit(
 ): void {
   const existing = byNumber(p, pr.number);
   if (existing) {
-    // Resubmission updates priority and batching (docs/contract.md §5); an unstarted entry moves.
+    // Resubmission updates priority and batching; an unstarted entry moves.
     existing.priorityValue = priority ?? PRIORITY_NAMES[DEFAULT_PRIORITY];
     existing.usedDefaultPriority = priority === null;
     existing.noBatch = noBatch;
@@ -267,7 +267,7 @@ function basePushed(p: PlanningState, headSha: string): void {
   // A report of a head the queue itself produced earlier arrives late: nothing changed.
   if (headSha === base.anchorSha || base.merges.some((m) => m.sha === headSha)) return;
   p.s.base = { headSha, merges: [], anchorSha: headSha };
-  // Trunk restarts everything in flight on an outside push (background §merge-queue-2.4).
+  // Trunk restarts everything in flight on an outside push.
   for (const group of Object.values(p.s.bisections)) dissolveBisection(p, group);
   for (const run of Object.values(p.s.runs)) {
     if (run.status === "running" || run.status === "passed") {

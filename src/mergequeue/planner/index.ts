@@ -1,9 +1,8 @@
 /**
- * The merge-queue planner: a pure function from a queue's state and one event to the decisions
- * to carry out (start runs, cancel runs, merge, change states), with Trunk's semantics
- * (background §merge-queue-2). No I/O, no clock, no randomness: the same state and event always
- * give the same result. `plan` changes the snapshot it is given and returns it; callers continue
- * with the result.
+ * The merge-queue planner: a pure function from a queue's state and one event to the decisions to
+ * carry out (start or cancel runs, merge, change states), with Trunk's semantics (background
+ * §merge-queue-2). No I/O, clock or randomness: the same input gives the same result. `plan`
+ * changes the snapshot it is given and returns it.
  */
 import type { PlanResult, QueueEvent, QueueSnapshot } from "../model.js";
 import type { QueueConfiguration } from "../settings.js";

@@ -1,9 +1,8 @@
 /**
- * A typed, in-memory git host and CI: what the engine drives in tests and wherever no real host
- * is configured. Commits are names, merges never conflict unless told to, and CI results are
- * delivered when the test (or simulator) says so. It keeps the contracts the real hosts keep:
- * merges check the expected heads (compare-and-swap), repeated merges of a merged PR report the
- * commit they produced, and every mutating call is safe to repeat.
+ * An in-memory git host and CI for tests: commits are names, merges conflict only when told to, CI
+ * results arrive when the test says. It keeps the real hosts' contracts (merges compare-and-swap
+ * the expected heads, a repeated merge reports its commit, every mutating call is safe to repeat):
+ * a change here must keep them too.
  */
 import type {
   CiProvider,

@@ -1,9 +1,8 @@
 /**
- * The simulator's only source of randomness: sfc32 (Chris Doty-Humphrey's small fast chaotic
- * generator, 128 bits of state), seeded through splitmix32. Every independent part of a
- * simulation (arrivals, pull requests, CI) draws from its own stream, derived from the seed and
- * the stream's name, so that changing how much one part draws leaves the others' draws as they
- * were. Same seed and name, same numbers, on every platform.
+ * The simulator's only source of randomness: sfc32 seeded through splitmix32, one stream per part
+ * of a simulation (arrivals, pull requests, CI) derived from the seed and the stream's name, so
+ * that changing how much one part draws leaves the others' draws as they were. Same seed and name,
+ * same numbers, on every platform.
  */
 
 /** FNV-1a of a string: a stream's name as a 32-bit number. */

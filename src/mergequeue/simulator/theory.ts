@@ -1,13 +1,7 @@
 /**
  * The throughput model of background §merge-queue-5.2 (a): one linear speculative lane, where a
- * failure invalidates everything behind it. In a round of one CI duration `T` the queue merges
- * the units ahead of the first failing one, at most `C` of them.
- *
- *   q = 1 - (1-p)^b                      a unit (a batch of b PRs) fails
- *   S(q, C) = (1-q)(1-(1-q)^C) / q       expected units merged per T
- *   merges per T = b·S(q, C)             → b(1-q)/q ≈ (1-p)/p as C → ∞
- *
- * Flakes count into p: a PR's effective failure probability is 1-(1-p)(1-f).
+ * failure invalidates everything behind it. Per CI duration the queue merges b·S(q, C) pull
+ * requests, S(q, C) = (1-q)(1-(1-q)^C)/q with q = 1-(1-p)^b; flakes count into p.
  */
 
 /** The effective failure probability of a PR: a real failure or a flake. */

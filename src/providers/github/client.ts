@@ -1,10 +1,8 @@
 /**
- * Octokit, set up as Mainline talks to GitHub: as the App (a JWT, for `/app/...`), as one of its
- * installations (a token per installation, created with the JWT, cached and created anew before
- * it expires), or as a user (the token a person presents to prove control of an account).
- * Every client throttles as GitHub asks (`retry-after`, secondary limits; one write lane per
- * installation), retries GitHub's own failures (5xx), names Mainline in its user agent and gives
- * up on a request that hangs. No token, JWT or key ever reaches a log line or an error's text.
+ * Octokit, set up as Mainline talks to GitHub: as the App (a JWT), as one of its installations (a
+ * cached token) or as a user. Every client throttles as GitHub asks, retries 5xx, names Mainline in
+ * its user agent and gives up on a request that hangs. No token, JWT or key may ever reach a log
+ * line or an error's text.
  */
 import { createAppAuth } from "@octokit/auth-app";
 import Bottleneck from "bottleneck";

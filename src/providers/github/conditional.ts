@@ -1,11 +1,8 @@
 /**
- * Conditional requests: GitHub answers a GET sent with the ETag of its last answer
- * (`If-None-Match`) with 304 when nothing changed, and a 304 does not count against the rate
- * limit. A loop that re-reads state often (the reconcile loop) so costs almost nothing while
- * nothing changes. The ETags and the data they stand for are kept per installation and URL, for
- * a bounded number of URLs (the least recently used are forgotten: their next read is a full one).
- * A caller that needs only part of an answer keeps only that part (`project`): a page of 100 pull
- * requests is kept as their numbers and heads, not as GitHub's megabyte of JSON.
+ * Conditional requests: a GET sent with the ETag of its last answer gets a 304, which costs no rate
+ * limit, when nothing changed. ETags and their data are kept per installation and URL, for a
+ * bounded number of URLs (least recently used forgotten); a caller keeps only the part it needs
+ * (`project`), not GitHub's megabyte of JSON.
  */
 import { BoundedMap } from "./token-cache.js";
 import type { GitHubClient } from "./octokit.js";

@@ -1,9 +1,8 @@
 /**
- * The App's installations: read from GitHub (the App's JWT for the installation, its token for
- * its repositories), kept in step in storage, and linked to organizations (ADR 0020). A linked
- * installation's repositories are its organization's repositories; an organization's token
- * links one only with proof that its caller controls the GitHub account (`proof.ts`); the
- * operator links from the command line.
+ * The App's installations: read from GitHub, kept in step in storage, and linked to organizations.
+ * A linked installation's repositories are its organization's; an organization's token links one
+ * only with proof that its caller controls the GitHub account (`proof.ts`); the operator links from
+ * the command line.
  */
 import { ApiError } from "../../lib/errors.js";
 import type { Clock } from "../../lib/clock.js";

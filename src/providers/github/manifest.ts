@@ -1,8 +1,7 @@
 /**
- * The GitHub App Mainline needs, as GitHub's App manifest and as the registration link that
- * fills GitHub's "New GitHub App" form with it (`mainline github setup`; docs/github.md says why
- * each permission and event). Trunk's App asks for the same set, so repositories move from Trunk
- * without new permissions.
+ * The GitHub App Mainline needs, as GitHub's App manifest and as the registration link that fills
+ * GitHub's "New GitHub App" form with it (`mainline github setup`). Trunk's App asks for the same
+ * permissions and events, so repositories move from Trunk without new permissions.
  */
 
 /** Permissions, as the manifest names them, with why Mainline needs each. */
@@ -54,7 +53,7 @@ export interface AppManifest {
   description: string;
   public: boolean;
   hook_attributes: { url: string; active: boolean };
-  /** Where GitHub sends a browser back after "Sign in with GitHub" (ADR 0029). */
+  /** Where GitHub sends a browser back after "Sign in with GitHub". */
   callback_urls: string[];
   /** No OAuth at installation: signing in is a separate, later step. */
   request_oauth_on_install: boolean;

@@ -1,9 +1,8 @@
 /**
- * Proof of control (ADR 0020): an organization's token may link a GitHub App installation only
- * when the person calling also controls the GitHub account the App is installed on. They present
- * a GitHub token of theirs; Mainline asks GitHub, with it, who they are: the account itself for
- * an installation on a user account, an active owner (admin) for one on an organization.
- * The token is used for these reads only, and never stored or logged.
+ * Proof of control: an organization's token may link a GitHub App installation only when the caller
+ * also controls its GitHub account, shown by a GitHub token of theirs (the account itself, or an
+ * active owner of the organization). The token is used for these reads only, and never stored or
+ * logged.
  */
 import { ApiError } from "../../lib/errors.js";
 import type { GitHubClient } from "./client.js";

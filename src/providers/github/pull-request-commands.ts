@@ -1,15 +1,8 @@
 /**
- * What people do on a pull request (docs/github.md, "On the pull request"): comment commands
- * (`/trunk merge`, `/trunk cancel`, or `/mainline …`) when the queue's `commandsEnabled`, and the
- * queue's `enqueueingLabel` when its `labelCommandsEnabled` (added: submit; removed: cancel).
- * The queue is the one whose target branch is the pull request's base. Whoever comments or labels
- * must have write access to the repository (GitHub's collaborator permission: admin, maintain or
- * write); anyone else gets a reply saying why, and nothing changes. Submissions and cancellations
- * go through the `PullRequestService` like the API's, with the GitHub user as the actor.
- *
- * The inbox may hand a delivery over again (a crash mid-way): submitting a pull request that is
- * already queued only updates its priority, and a cancellation of one not queued is answered, so
- * a repeated delivery changes nothing more.
+ * What people do on a pull request: comment commands (`/trunk merge`, `/trunk cancel`) and the
+ * queue's enqueueing label, for whoever has write access to the repository (anyone else gets a
+ * reply and nothing changes). They go through the `PullRequestService` like the API's; a delivery
+ * handed over twice must change nothing more (a resubmission only updates the priority).
  */
 import { ApiError } from "../../lib/errors.js";
 import type { Actor } from "../../mergequeue/model.js";

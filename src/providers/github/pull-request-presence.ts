@@ -1,22 +1,8 @@
 /**
- * What a team sees of the queue on a GitHub pull request (docs/github.md, "On the pull request"),
- * per the queue's settings:
- * - `commentsEnabled`: one comment per pull request, edited in place (found by a hidden marker
- *   among the App's own comments when its id is not known yet): state, position, the reason of a
- *   failure, a link to the pull request's page on the dashboard;
- * - `statusCheckEnabled`: the check run `Trunk Merge Queue (<branch>)` on the head commit:
- *   in progress while the pull request is in the queue, success once merged, failure once it
- *   failed, neutral once cancelled;
- * - `stateLabelsEnabled`: Trunk's labels `trunk:queued`, `trunk:testing`, `trunk:failed`, one at
- *   a time (none once merged or cancelled).
- *
- * Driven durably from `mq_transitions`, not from events in memory: a worker holds a lease on a
- * cursor (one worker presents at a time, another takes over after a crash), reads the new
- * transitions, and brings each pull request they name to its current state in the queue: many
- * transitions of one pull request make one update, the latest state wins, and what was last
- * shown is stored (ids of the comment and check run, a digest per part), so a transition read
- * again sends nothing to GitHub. Few requests: a comment is listed once, then only edited; a
- * check run is created once per head commit, then only updated.
+ * What a team sees of the queue on a GitHub pull request: the comment, the check run and the state
+ * labels, per the queue's settings. Driven durably from `mq_transitions` by one worker at a time (a
+ * lease on a cursor), each pull request brought to its current state; what was last shown is
+ * stored, so a transition read again sends nothing. docs/github.md, "On the pull request".
  */
 import { createHash } from "node:crypto";
 import { ApiError } from "../../lib/errors.js";

@@ -1,24 +1,8 @@
 /**
- * The reconcile loop: catches what webhooks missed. GitHub loses, reorders and duplicates
- * deliveries, and does not deliver again by itself when an answer failed; every `intervalMs`
- * this reads, for each GitHub repository that has a queue, the open pull requests
- * (`GET /repos/{o}/{r}/pulls?state=open`, 100 a page) and each queue's target branch
- * (`GET /repos/{o}/{r}/git/ref/heads/{b}`), all of them conditional requests: while nothing
- * changed GitHub answers 304, which costs no rate limit. What it read is compared with what it
- * read last time (each pull request's head, base and draft state; each branch's commit) and with
- * the pull requests the queues hold (a queued pull request that is no longer open was closed or
- * merged), and only the differences go out as host-neutral changes (`pull_request_changed`,
- * `branch_moved`), exactly those a webhook would have made. The queues read the pull request or
- * branch again themselves, so a change seen twice (by a webhook and by this, or by two server
- * processes running it) is harmless.
- *
- * The first pass runs at start and has nothing to compare with: every pull request a queue holds,
- * and the target branch of every queue holding some, are worth one re-read (what happened while
- * no process watched). A repository first watched in a later pass (its first queue made while
- * this process ran, its webhooks heard all along) has nothing to catch up: that pass only reads
- * it, and the queues' own view is compared as in every pass. What is kept is small and
- * bounded: per watched repository, each open pull request's number, head commit, base and draft
- * flag (at most `maxPages` pages of 100), and the ETags of the pages and branches read.
+ * The reconcile loop, which catches what webhooks missed: every `intervalMs` it reads each queued
+ * GitHub repository's open pull requests and target branches with conditional requests (a 304 costs
+ * no rate limit) and sends the differences from its last read as the changes a webhook would have
+ * made (docs/github.md, "Reconciliation").
  */
 import { redactSecrets } from "../../lib/redact.js";
 import { SECOND_MS } from "../../lib/time.js";

@@ -1,9 +1,8 @@
 /**
- * A repository of an organization, as a GitHub repository it can act on: the installation that
- * grants it to that organization, GitHub's name for it now and that installation's client. A
- * repository no installation of the organization grants, or one that was removed, is refused
- * with a clear error; its rows and data stay. Only an installation linked to the repository's own
- * organization ever serves it (the tenancy rule of ADR 0020).
+ * A repository of an organization as a GitHub repository it can act on: the installation that
+ * grants it, GitHub's name for it now and that installation's client. Only an installation linked
+ * to the repository's own organization ever serves it; any other repository is refused with a clear
+ * error (its rows and data stay).
  */
 import { ApiError } from "../../lib/errors.js";
 import { isoTime } from "../../lib/clock.js";

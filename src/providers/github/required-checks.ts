@@ -1,12 +1,8 @@
 /**
- * The checks GitHub requires on a branch: the union of its classic branch protection
- * (`GET …/branches/{b}/protection/required_status_checks`: `contexts`, and `checks[]` with the
- * `app_id` a check is pinned to) and the `required_status_checks` rules of its active rulesets
- * (`GET …/rules/branches/{b}`, each check with its `integration_id` pin). A repository with only
- * rulesets answers 404 from the classic API: that is "no classic protection", not "no checks".
- * A pin is kept: a check pinned to an App counts only when that App reports it
- * (`checkCounts`). The same context required with two different pins is required twice (each
- * rule must be met).
+ * The checks GitHub requires on a branch: the union of classic branch protection and the active
+ * rulesets' `required_status_checks`, each with its App pin (a pinned check counts only when that
+ * App reports it: `checkCounts`). A 404 from the classic API means "no classic protection", never
+ * "no checks".
  */
 import type { RequiredCheck } from "../../mergequeue/watched-ci-runs.js";
 import { statusOf } from "./conditional.js";

@@ -1,10 +1,8 @@
 /**
- * "Sign in with GitHub" (ADR 0029): a GitHub App's user authorization, the web flow. The browser
- * is sent to GitHub's authorize page; GitHub sends it back with a code, which is exchanged (with
- * the App's client id and secret) for a user token; with that token, `GET /user` says who the
- * user is and `GET /user/installations` which of the App's installations they reach. Those linked
- * to an organization (ADR 0020) are the organizations the user may enter. The user token is used
- * for these calls only: never stored, never logged.
+ * "Sign in with GitHub": the App's user authorization web flow. The code GitHub sends back becomes
+ * a user token, which tells who the user is and which of the App's installations they reach; those
+ * linked to an organization are the organizations they may enter. The user token is used for these
+ * calls only: never stored, never logged.
  */
 import type { GitHubInstallationStorage } from "../../organizations/github-installations.js";
 import type { OrganizationRecords } from "../../organizations/records.js";

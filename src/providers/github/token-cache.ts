@@ -1,9 +1,7 @@
 /**
- * Where installation tokens are kept between requests. @octokit/auth-app keeps them in a cache
- * it is given; its own keeps a token 59 minutes whatever its `expires_at` says. This one keeps
- * each until five minutes before GitHub says it expires (so a token is never used past its
- * expiry, whatever its lifetime), one entry per installation and set of permissions, at most
- * `max` of them (the least recently used go first).
+ * Where installation tokens are kept between requests, for @octokit/auth-app (whose own cache keeps
+ * a token 59 minutes whatever its `expires_at`): each until five minutes before GitHub says it
+ * expires, one per installation and set of permissions, at most `max` (least recently used go).
  */
 import type { Clock } from "../../lib/clock.js";
 import { MINUTE_MS } from "../../lib/time.js";

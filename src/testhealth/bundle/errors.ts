@@ -1,6 +1,6 @@
 /**
  * Every way an uploaded bundle can be unusable ends in a `BundleError` whose `reason` is one
- * sentence meant for the uploader (docs/contract.md §4: failed uploads are recorded with a clear reason).
+ * sentence meant for the uploader: a failed upload is recorded with that reason.
  */
 export class BundleError extends Error {
   readonly reason: string;

@@ -1,15 +1,7 @@
 /**
- * Tolerant reading of Trunk's `meta.json` (analytics-cli `bundle/src/bundle_meta.rs`).
- *
- * Versions `V0_5_29`, `V0_5_34`, `V0_6_2`, `V0_6_3`, `V0_7_6`, `V0_7_7`, `V0_7_8` all serialize
- * FLAT: the Rust structs nest `base_props`/`junit_props`/`debug_props` but mark them
- * `#[serde(flatten)]` (older releases used transparent newtypes, also flat). Each version only
- * adds top-level fields (`num_files`/`num_tests` 0.5.34, `command_line` 0.6.2,
- * `bundle_upload_id_v2` 0.6.3, `variant` 0.7.6, `internal_bundled_file` 0.7.7, `failed_tests`
- * 0.7.8). A `schema` tag ("V0_7_8") appears when Trunk's services re-serialize a
- * `VersionedBundle`. We still accept the nested form, which Trunk's Python/wasm bindings expose.
- *
- * Only the commit SHA and the repository are required; everything else falls back to null.
+ * Tolerant reading of Trunk's `meta.json` (analytics-cli `bundle/src/bundle_meta.rs`), flat or
+ * nested, every version from 0.5.29 on (see `parseBundleMeta`). Only the commit SHA and the
+ * repository are required; everything else falls back to null.
  */
 import { branchFromEnv, cleanBranch, jobNameFrom, jobUrlFrom, prNumberFrom } from "./ci-env.js";
 import { findUnstorableText } from "../../lib/text.js";
@@ -87,6 +79,15 @@ const NESTED_PROPS = ["base_props", "junit_props", "debug_props"] as const;
 const SHA = /^[0-9a-f]{7,64}$/i;
 const VARIANT_LIMIT = 64;
 
+/**
+ * Versions `V0_5_29`, `V0_5_34`, `V0_6_2`, `V0_6_3`, `V0_7_6`, `V0_7_7`, `V0_7_8` all serialize
+ * FLAT: the Rust structs nest `base_props`/`junit_props`/`debug_props` but mark them
+ * `#[serde(flatten)]` (older releases used transparent newtypes, also flat). Each version only adds
+ * top-level fields (`num_files`/`num_tests` 0.5.34, `command_line` 0.6.2, `bundle_upload_id_v2`
+ * 0.6.3, `variant` 0.7.6, `internal_bundled_file` 0.7.7, `failed_tests` 0.7.8). A `schema` tag
+ * ("V0_7_8") appears when Trunk's services re-serialize a `VersionedBundle`. The nested form, which
+ * Trunk's Python/wasm bindings expose, is accepted too.
+ */
 export function parseBundleMeta(json: unknown): BundleMeta {
   if (!isObject(json)) throw new BundleError("meta.json is not a JSON object");
   // Text that cannot be stored as sent (NUL, unpaired surrogates) fails the bundle with its

@@ -1,18 +1,8 @@
 /**
- * Reads an upload bundle as a stream of entries an ingester can act on one at a time.
- *
- * Contract for consumers:
- * - Entries come in archive order. Trunk's uploader writes `meta.json` first, but nothing here
- *   relies on it: an ingester that needs the meta before storing test cases should stage the
- *   JUnit results (e.g. rows keyed by upload and file) and commit once the iterator completes.
- * - A `junit` entry's `stream` must be read to the end, or abandoned, BEFORE asking for the next
- *   entry: tar is sequential. Whatever is left unread is drained when the next entry is requested,
- *   and reading the stream after that throws a plain `Error` (a programming mistake).
- * - The bundle is all or nothing. `meta.json` missing is only known at the end, so the iterator
- *   can throw after it has yielded JUnit entries; the caller must then discard what it got.
- * - Every defect of the bundle (compression, tar, meta.json, limits) is a `BundleError`, thrown by
- *   the iterator or by a `junit` stream. A failure of the source itself (an aborted request) is
- *   passed through unchanged, as the JUnit parser does: it says nothing about the bundle.
+ * Reads an upload bundle as a stream of entries, in archive order (`meta.json` need not come
+ * first). Read or abandon a `junit` entry's `stream` before asking for the next (tar is
+ * sequential). All or nothing: the iterator may throw after yielding entries (no `meta.json`), and
+ * the caller then discards them. Defects are `BundleError`s; source failures pass through.
  */
 import type { Readable } from "node:stream";
 import { TextDecoder } from "node:util";

@@ -1,15 +1,8 @@
 /**
- * Trunk's binary test report: `internal.bin` (or `internal/<n>`) in an upload bundle, written by
- * Trunk's uploader from the JUnit files it was given and by its framework plugins (the RSpec one
- * writes nothing else). The wire format is protobuf, package `test_context.test_run`; the schema
- * below is ours, with the field numbers and types of Trunk's published definitions and only the
- * fields we read (protobuf skips the others).
- *
- * Two top-level shapes exist: `TestReport` (current uploaders: a list of `TestResult`s and the
- * uploader's metadata) and a bare `TestResult` (older uploaders and plugins). Like Trunk's own
- * reader we try `TestReport` first and fall back to `TestResult`.
- *
- * Pure: bytes in, test cases out (the same `ParsedTestCase` the JUnit parser produces).
+ * Trunk's binary test report (`internal.bin` or `internal/<n>` in a bundle), protobuf of package
+ * `test_context.test_run`. The schema below is ours: Trunk's field numbers and types, only the
+ * fields we read. Pure: bytes in, the JUnit parser's `ParsedTestCase`s out; a `TestReport` is tried
+ * first, then a bare `TestResult` (older uploaders), as Trunk's own reader does.
  */
 import protobuf from "protobufjs";
 import type { AttemptKind, AttemptStatus, ParsedAttempt, ParsedTestCase } from "../junit/types.js";

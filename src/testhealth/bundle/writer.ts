@@ -1,7 +1,7 @@
 /**
  * Builds upload bundles in Trunk's layout (`meta.json` first, then `junit/0`…`junit/<n>`, then
  * `CODEOWNERS`), for our own uploader. Trunk compresses with zstd; we write gzip because Node 20
- * has no zstd encoder, and our reader (like docs/contract.md §4) accepts both.
+ * has no zstd encoder, and our reader accepts both.
  */
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";

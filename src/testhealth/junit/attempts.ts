@@ -1,24 +1,8 @@
 /**
- * Repeated `<testcase>` records of one test in one file are attempts of that test in one run
- * (gotestsum `--rerun-fails`, Xcode retries, Trunk's Playwright reporter, pytest-rerunfailures).
- * `mergeRepeatedTestcases` folds them into one `ParsedTestCase` whose attempts keep file order.
- *
- * Hollow records (background §test-health-2.2). pytest-rerunfailures 16.6.1 writes a failed
- * attempt as a `<testcase>` with no result child, which reads as a pass: an always-failing test
- * then looks like "passed, passed, failed", a false pass-on-retry that would auto-quarantine a
- * broken test.
- * A record is *hollow* when it has no result, retry or output elements, no properties, and a
- * duration that is absent or zero. Rule: a hollow record is taken as a FAILED attempt when
- *   (a) a later record of the same test failed — retry tools only rerun after a failure, so an
- *       empty record before a failure cannot be an honest pass in a retry sequence; or
- *   (b) it has no `time` at all and is not the last record — real producers always write `time`
- *       (pytest does), the 16.6.1 placeholders do not.
- * Everything else keeps its status. Why not the suite's `tests`/`failures` counts: they disagree
- * with the content too often to arbitrate (mocha claims 15,515 tests for one testcase;
- * pytest-rerunfailures#170 reports failures="0" for a failed attempt).
- * Cost of the rule: `go test -count=N` with a zero-duration pass before a failure is read as two
- * failures (a missed flake), which we prefer to a false one. A 16.6.1 eventual pass whose
- * placeholder carries `time="0.000"` still reads as two passes (a missed flake, never a false one).
+ * Repeated `<testcase>` records of one test in one file are attempts of it in one run;
+ * `mergeRepeatedTestcases` folds them into one test case. A hollow record (no result, output or
+ * properties; no or zero time: pytest-rerunfailures' failed attempt) is FAILED when a later record
+ * failed or when it has no `time` and is not the last: never a fake pass-on-retry (ADR 0006).
  */
 import type { AttemptKind, ParsedAttempt, ParsedTestCase } from "./types.js";
 

@@ -1,21 +1,8 @@
 /**
- * saxes collects a text node, a CDATA section, a comment or an attribute value into one string
- * and hands it over only when it ends: a 640 MiB `<system-out>` becomes a 640 MiB string (and
- * past V8's string limit, `RangeError: Invalid string length`). `SaxesBounds.afterWrite` is
- * called after every (bounded) write and keeps that buffer small: text and CDATA are handed to
- * the caller as they arrive, comments, processing instructions and the DOCTYPE are dropped (we
- * never read them), attribute values keep their head and tail (see `LongText`), and names,
- * entity references and attribute lists that run on are refused.
- *
- * `write` also spares saxes the character-by-character scan of plain text: inside the root
- * element, a run of text without `<`, `&`, `]` or a carriage return goes straight to the caller
- * (saxes's line count moved on by its newlines), which saves about a quarter of the CPU time
- * of reading a huge plain output. Only text that saxes would have accepted unchanged takes this path (XML 1.0;
- * the decoder has already removed the characters XML forbids).
- *
- * This reads saxes's internal fields (`state`, `text`, …) of the version package.json pins
- * (6.0.0); `checkSaxesInternals` verifies at load that they still mean what we assume, so an
- * upgrade that changes them fails loudly instead of silently buffering again.
+ * Keeps saxes's buffers small, since saxes holds a whole text node or attribute value until it
+ * ends: after each bounded write, text is handed on, comments and the DOCTYPE dropped, attribute
+ * values cut to head and tail; plain text skips saxes's scan. This reads saxes's internal fields
+ * (6.0.0, pinned): `checkSaxesInternals` fails loudly at load after an upgrade that changes them.
  */
 import { SaxesParser } from "saxes";
 import { fitText, type LongText } from "./long-text.js";

@@ -1,23 +1,8 @@
 /**
- * Streaming JUnit XML reader. saxes tokenizes; this module keeps only the enclosing suites and the
- * one `<testcase>` being read, so memory does not grow with the size of the report. No text is
- * held whole: saxes's own buffers are drained as the input streams by (bounded-saxes.ts), and
- * every text keeps at most its head and its tail (long-text.ts): names are cut to NAME_LIMIT
- * characters (their head: they make the test's identity), everything else (failure messages and
- * bodies, output, properties, file paths, other attributes) to TEXT_LIMIT characters, the head
- * and the tail with a marker of how much was cut between them.
- *
- * Late errors: a report is all or nothing. `parseJunit` yields each test case as soon as its
- * `</testcase>` is read, so a file cut off near its end yields cases and then throws a
- * `JunitParseError`. Callers must then discard every case the file produced (the ingester writes a
- * file's rows in one transaction, or keyed by upload and file so a retry replaces them). We chose
- * this over "validate, then stream" because that needs a second pass over the input, and over
- * buffering because a 300 MB report must not be held in memory. `parseJunitText` collects the
- * whole result and so is naturally all or nothing.
- *
- * Errors: a file that is empty, not XML, not well-formed, or whose root is not `<testsuites>` or
- * `<testsuite>` throws `JunitParseError` with a one-sentence reason. A failure of the source itself
- * (an I/O error of the stream) is passed through unchanged: it says nothing about the report.
+ * Streaming JUnit XML reader: only the enclosing suites and the one `<testcase>` being read are
+ * held, and no text whole (names keep their head, NAME_LIMIT; other text its head and tail,
+ * TEXT_LIMIT), so memory does not grow with the report (ADR 0013). A report is all or nothing: see
+ * `parseJunit` for what a caller must do when it throws.
  */
 import { SaxesParser, type SaxesTagPlain } from "saxes";
 import { SaxesBounds, WRITE_SLICE } from "./bounded-saxes.js";
@@ -44,7 +29,13 @@ export interface JunitParseOptions {
   nameLimit?: number;
 }
 
-/** Streams the test cases of one JUnit report. See the module comment for the error contract. */
+/**
+ * Streams the test cases of one JUnit report, each as soon as its `</testcase>` is read: a file cut
+ * off near its end yields cases and then throws `JunitParseError`, and the caller must discard
+ * every case the file produced. A file that is empty, not XML, not well-formed, or whose root is
+ * not `<testsuites>`/`<testsuite>` throws `JunitParseError` with a one-sentence reason; a failure
+ * of the source itself is passed through unchanged.
+ */
 export async function* parseJunit(
   source: JunitSource,
   options: JunitParseOptions = {},

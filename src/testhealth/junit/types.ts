@@ -1,6 +1,6 @@
 /**
  * What the JUnit parser produces: one `ParsedTestCase` per `<testcase>` element, each carrying the
- * attempts (runs) it records. docs/contract.md §3 "Runs and what counts" turns attempts into runs.
+ * attempts (runs) it records; ingestion turns attempts into runs (`../runs.ts`).
  */
 
 /** Failure messages, stack traces and captured output are cut to this many characters (Trunk: 8,000). */

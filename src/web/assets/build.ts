@@ -1,10 +1,8 @@
 /**
- * Builds the dashboard's static files (ADR 0023): the islands (`src/web/islands/*.ts`) bundled
- * by esbuild, the stylesheet (`src/web/styles/app.css`) minified, and uPlot's script and
- * stylesheet as shipped in its package. Each file gets a content hash in its name, so it can be
- * cached for a year. Used by `npm run build` (scripts/build-web-assets.mjs writes them to
- * `dist/assets/` with a manifest) and, when the server runs from source, in memory at first use.
- * esbuild is a development dependency: this module is never loaded by an installed package.
+ * Builds the dashboard's static files (islands bundled by esbuild, the stylesheet minified, uPlot's
+ * files as shipped), each named by a content hash, for `npm run build` and, from source, in memory
+ * at first use. esbuild is a development dependency: an installed package must never load this
+ * module.
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -1,9 +1,7 @@
 /**
  * The dashboard's static files as the server holds them: in memory, by hashed name, served under
- * `/assets/` with a year of `immutable` caching (ADR 0023: a handful of small files; no
- * @fastify/static). An installed package reads what `npm run build` wrote to `dist/assets/`;
- * the server running from source (tests, `npm run dev`) builds them from `src/` at first use,
- * so they are never stale.
+ * `/assets/` with a year of `immutable` caching. An installed package reads `dist/assets/`; from
+ * source (tests, `npm run dev`) they are built at first use, so they are never stale.
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";

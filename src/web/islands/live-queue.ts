@@ -1,5 +1,5 @@
 /**
- * Island: keeps a queue page current without a reload (ADR 0025). The page's live region
+ * Island: keeps a queue page current without a reload. The page's live region
  * (`[data-live-events]`) names the queue's event stream; on each `change` the island fetches the
  * page again and swaps in the new region, then says when in the polite status line. Without
  * JavaScript the page is complete as served (reload to refresh).

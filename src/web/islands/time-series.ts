@@ -1,9 +1,7 @@
 /**
- * Island: interactive time series. A `<figure class="chart" data-island="time-series">` that
- * the server drew as SVG (src/web/svg/line-chart.ts) and that carries its data in
- * `data-series` becomes a uPlot chart with a hover cursor and legend values. The SVG is hidden
- * (CSS `.enhanced`), the figure's caption and data table stay for screen readers. uPlot itself is
- * the vendor script the page loads before this one (src/web/assets).
+ * Island: a server-drawn SVG chart (`<figure data-island="time-series">` with its data in
+ * `data-series`) becomes a uPlot chart with a hover cursor and legend values; the SVG is hidden,
+ * the caption and data table stay for screen readers. uPlot is the script the page loads first.
  */
 import type uPlotType from "uplot";
 

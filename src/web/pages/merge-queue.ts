@@ -1,9 +1,8 @@
 /**
- * The merge queue's pages (docs/dashboard.md): a queue (state and actions, settings, the runs in
- * flight and what they test on top of what, the queued pull requests with position and estimated
- * merge time, live), a pull request (timeline, runs with their checks and logs, actions) and a
- * queue's health. Presenters are folded into the views: each takes the domain's answer and the
- * URLs, and returns a `PageView`; no I/O here.
+ * The merge queue's pages: a queue (state, actions, settings, runs in flight, queued pull requests,
+ * live), a pull request (timeline, runs, checks, logs, actions) and a queue's health. Presenters
+ * are folded into the views: each takes the domain's answer and the URLs and returns a `PageView`;
+ * no I/O here.
  */
 import type {
   BoardEntry,

@@ -1,8 +1,8 @@
 /**
- * A repository's test health (docs/dashboard.md, "Repository"): key figures, 30 days of daily
- * trends, and the tests table with its filters (status, code owner, text), sort and pages.
- * `presentRepository` turns the service's answer into the view model; `renderRepository` turns
- * that into the page. The filter form is a plain GET form: the view lives in the address.
+ * A repository's test health: key figures, 30 days of daily trends, and the tests table with its
+ * filters (status, code owner, text), sort and pages. `presentRepository` turns the service's
+ * answer into the view model; `renderRepository` turns that into the page. The filter form is a
+ * plain GET form: the view lives in the address.
  */
 import type { RepoRef } from "../../organizations/repositories.js";
 import {

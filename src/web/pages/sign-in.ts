@@ -1,4 +1,4 @@
-/** The sign-in form: an API token becomes a session (ADR 0023). */
+/** The sign-in form: an API token becomes a session. */
 import { HOUR_MS } from "../../lib/time.js";
 import type { SessionLifetimes } from "../../organizations/sessions.js";
 import { markup } from "../html.js";
@@ -25,7 +25,7 @@ export interface GitHubChoiceView {
   value: string;
 }
 
-/** Several organizations: the user picks one (ADR 0029). */
+/** Several organizations: the user picks one. */
 export function renderGitHubChooser(view: {
   login: string;
   choices: GitHubChoiceView[];

@@ -1,7 +1,7 @@
 /**
- * Uploads (docs/dashboard.md, "Uploads"): a repository's recent uploads, newest first, with
- * their state, what they held (files, tests passed, failed, skipped), their errors and when they
- * came; paged. Without a repository: the repositories to choose from.
+ * Uploads: a repository's recent uploads, newest first, with their state, what they held (files,
+ * tests passed, failed, skipped), their errors and when they came; paged. Without a repository: the
+ * repositories to choose from.
  */
 import type { RepoRef } from "../../organizations/repositories.js";
 import type { RepositoryUploads } from "../../testhealth/repository-health.js";

@@ -1,10 +1,8 @@
 /**
- * Server-side SVG charts: a sparkline, a daily bar chart and a line/area chart. Pure functions
- * of their data (the same input gives the same bytes), drawn in a fixed viewBox that CSS scales,
- * coloured by CSS classes (`series-flaky`, `series-broken`, `series-other` in app.css: no inline
- * style, which the CSP forbids) and never by colour alone: lines differ in dash pattern too, and
- * every chart has a `<title>` and `<desc>` and, for the larger ones, a visually hidden data table.
- * All-zero data draws a flat line on the baseline; a single point draws a dot.
+ * Server-side SVG charts (sparkline, daily bars, line/area), pure functions of their data in a
+ * fixed viewBox that CSS scales. Coloured by CSS classes only (the CSP forbids inline style) and
+ * never by colour alone (dash patterns too); every chart has a `<title>`, a `<desc>` and, when
+ * large, a visually hidden data table.
  */
 import { markup, type SafeHtml } from "../html.js";
 

@@ -1,7 +1,7 @@
 /**
- * The HTML page of a test (`html_url` of every test, docs/contract.md §3): pure functions from
- * the page's view data (built by the API layer's presenters) to a `PageView` in the dashboard's
- * layout. No JavaScript; every value escaped by `markup`.
+ * The HTML page of a test (`html_url` of every test): pure functions from the page's view data
+ * (built by the API layer's presenters) to a `PageView` in the dashboard's layout. No JavaScript;
+ * every value escaped by `markup`.
  */
 import type { Principal } from "../../organizations/service.js";
 import { inferTestFile } from "../../testhealth/file-inference.js";

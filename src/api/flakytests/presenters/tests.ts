@@ -1,6 +1,6 @@
 /**
- * How a test looks in the Flaky Tests API (api.md + docs/contract.md §3 "Other fields"): snake_case,
- * `status.value` lowercase, rates as fractions, `ticket` only when linked. Pure.
+ * How a test looks in the Flaky Tests API: snake_case, `status.value` lowercase, rates as
+ * fractions, `ticket` only when linked. Pure.
  */
 import type { TestCaseRow, TestFigures } from "../../../testhealth/records.js";
 import { ticketUrl } from "../../../testhealth/tickets.js";

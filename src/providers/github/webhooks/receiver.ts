@@ -1,10 +1,7 @@
 /**
- * `POST /webhooks/github`: where GitHub delivers the App's webhooks (not under `/v1`, no API
- * token: the signature is the credential). The answer comes once the delivery is stored, in well
- * under a second: its signature checked over the exact bytes received, then one insert that
- * waits for the disk. Handling happens after, in the inbox's worker. A redelivery (the same
- * `X-GitHub-Delivery`) is answered the same and stored once. GitHub does not deliver again by
- * itself when an answer fails (a 503 while the database is away): the reconcile loop catches up.
+ * `POST /webhooks/github` (no API token: the signature, checked over the exact bytes received, is
+ * the credential). The answer comes only once the delivery is durably stored, and fast; handling
+ * happens after, in the inbox's worker. A redelivery is answered the same and stored once.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ApiApp } from "../../../api/types.js";

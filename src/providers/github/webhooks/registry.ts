@@ -1,14 +1,8 @@
 /**
- * Who handles which webhook event. Handlers register by event (`pull_request`) or by event and
- * action (`pull_request.opened`), in one of two kinds:
- * - installation handlers run for every delivery of their event, linked installation or not
- *   (keeping installations and their repositories in step);
- * - organization handlers run only for deliveries of an installation linked to an organization,
- *   and get that organization, the payload's repository resolved within it (never another
- *   organization's) and the installation's client. A delivery of an unlinked installation that
- *   has organization handlers waits (parked) until the installation is linked.
- * Events are hints: a handler reads the state it acts on again (through the client, or through
- * the queue's own reads), so that late, repeated or reordered deliveries are harmless.
+ * Who handles which webhook event (by event, or event and action): installation handlers run for
+ * every delivery; organization handlers only for a linked installation's, with its organization and
+ * the payload's repository resolved within it (an unlinked one's deliveries wait, parked). Events
+ * are hints: a handler reads the state it acts on again, so late or repeated ones are harmless.
  */
 import type { EmitterWebhookEvent, EmitterWebhookEventName } from "@octokit/webhooks";
 import type { GitHubInstallationRecord } from "../../../organizations/github-installations.js";

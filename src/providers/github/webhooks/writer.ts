@@ -1,8 +1,8 @@
 /**
- * Stores deliveries that arrive together in one transaction (a group commit, as the queue's
- * command inbox does: ADR 0015): one wait for the disk for all of them, so that a burst of
- * deliveries is acknowledged as fast as one. Each caller resumes once its delivery is durable,
- * learning whether it was new or a redelivery.
+ * Stores deliveries that arrive together in one transaction (a group commit, as the queue's command
+ * inbox does): one wait for the disk for all of them, so that a burst of deliveries is acknowledged
+ * as fast as one. Each caller resumes once its delivery is durable, learning whether it was new or
+ * a redelivery.
  */
 import { GroupWriter } from "../../../lib/group-writer.js";
 import type { DeliveryStorage, NewDelivery } from "../../../mergequeue/webhook-delivery-records.js";

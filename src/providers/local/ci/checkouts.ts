@@ -1,14 +1,8 @@
 /**
- * Working trees for the built-in runner's runs. A fresh checkout of a large repository costs
- * seconds (10,000 files written: ~2-5 s, docs/benchmarks.md), and removing it afterwards most of a
- * second more, on every run. `CheckoutPool` keeps the checkouts of finished runs, per repository,
- * and hands one to the next run after bringing it to the tested commit: tracked files forced to
- * the commit, everything else (untracked and ignored files) removed. Only the files that differ
- * are written.
- *
- * A checkout is only ever reused for the same repository, and by one run at a time. One that
- * cannot be brought to the commit (a check broke its `.git`) is removed and a fresh one made.
- * The pool's checkouts live in a directory of their own per pool (per process), removed by `close`.
+ * Working trees for the built-in runner's runs, pooled per repository because a fresh checkout of a
+ * large repository costs seconds: a finished run's checkout is brought to the next tested commit
+ * (tracked files forced, everything else removed). A checkout serves one repository, one run at a
+ * time; one that cannot be brought to the commit is replaced by a fresh one.
  */
 import { randomUUID } from "node:crypto";
 import { mkdir, rm } from "node:fs/promises";

@@ -1,21 +1,8 @@
 /**
- * The environment a check's command sees. Pure.
- *
- * The runner's own environment is passed on (PATH, HOME, locale, proxies…) except what the
- * server keeps for itself: `MAINLINE_*` (bootstrap token, data directory) and `DATABASE_URL`,
- * because a check runs the code of the pull requests under test. Added on top:
- *
- * | variable | value |
- * | --- | --- |
- * | `CI` | `true` |
- * | `MAINLINE` | `true` |
- * | `MAINLINE_QUEUE_ID` | the merge queue's id |
- * | `MAINLINE_RUN_ID` | the test run's id |
- * | `MAINLINE_TARGET_BRANCH` | the branch the pull requests merge into, e.g. `main` |
- * | `MAINLINE_TEST_BRANCH` | the branch under test, e.g. `mainline-merge/main/{runId}` |
- * | `MAINLINE_COMMIT` | the commit under test (full sha; the checkout is detached at it) |
- * | `MAINLINE_PR_NUMBERS` | the pull requests in the run, in merge order, comma-separated |
- * | `MAINLINE_CHECK` | the check's `name` |
+ * The environment a check's command sees. Pure. The runner's own, less what the server keeps for
+ * itself (`MAINLINE_*`, `DATABASE_URL`: a check runs the code under test), plus `CI`, `MAINLINE`
+ * and the run's `MAINLINE_*` variables. A variable added here goes into the table of docs/api.md,
+ * "What a check sees".
  */
 import type { CiRunRequest } from "../../../mergequeue/providers.js";
 

@@ -1,10 +1,7 @@
 /**
- * Runs one check's command and makes sure nothing it started outlives it. The command runs in
- * its own process group (`detached`), so that a timeout or a cancel can signal everything it
- * spawned, and the group is killed when the shell exits, so that a check that backgrounds a
- * server and exits leaves nothing behind. (A process that starts its own session with `setsid`
- * escapes; so it does in every CI.) Output goes straight to the log file descriptor rather than
- * through a pipe: a grandchild that keeps the pipe open cannot hold the run up.
+ * Runs one check's command and makes sure nothing it started outlives it: its own process group,
+ * signalled on timeout or cancel and killed when the shell exits (only `setsid` escapes, as in any
+ * CI). Output goes straight to the log file, not through a pipe a grandchild could hold open.
  */
 import { spawn } from "node:child_process";
 import { appendFile, mkdir, open } from "node:fs/promises";

@@ -1,13 +1,8 @@
 /**
- * The built-in CI runner (docs/contract.md §6): runs the checks of `.mainline.yml` at the tested commit,
- * on this machine, in a checkout held by the run alone (fresh, or reused: `checkouts.ts`), and
- * reports their conclusions to the queue driver.
- *
- * Every run is recorded before anything happens (`CiRunRecords`), so that a restarted server can
- * `resume()` the runs it had not finished from their stored requests. Checks of all runs share a
- * fixed number of slots (`parallelism`). Each check's command is described by `runCommand`; its
- * environment by `checkEnvironment`. Logs live at
- * `{dataDir}/ci/logs/{queueId}/{runId}/{n}-{check}.log` (a rerun overwrites them).
+ * The built-in CI runner: runs the checks of `.mainline.yml` at the tested commit, on this machine,
+ * in a checkout of the run's own, sharing `parallelism` slots, and reports conclusions to the queue
+ * driver. Every run is recorded before anything happens, so that a restarted server can `resume()`
+ * it. Logs: `{dataDir}/ci/logs/{queueId}/{runId}/{n}-{check}.log`.
  */
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";

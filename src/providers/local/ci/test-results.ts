@@ -1,8 +1,8 @@
 /**
- * What the built-in runner does with a check's JUnit reports (docs/contract.md §6 `junit_paths`): they
- * go to test health for the repository, like any upload, and the failures are compared with what
- * test health knows, so that the queue can retry a run whose only failures are known flaky or
- * quarantined tests (background §merge-queue-8.4) instead of failing the pull request.
+ * What the built-in runner does with a check's JUnit reports (`junit_paths`): they go to test
+ * health for the repository, like any upload, and the failures are compared with what test health
+ * knows, so that the queue can retry a run whose only failures are known flaky or quarantined tests
+ * instead of failing the pull request.
  */
 import path from "node:path";
 import type { CiRunRequest } from "../../../mergequeue/providers.js";

@@ -1,9 +1,7 @@
 /**
- * The one way Mainline runs git: `spawn` with an argument list (never a shell, so branch names
- * and paths are never interpreted), in a hygienic environment so that neither the machine's nor
- * the user's git configuration, nor git variables inherited from a hook, change what a command does.
- * The commands are started by a small helper process (`spawner.ts`), so that forking them does
- * not hold up this process.
+ * The one way Mainline runs git: an argument list (never a shell, so names and paths are never
+ * interpreted), in a hygienic environment (no machine or user git configuration, no git variables
+ * inherited from a hook), started by the helper process of `spawner.ts`.
  */
 import { GitSpawner } from "./spawner.js";
 

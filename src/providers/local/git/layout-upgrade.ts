@@ -1,13 +1,8 @@
 /**
- * Moves local repositories from the old layout, `{dataDir}/git/{owner}/{name}.git` (one
- * directory for every organization), to the current one, `{dataDir}/git/{organizationId}/
- * {owner}/{name}.git`. An old directory belonged to the organization that created it first (the
- * oldest repository row with its name); it moves into that organization's tree. Runs at startup,
- * after the database migrations, before anything reads the repositories.
- *
- * The two layouts cannot be confused: an owner never ends with `.git`, so a bare repository one
- * level below `git/` can only be an old one. Moves are renames (the same file system) and safe to
- * run from two processes at once: a directory another process moved is simply gone.
+ * Moves local repositories from the old layout, `{dataDir}/git/{owner}/{name}.git`, into the tree
+ * of the organization whose repository row of that name is the oldest. Runs at startup, after the
+ * migrations, before anything reads the repositories; moves are renames, safe from two processes at
+ * once (an owner never ends with `.git`, so the layouts cannot be confused).
  */
 import { mkdir, readdir, rename, rmdir, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";

@@ -1,9 +1,8 @@
 /**
- * Where local repositories live on disk (docs/contract.md §6): one tree per organization,
- * `{dataDir}/git/{organizationId}/{owner}/{name}.git`, so that two organizations may each have
- * `local/acme/shop` and neither ever reaches the other's. Owner and name become path segments, so
- * they are checked before any path is built from them. Also where Mainline's own branches live
- * inside them.
+ * Where local repositories live on disk: one tree per organization,
+ * `{dataDir}/git/{organizationId}/{owner}/{name}.git`, so that no organization reaches another's.
+ * Owner and name become path segments, so they are checked before any path is built from them. Also
+ * where Mainline's own branches live inside them.
  */
 import { join } from "node:path";
 import { ApiError } from "../../../lib/errors.js";
@@ -71,7 +70,7 @@ export function repositoryPath(dataDir: string, repo: LocalRepositoryAddress): s
   return join(organizationDirectory(dataDir, repo.organizationId), repo.owner, `${repo.name}.git`);
 }
 
-/** Test branches live under this prefix, apart from the branches people push (docs/contract.md §6). */
+/** Test branches live under this prefix, apart from the branches people push. */
 export const TEST_BRANCH_PREFIX = "mainline-merge/";
 
 export function testBranchName(targetBranch: string, runId: string): string {

@@ -1,16 +1,8 @@
 /**
- * Branch tips read straight from a bare repository's files, without starting git.
- *
- * Starting a process is the dearest thing the local host does (on the 2-core VMs we measure on,
- * about 2 ms before git does any work, and a `for-each-ref` over a few hundred loose refs 5 ms), and
- * looking up a pull request needs its two branch tips every time. Git's `files` ref storage (the
- * only one git 2.39 has, and the one `git init` makes) keeps a ref as a file `refs/heads/<name>`
- * holding its commit id, or, once packed, as a line of `packed-refs`; git itself reads the loose
- * file first and the packed line only when there is none, and writes both so that this order never
- * sees a deleted ref come back. This module reads them the same way.
- *
- * Anything it does not recognise (a symbolic ref, another ref storage, a name it would not trust
- * as a path) makes it answer `undefined`: the caller then asks git.
+ * Branch tips read straight from a bare repository's files, as git reads them (the loose
+ * `refs/heads/<name>` first, else `packed-refs`): starting git is the dearest thing the local host
+ * does, and every pull-request lookup needs two tips. Anything not recognised (a symbolic ref,
+ * another ref storage, an untrusted name) answers `undefined`, and the caller asks git.
  */
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";

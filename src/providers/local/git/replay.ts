@@ -1,12 +1,8 @@
 /**
- * Rebase without a checkout of the bare repository: replays a pull request's commits onto the
- * base branch in a throwaway worktree with `git cherry-pick`, which keeps each commit's author
- * and message. (`merge-tree --merge-base`, which would do this in plumbing, needs git 2.40.)
- *
- * Like `git rebase`, merge commits inside the pull request are not replayed; the commits they
- * brought in are, if they are not on the base already. Commits whose change is already on the
- * base are kept (empty) rather than silently dropped. The caller checks that the result has the
- * tree the queue tested, so any surprise from either rule is refused rather than landed.
+ * Rebase for a bare repository: replays a pull request's commits onto the base in a throwaway
+ * worktree with `git cherry-pick` (`merge-tree --merge-base` needs git 2.40). Like `git rebase`,
+ * merge commits are not replayed; commits already on the base are kept empty. The caller checks the
+ * result has the tree the queue tested, so a surprise is refused rather than landed.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";

@@ -1,8 +1,8 @@
 /**
- * The local git host's API (docs/contract.md §6): repositories as bare git repositories in the data
- * directory, and pull requests opened and closed through Mainline. Git holds the code; people
- * push with plain git. A change Mainline makes itself (a closed PR) is reported to the queues at
- * once; pushes are found by the ref watcher.
+ * The local git host's API: repositories as bare git repositories in the data directory, and pull
+ * requests opened and closed through Mainline. Git holds the code; people push with plain git. A
+ * change Mainline makes itself (a closed PR) is reported to the queues at once; pushes are found by
+ * the ref watcher.
  */
 import type { Clock } from "../../../lib/clock.js";
 import { ApiError } from "../../../lib/errors.js";

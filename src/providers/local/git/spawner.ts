@@ -1,15 +1,8 @@
 /**
- * Starts git from a small helper process instead of the server's own.
- *
- * `child_process.spawn` forks the calling process synchronously, and the fork's cost grows with
- * the caller's memory: on a 2-core VM, a server of ~200 MiB blocked its event loop for tens of
- * milliseconds per git command (every request waited meanwhile), where a bare Node process pays
- * a fraction of that. The helper is such a bare process (no application code: its source is the
- * string below), started on first use, talking over Node's IPC channel: the server sends the
- * command, its input and the variables it sets, the helper spawns git and sends back how it ended.
- * The environment every command shares (the inherited one, cleaned) is sent once, when the helper
- * starts: a few dozen variables copied and serialized per command showed in the server's profile.
- * If the helper dies, the commands it was running fail and the next one starts a new helper.
+ * Starts git from a small helper process (no application code: its source is the string below) over
+ * Node's IPC channel, because forking the server itself blocks its event loop for tens of
+ * milliseconds. The shared environment is sent once, at the helper's start. If the helper dies, its
+ * running commands fail and the next one starts a new helper.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 

@@ -1,6 +1,6 @@
 /**
- * The local git host's operations (docs/contract.md §6): create a repository, open, close and list its
- * pull requests. Repositories are `{host: "local", owner, name}`.
+ * The local git host's operations: create a repository, open, close and list its pull requests.
+ * Repositories are `{host: "local", owner, name}`.
  */
 import { Type, type Static } from "typebox";
 import type { LocalPullRequestRecord } from "../../../mergequeue/local-pull-request-records.js";
