@@ -1,3 +1,4 @@
+import { globSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { configDefaults, defineConfig } from "vitest/config";
 
@@ -32,19 +33,29 @@ const DATABASE_FREE = [
 ];
 
 /**
- * Files whose behaviour does not depend on the database, run on SQLite only: building dist/,
- * packing and installing the npm package (the upload path it exercises is tested on both
- * databases elsewhere), and the heaviest end-to-end scenarios, whose storage is the stores' and
- * the engine's, tested on both databases in their own files: the queue on a realistic project,
- * the GitHub git host against the fake, the queue on GitHub with real processes (two servers
- * sharing a PostgreSQL database: test/cli/two-servers).
+ * End-to-end files: real processes, the fake GitHub, a browser. They run on SQLite; on PostgreSQL
+ * only POSTGRES_END_TO_END, whose behaviour depends on the database (processes sharing one,
+ * crashes and what survives them, migrations, the webhook inbox's claims, tenancy of installations).
+ * The others' storage is the stores' and the engine's, tested on both databases in their own files.
  */
-const SQLITE_ONLY = [
-  "test/e2e/package.test.ts",
-  "test/e2e/build.test.ts",
-  "test/e2e/realistic-queue.test.ts",
-  "test/github/host.test.ts",
-  "test/github/queue-processes.test.ts",
+const END_TO_END = [
+  "test/e2e/*.test.ts",
+  "test/github/*.test.ts",
+  "test/browser/*.test.ts",
+  "test/cli/*.test.ts",
+  "test/ci/runner.test.ts",
+];
+const POSTGRES_END_TO_END = [
+  "test/cli/durability.test.ts",
+  "test/cli/migrate.test.ts",
+  "test/cli/no-database.test.ts",
+  "test/cli/organizations.test.ts",
+  "test/cli/sessions.test.ts",
+  "test/e2e/restart.test.ts",
+  "test/github/ci-judge.test.ts",
+  "test/github/linking.test.ts",
+  "test/github/processes.test.ts",
+  "test/github/webhooks.test.ts",
 ];
 
 /**
@@ -60,6 +71,9 @@ function asTestFiles(glob: string): string {
 }
 
 const ALL = ["test/**/*.test.ts"];
+const SQLITE_ONLY = globSync(END_TO_END, { cwd: import.meta.dirname }).filter(
+  (file) => !POSTGRES_END_TO_END.includes(file),
+);
 
 export default defineConfig({
   test: {
