@@ -9,7 +9,11 @@ import type { CiProvider, GitHost } from "../mergequeue/providers.js";
 import type { StoredPullRequestLookup } from "../mergequeue/pull-request-service.js";
 import type { RepoRef, Repository } from "../organizations/repositories.js";
 import type { Principal } from "../organizations/service.js";
-import type { HostProvider, ProviderContext } from "../providers/host-provider.js";
+import type {
+  HostProvider,
+  ProviderContext,
+  ProviderRegistration,
+} from "../providers/host-provider.js";
 import { githubProvider } from "../providers/github/index.js";
 import { localProvider } from "../providers/local/index.js";
 
@@ -17,7 +21,7 @@ import { localProvider } from "../providers/local/index.js";
 export const PROVIDERS = {
   local: localProvider,
   github: githubProvider,
-};
+} satisfies Record<string, ProviderRegistration<never, HostProvider | undefined>>;
 
 type Registry = typeof PROVIDERS;
 

@@ -47,6 +47,7 @@ export interface TestHealth {
   testManagement: TestManagementService;
   testOverview: TestHealthOverview;
   repositoryHealth: RepositoryHealthService;
+  /** Background processing of uploads; started by `mainline serve` (and tests that need it). */
   worker: IngestWorker;
   stores: {
     testCases: TestCaseStore;
