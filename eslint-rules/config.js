@@ -13,6 +13,7 @@ export const LAYERS = [
   { name: "lib", pattern: "src/version.ts" },
   // The composition root; config.ts reads the environment for it (and for the CLI).
   { name: "app", pattern: "src/app.ts" },
+  { name: "app", pattern: "src/app/**" },
   { name: "app", pattern: "src/config.ts" },
   // What the CLI's administrative commands need of storage, without loading the whole app.
   { name: "app", pattern: "src/app-database.ts" },

@@ -4,12 +4,12 @@
  * `host_not_connected` instead of waiting in the queue forever.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { createTestApp, type TestApp } from "../helpers/app.js";
 
-let server: TestServer;
+let server: TestApp;
 
 beforeAll(async () => {
-  server = await startTestServer({ startWorker: false });
+  server = await createTestApp();
   return () => server.close();
 });
 

@@ -2,7 +2,8 @@ import { Ajv, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { REPO, startTestServer, type TestServer } from "../helpers/server.js";
+import { createTestApp, type TestApp } from "../helpers/app.js";
+import { REPO } from "../helpers/server.js";
 
 /**
  * `/openapi.json` must describe exactly what the server accepts: an independent validator
@@ -15,13 +16,13 @@ interface Operation {
 }
 type Paths = Record<string, Record<string, Operation>>;
 
-let server: TestServer;
+let server: TestApp;
 let paths: Paths;
 const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats.default(ajv);
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await createTestApp();
   paths = ((await server.request("/openapi.json")).body as { paths: Paths }).paths;
   await server.call("createQueue", { repo: REPO, targetBranch: "main" });
   return () => server.close();

@@ -1,10 +1,11 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { QUEUE_DEFAULTS } from "../helpers/contract.js";
-import { REPO, startTestServer, type TestServer } from "../helpers/server.js";
+import { createTestApp, type TestApp } from "../helpers/app.js";
+import { REPO } from "../helpers/server.js";
 
-let server: TestServer;
+let server: TestApp;
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await createTestApp();
   // Registered only once the server is up: a failed start leaves nothing to close.
   return () => server.close();
 });

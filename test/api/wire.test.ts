@@ -1,9 +1,10 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { REPO, startTestServer, type TestServer } from "../helpers/server.js";
+import { createTestApp, type TestApp } from "../helpers/app.js";
+import { REPO } from "../helpers/server.js";
 
-let server: TestServer;
+let server: TestApp;
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await createTestApp();
   await server.call("createQueue", { repo: REPO, targetBranch: "main" });
   // Registered only once the server is up: a failed start leaves nothing to close.
   return () => server.close();
@@ -215,7 +216,7 @@ describe("server faults", () => {
   it("answers 500 with a request id and no internals, and 503 from health, when the database is gone", async () => {
     // No ingestion worker: closing the pool under a connection request still waiting (pg-pool
     // never answers those after end()) would hang its loop; a real outage makes queries fail.
-    const broken = await startTestServer({ startWorker: false });
+    const broken = await createTestApp();
     try {
       await broken.database.handle.close();
       const response = await broken.call("getQueue", getQueue);

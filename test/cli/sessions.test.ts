@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCliInProcess, type CliResult } from "../helpers/process.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { createTestApp, type TestApp } from "../helpers/app.js";
 import { inject, signIn } from "../helpers/dashboard.js";
 import { failed, succeeded } from "./support.js";
 
@@ -9,10 +9,10 @@ import { failed, succeeded } from "./support.js";
  * session id or token) and ends one; the browser holding it is signed out at once.
  */
 
-let server: TestServer;
+let server: TestApp;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await createTestApp();
 });
 
 afterAll(async () => {

@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import {
   createHttpServer,
   createServices,
+  startProviders,
   stopService,
   type ServiceOptions,
   type Services,
@@ -60,8 +61,7 @@ export async function startTestServer(
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   if (startWorker) services.worker.start();
   services.engine.start();
-  await services.local.start();
-  await services.github?.start();
+  await startProviders(services.providers);
   return {
     url,
     app,
@@ -88,14 +88,7 @@ export async function startTestServer(
       return read(await fetch(`${url}${path}`, init));
     },
     async close() {
-      await stopService(
-        app,
-        database.handle,
-        services.worker,
-        services.engine,
-        services.local,
-        services.github,
-      );
+      await stopService(app, database.handle, services.worker, services.engine, services.providers);
       await database.cleanup();
     },
   };

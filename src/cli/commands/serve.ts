@@ -1,6 +1,7 @@
 import { setFlagsFromString } from "node:v8";
 import type { Command } from "commander";
-import { loadServiceConfig } from "../../config.js";
+import type { Services } from "../../app.js";
+import { loadServiceConfig, type ServiceConfig } from "../../config.js";
 import { VERSION } from "../../version.js";
 import { CliError } from "../client.js";
 import type { CliContext } from "../context.js";
@@ -10,14 +11,7 @@ const HEAP_GROWING_PERCENT = 80;
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
-/** Long-running, with the process's signals: only ever tested as a real process. */
-export function registerServe(program: Command, context: CliContext): void {
-  program
-    .command("serve")
-    .description("Start the HTTP service (configured by environment variables)")
-    .addHelpText(
-      "after",
-      `
+const ENVIRONMENT_HELP = `
 Environment:
   PORT                      TCP port (default 8080)
   HOST                      address to listen on (default 127.0.0.1)
@@ -36,8 +30,14 @@ Environment:
   MAINLINE_GITHUB_WEBHOOK_SECRET  the GitHub App (all three, or none; see mainline github setup)
   MAINLINE_GITHUB_API_URL   GitHub's API (default https://api.github.com; GHES: https://HOST/api/v3)
   MAINLINE_GITHUB_HOST      the host repositories carry (default: from the API URL)
-  MAINLINE_GITHUB_WRITE_INTERVAL_MS  least ms between an installation's writes (default 1000)`,
-    )
+  MAINLINE_GITHUB_WRITE_INTERVAL_MS  least ms between an installation's writes (default 1000)`;
+
+/** Long-running, with the process's signals: only ever tested as a real process. */
+export function registerServe(program: Command, context: CliContext): void {
+  program
+    .command("serve")
+    .description("Start the HTTP service (configured by environment variables)")
+    .addHelpText("after", ENVIRONMENT_HELP)
     .action(async () => {
       // It handles the process's signals and exits the process: it must be the process.
       if (!context.ownsProcess) throw new CliError("serve runs only as a process of its own.");
@@ -47,8 +47,13 @@ Environment:
       // growing factor keeps the peak near the live size, for a few percent more GC time.
       setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
       // Loaded here so that other commands (and --help) start without the server's modules.
-      const { createHttpServer, createServices, openMigratedDatabase, stopService } =
-        await import("../../app.js");
+      const {
+        createHttpServer,
+        createServices,
+        openMigratedDatabase,
+        startProviders,
+        stopService,
+      } = await import("../../app.js");
       let log: {
         info(o: object, m: string): void;
         warn(o: object, m: string): void;
@@ -76,32 +81,7 @@ Environment:
         },
       });
 
-      if (config.bootstrap) {
-        await services.organizations.ensureBootstrap(
-          config.bootstrap.organization,
-          config.bootstrap.token,
-        );
-      } else {
-        const issued = await services.organizations.ensureFirstStartOrganization();
-        if (issued) {
-          context.stderr.write(
-            [
-              "",
-              `First start: created the organization "${issued.organization.slug}". Its API token (shown only this once):`,
-              "",
-              `    ${issued.token}`,
-              "",
-              "Use it in the x-api-token header, for example:",
-              `    curl -H "x-api-token: ${issued.token}" -H "content-type: application/json" -d '{}' ${config.publicUrl}/v1/whoami`,
-              "More tokens: `mainline token create --org default`. API reference: " +
-                `${config.publicUrl}/docs`,
-              `Dashboard: ${config.publicUrl}/ (sign in with this token).`,
-              "",
-              "",
-            ].join("\n"),
-          );
-        }
-      }
+      await ensureOrganization(services, config, context);
 
       const app = await createHttpServer(services, { level: config.logLevel });
       log = app.log;
@@ -125,14 +105,7 @@ Environment:
         force.unref();
         // With the server and the database closed nothing is left to run, and the process ends
         // by itself once the log lines are written; exiting here could cut the last ones off.
-        stopService(
-          app,
-          database,
-          services.worker,
-          services.engine,
-          services.local,
-          services.github,
-        ).then(
+        stopService(app, database, services.worker, services.engine, services.providers).then(
           () => {
             app.log.info("stopped");
           },
@@ -158,9 +131,42 @@ Environment:
       services.worker.start();
       // Queues resume where they were: timers, commands and CI results waiting in storage.
       services.engine.start();
-      // Built-in CI runs that a stop or crash interrupted start again; pushes are watched.
-      await services.local.start();
-      // Webhook deliveries stored before a crash or restart are handled now.
-      await services.github?.start();
+      // The hosts' work resumes: built-in CI runs a stop or crash interrupted, pushes are
+      // watched, webhook deliveries stored before a crash or restart are handled.
+      await startProviders(services.providers);
     });
+}
+
+/** The bootstrap organization, or on a first start a default one whose token is printed once. */
+async function ensureOrganization(
+  services: Pick<Services, "organizations">,
+  config: ServiceConfig,
+  context: CliContext,
+): Promise<void> {
+  if (config.bootstrap) {
+    await services.organizations.ensureBootstrap(
+      config.bootstrap.organization,
+      config.bootstrap.token,
+    );
+  } else {
+    const issued = await services.organizations.ensureFirstStartOrganization();
+    if (issued) {
+      context.stderr.write(
+        [
+          "",
+          `First start: created the organization "${issued.organization.slug}". Its API token (shown only this once):`,
+          "",
+          `    ${issued.token}`,
+          "",
+          "Use it in the x-api-token header, for example:",
+          `    curl -H "x-api-token: ${issued.token}" -H "content-type: application/json" -d '{}' ${config.publicUrl}/v1/whoami`,
+          "More tokens: `mainline token create --org default`. API reference: " +
+            `${config.publicUrl}/docs`,
+          `Dashboard: ${config.publicUrl}/ (sign in with this token).`,
+          "",
+          "",
+        ].join("\n"),
+      );
+    }
+  }
 }

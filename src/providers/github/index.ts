@@ -1,63 +1,27 @@
 /**
- * The GitHub provider: Mainline as a GitHub App (docs/github.md). `createGitHubProvider` gives
- * what the composition root plugs in:
- * - `app`: the App's clients (the JWT's; one per installation, tokens cached and renewed; a
- *   user's, for proofs of control) and conditional GETs;
- * - `installations`: installations synced from GitHub and linked to organizations (ADR 0020);
- * - `repositories`: an organization's repository → the installation that grants it and its
- *   client (what a `GitHost` and a `CiProvider` for GitHub act through);
- * - `forkedRuns`: `x-forked-workflow-run-id` on setImpactedTargets, checked with GitHub;
- * - `gitHost`: the merge queue's `GitHost` for GitHub (`host.ts`: test branches, merges);
- * - `webhooks`: the handler registry of the webhook inbox (ADR 0021), which later parts add to;
- * - `reconciler`: the reconcile loop, which catches what webhooks missed with conditional reads
- *   of the watched repositories' open pull requests and target branches (`reconcile.ts`);
- * - `ci`: the merge queue's `CiProvider` for GitHub (ci.ts): it watches the tested commit's check
- *   runs and statuses until the required checks (required-checks.ts) concluded;
- * - its routes (`/v1/github/*` for tokens, `POST /webhooks/github` for GitHub), start and stop.
- * Storage comes in through ports (`organizations/github-installations.ts`,
- * `mergequeue/webhook-delivery-records.ts`); pushes and pull-request changes go out as host-neutral
- * changes (`mergequeue/host-changes.ts`).
+ * The GitHub provider: Mainline as a GitHub App (docs/github.md). `githubProvider` registers it
+ * when the App is configured; `createGitHubProvider` (provider.ts) builds its parts over the App.
+ * Storage comes in through ports; pushes and pull-request changes go out as host-neutral changes.
  */
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
-import type { ApiApp } from "../../api/types.js";
-import type { Clock } from "../../lib/clock.js";
-import { HOUR_MS, MINUTE_MS } from "../../lib/time.js";
-import type { HostChanges } from "../../mergequeue/host-changes.js";
-import type {
-  MergeQueueRecords,
-  RepositoryRecords,
-  RuntimeRecords,
-} from "../../mergequeue/records.js";
-import type { PresenceStorage } from "../../mergequeue/pull-request-presence-records.js";
-import type { WatchedCiRunRecords } from "../../mergequeue/watched-ci-runs.js";
-import type { DeliveryStorage } from "../../mergequeue/webhook-delivery-records.js";
-import type { GitHubInstallationStorage } from "../../organizations/github-installations.js";
-import type { OrganizationRecords } from "../../organizations/records.js";
-import type { Principal } from "../../organizations/service.js";
-import type { RepoRef, Repository } from "../../organizations/repositories.js";
+import { VERSION } from "../../version.js";
+import type { ProviderRegistration } from "../host-provider.js";
+import type { InboxOptions } from "./webhooks/inbox.js";
+import type { PresenceOptions } from "./pull-request-presence.js";
 import {
-  DEFAULT_CI_POLL_INTERVAL_MS,
-  GitHubCi,
-  registerCiHandlers,
-  type GitHubCiDeps,
-  type PollLease,
-} from "./ci.js";
-import { GitHubApp, type GitHubLogger } from "./client.js";
-import { GITHUB_SOURCE, GitHubInstallations } from "./installations.js";
-import { GitHubForkedRuns } from "./forked-runs.js";
-import { GitHubReconciler } from "./reconcile.js";
-import { GitHubGitHost, type GitHubGitHostOptions } from "./host.js";
-import { GitHubRepositories } from "./repositories.js";
-import { PullRequestPresence, type PresenceOptions } from "./pull-request-presence.js";
-import { GitHubSignIn } from "./sign-in.js";
+  createGitHubProvider,
+  type GitHubProvider,
+  type GitHubProviderDeps,
+  type GitHubProviderSettings,
+} from "./provider.js";
+import { registerPullRequestCommands } from "./pull-request-commands.js";
 import { registerGitHubRoutes } from "./routes.js";
-import { WebhookDispatcher } from "./webhooks/dispatch.js";
-import { registerConnectionHandlers } from "./webhooks/handlers.js";
-import { WebhookInbox, type InboxOptions } from "./webhooks/inbox.js";
-import { registerWebhookRoute } from "./webhooks/receiver.js";
-import { DeliveryWriter } from "./webhooks/writer.js";
-import { WebhookHandlers } from "./webhooks/registry.js";
+
+export {
+  createGitHubProvider,
+  type GitHubProvider,
+  type GitHubProviderDeps,
+  type GitHubProviderSettings,
+} from "./provider.js";
 
 export type { GitHubClient, GitHubLogger } from "./client.js";
 export { GitHubCi, DEFAULT_CI_POLL_INTERVAL_MS } from "./ci.js";
@@ -89,366 +53,79 @@ export {
   webhookUrl,
 } from "./manifest.js";
 
-export interface GitHubProviderSettings {
-  appId: string;
-  /** PKCS#8 PEM. */
-  privateKey: string;
-  webhookSecret: string;
-  apiUrl: string;
-  /** The host its repositories carry (`github.com`, a GHES host). */
-  host: string;
-  userAgent: string;
-  /** The App's OAuth credentials: "Sign in with GitHub" (ADR 0029) when given. */
-  oauth?: { clientId: string; clientSecret: string } | undefined;
-  /** GitHub's web address (OAuth's pages; config.ts derives it); default: the API URL's origin. */
-  webUrl?: string | undefined;
-  /** How often the CI reads its watched runs again (default 15 s); `ciPollIntervalMs` wins. */
-  ciPollIntervalMs?: number | undefined;
-  /** The prefix of the test branches CI tests (default `trunk-merge/`). */
-  testBranchPrefix?: string | undefined;
-  /** The least time between two writes of one installation (default 1,000 ms). */
-  writeIntervalMs?: number | undefined;
+/** The server's options of the GitHub provider (`github`: the App; without it, none). */
+export interface GitHubProviderOptions {
+  /** The GitHub App; without it, repositories on GitHub answer `host_not_connected`. */
+  github?: Omit<GitHubProviderSettings, "userAgent"> & { reconcileIntervalMs?: number };
+  /** The GitHub webhook inbox's worker (tests shorten its lease and polling). */
+  githubInbox?: Partial<InboxOptions>;
+  /** The worker that shows the queue on GitHub's pull requests (tests poll it faster). */
+  githubPresence?: Partial<PresenceOptions>;
+  /** How often the App's installations are read again (default hourly; 0: only at start). */
+  githubSyncIntervalMs?: number;
+  /** Between GitHub reconcile passes (default: the configuration's; 0: only when asked). */
+  githubReconcileIntervalMs?: number;
+  /** The GitHub git host's retries and waits (tests shorten them). */
+  githubGitHost?: GitHubProviderDeps["gitHost"];
+  /** How often the GitHub CI reads the checks of the runs it watches (default 15 s). */
+  githubCiPollIntervalMs?: number;
 }
 
-export interface GitHubProviderDeps {
-  settings: GitHubProviderSettings;
-  clock: Clock;
-  logger: GitHubLogger;
-  stores: {
-    installations: GitHubInstallationStorage;
-    deliveries: DeliveryStorage;
-    repositories: Pick<RepositoryRecords, "find" | "findById">;
-    organizations: Pick<OrganizationRecords, "findById" | "findBySlug">;
-    /**
-     * The queues: which repositories to watch and what they hold (the reconcile loop), and
-     * their settings (the CI's `createPrsForTestingBranches`).
-     */
-    queues: Pick<MergeQueueRecords, "listForHost" | "findById">;
-    entries: Pick<RuntimeRecords, "activeSummaries">;
-    /** What the App shows on pull requests, and the queues' records it follows. */
-    presence: PresenceStorage;
-    runtime: Pick<RuntimeRecords, "latestEntry" | "activeSummaries" | "transitions">;
-    /** The runs the CI provider watches. */
-    ciRuns: WatchedCiRunRecords;
-  };
-  /** A pull request's page on the dashboard (links from the comment and the check run). */
-  pullRequestPage?: (
-    repository: Repository,
-    branch: string,
-    number: number,
-  ) => Promise<string | undefined>;
-  presence?: Partial<PresenceOptions>;
-  /** Pushes and pull-request changes, as host-neutral events, to the queues. */
-  changes: Pick<HostChanges, "apply">;
-  inbox?: Partial<InboxOptions>;
-  /** How often every installation is read again from GitHub (default hourly; 0: only at start). */
-  syncIntervalMs?: number;
-  /** Between reconcile passes (default 60 s; 0: only when asked, `reconciler.pass()`). */
-  reconcileIntervalMs?: number;
-  /** The git host's retries and waits (tests make them short). */
-  gitHost?: Pick<
-    GitHubGitHostOptions,
-    "attempts" | "retryDelayMs" | "mergeabilityReads" | "requirementsTtlMs" | "pushWaitMs"
-  >;
-  /** How often the CI provider reads its watched runs again (default 15 s). */
-  ciPollIntervalMs?: number;
-  /** Test health's view of a failed run's commit (the flaky-only retry); absent: none. */
-  ciFailures?: GitHubCiDeps["failures"];
-}
-
-export interface GitHubProvider {
-  /** The host name its repositories carry. */
-  hostName: string;
-  app: GitHubApp;
-  installations: GitHubInstallations;
-  repositories: GitHubRepositories;
-  /** `x-forked-workflow-run-id`: a fork's workflow run, checked with GitHub, in place of a token. */
-  forkedRuns: GitHubForkedRuns;
-  /** The merge queue's git host for GitHub repositories (test branches, merges). */
-  gitHost: GitHubGitHost;
-  /** Where webhook handlers register (event, or event.action). */
-  webhooks: WebhookHandlers;
-  /** The merge queue's CI for GitHub repositories. */
-  ci: GitHubCi;
-  inbox: WebhookInbox;
-  /** The reconcile loop (started and stopped with the provider). */
-  reconciler: GitHubReconciler;
-  /** The App's numeric id. */
-  appId(): Promise<number>;
-  /** The comment, check run and labels the App keeps on pull requests (docs/github.md). */
-  presence: PullRequestPresence;
-  /** "Sign in with GitHub", when the App's OAuth credentials are configured. */
-  signIn: GitHubSignIn | undefined;
-  /** The organization's repository on GitHub, if an installation grants it (createQueue). */
-  existingRepository(principal: Principal, ref: RepoRef): Promise<Repository>;
-  /** `/v1/github/*`, on the authenticated scope. */
-  routes(scope: ApiApp): void;
-  /** `POST /webhooks/github`, on a scope of its own (no API token). */
-  webhookRoutes(scope: ApiApp): void;
-  /**
-   * Starts the inbox's worker, the installations' sync (at once, then periodically) and the
-   * reconcile loop (its first pass an interval later).
-   * Starts the inbox's worker, the CI's watching of stored runs and the installations' sync (at
-   * once, then periodically).
-   */
-  start(): Promise<void>;
-  /** Finishes the deliveries in hand and stops. */
-  stop(): Promise<void>;
-  /** Resolves once the installations' sync under way (if any) has ended. */
-  synced(): Promise<void>;
-}
-
-export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
-  const { settings, clock, logger, stores } = deps;
-  const app = new GitHubApp({
-    appId: settings.appId,
-    privateKey: settings.privateKey,
-    apiUrl: settings.apiUrl,
-    userAgent: settings.userAgent,
-    clock,
-    logger,
-    ...(settings.writeIntervalMs === undefined
-      ? {}
-      : { writeIntervalMs: settings.writeIntervalMs }),
-  });
-  const installations = new GitHubInstallations({
-    app,
-    store: stores.installations,
-    deliveries: stores.deliveries,
-    organizations: stores.organizations,
-    host: settings.host,
-    clock,
-    logger,
-    linked: () => {
-      inbox.wake();
-    },
-  });
-  const repositories = new GitHubRepositories({
-    store: stores.installations,
-    repositories: stores.repositories,
-    app,
-  });
-  const gitHost = new GitHubGitHost({
-    repositories,
-    app,
-    logger,
-    ...(settings.testBranchPrefix === undefined
-      ? {}
-      : { testBranchPrefix: settings.testBranchPrefix }),
-    ...deps.gitHost,
-  });
-  const webhooks = new WebhookHandlers();
-  // Before the handlers that wake the queues: their reads must not be served from what is stale.
-  // What the git host keeps of GitHub's answers, forgotten when GitHub says it changed.
-  webhooks.forOrganization(["pull_request", "pull_request_review"], (delivery) => {
-    gitHost.forgetPullRequest(
-      { owner: delivery.payload.repository.owner.login, name: delivery.payload.repository.name },
-      delivery.payload.pull_request.number,
-    );
-    return Promise.resolve();
-  });
-  webhooks.forOrganization("push", (delivery) => {
-    const { after, head_commit: head } = delivery.payload;
-    if (delivery.repository && head && head.id === after) {
-      gitHost.pushed(delivery.repository, after, head.tree_id);
-    }
-    return Promise.resolve();
-  });
-  webhooks.forOrganization(["branch_protection_rule", "repository_ruleset"], (delivery) => {
-    // An organization's ruleset names no repository: every repository's are forgotten.
-    const repository = delivery.payload.repository;
-    gitHost.forgetRequirements(
-      repository ? { owner: repository.owner.login, name: repository.name } : undefined,
-    );
-    return Promise.resolve();
-  });
-  registerConnectionHandlers(webhooks, {
-    installations,
-    store: stores.installations,
-    changes: deps.changes,
-  });
-  // The App's numeric id (its own comments carry it): configured, or read once from GitHub when
-  // the App is configured by its client id.
-  let appIdRead: Promise<number> | undefined;
-  const appId = (): Promise<number> => {
-    if (/^\d+$/.test(settings.appId)) return Promise.resolve(Number(settings.appId));
-    appIdRead ??= app.app.request("GET /app").then(
-      ({ data }) => data?.id ?? Number.NaN,
-      (error: unknown) => {
-        appIdRead = undefined;
-        throw error;
+/** The GitHub App, when configured; without it `/v1/github/*` answer `host_not_connected`. */
+export const githubProvider: ProviderRegistration<
+  GitHubProviderOptions,
+  GitHubProvider | undefined
+> = {
+  create(context, options) {
+    if (!options.github) return undefined;
+    const { records, hostRecords } = context;
+    const github = createGitHubProvider({
+      settings: { ...options.github, userAgent: `mainline/${VERSION}` },
+      clock: context.clock,
+      logger: context.logger,
+      stores: {
+        installations: hostRecords.githubInstallations,
+        deliveries: hostRecords.webhookDeliveries,
+        repositories: records.repositories,
+        organizations: records.organizations,
+        queues: records.queues,
+        entries: records.runtime,
+        ciRuns: hostRecords.githubCiRuns,
+        presence: hostRecords.githubPresence,
+        runtime: records.runtime,
       },
-    );
-    return appIdRead;
-  };
-  const presence = new PullRequestPresence(
-    {
-      store: stores.presence,
-      queues: stores.queues,
-      repositories: stores.repositories,
-      runtime: stores.runtime,
-      github: repositories,
-      host: settings.host,
-      appId,
-      pageUrl: deps.pullRequestPage,
-      clock,
-      logger,
-      owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
-    },
-    deps.presence,
-  );
-  const ci = new GitHubCi({
-    hostName: settings.host,
-    repositories,
-    app,
-    runs: stores.ciRuns,
-    queues: stores.queues,
-    clock,
-    logger,
-    pollIntervalMs:
-      deps.ciPollIntervalMs ?? settings.ciPollIntervalMs ?? DEFAULT_CI_POLL_INTERVAL_MS,
-    ...(deps.ciFailures ? { failures: deps.ciFailures } : {}),
-    pollLease: ciPollLease(
-      stores.presence,
-      `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
-    ),
-  });
-  registerCiHandlers(webhooks, ci);
-  const writer = new DeliveryWriter(stores.deliveries);
-  const dispatcher = new WebhookDispatcher({
-    handlers: webhooks,
-    app,
-    installations,
-    store: stores.installations,
-    repositories: stores.repositories,
-  });
-  const inbox = new WebhookInbox(
-    {
-      deliveries: stores.deliveries,
-      dispatch: (delivery) => dispatcher.dispatch(delivery),
-      linkedNow: async (id) => (await stores.installations.find(id))?.organizationId != null,
-      clock,
-      logger,
-      owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
-    },
-    deps.inbox,
-  );
+      pullRequestPage: (repository, branch, number) =>
+        context.pullRequestPage(repository, branch, number),
+      ...(options.githubPresence ? { presence: options.githubPresence } : {}),
+      changes: context.changes,
+      ...(options.githubInbox ? { inbox: options.githubInbox } : {}),
+      ...(options.githubSyncIntervalMs === undefined
+        ? {}
+        : { syncIntervalMs: options.githubSyncIntervalMs }),
+      ...optionalReconcileInterval(
+        options.githubReconcileIntervalMs ?? options.github.reconcileIntervalMs,
+      ),
+      ...(options.githubGitHost ? { gitHost: options.githubGitHost } : {}),
+      ...(options.githubCiPollIntervalMs === undefined
+        ? {}
+        : { ciPollIntervalMs: options.githubCiPollIntervalMs }),
+      ciFailures: context.testHealth.failures,
+    });
+    // Comment commands and the enqueueing label, through the same service as the API.
+    registerPullRequestCommands(github.webhooks, {
+      appId: () => github.appId(),
+      queues: records.queues,
+      organizations: records.organizations,
+      runtime: records.runtime,
+      pullRequests: context.pullRequests,
+    });
+    return github;
+  },
+  unconnectedRoutes(scope) {
+    registerGitHubRoutes(scope, undefined);
+  },
+};
 
-  const reconciler = new GitHubReconciler({
-    host: settings.host,
-    app,
-    repositories,
-    queues: stores.queues,
-    entries: stores.entries,
-    changes: deps.changes,
-    logger,
-    ...(deps.reconcileIntervalMs === undefined ? {} : { intervalMs: deps.reconcileIntervalMs }),
-  });
-
-  const syncIntervalMs = deps.syncIntervalMs ?? HOUR_MS;
-  let syncTimer: NodeJS.Timeout | undefined;
-  let syncing: Promise<void> | undefined;
-  const syncAll = () => {
-    syncing ??= installations
-      .syncAll(Math.min(syncIntervalMs / 2, 10 * MINUTE_MS))
-      .catch((error: unknown) => {
-        logger.warn({ err: error }, "github: could not read the App's installations; will retry");
-      })
-      .finally(() => {
-        syncing = undefined;
-      });
-    return syncing;
-  };
-
-  const signIn = settings.oauth
-    ? new GitHubSignIn({
-        settings: {
-          ...settings.oauth,
-          apiUrl: settings.apiUrl,
-          webUrl: settings.webUrl ?? new URL(settings.apiUrl).origin,
-          userAgent: settings.userAgent,
-        },
-        installations: stores.installations,
-        organizations: stores.organizations,
-      })
-    : undefined;
-
-  const forkedRuns = new GitHubForkedRuns({
-    host: settings.host,
-    store: stores.installations,
-    organizations: stores.organizations,
-    app,
-    clock,
-    logger,
-  });
-
-  return {
-    hostName: settings.host,
-    app,
-    forkedRuns,
-    signIn,
-    installations,
-    repositories,
-    gitHost,
-    webhooks,
-    ci,
-    inbox,
-    reconciler,
-    presence,
-    appId,
-    existingRepository: (principal, ref) => repositories.existing(principal, ref),
-    routes(scope) {
-      registerGitHubRoutes(scope, { installations, host: settings.host });
-    },
-    webhookRoutes(scope) {
-      registerWebhookRoute(scope, {
-        source: GITHUB_SOURCE,
-        secret: settings.webhookSecret,
-        store: (delivery) => writer.store(delivery),
-        stored: () => {
-          inbox.wake();
-        },
-        clock,
-      });
-    },
-    start() {
-      inbox.start();
-      presence.start();
-      ci.startWatching();
-      // In the background: a server whose GitHub is slow or away still starts.
-      void syncAll();
-      if (syncIntervalMs > 0) {
-        syncTimer = setInterval(() => void syncAll(), syncIntervalMs);
-        syncTimer.unref();
-      }
-      reconciler.start();
-      return Promise.resolve();
-    },
-    async stop() {
-      clearInterval(syncTimer);
-      await reconciler.stop();
-      await ci.stopWatching();
-      await inbox.stop();
-      await presence.stop();
-      await syncing;
-    },
-    async synced() {
-      await syncing;
-    },
-  };
-}
-
-/**
- * The CI poll's lease, kept as a lease-holding row of the presence cursors' table (its position is
- * not used): one process of a database polls at a time.
- */
-function ciPollLease(
-  store: Pick<PresenceStorage, "claimCursor" | "releaseCursor">,
-  owner: string,
-): PollLease {
-  const name = "github-ci-poll";
-  return {
-    claim: async (now, until) => (await store.claimCursor(name, owner, now, until)) !== undefined,
-    release: () => store.releaseCursor(name, owner),
-  };
+function optionalReconcileInterval(intervalMs: number | undefined) {
+  return intervalMs === undefined ? {} : { reconcileIntervalMs: intervalMs };
 }

@@ -1,14 +1,14 @@
 /**
  * The local provider: the local git host (docs/contract.md §6, bare repositories in the data
  * directory, pull requests opened through Mainline) and the built-in CI runner, as one module.
- * `createLocalProvider` gives what the composition root plugs in: the git host and CI the merge
- * queue tests and merges through, the HTTP routes of the host's API, and start/stop. Its storage
- * comes in through ports (`git/records.ts`, `ci/records.ts`, the merge queue's records); what
- * happens on the host goes out as host-neutral changes (`mergequeue/host-changes.ts`).
+ * `localProvider` registers it: the git host and CI the merge queue tests and merges through, the
+ * HTTP routes of the host's API, and start/stop. Its storage comes in through ports; what happens
+ * on the host goes out as host-neutral changes (`mergequeue/host-changes.ts`).
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import type { ApiApp } from "../../api/types.js";
+import type { HostProvider, ProviderRegistration } from "../host-provider.js";
 import type { Clock } from "../../lib/clock.js";
 import type { HostChanges } from "../../mergequeue/host-changes.js";
 import type { MergeQueueRecords, RepositoryRecords } from "../../mergequeue/records.js";
@@ -58,7 +58,7 @@ export interface LocalProviderDeps {
   watchIntervalMs?: number;
 }
 
-export interface LocalProvider {
+export interface LocalProvider extends HostProvider {
   /** The host name its repositories carry (`local`). */
   hostName: string;
   gitHost: LocalGitHost;
@@ -155,6 +155,7 @@ export function createLocalProvider(deps: LocalProviderDeps): LocalProvider {
     ciRuns,
     watcher,
     existingRepository: (principal, ref) => service.repository(principal, ref),
+    storedPullRequest: (repo, number) => gitHost.storedPullRequest(repo, number),
     routes(scope) {
       registerLocalHostRoutes(scope, service);
       registerCiRoutes(scope, ciRuns);
@@ -170,3 +171,34 @@ export function createLocalProvider(deps: LocalProviderDeps): LocalProvider {
     },
   };
 }
+
+/** The server's options of the local provider. */
+export interface LocalProviderOptions {
+  /** Checks the built-in runner runs at once (default 2). */
+  ciParallelism?: number;
+  /** How often the local repositories are looked at for pushes (default 1000 ms). */
+  watchIntervalMs?: number;
+}
+
+/** The local git host and built-in runner: on every server. */
+export const localProvider: ProviderRegistration<LocalProviderOptions, LocalProvider> = {
+  create: (context, options) =>
+    createLocalProvider({
+      dataDir: context.dataDir,
+      clock: context.clock,
+      logger: context.logger,
+      stores: {
+        pullRequests: context.hostRecords.localPullRequests,
+        ciRuns: context.hostRecords.ciRuns,
+        repositories: context.records.repositories,
+        queues: context.records.queues,
+      },
+      testResults: context.testHealth.reports,
+      changes: context.changes,
+      isStorageUnavailable: context.isStorageUnavailable,
+      ...(options.ciParallelism === undefined ? {} : { ciParallelism: options.ciParallelism }),
+      ...(options.watchIntervalMs === undefined
+        ? {}
+        : { watchIntervalMs: options.watchIntervalMs }),
+    }),
+};

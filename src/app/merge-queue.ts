@@ -1,0 +1,73 @@
+/** The merge queue's services over the connected hosts: the engine, submissions, queues, reads. */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { MergeQueueRuntimeStore } from "../db/stores/merge-queue-runtime.js";
+import type { MergeQueueStore } from "../db/stores/merge-queues.js";
+import type { RepositoryStore } from "../db/stores/repositories.js";
+import type { Clock } from "../lib/clock.js";
+import { QueueDashboardService } from "../mergequeue/dashboard.js";
+import { MergeQueueEngine, type EngineOptions } from "../mergequeue/engine.js";
+import { PullRequestService } from "../mergequeue/pull-request-service.js";
+import { MergeQueueService } from "../mergequeue/queue-service.js";
+import type { HostDispatch } from "./providers.js";
+
+export interface MergeQueueDeps {
+  queues: MergeQueueStore;
+  runtime: MergeQueueRuntimeStore;
+  repositories: RepositoryStore;
+  /** Each repository's host, through its provider. */
+  hosts: HostDispatch;
+  clock: Clock;
+  logger: { error(fields: object, message: string): void };
+  engine?: Partial<EngineOptions> | undefined;
+}
+
+export interface MergeQueue {
+  engine: MergeQueueEngine;
+  queues: MergeQueueService;
+  pullRequests: PullRequestService;
+  queueDashboard: QueueDashboardService;
+}
+
+export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
+  const { queues, runtime, repositories, hosts, clock, logger } = deps;
+  const engine = new MergeQueueEngine(
+    {
+      runtime,
+      queues,
+      repositories,
+      gitHost: hosts.gitHost,
+      ci: hosts.ci,
+      clock,
+      logger: {
+        error: (message, error) => {
+          logger.error({ err: error }, message);
+        },
+      },
+    },
+    { owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, ...deps.engine },
+  );
+  const pullRequests = new PullRequestService({
+    queues,
+    runtime,
+    commands: engine,
+    clock,
+    storedPullRequest: hosts.storedPullRequest,
+    hostConnected: (host) => hosts.gitHost.connected(host),
+  });
+  return {
+    engine,
+    pullRequests,
+    queues: new MergeQueueService({
+      repositories,
+      existingRepositories: hosts.existingRepositories,
+      queues,
+      contents: pullRequests,
+      clock,
+      settingsChanged: (queueId) => {
+        engine.kick(queueId);
+      },
+    }),
+    queueDashboard: new QueueDashboardService({ queues, runtime, clock }),
+  };
+}

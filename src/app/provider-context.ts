@@ -1,0 +1,64 @@
+/** What the composition root hands every registered host: its ports, over one database. */
+import type { DatabaseHandle } from "../db/connection.js";
+import { CiRunStore } from "../db/stores/ci-runs.js";
+import { GitHubCiRunStore } from "../db/stores/github-ci-runs.js";
+import { GitHubInstallationStore } from "../db/stores/github-installations.js";
+import { GitHubPresenceStore } from "../db/stores/github-presence.js";
+import { LocalPullRequestStore } from "../db/stores/local-pull-requests.js";
+import { WebhookDeliveryStore } from "../db/stores/webhook-deliveries.js";
+import { isDatabaseUnavailable } from "../lib/faults.js";
+import { CiFailures } from "../testhealth/ci-failures.js";
+import type { ProviderContext } from "../providers/host-provider.js";
+import { urls } from "../web/urls.js";
+import type { TestHealth } from "./test-health.js";
+
+export interface ProviderContextParts extends Pick<
+  ProviderContext,
+  "dataDir" | "clock" | "logger" | "changes" | "records" | "pullRequests"
+> {
+  testHealth: TestHealth;
+  publicUrl: string | undefined;
+}
+
+export function providerContext(
+  database: DatabaseHandle,
+  parts: ProviderContextParts,
+): ProviderContext {
+  const { db, dialect } = database;
+  const { testHealth, publicUrl, ...shared } = parts;
+  const { records } = shared;
+  const { testCases, testSettings, uploads } = testHealth.stores;
+  return {
+    ...shared,
+    hostRecords: {
+      localPullRequests: new LocalPullRequestStore(db),
+      ciRuns: new CiRunStore(db),
+      githubInstallations: new GitHubInstallationStore(db, dialect),
+      webhookDeliveries: new WebhookDeliveryStore(db, dialect),
+      githubCiRuns: new GitHubCiRunStore(db),
+      githubPresence: new GitHubPresenceStore(db),
+    },
+    testHealth: {
+      reports: {
+        organizationSlug: async (id) => (await records.organizations.findById(id))?.slug,
+        uploads: testHealth.uploads,
+        testCases,
+        settings: testSettings,
+      },
+      failures: new CiFailures({
+        repositories: records.repositories,
+        uploads,
+        testCases,
+        settings: testSettings,
+      }),
+    },
+    pullRequestPage: async (repository, branch, number) => {
+      if (publicUrl === undefined) return undefined;
+      const organization = await records.organizations.findById(repository.organizationId);
+      if (!organization) return undefined;
+      const path = urls.pullRequest(organization.slug, repository, branch, number);
+      return `${publicUrl.replace(/\/+$/, "")}${path}`;
+    },
+    isStorageUnavailable: isDatabaseUnavailable,
+  };
+}

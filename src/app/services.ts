@@ -1,0 +1,160 @@
+/** The composition root: stores and services over one database, by area. */
+import type { DatabaseHandle } from "../db/connection.js";
+import { MergeQueueRuntimeStore } from "../db/stores/merge-queue-runtime.js";
+import { MergeQueueStore } from "../db/stores/merge-queues.js";
+import { RepositoryStore } from "../db/stores/repositories.js";
+import { systemClock, type Clock } from "../lib/clock.js";
+import type { QueueDashboardService } from "../mergequeue/dashboard.js";
+import type { EngineOptions, MergeQueueEngine } from "../mergequeue/engine.js";
+import { HostChanges } from "../mergequeue/host-changes.js";
+import type { CiProvider, GitHost } from "../mergequeue/providers.js";
+import type { PullRequestService } from "../mergequeue/pull-request-service.js";
+import type { MergeQueueService } from "../mergequeue/queue-service.js";
+import type { OrganizationService } from "../organizations/service.js";
+import type { SessionLifetimes, SessionService } from "../organizations/sessions.js";
+import type { HostProvider } from "../providers/host-provider.js";
+import type { WorkerLogger, WorkerOptions } from "../testhealth/ingest/worker.js";
+import { createMergeQueue } from "./merge-queue.js";
+import { createOrganizations } from "./organizations.js";
+import { providerContext } from "./provider-context.js";
+import {
+  connectProviders,
+  hostDispatch,
+  type HostProviders,
+  type ProviderOptions,
+} from "./providers.js";
+import { createTestHealth, type TestHealth } from "./test-health.js";
+
+/**
+ * The services over one database. Each registered host's provider is there by its registry name
+ * (`local`, `github`: undefined when not configured); `providers` lists the connected ones.
+ */
+export interface Services extends HostProviders, Omit<TestHealth, "stores"> {
+  database: DatabaseHandle;
+  clock: Clock;
+  organizations: OrganizationService;
+  /** The dashboard's sign-in sessions. */
+  sessions: SessionService;
+  queues: MergeQueueService;
+  pullRequests: PullRequestService;
+  /** The merge queue's dashboard reads (board, pull request history, health). */
+  queueDashboard: QueueDashboardService;
+  stores: TestHealth["stores"] & { repositories: RepositoryStore };
+  /** The merge-queue driver; started by `mainline serve` (and tests that need it). */
+  engine: MergeQueueEngine;
+  /** What the merge queue tests and merges through: each repository's host's provider; a host
+   * with none answers `host_not_connected`. */
+  gitHost: GitHost;
+  ci: CiProvider;
+  /** The connected hosts' providers, in start order; started by `mainline serve`. */
+  providers: readonly HostProvider[];
+  /** MAINLINE_PUBLIC_URL when set (upload URLs, test pages); else derived from each request. */
+  publicUrl: string | undefined;
+}
+
+export interface CoreServiceOptions {
+  clock?: Clock;
+  /** Where uploaded bundles are kept until processed (default: ./mainline-data). */
+  dataDir?: string;
+  publicUrl?: string | undefined;
+  maxBundleBytes?: number;
+  /** Uploads with a public repository id: per repository and hour (default 60), bundle cap (100 MiB). */
+  publicUploads?: { perHour?: number; maxBundleBytes?: number };
+  worker?: Partial<WorkerOptions>;
+  logger?: ServiceLogger;
+  /**
+   * The git host and CI of repositories on a host with no provider (tests and the simulator give
+   * in-memory ones); without them such repositories answer `host_not_connected`.
+   */
+  gitHost?: GitHost;
+  ci?: CiProvider;
+  engine?: Partial<EngineOptions>;
+  /** Dashboard sessions: idle and absolute lifetimes (default: a day, a week). */
+  sessionLifetimes?: SessionLifetimes | undefined;
+}
+
+/** The service's options, with those of every registered host (`github`, `ciParallelism`…). */
+export interface ServiceOptions extends CoreServiceOptions, ProviderOptions {}
+
+/** What the background parts log through (`warn` falls back to `info`). */
+export interface ServiceLogger extends WorkerLogger {
+  warn?(fields: object, message: string): void;
+}
+
+const silentLogger: WorkerLogger = { info: () => undefined, error: () => undefined };
+
+export function createServices(database: DatabaseHandle, options: ServiceOptions = {}): Services {
+  const clock = options.clock ?? systemClock;
+  const dataDir = options.dataDir ?? "./mainline-data";
+  const log = options.logger ?? silentLogger;
+  const repositories = new RepositoryStore(database.db);
+  const tenancy = createOrganizations(database, clock, options.sessionLifetimes);
+  const testHealth = createTestHealth(database, repositories, tenancy.slugOf, {
+    clock,
+    dataDir,
+    logger: log,
+    maxBundleBytes: options.maxBundleBytes,
+    publicUploads: options.publicUploads,
+    worker: options.worker,
+  });
+  const queues = new MergeQueueStore(database.db, database.dialect);
+  const runtime = new MergeQueueRuntimeStore(database.db, database.dialect);
+  // Host changes reach the engine, which needs the providers' git hosts: built after them.
+  const changes = new HostChanges({
+    queues,
+    engine: { notify: (queueId, command) => mergeQueue.engine.notify(queueId, command) },
+  });
+  const providers = connectProviders(
+    providerContext(database, {
+      dataDir,
+      clock,
+      logger: {
+        info: (fields, message) => {
+          log.info(fields, message);
+        },
+        warn: (fields, message) => {
+          if (options.logger?.warn) options.logger.warn(fields, message);
+          else log.info(fields, message);
+        },
+        error: (fields, message) => {
+          log.error(fields, message);
+        },
+      },
+      changes,
+      records: { repositories, organizations: tenancy.store, queues, runtime },
+      // A host's own commands (GitHub's comments and labels) go through the API's service.
+      pullRequests: {
+        submit: (...args) => mergeQueue.pullRequests.submit(...args),
+        cancel: (...args) => mergeQueue.pullRequests.cancel(...args),
+      },
+      testHealth,
+      publicUrl: options.publicUrl,
+    }),
+    options,
+  );
+  const hosts = hostDispatch(providers.connected, options);
+  const mergeQueue = createMergeQueue({
+    queues,
+    runtime,
+    repositories,
+    hosts,
+    clock,
+    logger: log,
+    engine: options.engine,
+  });
+  const { stores, ...testHealthServices } = testHealth;
+  return {
+    ...testHealthServices,
+    ...providers.byName,
+    database,
+    clock,
+    organizations: tenancy.organizations,
+    sessions: tenancy.sessions,
+    ...mergeQueue,
+    stores: { ...stores, repositories },
+    gitHost: hosts.gitHost,
+    ci: hosts.ci,
+    providers: providers.connected,
+    publicUrl: options.publicUrl,
+  };
+}
