@@ -11,7 +11,7 @@ export interface Organizations {
   organizations: OrganizationService;
   sessions: SessionService;
   /** The slug of an organization that must exist (a row that refers to it was just read). */
-  slugOf: (organizationId: string) => Promise<string>;
+  readSlug: (organizationId: string) => Promise<string>;
 }
 
 export function createOrganizations(
@@ -30,7 +30,7 @@ export function createOrganizations(
       clock,
       lifetimes,
     }),
-    slugOf: async (organizationId) => {
+    readSlug: async (organizationId) => {
       const organization = await store.findById(organizationId);
       if (!organization) throw new Error(`organization ${organizationId} vanished`);
       return organization.slug;

@@ -89,7 +89,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
   const log = options.logger ?? silentLogger;
   const repositories = new RepositoryStore(database.db);
   const tenancy = createOrganizations(database, clock, options.sessionLifetimes);
-  const testHealth = createTestHealth(database, repositories, tenancy.slugOf, {
+  const testHealth = createTestHealth(database, repositories, tenancy.readSlug, {
     clock,
     dataDir,
     logger: log,
