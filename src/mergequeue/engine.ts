@@ -39,21 +39,7 @@ import type {
   RuntimeRecords,
   TransitionRecord,
 } from "./records.js";
-
-/** A CI result on its way through the command inbox (so that the lease holder applies it). */
-interface CiResultCommand {
-  type: "ci_result";
-  result: CiRunResult;
-}
-
-/**
- * A submission answered once it was stored (`accept`): the API checked it against what the git
- * host has stored, so the driver applies it whatever it finds now; a pull request closed or merged
- * meanwhile shows as such in its timeline instead of refusing the command.
- */
-type AcceptedSubmit = Extract<QueueCommand, { type: "submit" }> & { acknowledged: true };
-
-type InboxPayload = QueueCommand | AcceptedSubmit | CiResultCommand;
+import { CommandInbox, type InboxPayload } from "./engine/inbox.js";
 
 export interface EngineLogger {
   error(message: string, error?: unknown): void;
@@ -74,18 +60,6 @@ export interface EngineOptions {
   answerPollMs: number;
 }
 
-/** A command on its way into the inbox; commands arriving together are stored together. */
-interface Incoming {
-  queueId: string;
-  payload: InboxPayload;
-  /** Set when the caller waits for the driver's answer. */
-  answer: ((result: CommandResult) => void) | null;
-  stored: (id: number) => void;
-  failed: (error: unknown) => void;
-}
-
-/** At most this many commands in one inbox transaction. */
-const INBOX_BATCH = 200;
 /** How many pull requests a step looks up on the git host at the same time. */
 const LOOKUP_PARALLELISM = 4;
 /** Ids a step records as issued at a time (`RuntimeRecords.issueIds`): one write per this many. */
@@ -142,39 +116,31 @@ export class MergeQueueEngine {
     string,
     { epoch: number; snapshot: QueueSnapshot; wakeAt: number | null; issuedBelow: number }
   >();
-  /** Callers of `execute` waiting in this process, by command id: answered at the commit. */
-  private readonly waiters = new Map<number, (result: CommandResult) => void>();
-  /**
-   * Submissions acknowledged by `accept` and not yet applied by a step of this process, by queue
-   * and pull request: a read of that pull request waits for them (`settled`).
-   */
-  private readonly accepted = new Map<
-    string,
-    { id: number; answered: Promise<CommandResult>; since: number }
-  >();
-  /** Commands not yet stored, and whether a transaction storing earlier ones is under way. */
-  private incoming: Incoming[] = [];
-  private storing: Promise<void> | null = null;
-  /**
-   * Answers a step of this process gave while commands were being stored, to commands with no
-   * waiter yet: a step can read a command once it is committed, before the store has handed its
-   * id back (on PostgreSQL the insert's answer may still be on its way while a step on another
-   * connection reads it). Taken by the store as it sets the waiters.
-   */
-  private readonly earlyAnswers = new Map<number, CommandResult>();
+  /** Commands stored before anyone acts on them; answers handed to their callers. */
+  private readonly inbox: CommandInbox;
 
   constructor(
     private readonly deps: EngineDeps,
     options: Partial<EngineOptions> = {},
   ) {
     this.options = { ...DEFAULTS, ...options };
+    this.inbox = new CommandInbox(
+      {
+        runtime: deps.runtime,
+        clock: deps.clock,
+        kick: (queueId) => {
+          this.kick(queueId);
+        },
+      },
+      this.options,
+    );
   }
 
   /** Listens for CI results and looks for due queues until `stop`. */
   start(): void {
     this.stopped = false;
     this.unsubscribe = this.deps.ci.onResult(async (result) => {
-      await this.enqueue(result.queueId, { type: "ci_result", result });
+      await this.inbox.enqueue(result.queueId, { type: "ci_result", result });
     });
     const poll = () => {
       void this.pollDue().finally(() => {
@@ -193,7 +159,7 @@ export class MergeQueueEngine {
     if (this.timer) clearTimeout(this.timer);
     this.unsubscribe?.();
     // Commands handed over before the stop are stored (the database closes after this).
-    while (this.storing) await this.storing;
+    await this.inbox.drained();
     await Promise.allSettled([...this.steps.values()].map((s) => s.running));
     const held = [...this.leases].map(([queueId, lease]) => [queueId, lease.epoch] as const);
     this.leases.clear();
@@ -208,23 +174,10 @@ export class MergeQueueEngine {
   /**
    * Applies a command to a queue and answers what the queue's driver said. The command is stored
    * first (acknowledged work survives a crash); this process drives it if it holds or can take
-   * the lease, otherwise the lease holder does and this waits for its answer. A step of this
-   * process hands the answer over as soon as its commit returned; the stored answer is read only
-   * when that takes long (another process drives the queue, or a kick was lost).
+   * the lease, otherwise the lease holder does and this waits for its answer.
    */
-  async execute(queueId: string, command: QueueCommand): Promise<CommandResult> {
-    let answer!: (result: CommandResult) => void;
-    const answered = new Promise<CommandResult>((resolve) => {
-      answer = resolve;
-    });
-    const id = await this.store(queueId, command, answer);
-    try {
-      const result = await this.waitForAnswer(queueId, id, answered, this.options.commandTimeoutMs);
-      if (result) return result;
-      throw new Error(`the merge queue did not apply command ${id} in time`);
-    } finally {
-      this.waiters.delete(id);
-    }
+  execute(queueId: string, command: QueueCommand): Promise<CommandResult> {
+    return this.inbox.execute(queueId, command);
   }
 
   /**
@@ -233,67 +186,16 @@ export class MergeQueueEngine {
    * open). The driver applies it at its next step; until then a read of the pull request in this
    * process waits for it (`settled`), so that a client reads what it wrote.
    */
-  async accept(queueId: string, command: Extract<QueueCommand, { type: "submit" }>): Promise<void> {
-    let answer!: (result: CommandResult) => void;
-    const answered = new Promise<CommandResult>((resolve) => {
-      answer = resolve;
-    });
-    const key = acceptedKey(queueId, command.prNumber);
-    const id = await this.store(queueId, { ...command, acknowledged: true }, (result) => {
-      if (this.accepted.get(key)?.id === id) this.accepted.delete(key);
-      answer(result);
-    });
-    // Forget what another process applied and nobody read (no answer reaches this one then).
-    const now = Date.now();
-    for (const [other, pending] of this.accepted) {
-      if (now - pending.since > this.options.commandTimeoutMs) {
-        this.accepted.delete(other);
-        this.waiters.delete(pending.id);
-      }
-    }
-    this.accepted.set(key, { id, answered, since: now });
+  accept(queueId: string, command: Extract<QueueCommand, { type: "submit" }>): Promise<void> {
+    return this.inbox.accept(queueId, command);
   }
 
   /**
    * Resolves once the submissions of a pull request acknowledged by `accept` in this process
    * have been applied (at once when there are none), or after `commandTimeoutMs` at most.
    */
-  async settled(queueId: string, prNumber: number): Promise<void> {
-    const key = acceptedKey(queueId, prNumber);
-    const pending = this.accepted.get(key);
-    if (!pending) return;
-    const left = pending.since + this.options.commandTimeoutMs - Date.now();
-    if (left > 0) await this.waitForAnswer(queueId, pending.id, pending.answered, left);
-    if (this.accepted.get(key)?.id === pending.id) this.accepted.delete(key);
-  }
-
-  /**
-   * A stored command's answer: handed over by a step of this process, else read from the store
-   * (another process drives the queue, or a kick was lost), or null after `timeoutMs`.
-   */
-  private async waitForAnswer(
-    queueId: string,
-    id: number,
-    answered: Promise<CommandResult>,
-    timeoutMs: number,
-  ): Promise<CommandResult | null> {
-    const deadline = Date.now() + timeoutMs;
-    const { answerPollMs } = this.options;
-    for (let wait = answerPollMs; ; wait = Math.min(wait * 2, Math.max(answerPollMs, 1000))) {
-      let timer: NodeJS.Timeout | undefined;
-      const result = await Promise.race([
-        answered,
-        new Promise<null>((resolve) => {
-          timer = setTimeout(resolve, wait, null);
-        }),
-      ]);
-      clearTimeout(timer);
-      if (result) return result;
-      const record = await this.deps.runtime.command(id);
-      if (record?.result) return record.result;
-      if (Date.now() > deadline) return null;
-      this.kick(queueId);
-    }
+  settled(queueId: string, prNumber: number): Promise<void> {
+    return this.inbox.settled(queueId, prNumber);
   }
 
   /**
@@ -301,89 +203,7 @@ export class MergeQueueEngine {
    * (the command is stored first, so nothing is lost if this process dies).
    */
   async notify(queueId: string, command: QueueCommand): Promise<void> {
-    await this.enqueue(queueId, command);
-  }
-
-  private async enqueue(queueId: string, payload: InboxPayload): Promise<number> {
-    return this.store(queueId, payload, null);
-  }
-
-  /**
-   * Stores a command in the inbox and wakes the queue's driver. Commands that arrive while a
-   * transaction stores earlier ones are stored together in the next one (a group commit: one
-   * wait for the disk for all of them); each caller resumes once its command is durable.
-   */
-  private store(
-    queueId: string,
-    payload: InboxPayload,
-    answer: ((result: CommandResult) => void) | null,
-  ): Promise<number> {
-    return new Promise<number>((stored, failed) => {
-      this.incoming.push({ queueId, payload, answer, stored, failed });
-      // One turn of the event loop first, so that commands sent together are stored together.
-      this.storing ??= new Promise<void>((resolve) => {
-        setImmediate(resolve);
-      }).then(() => this.storeIncoming());
-    });
-  }
-
-  private async storeIncoming(): Promise<void> {
-    try {
-      while (this.incoming.length > 0) {
-        const batch = this.incoming.splice(0, INBOX_BATCH);
-        // A command that cannot be stored (its queue was just deleted) must not fail the others:
-        // a group that fails is stored again one by one.
-        for (const group of await this.storeGroup(batch)) {
-          group.forEach(({ command, id }) => {
-            if (command.answer) this.waiters.set(id, command.answer);
-            command.stored(id);
-            // Applied already: handed over once the caller has its id (after its continuation).
-            const early = this.earlyAnswers.get(id);
-            if (early !== undefined) {
-              setImmediate(() => {
-                this.waiters.get(id)?.(early);
-                this.waiters.delete(id);
-              });
-            }
-          });
-        }
-        this.earlyAnswers.clear();
-        for (const queueId of new Set(batch.map((c) => c.queueId))) this.kick(queueId);
-      }
-    } finally {
-      this.storing = null;
-    }
-  }
-
-  /** Stores commands in one transaction, or one by one if that fails; failures are reported. */
-  private async storeGroup(
-    batch: readonly Incoming[],
-  ): Promise<{ command: Incoming; id: number }[][]> {
-    const now = this.deps.clock.now();
-    const attempt = async (group: readonly Incoming[]) => {
-      const ids = await this.deps.runtime.enqueueCommands(
-        group.map(({ queueId, payload }) => ({ queueId, payload })),
-        now,
-      );
-      return group.map((command, i) => ({ command, id: ids[i] as number }));
-    };
-    try {
-      return [await attempt(batch)];
-    } catch (error) {
-      if (batch.length === 1) {
-        batch[0]?.failed(error);
-        return [];
-      }
-    }
-    const stored: { command: Incoming; id: number }[][] = [];
-    for (const command of batch) {
-      try {
-        stored.push(await attempt([command]));
-      } catch (error) {
-        command.failed(error);
-      }
-    }
-    return stored;
+    await this.inbox.enqueue(queueId, command);
   }
 
   /** Runs a step for the queue now, or right after the one in progress. */
@@ -569,24 +389,13 @@ export class MergeQueueEngine {
       return;
     }
     this.snapshots.set(queueId, { epoch: lease.epoch, snapshot, wakeAt, issuedBelow });
-    for (const { id, result } of applied) {
-      const waiter = this.waiters.get(id);
-      if (waiter) {
-        waiter(result);
-        this.waiters.delete(id);
-      } else if (this.storing) {
-        // Perhaps one of this process's, its store not yet returned (see `earlyAnswers`).
-        this.earlyAnswers.set(id, result);
-      }
-    }
+    this.inbox.answer(applied);
     if (work.queueState) {
       await this.deps.queues.setConfiguration(queueId, work.queueState, clock.now());
     }
     if (commands.length === 100) this.kick(queueId);
   }
 }
-
-const acceptedKey = (queueId: string, prNumber: number) => `${queueId}#${String(prNumber)}`;
 
 /** What one step carries out and then writes. */
 class StepWork {
