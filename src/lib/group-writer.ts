@@ -36,6 +36,11 @@ export class GroupWriter<T, R> {
     });
   }
 
+  /** Resolves once every item handed in so far has been written (or has failed). */
+  async idle(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
   private async flush(): Promise<void> {
     while (this.waiting.length > 0) {
       const count = Math.max(1, this.options.take(this.waiting.map((w) => w.item)));

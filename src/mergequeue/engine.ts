@@ -13,47 +13,11 @@ import type { Clock } from "../lib/clock.js";
 import type { OwnedRepoRef, Repository } from "../organizations/repositories.js";
 import { initialSnapshot, plan } from "./planner/index.js";
 import { upgradeSnapshot } from "./snapshot.js";
-import {
-  isTerminal,
-  type Decision,
-  type PlanResult,
-  type Entry,
-  type PullRequestInfo,
-  type QueueCommand,
-  type QueueEvent,
-  type QueueSnapshot,
-  type TestRun,
-} from "./model.js";
-import {
-  judgeChecks,
-  type CiProvider,
-  type CiRunResult,
-  type GitHost,
-  type PullRequestReadOptions,
-} from "./providers.js";
-import type {
-  CommandResult,
-  EntryRecord,
-  MergeQueueRecord,
-  RunRecord,
-  RuntimeRecords,
-  TransitionRecord,
-} from "./records.js";
-
-/** A CI result on its way through the command inbox (so that the lease holder applies it). */
-interface CiResultCommand {
-  type: "ci_result";
-  result: CiRunResult;
-}
-
-/**
- * A submission answered once it was stored (`accept`): the API checked it against what the git
- * host has stored, so the driver applies it whatever it finds now; a pull request closed or merged
- * meanwhile shows as such in its timeline instead of refusing the command.
- */
-type AcceptedSubmit = Extract<QueueCommand, { type: "submit" }> & { acknowledged: true };
-
-type InboxPayload = QueueCommand | AcceptedSubmit | CiResultCommand;
+import type { PlanResult, QueueCommand, QueueEvent, QueueSnapshot } from "./model.js";
+import type { CiProvider, GitHost } from "./providers.js";
+import type { CommandResult, MergeQueueRecord, RuntimeRecords } from "./records.js";
+import { CommandInbox, type InboxPayload } from "./engine/inbox.js";
+import { StepWork } from "./engine/step-work.js";
 
 export interface EngineLogger {
   error(message: string, error?: unknown): void;
@@ -74,20 +38,6 @@ export interface EngineOptions {
   answerPollMs: number;
 }
 
-/** A command on its way into the inbox; commands arriving together are stored together. */
-interface Incoming {
-  queueId: string;
-  payload: InboxPayload;
-  /** Set when the caller waits for the driver's answer. */
-  answer: ((result: CommandResult) => void) | null;
-  stored: (id: number) => void;
-  failed: (error: unknown) => void;
-}
-
-/** At most this many commands in one inbox transaction. */
-const INBOX_BATCH = 200;
-/** How many pull requests a step looks up on the git host at the same time. */
-const LOOKUP_PARALLELISM = 4;
 /** Ids a step records as issued at a time (`RuntimeRecords.issueIds`): one write per this many. */
 const ID_BLOCK = 100;
 
@@ -142,39 +92,31 @@ export class MergeQueueEngine {
     string,
     { epoch: number; snapshot: QueueSnapshot; wakeAt: number | null; issuedBelow: number }
   >();
-  /** Callers of `execute` waiting in this process, by command id: answered at the commit. */
-  private readonly waiters = new Map<number, (result: CommandResult) => void>();
-  /**
-   * Submissions acknowledged by `accept` and not yet applied by a step of this process, by queue
-   * and pull request: a read of that pull request waits for them (`settled`).
-   */
-  private readonly accepted = new Map<
-    string,
-    { id: number; answered: Promise<CommandResult>; since: number }
-  >();
-  /** Commands not yet stored, and whether a transaction storing earlier ones is under way. */
-  private incoming: Incoming[] = [];
-  private storing: Promise<void> | null = null;
-  /**
-   * Answers a step of this process gave while commands were being stored, to commands with no
-   * waiter yet: a step can read a command once it is committed, before the store has handed its
-   * id back (on PostgreSQL the insert's answer may still be on its way while a step on another
-   * connection reads it). Taken by the store as it sets the waiters.
-   */
-  private readonly earlyAnswers = new Map<number, CommandResult>();
+  /** Commands stored before anyone acts on them; answers handed to their callers. */
+  private readonly inbox: CommandInbox;
 
   constructor(
     private readonly deps: EngineDeps,
     options: Partial<EngineOptions> = {},
   ) {
     this.options = { ...DEFAULTS, ...options };
+    this.inbox = new CommandInbox(
+      {
+        runtime: deps.runtime,
+        clock: deps.clock,
+        kick: (queueId) => {
+          this.kick(queueId);
+        },
+      },
+      this.options,
+    );
   }
 
   /** Listens for CI results and looks for due queues until `stop`. */
   start(): void {
     this.stopped = false;
     this.unsubscribe = this.deps.ci.onResult(async (result) => {
-      await this.enqueue(result.queueId, { type: "ci_result", result });
+      await this.inbox.enqueue(result.queueId, { type: "ci_result", result });
     });
     const poll = () => {
       void this.pollDue().finally(() => {
@@ -193,7 +135,7 @@ export class MergeQueueEngine {
     if (this.timer) clearTimeout(this.timer);
     this.unsubscribe?.();
     // Commands handed over before the stop are stored (the database closes after this).
-    while (this.storing) await this.storing;
+    await this.inbox.drained();
     await Promise.allSettled([...this.steps.values()].map((s) => s.running));
     const held = [...this.leases].map(([queueId, lease]) => [queueId, lease.epoch] as const);
     this.leases.clear();
@@ -208,23 +150,10 @@ export class MergeQueueEngine {
   /**
    * Applies a command to a queue and answers what the queue's driver said. The command is stored
    * first (acknowledged work survives a crash); this process drives it if it holds or can take
-   * the lease, otherwise the lease holder does and this waits for its answer. A step of this
-   * process hands the answer over as soon as its commit returned; the stored answer is read only
-   * when that takes long (another process drives the queue, or a kick was lost).
+   * the lease, otherwise the lease holder does and this waits for its answer.
    */
-  async execute(queueId: string, command: QueueCommand): Promise<CommandResult> {
-    let answer!: (result: CommandResult) => void;
-    const answered = new Promise<CommandResult>((resolve) => {
-      answer = resolve;
-    });
-    const id = await this.store(queueId, command, answer);
-    try {
-      const result = await this.waitForAnswer(queueId, id, answered, this.options.commandTimeoutMs);
-      if (result) return result;
-      throw new Error(`the merge queue did not apply command ${id} in time`);
-    } finally {
-      this.waiters.delete(id);
-    }
+  execute(queueId: string, command: QueueCommand): Promise<CommandResult> {
+    return this.inbox.execute(queueId, command);
   }
 
   /**
@@ -233,67 +162,16 @@ export class MergeQueueEngine {
    * open). The driver applies it at its next step; until then a read of the pull request in this
    * process waits for it (`settled`), so that a client reads what it wrote.
    */
-  async accept(queueId: string, command: Extract<QueueCommand, { type: "submit" }>): Promise<void> {
-    let answer!: (result: CommandResult) => void;
-    const answered = new Promise<CommandResult>((resolve) => {
-      answer = resolve;
-    });
-    const key = acceptedKey(queueId, command.prNumber);
-    const id = await this.store(queueId, { ...command, acknowledged: true }, (result) => {
-      if (this.accepted.get(key)?.id === id) this.accepted.delete(key);
-      answer(result);
-    });
-    // Forget what another process applied and nobody read (no answer reaches this one then).
-    const now = Date.now();
-    for (const [other, pending] of this.accepted) {
-      if (now - pending.since > this.options.commandTimeoutMs) {
-        this.accepted.delete(other);
-        this.waiters.delete(pending.id);
-      }
-    }
-    this.accepted.set(key, { id, answered, since: now });
+  accept(queueId: string, command: Extract<QueueCommand, { type: "submit" }>): Promise<void> {
+    return this.inbox.accept(queueId, command);
   }
 
   /**
    * Resolves once the submissions of a pull request acknowledged by `accept` in this process
    * have been applied (at once when there are none), or after `commandTimeoutMs` at most.
    */
-  async settled(queueId: string, prNumber: number): Promise<void> {
-    const key = acceptedKey(queueId, prNumber);
-    const pending = this.accepted.get(key);
-    if (!pending) return;
-    const left = pending.since + this.options.commandTimeoutMs - Date.now();
-    if (left > 0) await this.waitForAnswer(queueId, pending.id, pending.answered, left);
-    if (this.accepted.get(key)?.id === pending.id) this.accepted.delete(key);
-  }
-
-  /**
-   * A stored command's answer: handed over by a step of this process, else read from the store
-   * (another process drives the queue, or a kick was lost), or null after `timeoutMs`.
-   */
-  private async waitForAnswer(
-    queueId: string,
-    id: number,
-    answered: Promise<CommandResult>,
-    timeoutMs: number,
-  ): Promise<CommandResult | null> {
-    const deadline = Date.now() + timeoutMs;
-    const { answerPollMs } = this.options;
-    for (let wait = answerPollMs; ; wait = Math.min(wait * 2, Math.max(answerPollMs, 1000))) {
-      let timer: NodeJS.Timeout | undefined;
-      const result = await Promise.race([
-        answered,
-        new Promise<null>((resolve) => {
-          timer = setTimeout(resolve, wait, null);
-        }),
-      ]);
-      clearTimeout(timer);
-      if (result) return result;
-      const record = await this.deps.runtime.command(id);
-      if (record?.result) return record.result;
-      if (Date.now() > deadline) return null;
-      this.kick(queueId);
-    }
+  settled(queueId: string, prNumber: number): Promise<void> {
+    return this.inbox.settled(queueId, prNumber);
   }
 
   /**
@@ -301,89 +179,7 @@ export class MergeQueueEngine {
    * (the command is stored first, so nothing is lost if this process dies).
    */
   async notify(queueId: string, command: QueueCommand): Promise<void> {
-    await this.enqueue(queueId, command);
-  }
-
-  private async enqueue(queueId: string, payload: InboxPayload): Promise<number> {
-    return this.store(queueId, payload, null);
-  }
-
-  /**
-   * Stores a command in the inbox and wakes the queue's driver. Commands that arrive while a
-   * transaction stores earlier ones are stored together in the next one (a group commit: one
-   * wait for the disk for all of them); each caller resumes once its command is durable.
-   */
-  private store(
-    queueId: string,
-    payload: InboxPayload,
-    answer: ((result: CommandResult) => void) | null,
-  ): Promise<number> {
-    return new Promise<number>((stored, failed) => {
-      this.incoming.push({ queueId, payload, answer, stored, failed });
-      // One turn of the event loop first, so that commands sent together are stored together.
-      this.storing ??= new Promise<void>((resolve) => {
-        setImmediate(resolve);
-      }).then(() => this.storeIncoming());
-    });
-  }
-
-  private async storeIncoming(): Promise<void> {
-    try {
-      while (this.incoming.length > 0) {
-        const batch = this.incoming.splice(0, INBOX_BATCH);
-        // A command that cannot be stored (its queue was just deleted) must not fail the others:
-        // a group that fails is stored again one by one.
-        for (const group of await this.storeGroup(batch)) {
-          group.forEach(({ command, id }) => {
-            if (command.answer) this.waiters.set(id, command.answer);
-            command.stored(id);
-            // Applied already: handed over once the caller has its id (after its continuation).
-            const early = this.earlyAnswers.get(id);
-            if (early !== undefined) {
-              setImmediate(() => {
-                this.waiters.get(id)?.(early);
-                this.waiters.delete(id);
-              });
-            }
-          });
-        }
-        this.earlyAnswers.clear();
-        for (const queueId of new Set(batch.map((c) => c.queueId))) this.kick(queueId);
-      }
-    } finally {
-      this.storing = null;
-    }
-  }
-
-  /** Stores commands in one transaction, or one by one if that fails; failures are reported. */
-  private async storeGroup(
-    batch: readonly Incoming[],
-  ): Promise<{ command: Incoming; id: number }[][]> {
-    const now = this.deps.clock.now();
-    const attempt = async (group: readonly Incoming[]) => {
-      const ids = await this.deps.runtime.enqueueCommands(
-        group.map(({ queueId, payload }) => ({ queueId, payload })),
-        now,
-      );
-      return group.map((command, i) => ({ command, id: ids[i] as number }));
-    };
-    try {
-      return [await attempt(batch)];
-    } catch (error) {
-      if (batch.length === 1) {
-        batch[0]?.failed(error);
-        return [];
-      }
-    }
-    const stored: { command: Incoming; id: number }[][] = [];
-    for (const command of batch) {
-      try {
-        stored.push(await attempt([command]));
-      } catch (error) {
-        command.failed(error);
-      }
-    }
-    return stored;
+    await this.inbox.enqueue(queueId, command);
   }
 
   /** Runs a step for the queue now, or right after the one in progress. */
@@ -569,449 +365,10 @@ export class MergeQueueEngine {
       return;
     }
     this.snapshots.set(queueId, { epoch: lease.epoch, snapshot, wakeAt, issuedBelow });
-    for (const { id, result } of applied) {
-      const waiter = this.waiters.get(id);
-      if (waiter) {
-        waiter(result);
-        this.waiters.delete(id);
-      } else if (this.storing) {
-        // Perhaps one of this process's, its store not yet returned (see `earlyAnswers`).
-        this.earlyAnswers.set(id, result);
-      }
-    }
+    this.inbox.answer(applied);
     if (work.queueState) {
       await this.deps.queues.setConfiguration(queueId, work.queueState, clock.now());
     }
     if (commands.length === 100) this.kick(queueId);
-  }
-}
-
-const acceptedKey = (queueId: string, prNumber: number) => `${queueId}#${String(prNumber)}`;
-
-/** What one step carries out and then writes. */
-class StepWork {
-  readonly transitions: TransitionRecord[] = [];
-  readonly runs = new Map<string, RunRecord>();
-  private readonly entries = new Map<string, EntryRecord>();
-  queueState: MergeQueueRecord["configuration"] | null = null;
-
-  constructor(
-    private readonly queueId: string,
-    private readonly repo: OwnedRepoRef,
-    private readonly targetBranch: string,
-    private readonly deps: EngineDeps,
-    private readonly readOptions: PullRequestReadOptions,
-  ) {}
-
-  entryRecords(): EntryRecord[] {
-    return [...this.entries.values()];
-  }
-
-  /** Merges carried out so far: a lookup made before the last one may be out of date. */
-  private merges = 0;
-  /** Pull requests looked up ahead (several at a time), with the merge count they saw. */
-  private readonly lookups = new Map<
-    number,
-    { merges: number; info: Promise<PullRequestInfo | undefined> }
-  >();
-
-  /**
-   * Starts looking up the pull requests the commands name, a few at a time, so that a step with
-   * many submissions does not wait for each lookup in turn. Only reads of the git host.
-   */
-  lookUpPullRequests(payloads: readonly InboxPayload[]): void {
-    const numbers = new Set(
-      payloads.flatMap((p) => (p.type === "submit" || p.type === "pr_changed" ? [p.prNumber] : [])),
-    );
-    let active = 0;
-    const waiting: (() => void)[] = [];
-    const lookUp = async (number: number): Promise<PullRequestInfo | undefined> => {
-      if (active >= LOOKUP_PARALLELISM) {
-        await new Promise<void>((resolve) => {
-          waiting.push(resolve);
-        });
-      }
-      active += 1;
-      try {
-        return await this.deps.gitHost.pullRequest(this.repo, number, this.readOptions);
-      } finally {
-        active -= 1;
-        waiting.shift()?.();
-      }
-    };
-    for (const number of numbers) {
-      const info = lookUp(number);
-      // A failed lookup fails the step when its command is applied, not before.
-      info.catch(() => undefined);
-      this.lookups.set(number, { merges: this.merges, info });
-    }
-  }
-
-  /** A pull request as the git host shows it: looked up ahead unless a merge came since. */
-  private pullRequest(number: number): Promise<PullRequestInfo | undefined> {
-    const ahead = this.lookups.get(number);
-    this.lookups.delete(number);
-    if (ahead && ahead.merges === this.merges) return ahead.info;
-    return this.deps.gitHost.pullRequest(this.repo, number, this.readOptions);
-  }
-
-  /** Turns an inbox command into a planner event, looking the PR up where needed. */
-  async toEvent(
-    payload: InboxPayload,
-  ): Promise<{ event: QueueEvent } | { error: Exclude<CommandResult, { ok: true }> }> {
-    switch (payload.type) {
-      case "submit": {
-        const pr = await this.pullRequest(payload.prNumber);
-        if (!pr) {
-          return {
-            error: {
-              ok: false,
-              code: "not_found",
-              message: `Pull request #${payload.prNumber} does not exist in ${this.repo.owner}/${this.repo.name}.`,
-            },
-          };
-        }
-        // An acknowledged submission is applied anyway: the planner concludes it as what the
-        // pull request became (closed, merged), which its timeline shows.
-        if (pr.state !== "open" && !("acknowledged" in payload)) {
-          return {
-            error: {
-              ok: false,
-              code: "conflict",
-              message: `Pull request #${payload.prNumber} is ${pr.state}; only open pull requests can be queued.`,
-            },
-          };
-        }
-        return {
-          event: {
-            type: "submit",
-            pr,
-            priority: payload.priority,
-            noBatch: payload.noBatch,
-            actor: payload.actor,
-            entryId: crypto.randomUUID(),
-          },
-        };
-      }
-      case "ci_result":
-        return { event: await this.ciEvent(payload.result) };
-      case "pr_changed": {
-        const pr = await this.pullRequest(payload.prNumber);
-        return { event: pr ? { type: "pr_updated", pr } : { type: "tick" } };
-      }
-      case "branch_moved": {
-        const head = await this.deps.gitHost.branchHead(this.repo, this.targetBranch);
-        return { event: head ? { type: "base_pushed", headSha: head } : { type: "tick" } };
-      }
-      case "reload_settings": {
-        const queue = await this.deps.queues.findById(this.queueId);
-        return {
-          event: queue
-            ? { type: "settings_changed", configuration: queue.configuration }
-            : { type: "tick" },
-        };
-      }
-      default:
-        return { event: payload };
-    }
-  }
-
-  /** Outcomes of the CI reports fed to the planner in this step, by run. */
-  private readonly reported = new Map<string, "passed" | "failed">();
-
-  private async ciEvent(result: CiRunResult): Promise<QueueEvent> {
-    const record =
-      this.runs.get(result.runId) ?? (await this.deps.runtime.run(this.queueId, result.runId));
-    // The queue's override, else what the CI resolved from the repository's configuration, else
-    // (a CI that resolves nothing) every check the run reported.
-    const resolved =
-      record?.requiredStatusesSource === "merge_instance"
-        ? { statuses: record.requiredStatuses, source: record.requiredStatusesSource }
-        : (result.requiredStatuses ?? null);
-    if (record) {
-      this.runs.set(record.id, {
-        ...record,
-        checks: result.checks.map((c) => ({
-          name: c.name,
-          conclusion: c.conclusion,
-          url: c.url ?? null,
-        })),
-        ...(resolved
-          ? { requiredStatuses: resolved.statuses, requiredStatusesSource: resolved.source }
-          : {}),
-      });
-    }
-    const error =
-      result.error ??
-      (resolved?.statuses.length === 0
-        ? {
-            reason: "no_required_statuses" as const,
-            message: "no required statuses are configured for this queue or repository",
-          }
-        : undefined);
-    if (error) {
-      this.reported.set(result.runId, "failed");
-      return {
-        type: "run_finished",
-        runId: result.runId,
-        outcome: "failed",
-        failingChecks: [],
-        reason: error.reason,
-        detail: error.message,
-      };
-    }
-    const required = resolved ? resolved.statuses : result.checks.map((c) => c.name);
-    const judged = judgeChecks(required, result.checks);
-    this.reported.set(result.runId, judged.passed ? "passed" : "failed");
-    return {
-      type: "run_finished",
-      runId: result.runId,
-      outcome: judged.passed ? "passed" : "failed",
-      failingChecks: judged.failing,
-      ...(result.flakyOnly ? { flakyOnly: true } : {}),
-    };
-  }
-
-  async carryOut(result: PlanResult, follow: (event: QueueEvent) => void): Promise<void> {
-    const { snapshot } = result;
-    const now = this.deps.clock.now();
-    for (const decision of result.decisions) {
-      switch (decision.type) {
-        case "transition":
-          this.transition(decision, result, now);
-          break;
-        case "start_run":
-          await this.startRun(decision.run, snapshot, follow);
-          break;
-        case "cancel_run":
-          await this.cancelRun(decision.runId, now);
-          break;
-        case "merge":
-          await this.merge(decision, snapshot, follow);
-          break;
-        case "queue_state":
-          this.queueState = decision.configuration;
-          break;
-      }
-    }
-    // Runs that finished in this step: their branches go (docs/contract.md §6). The planner may already
-    // have dropped a finished run from its snapshot; the report that finished it says how.
-    for (const record of [...this.runs.values()]) {
-      if (record.status !== "running") continue;
-      const planned = snapshot.runs[record.id];
-      const status = planned ? planned.status : this.reported.get(record.id);
-      if (status === undefined || status === "running") continue;
-      this.runs.set(record.id, { ...record, status, finishedAt: planned?.finishedAt ?? now });
-      if (record.testBranch) await this.deps.gitHost.deleteTestBranch(this.repo, record.testBranch);
-    }
-  }
-
-  private transition(
-    decision: Extract<Decision, { type: "transition" }>,
-    result: PlanResult,
-    now: number,
-  ): void {
-    this.transitions.push({
-      entryId: decision.entryId,
-      queueId: this.queueId,
-      at: now,
-      from: decision.from,
-      to: decision.to,
-      reason: decision.reason,
-      actor: decision.actor,
-      runId: decision.runId,
-      detail: decision.detail,
-    });
-    const entry =
-      result.snapshot.entries[decision.entryId] ??
-      result.concluded.find((e) => e.id === decision.entryId);
-    if (!entry) throw new Error(`a transition of entry ${decision.entryId}, which the plan lacks`);
-    this.entries.set(decision.entryId, {
-      ...this.toRecord(entry, result.snapshot),
-      state: decision.to,
-      stateChangedAt: now,
-      concludedAt: isTerminal(decision.to) ? now : null,
-      lastReason: decision.reason,
-    });
-  }
-
-  /** Upserts the record of a queued entry whose details changed without a transition. */
-  async touch(snapshot: QueueSnapshot, prNumber: number): Promise<void> {
-    const entry = snapshot.entries[snapshot.prIndex[String(prNumber)] ?? ""];
-    if (!entry) return;
-    const previous =
-      this.entries.get(entry.id) ?? (await this.deps.runtime.latestEntry(this.queueId, prNumber));
-    this.entries.set(entry.id, {
-      ...this.toRecord(entry, snapshot),
-      lastReason: previous?.lastReason ?? "",
-    });
-  }
-
-  /** An entry as the API lists it; the caller sets what its last transition says. */
-  private toRecord(entry: Entry, snapshot: QueueSnapshot): EntryRecord {
-    return {
-      id: entry.id,
-      queueId: this.queueId,
-      prNumber: entry.pr.number,
-      prTitle: entry.pr.title,
-      prSha: entry.pr.headSha,
-      prHeadBranch: entry.pr.headBranch,
-      prBaseBranch: entry.pr.baseBranch,
-      prAuthor: entry.pr.author,
-      state: entry.state,
-      stateChangedAt: entry.stateChangedAt,
-      submittedAt: entry.submittedAt,
-      concludedAt: null,
-      priorityValue: entry.priorityValue,
-      usedDefaultPriority: entry.usedDefaultPriority,
-      noBatch: entry.noBatch,
-      seq: entry.seq,
-      readiness: {
-        mergeability: entry.pr.mergeability,
-        baseBranchMatches: entry.pr.baseBranch === this.targetBranch,
-        requiresImpactedTargets: snapshot.configuration.mode === "parallel",
-        impactedTargets: entry.impactedTargets,
-      },
-      lastReason: "",
-    };
-  }
-
-  private async startRun(
-    run: TestRun,
-    snapshot: QueueSnapshot,
-    follow: (event: QueueEvent) => void,
-  ): Promise<void> {
-    const { gitHost, ci } = this.deps;
-    const configured = snapshot.configuration.requiredStatuses;
-    const record: RunRecord = {
-      id: run.id,
-      queueId: this.queueId,
-      kind: run.kind,
-      status: "running",
-      baseSha: run.baseSha,
-      testBranch: null,
-      testBranchSha: null,
-      prs: run.prs,
-      unit: run.unit,
-      requiredStatuses: configured ?? [],
-      requiredStatusesSource: configured ? "merge_instance" : null,
-      checks: [],
-      startedAt: run.startedAt,
-      finishedAt: null,
-    };
-    this.runs.set(run.id, record);
-    const branch = await gitHost.createTestBranch({
-      repo: this.repo,
-      targetBranch: this.targetBranch,
-      runId: run.id,
-      baseSha: run.baseSha,
-      prs: run.prs.map((pr) => ({ number: pr.number, headSha: pr.headSha })),
-      // A testing pull request needs a branch of its own; otherwise the slot's branch will do.
-      ...(run.slot !== undefined && !snapshot.configuration.createPrsForTestingBranches
-        ? { slot: run.slot }
-        : {}),
-    });
-    if (!branch.ok) {
-      this.reported.set(run.id, "failed");
-      follow({
-        type: "run_finished",
-        runId: run.id,
-        outcome: "failed",
-        failingChecks: [],
-        reason: "merge_conflict",
-        detail: `#${branch.prNumber} does not merge onto the pull requests ahead of it: ${branch.files.join(", ")}`,
-        conflict: {
-          prNumber: branch.prNumber,
-          files: branch.files,
-          ...(branch.conflictsWith ? { conflictsWith: branch.conflictsWith } : {}),
-          ...(branch.landedConflicts ? { landedConflicts: branch.landedConflicts } : {}),
-        },
-      });
-      return;
-    }
-    this.runs.set(run.id, { ...record, testBranch: branch.branch, testBranchSha: branch.sha });
-    await ci.start({
-      repo: this.repo,
-      queueId: this.queueId,
-      runId: run.id,
-      targetBranch: this.targetBranch,
-      testBranch: branch.branch,
-      sha: branch.sha,
-      prNumbers: run.prs.map((pr) => pr.number),
-      requiredStatuses: configured,
-    });
-  }
-
-  private async cancelRun(runId: string, now: number): Promise<void> {
-    await this.deps.ci.cancel(this.queueId, runId);
-    const record = this.runs.get(runId) ?? (await this.deps.runtime.run(this.queueId, runId));
-    if (!record) return;
-    this.runs.set(runId, { ...record, status: "cancelled", finishedAt: now });
-    if (record.testBranch) await this.deps.gitHost.deleteTestBranch(this.repo, record.testBranch);
-  }
-
-  private async merge(
-    decision: Extract<Decision, { type: "merge" }>,
-    snapshot: QueueSnapshot,
-    follow: (event: QueueEvent) => void,
-  ): Promise<void> {
-    const entry = snapshot.entries[decision.entryId];
-    // The test branch that cleared it: the PR lands with the tree it passed with.
-    const cleared = decision.runId
-      ? (this.runs.get(decision.runId) ??
-        (await this.deps.runtime.run(this.queueId, decision.runId)))
-      : undefined;
-    const testedSha = cleared?.testBranchSha ?? undefined;
-    this.merges += 1;
-    const result = await this.deps.gitHost.merge({
-      repo: this.repo,
-      targetBranch: this.targetBranch,
-      prNumber: decision.prNumber,
-      headSha: decision.headSha,
-      expectedBaseSha: decision.expectedBaseSha,
-      method: decision.method,
-      title: entry ? `${entry.pr.title} (#${decision.prNumber})` : `#${decision.prNumber}`,
-      ...(testedSha ? { testedSha } : {}),
-    });
-    if (result.ok) {
-      follow({ type: "merge_finished", entryId: decision.entryId, newHeadSha: result.sha });
-      return;
-    }
-    if (result.reason === "base_moved" || result.reason === "head_moved") {
-      follow({
-        type: "merge_failed",
-        entryId: decision.entryId,
-        reason: "restarted_on_new_base",
-        message: result.message,
-      });
-      if (result.reason === "base_moved") {
-        const head = await this.deps.gitHost.branchHead(this.repo, this.targetBranch);
-        if (head) follow({ type: "base_pushed", headSha: head });
-      } else {
-        const pr = await this.deps.gitHost.pullRequest(
-          this.repo,
-          decision.prNumber,
-          this.readOptions,
-        );
-        if (pr) follow({ type: "pr_updated", pr });
-      }
-      return;
-    }
-    follow({
-      type: "merge_failed",
-      entryId: decision.entryId,
-      reason: result.reason === "merge_conflict" ? "merge_conflict" : "merge_failed",
-      message: result.message,
-    });
-    if (result.pauseQueue) {
-      // What landed is not what was tested: nothing more lands until someone looks.
-      const configuration = { ...snapshot.configuration, state: "paused" as const };
-      this.deps.logger?.error(
-        `merge queue ${this.queueId} paused: ${result.message}`,
-        new Error(result.message),
-      );
-      follow({ type: "settings_changed", configuration });
-      this.queueState = configuration;
-    }
   }
 }

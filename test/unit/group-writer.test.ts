@@ -39,4 +39,35 @@ describe("GroupWriter", () => {
     const settled = await Promise.allSettled([1, 2].map((n) => writer.write(n)));
     expect(settled.map((s) => s.status)).toEqual(["rejected", "rejected"]);
   });
+
+  it("is idle once every item handed in has been written, including those that came meanwhile", async () => {
+    const written: number[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const writer = new GroupWriter<number, void>({
+      write: async (items) => {
+        if (items.includes(1)) await held;
+        written.push(...items);
+        return items.map(() => undefined);
+      },
+      take: () => 1,
+    });
+    await writer.idle();
+    const first = writer.write(1);
+    let idle = false;
+    const waited = writer.idle().then(() => {
+      idle = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    // Handed in while the first write is under way: idle waits for it too.
+    const second = writer.write(2);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(idle).toBe(false);
+    release();
+    await waited;
+    expect(written).toEqual([1, 2]);
+    await Promise.all([first, second]);
+  });
 });

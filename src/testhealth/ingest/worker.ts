@@ -3,6 +3,7 @@ import { UploadTakenOver, type ClaimedUpload } from "../records.js";
 import type { BundleStorage } from "./bundle-storage.js";
 import type { Clock } from "../../lib/clock.js";
 import { windowLookbackMs } from "../classifier.js";
+import { BackgroundLoop, keepLease } from "../../lib/background-loop.js";
 import { isDatabaseUnavailable } from "../../lib/faults.js";
 import { classifyCandidates } from "./classify-tests.js";
 import type { UploadProcessor } from "./processor.js";
@@ -73,17 +74,12 @@ export interface WorkerDependencies {
  */
 export class IngestWorker {
   private readonly options: WorkerOptions;
-  private running = false;
-  private loop: Promise<void> | null = null;
-  private wakeUp: (() => void) | null = null;
-  private woken = false;
+  /** Passes: every waiting upload, then maintenance; a failed one backs off. */
+  private readonly loop: BackgroundLoop;
   private lastSweep = 0;
   private lastRetention = 0;
-  /** Resolves when the queue is empty and nothing is being processed (tests, benchmarks). */
-  private idleWaiters: (() => void)[] = [];
   /** Repositories whose monitor settings changed: all their recent tests are re-classified. */
   private readonly reclassifyQueue = new Set<string>();
-  private busy = false;
   /** Claims a database outage interrupted, to give back once the database answers again. */
   private readonly interrupted: ClaimedUpload[] = [];
 
@@ -92,26 +88,27 @@ export class IngestWorker {
     options: Partial<WorkerOptions> = {},
   ) {
     this.options = { ...DEFAULT_WORKER_OPTIONS, ...options };
+    this.loop = new BackgroundLoop({
+      intervalMs: this.options.pollIntervalMs,
+      pass: () => this.pass(),
+      onError: (error) => {
+        this.deps.logger.error({ err: error }, "test-health worker step failed");
+      },
+    });
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.loop.start();
   }
 
   /** Finishes the upload in hand, then stops. */
   async stop(): Promise<void> {
-    this.running = false;
-    this.wake();
-    await this.loop;
-    this.loop = null;
+    await this.loop.stop();
   }
 
   /** New work arrived (a bundle was stored). */
   wake(): void {
-    this.woken = true;
-    this.wakeUp?.();
+    this.loop.wake();
   }
 
   /** A repository's monitor settings changed: re-classify its tests soon (in the worker). */
@@ -122,42 +119,12 @@ export class IngestWorker {
 
   /** Waits until every stored bundle has been processed. */
   idle(): Promise<void> {
-    if (!this.busy && !this.woken) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+    return this.loop.idle();
   }
 
-  /** Read through a method: other callbacks change these flags while the loop awaits. */
-  private flags(): { running: boolean; woken: boolean } {
-    return { running: this.running, woken: this.woken };
-  }
-
-  private async run(): Promise<void> {
-    while (this.flags().running) {
-      this.woken = false;
-      this.busy = true;
-      try {
-        while (this.flags().running && (await this.processNext()));
-        await this.maintenance();
-      } catch (error) {
-        this.deps.logger.error({ err: error }, "test-health worker step failed");
-      }
-      this.busy = false;
-      const { running, woken } = this.flags();
-      if (!woken) {
-        for (const resolve of this.idleWaiters.splice(0)) resolve();
-      }
-      if (!running) break;
-      if (woken) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.options.pollIntervalMs);
-        this.wakeUp = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wakeUp = null;
-    }
-    for (const resolve of this.idleWaiters.splice(0)) resolve();
+  private async pass(): Promise<void> {
+    while (this.loop.running && (await this.processNext()));
+    await this.maintenance();
   }
 
   /** Processes the next batch of waiting uploads; false when none is waiting. */
@@ -169,12 +136,12 @@ export class IngestWorker {
     if (batch.length === 0) return false;
     // Renewed on a timer, so also while a long batch is being processed (it yields to the event
     // loop between bundles and chunks); a renewal that fails is retried at the next tick.
-    const renew = setInterval(() => {
+    const release = keepLease(this.options.leaseMs, () => {
       const at = clock.now();
-      for (const upload of batch) {
-        uploads.extendLease(upload, at + this.options.leaseMs).catch(() => undefined);
-      }
-    }, this.options.leaseMs / 3);
+      return Promise.all(
+        batch.map((upload) => uploads.extendLease(upload, at + this.options.leaseMs)),
+      );
+    });
     const started = performance.now();
     try {
       const results = await processor.processBatch(batch);
@@ -216,7 +183,7 @@ export class IngestWorker {
         }
       }
     } finally {
-      clearInterval(renew);
+      release();
     }
     return true;
   }

@@ -9,6 +9,7 @@
  * waits, then the delivery is kept as failed with its error. Handled deliveries are pruned after
  * a week; failed and parked ones after a month.
  */
+import { BackgroundLoop, keepLease } from "../../../lib/background-loop.js";
 import type { Clock } from "../../../lib/clock.js";
 import { isDatabaseUnavailable } from "../../../lib/faults.js";
 import { redactSecrets } from "../../../lib/redact.js";
@@ -86,12 +87,11 @@ export function retryDelay(
 
 export class WebhookInbox {
   private readonly options: InboxOptions;
-  private running = false;
-  private loop: Promise<void> | null = null;
-  private woken = false;
-  private wakeUp: (() => void) | null = null;
+  /** Passes: a claim for the free slots, then maintenance; a failed one backs off. */
+  private readonly loop: BackgroundLoop;
+  /** Whether the last pass claimed fewer deliveries than it had free slots (none left ready). */
+  private exhausted = false;
   private readonly active = new Set<Promise<void>>();
-  private idleWaiters: (() => void)[] = [];
   private lastPrune = 0;
   private completions: Completion[] = [];
   private completing: Promise<void> | null = null;
@@ -101,73 +101,48 @@ export class WebhookInbox {
     options: Partial<InboxOptions> = {},
   ) {
     this.options = { ...DEFAULT_INBOX_OPTIONS, ...options };
+    this.loop = new BackgroundLoop({
+      intervalMs: this.options.pollIntervalMs,
+      pass: () => this.pass(),
+      onError: (error) => {
+        this.deps.logger.error({ err: error }, "github: webhook inbox step failed");
+      },
+      isIdle: () => this.exhausted && this.active.size === 0,
+      drain: () => Promise.all([...this.active]),
+    });
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.loop.start();
   }
 
   /** Finishes the deliveries in hand, then stops. */
   async stop(): Promise<void> {
-    this.running = false;
-    this.wake();
-    await this.loop;
-    this.loop = null;
+    await this.loop.stop();
   }
 
   /** A delivery was stored (or unparked): look now. */
   wake(): void {
-    this.woken = true;
-    this.wakeUp?.();
+    this.loop.wake();
   }
 
   /** Resolves once nothing is ready and nothing is in hand (tests). */
   idle(): Promise<void> {
-    if (!this.running) return Promise.resolve();
-    const idle = new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    if (!this.loop.running) return Promise.resolve();
     this.wake();
-    return idle;
+    return this.loop.idle();
   }
 
-  private flags(): { running: boolean; woken: boolean } {
-    return { running: this.running, woken: this.woken };
-  }
-
-  private async run(): Promise<void> {
-    while (this.flags().running) {
-      this.woken = false;
-      let exhausted = false;
-      try {
-        const free = this.options.concurrency - this.active.size;
-        if (free > 0) {
-          await nextTurn();
-          const claims = await this.claim(free);
-          exhausted = claims.length < free;
-          for (const claim of claims) this.handle(claim);
-        }
-        await this.maintenance();
-      } catch (error) {
-        this.deps.logger.error({ err: error }, "github: webhook inbox step failed");
-      }
-      const { running, woken } = this.flags();
-      if (exhausted && this.active.size === 0 && !woken) {
-        for (const resolve of this.idleWaiters.splice(0)) resolve();
-      }
-      if (!running) break;
-      if (woken) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.options.pollIntervalMs);
-        this.wakeUp = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wakeUp = null;
+  private async pass(): Promise<void> {
+    this.exhausted = false;
+    const free = this.options.concurrency - this.active.size;
+    if (free > 0) {
+      await nextTurn();
+      const claims = await this.claim(free);
+      this.exhausted = claims.length < free;
+      for (const claim of claims) this.handle(claim);
     }
-    await Promise.all([...this.active]);
-    for (const resolve of this.idleWaiters.splice(0)) resolve();
+    await this.maintenance();
   }
 
   private claim(limit: number): Promise<ClaimedDelivery[]> {
@@ -211,9 +186,9 @@ export class WebhookInbox {
   /** Handles one claimed delivery and records how it went (fenced by the claim). */
   async process(claim: ClaimedDelivery): Promise<void> {
     const { deliveries, clock, logger } = this.deps;
-    const renew = setInterval(() => {
-      deliveries.renew(claim, clock.now() + this.options.leaseMs).catch(() => undefined);
-    }, this.options.leaseMs / 3);
+    const release = keepLease(this.options.leaseMs, () =>
+      deliveries.renew(claim, clock.now() + this.options.leaseMs),
+    );
     const fields = {
       delivery: claim.deliveryId,
       event: claim.event,
@@ -263,7 +238,7 @@ export class WebhookInbox {
         logger.error({ ...fields, err: recording }, "github: could not record a failed delivery");
       }
     } finally {
-      clearInterval(renew);
+      release();
     }
   }
 

@@ -6,6 +6,7 @@
  *
  * Test branches (`mainline-merge/...`) are Mainline's own doing and are not reported.
  */
+import { BackgroundLoop } from "../../../lib/background-loop.js";
 import { TEST_BRANCH_PREFIX } from "./layout.js";
 import type { LocalRepositories } from "./repositories.js";
 import { type OwnedRepoRef } from "../../../organizations/repositories.js";
@@ -36,51 +37,34 @@ const repositoryKey = (repo: OwnedRepoRef) =>
   `${repo.organizationId}/${repo.owner}/${repo.name}`.toLowerCase();
 
 export class LocalRefWatcher {
-  private readonly intervalMs: number;
   /** Branch heads at the last successful poll, by repository. */
   private readonly known = new Map<string, Map<string, string>>();
-  private timer: NodeJS.Timeout | null = null;
-  private running = false;
-  /** Polls run one after another: the tail of that chain. */
-  private polling: Promise<void> = Promise.resolve();
+  /** Polls one after another, the next an interval after the previous one ended. */
+  private readonly loop: BackgroundLoop;
 
   constructor(private readonly options: LocalRefWatcherOptions) {
-    this.intervalMs = options.intervalMs ?? 1000;
+    this.loop = new BackgroundLoop({
+      intervalMs: options.intervalMs ?? 1000,
+      firstPassAfterInterval: true,
+      pass: () => this.poll(),
+      onError: (error) => {
+        this.options.logger.error("ref watcher: poll failed", error);
+      },
+    });
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.schedule();
+    this.loop.start();
   }
 
   /** Stops polling; resolves once a poll in flight has finished, leaving no timer behind. */
   async stop(): Promise<void> {
-    this.running = false;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.polling;
+    await this.loop.stop();
   }
 
   /** Polls now (after an API action, or in tests), after any poll already in flight. */
   pollNow(): Promise<void> {
-    const poll = this.polling.then(() => this.poll());
-    this.polling = poll.catch(() => undefined);
-    return poll;
-  }
-
-  /** The next poll starts an interval after the previous one ended, so slow polls never pile up. */
-  private schedule(): void {
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      void this.pollNow()
-        .catch((error: unknown) => {
-          this.options.logger.error("ref watcher: poll failed", error);
-        })
-        .finally(() => {
-          if (this.running) this.schedule();
-        });
-    }, this.intervalMs);
+    return this.loop.runNow();
   }
 
   private async poll(): Promise<void> {
