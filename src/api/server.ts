@@ -127,7 +127,62 @@ export function collapseSlashes(url: string): string {
 }
 
 export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
-  const app: ApiApp = Fastify({
+  const app = createApp(deps);
+
+  // Every operation takes JSON; fastify's built-in text/plain parser would let other bodies in.
+  app.removeContentTypeParser("text/plain");
+  app.decorateRequest("principal", null);
+  app.decorateRequest("publicCaller", null);
+  app.decorateRequest("forkedRunId", null);
+
+  refuseWhileClosing(app);
+  app.addHook("onSend", (request, reply, payload, done) => {
+    void reply.header("x-request-id", request.id);
+    done(null, payload);
+  });
+
+  const inFlight = new InFlightWork();
+  trackHandlers(app, inFlight);
+
+  const routeMethods = new Map<string, Set<string>>();
+  app.addHook("onRoute", (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const known = routeMethods.get(route.url) ?? new Set<string>();
+    for (const method of methods) known.add(method);
+    routeMethods.set(route.url, known);
+  });
+  installErrorHandling(app, routeMethods);
+  installTextCheck(app);
+
+  await registerOpenApi(app, deps.version);
+
+  installMetrics(app, new HttpMetrics());
+  registerServiceRoutes(app, deps.pingDatabase);
+  registerUploaderRoute(app, { file: deps.uploaderFile, version: deps.version });
+  registerDocs(app);
+
+  await app.register((scope: ApiApp, _options, done) => {
+    registerUnauthenticatedUploadRoutes(scope, deps.uploads);
+    done();
+  });
+
+  for (const routes of deps.webhookRoutes ?? []) {
+    await app.register((scope: ApiApp, _options, done) => {
+      routes(scope);
+      done();
+    });
+  }
+
+  await registerDashboardScope(app, deps);
+  await registerApiScope(app, deps, inFlight);
+
+  await app.ready();
+  return app;
+}
+
+/** The fastify instance, with the server's limits, ids, URL rewriting and validation. */
+function createApp(deps: ServerDependencies): ApiApp {
+  return Fastify({
     // No secret in the log: request URLs, error messages and stacks are redacted.
     logger: redactingLogger(deps.logger),
     bodyLimit: BODY_LIMIT_BYTES,
@@ -159,13 +214,10 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
       },
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+}
 
-  // Every operation takes JSON; fastify's built-in text/plain parser would let other bodies in.
-  app.removeContentTypeParser("text/plain");
-  app.decorateRequest("principal", null);
-  app.decorateRequest("publicCaller", null);
-  app.decorateRequest("forkedRunId", null);
-
+/** Requests that arrive while the server shuts down get a 503 (and `connection: close`). */
+function refuseWhileClosing(app: ApiApp): void {
   let closing = false;
   app.addHook("preClose", (done) => {
     closing = true;
@@ -179,30 +231,16 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     void reply.header("connection", "close");
     done(new ApiError("unavailable", "The server is shutting down; retry in a moment."));
   });
-  app.addHook("onSend", (request, reply, payload, done) => {
-    void reply.header("x-request-id", request.id);
-    done(null, payload);
-  });
+}
 
-  const inFlight = new InFlightWork();
-  trackHandlers(app, inFlight);
-
-  const routeMethods = new Map<string, Set<string>>();
-  app.addHook("onRoute", (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    const known = routeMethods.get(route.url) ?? new Set<string>();
-    for (const method of methods) known.add(method);
-    routeMethods.set(route.url, known);
-  });
-  installErrorHandling(app, routeMethods);
-  installTextCheck(app);
-
+/** The OpenAPI document of every route registered after it (swagger). */
+async function registerOpenApi(app: ApiApp, version: string): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: "3.1.0",
       info: {
         title: "Mainline",
-        version: deps.version,
+        version,
         description:
           "Test health and merge queue, compatible with Trunk.io's v1 API. Send the organization's API token in `x-api-token`. Every operation is POST with a JSON body unless shown otherwise.",
       },
@@ -215,11 +253,10 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
       },
     },
   });
+}
 
-  installMetrics(app, new HttpMetrics());
-  registerServiceRoutes(app, deps.pingDatabase);
-  registerUploaderRoute(app, { file: deps.uploaderFile, version: deps.version });
-
+/** `/openapi.json` and `/docs`, built once on first use. */
+function registerDocs(app: ApiApp): void {
   let openApi: OpenApiDocument | undefined;
   let docsPage: string | undefined;
   const document = (): OpenApiDocument => (openApi ??= app.swagger() as unknown as OpenApiDocument);
@@ -228,22 +265,9 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     docsPage ??= renderDocsPage(document());
     void reply.type("text/html; charset=utf-8").send(docsPage);
   });
+}
 
-  const baseUrl = (request: { protocol: string; host: string }) =>
-    deps.publicUrl ?? `${request.protocol}://${request.host}`;
-
-  await app.register((scope: ApiApp, _options, done) => {
-    registerUnauthenticatedUploadRoutes(scope, deps.uploads);
-    done();
-  });
-
-  for (const routes of deps.webhookRoutes ?? []) {
-    await app.register((scope: ApiApp, _options, done) => {
-      routes(scope);
-      done();
-    });
-  }
-
+async function registerDashboardScope(app: ApiApp, deps: ServerDependencies): Promise<void> {
   // The dashboard: HTML pages with sessions of their own (src/web; docs/dashboard.md).
   await app.register((scope: ApiApp, _options, done) => {
     registerDashboard(scope, {
@@ -269,6 +293,16 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     });
     done();
   });
+}
+
+/** The `/v1` API: every route behind an API token (or the public ids some accept). */
+async function registerApiScope(
+  app: ApiApp,
+  deps: ServerDependencies,
+  inFlight: InFlightWork,
+): Promise<void> {
+  const baseUrl = (request: { protocol: string; host: string }) =>
+    deps.publicUrl ?? `${request.protocol}://${request.host}`;
 
   await app.register((scope: ApiApp, _options, done) => {
     requireApiToken(scope, deps.organizations, inFlight, deps.testHealth.publicIds);
@@ -292,7 +326,4 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     registerTestRoutes(scope, flakyTests);
     done();
   });
-
-  await app.ready();
-  return app;
 }

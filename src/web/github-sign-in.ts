@@ -112,64 +112,78 @@ const ChooseForm = Type.Object(
   { additionalProperties: true },
 );
 
-export function registerGitHubSignIn(
-  web: Web,
-  deps: {
-    github: GitHubSignInFlow | undefined;
-    sessions: Pick<SessionService, "signInWithGitHub" | "signOut" | "lifetimes">;
-    publicUrl: string | undefined;
-    clock: { now(): number };
-    safeNext(next: unknown): string | undefined;
-  },
-): void {
-  const { app } = web;
-  const notConfigured = (reply: FastifyReply) =>
-    web.message(
-      reply,
-      404,
-      "Sign-in with GitHub is not set up",
-      "This server has no GitHub App OAuth credentials (MAINLINE_GITHUB_CLIENT_ID and MAINLINE_GITHUB_CLIENT_SECRET): sign in with an API token.",
-    );
-  const origin = (request: FastifyRequest): string =>
-    (deps.publicUrl ?? `${request.protocol}://${request.host}`).replace(/\/+$/, "");
-  const callbackUrl = (request: FastifyRequest): string =>
-    `${origin(request)}${GITHUB_PATH}/callback`;
+/** What "Sign in with GitHub" needs. */
+interface GitHubSignInDependencies {
+  github: GitHubSignInFlow | undefined;
+  sessions: Pick<SessionService, "signInWithGitHub" | "signOut" | "lifetimes">;
+  publicUrl: string | undefined;
+  clock: { now(): number };
+  safeNext(next: unknown): string | undefined;
+}
 
-  async function enter(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    signIn: GitHubSignInSession,
-    next: string | undefined,
-  ): Promise<FastifyReply> {
-    const secure = isSecure(request, deps.publicUrl);
-    const created = await deps.sessions.signInWithGitHub(signIn);
-    const previous = cookieValue(request, sessionCookieName(secure));
-    if (previous !== undefined) await deps.sessions.signOut(previous);
-    void reply.header("set-cookie", stateCookie(secure, ""));
-    setSessionCookie(reply, secure, created.sessionId, deps.sessions.lifetimes.absoluteMs / 1000);
-    return redirect(reply, next ?? urls.home(signIn.organizationSlug));
-  }
+export function registerGitHubSignIn(web: Web, deps: GitHubSignInDependencies): void {
+  registerStart(web, deps);
+  registerCallback(web, deps);
+  registerChoose(web, deps);
+}
 
-  app.get(
+function notConfigured(web: Web, reply: FastifyReply): Promise<FastifyReply> {
+  return web.message(
+    reply,
+    404,
+    "Sign-in with GitHub is not set up",
+    "This server has no GitHub App OAuth credentials (MAINLINE_GITHUB_CLIENT_ID and MAINLINE_GITHUB_CLIENT_SECRET): sign in with an API token.",
+  );
+}
+
+/** Where GitHub sends the browser back to. */
+function callbackUrl(deps: GitHubSignInDependencies, request: FastifyRequest): string {
+  const origin = (deps.publicUrl ?? `${request.protocol}://${request.host}`).replace(/\/+$/, "");
+  return `${origin}${GITHUB_PATH}/callback`;
+}
+
+/** Signs in to the organization chosen (or the only one): a new session, the state cleared. */
+async function enter(
+  deps: GitHubSignInDependencies,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  signIn: GitHubSignInSession,
+  next: string | undefined,
+): Promise<FastifyReply> {
+  const secure = isSecure(request, deps.publicUrl);
+  const created = await deps.sessions.signInWithGitHub(signIn);
+  const previous = cookieValue(request, sessionCookieName(secure));
+  if (previous !== undefined) await deps.sessions.signOut(previous);
+  void reply.header("set-cookie", stateCookie(secure, ""));
+  setSessionCookie(reply, secure, created.sessionId, deps.sessions.lifetimes.absoluteMs / 1000);
+  return redirect(reply, next ?? urls.home(signIn.organizationSlug));
+}
+
+/** The start: a state in a cookie, then GitHub's authorize page. */
+function registerStart(web: Web, deps: GitHubSignInDependencies): void {
+  web.app.get(
     GITHUB_PATH,
     { schema: { hide: true, querystring: StartQuery } },
     async (request, reply) => {
-      if (!deps.github) return notConfigured(reply);
+      if (!deps.github) return notConfigured(web, reply);
       const next = deps.safeNext(request.query.next);
       const state = randomBytes(32).toString("base64url");
       void reply.header(
         "set-cookie",
         stateCookie(isSecure(request, deps.publicUrl), `${state}.${next ?? ""}`),
       );
-      return redirect(reply, deps.github.authorizeUrl(callbackUrl(request), state));
+      return redirect(reply, deps.github.authorizeUrl(callbackUrl(deps, request), state));
     },
   );
+}
 
-  app.get(
+/** GitHub's redirect back: the state checked, the code exchanged, the organization entered. */
+function registerCallback(web: Web, deps: GitHubSignInDependencies): void {
+  web.app.get(
     `${GITHUB_PATH}/callback`,
     { schema: { hide: true, querystring: CallbackQuery } },
     async (request, reply) => {
-      if (!deps.github) return notConfigured(reply);
+      if (!deps.github) return notConfigured(web, reply);
       const held = parseState(cookieValue(request, GITHUB_STATE_COOKIE));
       const { code, state, error } = request.query;
       if (!held || state === undefined || !sameSecret(held.state, state)) {
@@ -192,7 +206,7 @@ export function registerGitHubSignIn(
       const next = deps.safeNext(held.next);
       let result: Awaited<ReturnType<GitHubSignInFlow["complete"]>>;
       try {
-        result = await deps.github.complete(code, callbackUrl(request));
+        result = await deps.github.complete(code, callbackUrl(deps, request));
       } catch (failure) {
         const problem = signInProblem(failure);
         if (!problem) throw failure;
@@ -211,7 +225,7 @@ export function registerGitHubSignIn(
       }
       const only = choices.length === 1 ? choices[0] : undefined;
       if (only) {
-        return enter(request, reply, { ...only, userId: user.id, login: user.login }, next);
+        return enter(deps, request, reply, { ...only, userId: user.id, login: user.login }, next);
       }
       const issuedAt = deps.clock.now();
       return web.send(
@@ -240,12 +254,15 @@ export function registerGitHubSignIn(
       );
     },
   );
+}
 
-  app.post(
+/** The chooser's answer, signed with the state. */
+function registerChoose(web: Web, deps: GitHubSignInDependencies): void {
+  web.app.post(
     `${GITHUB_PATH}/choose`,
     { schema: { hide: true, body: ChooseForm } },
     async (request, reply) => {
-      if (!deps.github) return notConfigured(reply);
+      if (!deps.github) return notConfigured(web, reply);
       const refused = () =>
         web.message(
           reply,
@@ -271,6 +288,7 @@ export function registerGitHubSignIn(
         return refused();
       }
       return enter(
+        deps,
         request,
         reply,
         {

@@ -117,7 +117,17 @@ export function registerMergeQueuePages(web: Web, deps: MergeQueuePageDependenci
     watch.stop();
     done();
   });
+  registerQueuePage(web, deps);
+  registerQueueStateAction(web, deps);
+  registerPullRequestPage(web, deps);
+  registerPullRequestActions(web, deps);
+  registerQueueHealthPage(web, deps);
+  registerCheckLogPage(web, deps);
+  registerQueueEvents(web, deps, { watch, streams });
+}
 
+/** A queue: its pull requests, runs and state. */
+function registerQueuePage(web: Web, deps: MergeQueuePageDependencies): void {
   web.page(
     "/:org/merge-queue/queue",
     { params: OrgParams, querystring: QueueQuery },
@@ -130,7 +140,10 @@ export function registerMergeQueuePages(web: Web, deps: MergeQueuePageDependenci
       };
     },
   );
+}
 
+/** The queue's state form: running, paused or draining. */
+function registerQueueStateAction(web: Web, deps: MergeQueuePageDependencies): void {
   web.action(
     "/:org/merge-queue/queue/state",
     {
@@ -153,7 +166,10 @@ export function registerMergeQueuePages(web: Web, deps: MergeQueuePageDependenci
       return { redirect: urls.queue(place.org, place.repo, place.branch) };
     },
   );
+}
 
+/** A pull request in the queue: its history. */
+function registerPullRequestPage(web: Web, deps: MergeQueuePageDependencies): void {
   web.page(
     "/:org/merge-queue/pr/:number",
     { params: PrParams, querystring: QueueQuery },
@@ -176,7 +192,10 @@ export function registerMergeQueuePages(web: Web, deps: MergeQueuePageDependenci
       };
     },
   );
+}
 
+/** A pull request's forms: restart, cancel, change its priority. */
+function registerPullRequestActions(web: Web, deps: MergeQueuePageDependencies): void {
   for (const action of ["restart", "cancel", "priority"] as const) {
     web.action(
       `/:org/merge-queue/pr/:number/${action}`,
@@ -225,7 +244,10 @@ export function registerMergeQueuePages(web: Web, deps: MergeQueuePageDependenci
       },
     );
   }
+}
 
+/** A queue's health over a range of days. */
+function registerQueueHealthPage(web: Web, deps: MergeQueuePageDependencies): void {
   web.page(
     "/:org/merge-queue/health",
     { params: OrgParams, querystring: HealthQuery },
@@ -244,7 +266,10 @@ export function registerMergeQueuePages(web: Web, deps: MergeQueuePageDependenci
       };
     },
   );
+}
 
+/** A check's log, from the built-in CI runner. */
+function registerCheckLogPage(web: Web, deps: MergeQueuePageDependencies): void {
   web.page(
     "/:org/merge-queue/log",
     { params: OrgParams, querystring: LogQuery },
@@ -274,7 +299,19 @@ export function registerMergeQueuePages(web: Web, deps: MergeQueuePageDependenci
       };
     },
   );
+}
 
+function registerQueueEvents(
+  web: Web,
+  deps: MergeQueuePageDependencies,
+  live: {
+    /** Reads each followed queue's version. */
+    watch: QueueWatch;
+    /** How to end each open stream (when the server closes). */
+    streams: Set<() => void>;
+  },
+): void {
+  const { watch, streams } = live;
   // The live stream of a queue (ADR 0025): `event: change` whenever its version changes.
   web.app.get(
     "/:org/merge-queue/events",

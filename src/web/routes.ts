@@ -363,6 +363,19 @@ async function home(
 }
 
 function registerPages(web: Web, deps: DashboardDependencies): void {
+  registerOrganizationHome(web, deps);
+  registerTestsIndex(web, deps);
+  registerQueuesIndex(web, deps);
+  registerTestPage(web, deps);
+  registerTestForms(web, deps);
+  registerRepositoryPage(web, deps);
+  registerUploadsPage(web, deps);
+  if (deps.mergeQueue) registerMergeQueuePages(web, deps.mergeQueue);
+  registerPlaceholders(web, deps.mergeQueue !== undefined);
+}
+
+/** The organization's home at `/:org` (`/v1` is the API's). */
+function registerOrganizationHome(web: Web, deps: DashboardDependencies): void {
   web.app.get("/:org", { schema: { hide: true, params: OrgParams } }, async (request, reply) => {
     if (request.params.org === "v1") {
       reply.callNotFound();
@@ -375,8 +388,10 @@ function registerPages(web: Web, deps: DashboardDependencies): void {
     }
     return home(web, deps, reply, viewer, contextOf(web, deps, request, viewer));
   });
+}
 
-  // Tests: the repositories with their test health.
+/** Tests: the repositories with their test health. */
+function registerTestsIndex(web: Web, deps: DashboardDependencies): void {
   web.page("/:org/flaky-tests", { params: OrgParams }, async (_request, context) => {
     const [health, queues] = await Promise.all([
       deps.overview.organization(context.viewer.principal),
@@ -394,8 +409,10 @@ ${empty ? gettingStarted(context.org, context.baseUrl) : repositoriesTable(view)
       },
     };
   });
+}
 
-  // Merge queues: every queue with its state.
+/** Merge queues: every queue with its state. */
+function registerQueuesIndex(web: Web, deps: DashboardDependencies): void {
   web.page("/:org/merge-queue", { params: OrgParams }, async (_request, context) => {
     const queues = await deps.queues.overview(context.viewer.principal);
     const view = presentHome(context.org, { repositories: [], daily: [] }, queues);
@@ -409,8 +426,10 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
       },
     };
   });
+}
 
-  // The test page (docs/contract.md §3: every test's html_url).
+/** The test page (docs/contract.md §3: every test's html_url). */
+function registerTestPage(web: Web, deps: DashboardDependencies): void {
   web.page(
     "/:org/flaky-tests/test/:id",
     { params: TestParams, querystring: TestQuery },
@@ -453,8 +472,10 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
       };
     },
   );
+}
 
-  // The test page's forms: they change the test, then go back to its page with a note.
+/** The test page's forms: they change the test, then go back to its page with a note. */
+function registerTestForms(web: Web, deps: DashboardDependencies): void {
   web.action(
     "/:org/flaky-tests/test/:id/quarantine",
     { params: TestParams, querystring: TestFormQuery, body: OverrideForm },
@@ -505,8 +526,10 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
       };
     },
   );
+}
 
-  // A repository: figures, trends, the tests table (filters, sort and page in the address).
+/** A repository: figures, trends, the tests table (filters, sort and page in the address). */
+function registerRepositoryPage(web: Web, deps: DashboardDependencies): void {
   web.page(
     "/:org/flaky-tests/repo",
     { params: OrgParams, querystring: RepositoryQuery },
@@ -524,8 +547,10 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
       return { view: renderRepository(presentRepository(context.org, found, context.now)) };
     },
   );
+}
 
-  // Uploads: of a repository, or the repositories to choose from.
+/** Uploads: of a repository, or the repositories to choose from. */
+function registerUploadsPage(web: Web, deps: DashboardDependencies): void {
   web.page(
     "/:org/flaky-tests/uploads",
     { params: OrgParams, querystring: UploadsQuery },
@@ -549,9 +574,6 @@ ${view.queues.length === 0 ? gettingStarted(context.org, context.baseUrl) : queu
       return { view: renderUploads(presentUploads(context.org, found, context.now)) };
     },
   );
-
-  if (deps.mergeQueue) registerMergeQueuePages(web, deps.mergeQueue);
-  registerPlaceholders(web, deps.mergeQueue !== undefined);
 }
 
 /**

@@ -79,6 +79,14 @@ export async function withServices<T>(
 }
 
 export function registerAdminCommands(program: Command, context: CliContext): void {
+  registerMigrate(program, context);
+  registerOrgCommands(program, context);
+  registerTokenCommands(program, context);
+  registerSessionCommands(program, context);
+}
+
+/** `mainline migrate`: the database brought up to date (created if need be). */
+function registerMigrate(program: Command, context: CliContext): void {
   program
     .command("migrate")
     .description(
@@ -104,7 +112,10 @@ export function registerAdminCommands(program: Command, context: CliContext): vo
         await database.close();
       }
     });
+}
 
+/** `mainline org create|list`. */
+function registerOrgCommands(program: Command, context: CliContext): void {
   const org = program.command("org").description("Manage organizations (directly on the database)");
   org
     .command("create <slug>")
@@ -138,7 +149,10 @@ export function registerAdminCommands(program: Command, context: CliContext): vo
         formatTable([["SLUG", "CREATED"], ...orgs.map((o) => [o.slug, isoTime(o.createdAt)])]),
       );
     });
+}
 
+/** `mainline token create|list|revoke`. */
+function registerTokenCommands(program: Command, context: CliContext): void {
   const token = program
     .command("token")
     .description("Manage API tokens (directly on the database)");
@@ -194,7 +208,10 @@ export function registerAdminCommands(program: Command, context: CliContext): vo
       const revoked = await withServices(context, (s) => s.organizations.revokeToken(tokenId));
       context.stderr.write(`Revoked ${revoked.id}.\n`);
     });
+}
 
+/** `mainline session list|revoke`. */
+function registerSessionCommands(program: Command, context: CliContext): void {
   const session = program
     .command("session")
     .description("Dashboard sign-in sessions (directly on the database)");

@@ -108,7 +108,14 @@ export function registerGitHubCommands(program: Command, context: CliContext): v
   const github = program
     .command("github")
     .description("The GitHub App: set it up, see and link its installations");
+  registerSetup(github, context);
+  registerInstallations(github, context);
+  registerLink(github, context);
+  registerUnlink(github, context);
+}
 
+/** `mainline github setup`: the App to register, and the steps to connect it. */
+function registerSetup(github: Command, context: CliContext): void {
   github
     .command("setup")
     .description("Print the GitHub App to register (its manifest) and the steps to connect it")
@@ -206,7 +213,10 @@ export function registerGitHubCommands(program: Command, context: CliContext): v
         ].join("\n"),
       );
     });
+}
 
+/** `mainline github installations`: each installation and its organization. */
+function registerInstallations(github: Command, context: CliContext): void {
   github
     .command("installations")
     .description("List the App's installations (read from GitHub first) and what each is linked to")
@@ -240,7 +250,10 @@ export function registerGitHubCommands(program: Command, context: CliContext): v
         ]),
       );
     });
+}
 
+/** `mainline github link`: an installation's repositories become an organization's. */
+function registerLink(github: Command, context: CliContext): void {
   github
     .command("link")
     .description(
@@ -258,7 +271,10 @@ export function registerGitHubCommands(program: Command, context: CliContext): v
       );
       context.stderr.write(`Linked ${describe(view)} to ${options.org}.\n`);
     });
+}
 
+/** `mainline github unlink`: an installation leaves its organization. */
+function registerUnlink(github: Command, context: CliContext): void {
   github
     .command("unlink")
     .description(

@@ -20,6 +20,174 @@ function toRecord(row: DeliveryRow, payload: string | null): DeliveryRecord {
 /** A new delivery's values in the insert (its payload goes to a row of its own). */
 const INSERTED = 6;
 
+/** The insert of `size` new deliveries, each with INSERTED markers of `args`. */
+function insertDeliveries(db: Kysely<Database>, size: number, args: readonly string[]) {
+  const at = (row: number, column: number) => args[row * INSERTED + column];
+  return (
+    db
+      .insertInto("webhookDeliveries")
+      .values(
+        Array.from({ length: size }, (_, row) => ({
+          source: at(row, 0) as string,
+          deliveryId: at(row, 1) as string,
+          event: at(row, 2) as string,
+          action: at(row, 3) as string | null,
+          installationId: at(row, 4) as unknown as number | null,
+          receivedAt: at(row, 5) as unknown as number,
+          state: "pending",
+          attempts: 0,
+          leaseUntil: null,
+          leaseOwner: null,
+          nextAttemptAt: at(row, 5) as unknown as number,
+          error: null,
+          processedAt: null,
+        })),
+      )
+      // A redelivery of one kept as failed (someone pressed "Redeliver") is tried once more;
+      // any other redelivery changes nothing. The attempt number keeps counting: it fences.
+      .onConflict((oc) =>
+        oc
+          .columns(["source", "deliveryId"])
+          .doUpdateSet((eb) => ({
+            state: "pending",
+            nextAttemptAt: eb.ref("excluded.receivedAt"),
+            processedAt: null,
+          }))
+          .where("webhookDeliveries.state", "=", "failed"),
+      )
+      .returning(["key", "source", "deliveryId"])
+  );
+}
+
+/**
+ * PostgreSQL: the deliveries and their payloads in one statement (one round trip, its own
+ * transaction); the payloads are matched to the keys the insert gave by source and id.
+ */
+function insertWithPayloads(db: Kysely<Database>, size: number) {
+  const args = markers(size * (INSERTED + 1));
+  const deliveryArgs = args.slice(0, size * INSERTED);
+  const payloadArgs = args.slice(size * INSERTED);
+  const given = sql.join(
+    Array.from(
+      { length: size },
+      (_, row) =>
+        sql`(${deliveryArgs[row * INSERTED]}, ${deliveryArgs[row * INSERTED + 1]}, ${payloadArgs[row]})`,
+    ),
+  );
+  const query = db
+    .with("stored", () => insertDeliveries(db, size, deliveryArgs))
+    .with("kept", (qc) =>
+      qc
+        .insertInto("webhookPayloads")
+        .columns(["deliveryKey", "payload"])
+        .expression(
+          sql`select stored.key, given.payload from stored
+                join (values ${given}) as given (source, delivery_id, payload)
+                on given.source = stored.source and given.delivery_id = stored.delivery_id`,
+        )
+        .onConflict((oc) => oc.column("deliveryKey").doNothing()),
+    )
+    .selectFrom("stored")
+    .select("deliveryId")
+    .compile();
+  return new QueryTemplate(query, [...deliveryArgs, ...payloadArgs]);
+}
+
+function insertPayloads(db: Kysely<Database>, size: number) {
+  const args = markers(size * 2);
+  const query = db
+    .insertInto("webhookPayloads")
+    .values(
+      Array.from({ length: size }, (_, row) => ({
+        deliveryKey: args[row * 2] as unknown as number,
+        payload: args[row * 2 + 1] as string,
+      })),
+    )
+    // A failed delivery made pending again by its redelivery still has its payload.
+    .onConflict((oc) => oc.column("deliveryKey").doNothing())
+    .compile() as never;
+  return new QueryTemplate<never>(query, args);
+}
+
+/** Takes up to `limit` ready deliveries, oldest first, under a lease. */
+function claimReady(db: Kysely<Database>, dialect: DialectName) {
+  const [now, leaseUntil, owner, limit] = markers(4) as [string, string, string, string];
+  const selectReady = sqlDialect(dialect).forUpdateSkipLocked(
+    db
+      .selectFrom("webhookDeliveries")
+      .select("key")
+      .where((eb) =>
+        eb.or([
+          eb.and([
+            eb("state", "=", "pending"),
+            eb("nextAttemptAt", "<=", now as unknown as number),
+          ]),
+          eb.and([eb("state", "=", "processing"), eb("leaseUntil", "<", now as unknown as number)]),
+        ]),
+      )
+      .orderBy("key")
+      .limit(limit as unknown as number),
+  );
+  const query = db
+    .updateTable("webhookDeliveries")
+    .set((eb) => ({
+      state: "processing",
+      leaseUntil: leaseUntil as unknown as number,
+      leaseOwner: owner,
+      attempts: eb("attempts", "+", 1),
+    }))
+    .where("key", "in", selectReady)
+    .returningAll()
+    .compile();
+  return new QueryTemplate(query, [now, leaseUntil, owner, limit]);
+}
+
+function payloadsOf(db: Kysely<Database>, size: number) {
+  const args = markers(size);
+  const query = db
+    .selectFrom("webhookPayloads")
+    .select(["deliveryKey", "payload"])
+    .where("deliveryKey", "in", args as unknown as number[])
+    .compile();
+  return new QueryTemplate(query, args);
+}
+
+function completeClaims(db: Kysely<Database>, size: number) {
+  // The time, then each claim's key and attempt number.
+  const args = markers(1 + size * 2);
+  const query = db
+    .updateTable("webhookDeliveries")
+    .set({
+      state: "processed",
+      processedAt: args[0] as unknown as number,
+      leaseUntil: null,
+      error: null,
+    })
+    .where("state", "=", "processing")
+    .where((eb) =>
+      eb.or(
+        Array.from({ length: size }, (_, i) =>
+          eb.and([
+            eb("key", "=", args[i * 2 + 1] as unknown as number),
+            eb("attempts", "=", args[i * 2 + 2] as unknown as number),
+          ]),
+        ),
+      ),
+    )
+    .returning("key")
+    .compile();
+  return new QueryTemplate(query, args);
+}
+
+function deletePayloads(db: Kysely<Database>, size: number) {
+  const args = markers(size);
+  const query = db
+    .deleteFrom("webhookPayloads")
+    .where("deliveryKey", "in", args as unknown as number[])
+    .compile() as never;
+  return new QueryTemplate<never>(query, args);
+}
+
 /**
  * The inbox of webhook deliveries (ADR 0021). Storing them is the acknowledgement, so it waits
  * for the disk (once for all the deliveries stored together). A delivery's payload is a row of
@@ -43,170 +211,16 @@ export class WebhookDeliveryStore implements DeliveryStorage {
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,
   ) {
-    const insertDeliveries = (size: number, args: readonly string[]) => {
-      const at = (row: number, column: number) => args[row * INSERTED + column];
-      return (
-        db
-          .insertInto("webhookDeliveries")
-          .values(
-            Array.from({ length: size }, (_, row) => ({
-              source: at(row, 0) as string,
-              deliveryId: at(row, 1) as string,
-              event: at(row, 2) as string,
-              action: at(row, 3) as string | null,
-              installationId: at(row, 4) as unknown as number | null,
-              receivedAt: at(row, 5) as unknown as number,
-              state: "pending",
-              attempts: 0,
-              leaseUntil: null,
-              leaseOwner: null,
-              nextAttemptAt: at(row, 5) as unknown as number,
-              error: null,
-              processedAt: null,
-            })),
-          )
-          // A redelivery of one kept as failed (someone pressed "Redeliver") is tried once more;
-          // any other redelivery changes nothing. The attempt number keeps counting: it fences.
-          .onConflict((oc) =>
-            oc
-              .columns(["source", "deliveryId"])
-              .doUpdateSet((eb) => ({
-                state: "pending",
-                nextAttemptAt: eb.ref("excluded.receivedAt"),
-                processedAt: null,
-              }))
-              .where("webhookDeliveries.state", "=", "failed"),
-          )
-          .returning(["key", "source", "deliveryId"])
-      );
-    };
     this.insertDeliveries = new BySize((size) => {
       const args = markers(size * INSERTED);
-      return new QueryTemplate(insertDeliveries(size, args).compile(), args);
+      return new QueryTemplate(insertDeliveries(db, size, args).compile(), args);
     });
-    // PostgreSQL: the deliveries and their payloads in one statement (one round trip, its own
-    // transaction); the payloads are matched to the keys the insert gave by source and id.
-    this.insertWithPayloads = new BySize((size) => {
-      const args = markers(size * (INSERTED + 1));
-      const deliveryArgs = args.slice(0, size * INSERTED);
-      const payloadArgs = args.slice(size * INSERTED);
-      const given = sql.join(
-        Array.from(
-          { length: size },
-          (_, row) =>
-            sql`(${deliveryArgs[row * INSERTED]}, ${deliveryArgs[row * INSERTED + 1]}, ${payloadArgs[row]})`,
-        ),
-      );
-      const query = db
-        .with("stored", () => insertDeliveries(size, deliveryArgs))
-        .with("kept", (qc) =>
-          qc
-            .insertInto("webhookPayloads")
-            .columns(["deliveryKey", "payload"])
-            .expression(
-              sql`select stored.key, given.payload from stored
-                join (values ${given}) as given (source, delivery_id, payload)
-                on given.source = stored.source and given.delivery_id = stored.delivery_id`,
-            )
-            .onConflict((oc) => oc.column("deliveryKey").doNothing()),
-        )
-        .selectFrom("stored")
-        .select("deliveryId")
-        .compile();
-      return new QueryTemplate(query, [...deliveryArgs, ...payloadArgs]);
-    });
-    this.insertPayloads = new BySize((size) => {
-      const args = markers(size * 2);
-      const query = db
-        .insertInto("webhookPayloads")
-        .values(
-          Array.from({ length: size }, (_, row) => ({
-            deliveryKey: args[row * 2] as unknown as number,
-            payload: args[row * 2 + 1] as string,
-          })),
-        )
-        // A failed delivery made pending again by its redelivery still has its payload.
-        .onConflict((oc) => oc.column("deliveryKey").doNothing())
-        .compile() as never;
-      return new QueryTemplate(query, args);
-    });
-    {
-      const [now, leaseUntil, owner, limit] = markers(4) as [string, string, string, string];
-      const selectReady = sqlDialect(dialect).forUpdateSkipLocked(
-        db
-          .selectFrom("webhookDeliveries")
-          .select("key")
-          .where((eb) =>
-            eb.or([
-              eb.and([
-                eb("state", "=", "pending"),
-                eb("nextAttemptAt", "<=", now as unknown as number),
-              ]),
-              eb.and([
-                eb("state", "=", "processing"),
-                eb("leaseUntil", "<", now as unknown as number),
-              ]),
-            ]),
-          )
-          .orderBy("key")
-          .limit(limit as unknown as number),
-      );
-      const query = db
-        .updateTable("webhookDeliveries")
-        .set((eb) => ({
-          state: "processing",
-          leaseUntil: leaseUntil as unknown as number,
-          leaseOwner: owner,
-          attempts: eb("attempts", "+", 1),
-        }))
-        .where("key", "in", selectReady)
-        .returningAll()
-        .compile();
-      this.claimReady = new QueryTemplate(query, [now, leaseUntil, owner, limit]);
-    }
-    this.payloadsOf = new BySize((size) => {
-      const args = markers(size);
-      const query = db
-        .selectFrom("webhookPayloads")
-        .select(["deliveryKey", "payload"])
-        .where("deliveryKey", "in", args as unknown as number[])
-        .compile();
-      return new QueryTemplate(query, args);
-    });
-    this.completeClaims = new BySize((size) => {
-      // The time, then each claim's key and attempt number.
-      const args = markers(1 + size * 2);
-      const query = db
-        .updateTable("webhookDeliveries")
-        .set({
-          state: "processed",
-          processedAt: args[0] as unknown as number,
-          leaseUntil: null,
-          error: null,
-        })
-        .where("state", "=", "processing")
-        .where((eb) =>
-          eb.or(
-            Array.from({ length: size }, (_, i) =>
-              eb.and([
-                eb("key", "=", args[i * 2 + 1] as unknown as number),
-                eb("attempts", "=", args[i * 2 + 2] as unknown as number),
-              ]),
-            ),
-          ),
-        )
-        .returning("key")
-        .compile();
-      return new QueryTemplate(query, args);
-    });
-    this.deletePayloads = new BySize((size) => {
-      const args = markers(size);
-      const query = db
-        .deleteFrom("webhookPayloads")
-        .where("deliveryKey", "in", args as unknown as number[])
-        .compile() as never;
-      return new QueryTemplate(query, args);
-    });
+    this.insertWithPayloads = new BySize((size) => insertWithPayloads(db, size));
+    this.insertPayloads = new BySize((size) => insertPayloads(db, size));
+    this.claimReady = claimReady(db, dialect);
+    this.payloadsOf = new BySize((size) => payloadsOf(db, size));
+    this.completeClaims = new BySize((size) => completeClaims(db, size));
+    this.deletePayloads = new BySize((size) => deletePayloads(db, size));
   }
 
   async storeMany(deliveries: readonly NewDelivery[]): Promise<Set<string>> {

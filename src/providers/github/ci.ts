@@ -12,7 +12,7 @@
  *   when the queue asks for one.
  * - `check_run.completed`, `check_suite.completed` and `status` webhooks on a watched commit make
  *   it read the commit's check runs (`filter=latest`) again, and its combined status where that
- *   can decide (`statusesMatter`); nothing is read at a run's start unless a webhook named its
+ *   can decide (`commit-checks.ts`); nothing is read at a run's start unless a webhook named its
  *   commit first. A poll loop, in one process at a time (`pollLease`), reads the watched runs no
  *   webhook made it read lately (conditional GETs: a 304 costs nothing), so a lost webhook only
  *   delays a result.
@@ -24,20 +24,11 @@
  *   between emits it again after the restart (the driver ignores repeated results). Runs still
  *   watched when a process stops are watched again by the next (`startWatching`).
  *
- * Conclusions, mapped deliberately (GitHub's own protection rules, GitHub docs "About status
- * checks"): `success` and `neutral` pass (success); `skipped` passes (skipped); `failure`,
- * `action_required` and any conclusion unknown here fail (failure); `cancelled` → cancelled;
- * `timed_out` and `stale` (GitHub gave up on it after 14 days) → timed_out. Commit statuses:
- * `success` passes; `failure` and `error` fail; `pending` waits. A check run and a status with the
- * same name are both required to pass, as GitHub requires. A check pinned to an App counts only
- * check runs of that App; a status never meets a pinned check (the combined status does not say
- * which App posted it). A required check that never appears is the queue's testing timeout's to
- * end, not this provider's.
+ * How a commit's reports are judged: `ci-judge.ts`.
  */
 import type { Clock } from "../../lib/clock.js";
 import { SECOND_MS } from "../../lib/time.js";
 import type {
-  CheckConclusion,
   CiProvider,
   CiResultListener,
   CiRunRequest,
@@ -55,16 +46,20 @@ import type {
 } from "../../mergequeue/watched-ci-runs.js";
 import type { OwnedRepoRef } from "../../organizations/repositories.js";
 import type { GitHubApp, GitHubLogger } from "./client.js";
+import { judgeObservations, passes } from "./ci-judge.js";
+import { GitHubCommitChecks, type ReadCause } from "./commit-checks.js";
 import { statusOf } from "./conditional.js";
 import type { GitHubRepositories, GitHubRepositoryAccess } from "./repositories.js";
 import { BoundedMap } from "./token-cache.js";
-import {
-  checkCounts,
-  readRequiredChecks,
-  requiredNames,
-  type RequiredCheck,
-} from "./required-checks.js";
+import { readRequiredChecks, requiredNames, type RequiredCheck } from "./required-checks.js";
 import type { WebhookHandlers } from "./webhooks/registry.js";
+
+export {
+  checkRunConclusion,
+  judgeObservations,
+  statusConclusion,
+  type Verdict,
+} from "./ci-judge.js";
 
 /** How often every watched run is read again (webhooks may be lost). */
 export const DEFAULT_CI_POLL_INTERVAL_MS = 15 * SECOND_MS;
@@ -116,149 +111,10 @@ export interface PollLease {
   release(): Promise<void>;
 }
 
-/** One report of a check on the tested commit: a check run (with its App) or a commit status. */
-interface Observation {
-  name: string;
-  /** The App that reported a check run; null for a status. */
-  appId: number | null;
-  kind: "check_run" | "status";
-  /** Undefined while it has not finished. */
-  conclusion: CheckConclusion | undefined;
-  url: string | undefined;
-}
-
-interface CheckRunsPage {
-  total_count: number;
-  check_runs: {
-    name: string;
-    status: string;
-    conclusion: string | null;
-    app?: { id: number } | null;
-    details_url?: string | null;
-    html_url?: string | null;
-  }[];
-}
-
-interface CombinedStatus {
-  total_count: number;
-  statuses: { context: string; state: string; target_url?: string | null }[];
-}
-
-/** A check run's conclusion, as the queue judges it (see the header). */
-export function checkRunConclusion(conclusion: string): CheckConclusion {
-  switch (conclusion) {
-    case "success":
-    case "neutral":
-      return "success";
-    case "skipped":
-      return "skipped";
-    case "cancelled":
-      return "cancelled";
-    case "timed_out":
-    case "stale":
-      return "timed_out";
-    default:
-      // failure, action_required, and anything GitHub adds later: not a pass.
-      return "failure";
-  }
-}
-
-/** A commit status's state: undefined while pending. */
-export function statusConclusion(state: string): CheckConclusion | undefined {
-  if (state === "success") return "success";
-  if (state === "pending") return undefined;
-  return "failure";
-}
-
-const passes = (c: CheckConclusion) => c === "success" || c === "skipped";
-
-/** The worse of two final conclusions (a failure beats a pass; success beats skipped). */
-function worse(a: CheckConclusion | undefined, b: CheckConclusion): CheckConclusion {
-  if (a === undefined) return b;
-  if (!passes(a)) return a;
-  if (!passes(b)) return b;
-  return a === "success" || b === "success" ? "success" : "skipped";
-}
-
-export type Verdict =
-  { state: "pending" } | { state: "passed" | "failed"; checks: CiRunResult["checks"] };
-
-/**
- * Judges the tested commit's reports against the required checks, pure. `failed` as soon as one
- * required check failed; `passed` once every one passed; else `pending`. The checks reported are
- * every finished one, one per name (the worst), with the required ones as they were judged.
- */
-export function judgeObservations(
-  required: readonly RequiredCheck[],
-  observed: readonly Observation[],
-): Verdict {
-  let failed = false;
-  let pending = false;
-  const byName = new Map<string, { conclusion: CheckConclusion; url: string | undefined }>();
-  const note = (name: string, conclusion: CheckConclusion, url: string | undefined) => {
-    const known = byName.get(name);
-    const next = worse(known?.conclusion, conclusion);
-    byName.set(name, {
-      conclusion: next,
-      url: known && known.conclusion === next ? known.url : url,
-    });
-  };
-  for (const requirement of required) {
-    const matching = observed.filter((o) =>
-      o.kind === "status"
-        ? requirement.appId === null && o.name === requirement.context
-        : checkCounts(requirement, o.name, o.appId),
-    );
-    if (matching.length === 0) {
-      pending = true;
-      continue;
-    }
-    for (const o of matching) {
-      if (o.conclusion === undefined) pending = true;
-      else if (!passes(o.conclusion)) failed = true;
-    }
-  }
-  const requiredNamesSet = new Set(required.map((r) => r.context));
-  for (const o of observed) {
-    if (o.conclusion === undefined) continue;
-    // A required name's reports that do not count for it (another App's) are left out.
-    if (
-      requiredNamesSet.has(o.name) &&
-      !required.some((r) =>
-        o.kind === "status"
-          ? r.appId === null && r.context === o.name
-          : checkCounts(r, o.name, o.appId),
-      )
-    ) {
-      continue;
-    }
-    note(o.name, o.conclusion, o.url);
-  }
-  if (!failed && pending) return { state: "pending" };
-  const checks = [...byName].map(([name, { conclusion, url }]) => ({
-    name,
-    conclusion,
-    ...(url ? { url } : {}),
-  }));
-  return { state: failed ? "failed" : "passed", checks };
-}
-
-/**
- * Why a run is read: its start (nothing has finished yet, unless a webhook came first), a check
- * run or suite that completed, a status that changed, or the poll.
- */
-type Cause = "start" | "checks" | "statuses" | "poll";
-
 export class GitHubCi implements CiProvider {
   private readonly listeners = new Set<CiResultListener>();
   /** Commits a check webhook named before any run watched them (a run may start on them). */
   private readonly unwatchedNews = new BoundedMap<string, true>(1024);
-  /**
-   * Per repository, whether it has shown commit statuses (a `status` webhook, or a read that
-   * found some): true, or false once a read found none. Until it has, statuses are read only
-   * where a required check has no check run.
-   */
-  private readonly statusesSeen = new BoundedMap<string, boolean>(4096);
   /** When each run was last read (the poll reads only runs with no news since). */
   private readonly lastRead = new Map<string, number>();
   /** Each run's evaluations, one at a time. */
@@ -269,7 +125,11 @@ export class GitHubCi implements CiProvider {
   /** Failed runs waiting for uploads to be processed: since when, and their next read. */
   private readonly uploadWaits = new Map<string, { since: number; timer?: NodeJS.Timeout }>();
 
-  constructor(private readonly deps: GitHubCiDeps) {}
+  private readonly commitChecks: GitHubCommitChecks;
+
+  constructor(private readonly deps: GitHubCiDeps) {
+    this.commitChecks = new GitHubCommitChecks(deps.app);
+  }
 
   onResult(listener: CiResultListener): () => void {
     this.listeners.add(listener);
@@ -324,7 +184,7 @@ export class GitHubCi implements CiProvider {
     sha: string,
     what: "checks" | "statuses" = "checks",
   ): Promise<void> {
-    if (what === "statuses") this.statusesSeen.set(repoKey(repo), true);
+    if (what === "statuses") this.commitChecks.statusesShown(repo);
     const runs = (await this.deps.runs.watchingSha(sha)).filter((run) =>
       sameRepo(run.request.repo, repo),
     );
@@ -392,7 +252,7 @@ export class GitHubCi implements CiProvider {
     return this.polling;
   }
 
-  private schedule(queueId: string, runId: string, cause: Cause): Promise<void> {
+  private schedule(queueId: string, runId: string, cause: ReadCause): Promise<void> {
     const key = runKey(queueId, runId);
     const previous = this.work.get(key) ?? Promise.resolve();
     const next = previous.catch(() => undefined).then(() => this.evaluate(queueId, runId, cause));
@@ -404,7 +264,7 @@ export class GitHubCi implements CiProvider {
     return next;
   }
 
-  private async evaluate(queueId: string, runId: string, cause: Cause): Promise<void> {
+  private async evaluate(queueId: string, runId: string, cause: ReadCause): Promise<void> {
     const run = await this.deps.runs.get(queueId, runId);
     if (!run || run.status !== "watching" || !this.ours(run.request.repo)) {
       this.lastRead.delete(runKey(queueId, runId));
@@ -424,7 +284,12 @@ export class GitHubCi implements CiProvider {
     // (and the poll, for one lost) read it when something did.
     if (cause === "start" && this.unwatchedNews.get(run.request.sha) === undefined) return;
     this.lastRead.set(runKey(queueId, runId), this.deps.clock.now());
-    const observed = await this.observe(access, run.request.sha, required.checks, cause);
+    const observed = await this.commitChecks.observe(
+      access,
+      run.request.sha,
+      required.checks,
+      cause,
+    );
     const verdict = judgeObservations(required.checks, observed);
     if (verdict.state === "pending") return;
     const flakyOnly =
@@ -565,113 +430,6 @@ export class GitHubCi implements CiProvider {
   }
 
   /**
-   * The commit's check runs, and its statuses when they can matter: on a status webhook and the
-   * poll, and whenever the check runs alone leave no required check running or failed (a status
-   * of a required name must pass too, and a required check may be a status only). While a
-   * required check run is still running, or one failed, the statuses cannot decide.
-   */
-  private async observe(
-    access: GitHubRepositoryAccess,
-    sha: string,
-    required: readonly RequiredCheck[],
-    cause: Cause,
-  ): Promise<Observation[]> {
-    const runs = await this.readCheckRuns(access, sha);
-    const key = repoKey(access);
-    if (!this.statusesMatter(required, runs, cause, this.statusesSeen.get(key))) return runs;
-    const statuses = await this.readStatuses(access, sha);
-    if (statuses.length > 0) this.statusesSeen.set(key, true);
-    else if (this.statusesSeen.get(key) === undefined) this.statusesSeen.set(key, false);
-    return [...runs, ...statuses];
-  }
-
-  /**
-   * Whether the commit's statuses can change the verdict: a status never meets a check pinned
-   * to an App; while a required check run runs, or after one failed, they cannot decide; when
-   * every required check has its check runs, they matter only in a repository that has shown
-   * statuses (or not been read yet: the first read learns it). A status webhook and the poll
-   * read them whatever.
-   */
-  private statusesMatter(
-    required: readonly RequiredCheck[],
-    runs: readonly Observation[],
-    cause: Cause,
-    seen: boolean | undefined,
-  ): boolean {
-    if (!required.some((r) => r.appId === null)) return false;
-    if (cause === "statuses" || cause === "poll") return true;
-    let running = false;
-    let uncovered = false;
-    for (const requirement of required) {
-      const matching = runs.filter((run) => checkCounts(requirement, run.name, run.appId));
-      if (matching.length === 0) uncovered = true;
-      for (const run of matching) {
-        if (run.conclusion === undefined) running = true;
-        else if (!passes(run.conclusion)) return false;
-      }
-    }
-    if (running) return false;
-    return uncovered || seen !== false;
-  }
-
-  private async readCheckRuns(access: GitHubRepositoryAccess, sha: string): Promise<Observation[]> {
-    const where = { owner: access.owner, repo: access.name, ref: sha };
-    const runsRoute = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs";
-    const first = await this.deps.app.conditionalGet<CheckRunsPage>(
-      access.installationId,
-      runsRoute,
-      {
-        ...where,
-        filter: "latest",
-        per_page: 100,
-      },
-    );
-    const checkRuns = [...first.data.check_runs];
-    for (let page = 2; checkRuns.length < first.data.total_count && page <= 10; page++) {
-      const more = await access.client.request(runsRoute, {
-        ...where,
-        filter: "latest",
-        per_page: 100,
-        page,
-      });
-      const found = (more.data as CheckRunsPage).check_runs;
-      if (found.length === 0) break;
-      checkRuns.push(...found);
-    }
-    return checkRuns.map((run): Observation => ({
-      name: run.name,
-      appId: run.app?.id ?? null,
-      kind: "check_run",
-      conclusion: run.status === "completed" ? checkRunConclusion(run.conclusion ?? "") : undefined,
-      url: run.details_url ?? run.html_url ?? undefined,
-    }));
-  }
-
-  private async readStatuses(access: GitHubRepositoryAccess, sha: string): Promise<Observation[]> {
-    const where = { owner: access.owner, repo: access.name, ref: sha };
-    const statusRoute = "GET /repos/{owner}/{repo}/commits/{ref}/status";
-    const combined = await this.deps.app.conditionalGet<CombinedStatus>(
-      access.installationId,
-      statusRoute,
-      { ...where, per_page: 100 },
-    );
-    const statuses = [...combined.data.statuses];
-    for (let page = 2; statuses.length < combined.data.total_count && page <= 10; page++) {
-      const more = await access.client.request(statusRoute, { ...where, per_page: 100, page });
-      const found = (more.data as CombinedStatus).statuses;
-      if (found.length === 0) break;
-      statuses.push(...found);
-    }
-    return statuses.map((status): Observation => ({
-      name: status.context,
-      appId: null,
-      kind: "status",
-      conclusion: statusConclusion(status.state),
-      url: status.target_url ?? undefined,
-    }));
-  }
-
-  /**
    * Hands the result to the listeners (each resolves once it is stored), then ends the run and
    * closes its testing pull request. A listener's failure leaves the run watched: the next read
    * emits it again.
@@ -747,10 +505,6 @@ export class GitHubCi implements CiProvider {
       );
     }
   }
-}
-
-function repoKey(repo: { owner: string; name: string }): string {
-  return `${repo.owner}/${repo.name}`.toLowerCase();
 }
 
 function runKey(queueId: string, runId: string): string {

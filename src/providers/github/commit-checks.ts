@@ -1,0 +1,156 @@
+/**
+ * What GitHub reports on a tested commit: its check runs (latest of each), and its commit
+ * statuses where they can change the verdict, remembering per repository whether it has shown
+ * any statuses at all.
+ */
+import type { GitHubApp } from "./client.js";
+import { checkRunConclusion, passes, statusConclusion, type Observation } from "./ci-judge.js";
+import type { GitHubRepositoryAccess } from "./repositories.js";
+import { checkCounts, type RequiredCheck } from "./required-checks.js";
+import { BoundedMap } from "./token-cache.js";
+
+/**
+ * Why a run is read: its start (nothing has finished yet, unless a webhook came first), a check
+ * run or suite that completed, a status that changed, or the poll.
+ */
+export type ReadCause = "start" | "checks" | "statuses" | "poll";
+
+interface CheckRunsPage {
+  total_count: number;
+  check_runs: {
+    name: string;
+    status: string;
+    conclusion: string | null;
+    app?: { id: number } | null;
+    details_url?: string | null;
+    html_url?: string | null;
+  }[];
+}
+
+interface CombinedStatus {
+  total_count: number;
+  statuses: { context: string; state: string; target_url?: string | null }[];
+}
+
+export class GitHubCommitChecks {
+  /**
+   * Per repository, whether it has shown commit statuses (a `status` webhook, or a read that
+   * found some): true, or false once a read found none. Until it has, statuses are read only
+   * where a required check has no check run.
+   */
+  private readonly statusesSeen = new BoundedMap<string, boolean>(4096);
+
+  constructor(private readonly app: Pick<GitHubApp, "conditionalGet">) {}
+
+  /** A `status` webhook: the repository has shown commit statuses. */
+  statusesShown(repo: { owner: string; name: string }): void {
+    this.statusesSeen.set(repoKey(repo), true);
+  }
+
+  /**
+   * The commit's check runs, and its statuses when they can matter: on a status webhook and the
+   * poll, and whenever the check runs alone leave no required check running or failed (a status
+   * of a required name must pass too, and a required check may be a status only). While a
+   * required check run is still running, or one failed, the statuses cannot decide.
+   */
+  async observe(
+    access: GitHubRepositoryAccess,
+    sha: string,
+    required: readonly RequiredCheck[],
+    cause: ReadCause,
+  ): Promise<Observation[]> {
+    const runs = await this.readCheckRuns(access, sha);
+    const key = repoKey(access);
+    if (!this.statusesMatter(required, runs, cause, this.statusesSeen.get(key))) return runs;
+    const statuses = await this.readStatuses(access, sha);
+    if (statuses.length > 0) this.statusesSeen.set(key, true);
+    else if (this.statusesSeen.get(key) === undefined) this.statusesSeen.set(key, false);
+    return [...runs, ...statuses];
+  }
+
+  /**
+   * Whether the commit's statuses can change the verdict: a status never meets a check pinned
+   * to an App; while a required check run runs, or after one failed, they cannot decide; when
+   * every required check has its check runs, they matter only in a repository that has shown
+   * statuses (or not been read yet: the first read learns it). A status webhook and the poll
+   * read them whatever.
+   */
+  private statusesMatter(
+    required: readonly RequiredCheck[],
+    runs: readonly Observation[],
+    cause: ReadCause,
+    seen: boolean | undefined,
+  ): boolean {
+    if (!required.some((r) => r.appId === null)) return false;
+    if (cause === "statuses" || cause === "poll") return true;
+    let running = false;
+    let uncovered = false;
+    for (const requirement of required) {
+      const matching = runs.filter((run) => checkCounts(requirement, run.name, run.appId));
+      if (matching.length === 0) uncovered = true;
+      for (const run of matching) {
+        if (run.conclusion === undefined) running = true;
+        else if (!passes(run.conclusion)) return false;
+      }
+    }
+    if (running) return false;
+    return uncovered || seen !== false;
+  }
+
+  private async readCheckRuns(access: GitHubRepositoryAccess, sha: string): Promise<Observation[]> {
+    const where = { owner: access.owner, repo: access.name, ref: sha };
+    const runsRoute = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs";
+    const first = await this.app.conditionalGet<CheckRunsPage>(access.installationId, runsRoute, {
+      ...where,
+      filter: "latest",
+      per_page: 100,
+    });
+    const checkRuns = [...first.data.check_runs];
+    for (let page = 2; checkRuns.length < first.data.total_count && page <= 10; page++) {
+      const more = await access.client.request(runsRoute, {
+        ...where,
+        filter: "latest",
+        per_page: 100,
+        page,
+      });
+      const found = (more.data as CheckRunsPage).check_runs;
+      if (found.length === 0) break;
+      checkRuns.push(...found);
+    }
+    return checkRuns.map((run): Observation => ({
+      name: run.name,
+      appId: run.app?.id ?? null,
+      kind: "check_run",
+      conclusion: run.status === "completed" ? checkRunConclusion(run.conclusion ?? "") : undefined,
+      url: run.details_url ?? run.html_url ?? undefined,
+    }));
+  }
+
+  private async readStatuses(access: GitHubRepositoryAccess, sha: string): Promise<Observation[]> {
+    const where = { owner: access.owner, repo: access.name, ref: sha };
+    const statusRoute = "GET /repos/{owner}/{repo}/commits/{ref}/status";
+    const combined = await this.app.conditionalGet<CombinedStatus>(
+      access.installationId,
+      statusRoute,
+      { ...where, per_page: 100 },
+    );
+    const statuses = [...combined.data.statuses];
+    for (let page = 2; statuses.length < combined.data.total_count && page <= 10; page++) {
+      const more = await access.client.request(statusRoute, { ...where, per_page: 100, page });
+      const found = (more.data as CombinedStatus).statuses;
+      if (found.length === 0) break;
+      statuses.push(...found);
+    }
+    return statuses.map((status): Observation => ({
+      name: status.context,
+      appId: null,
+      kind: "status",
+      conclusion: statusConclusion(status.state),
+      url: status.target_url ?? undefined,
+    }));
+  }
+}
+
+function repoKey(repo: { owner: string; name: string }): string {
+  return `${repo.owner}/${repo.name}`.toLowerCase();
+}

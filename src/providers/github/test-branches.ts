@@ -1,0 +1,274 @@
+/**
+ * Test branches on GitHub: each run's combination assembled with `POST /merges` on a scratch ref
+ * CI ignores, then published under the prefix CI watches (a run's own branch, or its slot's); a
+ * merge that does not apply is narrowed down to the pull requests and files it conflicts with.
+ */
+import type { TestBranchRequest, TestBranchResult } from "../../mergequeue/providers.js";
+import type { OwnedRepoRef } from "../../organizations/repositories.js";
+import { SerialPerKey } from "../../lib/serial-per-key.js";
+import type { GitHubLogger } from "./client.js";
+import { statusOf } from "./conditional.js";
+import { messageOf, sleep, where, type GitHubGitApi } from "./git-api.js";
+import type { GitHubRepositories, GitHubRepositoryAccess } from "./repositories.js";
+import { BoundedMap } from "./token-cache.js";
+
+/** Where CI looks for test branches, by default (Trunk's prefix: users' CI filters keep working). */
+export const DEFAULT_TEST_BRANCH_PREFIX = "trunk-merge/";
+/** Where test branches are assembled, out of CI's sight (CI must ignore it, as with Trunk). */
+export const SCRATCH_BRANCH_PREFIX = "trunk-temp/";
+
+/** The start of the last part of a slot's test branch name (`trunk-merge/<target>/slot-0`). */
+const SLOT_BRANCH_LEAF = "slot-";
+/** The end of a slot's test branch name (a run's ends with its numeric id). */
+const SLOT_BRANCH_END = new RegExp(`/${SLOT_BRANCH_LEAF}\\d+$`);
+/** The last part of a queue's scratch branch name (`trunk-temp/<target>/queue`). */
+const SCRATCH_BRANCH_LEAF = "queue";
+/** Beyond this many pull requests ahead, a conflict is not narrowed down pairwise. */
+const MAX_PAIRWISE_PROBES = 8;
+
+type Conflict = Extract<TestBranchResult, { ok: false }>;
+
+/** `POST /merges`'s answer: the merge commit, with its tree and parents. */
+interface MergeCommitPayload {
+  sha: string;
+  commit?: { tree?: { sha?: string } };
+  parents?: { sha: string }[];
+}
+
+export interface GitHubTestBranchesDeps {
+  repositories: Pick<GitHubRepositories, "resolve">;
+  api: GitHubGitApi;
+  logger: GitHubLogger;
+  /** The prefix of the branches CI tests; ends with `/`. */
+  prefix: string;
+  /** Attempts at a `/merges` call GitHub answered with a passing failure. */
+  attempts: number;
+  /** The wait before the n-th retry (n from 1). */
+  retryDelayMs: (retry: number) => number;
+}
+
+export class GitHubTestBranches {
+  /** Scratch branches known to exist (made or moved here). */
+  private readonly scratchKnown = new Set<string>();
+  /** Slot branches published here, and the commit each was last put on. */
+  private readonly slotHeads = new BoundedMap<string, string>(1024);
+  /** Assemblies on a queue's scratch branch, one at a time per queue. */
+  private readonly assemblies = new SerialPerKey();
+
+  constructor(private readonly deps: GitHubTestBranchesDeps) {}
+
+  /** The branch CI tests for a run. */
+  testBranchName(targetBranch: string, runId: string): string {
+    return `${this.deps.prefix}${targetBranch}/${runId}`;
+  }
+
+  /** The branch CI tests for the runs of a slot (kept, moved by each run in it). */
+  slotBranchName(targetBranch: string, slot: number): string {
+    return `${this.deps.prefix}${targetBranch}/${SLOT_BRANCH_LEAF}${String(slot)}`;
+  }
+
+  /** The queue's scratch branch, where its test branches are assembled (one per queue). */
+  scratchBranchName(targetBranch: string): string {
+    return `${SCRATCH_BRANCH_PREFIX}${targetBranch}/${SCRATCH_BRANCH_LEAF}`;
+  }
+
+  /**
+   * Assembles base + each pull request's head, in order, on the queue's scratch branch
+   * `trunk-temp/<target>/queue` (moved to the base with a forced update, never deleted) with
+   * `POST /merges` (one merge commit each, whose answer names its tree and parents: kept, for the
+   * merge's tested-tree check), then publishes the result as the branch CI tests: the slot's
+   * branch when the request has a slot (kept, moved by each run in the slot: one request where a
+   * branch per run costs two), else the run's own (create-only: a branch already published is the
+   * answer of a repeated call). One assembly at a time per
+   * scratch branch here; a merge whose first parent is not where this assembly had the branch
+   * (another process moved it) fails the call rather than build on someone else's commit.
+   */
+  create(request: TestBranchRequest): Promise<TestBranchResult> {
+    const key = `${request.repo.organizationId}/${request.repo.owner}/${request.repo.name}\u0000${request.targetBranch}`;
+    return this.assemblies.run(key, () => this.assemble(request));
+  }
+
+  private async assemble(request: TestBranchRequest): Promise<TestBranchResult> {
+    const access = await this.deps.repositories.resolve(request.repo);
+    const branch = this.testBranchName(request.targetBranch, request.runId);
+    const scratch = this.scratchBranchName(request.targetBranch);
+    // Known here to exist: moved; else created (moved when it exists after all).
+    const known = `${access.owner}/${access.name}:${scratch}`.toLowerCase();
+    if (this.scratchKnown.has(known)) await this.deps.api.moveRef(access, scratch, request.baseSha);
+    else await this.deps.api.putRef(access, scratch, request.baseSha);
+    this.scratchKnown.add(known);
+    let current = request.baseSha;
+    for (const [index, pr] of request.prs.entries()) {
+      const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
+      const merged = await this.mergeOnto(access, scratch, current, pr.headSha, message);
+      if (merged === null) {
+        return await this.conflict(access, request, index, scratch);
+      }
+      current = merged;
+    }
+    if (request.slot !== undefined) {
+      const slotBranch = this.slotBranchName(request.targetBranch, request.slot);
+      const slotKey = `${access.owner}/${access.name}:${slotBranch}`.toLowerCase();
+      const head = this.slotHeads.get(slotKey);
+      // Moved to the commit it is on already, the branch would not be pushed and CI would not
+      // run: that (rare) run gets a branch of its own.
+      if (head !== current) {
+        if (head === undefined) await this.deps.api.putRef(access, slotBranch, current);
+        else await this.deps.api.moveRef(access, slotBranch, current);
+        this.slotHeads.set(slotKey, current);
+        return { ok: true, branch: slotBranch, sha: current };
+      }
+    }
+    try {
+      await access.client.request("POST /repos/{owner}/{repo}/git/refs", {
+        ...where(access),
+        ref: `refs/heads/${branch}`,
+        sha: current,
+      });
+    } catch (error) {
+      // Published already by an earlier (repeated) call: that one is the branch.
+      const made =
+        statusOf(error) === 422 ? await this.deps.api.refHead(access, branch, false) : undefined;
+      if (made === undefined) throw error;
+      return { ok: true, branch, sha: made };
+    }
+    return { ok: true, branch, sha: current };
+  }
+
+  /**
+   * Deletes a run's test branch (gone already is fine); a slot's branch is kept for the slot's
+   * next run. Refuses any other branch, to be safe.
+   */
+  async delete(repo: OwnedRepoRef, branch: string): Promise<void> {
+    if (!branch.startsWith(this.deps.prefix) || branch.includes("..")) {
+      throw new Error(`${branch} is not a test branch; only test branches are deleted`);
+    }
+    // A slot's branch (kept between runs) rather than one run's.
+    if (SLOT_BRANCH_END.test(branch)) return;
+    const access = await this.deps.repositories.resolve(repo);
+    await this.deps.api.dropRef(access, branch);
+  }
+
+  /**
+   * Merges `head` onto the scratch branch at `current`: its new head, or null on a conflict. A 409 that
+   * is not a conflict (a passing permission glitch) and GitHub's own failures are retried, after
+   * reading where the branch is (a merge answered with an error may have happened).
+   */
+  private async mergeOnto(
+    access: GitHubRepositoryAccess,
+    scratch: string,
+    current: string,
+    head: string,
+    message: string,
+  ): Promise<string | null> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const response = await access.client.request("POST /repos/{owner}/{repo}/merges", {
+          ...where(access),
+          base: scratch,
+          head,
+          commit_message: message,
+        });
+        // 204: the head is in the branch already; nothing to merge.
+        if ((response.status as number) === 204) return current;
+        const made = response.data as MergeCommitPayload;
+        const parents = (made.parents ?? []).map((parent) => parent.sha);
+        if (parents.length > 0 && parents[0] !== current) {
+          throw new Error(
+            `${scratch} moved under a test branch being assembled (it was at ${current}; the merge of ${head} went onto ${parents[0] ?? ""})`,
+          );
+        }
+        const tree = made.commit?.tree?.sha;
+        if (tree !== undefined) this.deps.api.rememberCommit(made.sha, { tree, parents });
+        return made.sha;
+      } catch (error) {
+        const status = statusOf(error);
+        const text = messageOf(error);
+        if (status === 409 && /^merge conflict/i.test(text)) return null;
+        const transient = status === undefined || status >= 500 || status === 409 || status === 429;
+        if (!transient || attempt >= this.deps.attempts) throw error;
+        this.deps.logger.warn(
+          { status, attempt, message: text },
+          "github: merging into a test branch failed; retrying",
+        );
+        await sleep(this.deps.retryDelayMs(attempt));
+        const now = await this.deps.api.refHead(access, scratch, false);
+        if (now !== undefined && now !== current) return now;
+      }
+    }
+  }
+
+  /**
+   * The conflict at `prs[index]`: whom it conflicts with, found by merging it alone onto the
+   * base, then onto each head ahead of it, on probe refs; the files are those both sides changed.
+   */
+  private async conflict(
+    access: GitHubRepositoryAccess,
+    request: TestBranchRequest,
+    index: number,
+    scratch: string,
+  ): Promise<Conflict> {
+    const pr = request.prs[index];
+    if (!pr) throw new Error(`no pull request at ${String(index)}`);
+    const ahead = request.prs.slice(0, index);
+    const probe = `${scratch}-probe`;
+    const mergesAlone = async (onto: string): Promise<boolean> => {
+      await this.deps.api.putRef(access, probe, onto);
+      const merged = await this.mergeOnto(access, probe, onto, pr.headSha, "probe");
+      return merged !== null;
+    };
+    let conflictsWith: number[] | undefined = [];
+    let files: string[];
+    try {
+      if (index === 0 || !(await mergesAlone(request.baseSha))) {
+        files = await this.touchedByBoth(access, request.baseSha, pr.headSha);
+      } else if (ahead.length > MAX_PAIRWISE_PROBES) {
+        conflictsWith = undefined;
+        files = [];
+      } else {
+        for (const other of ahead) {
+          if (!(await mergesAlone(other.headSha))) conflictsWith.push(other.number);
+        }
+        if (conflictsWith.length === 0) conflictsWith = ahead.map((other) => other.number);
+        const set = new Set<string>();
+        for (const other of ahead.filter((o) => conflictsWith?.includes(o.number))) {
+          for (const file of await this.touchedByBoth(access, other.headSha, pr.headSha)) {
+            set.add(file);
+          }
+        }
+        files = [...set].sort();
+      }
+    } finally {
+      await this.deps.api.dropRef(access, probe);
+    }
+    const onto =
+      conflictsWith?.length === 0 ? request.targetBranch : "the pull requests ahead of it";
+    return {
+      ok: false,
+      reason: "merge_conflict",
+      prNumber: pr.number,
+      files,
+      ...(conflictsWith === undefined ? {} : { conflictsWith }),
+      message: `#${String(pr.number)} does not merge onto ${onto}${files.length > 0 ? `: ${files.join(", ")}` : ""}`,
+    };
+  }
+
+  /** The files both `a` and `b` changed since they parted (where a conflict can be). */
+  private async touchedByBoth(
+    access: GitHubRepositoryAccess,
+    a: string,
+    b: string,
+  ): Promise<string[]> {
+    const changed = async (from: string, to: string) => {
+      const compare = await this.deps.api.get<{ files?: { filename: string }[] }>(
+        access,
+        "GET /repos/{owner}/{repo}/compare/{basehead}",
+        { basehead: `${from}...${to}` },
+      );
+      return new Set((compare?.files ?? []).map((file) => file.filename));
+    };
+    const ours = await changed(a, b);
+    const theirs = await changed(b, a);
+    return [...ours].filter((file) => theirs.has(file)).sort();
+  }
+}
