@@ -1,19 +1,7 @@
 /**
- * A small glob expander for JUnit report paths (`mainline upload --junit`, a check's `junit_paths`;
- * Node 20 has no stable `fs.glob`). Patterns are `/`-separated and
- * relative to the working directory unless absolute:
- *
- * - `*` matches any characters within one path segment, `?` one character, `[abc]`, `[a-z]` and
- *   `[!abc]` one character of (or not of) a set;
- * - `**` as a whole segment matches zero or more directories;
- * - wildcards do not match a leading `.` (as in shells): `*.xml` skips `.hidden.xml`, `.*.xml`
- *   matches it;
- * - `**` does not descend into dot-directories, `node_modules` or symbolic links to directories
- *   (no cycles, no vendored reports); name such a directory literally to search it;
- * - segments without wildcards (including `..`) are taken as they are, without listing the
- *   directory.
- *
- * Only files are returned (a symbolic link to a file counts), as sorted absolute paths.
+ * A small glob expander for JUnit report paths (`mainline upload --junit`, a check's
+ * `junit_paths`): `*`, `?`, `[set]` and `**`, shell-like about dot files; the rules are on
+ * `expandGlobs`.
  */
 import type { Dirent } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
@@ -199,7 +187,21 @@ export interface GlobExpansion {
   unmatched: string[];
 }
 
-/** Expands each pattern relative to `cwd`. */
+/**
+ * Expands each pattern relative to `cwd` (unless absolute; patterns are `/`-separated):
+ *
+ * - `*` matches any characters within one path segment, `?` one character, `[abc]`, `[a-z]` and
+ *   `[!abc]` one character of (or not of) a set;
+ * - `**` as a whole segment matches zero or more directories;
+ * - wildcards do not match a leading `.` (as in shells): `*.xml` skips `.hidden.xml`, `.*.xml`
+ *   matches it;
+ * - `**` does not descend into dot-directories, `node_modules` or symbolic links to directories
+ *   (no cycles, no vendored reports); name such a directory literally to search it;
+ * - segments without wildcards (including `..`) are taken as they are, without listing the
+ *   directory.
+ *
+ * Only files are returned (a symbolic link to a file counts), as sorted absolute paths.
+ */
 export async function expandGlobs(
   patterns: readonly string[],
   cwd: string,

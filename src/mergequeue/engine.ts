@@ -1,13 +1,8 @@
 /**
- * The merge-queue driver: the only writer of a queue. It holds the queue's lease, feeds the
- * planner one event at a time (commands from the API, CI results, timer ticks, settings), carries
- * out the decisions through the git host and the CI provider, and stores the outcome in one
- * transaction fenced by the lease's epoch. Several server processes may run engines on one
- * PostgreSQL: whoever holds the lease drives, the others only enqueue commands.
- *
- * Side effects happen before the commit and are idempotent (test branches are named by run id,
- * merges pin both heads, a repeated merge of a merged PR reports its commit), so a crash between
- * the two repeats them harmlessly when the stored state is replayed.
+ * The merge-queue driver, the only writer of a queue: holds its lease, feeds the planner one event
+ * at a time, carries out the decisions through the git host and CI, and stores the outcome in one
+ * transaction fenced by the lease's epoch. Side effects come before the commit and are idempotent,
+ * so a crash between the two repeats them harmlessly on replay.
  */
 import type { Clock } from "../lib/clock.js";
 import type { OwnedRepoRef, Repository } from "../organizations/repositories.js";

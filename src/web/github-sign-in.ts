@@ -1,16 +1,8 @@
 /**
- * "Sign in with GitHub" (ADR 0029), for a server whose GitHub App has OAuth credentials.
- *
- * - `GET /sign-in/github?next=…`: a random `state` in a short-lived cookie (HttpOnly,
- *   SameSite=Lax so that it comes back with GitHub's redirect, Path=/sign-in/github), then 303 to
- *   GitHub's authorize page.
- * - `GET /sign-in/github/callback?code&state`: the state must be the cookie's (else refused: the
- *   OAuth flow's CSRF); the code is exchanged and GitHub says which of the App's installations the
- *   user reaches; those linked to an organization decide: one → a session; several → a chooser;
- *   none → a page saying so, and nothing created.
- * - `POST /sign-in/github/choose`: the chooser's answer. Each choice is signed with the state
- *   cookie's value (an HMAC: only this browser holds it, no server key is needed), and expires
- *   with it.
+ * "Sign in with GitHub" for a server whose GitHub App has OAuth credentials: the OAuth web flow
+ * (a `state` cookie against CSRF), then the installations the user reaches decide the
+ * organizations they may enter: one → a session, several → a chooser (choices signed with the
+ * state cookie's value), none → a page saying so. Each route's rules are on its registration.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
@@ -159,7 +151,11 @@ async function enter(
   return redirect(reply, next ?? urls.home(signIn.organizationSlug));
 }
 
-/** The start: a state in a cookie, then GitHub's authorize page. */
+/**
+ * `GET /sign-in/github?next=…`: a random `state` in a short-lived cookie (HttpOnly, SameSite=Lax so
+ * that it comes back with GitHub's redirect, Path=/sign-in/github), then 303 to GitHub's authorize
+ * page.
+ */
 function registerStart(web: Web, deps: GitHubSignInDependencies): void {
   web.app.get(
     GITHUB_PATH,
@@ -177,7 +173,12 @@ function registerStart(web: Web, deps: GitHubSignInDependencies): void {
   );
 }
 
-/** GitHub's redirect back: the state checked, the code exchanged, the organization entered. */
+/**
+ * `GET /sign-in/github/callback?code&state`: the state must be the cookie's (else refused: the
+ * OAuth flow's CSRF); the code is exchanged and GitHub says which of the App's installations the
+ * user reaches; those linked to an organization decide: one → a session; several → a chooser;
+ * none → a page saying so, and nothing created.
+ */
 function registerCallback(web: Web, deps: GitHubSignInDependencies): void {
   web.app.get(
     `${GITHUB_PATH}/callback`,
@@ -256,7 +257,10 @@ function registerCallback(web: Web, deps: GitHubSignInDependencies): void {
   );
 }
 
-/** The chooser's answer, signed with the state. */
+/**
+ * `POST /sign-in/github/choose`: the chooser's answer. Each choice is signed with the state
+ * cookie's value (an HMAC: only this browser holds it, no server key is needed) and expires with it.
+ */
 function registerChoose(web: Web, deps: GitHubSignInDependencies): void {
   web.app.post(
     `${GITHUB_PATH}/choose`,

@@ -68,6 +68,15 @@ function prRecord(sim: SimulatedPr): PrRecord {
   };
 }
 
+/**
+ * Each decision carried out as a driver would:
+ * - `start_run`: a CI run of `run.prs` merged on `run.baseSha`; it ends after T·(1 + jitter·U)
+ *   and fails (check "test") when it contains a bad PR or builds on a broken base, otherwise
+ *   with the flake probability; `run_finished` is reported then.
+ * - `cancel_run`: the run's pending completion is dropped.
+ * - `merge`: done at once; `merge_finished` with a fresh commit is reported at the same time.
+ * - `transition`: recorded; `merged`, `failed` and `cancelled` conclude the PR.
+ */
 export class SimulatedDriver {
   /** Every simulated PR, by number. */
   readonly prs = new Map<number, PrRecord>();

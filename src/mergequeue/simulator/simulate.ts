@@ -1,18 +1,8 @@
 /**
- * The merge-queue simulator: the planner on a virtual clock, against a simulated git host and CI
- * (background §merge-queue-2.15: arrival rate, CI time, failure and flake rates, fan-out of
- * impacted targets). A discrete-event loop: PR arrivals, CI runs finishing and the planner's own
- * wake-ups sit in one heap ordered by virtual time, ties broken by the order they were scheduled.
- * Each is handed to `plan`, and its decisions are carried out exactly as a driver would:
- *
- * - `start_run`: a CI run of `run.prs` merged on `run.baseSha`; it ends after T·(1 + jitter·U)
- *   and fails (check "test") when it contains a bad PR or builds on a broken base, otherwise
- *   with the flake probability; `run_finished` is reported then.
- * - `cancel_run`: the run's pending completion is dropped.
- * - `merge`: done at once; `merge_finished` with a fresh commit is reported at the same time.
- * - `transition`: recorded; `merged`, `failed` and `cancelled` conclude the PR.
- *
- * No clock, no Math.random: the same options give the same report, to the byte.
+ * The merge-queue simulator: the planner on a virtual clock against a simulated git host and CI,
+ * a discrete-event loop (arrivals, CI runs finishing, the planner's wake-ups) in one heap ordered
+ * by virtual time. No clock, no Math.random: the same options give the same report, to the byte.
+ * How each decision is carried out: `driver.ts`.
  */
 import type { PlanResult, QueueEvent, QueueSnapshot } from "../model.js";
 import { initialConfiguration, type QueueConfiguration } from "../settings.js";

@@ -1,16 +1,7 @@
 /**
  * How the GitHub CI judges a tested commit, pure: GitHub's reports of its checks (check runs and
- * commit statuses) against the run's required checks.
- *
- * Conclusions, mapped deliberately (GitHub's own protection rules, GitHub docs "About status
- * checks"): `success` and `neutral` pass (success); `skipped` passes (skipped); `failure`,
- * `action_required` and any conclusion unknown here fail (failure); `cancelled` → cancelled;
- * `timed_out` and `stale` (GitHub gave up on it after 14 days) → timed_out. Commit statuses:
- * `success` passes; `failure` and `error` fail; `pending` waits. A check run and a status with the
- * same name are both required to pass, as GitHub requires. A check pinned to an App counts only
- * check runs of that App; a status never meets a pinned check (the combined status does not say
- * which App posted it). A required check that never appears is the queue's testing timeout's to
- * end, not this provider's.
+ * commit statuses) against the run's required checks, mapped as GitHub's own branch protection
+ * judges them (the mapping is on `checkRunConclusion` and `judgeObservations`).
  */
 import type { CheckConclusion, CiRunResult } from "../../mergequeue/providers.js";
 import { checkCounts, type RequiredCheck } from "./required-checks.js";
@@ -26,7 +17,12 @@ export interface Observation {
   url: string | undefined;
 }
 
-/** A check run's conclusion, as the queue judges it (see the header). */
+/**
+ * A check run's conclusion, mapped deliberately (GitHub docs, "About status checks"): `success`
+ * and `neutral` pass (success); `skipped` passes (skipped); `failure`, `action_required` and any
+ * conclusion unknown here fail (failure); `cancelled` → cancelled; `timed_out` and `stale` (GitHub
+ * gave up on it after 14 days) → timed_out.
+ */
 export function checkRunConclusion(conclusion: string): CheckConclusion {
   switch (conclusion) {
     case "success":
@@ -45,7 +41,7 @@ export function checkRunConclusion(conclusion: string): CheckConclusion {
   }
 }
 
-/** A commit status's state: undefined while pending. */
+/** A commit status's state: `success` passes; `failure` and `error` fail; undefined while pending. */
 export function statusConclusion(state: string): CheckConclusion | undefined {
   if (state === "success") return "success";
   if (state === "pending") return undefined;
@@ -69,6 +65,11 @@ export type Verdict =
  * Judges the tested commit's reports against the required checks, pure. `failed` as soon as one
  * required check failed; `passed` once every one passed; else `pending`. The checks reported are
  * every finished one, one per name (the worst), with the required ones as they were judged.
+ *
+ * A check run and a status with the same name are both required to pass, as GitHub requires. A
+ * check pinned to an App counts only check runs of that App; a status never meets a pinned check
+ * (the combined status does not say which App posted it). A required check that never appears is
+ * the queue's testing timeout's to end, not this provider's.
  */
 export function judgeObservations(
   required: readonly RequiredCheck[],

@@ -1,30 +1,9 @@
 /**
- * The merge queue's CI on GitHub (docs/github.md, "CI results and required checks"): GitHub runs
- * nothing for Mainline; the repository's own CI (Actions, or any App or system that reports check
- * runs or commit statuses) runs on the pushed test branch (or on a draft pull request of it), and
- * this provider watches the tested commit until every required check has a final result, or one
- * failed.
- *
- * - `start` stores the run first (`WatchedCiRunRecords`), then resolves its required checks by the
- *   precedence of `mergequeue/required-statuses.ts` (the queue's override; `.mainline.yml`, then
- *   `.trunk/trunk.yaml`, read at the tested commit; else GitHub's required checks: classic branch
- *   protection and rulesets, unioned, App pins kept), and opens the draft testing pull request
- *   when the queue asks for one.
- * - `check_run.completed`, `check_suite.completed` and `status` webhooks on a watched commit make
- *   it read the commit's check runs (`filter=latest`) again, and its combined status where that
- *   can decide (`commit-checks.ts`); nothing is read at a run's start unless a webhook named its
- *   commit first. A poll loop, in one process at a time (`pollLease`), reads the watched runs no
- *   webhook made it read lately (conditional GETs: a 304 costs nothing), so a lost webhook only
- *   delays a result.
- * - A failed run asks test health about the tested commit (`failures`: its CI job uploads its
- *   reports as Trunk's uploader does): when every failed test is known flaky or quarantined, the
- *   result says `flakyOnly` and the queue runs it once more. Uploads still being processed wait
- *   a little (`failureUploadWaitMs`), read again every second.
- * - A concluded run's result goes to the listeners, then the run is marked ended; a crash in
- *   between emits it again after the restart (the driver ignores repeated results). Runs still
- *   watched when a process stops are watched again by the next (`startWatching`).
- *
- * How a commit's reports are judged: `ci-judge.ts`.
+ * The merge queue's CI on GitHub: the repository's own CI runs on the pushed test branch, and this
+ * provider watches the tested commit (webhooks first, a leased poll for lost ones) until every
+ * required check has a final result or one failed. A failure whose failed tests test health knows
+ * as flaky or quarantined comes back `flakyOnly`. docs/github.md, "CI results and required checks",
+ * says how required checks are chosen; `ci-judge.ts` how a commit's reports are judged.
  */
 import type { Clock } from "../../lib/clock.js";
 import { SECOND_MS } from "../../lib/time.js";

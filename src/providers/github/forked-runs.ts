@@ -1,22 +1,10 @@
 /**
- * `x-forked-workflow-run-id` on GitHub (docs/github.md, "Pull requests from forks"): a pull
- * request from a fork runs its CI without the repository's secrets, so Trunk's merge action
- * names its GitHub Actions run instead of sending an API token. The run id is not a secret and
- * proves nothing by itself: every part of the claim is checked with GitHub, through the
- * installation that grants the repository to its one organization, before anything changes.
- *
- * - the repository must be granted by an active installation linked to an organization (the
- *   organization is the one that installation is linked to: a GitHub repository is granted to
- *   at most one);
- * - the run (`GET /repos/{o}/{r}/actions/runs/{id}`) must be this repository's, not completed,
- *   started by `pull_request` or `pull_request_target`, for the claimed commit, from a fork;
- * - the pull request (`GET /repos/{o}/{r}/pulls/{n}`) must be open, its head that commit in that
- *   same fork.
- *
- * GitHub leaves `pull_requests` of a fork's run empty, hence the pull request's own head. A
- * verified claim is kept for a minute (the uploads of one run cost GitHub two calls in all);
- * claims GitHub must be asked about are limited per repository, so that callers without a token
- * cannot spend the installation's rate limit.
+ * `x-forked-workflow-run-id`: a pull request from a fork names its GitHub Actions run instead of
+ * sending an API token. The id proves nothing by itself: the repository's grant, the run (this
+ * repository's, in progress, from a pull request event, for the claimed commit, from a fork) and
+ * the open pull request's head are all checked with GitHub before anything changes
+ * (docs/github.md, "Pull requests from forks"). Verified claims are kept a minute; claims GitHub
+ * must be asked about are limited per repository.
  */
 import { ApiError } from "../../lib/errors.js";
 import type { Clock } from "../../lib/clock.js";

@@ -1,16 +1,8 @@
 /**
- * The merge queue's git host on GitHub (docs/github.md, "The queue on GitHub"): pull requests,
- * branches and files read through the REST API, test branches assembled with `POST /merges` on a
- * scratch ref CI ignores and then published under the prefix CI watches, and merges made with
- * `PUT /pulls/{n}/merge`. Every call acts through the installation that grants the repository to
- * its organization (`GitHubRepositories.resolve`).
- *
- * Safety rules, in the words of `GitHost`: every mutating call can be repeated (a test branch
- * already published is returned; a pull request already merged reports the commit it landed as,
- * never a second merge); answers GitHub gives to a merge that may have happened anyway ("merge
- * already in progress", "base branch was modified", 5xx, rate limits) are settled by reading the
- * pull request again before anything is retried; and a merge of a tested pull request is checked
- * to have landed the tree that was tested.
+ * The merge queue's git host on GitHub (docs/github.md, "The queue on GitHub"), acting through the
+ * installation that grants the repository. Every mutating call can be repeated; an answer to a
+ * merge that may have happened anyway (in progress, base modified, 5xx, rate limit) is settled by
+ * reading the pull request again before any retry; a merge must land the tree that was tested.
  */
 import type { Mergeability, PullRequestInfo } from "../../mergequeue/model.js";
 import type {

@@ -1,9 +1,7 @@
 /**
- * The local provider: the local git host (docs/contract.md §6, bare repositories in the data
- * directory, pull requests opened through Mainline) and the built-in CI runner, as one module.
- * `localProvider` registers it: the git host and CI the merge queue tests and merges through, the
- * HTTP routes of the host's API, and start/stop. Its storage comes in through ports; what happens
- * on the host goes out as host-neutral changes (`mergequeue/host-changes.ts`).
+ * The local provider: the local git host (bare repositories in the data directory) and the
+ * built-in CI runner. `localProvider` registers it; its storage comes in through ports, and what
+ * happens on the host goes out as host-neutral changes (`mergequeue/host-changes.ts`).
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";

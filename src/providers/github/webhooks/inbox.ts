@@ -1,13 +1,8 @@
 /**
- * The worker behind the webhook inbox (ADR 0021): claims stored deliveries a few at once (as
- * many as it has free slots, in one transaction), each under a lease renewed while it is handled
- * and fenced by its attempt number, so that any number of server processes on one database
- * handle every delivery once, and a crashed process's claims are taken over when their lease
- * ends. Deliveries handled together are completed together (one transaction). The worker shares
- * the event loop with the receiver, whose answers wait for it: it lets them go first (a turn of
- * the loop) before each claim and each completion. A failed attempt is retried with growing
- * waits, then the delivery is kept as failed with its error. Handled deliveries are pruned after
- * a week; failed and parked ones after a month.
+ * The worker behind the webhook inbox: claims stored deliveries under leases fenced by attempt
+ * number, so that any number of processes on one database handle each delivery once and a crashed
+ * process's claims are taken over; lets the receiver's answers go first; retries failures with
+ * growing waits, then keeps them as failed (docs/github.md, "Webhooks").
  */
 import { BackgroundLoop, keepLease } from "../../../lib/background-loop.js";
 import type { Clock } from "../../../lib/clock.js";

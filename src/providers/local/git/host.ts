@@ -1,13 +1,8 @@
 /**
- * The local git host: bare repositories on this machine (docs/contract.md §6), pull requests from
- * Mainline's own records, test branches and merges made with git plumbing in the bare repository
- * (no checkout, except a throwaway worktree to rebase).
- *
- * Safety rules, in the words of `GitHost`: every mutating call can be repeated; a merge lands
- * exactly the tree the queue tested (the `merge-tree` of base and head) or nothing; the base
- * branch only moves by compare-and-swap, so a concurrent push is never overwritten; and the commit
- * about to land is recorded (`markMerging`) before the branch moves, so that a merge repeated
- * after a crash finds it instead of landing the pull request twice.
+ * The local git host: bare repositories on this machine, pull requests from Mainline's records,
+ * test branches and merges by git plumbing. Every mutating call can be repeated; a merge lands
+ * exactly the tested tree or nothing; the base moves only by compare-and-swap; the commit about to
+ * land is recorded before the branch moves, so a merge repeated after a crash is found, not redone.
  */
 import path from "node:path";
 import type { Clock } from "../../../lib/clock.js";

@@ -1,10 +1,7 @@
 /**
- * Notices pushes to local repositories. People push with plain git and the bare repositories run
- * no hooks of Mainline's, so their branches are polled: each poll compares every branch with the
- * previous poll and reports what appeared, moved or disappeared. The first sight of a repository
- * only records its branches (there is nothing to compare with).
- *
- * Test branches (`mainline-merge/...`) are Mainline's own doing and are not reported.
+ * Notices pushes to local repositories by polling their branches (plain git runs no hooks of
+ * ours): each poll reports what appeared, moved or disappeared since the last; the first sight of
+ * a repository only records it. Mainline's own test branches (`mainline-merge/...`) are ignored.
  */
 import { BackgroundLoop } from "../../../lib/background-loop.js";
 import { TEST_BRANCH_PREFIX } from "./layout.js";
