@@ -31,7 +31,7 @@ export interface PresenceRecord {
   updatedAt: number;
 }
 
-export interface PresenceStorage {
+export interface PresenceRecords {
   /**
    * Takes or renews the cursor's lease for `owner` until `leaseUntil` (when free, expired or
    * already its own) and answers the cursor's position; undefined when another owner holds it.

@@ -41,7 +41,7 @@ export interface DeliveryRecord extends Omit<NewDelivery, "payload"> {
 /** A claim: the delivery as claimed. Its attempt number fences every later write. */
 export type ClaimedDelivery = DeliveryRecord;
 
-export interface DeliveryStorage {
+export interface DeliveryRecords {
   /**
    * Stores deliveries durably, in one transaction (one wait for the disk for all of them);
    * answers the ids of those it stored: the others were stored before (redeliveries). A

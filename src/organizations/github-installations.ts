@@ -69,7 +69,7 @@ export interface ResolvedGitHubRepository {
   repository: GitHubRepositoryRecord;
 }
 
-export interface GitHubInstallationStorage {
+export interface GitHubInstallationRecords {
   find(installationId: number): Promise<GitHubInstallationRecord | undefined>;
   list(): Promise<GitHubInstallationRecord[]>;
   listForOrganization(organizationId: string): Promise<GitHubInstallationRecord[]>;

@@ -8,7 +8,7 @@ import type { CiRunStorage } from "../mergequeue/ci-run-records.js";
 import type { HostChanges } from "../mergequeue/host-changes.js";
 import type { LocalPullRequestStorage } from "../mergequeue/local-pull-request-records.js";
 import type { CiProvider, GitHost } from "../mergequeue/providers.js";
-import type { PresenceStorage } from "../mergequeue/pull-request-presence-records.js";
+import type { PresenceRecords } from "../mergequeue/pull-request-presence-records.js";
 import type {
   PullRequestService,
   StoredPullRequestLookup,
@@ -19,8 +19,8 @@ import type {
   RuntimeRecords,
 } from "../mergequeue/records.js";
 import type { WatchedCiRunRecords } from "../mergequeue/watched-ci-runs.js";
-import type { DeliveryStorage } from "../mergequeue/webhook-delivery-records.js";
-import type { GitHubInstallationStorage } from "../organizations/github-installations.js";
+import type { DeliveryRecords } from "../mergequeue/webhook-delivery-records.js";
+import type { GitHubInstallationRecords } from "../organizations/github-installations.js";
 import type { OrganizationRecords } from "../organizations/records.js";
 import type { RepoRef, Repository } from "../organizations/repositories.js";
 import type { Principal } from "../organizations/service.js";
@@ -74,10 +74,10 @@ export interface ProviderContext {
   hostRecords: {
     localPullRequests: LocalPullRequestStorage;
     ciRuns: CiRunStorage;
-    githubInstallations: GitHubInstallationStorage;
-    webhookDeliveries: DeliveryStorage;
+    githubInstallations: GitHubInstallationRecords;
+    webhookDeliveries: DeliveryRecords;
     githubCiRuns: WatchedCiRunRecords;
-    githubPresence: PresenceStorage;
+    githubPresence: PresenceRecords;
   };
   testHealth: {
     /** Where a built-in CI's JUnit reports go, and what it asks of known flaky tests. */

@@ -30,7 +30,7 @@ import { signBody, verifySignature } from "../../src/providers/github/webhooks/s
 import { DeliveryWriter } from "../../src/providers/github/webhooks/writer.js";
 import type {
   ClaimedDelivery,
-  DeliveryStorage,
+  DeliveryRecords,
   NewDelivery,
 } from "../../src/mergequeue/webhook-delivery-records.js";
 
@@ -394,7 +394,7 @@ describe("the webhook inbox's worker", () => {
     let ready = Array.from({ length: 10 }, (_, i) => i + 1);
     const claims: number[][] = [];
     const completions: number[][] = [];
-    const deliveries: Omit<DeliveryStorage, "storeMany" | "find"> = {
+    const deliveries: Omit<DeliveryRecords, "storeMany" | "find"> = {
       claim: (_now, _lease, _owner, limit) => {
         const taken = ready.slice(0, limit);
         ready = ready.slice(limit);

@@ -7,7 +7,7 @@ import {
   diffRepositories,
   type GitHubInstallationFacts,
   type GitHubInstallationRecord,
-  type GitHubInstallationStorage,
+  type GitHubInstallationRecords,
   type GitHubRepositoryFacts,
   type GitHubRepositoryRecord,
   type RepositorySyncOutcome,
@@ -32,7 +32,7 @@ function toRepository(row: Selectable<GithubRepositoriesTable>): GitHubRepositor
  * keeps the organization's `repositories` rows in step: added ones are created (or found, when
  * uploads made them first), renamed ones renamed, removed ones left with their data.
  */
-export class GitHubInstallationStore implements GitHubInstallationStorage {
+export class GitHubInstallationStore implements GitHubInstallationRecords {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectName,

@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import type { Database } from "../schema.js";
 import type {
   PresenceRecord,
-  PresenceStorage,
+  PresenceRecords,
   TransitionMark,
 } from "../../mergequeue/pull-request-presence-records.js";
 
@@ -10,7 +10,7 @@ import type {
  * The GitHub App's presence on pull requests (migration 0023): the cursor over `mq_transitions`
  * under a lease (a compare-and-set on its row), and what was last shown per pull request.
  */
-export class GitHubPresenceStore implements PresenceStorage {
+export class GitHubPresenceStore implements PresenceRecords {
   constructor(private readonly db: Kysely<Database>) {}
 
   async claimCursor(

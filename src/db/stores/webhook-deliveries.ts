@@ -7,7 +7,7 @@ import type {
   ClaimedDelivery,
   DeliveryRecord,
   DeliveryState,
-  DeliveryStorage,
+  DeliveryRecords,
   NewDelivery,
 } from "../../mergequeue/webhook-delivery-records.js";
 
@@ -198,7 +198,7 @@ function deletePayloads(db: Kysely<Database>, size: number) {
  * fences every later write of it. The hot statements (store, claim, complete) are compiled once
  * per number of rows and then only run: building them costs more than running them on SQLite.
  */
-export class WebhookDeliveryStore implements DeliveryStorage {
+export class WebhookDeliveryStore implements DeliveryRecords {
   private readonly insertDeliveries: BySize<{ key: number; source: string; deliveryId: string }>;
   private readonly insertPayloads: BySize<never>;
   private readonly insertWithPayloads: BySize<{ deliveryId: string }>;

@@ -14,7 +14,7 @@ import type {
   ForkedWorkflowRuns,
 } from "../../organizations/forked-workflow-runs.js";
 import type {
-  GitHubInstallationStorage,
+  GitHubInstallationRecords,
   ResolvedGitHubRepository,
 } from "../../organizations/github-installations.js";
 import type { OrganizationRecords } from "../../organizations/records.js";
@@ -49,7 +49,7 @@ interface PullAnswer {
 
 export interface ForkedRunsDeps {
   host: string;
-  store: Pick<GitHubInstallationStorage, "list" | "resolve">;
+  store: Pick<GitHubInstallationRecords, "list" | "resolve">;
   organizations: Pick<OrganizationRecords, "findById">;
   app: Pick<GitHubApp, "installation">;
   clock: Clock;

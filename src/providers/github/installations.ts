@@ -10,14 +10,14 @@ import { MINUTE_MS } from "../../lib/time.js";
 import type {
   GitHubInstallationFacts,
   GitHubInstallationRecord,
-  GitHubInstallationStorage,
+  GitHubInstallationRecords,
   GitHubRepositoryFacts,
   GitHubRepositoryRecord,
   RepositorySyncOutcome,
 } from "../../organizations/github-installations.js";
 import type { OrganizationRecords } from "../../organizations/records.js";
 import type { Principal } from "../../organizations/service.js";
-import type { DeliveryStorage } from "../../mergequeue/webhook-delivery-records.js";
+import type { DeliveryRecords } from "../../mergequeue/webhook-delivery-records.js";
 import { paginate, type GitHubApp, type GitHubLogger } from "./client.js";
 import { statusOf } from "./conditional.js";
 import { proveControl } from "./proof.js";
@@ -68,8 +68,8 @@ export interface InstallationView {
 
 export interface GitHubInstallationsDeps {
   app: GitHubApp;
-  store: GitHubInstallationStorage;
-  deliveries: Pick<DeliveryStorage, "unpark">;
+  store: GitHubInstallationRecords;
+  deliveries: Pick<DeliveryRecords, "unpark">;
   organizations: Pick<OrganizationRecords, "findById" | "findBySlug">;
   /** The host name the App's repositories carry (`github.com`, a GHES host). */
   host: string;

@@ -13,10 +13,10 @@ import type {
   RepositoryRecords,
   RuntimeRecords,
 } from "../../mergequeue/records.js";
-import type { PresenceStorage } from "../../mergequeue/pull-request-presence-records.js";
+import type { PresenceRecords } from "../../mergequeue/pull-request-presence-records.js";
 import type { WatchedCiRunRecords } from "../../mergequeue/watched-ci-runs.js";
-import type { DeliveryStorage } from "../../mergequeue/webhook-delivery-records.js";
-import type { GitHubInstallationStorage } from "../../organizations/github-installations.js";
+import type { DeliveryRecords } from "../../mergequeue/webhook-delivery-records.js";
+import type { GitHubInstallationRecords } from "../../organizations/github-installations.js";
 import type { OrganizationRecords } from "../../organizations/records.js";
 import type { Principal } from "../../organizations/service.js";
 import type { RepoRef, Repository } from "../../organizations/repositories.js";
@@ -70,8 +70,8 @@ export interface GitHubProviderDeps {
   clock: Clock;
   logger: GitHubLogger;
   stores: {
-    installations: GitHubInstallationStorage;
-    deliveries: DeliveryStorage;
+    installations: GitHubInstallationRecords;
+    deliveries: DeliveryRecords;
     repositories: Pick<RepositoryRecords, "find" | "findById">;
     organizations: Pick<OrganizationRecords, "findById" | "findBySlug">;
     /**
@@ -81,7 +81,7 @@ export interface GitHubProviderDeps {
     queues: Pick<MergeQueueRecords, "listForHost" | "findById">;
     entries: Pick<RuntimeRecords, "activeSummaries">;
     /** What the App shows on pull requests, and the queues' records it follows. */
-    presence: PresenceStorage;
+    presence: PresenceRecords;
     runtime: Pick<RuntimeRecords, "latestEntry" | "activeSummaries" | "transitions">;
     /** The runs the CI provider watches. */
     ciRuns: WatchedCiRunRecords;
@@ -444,7 +444,7 @@ function createSignIn({ settings, stores }: GitHubProviderDeps): GitHubSignIn | 
  * not used): one process of a database polls at a time.
  */
 function ciPollLease(
-  store: Pick<PresenceStorage, "claimCursor" | "releaseCursor">,
+  store: Pick<PresenceRecords, "claimCursor" | "releaseCursor">,
   owner: string,
 ): PollLease {
   const name = "github-ci-poll";

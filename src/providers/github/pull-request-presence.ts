@@ -11,7 +11,7 @@ import { SECOND_MS } from "../../lib/time.js";
 import { isTerminal, priorityName, type PrState } from "../../mergequeue/model.js";
 import type {
   PresenceRecord,
-  PresenceStorage,
+  PresenceRecords,
   TransitionMark,
 } from "../../mergequeue/pull-request-presence-records.js";
 import type {
@@ -162,7 +162,7 @@ function positionOf(entries: readonly EntrySummary[], entryId: string): number |
 }
 
 export interface PresenceDeps {
-  store: PresenceStorage;
+  store: PresenceRecords;
   queues: Pick<MergeQueueRecords, "findById">;
   repositories: Pick<RepositoryRecords, "findById">;
   runtime: Pick<RuntimeRecords, "latestEntry" | "activeSummaries" | "transitions">;

@@ -6,7 +6,7 @@
  */
 import { ApiError } from "../../lib/errors.js";
 import { isoTime } from "../../lib/clock.js";
-import type { GitHubInstallationStorage } from "../../organizations/github-installations.js";
+import type { GitHubInstallationRecords } from "../../organizations/github-installations.js";
 import type { RepositoryRecords } from "../../mergequeue/records.js";
 import type { Principal } from "../../organizations/service.js";
 import type { OwnedRepoRef, RepoRef, Repository } from "../../organizations/repositories.js";
@@ -26,7 +26,7 @@ export interface GitHubRepositoryAccess {
 export class GitHubRepositories {
   constructor(
     private readonly deps: {
-      store: Pick<GitHubInstallationStorage, "resolve">;
+      store: Pick<GitHubInstallationRecords, "resolve">;
       repositories: Pick<RepositoryRecords, "find">;
       app: Pick<GitHubApp, "installation">;
     },

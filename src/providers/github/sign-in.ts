@@ -4,7 +4,7 @@
  * linked to an organization are the organizations they may enter. The user token is used for these
  * calls only: never stored, never logged.
  */
-import type { GitHubInstallationStorage } from "../../organizations/github-installations.js";
+import type { GitHubInstallationRecords } from "../../organizations/github-installations.js";
 import type { OrganizationRecords } from "../../organizations/records.js";
 
 const REQUEST_TIMEOUT_MS = 15_000;
@@ -48,7 +48,7 @@ export class GitHubSignIn {
   constructor(
     private readonly deps: {
       settings: GitHubSignInSettings;
-      installations: Pick<GitHubInstallationStorage, "find">;
+      installations: Pick<GitHubInstallationRecords, "find">;
       organizations: Pick<OrganizationRecords, "findById">;
       fetch?: typeof fetch;
     },

@@ -3,7 +3,7 @@
  * names decides the organization: the delivery reaches only the organization that installation
  * is linked to, and only repositories the installation grants to it.
  */
-import type { GitHubInstallationStorage } from "../../../organizations/github-installations.js";
+import type { GitHubInstallationRecords } from "../../../organizations/github-installations.js";
 import type { RepositoryRecords } from "../../../mergequeue/records.js";
 import type { ClaimedDelivery } from "../../../mergequeue/webhook-delivery-records.js";
 import type { OwnedRepoRef } from "../../../organizations/repositories.js";
@@ -17,7 +17,7 @@ export interface DispatchDeps {
   handlers: WebhookHandlers;
   app: Pick<GitHubApp, "installation">;
   installations: Pick<GitHubInstallations, "sync" | "syncRepositories">;
-  store: Pick<GitHubInstallationStorage, "find" | "findRepository">;
+  store: Pick<GitHubInstallationRecords, "find" | "findRepository">;
   repositories: Pick<RepositoryRecords, "findById">;
 }
 

@@ -5,13 +5,13 @@
  * which read the branch or pull request again themselves.
  */
 import type { HostChanges } from "../../../mergequeue/host-changes.js";
-import type { GitHubInstallationStorage } from "../../../organizations/github-installations.js";
+import type { GitHubInstallationRecords } from "../../../organizations/github-installations.js";
 import type { GitHubInstallations } from "../installations.js";
 import type { WebhookHandlers } from "./registry.js";
 
 export interface ConnectionHandlerDeps {
   installations: Pick<GitHubInstallations, "sync">;
-  store: Pick<GitHubInstallationStorage, "findRepository">;
+  store: Pick<GitHubInstallationRecords, "findRepository">;
   changes: Pick<HostChanges, "apply">;
 }
 

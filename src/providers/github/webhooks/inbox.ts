@@ -11,7 +11,7 @@ import { redactSecrets } from "../../../lib/redact.js";
 import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "../../../lib/time.js";
 import type {
   ClaimedDelivery,
-  DeliveryStorage,
+  DeliveryRecords,
 } from "../../../mergequeue/webhook-delivery-records.js";
 import type { GitHubLogger } from "../client.js";
 import type { DispatchOutcome } from "./dispatch.js";
@@ -62,7 +62,7 @@ interface Completion {
 }
 
 export interface InboxDeps {
-  deliveries: Omit<DeliveryStorage, "storeMany" | "find">;
+  deliveries: Omit<DeliveryRecords, "storeMany" | "find">;
   dispatch: (delivery: ClaimedDelivery) => Promise<DispatchOutcome>;
   /** After a delivery was parked: whether its installation is linked by now (a link raced it). */
   linkedNow: (installationId: number) => Promise<boolean>;

@@ -5,7 +5,7 @@
  * a redelivery.
  */
 import { GroupWriter } from "../../../lib/group-writer.js";
-import type { DeliveryStorage, NewDelivery } from "../../../mergequeue/webhook-delivery-records.js";
+import type { DeliveryRecords, NewDelivery } from "../../../mergequeue/webhook-delivery-records.js";
 
 /** A batch stops growing past this many payload bytes (a few large deliveries go alone). */
 const MAX_BATCH_BYTES = 8 * 1024 * 1024;
@@ -14,7 +14,7 @@ const MAX_BATCH_DELIVERIES = 100;
 export class DeliveryWriter {
   private readonly group: GroupWriter<NewDelivery, boolean>;
 
-  constructor(storage: Pick<DeliveryStorage, "storeMany">) {
+  constructor(storage: Pick<DeliveryRecords, "storeMany">) {
     this.group = new GroupWriter({
       write: async (batch) => {
         // A delivery sent twice in one batch (GitHub duplicates them) is stored, and new, once.
