@@ -28,6 +28,11 @@ export interface ServiceConfig {
   ciParallelism: number;
   /** How long an upload claimed by the ingestion worker stays its own without renewal. */
   ingestLeaseMs: number;
+  /**
+   * How long the merge queue's claims stay a process's without renewal (a queue's driver, the
+   * built-in runner's checks, GitHub's webhook deliveries and cursor): how soon another takes over.
+   */
+  queueLeaseMs: number;
   bootstrap: { organization: string; token: string } | undefined;
   /** How long a dashboard session lasts idle, and at most. */
   sessionLifetimes: SessionLifetimes;
@@ -136,41 +141,32 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       `MAINLINE_BOOTSTRAP_TOKEN must be at least ${MIN_SUPPLIED_TOKEN_LENGTH} characters long (generate one with: openssl rand -hex 32).`,
     );
   }
-  const retentionText = nonEmpty(env.MAINLINE_RETENTION_DAYS) ?? "90";
-  const retentionDays = Number(retentionText);
-  if (!/^\d+$/.test(retentionText) || retentionDays < 8 || retentionDays > 36500) {
-    throw new ConfigError(
-      `MAINLINE_RETENTION_DAYS must be a whole number of days from 8 to 36500 (got "${retentionText}"); the API's windows need 7 days of runs.`,
-    );
-  }
-  const bundleText = nonEmpty(env.MAINLINE_MAX_BUNDLE_MB) ?? "1024";
-  const bundleMb = Number(bundleText);
-  if (!/^\d+$/.test(bundleText) || bundleMb < 1) {
-    throw new ConfigError(
-      `MAINLINE_MAX_BUNDLE_MB must be a whole number of megabytes, at least 1 (got "${bundleText}").`,
-    );
-  }
-  const parallelText = nonEmpty(env.MAINLINE_CI_PARALLELISM) ?? "2";
-  const ciParallelism = Number(parallelText);
-  if (!/^\d+$/.test(parallelText) || ciParallelism < 1 || ciParallelism > 256) {
-    throw new ConfigError(
-      `MAINLINE_CI_PARALLELISM must be a whole number of checks from 1 to 256 (got "${parallelText}").`,
-    );
-  }
-  const leaseText = nonEmpty(env.MAINLINE_INGEST_LEASE_SECONDS) ?? "30";
-  const leaseSeconds = Number(leaseText);
-  if (!/^\d+$/.test(leaseText) || leaseSeconds < 1 || leaseSeconds > 3600) {
-    throw new ConfigError(
-      `MAINLINE_INGEST_LEASE_SECONDS must be a whole number of seconds from 1 to 3600 (got "${leaseText}").`,
-    );
-  }
-  const poolText = nonEmpty(env.MAINLINE_DATABASE_POOL_SIZE) ?? String(DEFAULT_DATABASE_POOL_SIZE);
-  const databasePoolSize = Number(poolText);
-  if (!/^\d+$/.test(poolText) || databasePoolSize < 1 || databasePoolSize > 1000) {
-    throw new ConfigError(
-      `MAINLINE_DATABASE_POOL_SIZE must be a whole number of connections from 1 to 1000 (got "${poolText}").`,
-    );
-  }
+  const retentionDays = wholeNumber(env, "MAINLINE_RETENTION_DAYS", {
+    fallback: 90,
+    min: 8,
+    max: 36500,
+    unit: "days",
+    why: "the API's windows need 7 days of runs",
+  });
+  const bundleMb = wholeNumber(env, "MAINLINE_MAX_BUNDLE_MB", {
+    fallback: 1024,
+    min: 1,
+    unit: "megabytes",
+  });
+  const ciParallelism = wholeNumber(env, "MAINLINE_CI_PARALLELISM", {
+    fallback: 2,
+    min: 1,
+    max: 256,
+    unit: "checks",
+  });
+  const leaseSeconds = wholeNumber(env, "MAINLINE_INGEST_LEASE_SECONDS", LEASE_SECONDS);
+  const queueLeaseSeconds = wholeNumber(env, "MAINLINE_QUEUE_LEASE_SECONDS", LEASE_SECONDS);
+  const databasePoolSize = wholeNumber(env, "MAINLINE_DATABASE_POOL_SIZE", {
+    fallback: DEFAULT_DATABASE_POOL_SIZE,
+    min: 1,
+    max: 1000,
+    unit: "connections",
+  });
   return {
     host,
     port,
@@ -185,12 +181,39 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
     maxBundleBytes: bundleMb * 1024 * 1024,
     ciParallelism,
     ingestLeaseMs: leaseSeconds * 1000,
+    queueLeaseMs: queueLeaseSeconds * 1000,
     bootstrap:
       bootstrapOrg && bootstrapToken
         ? { organization: bootstrapOrg, token: bootstrapToken }
         : undefined,
     github: loadGitHubConfig(env),
   };
+}
+
+const LEASE_SECONDS = { fallback: 30, min: 1, max: 3600, unit: "seconds" };
+
+/**
+ * A setting that is a whole number within bounds (`fallback` when unset); anything else is a
+ * ConfigError that names the setting, its unit and bounds, and what was given.
+ */
+function wholeNumber(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  rule: { fallback: number; min: number; max?: number; unit: string; why?: string },
+): number {
+  const text = nonEmpty(env[name]) ?? String(rule.fallback);
+  const value = Number(text);
+  if (/^\d+$/.test(text) && value >= rule.min && (rule.max === undefined || value <= rule.max)) {
+    return value;
+  }
+  const range =
+    rule.max === undefined
+      ? `, at least ${String(rule.min)}`
+      : ` from ${String(rule.min)} to ${String(rule.max)}`;
+  const why = rule.why === undefined ? "" : `; ${rule.why}`;
+  throw new ConfigError(
+    `${name} must be a whole number of ${rule.unit}${range} (got "${text.slice(0, 80)}")${why}.`,
+  );
 }
 
 /**

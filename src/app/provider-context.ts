@@ -14,7 +14,7 @@ import type { TestHealth } from "./test-health.js";
 
 export interface ProviderContextParts extends Pick<
   ProviderContext,
-  "dataDir" | "clock" | "logger" | "changes" | "records" | "pullRequests"
+  "dataDir" | "clock" | "logger" | "changes" | "records" | "pullRequests" | "leaseMs"
 > {
   testHealth: TestHealth;
   publicUrl: string | undefined;

@@ -69,6 +69,11 @@ export interface CoreServiceOptions {
   gitHost?: GitHost;
   ci?: CiProvider;
   engine?: Partial<EngineOptions>;
+  /**
+   * How long the merge queue's claims last without a renewal (a queue's driver, the hosts' checks,
+   * webhook deliveries and cursors): how soon another process takes over (default 30 s).
+   */
+  leaseMs?: number | undefined;
   /** Dashboard sessions: idle and absolute lifetimes (default: a day, a week). */
   sessionLifetimes?: SessionLifetimes | undefined;
 }
@@ -129,6 +134,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
       },
       testHealth,
       publicUrl: options.publicUrl,
+      leaseMs: options.leaseMs,
     }),
     options,
   );
@@ -140,7 +146,10 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     hosts,
     clock,
     logger: log,
-    engine: options.engine,
+    engine: {
+      ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+      ...options.engine,
+    },
   });
   const { stores, ...testHealthServices } = testHealth;
   return {

@@ -100,6 +100,12 @@ export interface ProviderContext {
   ): Promise<string | undefined>;
   /** Whether an error means the storage is away for now (work then resumes later). */
   isStorageUnavailable: (error: unknown) => boolean;
+  /**
+   * How long work a process claimed (a check it runs, a webhook delivery, a cursor) stays its own
+   * without a renewal: how soon another process takes over from one that died. Undefined: each
+   * part's default (30 s).
+   */
+  leaseMs: number | undefined;
 }
 
 /**

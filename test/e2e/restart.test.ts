@@ -40,7 +40,13 @@ let env: Record<string, string>;
 beforeEach(async () => {
   database = await createTestDatabase();
   token = randomBytes(32).toString("hex");
-  env = { ...database.env, MAINLINE_BOOTSTRAP_ORG: "acme", MAINLINE_BOOTSTRAP_TOKEN: token };
+  env = {
+    ...database.env,
+    MAINLINE_BOOTSTRAP_ORG: "acme",
+    MAINLINE_BOOTSTRAP_TOKEN: token,
+    // A killed server's queue and checks are taken over 5 s after its last renewal, not 30.
+    MAINLINE_QUEUE_LEASE_SECONDS: "5",
+  };
 });
 afterEach(async () => {
   await stopAllProcesses();

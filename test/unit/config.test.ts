@@ -18,6 +18,7 @@ describe("service configuration", () => {
       maxBundleBytes: 1024 * 1024 * 1024,
       ciParallelism: 2,
       ingestLeaseMs: 30_000,
+      queueLeaseMs: 30_000,
       bootstrap: undefined,
       sessionLifetimes: { idleMs: 24 * 3_600_000, absoluteMs: 7 * 24 * 3_600_000 },
     });
@@ -31,6 +32,10 @@ describe("service configuration", () => {
     expect(() => loadServiceConfig({ MAINLINE_CI_PARALLELISM: "two" })).toThrow(/whole number/);
     expect(() => loadServiceConfig({ MAINLINE_INGEST_LEASE_SECONDS: "0" })).toThrow(/1 to 3600/);
     expect(() => loadServiceConfig({ MAINLINE_INGEST_LEASE_SECONDS: "1.5" })).toThrow(/whole/);
+    expect(() => loadServiceConfig({ MAINLINE_QUEUE_LEASE_SECONDS: "3601" })).toThrow(
+      'MAINLINE_QUEUE_LEASE_SECONDS must be a whole number of seconds from 1 to 3600 (got "3601").',
+    );
+    expect(() => loadServiceConfig({ MAINLINE_QUEUE_LEASE_SECONDS: "-5" })).toThrow(/whole/);
     expect(() => loadServiceConfig({ MAINLINE_SESSION_IDLE_MINUTES: "0" })).toThrow(/1 to 525600/);
     expect(() => loadServiceConfig({ MAINLINE_SESSION_MAX_HOURS: "a day" })).toThrow(/1 to 8760/);
     expect(() => loadServiceConfig({ MAINLINE_DATABASE_POOL_SIZE: "0" })).toThrow(/1 to 1000/);
@@ -50,6 +55,7 @@ describe("service configuration", () => {
       MAINLINE_MAX_BUNDLE_MB: "64",
       MAINLINE_CI_PARALLELISM: "8",
       MAINLINE_INGEST_LEASE_SECONDS: "5",
+      MAINLINE_QUEUE_LEASE_SECONDS: "7",
       MAINLINE_SESSION_IDLE_MINUTES: "30",
       MAINLINE_SESSION_MAX_HOURS: "12",
       MAINLINE_BOOTSTRAP_ORG: "ci",
@@ -68,6 +74,7 @@ describe("service configuration", () => {
       maxBundleBytes: 64 * 1024 * 1024,
       ciParallelism: 8,
       ingestLeaseMs: 5_000,
+      queueLeaseMs: 7_000,
       bootstrap: { organization: "ci", token: "t".repeat(32) },
       sessionLifetimes: { idleMs: 30 * 60_000, absoluteMs: 12 * 3_600_000 },
     });

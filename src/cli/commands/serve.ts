@@ -24,6 +24,8 @@ Environment:
   MAINLINE_CI_PARALLELISM   checks the built-in CI runner runs at once (default 2)
   MAINLINE_INGEST_LEASE_SECONDS  how soon another process resumes the uploads of one that
                             died while processing them (default 30)
+  MAINLINE_QUEUE_LEASE_SECONDS  how soon another process takes over the merge queues, checks
+                            and GitHub deliveries of one that died (default 30)
   MAINLINE_BOOTSTRAP_ORG    with MAINLINE_BOOTSTRAP_TOKEN (32+ characters): make sure that
   MAINLINE_BOOTSTRAP_TOKEN  organization exists and accepts that token
   MAINLINE_GITHUB_APP_ID, MAINLINE_GITHUB_PRIVATE_KEY (PEM text or a path),
@@ -73,6 +75,7 @@ export function registerServe(program: Command, context: CliContext): void {
         ciParallelism: config.ciParallelism,
         sessionLifetimes: config.sessionLifetimes,
         worker: { retentionDays: config.retentionDays, leaseMs: config.ingestLeaseMs },
+        leaseMs: config.queueLeaseMs,
         ...(config.github ? { github: config.github } : {}),
         logger: {
           info: (fields, message) => log?.info(fields, message),

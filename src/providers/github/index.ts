@@ -4,7 +4,7 @@
  * Storage comes in through ports; pushes and pull-request changes go out as host-neutral changes.
  */
 import { VERSION } from "../../version.js";
-import type { ProviderRegistration } from "../host-provider.js";
+import type { ProviderContext, ProviderRegistration } from "../host-provider.js";
 import type { InboxOptions } from "./webhooks/inbox.js";
 import type { PresenceOptions } from "./pull-request-presence.js";
 import {
@@ -96,9 +96,9 @@ export const githubProvider: ProviderRegistration<
       },
       pullRequestPage: (repository, branch, number) =>
         context.pullRequestPage(repository, branch, number),
-      ...(options.githubPresence ? { presence: options.githubPresence } : {}),
+      presence: { ...leaseOf(context), ...options.githubPresence },
       changes: context.changes,
-      ...(options.githubInbox ? { inbox: options.githubInbox } : {}),
+      inbox: { ...leaseOf(context), ...options.githubInbox },
       ...(options.githubSyncIntervalMs === undefined
         ? {}
         : { syncIntervalMs: options.githubSyncIntervalMs }),
@@ -128,4 +128,9 @@ export const githubProvider: ProviderRegistration<
 
 function optionalReconcileInterval(intervalMs: number | undefined) {
   return intervalMs === undefined ? {} : { reconcileIntervalMs: intervalMs };
+}
+
+/** The context's lease, where one is set, for the parts that claim work under a lease. */
+function leaseOf(context: ProviderContext): { leaseMs?: number } {
+  return context.leaseMs === undefined ? {} : { leaseMs: context.leaseMs };
 }

@@ -54,6 +54,8 @@ export interface LocalProviderDeps {
   ciParallelism?: number;
   /** How often the repositories are looked at for pushes (default 1000 ms). */
   watchIntervalMs?: number;
+  /** How long a check stays this process's runner's without a renewal (default 30 s). */
+  ciLeaseMs?: number | undefined;
 }
 
 export interface LocalProvider extends HostProvider {
@@ -109,6 +111,7 @@ export function createLocalProvider(deps: LocalProviderDeps): LocalProvider {
       ? {}
       : { isStorageUnavailable: deps.isStorageUnavailable }),
     ...(deps.ciParallelism === undefined ? {} : { parallelism: deps.ciParallelism }),
+    ...(deps.ciLeaseMs === undefined ? {} : { leaseMs: deps.ciLeaseMs }),
   });
   const watcher = new LocalRefWatcher({
     repositories: bare,
@@ -194,6 +197,7 @@ export const localProvider: ProviderRegistration<LocalProviderOptions, LocalProv
       testResults: context.testHealth.reports,
       changes: context.changes,
       isStorageUnavailable: context.isStorageUnavailable,
+      ciLeaseMs: context.leaseMs,
       ...(options.ciParallelism === undefined ? {} : { ciParallelism: options.ciParallelism }),
       ...(options.watchIntervalMs === undefined
         ? {}
