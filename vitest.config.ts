@@ -71,13 +71,14 @@ function asTestFiles(glob: string): string {
 }
 
 const ALL = ["test/**/*.test.ts"];
+/** Per project, not at the root: each project's run gets the database its name says. */
+const GLOBAL_SETUP = ["test/helpers/global-setup.ts"];
 const SQLITE_ONLY = globSync(END_TO_END, { cwd: import.meta.dirname }).filter(
   (file) => !POSTGRES_END_TO_END.includes(file),
 );
 
 export default defineConfig({
   test: {
-    globalSetup: ["test/helpers/global-setup.ts"],
     pool: "forks",
     // Most files wait on processes, git and sockets more than they compute: two at a time keep a
     // 2-core machine busy, where vitest's default (one fewer than the cores) runs them one by one.
@@ -87,12 +88,19 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "unit", include: DATABASE_FREE.map(asTestFiles) },
+        test: {
+          globalSetup: GLOBAL_SETUP,
+          name: "unit",
+          env: { MAINLINE_TEST_PROJECT: "unit" },
+          include: DATABASE_FREE.map(asTestFiles),
+        },
       },
       {
         extends: true,
         test: {
+          globalSetup: GLOBAL_SETUP,
           name: "sqlite",
+          env: { MAINLINE_TEST_PROJECT: "sqlite" },
           include: ALL,
           exclude: [...configDefaults.exclude, ...DATABASE_FREE],
         },
@@ -100,7 +108,9 @@ export default defineConfig({
       {
         extends: true,
         test: {
+          globalSetup: GLOBAL_SETUP,
           name: "postgres-alone",
+          env: { MAINLINE_TEST_PROJECT: "postgres-alone" },
           include: POSTGRES_ALONE,
           maxWorkers: 1,
           sequence: { groupOrder: 1 },
@@ -109,7 +119,9 @@ export default defineConfig({
       {
         extends: true,
         test: {
+          globalSetup: GLOBAL_SETUP,
           name: "postgres",
+          env: { MAINLINE_TEST_PROJECT: "postgres" },
           include: ALL,
           exclude: [...configDefaults.exclude, ...DATABASE_FREE, ...SQLITE_ONLY, ...POSTGRES_ALONE],
           sequence: { groupOrder: 2 },

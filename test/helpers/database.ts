@@ -26,6 +26,12 @@ export interface TestDatabase {
  */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const { dialect, postgresUrl } = inject("testDatabase");
+  // The project a file runs in (vitest.config.ts) says which database it must get.
+  const project = process.env.MAINLINE_TEST_PROJECT;
+  const expected = project?.startsWith("postgres") ? "postgres" : "sqlite";
+  if (project !== undefined && project !== "unit" && dialect !== expected) {
+    throw new Error(`the ${project} project was given ${dialect}, not ${expected}`);
+  }
   if (dialect === "none") {
     throw new Error(
       "this test file uses a database: take it out of DATABASE_FREE in vitest.config.ts",
