@@ -199,9 +199,26 @@ const LEASE_SECONDS = { fallback: 30, min: 1, max: 3600, unit: "seconds" };
 function wholeNumber(
   env: NodeJS.ProcessEnv,
   name: string,
-  rule: { fallback: number; min: number; max?: number; unit: string; why?: string },
+  rule: WholeNumberRule & { fallback: number },
 ): number {
-  const text = nonEmpty(env[name]) ?? String(rule.fallback);
+  return optionalWholeNumber(env, name, rule) ?? rule.fallback;
+}
+
+interface WholeNumberRule {
+  min: number;
+  max?: number;
+  unit: string;
+  why?: string;
+}
+
+/** The same, undefined when the setting is not set. */
+function optionalWholeNumber(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  rule: WholeNumberRule,
+): number | undefined {
+  const text = nonEmpty(env[name]);
+  if (text === undefined) return undefined;
   const value = Number(text);
   if (/^\d+$/.test(text) && value >= rule.min && (rule.max === undefined || value <= rule.max)) {
     return value;
@@ -221,23 +238,16 @@ function wholeNumber(
  * (default 168: a week): when a dashboard session ends unused, and at the latest.
  */
 export function sessionLifetimesFrom(env: NodeJS.ProcessEnv): SessionLifetimes {
-  const idleText = nonEmpty(env.MAINLINE_SESSION_IDLE_MINUTES);
-  const maxText = nonEmpty(env.MAINLINE_SESSION_MAX_HOURS);
-  const idleMinutes = idleText === undefined ? undefined : Number(idleText);
-  const maxHours = maxText === undefined ? undefined : Number(maxText);
-  if (
-    idleText !== undefined &&
-    (!/^\d+$/.test(idleText) || !idleMinutes || idleMinutes > 525_600)
-  ) {
-    throw new ConfigError(
-      `MAINLINE_SESSION_IDLE_MINUTES must be a whole number of minutes from 1 to 525600 (got "${idleText}").`,
-    );
-  }
-  if (maxText !== undefined && (!/^\d+$/.test(maxText) || !maxHours || maxHours > 8760)) {
-    throw new ConfigError(
-      `MAINLINE_SESSION_MAX_HOURS must be a whole number of hours from 1 to 8760 (got "${maxText}").`,
-    );
-  }
+  const idleMinutes = optionalWholeNumber(env, "MAINLINE_SESSION_IDLE_MINUTES", {
+    min: 1,
+    max: 525_600,
+    unit: "minutes",
+  });
+  const maxHours = optionalWholeNumber(env, "MAINLINE_SESSION_MAX_HOURS", {
+    min: 1,
+    max: 8760,
+    unit: "hours",
+  });
   return {
     idleMs: idleMinutes === undefined ? DEFAULT_SESSION_LIFETIMES.idleMs : idleMinutes * MINUTE_MS,
     absoluteMs: maxHours === undefined ? DEFAULT_SESSION_LIFETIMES.absoluteMs : maxHours * HOUR_MS,
@@ -288,16 +298,11 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     );
   }
   const host = explicitHost ?? githubHostOf(apiUrl);
-  const pollText = nonEmpty(env.MAINLINE_GITHUB_CI_POLL_SECONDS);
-  const pollSeconds = Number(pollText);
-  if (
-    pollText !== undefined &&
-    (!/^\d+$/.test(pollText) || pollSeconds < 1 || pollSeconds > 3600)
-  ) {
-    throw new ConfigError(
-      `MAINLINE_GITHUB_CI_POLL_SECONDS must be a whole number of seconds from 1 to 3600 (got "${pollText.slice(0, 80)}").`,
-    );
-  }
+  const pollSeconds = optionalWholeNumber(env, "MAINLINE_GITHUB_CI_POLL_SECONDS", {
+    min: 1,
+    max: 3600,
+    unit: "seconds",
+  });
   const testBranchPrefix = nonEmpty(env.MAINLINE_GITHUB_TEST_BRANCH_PREFIX);
   if (
     testBranchPrefix !== undefined &&
@@ -311,16 +316,11 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
       `MAINLINE_GITHUB_TEST_BRANCH_PREFIX must be a branch name prefix ending with "/", such as trunk-merge/ or mainline/merge/ (letters, digits, ".", "_", "-"; not under trunk-temp/) (got "${testBranchPrefix.slice(0, 80)}").`,
     );
   }
-  const writeText = nonEmpty(env.MAINLINE_GITHUB_WRITE_INTERVAL_MS);
-  const writeIntervalMs = Number(writeText);
-  if (
-    writeText !== undefined &&
-    (!/^\d+$/.test(writeText) || writeIntervalMs < 0 || writeIntervalMs > 60_000)
-  ) {
-    throw new ConfigError(
-      `MAINLINE_GITHUB_WRITE_INTERVAL_MS must be a whole number of milliseconds from 0 to 60000 (got "${writeText.slice(0, 80)}").`,
-    );
-  }
+  const writeIntervalMs = optionalWholeNumber(env, "MAINLINE_GITHUB_WRITE_INTERVAL_MS", {
+    min: 0,
+    max: 60_000,
+    unit: "milliseconds",
+  });
   return {
     appId,
     privateKey: githubPrivateKey(env.MAINLINE_GITHUB_PRIVATE_KEY ?? ""),
@@ -330,9 +330,9 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     oauth: githubOAuth(env),
     webUrl: githubWebUrlOf(apiUrl),
     reconcileIntervalMs: githubReconcileInterval(env),
-    ...(pollText === undefined ? {} : { ciPollIntervalMs: pollSeconds * 1000 }),
+    ...(pollSeconds === undefined ? {} : { ciPollIntervalMs: pollSeconds * 1000 }),
     ...(testBranchPrefix === undefined ? {} : { testBranchPrefix }),
-    ...(writeText === undefined ? {} : { writeIntervalMs }),
+    ...(writeIntervalMs === undefined ? {} : { writeIntervalMs }),
   };
 }
 

@@ -6,7 +6,7 @@ import {
   type ServiceOptions,
 } from "../../src/app.js";
 import { createTestDatabase } from "./database.js";
-import type { ApiResponse, TestServer } from "./server.js";
+import { answer, callInit, type ApiResponse, type TestServer } from "./server.js";
 
 /** A `TestServer` without a socket: what a test of routes alone needs. */
 export type TestApp = Omit<TestServer, "url">;
@@ -46,14 +46,8 @@ export async function createTestApp(
     database,
     token,
     organizationId: organization.id,
-    async call(operation, body, options = {}) {
-      const headers: Record<string, string> = {
-        "content-type": "application/json",
-        ...options.headers,
-      };
-      const useToken = options.token === undefined ? token : options.token;
-      if (useToken !== null) headers["x-api-token"] = useToken;
-      return request(`/v1/${operation}`, { method: "POST", headers, body: JSON.stringify(body) });
+    call(operation, body, options = {}) {
+      return request(`/v1/${operation}`, callInit(token, body, options));
     },
     request,
     async close() {
@@ -71,8 +65,5 @@ function read<T>(response: LightMyRequestResponse): ApiResponse<T> {
     if (value === undefined) continue;
     for (const one of Array.isArray(value) ? value : [value]) headers.append(name, String(one));
   }
-  const text = response.body;
-  let body: unknown = text;
-  if (headers.get("content-type")?.includes("application/json")) body = JSON.parse(text);
-  return { status: response.statusCode, headers, body: body as T, text };
+  return answer(response.statusCode, headers, response.body);
 }

@@ -38,10 +38,29 @@ export interface TestServer {
 }
 
 async function read<T>(response: Response): Promise<ApiResponse<T>> {
-  const text = await response.text();
+  return answer(response.status, response.headers, await response.text());
+}
+
+/** An answer as tests read it: JSON bodies parsed, the text kept. */
+export function answer<T>(status: number, headers: Headers, text: string): ApiResponse<T> {
   let body: unknown = text;
-  if (response.headers.get("content-type")?.includes("application/json")) body = JSON.parse(text);
-  return { status: response.status, headers: response.headers, body: body as T, text };
+  if (headers.get("content-type")?.includes("application/json")) body = JSON.parse(text);
+  return { status, headers, body: body as T, text };
+}
+
+/** The request `call` sends: a JSON body, with the given token, else the organization's. */
+export function callInit(
+  defaultToken: string,
+  body: unknown,
+  options: { token?: string | null; headers?: Record<string, string> },
+): RequestInit {
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    ...options.headers,
+  };
+  const useToken = options.token === undefined ? defaultToken : options.token;
+  if (useToken !== null) headers["x-api-token"] = useToken;
+  return { method: "POST", headers, body: JSON.stringify(body) };
 }
 
 /** A real HTTP server on a loopback port, over a fresh database of the dialect under test. */
@@ -70,19 +89,7 @@ export async function startTestServer(
     token,
     organizationId: organization.id,
     async call(operation, body, options = {}) {
-      const headers: Record<string, string> = {
-        "content-type": "application/json",
-        ...options.headers,
-      };
-      const useToken = options.token === undefined ? token : options.token;
-      if (useToken !== null) headers["x-api-token"] = useToken;
-      return read(
-        await fetch(`${url}/v1/${operation}`, {
-          method: "POST",
-          headers,
-          body: JSON.stringify(body),
-        }),
-      );
+      return read(await fetch(`${url}/v1/${operation}`, callInit(token, body, options)));
     },
     async request(path, init) {
       return read(await fetch(`${url}${path}`, init));
