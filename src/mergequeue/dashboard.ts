@@ -7,7 +7,7 @@ import { DAY_MS } from "../lib/time.js";
 import { ApiError } from "../lib/errors.js";
 import type { Clock } from "../lib/clock.js";
 import type { Principal } from "../organizations/service.js";
-import type { PrState, QueueSnapshot, WaitingReason } from "./model.js";
+import type { BisectionGroup, PrState, QueueSnapshot, WaitingReason } from "./model.js";
 import { describeQueue, requireQueue, type QueueAddress } from "./queue-service.js";
 import type {
   EntryRecord,
@@ -58,11 +58,23 @@ export interface BoardRun {
   estimatedEndAt: number | null;
 }
 
+/** A failed batch whose failing pull request is being localized. */
 export interface BoardBisection {
   id: string;
-  /** The failed run being split. */
+  /** The failed batch run. */
   runId: string;
-  segments: { prNumbers: number[]; status: string; inferred: boolean }[];
+  /** The batch's pull requests still in the localization, in order. */
+  prNumbers: number[];
+  /** Cleared by a passing prefix (they merge where they stand). */
+  cleared: number[];
+  /** Among these is the failing pull request. */
+  suspects: number[];
+  /** The prefixes being tested now: their run and the pull requests each adds to what passed. */
+  prefixes: { runId: string; prNumbers: number[] }[];
+  /** The pull request presumed to fail the batch (the lane goes on behind it), if any. */
+  presumedCulprit: number | null;
+  /** What is happening, in words. */
+  summary: string;
 }
 
 export interface QueueBoard {
@@ -200,15 +212,9 @@ export function computeBoard(
       };
     });
   const runById = new Map(runs.map((r) => [r.id, r]));
-  const bisections: BoardBisection[] = Object.values(snapshot.bisections).map((group) => ({
-    id: group.id,
-    runId: group.runId,
-    segments: group.segments.map((s) => ({
-      prNumbers: s.entries.map(numberOf),
-      status: s.status,
-      inferred: s.inferred,
-    })),
-  }));
+  const bisections = Object.values(snapshot.bisections).map((group) =>
+    localizationView(group, numberOf),
+  );
 
   const slotSize =
     Math.max(1, configuration.concurrency) *
@@ -490,4 +496,39 @@ export class QueueDashboardService {
     }
     return { queue, ...health };
   }
+}
+
+/** A localization as the queue page, `getQueue` and the CLI show it. */
+export function localizationView(
+  group: BisectionGroup,
+  numberOf: (entryId: string) => number,
+): BoardBisection {
+  const suspects = group.entries.slice(group.passed, group.failsAt).map(numberOf);
+  const prefixes = [...group.prefixes]
+    .sort((a, b) => a.length - b.length)
+    .map((prefix) => ({
+      runId: prefix.runId,
+      prNumbers: group.entries.slice(group.passed, prefix.length).map(numberOf),
+    }));
+  const culprit = group.entries[group.failsAt - 1];
+  const presumedCulprit =
+    group.presumedAt !== null && culprit !== undefined ? numberOf(culprit) : null;
+  const what =
+    prefixes.length === 0
+      ? `batch run ${group.runId} failed; waiting for a slot to test its prefixes`
+      : `testing ${prefixes.length === 1 ? "1 prefix" : `${prefixes.length} prefixes`} of batch run ${group.runId} to find the failing pull request`;
+  const presumed =
+    presumedCulprit === null
+      ? ""
+      : `; #${presumedCulprit} is presumed to fail it and the queue goes on behind it`;
+  return {
+    id: group.id,
+    runId: group.runId,
+    prNumbers: group.entries.map(numberOf),
+    cleared: group.entries.slice(0, group.passed).map(numberOf),
+    suspects,
+    prefixes,
+    presumedCulprit,
+    summary: `${what} (one of ${suspects.map((n) => `#${n}`).join(", ")})${presumed}`,
+  };
 }

@@ -141,8 +141,12 @@ export interface Entry {
   } | null;
   /** Same-combination retries used for failures known to be flaky (at most one). */
   flakyRetries: number;
-  /** Bisection bookkeeping while a failed batch is split: the group it belongs to. */
-  bisection: { groupId: string } | null;
+  /**
+   * Localization bookkeeping while a failed batch is searched for its culprit: the group, and
+   * whether the queue presumes this entry good (it is then in flight on the prefix run that will
+   * clear it, and runs are stacked on it).
+   */
+  bisection: { groupId: string; presumedGood?: boolean } | null;
   /** Has been tested at its position at least once (keeps its place ahead of later arrivals). */
   positioned: boolean;
   /** Why a pending entry is not being tested yet, when the planner holds it on purpose. */
@@ -186,6 +190,11 @@ export interface TestRun {
   failure?: { reason: TransitionReason; detail: string | null };
   attempt: number;
   /**
+   * A localization run runs first what failed in the batch run `fromRunId`: these checks, and
+   * within them the tests that failed there (the driver finds them from the run's test results).
+   */
+  failFirst?: { fromRunId: string; checks: string[] };
+  /**
    * The lowest number no other running run of the queue holds when this one started: a host may
    * publish the run on a branch kept per slot and moved by the next run in it (absent in
    * snapshots stored before this field existed).
@@ -193,21 +202,42 @@ export interface TestRun {
   slot?: number;
 }
 
-/** A part of a failed batch under bisection, and what is known about it. */
-export interface BisectionSegment {
-  entries: string[];
-  status: "untested" | "testing" | "passed" | "failed";
-  runId: string | null;
-  /** Known to fail without a run of its own (a failed parent and a passing sibling). */
-  inferred: boolean;
+/** A prefix of a failed batch under test: its first `length` pull requests on what is ahead. */
+export interface LocalizationPrefix {
+  length: number;
+  runId: string;
 }
 
-/** A failed batch being split to find its culprits. */
+/**
+ * A failed batch whose failing pull request is being localized (ADR 0034): its prefixes are tested
+ * at once on top of what is ahead of it; the shortest failing prefix whose predecessor passed ends
+ * in the culprit. Entries before `passed` have left the group cleared; the group is decided when
+ * `failsAt − passed` is 1.
+ */
 export interface BisectionGroup {
   id: string;
-  /** The failed run that started it. */
+  /** The failed run that started it (the whole batch: the longest failing prefix). */
   runId: string;
-  segments: BisectionSegment[];
+  /** The batch, in queue order. */
+  entries: string[];
+  /** How many leading entries a passed prefix cleared, and that run. */
+  passed: number;
+  passedRunId: string | null;
+  /** The shortest prefix known to fail, and the run that showed it. */
+  failsAt: number;
+  failedRunId: string;
+  /** The prefixes being tested now. */
+  prefixes: LocalizationPrefix[];
+  /** When the current round of prefixes started (null: none started yet). */
+  roundStartedAt: number | null;
+  /** Rounds started so far. */
+  rounds: number;
+  /**
+   * Set while the queue presumes `entries[failsAt − 1]` is the culprit (its shorter prefix has not
+   * failed within the window failing runs take): the lane is refilled behind it, nothing merges
+   * on the presumption, and runs built on it are invalidated if a shorter prefix fails.
+   */
+  presumedAt: number | null;
 }
 
 /**
@@ -249,6 +279,11 @@ export interface QueueSnapshot {
     reason: "merged_by_queue" | "merged_optimistically" | "merged_directly";
   } | null;
   nextSeq: number;
+  /**
+   * How long the queue's failing localization runs took, most recent last (at most 20): the
+   * window after which it presumes the culprit (absent in snapshots stored before it existed).
+   */
+  failingRunMs?: number[];
   /** Counter for ids the planner assigns (runs, entries, bisection groups). */
   nextId: number;
   /**

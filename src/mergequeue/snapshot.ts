@@ -7,7 +7,7 @@
 import type { QueueSnapshot } from "./model.js";
 import { NO_VERDICTS } from "./speculation.js";
 
-export const SNAPSHOT_VERSION = 2;
+export const SNAPSHOT_VERSION = 3;
 
 type Stored = Record<string, unknown> & { version?: unknown };
 
@@ -19,7 +19,41 @@ const UPGRADES: Record<number, (snapshot: Stored) => Stored> = {
     landedThrough: snapshot.landedThrough ?? {},
     version: 2,
   }),
+  // Version 3: halving bisection became one-round localization. A stored group restarts as a
+  // localization of its undecided PRs, none of them known to fail yet (so every prefix, the
+  // whole set included, is tested); its old runs' results are ignored when they come.
+  2: (snapshot) => ({
+    ...snapshot,
+    bisections: Object.fromEntries(
+      Object.entries((snapshot.bisections ?? {}) as Record<string, OldGroup>).map(([id, group]) => {
+        const entries = (group.segments ?? []).flatMap((segment) => segment.entries);
+        return [
+          id,
+          {
+            id,
+            runId: group.runId,
+            entries,
+            passed: 0,
+            passedRunId: null,
+            failsAt: entries.length + 1,
+            failedRunId: group.runId,
+            prefixes: [],
+            roundStartedAt: null,
+            rounds: 0,
+            presumedAt: null,
+          },
+        ];
+      }),
+    ),
+    version: 3,
+  }),
 };
+
+/** A bisection group as version 2 stored it. */
+interface OldGroup {
+  runId: string;
+  segments?: { entries: string[] }[];
+}
 
 /** The stored snapshot in the current shape (a snapshot without `version` is version 1). */
 export function upgradeSnapshot(stored: unknown): QueueSnapshot {

@@ -355,71 +355,78 @@ describe("batching (background §merge-queue-2.7)", () => {
     expect(h.runningUnits()).toEqual([[1], [2], [3]]);
   });
 
-  it("bisects a failed batch on its own slots; good halves merge where they stand, the culprit fails", () => {
-    const h = new PlannerHarness({ batch: true, batchingMinSize: 4, bisectionConcurrency: 2 });
+  it("localizes a failed batch in one round: its prefixes at once, the culprit named by a pass/fail pair", () => {
+    const h = new PlannerHarness({
+      batch: true,
+      batchingMinSize: 4,
+      bisectionConcurrency: 3,
+    });
     for (const n of [1, 2, 3, 4]) h.submit(n);
-    h.fail([1, 2, 3, 4]);
-    expect(h.runningUnits()).toEqual([
-      [1, 2],
-      [3, 4],
-    ]);
-    expect(h.started.at(-1)?.kind).toBe("bisection");
-    expect(h.prsOf(h.run(3, 4))).toEqual([3, 4]); // on plain main
+    h.fail([1, 2, 3, 4], { checks: ["unit"] });
+    expect(h.runningUnits()).toEqual([[1], [1, 2], [1, 2, 3]]);
+    const prefix = h.run(1, 2, 3);
+    expect(prefix.kind).toBe("bisection");
+    // The check that failed runs first, with what failed in the batch run.
+    expect(prefix.failFirst?.checks).toEqual(["unit"]);
+    expect(h.lastDetail(1)).toBe(
+      "testing 3 prefixes of batch run 5 at once to find the failing pull request",
+    );
+    // The first failing prefix cancels the longer ones and sends what is behind it back.
+    h.fail([1, 2, 3], { checks: ["unit"] });
+    expect(h.state(4)).toBe("pending");
     h.pass(1, 2);
-    // Proven good on exactly the branch: the bisection run clears them at their place.
+    // The shorter prefix is not needed any more; the passing one clears #1 and #2 where they
+    // stand, and the pair names #3.
+    expect(h.runningUnits().filter((u) => u.length === 1 && u[0] === 1)).toEqual([]);
     expect(h.history(1).slice(-2)).toEqual([
       "tests_passed:bisection_passed",
       "merged:merged_by_queue",
     ]);
     expect(h.merged).toEqual([1, 2]);
-    h.fail([3, 4]);
-    expect(h.runningUnits()).toEqual([[3], [4]]);
-    h.fail([4]);
-    h.pass(3);
-    expect(h.state(4)).toBe("failed");
-    expect(h.history(4).at(-1)).toBe("failed:failing_required_check");
-    expect(h.started.filter((r) => r.kind === "bisection")).toHaveLength(4);
-    // #3 was tested alone on the branch after #1 and #2 landed: it merges from that run.
-    expect(h.merged).toEqual([1, 2, 3]);
+    expect(h.state(3)).toBe("failed");
+    expect(h.lastDetail(3)).toMatch(
+      /^localization: run \d+ \(#1, #2\) passed; run \d+ \(#1, #2, #3\) failed unit$/,
+    );
+    // The lane restarts at once with #4 (in a batch that fills up for 5 minutes at most).
+    expect(h.state(4)).toBe("pending");
+    h.tick(5);
+    expect(h.runningUnits()).toEqual([[4]]);
+    expect(h.started.filter((r) => r.kind === "bisection")).toHaveLength(3);
   });
 
-  it("a PR cancelled during bisection: the rest of its half is tested again, not left waiting", () => {
-    const h = new PlannerHarness({ batch: true, batchingMinSize: 4, bisectionConcurrency: 2 });
-    for (const n of [1, 2, 3, 4]) h.submit(n);
-    h.fail([1, 2, 3, 4]);
-    const half = h.run(1, 2).id;
-    h.send({ type: "cancel", prNumber: 1, actor: { kind: "user", name: "ana" } });
-    expect(h.cancelled.has(half)).toBe(true);
-    expect(h.runningUnits()).toEqual([[3, 4], [2]]);
-    h.pass(2);
-    expect(h.history(2).slice(-2)).toEqual([
-      "tests_passed:bisection_passed",
-      "merged:merged_by_queue",
-    ]);
-  });
-
-  it("skips redundant bisection runs: a failed parent and a passing half convict the other", () => {
-    const h = new PlannerHarness({
-      batch: true,
-      batchingMinSize: 4,
-      bisectionConcurrency: 2,
-      optimizationMode: "bisection_skip_redundant_tests",
-    });
+  it("spreads cut points over fewer slots than prefixes and narrows in rounds", () => {
+    const h = new PlannerHarness({ batch: true, batchingMinSize: 4, bisectionConcurrency: 1 });
     for (const n of [1, 2, 3, 4]) h.submit(n);
     h.fail([1, 2, 3, 4]);
     expect(h.runningUnits()).toEqual([[1, 2]]);
     h.pass(1, 2);
     expect(h.merged).toEqual([1, 2]);
-    // [3,4] failed by inference; only its left half needs a run.
+    // On the branch #1 and #2 made: only what is between the pass and the failure is left.
     expect(h.runningUnits()).toEqual([[3]]);
-    h.pass(3);
-    expect(h.state(4)).toBe("failed");
-    expect(h.history(4).at(-1)).toBe("failed:failing_required_check");
-    expect(h.started.filter((r) => r.kind === "bisection")).toHaveLength(2);
-    expect(h.merged).toEqual([1, 2, 3]);
+    h.fail([3]);
+    expect(h.state(3)).toBe("failed");
+    expect(h.state(4)).not.toBe("failed");
+    expect(h.merged).toEqual([1, 2]);
   });
 
-  it("keeps the order: nothing behind a batch under bisection is tested or lands before it", () => {
+  it("a PR cancelled during localization: the others are tested again where they stand", () => {
+    const h = new PlannerHarness({
+      batch: true,
+      batchingMinSize: 4,
+      bisectionConcurrency: 3,
+    });
+    for (const n of [1, 2, 3, 4]) h.submit(n);
+    h.fail([1, 2, 3, 4]);
+    const prefix = h.run(1, 2).id;
+    h.send({ type: "cancel", prNumber: 1, actor: { kind: "user", name: "ana" } });
+    expect(h.cancelled.has(prefix)).toBe(true);
+    expect(Object.keys(h.snapshot.bisections)).toEqual([]);
+    h.tick(5);
+    for (const n of [2, 3, 4]) expect(h.state(n)).toBe("testing");
+    expect(h.runningUnits()).toEqual([[2, 3, 4]]);
+  });
+
+  it("keeps the order: nothing behind a batch under localization is tested or lands first", () => {
     const h = new PlannerHarness({ batch: true, batchingMinSize: 2, concurrency: 2 });
     for (const n of [1, 2, 3, 4]) h.submit(n);
     expect(h.runningUnits()).toEqual([
@@ -432,17 +439,79 @@ describe("batching (background §merge-queue-2.7)", () => {
     expect(h.runningUnits()).toEqual([[1]]);
     expect(h.queueOrder()).toEqual([1, 2, 3, 4]);
     h.pass(1);
+    // A passing #1 and the failed batch name #2: the queue behind goes on at once, without it.
     expect(h.merged).toEqual([1]);
-    expect(h.runningUnits()).toEqual([[2]]);
-    h.fail([2]);
-    // #2 is convicted; only now does the queue behind go on, without it.
     expect(h.state(2)).toBe("failed");
+    expect(h.history(2).at(-1)).toBe("failed:failing_required_check");
     expect(h.prsOf(h.run(3, 4))).toEqual([3, 4]);
     h.pass(3, 4);
     expect(h.merged).toEqual([1, 3, 4]);
   });
 
-  it("retries a bisection run whose only failures are known flaky tests, on the timeline", () => {
+  it("presumes the culprit after the window failing runs take and refills the lane behind it", () => {
+    const h = new PlannerHarness({ batch: true, batchingMinSize: 2, concurrency: 2 });
+    for (const n of [1, 2, 3, 4, 5, 6]) h.submit(n);
+    h.at(30).fail([1, 2]);
+    expect(h.runningUnits()).toEqual([[1]]);
+    // No failing localization run seen yet: the window is as long as the batch run took.
+    h.tick(59);
+    expect(h.runningUnits()).toEqual([[1]]);
+    const due = h.tick(60);
+    expect(due.decisions.some((d) => d.type === "start_run")).toBe(true);
+    // #1 is presumed good (in flight on its prefix run), #2 held out, the lane goes on.
+    expect(h.prsOf(h.run(3, 4))).toEqual([1, 3, 4]);
+    expect(h.prsOf(h.run(5, 6))).toEqual([1, 3, 4, 5, 6]);
+    expect(h.state(2)).toBe("pending_failure");
+    h.at(65).pass(3, 4);
+    // Nothing merges on a presumption.
+    expect(h.merged).toEqual([]);
+    h.at(70).pass(1);
+    expect(h.state(2)).toBe("failed");
+    expect(h.merged).toEqual([1, 3, 4]);
+  });
+
+  it("a shorter failing prefix withdraws the presumption and what was stacked on it", () => {
+    const h = new PlannerHarness({ batch: true, batchingMinSize: 2, concurrency: 2 });
+    for (const n of [1, 2, 3, 4]) h.submit(n);
+    h.at(30).fail([1, 2]);
+    h.tick(60);
+    const stacked = h.run(3, 4).id;
+    h.at(70).fail([1]);
+    expect(h.cancelled.has(stacked)).toBe(true);
+    expect(h.state(1)).toBe("failed");
+    expect(h.lastDetail(1)).toMatch(/^localization: run \d+ \(#1\) failed test, with #1 first$/);
+    // #2 was only presumed bad: it is tested again, now first in the queue.
+    expect(h.state(2)).toBe("testing");
+    expect(h.prsOf(h.run(2, 3))).toEqual([2, 3]);
+  });
+
+  it("learns the window from how long failing localization runs take", () => {
+    const h = new PlannerHarness({ batch: true, batchingMinSize: 2, bisectionConcurrency: 1 });
+    let pr = 1;
+    // Three failed batches whose prefix runs fail after 6 minutes.
+    for (let round = 0; round < 3; round++) {
+      const t = round * 100;
+      h.at(t).submit(pr);
+      h.submit(pr + 1);
+      h.at(t + 30).fail([pr, pr + 1]);
+      h.at(t + 36).fail([pr]);
+      h.at(t + 66).pass(pr + 1);
+      pr += 2;
+    }
+    expect(h.snapshot.failingRunMs).toEqual([6, 6, 6].map((m) => m * 60_000));
+    h.at(400).submit(pr);
+    h.submit(pr + 1);
+    h.at(430).fail([pr, pr + 1]);
+    // 1.25 × the 80th percentile: 7.5 minutes, not the 30 the batch run took.
+    h.tick(437);
+    expect(
+      h.snapshot.bisections[Object.keys(h.snapshot.bisections)[0] ?? ""]?.presumedAt,
+    ).toBeNull();
+    h.tick(438);
+    expect(Object.values(h.snapshot.bisections)[0]?.presumedAt).toBe(438 * 60_000);
+  });
+
+  it("retries a localization run whose only failures are known flaky tests, on the timeline", () => {
     const h = new PlannerHarness({ batch: true, batchingMinSize: 2, bisectionConcurrency: 2 });
     for (const n of [1, 2]) h.submit(n);
     h.fail([1, 2]);
@@ -455,7 +524,6 @@ describe("batching (background §merge-queue-2.7)", () => {
     expect(retry.attempt).toBe(2);
     expect(h.history(1).at(-1)).toBe("pending_failure:retried_flaky_failure");
     h.pass(1);
-    h.fail([2]);
     expect(h.merged).toEqual([1]);
     expect(h.state(2)).toBe("failed");
     // A second flaky-only failure of the same combination stands.
@@ -464,8 +532,8 @@ describe("batching (background §merge-queue-2.7)", () => {
     g.fail([1, 2]);
     g.fail([1], { flakyOnly: true });
     g.fail([1], { flakyOnly: true });
-    g.pass(2);
     expect(g.state(1)).toBe("failed");
+    expect(g.state(2)).not.toBe("failed");
   });
 });
 
@@ -511,13 +579,19 @@ describe("conflicts are not test failures (issue 14, item 2)", () => {
     expect(h.lastDetail(1)).toBe("does not apply onto main: src/shared.ts");
   });
 
-  it("a conflict found by a bisection run evicts the PR and tests the rest of its half again", () => {
-    const h = new PlannerHarness({ batch: true, batchingMinSize: 4, bisectionConcurrency: 2 });
+  it("a conflict found by a localization run evicts the PR and tests the others again", () => {
+    const h = new PlannerHarness({
+      batch: true,
+      batchingMinSize: 4,
+      bisectionConcurrency: 3,
+    });
     for (const n of [1, 2, 3, 4]) h.submit(n);
     h.fail([1, 2, 3, 4]);
-    h.conflict([3, 4], 4, [3]);
-    expect(h.history(4).at(-1)).toBe("failed:merge_conflict");
-    expect(h.runningUnits()).toEqual([[1, 2], [3]]);
+    h.conflict([1, 2, 3], 3, [2]);
+    expect(h.history(3).at(-1)).toBe("failed:merge_conflict");
+    expect(Object.keys(h.snapshot.bisections)).toEqual([]);
+    h.tick(5);
+    expect(h.runningUnits()).toEqual([[1, 2, 4]]);
   });
 });
 

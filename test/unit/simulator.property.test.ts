@@ -18,12 +18,18 @@ import {
  * - what lands is what was tested (each merge is cleared by a run that contains every PR
  *   landed since its base, on the head the merge expects);
  * - a PR never fails for conflicting with one behind it; stacked PRs land in order.
+ *
+ * Every mode: one-at-a-time and batches (failed batches localized, fail-first or not, with the
+ * presumption window), priorities with urgent preemption, and parallel mode (impacted targets).
  */
 const workload: fc.Arbitrary<SimulationOptions> = fc
   .record({
     prs: fc.integer({ min: 5, max: 40 }),
     perHour: fc.constantFrom(4, 20, 60),
     ciJitter: fc.constantFrom(0, 0.3),
+    failFirstFraction: fc.constantFrom(1, 0.5, 0.2),
+    priorities: fc.boolean(),
+    parallel: fc.constantFrom(false, false, true),
     failureRate: fc.constantFrom(0, 0.1, 0.25),
     flakeRate: fc.constantFrom(0, 0.1, 0.3),
     conflictRate: fc.constantFrom(0, 0.1, 0.3),
@@ -45,6 +51,7 @@ const workload: fc.Arbitrary<SimulationOptions> = fc
     arrivals: { kind: "poisson" as const, perHour: w.perHour },
     ciMinutes: 30,
     ciJitter: w.ciJitter,
+    failFirstFraction: w.failFirstFraction,
     failureRate: w.failureRate,
     flakeRate: w.flakeRate,
     flakesKnown: true,
@@ -60,8 +67,21 @@ const workload: fc.Arbitrary<SimulationOptions> = fc
     optimizationMode: w.skip ? ("bisection_skip_redundant_tests" as const) : ("off" as const),
     speculationThresholdPercent: w.speculationThresholdPercent,
     testingTimeoutMinutes: 120,
-    priorities: null,
-    targetsFanout: null,
+    priorities: w.priorities
+      ? [
+          { weight: 0.1, value: 0 },
+          { weight: 0.2, value: 10 },
+          { weight: 0.7, value: 100 },
+        ]
+      : null,
+    targets: 4,
+    targetsFanout: w.parallel
+      ? [
+          { weight: 0.6, value: 1 },
+          { weight: 0.3, value: 2 },
+          { weight: 0.1, value: "ALL" as const },
+        ]
+      : null,
     seed: w.seed,
     maxHours: 24 * 30,
   }));
@@ -94,7 +114,7 @@ describe("the planner on realistic random workloads (simulator)", () => {
           report.details.goodPrs - report.details.conflictingPrs,
         );
       }),
-      { numRuns: 150 },
+      { numRuns: 300 },
     );
   });
 

@@ -26,6 +26,7 @@ export interface SimulateFlags {
   arrivalsPerHour?: string | undefined;
   ciMinutes?: string | undefined;
   ciJitter?: string | undefined;
+  failFirstFraction?: string | undefined;
   failureRate?: string | undefined;
   flakeRate?: string | undefined;
   flakesKnown?: boolean | undefined;
@@ -100,6 +101,9 @@ export function simulationOptions(flags: SimulateFlags): SimulationOptions {
     arrivals: perHour === undefined ? { kind: "burst" } : { kind: "poisson", perHour },
     ciMinutes,
     ciJitter,
+    failFirstFraction:
+      number("--fail-first-fraction", flags.failFirstFraction) ??
+      SIMULATION_DEFAULTS.failFirstFraction,
     failureRate: required("--failure-rate", number("--failure-rate", flags.failureRate)),
     flakeRate: number("--flake-rate", flags.flakeRate) ?? SIMULATION_DEFAULTS.flakeRate,
     flakesKnown: flags.flakesKnown === true,
@@ -235,6 +239,10 @@ export function registerSimulate(program: Command, context: CliContext): void {
     .option("--arrivals-per-hour <r>", "submit PRs as a Poisson process at this rate")
     .option("--ci-minutes <t>", "duration of a CI run, minutes")
     .option("--ci-jitter <f>", "a run lasts T·(1 + f·U[-1,1]) (default 0)")
+    .option(
+      "--fail-first-fraction <f>",
+      "a failing localization run ends after this fraction of T (it runs the failed tests first; default 1)",
+    )
     .option("--failure-rate <p>", "probability that a PR is bad (its runs always fail)")
     .option("--flake-rate <f>", "probability that a run fails anyway (default 0)")
     .option("--flakes-known", "flakes are known flaky tests: reported, and a rerun passes")

@@ -1,190 +1,358 @@
 /**
- * Bisection: a failed batch whose failure stands is split in halves on the bisection slots until
- * each culprit is found; its PRs keep their places in the queue meanwhile.
+ * Localizing the failing pull request of a failed batch in one round (ADR 0034): its prefixes are
+ * tested at once on top of what is ahead (cut points spread over the bisection slots when there
+ * are fewer slots than prefixes); the first failing prefix cancels the longer ones, a passing one
+ * clears its pull requests where they stand, and a pass/fail pair one apart names the culprit.
+ * After the window failing runs take, the queue presumes the shortest failing prefix ends in the
+ * culprit and refills the lane behind it; nothing merges on the presumption.
  */
-import {
-  QUEUE_ACTOR,
-  type BisectionGroup,
-  type Entry,
-  type TestRun,
-  type TransitionReason,
-} from "../model.js";
-import { type PlanningState, at, config, entryOf, inFlight } from "./state.js";
-import { closeBisectionIfDone, newRun, record, transition } from "./state-changes.js";
+import { QUEUE_ACTOR, type BisectionGroup, type Entry, type TestRun } from "../model.js";
+import { type PlanningState, at, config, entryOf } from "./state.js";
+import { inFlightAhead } from "./dependencies.js";
+import { landedFrom } from "./merging.js";
+import { dissolveGroup, newRun, record, transition } from "./state-changes.js";
 import { conclude, replanRunsIncluding } from "./order.js";
+
+/** Failing-run durations remembered for the presumption window. */
+const FAILING_RUNS_KEPT = 20;
+/** Observations needed before the window is learned; until then it is the batch run's length. */
+const FAILING_RUNS_NEEDED = 3;
 
 export function startBisection(p: PlanningState, run: TestRun, unit: Entry[]): void {
   const id = `b${p.s.nextId++}`;
   const group: BisectionGroup = {
     id,
     runId: run.id,
-    segments: [
-      { entries: unit.map((e) => e.id), status: "failed", runId: run.id, inferred: false },
-    ],
+    entries: unit.map((e) => e.id),
+    passed: 0,
+    passedRunId: null,
+    failsAt: unit.length,
+    failedRunId: run.id,
+    prefixes: [],
+    roundStartedAt: null,
+    rounds: 0,
+    presumedAt: null,
   };
   p.s.bisections[id] = group;
-  // Its runs take the bisection slots, but its PRs keep their
-  // places in the queue: nothing behind them lands, or is tested, before they are decided
-  // (what is tested behind them meanwhile would have to be tested again with those cleared).
-  for (const entry of unit) {
-    entry.bisection = { groupId: id };
-    record(p, entry, "pending_failure", "bisection_started", QUEUE_ACTOR, run.id);
-  }
-  // The batch leaves the main queue while it is bisected.
+  // Its PRs keep their places in the queue: nothing behind them lands, or is tested, before the
+  // culprit is known or presumed (what is tested behind them meanwhile would include it).
+  for (const entry of unit) entry.bisection = { groupId: id };
   replanRunsIncluding(p, new Set(unit.map((e) => e.id)), "prerequisite_merge_item_failed");
 }
 
-/** A culprit's failure in words: its failing checks, else what its run reported. */
-function describeFailure(run: TestRun | undefined, culprit: Entry): string {
-  const checks = run?.failingChecks ?? culprit.failure?.checks ?? [];
-  if (checks.length > 0) return `failed ${checks.join(", ")}`;
-  return run?.failure?.detail ?? culprit.failure?.detail ?? "failed";
-}
-
 export function progressBisections(p: PlanningState): void {
-  if (Object.keys(p.s.bisections).length === 0) return;
-  const skip = config(p).optimizationMode === "bisection_skip_redundant_tests";
+  const groups = Object.values(p.s.bisections);
+  if (groups.length === 0) return;
   let slots =
     config(p).bisectionConcurrency -
     Object.values(p.s.runs).filter((r) => r.status === "running" && r.kind === "bisection").length;
-  for (const group of Object.values(p.s.bisections)) {
-    // Split failed segments; decide single culprits.
-    for (let i = 0; i < group.segments.length; i++) {
-      const segment = at(group.segments, i);
-      if (segment.status !== "failed") continue;
-      if (segment.entries.length === 1) {
-        group.segments.splice(i--, 1);
-        const culprit = p.s.entries[at(segment.entries, 0)];
-        if (culprit) {
-          const failedRun = segment.runId ? p.s.runs[segment.runId] : undefined;
-          culprit.bisection = null;
-          conclude(
-            p,
-            culprit,
-            "failed",
-            (segment.inferred ? undefined : failedRun?.failure?.reason) ??
-              culprit.failure?.reason ??
-              "failing_required_check",
-            QUEUE_ACTOR,
-            segment.runId,
-            segment.inferred
-              ? "bisection: its batch failed and the rest of the batch passed"
-              : `bisection: ${describeFailure(failedRun, culprit)}`,
-          );
-        }
-        continue;
-      }
-      const half = Math.ceil(segment.entries.length / 2);
-      const left = segment.entries.slice(0, half);
-      const right = segment.entries.slice(half);
-      group.segments.splice(
-        i,
-        1,
-        { entries: left, status: "untested", runId: null, inferred: false },
-        // With skip_redundant_tests the right half waits for the left one's verdict.
-        {
-          entries: right,
-          status: skip ? "testing" : "untested",
-          runId: skip ? `after:${left.join(",")}` : null,
-          inferred: false,
-        },
-      );
-      i--;
+  for (const group of groups) {
+    // A prefix run cancelled from elsewhere (a failure ahead took what it stood on) is tested
+    // again in the next round.
+    group.prefixes = group.prefixes.filter((x) => p.s.runs[x.runId]?.status === "running");
+    if (group.failsAt - group.passed <= 1) {
+      decide(p, group);
+      continue;
     }
     if (config(p).state === "paused" || p.s.merging !== null) continue;
-    for (const segment of group.segments) {
-      if (slots <= 0) break;
-      if (segment.status !== "untested") continue;
-      // On top of what will land before it (halves already proven good), so that the run
-      // still matches the branch when they have merged.
-      const first = p.s.order.indexOf(at(segment.entries, 0));
-      const ahead = p.s.order.slice(0, Math.max(0, first)).filter((id) => inFlight(entryOf(p, id)));
-      const run = newRun(p, {
-        kind: "bisection",
-        ahead,
-        unit: segment.entries,
-        attempt: 1,
-        bisectionGroup: group.id,
-      });
-      segment.status = "testing";
-      segment.runId = run.id;
-      slots -= 1;
+    if (group.prefixes.length > 0) {
+      presumeIfDue(p, group);
+      continue;
     }
+    if (slots > 0) slots -= startRound(p, group, slots);
   }
+}
+
+/** Prefix lengths to test between what passed and what failed, spread over `slots` runs. */
+export function cutPoints(passed: number, failsAt: number, slots: number): number[] {
+  const gap = failsAt - passed;
+  if (gap <= 1 || slots <= 0) return [];
+  if (slots >= gap - 1) return Array.from({ length: gap - 1 }, (_, i) => passed + 1 + i);
+  const points = new Set<number>();
+  for (let i = 1; i <= slots; i++) {
+    const point = passed + Math.round((i * gap) / (slots + 1));
+    if (point > passed && point < failsAt) points.add(point);
+  }
+  return [...points].sort((a, b) => a - b);
+}
+
+function startRound(p: PlanningState, group: BisectionGroup, slots: number): number {
+  // On top of what will land before it (PRs cleared already included), so that the run still
+  // matches the branch when they have merged; in parallel mode only what it depends on. Only on
+  // what has passed: a prefix's failure must be its own (not a PR ahead still being tested, nor
+  // another localization's presumption).
+  const plans = cutPoints(group.passed, group.failsAt, slots).map((length) => {
+    const unit = group.entries.slice(group.passed, length);
+    return { length, unit, ahead: inFlightAhead(p, unit) };
+  });
+  if (plans.some((plan) => !plan.ahead.every((id) => proven(p, id)))) return 0;
+  const lengths = plans.map((plan) => plan.length);
+  const failed = p.s.runs[group.failedRunId];
+  for (const { length, unit, ahead } of plans) {
+    const run = newRun(p, {
+      kind: "bisection",
+      ahead,
+      unit,
+      attempt: 1,
+      bisectionGroup: group.id,
+      failFirst: { fromRunId: group.failedRunId, checks: [...(failed?.failingChecks ?? [])] },
+    });
+    group.prefixes.push({ length, runId: run.id });
+  }
+  group.roundStartedAt = p.now;
+  group.rounds += 1;
+  const what =
+    lengths.length === 1
+      ? `testing 1 prefix of batch run ${group.runId}`
+      : `testing ${lengths.length} prefixes of batch run ${group.runId} at once`;
+  for (const id of undecided(p, group)) {
+    const entry = entryOf(p, id);
+    record(
+      p,
+      entry,
+      entry.state,
+      "bisection_started",
+      QUEUE_ACTOR,
+      group.failedRunId,
+      `${what} to find the failing pull request`,
+    );
+  }
+  return lengths.length;
+}
+
+/** Entries of the group still waiting for its verdict (not cleared, not sent back). */
+function undecided(p: PlanningState, group: BisectionGroup): string[] {
+  return group.entries
+    .slice(group.passed, group.failsAt)
+    .filter((id) => p.s.entries[id]?.bisection?.groupId === group.id);
+}
+
+/** The entry a localization presumes is its culprit, held out of the lane meanwhile. */
+export function presumedCulprit(p: PlanningState, entry: Entry): boolean {
+  const group = entry.bisection ? p.s.bisections[entry.bisection.groupId] : undefined;
+  return group?.presumedAt != null && group.entries[group.failsAt - 1] === entry.id;
+}
+
+/** How long to wait for a shorter prefix to fail before presuming it will not. */
+export function presumptionWindow(p: PlanningState, group: BisectionGroup): number {
+  const seen = p.s.failingRunMs ?? [];
+  if (seen.length >= FAILING_RUNS_NEEDED) {
+    const sorted = [...seen].sort((a, b) => a - b);
+    return Math.ceil(1.25 * at(sorted, Math.ceil(0.8 * sorted.length) - 1));
+  }
+  // Until then, as long as the batch run took: failing runs are not known to end early.
+  const failed = p.s.runs[group.runId];
+  const took = failed?.finishedAt != null ? failed.finishedAt - failed.startedAt : 0;
+  return took > 0 ? took : Infinity;
+}
+
+/** When the group's presumption is due (null: not pending). */
+export function presumptionDue(p: PlanningState, group: BisectionGroup): number | null {
+  if (group.presumedAt !== null || group.roundStartedAt === null) return null;
+  if (!group.prefixes.some((prefix) => prefix.length === group.failsAt - 1)) return null;
+  const due = group.roundStartedAt + presumptionWindow(p, group);
+  return Number.isFinite(due) ? due : null;
+}
+
+function presumeIfDue(p: PlanningState, group: BisectionGroup): void {
+  const due = presumptionDue(p, group);
+  if (due === null || p.now < due) return;
+  group.presumedAt = p.now;
+  for (const id of group.entries.slice(group.passed, group.failsAt - 1)) {
+    const entry = p.s.entries[id];
+    if (entry?.bisection?.groupId === group.id) entry.bisection.presumedGood = true;
+  }
+}
+
+/** A queued entry a passed run has cleared (or that is merging now). */
+function proven(p: PlanningState, id: string): boolean {
+  return p.s.entries[id]?.state === "tests_passed" || p.s.merging?.entryId === id;
+}
+
+/**
+ * Whether a failed prefix run's failure is its prefix's: everything it was stacked on has since
+ * merged, or is still cleared and queued. One that left otherwise may have been the cause.
+ */
+function failureIsOwn(p: PlanningState, run: TestRun): boolean {
+  const from = landedFrom(p, run.baseSha);
+  if (from === undefined) return false;
+  const merged = new Set(p.s.base.merges.slice(from).map((m) => m.entryId));
+  return run.ahead.every((id) => (p.s.entries[id] ? proven(p, id) : merged.has(id)));
 }
 
 export function bisectionResult(p: PlanningState, run: TestRun, passed: boolean): void {
   const group = run.bisectionGroup ? p.s.bisections[run.bisectionGroup] : undefined;
-  if (!group) return;
-  const index = group.segments.findIndex((s) => s.runId === run.id);
-  if (index < 0) return;
-  const segment = at(group.segments, index);
-  const waiting = group.segments.find((s) => s.runId === `after:${segment.entries.join(",")}`);
-  if (!passed) {
-    segment.status = "failed";
-    // A failing left half says nothing about its sibling. Proven-good halves are tested again
-    // in the main queue anyway, so the sibling goes straight back there instead of taking a
-    // bisection run of its own; if it holds a culprit too, its next batch finds it.
-    if (waiting) {
-      group.segments.splice(group.segments.indexOf(waiting), 1);
-      returnToMainQueue(p, waiting.entries, "bisection_inconclusive", run.id);
+  const prefix = group?.prefixes.find((x) => x.runId === run.id);
+  if (!group || !prefix) return;
+  group.prefixes = group.prefixes.filter((x) => x !== prefix);
+  if (passed) prefixPassed(p, group, prefix.length, run);
+  // Inconclusive: the prefix is tested again in the next round.
+  else if (failureIsOwn(p, run)) prefixFailed(p, group, prefix.length, run);
+}
+
+function prefixFailed(p: PlanningState, group: BisectionGroup, length: number, run: TestRun): void {
+  if (run.failure?.reason !== "test_run_timeout" && p.now > run.startedAt) {
+    const seen = [...(p.s.failingRunMs ?? []), p.now - run.startedAt];
+    p.s.failingRunMs = seen.slice(-FAILING_RUNS_KEPT);
+  }
+  if (length >= group.failsAt) return;
+  group.failsAt = length;
+  group.failedRunId = run.id;
+  cancelPrefixes(p, group, (x) => x.length > length);
+  if (group.presumedAt !== null) {
+    // The presumption was wrong: what was stacked on it tested the real culprit with it.
+    group.presumedAt = null;
+    const presumed = new Set<string>();
+    for (const id of group.entries) {
+      const entry = p.s.entries[id];
+      if (entry?.bisection?.groupId !== group.id) continue;
+      if (entry.bisection.presumedGood === true) presumed.add(id);
+      entry.bisection = { groupId: group.id };
     }
-    return;
+    // Main runs and other localizations' runs stacked on it, failed ones included (their
+    // failure may be the real culprit's), are tested again.
+    replanRunsIncluding(p, presumed, "prerequisite_merge_item_failed", group.id);
   }
-  group.segments.splice(index, 1);
-  if (waiting) {
-    // A failed parent and a passing left half: the right half fails without a run.
-    waiting.status = "failed";
-    waiting.runId = run.id;
-    waiting.inferred = true;
-  }
-  // Proven good, and tested on exactly what is ahead of them: the run clears them where they
-  // stand, like a main run. Should what lands ahead of them differ from what the run tested,
-  // it no longer matches the branch and they are tested again at the same place.
-  const unit = segment.entries.filter((id) => p.s.entries[id] !== undefined);
-  for (const id of unit) {
+  sendBack(p, group, length, run.id, "behind the failing prefix");
+}
+
+function prefixPassed(p: PlanningState, group: BisectionGroup, length: number, run: TestRun): void {
+  cancelPrefixes(p, group, (x) => x.length < length);
+  // Tested on exactly what is ahead of them: the run clears them where they stand, like a main
+  // run. Should what lands ahead differ from what it tested, they are tested again in place.
+  const cleared = group.entries
+    .slice(group.passed, length)
+    .filter((id) => p.s.entries[id]?.bisection?.groupId === group.id);
+  for (const id of cleared) {
     const entry = entryOf(p, id);
     entry.bisection = null;
     entry.failure = null;
     entry.runId = run.id;
-    entry.unit = unit;
+    entry.unit = cleared;
     transition(p, entry, "tests_passed", "bisection_passed", run.id);
   }
-  closeBisectionIfDone(p, group);
+  group.passed = Math.max(group.passed, length);
+  group.passedRunId = run.id;
+  if (group.passed >= group.failsAt) {
+    // A longer prefix passed than one that failed: that failure was not the batch's culprit
+    // (a flake). Nobody is evicted on it; the rest is tested again in the queue.
+    cancelPrefixes(p, group, () => true);
+    sendBack(p, group, group.passed, run.id, "a longer prefix passed");
+    Reflect.deleteProperty(p.s.bisections, group.id);
+  }
 }
 
-/**
- * Entries leave bisection undecided: back to `pending` at the place they hold in the queue, to
- * be tested there with what is ahead of them.
- */
-function returnToMainQueue(
+/** Entries from `length` on leave the group undecided, back to pending where they stand. */
+function sendBack(
   p: PlanningState,
-  ids: string[],
-  reason: TransitionReason,
-  runId: string | null,
+  group: BisectionGroup,
+  length: number,
+  runId: string,
+  why: string,
 ): void {
-  for (const id of ids) {
+  for (const id of group.entries.slice(length)) {
     const entry = p.s.entries[id];
-    if (!entry) continue;
+    if (entry?.bisection?.groupId !== group.id) continue;
     entry.bisection = null;
     entry.failure = null;
     entry.runId = null;
-    transition(p, entry, "pending", reason, runId);
+    transition(p, entry, "pending", "bisection_inconclusive", runId, `tested again: ${why}`);
   }
+  group.entries = group.entries.slice(0, Math.max(length, group.passed));
 }
 
-export function dissolveBisection(p: PlanningState, group: BisectionGroup): void {
-  for (const segment of group.segments) {
-    const run = segment.runId ? p.s.runs[segment.runId] : undefined;
-    if (segment.runId && run?.status === "running") {
+function cancelPrefixes(
+  p: PlanningState,
+  group: BisectionGroup,
+  which: (prefix: { length: number; runId: string }) => boolean,
+): void {
+  for (const prefix of group.prefixes.filter(which)) {
+    const run = p.s.runs[prefix.runId];
+    if (run?.status === "running") {
       run.status = "cancelled";
-      p.decisions.push({
-        type: "cancel_run",
-        runId: segment.runId,
-        reason: "restarted_on_new_base",
-      });
+      run.finishedAt = p.now;
+      p.decisions.push({ type: "cancel_run", runId: run.id, reason: "bisection_passed" });
     }
-    returnToMainQueue(p, segment.entries, "restarted_on_new_base", null);
   }
+  group.prefixes = group.prefixes.filter((prefix) => !which(prefix));
+}
+
+/** A run and the pull requests it tested, in words: "run 12 (#3, #4)". */
+function described(run: TestRun): string {
+  return `run ${run.id} (${run.prs.map((pr) => `#${pr.number}`).join(", ")})`;
+}
+
+/** The evidence against a culprit in words: the passing and the failing run. */
+function evidence(p: PlanningState, group: BisectionGroup, culprit: Entry): string {
+  const failed = p.s.runs[group.failedRunId];
+  const checks = failed?.failingChecks ?? [];
+  const what =
+    checks.length > 0
+      ? `failed ${checks.join(", ")}`
+      : (failed?.failure?.detail ?? culprit.failure?.detail ?? "failed");
+  const failing = failed ? described(failed) : `run ${group.failedRunId}`;
+  const passedRun = group.passedRunId ? p.s.runs[group.passedRunId] : undefined;
+  if (!passedRun) return `localization: ${failing} ${what}, with #${culprit.pr.number} first`;
+  return `localization: ${described(passedRun)} passed; ${failing} ${what}`;
+}
+
+function decide(p: PlanningState, group: BisectionGroup): void {
+  cancelPrefixes(p, group, () => true);
   Reflect.deleteProperty(p.s.bisections, group.id);
+  const id = group.entries[group.failsAt - 1];
+  const culprit = id === undefined ? undefined : p.s.entries[id];
+  if (!culprit || culprit.bisection?.groupId !== group.id) return;
+  culprit.bisection = null;
+  const failed = p.s.runs[group.failedRunId];
+  conclude(
+    p,
+    culprit,
+    "failed",
+    failed?.failure?.reason ?? culprit.failure?.reason ?? "failing_required_check",
+    QUEUE_ACTOR,
+    group.failedRunId,
+    evidence(p, group, culprit),
+  );
+}
+
+/** A prefix run's flaky-only failure: the same prefix once more, on the same tree. */
+export function retryBisectionRun(p: PlanningState, run: TestRun): boolean {
+  const group = run.bisectionGroup ? p.s.bisections[run.bisectionGroup] : undefined;
+  const prefix = group?.prefixes.find((x) => x.runId === run.id);
+  if (!group || !prefix) return false;
+  const retry = newRun(p, {
+    kind: "bisection",
+    ahead: run.ahead.filter((id) => p.s.entries[id] !== undefined),
+    unit: run.unit.filter((id) => p.s.entries[id] !== undefined),
+    attempt: run.attempt + 1,
+    bisectionGroup: group.id,
+    ...(run.failFirst ? { failFirst: run.failFirst } : {}),
+  });
+  prefix.runId = retry.id;
+  for (const id of retry.unit) {
+    const entry = entryOf(p, id);
+    entry.flakyRetries += 1;
+    record(
+      p,
+      entry,
+      entry.state,
+      "retried_flaky_failure",
+      QUEUE_ACTOR,
+      retry.id,
+      `only known flaky tests failed in localization run ${run.id}; retrying once`,
+    );
+  }
+  return true;
+}
+
+/** A prefix run's test branch could not be built: that prefix is dropped from the round. */
+export function prefixNotBuilt(p: PlanningState, run: TestRun): void {
+  const group = run.bisectionGroup ? p.s.bisections[run.bisectionGroup] : undefined;
+  if (group) group.prefixes = group.prefixes.filter((x) => x.runId !== run.id);
+}
+
+/** An outside push: every localization ends, its PRs are tested again where they stand. */
+export function dissolveBisection(p: PlanningState, group: BisectionGroup): void {
+  const members = dissolveGroup(p, group, "restarted_on_new_base", null);
+  replanRunsIncluding(p, new Set(members), "restarted_on_new_base", group.id);
 }

@@ -5,6 +5,7 @@
 import { HOUR_MS as HOUR, MINUTE_MS as MINUTE } from "../../lib/time.js";
 import { type PlanningState, at, config, entryOf } from "./state.js";
 import { landingOf, lineageIndex } from "./merging.js";
+import { presumptionDue } from "./bisection.js";
 
 export function collectGarbage(p: PlanningState): void {
   // Entries point only at runs whose unit they are in: looking there is enough.
@@ -20,7 +21,9 @@ export function collectGarbage(p: PlanningState): void {
   }
   for (const group of Object.values(p.s.bisections)) {
     referenced.add(group.runId);
-    for (const segment of group.segments) if (segment.runId) referenced.add(segment.runId);
+    referenced.add(group.failedRunId);
+    if (group.passedRunId) referenced.add(group.passedRunId);
+    for (const prefix of group.prefixes) referenced.add(prefix.runId);
   }
   for (const run of Object.values(p.s.runs)) {
     if (run.status === "passed" && landingOf(p, run)?.length) referenced.add(run.id);
@@ -50,6 +53,11 @@ export function wakeAt(p: PlanningState): number | null {
     if (timeout > 0 && run.status === "running") {
       wake = Math.min(wake, run.startedAt + timeout * MINUTE);
     }
+  }
+  for (const group of Object.values(p.s.bisections)) {
+    const due = presumptionDue(p, group);
+    // A presumption held back by a merge in flight is made when that merge reports.
+    if (due !== null && due > p.now) wake = Math.min(wake, due);
   }
   const hours = config(p).notReadyTimeoutHours;
   if (hours > 0) {

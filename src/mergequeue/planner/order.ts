@@ -12,7 +12,7 @@ import {
 } from "../model.js";
 import { type PlanningState, at, byNumber, entryOf, targetsOf, targetsOverlap } from "./state.js";
 import { noteStack, stackIndexOf } from "./indexes.js";
-import { dropFromBisection, invalidateRun, toPending, transition } from "./state-changes.js";
+import { dissolveGroup, invalidateRun, toPending, transition } from "./state-changes.js";
 
 export function insertIntoOrder(p: PlanningState, entry: Entry): void {
   const order = p.s.order;
@@ -117,7 +117,10 @@ export function leaveOrder(p: PlanningState, entry: Entry, reason: TransitionRea
   removeFromOrder(p, entry.id);
   if (entry.bisection) {
     const group = p.s.bisections[entry.bisection.groupId];
-    if (group) dropFromBisection(p, group, entry.id);
+    if (group) {
+      const members = dissolveGroup(p, group, "prerequisite_merge_item_removed", entry.id);
+      replanRunsIncluding(p, new Set(members), "prerequisite_merge_item_removed");
+    }
     entry.bisection = null;
   }
   const dependentReason: TransitionReason =
@@ -134,17 +137,20 @@ export function leaveOrder(p: PlanningState, entry: Entry, reason: TransitionRea
 }
 
 /**
- * Entries leave what other runs assumed (they concluded, stopped being ready, or went to
- * bisection): every run that included them is tested again without them, and a held failure
- * that included them was most likely theirs, so it is tested again too.
+ * Entries leave what other runs assumed (they concluded, stopped being ready, went to
+ * localization, or a presumption about them was withdrawn): every run that included them is
+ * tested again without them, and a held failure that included them was most likely theirs, so
+ * it is tested again too. The runs of localization `keepGroup` are its own business.
  */
 export function replanRunsIncluding(
   p: PlanningState,
   ids: ReadonlySet<string>,
   reason: TransitionReason,
+  keepGroup: string | null = null,
 ): void {
   for (const run of Object.values(p.s.runs)) {
     if (run.status === "cancelled") continue;
+    if (keepGroup !== null && run.bisectionGroup === keepGroup) continue;
     if (!run.prs.some((pr) => ids.has(pr.entryId))) continue;
     if (run.status === "running" || run.status === "passed") {
       invalidateRun(p, run, reason, QUEUE_ACTOR, ids);

@@ -12,7 +12,7 @@ import {
 import { type PlanningState, at } from "./state.js";
 import { newRun, record, recordVerdict, transition } from "./state-changes.js";
 import { conclude } from "./order.js";
-import { bisectionResult } from "./bisection.js";
+import { bisectionResult, prefixNotBuilt, retryBisectionRun } from "./bisection.js";
 
 export function runFinished(
   p: PlanningState,
@@ -82,14 +82,8 @@ function conflictFound(
   const why = leaving
     ? `#${conflict.prNumber} left the queue: it ${detail}`
     : `the test branch of run ${run.id} could not be built`;
-  if (run.kind === "bisection") {
-    const group = run.bisectionGroup ? p.s.bisections[run.bisectionGroup] : undefined;
-    const segment = group?.segments.find((s) => s.runId === run.id);
-    if (segment) {
-      segment.status = "untested";
-      segment.runId = null;
-    }
-  } else {
+  if (run.kind === "bisection") prefixNotBuilt(p, run);
+  else {
     for (const id of run.unit) {
       const entry = p.s.entries[id];
       if (!entry || entry.runId !== run.id || entry.id === leaving?.id) continue;
@@ -132,9 +126,12 @@ export function failRun(
   const unit = run.unit.map((id) => p.s.entries[id]).filter((e) => e?.runId === run.id);
   if (flakyOnly && run.attempt === 1 && unit.length > 0) {
     // The same tree: what landed meanwhile is now part of the head it starts on.
+    // The same tree: what landed meanwhile (ahead or, merged by a later run, in the unit) is
+    // now part of the head it starts on.
     const retry = newRun(p, {
       ...run,
       ahead: run.ahead.filter((id) => p.s.entries[id] !== undefined),
+      unit: run.unit.filter((id) => p.s.entries[id] !== undefined),
       attempt: run.attempt + 1,
     });
     for (const entry of unit as Entry[]) {
@@ -157,34 +154,4 @@ export function failRun(
     entry.failure = { runId: run.id, reason, checks: failingChecks, detail: why };
     transition(p, entry, "pending_failure", reason, run.id, why);
   }
-}
-
-/** A bisection run's flaky-only failure: the same segment once more, on the same tree. */
-function retryBisectionRun(p: PlanningState, run: TestRun): boolean {
-  const group = run.bisectionGroup ? p.s.bisections[run.bisectionGroup] : undefined;
-  const segment = group?.segments.find((s) => s.runId === run.id);
-  if (!group || !segment) return false;
-  const retry = newRun(p, {
-    kind: "bisection",
-    ahead: run.ahead.filter((id) => p.s.entries[id] !== undefined),
-    unit: segment.entries,
-    attempt: run.attempt + 1,
-    bisectionGroup: group.id,
-  });
-  segment.runId = retry.id;
-  for (const id of segment.entries) {
-    const entry = p.s.entries[id];
-    if (!entry) continue;
-    entry.flakyRetries += 1;
-    record(
-      p,
-      entry,
-      entry.state,
-      "retried_flaky_failure",
-      QUEUE_ACTOR,
-      retry.id,
-      `only known flaky tests failed in bisection run ${run.id}; retrying once`,
-    );
-  }
-  return true;
 }

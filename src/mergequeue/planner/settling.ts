@@ -18,7 +18,9 @@ import {
 } from "./state.js";
 import { invalidateRun, newRun, toPending, transition } from "./state-changes.js";
 import { landedFrom, landingOf, mergeNext, tryDirectMerge } from "./merging.js";
-import { progressBisections } from "./bisection.js";
+import { presumedCulprit, progressBisections } from "./bisection.js";
+import { dependenciesAt, inFlightAhead } from "./dependencies.js";
+import { batchSizeChoice } from "../batch-size.js";
 import { resolveFailures } from "./pending-failure.js";
 import { collectGarbage } from "./housekeeping.js";
 
@@ -65,27 +67,6 @@ function finishModeSwitchIfEmpty(p: PlanningState): void {
   p.decisions.push({ type: "queue_state", configuration: p.s.configuration });
 }
 
-/**
- * The entries ahead of `index` in the order that an entry with `targets` depends on, directly
- * or through each other (a dependency's own dependencies are part of its tested base).
- */
-function dependenciesAt(p: PlanningState, index: number, targets: ImpactedTargets): string[] {
-  const order = p.s.order;
-  if (config(p).mode !== "parallel") return order.slice(0, index);
-  const chosen = new Set<string>();
-  let frontier: ImpactedTargets[] = [targets];
-  // Walk backwards once: an earlier entry is needed if it overlaps anything already needed.
-  for (let i = index - 1; i >= 0; i--) {
-    const id = at(order, i);
-    const other = targetsOf(p, entryOf(p, id));
-    if (frontier.some((t) => targetsOverlap(t, other))) {
-      chosen.add(id);
-      frontier = [...frontier, other];
-    }
-  }
-  return order.slice(0, index).filter((id) => chosen.has(id));
-}
-
 function startRuns(p: PlanningState): void {
   p.batchDeadline = null;
   // Only the few entries told to wait last time carry a reason; they are listed.
@@ -104,6 +85,8 @@ function startRuns(p: PlanningState): void {
   for (let i = 0; i < order.length && slots > 0; i++) {
     const entry = entryOf(p, at(order, i));
     if (entry.bisection !== null) {
+      // Presumed good: in flight on its prefix run. The presumed culprit is held out.
+      if (entry.bisection.presumedGood === true || presumedCulprit(p, entry)) continue;
       // Undecided PRs hold their places: what depends on them waits for their verdict.
       if (config(p).mode !== "parallel") {
         markWaitingBehindBisection(p, i);
@@ -150,7 +133,10 @@ function worthStarting(p: PlanningState, deps: string[]): boolean {
   const threshold = config(p).speculationThresholdPercent;
   if (threshold <= 0) return true;
   let untested = 0;
-  for (const id of deps) if (entryOf(p, id).state === "testing") untested += 1;
+  for (const id of deps) {
+    const dep = entryOf(p, id);
+    if (dep.state === "testing" || dep.bisection?.presumedGood === true) untested += 1;
+  }
   return worthSpeculating(threshold, p.s.verdicts, untested);
 }
 
@@ -196,7 +182,8 @@ function formUnit(p: PlanningState, index: number): string[] | null {
   const order = p.s.order;
   const first = entryOf(p, at(order, index));
   if (!config(p).batch || first.noBatch) return [first.id];
-  const size = Math.max(1, config(p).batchingMinSize);
+  const size = batchSizeChoice(config(p), p.s.verdicts).size;
+  if (size === 1) return [first.id];
   const unit: string[] = [];
   let oldestReady = Infinity;
   for (let i = index; i < order.length && unit.length < size; i++) {
@@ -241,18 +228,7 @@ function markWaitingBehindBisection(p: PlanningState, index: number): void {
 }
 
 function startMainRun(p: PlanningState, unitIds: string[]): void {
-  const order = p.s.order;
-  const firstIndex = order.indexOf(at(unitIds, 0));
-  const unitSet = new Set(unitIds);
-  const ahead = new Set<string>();
-  for (const id of unitIds) {
-    const entry = entryOf(p, id);
-    const deps = dependenciesAt(p, order.indexOf(id), targetsOf(p, entry));
-    for (const dep of deps) {
-      if (!unitSet.has(dep) && inFlight(entryOf(p, dep))) ahead.add(dep);
-    }
-  }
-  const aheadIds = order.slice(0, firstIndex + unitIds.length).filter((id) => ahead.has(id));
+  const aheadIds = inFlightAhead(p, unitIds);
   const run = newRun(p, {
     kind: "main",
     ahead: aheadIds,

@@ -1,7 +1,7 @@
 /**
  * State changes every concern shares: transitions (each a decision on the entry's timeline), runs
- * started and invalidated, verdicts counted. An entry leaving its bisection group is here too,
- * below the queue order, because leaving the queue includes it.
+ * started and invalidated, verdicts counted. A localization ending undecided is here too, below
+ * the queue order, because an entry leaving the queue ends it.
  */
 import {
   QUEUE_ACTOR,
@@ -100,7 +100,7 @@ export function invalidateRun(
 
 export function newRun(
   p: PlanningState,
-  spec: Pick<TestRun, "kind" | "ahead" | "unit" | "attempt" | "bisectionGroup">,
+  spec: Pick<TestRun, "kind" | "ahead" | "unit" | "attempt" | "bisectionGroup" | "failFirst">,
 ): TestRun {
   const id = `${p.s.nextId++}`;
   const held = new Set<number>();
@@ -126,6 +126,7 @@ export function newRun(
     bisectionGroup: spec.bisectionGroup,
     failingChecks: [],
     attempt: spec.attempt,
+    ...(spec.failFirst ? { failFirst: spec.failFirst } : {}),
     slot,
   };
   p.s.runs[id] = run;
@@ -140,6 +141,9 @@ function copyRun(run: TestRun): TestRun {
     ahead: [...run.ahead],
     unit: [...run.unit],
     failingChecks: [...run.failingChecks],
+    ...(run.failFirst
+      ? { failFirst: { ...run.failFirst, checks: [...run.failFirst.checks] } }
+      : {}),
   };
 }
 
@@ -148,28 +152,33 @@ export function recordVerdict(p: PlanningState, prs: number, failed: boolean): v
   p.s.verdicts = addVerdict(p.s.verdicts, prs, failed);
 }
 
-/** An entry leaves its bisection group: it stopped being ready or left the queue. */
-export function dropFromBisection(p: PlanningState, group: BisectionGroup, entryId: string): void {
-  for (const segment of group.segments) {
-    if (!segment.entries.includes(entryId)) continue;
-    const waitingFor = `after:${segment.entries.join(",")}`;
-    segment.entries = segment.entries.filter((id) => id !== entryId);
-    // What was known of the segment held with the entry in it: it is tested again (its run,
-    // if any, is cancelled with the entry's), and a sibling waiting for its verdict goes ahead.
-    segment.status = "untested";
-    segment.runId = null;
-    segment.inferred = false;
-    for (const sibling of group.segments) {
-      if (sibling.runId === waitingFor) {
-        sibling.status = "untested";
-        sibling.runId = null;
-      }
-    }
+/**
+ * A localization ends undecided (an outside push, or one of its PRs left the queue): its runs
+ * are cancelled and its PRs (but `leaving`) are tested again where they stand. Returns them: the
+ * caller replans what was stacked on its presumption.
+ */
+export function dissolveGroup(
+  p: PlanningState,
+  group: BisectionGroup,
+  reason: TransitionReason,
+  leaving: string | null,
+): string[] {
+  Reflect.deleteProperty(p.s.bisections, group.id);
+  for (const prefix of group.prefixes) {
+    const run = p.s.runs[prefix.runId];
+    if (run?.status !== "running") continue;
+    run.status = "cancelled";
+    run.finishedAt = p.now;
+    p.decisions.push({ type: "cancel_run", runId: run.id, reason });
   }
-  group.segments = group.segments.filter((s) => s.entries.length > 0);
-  closeBisectionIfDone(p, group);
-}
-
-export function closeBisectionIfDone(p: PlanningState, group: BisectionGroup): void {
-  if (group.segments.length === 0) Reflect.deleteProperty(p.s.bisections, group.id);
+  const members = group.entries.filter((id) => p.s.entries[id]?.bisection?.groupId === group.id);
+  for (const id of members) {
+    const entry = entryOf(p, id);
+    entry.bisection = null;
+    if (id === leaving) continue;
+    entry.failure = null;
+    entry.runId = null;
+    transition(p, entry, "pending", reason, null, null);
+  }
+  return members;
 }

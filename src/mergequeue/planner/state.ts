@@ -56,10 +56,13 @@ export function targetsOf(p: PlanningState, entry: Entry): ImpactedTargets {
   return entry.impactedTargets ?? "ALL";
 }
 
-/** Entries whose changes a new run includes: those in flight, not those being bisected. */
+/**
+ * Entries whose changes a new run includes: those in flight, not those under localization unless
+ * the queue presumes them good.
+ */
 export function inFlight(entry: Entry): boolean {
   return (
-    entry.bisection === null &&
+    (entry.bisection === null || entry.bisection.presumedGood === true) &&
     (entry.state === "testing" ||
       entry.state === "tests_passed" ||
       entry.state === "pending_failure")

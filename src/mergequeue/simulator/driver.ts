@@ -280,9 +280,14 @@ export class SimulatedDriver {
     );
     // Known flaky tests fail at most once on the same combination: its rerun passes.
     const flakes = flaked && (!o.flakesKnown || run.attempt === 1);
+    // Fail-first: a localization run of a bad prefix runs the batch's failed tests first.
+    const endsAfter =
+      bad && run.failFirst !== undefined
+        ? Math.max(1, Math.round(duration * o.failFirstFraction))
+        : duration;
     const record: RunRecord = {
       startedAt: this.now,
-      endsAt: this.now + duration,
+      endsAt: this.now + endsAfter,
       outcome: bad || flakes ? "failed" : "passed",
       flakyOnly: o.flakesKnown && flakes && !bad,
       state: "running",

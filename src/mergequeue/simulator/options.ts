@@ -24,6 +24,11 @@ export interface SimulationOptions {
   ciMinutes: number;
   /** A run lasts T·(1 + jitter·U[-1, 1]). */
   ciJitter: number;
+  /**
+   * Fail-first: a localization run that fails ends after this fraction of its duration (it runs
+   * the batch's failed tests first); 1: failing runs take as long as passing ones.
+   */
+  failFirstFraction: number;
   /** Probability that a PR is bad: every run that contains it fails. */
   failureRate: number;
   /** Probability that any run fails although nothing in it is bad. */
@@ -63,6 +68,7 @@ export interface SimulationOptions {
 
 export const SIMULATION_DEFAULTS = Object.freeze({
   ciJitter: 0,
+  failFirstFraction: 1,
   flakeRate: 0,
   flakesKnown: false,
   conflictRate: 0,
@@ -172,6 +178,7 @@ export function validateOptions(o: SimulationOptions): void {
   }
   positive("--ci-minutes", o.ciMinutes, 10_000);
   fraction("--ci-jitter", o.ciJitter);
+  positive("--fail-first-fraction", o.failFirstFraction, 1);
   fraction("--failure-rate", o.failureRate);
   fraction("--flake-rate", o.flakeRate);
   fraction("--conflict-rate", o.conflictRate);

@@ -310,6 +310,7 @@ export function describeSettings(o: SimulationOptions): Record<string, unknown> 
           (o.arrivals.backlog ? ` after ${o.arrivals.backlog} at 0` : ""),
     ciMinutes: o.ciMinutes,
     ciJitter: o.ciJitter,
+    failFirstFraction: o.failFirstFraction,
     failureRate: o.failureRate,
     flakeRate: o.flakeRate,
     flakesKnown: o.flakesKnown,

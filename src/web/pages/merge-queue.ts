@@ -178,12 +178,8 @@ export function queueLive(board: QueueBoard, place: QueuePlace, links: QueueLink
   const bisections =
     board.bisections.length === 0
       ? ""
-      : markup`<h3>Bisections</h3><ul>${board.bisections.map(
-          (b) =>
-            markup`<li>Run ${b.runId} failed; split into ${b.segments.map(
-              (s, i) =>
-                markup`${i > 0 ? ", " : ""}${s.prNumbers.map((n) => `#${n}`).join(" ")} <span class="muted">(${s.status}${s.inferred ? ", inferred" : ""})</span>`,
-            )}</li>`,
+      : markup`<h3>Failed batches being localized</h3><ul class="localizations">${board.bisections.map(
+          (b) => markup`<li>${b.summary}.</li>`,
         )}</ul>`;
   const estimate =
     board.typicalRunMs === null
