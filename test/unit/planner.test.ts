@@ -770,6 +770,45 @@ describe("parallel mode (background §merge-queue-2.8)", () => {
     expect(h.prsOf(h.run(2))).toEqual([2]); // independent of 1
   });
 
+  it("keeps a batch in its lane: independent PRs between are left for their own batch", () => {
+    const h = new PlannerHarness({
+      mode: "parallel",
+      concurrency: 4,
+      batch: true,
+      batchingMinSize: 2,
+    });
+    const targets: Record<number, string[]> = {
+      1: ["web"],
+      2: ["api"],
+      3: ["web"],
+      4: ["api"],
+      5: ["web", "api"],
+    };
+    for (const n of [1, 2, 3, 4, 5]) {
+      h.send({
+        type: "set_impacted_targets",
+        prNumber: n,
+        headSha: `h${n}`,
+        targets: targets[n] ?? [],
+      });
+      h.submit(n);
+    }
+    expect(h.runningUnits()).toEqual([
+      [1, 3],
+      [2, 4],
+    ]);
+    expect(h.queueOrder()).toEqual([1, 2, 3, 4, 5]);
+    // #5 spans both lanes: its batch goes on top of both.
+    h.tick(5);
+    expect(h.prsOf(h.run(5))).toEqual([1, 2, 3, 4, 5]);
+    // Lanes merge independently: #2 and #4 need not wait for #1 and #3.
+    h.pass(2, 4);
+    expect(h.merged).toEqual([2, 4]);
+    h.pass(1, 3);
+    h.pass(5);
+    expect(h.merged).toEqual([2, 4, 1, 3, 5]);
+  });
+
   it("builds lanes from impacted targets: C on top of A and B, D alone", () => {
     const h = new PlannerHarness({ mode: "parallel", concurrency: 4 });
     const targets: Record<number, string[] | "ALL"> = {

@@ -42,8 +42,9 @@ export function dependenciesAt(
 /** The entries in flight that a run of `unitIds` goes on top of, in queue order. */
 export function inFlightAhead(p: PlanningState, unitIds: readonly string[]): string[] {
   const order = p.s.order;
-  const firstIndex = order.indexOf(at(unitIds, 0));
   const unitSet = new Set(unitIds);
+  // A lane's batch need not be consecutive: up to its last entry.
+  const lastIndex = Math.max(...unitIds.map((id) => order.indexOf(id)));
   const ahead = new Set<string>();
   for (const id of unitIds) {
     const entry = entryOf(p, id);
@@ -51,5 +52,5 @@ export function inFlightAhead(p: PlanningState, unitIds: readonly string[]): str
       if (!unitSet.has(dep) && inFlight(entryOf(p, dep))) ahead.add(dep);
     }
   }
-  return order.slice(0, firstIndex + unitIds.length).filter((id) => ahead.has(id));
+  return order.slice(0, lastIndex + 1).filter((id) => ahead.has(id));
 }

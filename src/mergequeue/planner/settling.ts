@@ -121,7 +121,8 @@ function startRuns(p: PlanningState): void {
     }
     startMainRun(p, unit);
     slots -= 1;
-    i = order.indexOf(at(unit, unit.length - 1));
+    // One lane: the batch is consecutive. Lanes: entries left out of it are still to be seen.
+    if (config(p).mode !== "parallel") i = order.indexOf(at(unit, unit.length - 1));
   }
 }
 
@@ -184,14 +185,10 @@ function formUnit(p: PlanningState, index: number): string[] | null {
   if (!config(p).batch || first.noBatch) return [first.id];
   const size = batchSizeChoice(config(p), p.s.verdicts).size;
   if (size === 1) return [first.id];
-  const unit: string[] = [];
+  const unit =
+    config(p).mode === "parallel" ? laneBatch(p, index, size) : consecutiveBatch(p, index, size);
   let oldestReady = Infinity;
-  for (let i = index; i < order.length && unit.length < size; i++) {
-    const entry = entryOf(p, at(order, i));
-    if (entry.state !== "pending" || entry.noBatch) break;
-    unit.push(entry.id);
-    oldestReady = Math.min(oldestReady, entry.readyAt ?? p.now);
-  }
+  for (const id of unit) oldestReady = Math.min(oldestReady, entryOf(p, id).readyAt ?? p.now);
   if (unit.length >= size) return unit;
   const urgent = unit.some((id) => entryOf(p, id).priorityValue === URGENT_PRIORITY);
   const deadline = oldestReady + config(p).batchingMaxWaitTimeMinutes * MINUTE;
@@ -207,6 +204,56 @@ function formUnit(p: PlanningState, index: number): string[] | null {
     (p.s.waiting ??= []).push(id);
   }
   return null;
+}
+
+/** Single mode: the ready entries from `index` on, in order, up to `size`. */
+function consecutiveBatch(p: PlanningState, index: number, size: number): string[] {
+  const order = p.s.order;
+  const unit: string[] = [];
+  for (let i = index; i < order.length && unit.length < size; i++) {
+    const entry = entryOf(p, at(order, i));
+    if (entry.state !== "pending" || entry.noBatch) break;
+    unit.push(entry.id);
+  }
+  return unit;
+}
+
+/** How far behind its first entry a lane's batch looks for more (bounds the planner's work). */
+const LANE_SCAN = 256;
+
+/**
+ * Parallel mode: a batch stays in its lane. From `index` on, the ready entries whose targets
+ * overlap the batch's, up to `size`; independent entries are left for their own lane's batch,
+ * and an entry that depends on one left out (or on anything ahead not in flight) cannot join.
+ */
+function laneBatch(p: PlanningState, index: number, size: number): string[] {
+  const order = p.s.order;
+  const first = entryOf(p, at(order, index));
+  const unit = [first.id];
+  const inUnit = new Set(unit);
+  const batchTargets: ImpactedTargets[] = [targetsOf(p, first)];
+  const leftOut: ImpactedTargets[] = [];
+  const end = Math.min(order.length, index + 1 + LANE_SCAN);
+  for (let i = index + 1; i < end && unit.length < size; i++) {
+    const entry = entryOf(p, at(order, i));
+    const targets = targetsOf(p, entry);
+    // An entry in flight between counts as left out too: the run goes on top of what is ahead
+    // of its first entry, so nothing in it may depend on an entry behind that one.
+    const joins =
+      entry.state === "pending" &&
+      !entry.noBatch &&
+      batchTargets.some((t) => targetsOverlap(t, targets)) &&
+      !leftOut.some((t) => targetsOverlap(t, targets)) &&
+      dependenciesAt(p, i, targets).every((id) => inUnit.has(id) || inFlight(entryOf(p, id)));
+    if (!joins) {
+      leftOut.push(targets);
+      continue;
+    }
+    unit.push(entry.id);
+    inUnit.add(entry.id);
+    batchTargets.push(targets);
+  }
+  return unit;
 }
 
 /** The first pending entry behind a batch under bisection says what it waits for. */
