@@ -43,13 +43,16 @@ export function startBisection(p: PlanningState, run: TestRun, unit: Entry[]): v
 export function progressBisections(p: PlanningState): void {
   const groups = Object.values(p.s.bisections);
   if (groups.length === 0) return;
-  let slots =
-    config(p).bisectionConcurrency -
-    Object.values(p.s.runs).filter((r) => r.status === "running" && r.kind === "bisection").length;
+  // The slots the localizations' prefix runs hold (a run of an upgraded snapshot's halving,
+  // still going, holds none: its result is ignored when it comes).
+  let slots = config(p).bisectionConcurrency;
   for (const group of groups) {
     // A prefix run cancelled from elsewhere (a failure ahead took what it stood on) is tested
     // again in the next round.
     group.prefixes = group.prefixes.filter((x) => p.s.runs[x.runId]?.status === "running");
+    slots -= group.prefixes.length;
+  }
+  for (const group of groups) {
     if (group.failsAt - group.passed <= 1) {
       decide(p, group);
       continue;
