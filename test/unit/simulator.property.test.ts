@@ -88,9 +88,15 @@ const workload: fc.Arbitrary<SimulationOptions> = fc
 
 describe("the planner on realistic random workloads (simulator)", () => {
   it("loses no good PR, keeps the order, merges nothing bad, lands only what was tested", () => {
+    // The paths the workloads went through, so that a generator that stops reaching them shows.
+    const reached = { localizations: 0, culpritsNamed: 0, parallel: 0 };
     fc.assert(
       fc.property(workload, (o) => {
         const { report } = simulate(o, planner);
+        const transitions = report.details.transitions;
+        reached.localizations += transitions["pending_failure:bisection_started"] ?? 0;
+        reached.culpritsNamed += report.details.bisectionRuns > 0 ? report.failed : 0;
+        if (o.targetsFanout !== null && report.details.bisectionRuns > 0) reached.parallel += 1;
         expect(report.stopReason).toBe("completed");
         expect(report.goodPrsEvicted).toBe(0);
         expect(report.badMerged).toBe(0);
@@ -116,6 +122,9 @@ describe("the planner on realistic random workloads (simulator)", () => {
       }),
       { numRuns: 300 },
     );
+    expect(reached.localizations).toBeGreaterThan(0);
+    expect(reached.culpritsNamed).toBeGreaterThan(0);
+    expect(reached.parallel).toBeGreaterThan(0);
   });
 
   it("a conflict costs no CI run and no bisection: two conflicting PRs and one unrelated", () => {
