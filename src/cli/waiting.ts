@@ -8,6 +8,7 @@ export interface WaitingForBody {
   until?: string;
   batch?: { have: number; need: number };
   prNumbers?: number[];
+  runId?: string;
 }
 
 const pad2 = (n: number) => String(n).padStart(2, "0");
@@ -20,15 +21,16 @@ export function localClockTime(epochMs: number, now = Date.now()): string {
   return `${String(at.getFullYear())}-${pad2(at.getMonth() + 1)}-${pad2(at.getDate())} ${time}`;
 }
 
-const known = (reason: string): reason is WaitingKind =>
-  (WAITING_KINDS as readonly string[]).includes(reason);
+/** The reasons the CLI words itself (the others carry no time: the server's words do). */
+const worded = (reason: string): reason is Exclude<WaitingKind, "under_localization"> =>
+  reason !== "under_localization" && (WAITING_KINDS as readonly string[]).includes(reason);
 
 /**
- * "batch forming: 1 of 3, starts by 15:19 at the latest", in local time; a reason this CLI does
- * not know is shown as the server words it.
+ * "batch forming: 1 of 3, starts by 15:19 at the latest", in local time; a localization, or a
+ * reason this CLI does not know, is shown as the server words it.
  */
 export function describeWaitingFor(waiting: WaitingForBody, now = Date.now()): string {
-  if (!known(waiting.reason)) return waiting.message;
+  if (!worded(waiting.reason)) return waiting.message;
   const until = waiting.until === undefined ? Number.NaN : Date.parse(waiting.until);
   return describeWaiting(
     {

@@ -56,16 +56,26 @@ export function batchSizeChoice(
 ): BatchSizeChoice {
   const ceiling = Math.max(1, configuration.batchingMinSize);
   const rate = estimatedFailureRate(verdicts);
-  const percent = `${Math.round(rate * 1000) / 10} %`;
   if (!configuration.batch) {
     return { size: 1, ceiling, estimatedFailureRate: rate, reason: "batching is off" };
   }
   const size = bestBatchSize(rate, Math.max(1, configuration.concurrency), ceiling);
-  const reason =
-    size === ceiling
-      ? `batches of ${size} (the most batchingMinSize allows) merge the most at a ${percent} failure rate`
-      : size === 1
-        ? `at a ${percent} failure rate, testing one pull request at a time merges more than batches`
-        : `at a ${percent} failure rate, batches of ${size} merge more than larger ones`;
+  const reason = whySize(size, ceiling, rate);
   return { size, ceiling, estimatedFailureRate: rate, reason };
+}
+
+/** Why `bestBatchSize` chose `size`, in words. */
+function whySize(size: number, ceiling: number, rate: number): string {
+  if (ceiling === 1) return "batchingMinSize is 1: one pull request at a time";
+  if (rate === 0) {
+    return `no failure has stood in the queue's recent runs: batches of ${size}, the most batchingMinSize allows`;
+  }
+  const percent = `${Math.round(rate * 1000) / 10} %`;
+  if (size === ceiling) {
+    return `batches of ${size} (the most batchingMinSize allows) merge the most at a ${percent} failure rate`;
+  }
+  if (size === 1) {
+    return `at a ${percent} failure rate, testing one pull request at a time merges more than batches`;
+  }
+  return `at a ${percent} failure rate, batches of ${size} merge more than larger ones`;
 }

@@ -7,7 +7,10 @@ import { DAY_MS } from "../lib/time.js";
 import { ApiError } from "../lib/errors.js";
 import type { Clock } from "../lib/clock.js";
 import type { Principal } from "../organizations/service.js";
-import type { BisectionGroup, PrState, QueueSnapshot, WaitingReason } from "./model.js";
+import type { PrState, QueueSnapshot, WaitingReason } from "./model.js";
+import { batchSizeChoice, type BatchSizeChoice } from "./batch-size.js";
+import { localizationsOf, undecidedEntries, type LocalizationView } from "./localizations.js";
+import { NO_VERDICTS } from "./speculation.js";
 import { describeQueue, requireQueue, type QueueAddress } from "./queue-service.js";
 import type {
   EntryRecord,
@@ -40,6 +43,11 @@ export interface BoardEntry {
   /** The run testing it now (as part of that run's unit). */
   runId: string | null;
   waiting: WaitingReason | null;
+  /** Under localization: which one (the failed batch run) and what the queue makes of it now. */
+  localization: {
+    runId: string;
+    role: "suspect" | "presumed_good" | "presumed_culprit";
+  } | null;
   /** Epoch ms at which it should merge, from recent run durations; null when unknown. */
   estimatedMergeAt: number | null;
 }
@@ -56,26 +64,13 @@ export interface BoardRun {
   startedAt: number;
   attempt: number;
   estimatedEndAt: number | null;
+  /** A prefix run of a localization: the failed batch run it localizes. */
+  localizes: string | null;
 }
 
 /** A failed batch whose failing pull request is being localized. */
-export interface BoardBisection {
-  id: string;
-  /** The failed batch run. */
-  runId: string;
-  /** The batch's pull requests still in the localization, in order. */
-  prNumbers: number[];
-  /** Cleared by a passing prefix (they merge where they stand). */
-  cleared: number[];
-  /** Among these is the failing pull request. */
-  suspects: number[];
-  /** The prefixes being tested now: their run and the pull requests each adds to what passed. */
-  prefixes: { runId: string; prNumbers: number[] }[];
-  /** The pull request presumed to fail the batch (the lane goes on behind it), if any. */
-  presumedCulprit: number | null;
-  /** What is happening, in words. */
-  summary: string;
-}
+export type BoardBisection = LocalizationView;
+export { localizationView } from "./localizations.js";
 
 export interface QueueBoard {
   queue: MergeQueueRecord;
@@ -84,6 +79,8 @@ export interface QueueBoard {
   entries: BoardEntry[];
   runs: BoardRun[];
   bisections: BoardBisection[];
+  /** The batch size the queue uses now (with the queue's settings and failure rate), and why. */
+  batchSize: BatchSizeChoice;
   /** The pull requests that concluded last, newest first. */
   concluded: {
     number: number;
@@ -177,9 +174,9 @@ export function typicalRunDuration(timings: readonly RunTiming[]): {
 
 /**
  * The board of a snapshot: entries in queue order (ready ones by position, then `not_ready`),
- * the runs in flight and the bisections, with estimates. The estimate: a run in flight ends a
+ * the runs in flight and the localizations, with estimates. The estimate: a run in flight ends a
  * typical duration after it started (not before now); a pull request passed merges now; pending
- * ones wait for slots of `concurrency` runs of `batchSize` pull requests, each a typical
+ * ones wait for slots of `concurrency` runs of the batch size in use, each a typical
  * duration, after the runs in flight; merges happen in order, so no estimate is earlier than the
  * one ahead. Pull requests whose outcome is open (`pending_failure`) or unready have none.
  */
@@ -209,16 +206,29 @@ export function computeBoard(
         startedAt: run.startedAt,
         attempt: run.attempt,
         estimatedEndAt: runEnd(run.startedAt),
+        localizes:
+          run.bisectionGroup === null
+            ? null
+            : (snapshot.bisections[run.bisectionGroup]?.runId ?? null),
       };
     });
   const runById = new Map(runs.map((r) => [r.id, r]));
-  const bisections = Object.values(snapshot.bisections).map((group) =>
-    localizationView(group, numberOf),
-  );
+  const bisections = localizationsOf(snapshot);
+  const localizing = new Map<string, BoardEntry["localization"]>();
+  for (const group of Object.values(snapshot.bisections)) {
+    const culprit = group.presumedAt === null ? undefined : group.entries[group.failsAt - 1];
+    for (const id of undecidedEntries(snapshot, group)) {
+      const presumedGood = snapshot.entries[id]?.bisection?.presumedGood === true;
+      localizing.set(id, {
+        runId: group.runId,
+        role: id === culprit ? "presumed_culprit" : presumedGood ? "presumed_good" : "suspect",
+      });
+    }
+  }
 
+  // Pending ones go in slots of `concurrency` runs of the batch size in use.
   const slotSize =
-    Math.max(1, configuration.concurrency) *
-    (configuration.batch ? Math.max(1, configuration.batchingMinSize) : 1);
+    Math.max(1, configuration.concurrency) * batchSizeChoice(configuration, snapshot.verdicts).size;
   const inFlightEnd = runs.reduce<number | null>(
     (latest, r) => (r.estimatedEndAt === null ? latest : Math.max(latest ?? 0, r.estimatedEndAt)),
     null,
@@ -253,6 +263,7 @@ export function computeBoard(
       position: index + 1,
       runId: entry.runId,
       waiting: entry.waiting ?? null,
+      localization: localizing.get(id) ?? null,
       estimatedMergeAt: eta,
     });
   });
@@ -270,6 +281,7 @@ export function computeBoard(
       position: null,
       runId: null,
       waiting: null,
+      localization: null,
       estimatedMergeAt: null,
     });
   }
@@ -398,6 +410,7 @@ export class QueueDashboardService {
       queue,
       version: `${queue.version}.${latest}`,
       ...computeBoard(snapshot, typical.ms, now),
+      batchSize: batchSizeChoice(queue.configuration, snapshot?.verdicts ?? NO_VERDICTS),
       concluded: concluded.map((e) => ({
         number: e.prNumber,
         title: e.prTitle,
@@ -496,39 +509,4 @@ export class QueueDashboardService {
     }
     return { queue, ...health };
   }
-}
-
-/** A localization as the queue page, `getQueue` and the CLI show it. */
-export function localizationView(
-  group: BisectionGroup,
-  numberOf: (entryId: string) => number,
-): BoardBisection {
-  const suspects = group.entries.slice(group.passed, group.failsAt).map(numberOf);
-  const prefixes = [...group.prefixes]
-    .sort((a, b) => a.length - b.length)
-    .map((prefix) => ({
-      runId: prefix.runId,
-      prNumbers: group.entries.slice(group.passed, prefix.length).map(numberOf),
-    }));
-  const culprit = group.entries[group.failsAt - 1];
-  const presumedCulprit =
-    group.presumedAt !== null && culprit !== undefined ? numberOf(culprit) : null;
-  const what =
-    prefixes.length === 0
-      ? `batch run ${group.runId} failed; waiting for a slot to test its prefixes`
-      : `testing ${prefixes.length === 1 ? "1 prefix" : `${prefixes.length} prefixes`} of batch run ${group.runId} to find the failing pull request`;
-  const presumed =
-    presumedCulprit === null
-      ? ""
-      : `; #${presumedCulprit} is presumed to fail it and the queue goes on behind it`;
-  return {
-    id: group.id,
-    runId: group.runId,
-    prNumbers: group.entries.map(numberOf),
-    cleared: group.entries.slice(0, group.passed).map(numberOf),
-    suspects,
-    prefixes,
-    presumedCulprit,
-    summary: `${what} (one of ${suspects.map((n) => `#${n}`).join(", ")})${presumed}`,
-  };
 }

@@ -18,6 +18,7 @@ import {
   type Mergeability,
   type PrState,
   type QueueCommand,
+  type QueueSnapshot,
 } from "./model.js";
 import {
   METRICS_WINDOW_MS,
@@ -29,11 +30,15 @@ import {
   describeQueue,
   requireQueue,
   type EnqueuedPullRequest,
+  type QueueActivity,
   type QueueAddress,
   type QueueContents,
 } from "./queue-service.js";
 import { hostNotConnected } from "./host-router.js";
 import { upgradeSnapshot } from "./snapshot.js";
+import { batchSizeChoice } from "./batch-size.js";
+import { localizationsOf } from "./localizations.js";
+import { NO_VERDICTS } from "./speculation.js";
 import type {
   CommandResult,
   EntryListQuery,
@@ -285,6 +290,19 @@ export interface PullRequestServiceDeps {
   storedPullRequest?: StoredPullRequestLookup;
   /** Whether a git host has a provider on this server (default: every host has one). */
   hostConnected?: (host: string) => boolean;
+}
+
+/** Whether a pull request in this state may wait for something `waitsOf` tells. */
+const mayWait = (item: EnqueuedPullRequest) =>
+  item.state === "pending" || item.state === "pending_failure";
+
+function addWaits(items: EnqueuedPullRequest[], snapshot: QueueSnapshot | undefined): void {
+  if (!items.some(mayWait)) return;
+  const waits = waitsOf(snapshot);
+  for (const item of items) {
+    const waiting = waits.get(item.id);
+    if (waiting) item.waitingFor = waiting;
+  }
 }
 
 /** submitPullRequest … getMergeQueueMetrics. */
@@ -599,20 +617,46 @@ export class PullRequestService implements QueueContents {
   }
 
   /**
-   * Adds what pending pull requests wait for (batch forming, a bisection ahead), read from the
-   * queue's stored snapshot, which the planner keeps it in; nothing is read when none is pending.
+   * getQueue's: the pull requests with what they wait for, the batch size in use and the
+   * localizations in progress. The snapshot is read only when one of them needs it: batching is
+   * on (the batch size rests on the queue's failure rate), or a pull request may wait (pending)
+   * or be localized (`pending_failure`).
+   */
+  async activity(queue: MergeQueueRecord): Promise<QueueActivity> {
+    const batching = queue.configuration.batch;
+    const [summaries, read] = await Promise.all([
+      this.deps.runtime.activeSummaries(queue.id),
+      batching ? this.snapshot(queue.id) : Promise.resolve(undefined),
+    ]);
+    const enqueued = queueOrder(summaries).map(toEnqueuedPullRequest);
+    const snapshot = batching || !enqueued.some(mayWait) ? read : await this.snapshot(queue.id);
+    addWaits(enqueued, snapshot);
+    return {
+      enqueued,
+      batchSize: batching
+        ? batchSizeChoice(queue.configuration, snapshot?.verdicts ?? NO_VERDICTS)
+        : null,
+      localizations: snapshot ? localizationsOf(snapshot) : [],
+    };
+  }
+
+  /**
+   * Adds what pull requests wait for (batch forming, a localization ahead or their own), read
+   * from the queue's stored snapshot, which the planner keeps it in; nothing is read when none
+   * may wait.
    */
   private async withWaits<T extends EnqueuedPullRequest>(
     queueId: string,
     items: T[],
   ): Promise<T[]> {
-    if (!items.some((item) => item.state === "pending")) return items;
-    const waits = waitsOf(await this.deps.runtime.sharedSnapshot(queueId));
-    for (const item of items) {
-      const waiting = waits.get(item.id);
-      if (waiting) item.waitingFor = waiting;
-    }
+    if (items.some(mayWait)) addWaits(items, await this.snapshot(queueId));
     return items;
+  }
+
+  /** The stored snapshot, shared and never modified, in the current shape. */
+  private async snapshot(queueId: string): Promise<QueueSnapshot | undefined> {
+    const stored = await this.deps.runtime.sharedSnapshot(queueId);
+    return stored === undefined ? undefined : upgradeSnapshot(stored);
   }
 
   private async execute(queue: MergeQueueRecord, command: QueueCommand): Promise<void> {

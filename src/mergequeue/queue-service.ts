@@ -11,6 +11,8 @@ import type {
 import type { Principal } from "../organizations/service.js";
 import type { PrState, PriorityName } from "./model.js";
 import type { WaitingFor } from "./waiting.js";
+import type { BatchSizeChoice } from "./batch-size.js";
+import type { LocalizationView } from "./localizations.js";
 import {
   applySettingsUpdate,
   initialConfiguration,
@@ -37,13 +39,28 @@ export interface EnqueuedPullRequest {
   usedDefaultPriorityName?: string;
   skipTheLine: boolean;
   noBatch: boolean;
-  /** A pending pull request the queue holds on purpose: what it waits for. */
+  /**
+   * A pending pull request the queue holds on purpose, or a suspect of a failed batch being
+   * localized: what it waits for.
+   */
   waitingFor?: WaitingFor;
+}
+
+/** getQueue's view of what a queue is doing now, besides its settings. */
+export interface QueueActivity {
+  /** The pull requests in the queue, in queue order. */
+  enqueued: EnqueuedPullRequest[];
+  /** With batching on: the batch size the queue uses now, and why; null with batching off. */
+  batchSize: BatchSizeChoice | null;
+  /** The failed batches being localized. */
+  localizations: LocalizationView[];
 }
 
 /** What the queue service needs to know about the pull requests of a queue. */
 export interface QueueContents {
   enqueued(queueId: string): Promise<EnqueuedPullRequest[]>;
+  /** The queue's pull requests, its batch size in use and its localizations in progress. */
+  activity(queue: MergeQueueRecord): Promise<QueueActivity>;
 }
 
 export interface QueueAddress {
@@ -110,9 +127,9 @@ export class MergeQueueService {
   async get(
     principal: Principal,
     address: QueueAddress,
-  ): Promise<{ queue: MergeQueueRecord; enqueued: EnqueuedPullRequest[] }> {
+  ): Promise<{ queue: MergeQueueRecord } & QueueActivity> {
     const queue = await this.require(principal, address);
-    return { queue, enqueued: await this.deps.contents.enqueued(queue.id) };
+    return { queue, ...(await this.deps.contents.activity(queue)) };
   }
 
   async update(

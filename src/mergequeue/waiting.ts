@@ -1,18 +1,22 @@
 /**
- * What a pending pull request waits for, in words: the planner's `WaitingReason` (kept in the
- * queue's snapshot, see `Entry.waiting`) as the API and the CLI show it. Derived at read time from
- * the stored snapshot; nothing about it is stored elsewhere.
+ * What a queued pull request waits for, in words: the planner's `WaitingReason` for a pending one
+ * it holds on purpose (kept in the queue's snapshot, see `Entry.waiting`), and the localization a
+ * suspect of a failed batch waits for, as the API and the CLI show them. Derived at read time
+ * from the stored snapshot; nothing about it is stored elsewhere.
  */
 import type { QueueSnapshot, WaitingReason } from "./model.js";
+import { localizationsOf, undecidedEntries, type LocalizationView } from "./localizations.js";
 
-export type WaitingKind = WaitingReason["kind"];
+/** The planner's reasons, and `under_localization` (a suspect of a failed batch). */
+export type WaitingKind = WaitingReason["kind"] | "under_localization";
 
 export const WAITING_KINDS = [
   "batch_forming",
   "bisection_ahead",
+  "under_localization",
 ] as const satisfies readonly WaitingKind[];
 
-/** A pending entry's wait, as a read answers it. Times are epoch milliseconds. */
+/** A queued entry's wait, as a read answers it. Times are epoch milliseconds. */
 export interface WaitingFor {
   reason: WaitingKind;
   /** In words, with times in RFC 3339 (UTC). */
@@ -21,8 +25,13 @@ export interface WaitingFor {
   until?: number;
   /** Batch forming: how many pull requests the batch holds, and the size it waits for. */
   batch?: { have: number; need: number };
-  /** Bisection ahead: the pull requests of the batch being bisected. */
+  /**
+   * Bisection ahead: the suspects of the failed batch ahead being localized; under
+   * localization: those of its own (one of them fails the batch).
+   */
   prNumbers?: number[];
+  /** Under localization: the failed batch run being localized. */
+  runId?: string;
 }
 
 const prList = (numbers: readonly number[]) => numbers.map((n) => `#${String(n)}`).join(", ");
@@ -32,7 +41,7 @@ const prList = (numbers: readonly number[]) => numbers.map((n) => `#${String(n)}
  * time in the API, a local clock time in the CLI).
  */
 export function describeWaiting(
-  reason: Pick<WaitingFor, "reason" | "until" | "batch" | "prNumbers">,
+  reason: Pick<WaitingFor, "until" | "batch" | "prNumbers"> & { reason: WaitingReason["kind"] },
   time: (epochMs: number) => string = (ms) => new Date(ms).toISOString(),
 ): string {
   if (reason.reason === "batch_forming") {
@@ -40,10 +49,10 @@ export function describeWaiting(
     const by = reason.until === undefined ? "" : `, starts by ${time(reason.until)} at the latest`;
     return `batch forming: ${String(have)} of ${String(need)}${by}`;
   }
-  const ahead = reason.prNumbers ?? [];
-  return ahead.length === 0
-    ? "waiting for the bisection of the batch ahead"
-    : `waiting for the bisection of the batch ahead (${prList(ahead)})`;
+  const suspects = reason.prNumbers ?? [];
+  return suspects.length === 0
+    ? "waiting for the localization of the failed batch ahead"
+    : `waiting for the localization of the failed batch ahead (suspects ${prList(suspects)})`;
 }
 
 export function toWaitingFor(reason: WaitingReason): WaitingFor {
@@ -58,14 +67,32 @@ export function toWaitingFor(reason: WaitingReason): WaitingFor {
   return { ...base, message: describeWaiting(base) };
 }
 
-/** The waits of a stored snapshot's entries, by entry id (only entries that wait). */
-export function waitsOf(snapshot: unknown): Map<string, WaitingFor> {
+/** A suspect's wait for the localization of its failed batch. */
+export function localizationWait(view: LocalizationView): WaitingFor {
+  return {
+    reason: "under_localization",
+    message: `under localization: ${view.summary}`,
+    prNumbers: [...view.suspects],
+    runId: view.runId,
+  };
+}
+
+/**
+ * The waits of a snapshot's entries, by entry id (only entries that wait): the pending ones the
+ * planner holds on purpose, and the suspects of the localizations in progress (`pending_failure`).
+ */
+export function waitsOf(snapshot: QueueSnapshot | undefined): Map<string, WaitingFor> {
   const waits = new Map<string, WaitingFor>();
-  const s = snapshot as Partial<QueueSnapshot> | null | undefined;
-  if (!s?.entries) return waits;
-  for (const id of s.waiting ?? []) {
-    const entry = s.entries[id];
+  if (!snapshot) return waits;
+  for (const id of snapshot.waiting ?? []) {
+    const entry = snapshot.entries[id];
     if (entry?.state === "pending" && entry.waiting) waits.set(id, toWaitingFor(entry.waiting));
+  }
+  for (const view of localizationsOf(snapshot)) {
+    const group = snapshot.bisections[view.id];
+    if (!group) continue;
+    const wait = localizationWait(view);
+    for (const id of undecidedEntries(snapshot, group)) waits.set(id, { ...wait });
   }
   return waits;
 }

@@ -32,6 +32,7 @@ describe("createQueue", () => {
       ...QUEUE_DEFAULTS,
       branch: "create-defaults",
       enqueuedPullRequests: [],
+      localizations: [],
     });
   });
 
@@ -171,6 +172,15 @@ describe("updateQueue", () => {
       ...everySetting,
       branch: address.targetBranch,
       enqueuedPullRequests: [],
+      // Mainline's extensions: batching is on, and no failure has stood yet.
+      batchSize: {
+        size: 7,
+        ceiling: 7,
+        estimatedFailureRate: 0,
+        reason:
+          "no failure has stood in the queue's recent runs: batches of 7, the most batchingMinSize allows",
+      },
+      localizations: [],
     });
   });
 
@@ -316,6 +326,7 @@ describe("updateQueue", () => {
       ...QUEUE_DEFAULTS,
       branch: address.targetBranch,
       enqueuedPullRequests: [],
+      localizations: [],
     });
   });
 

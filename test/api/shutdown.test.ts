@@ -83,6 +83,7 @@ describe("stopping with work in flight", () => {
         await gate;
         return [];
       },
+      activity: () => Promise.resolve({ enqueued: [], batchSize: null, localizations: [] }),
     };
     const services = {
       ...createServices(database.handle),

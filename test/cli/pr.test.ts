@@ -155,7 +155,11 @@ describe("mainline pr", () => {
     ).toBe("batch forming: 1 of 3, starts by 2026-01-16 00:04 at the latest");
     expect(
       describeWaitingFor({ reason: "bisection_ahead", message: "", prNumbers: [4, 5] }, now),
-    ).toBe("waiting for the bisection of the batch ahead (#4, #5)");
+    ).toBe("waiting for the localization of the failed batch ahead (suspects #4, #5)");
+    const localized = "under localization: testing 2 prefixes of batch run 7 …";
+    expect(
+      describeWaitingFor({ reason: "under_localization", message: localized, runId: "7" }, now),
+    ).toBe(localized);
     expect(describeWaitingFor({ reason: "something_new", message: "as the server says" })).toBe(
       "as the server says",
     );

@@ -71,7 +71,12 @@ describe("queue commands with --url and --token", () => {
     expect(text.stdout).toMatch(/^state +"running"$/m);
     expect(text.stdout).toMatch(/^requiredStatuses +null$/m);
     expect(text.stdout).toMatch(/^enqueued +0 pull request\(s\)$/m);
-    expect(parsed(json)).toEqual({ ...QUEUE_DEFAULTS, branch: "flags", enqueuedPullRequests: [] });
+    expect(parsed(json)).toEqual({
+      ...QUEUE_DEFAULTS,
+      branch: "flags",
+      enqueuedPullRequests: [],
+      localizations: [],
+    });
   });
 
   it("update echoes the new settings, which the API then answers", async () => {
@@ -169,6 +174,7 @@ describe("queue commands with MAINLINE_URL and MAINLINE_TOKEN", () => {
       concurrency: 3,
       branch: "from-env",
       enqueuedPullRequests: [],
+      localizations: [],
     });
 
     const updated = parsed(

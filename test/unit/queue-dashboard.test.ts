@@ -7,6 +7,7 @@ import {
   type QueueBoard,
 } from "../../src/mergequeue/dashboard.js";
 import type { EntryRecord } from "../../src/mergequeue/records.js";
+import { batchSizeChoice } from "../../src/mergequeue/batch-size.js";
 import { DAY_MS, MINUTE_MS } from "../../src/lib/time.js";
 import { assetCatalog } from "../../src/web/assets/catalog.js";
 import { renderDocument } from "../../src/web/layout.js";
@@ -147,6 +148,7 @@ describe("the queue page with 200 pull requests", () => {
       },
       version: "3.1234",
       ...computeBoard(snapshot, 4 * MINUTE_MS, NOW),
+      batchSize: batchSizeChoice(snapshot.configuration, snapshot.verdicts),
       concluded: Array.from({ length: 10 }, (_, i) => ({
         number: 1000 + i,
         title: "A concluded change",

@@ -1,10 +1,14 @@
 import { describe, expect, it } from "vitest";
+import type { QueueSnapshot } from "../../src/mergequeue/model.js";
 import { describeWaiting, toWaitingFor, waitsOf } from "../../src/mergequeue/waiting.js";
+
+/** The parts of a snapshot `waitsOf` reads: its entries and the list of those that wait. */
+const partial = (parts: object) => ({ bisections: {}, runs: {}, ...parts }) as QueueSnapshot;
 
 const STARTS_BY = Date.UTC(2026, 0, 1, 15, 19);
 
 describe("what a pending pull request waits for", () => {
-  it("words a forming batch with its deadline, and a bisection ahead with its pull requests", () => {
+  it("words a forming batch with its deadline, and a localization ahead with its suspects", () => {
     expect(toWaitingFor({ kind: "batch_forming", have: 1, need: 3, startsBy: STARTS_BY })).toEqual({
       reason: "batch_forming",
       message: "batch forming: 1 of 3, starts by 2026-01-01T15:19:00.000Z at the latest",
@@ -13,11 +17,11 @@ describe("what a pending pull request waits for", () => {
     });
     expect(toWaitingFor({ kind: "bisection_ahead", prNumbers: [7, 9] })).toEqual({
       reason: "bisection_ahead",
-      message: "waiting for the bisection of the batch ahead (#7, #9)",
+      message: "waiting for the localization of the failed batch ahead (suspects #7, #9)",
       prNumbers: [7, 9],
     });
     expect(describeWaiting({ reason: "bisection_ahead", prNumbers: [] })).toBe(
-      "waiting for the bisection of the batch ahead",
+      "waiting for the localization of the failed batch ahead",
     );
   });
 
@@ -31,10 +35,10 @@ describe("what a pending pull request waits for", () => {
         c: { state: "pending", waiting },
       },
     };
-    const waits = waitsOf(snapshot);
+    const waits = waitsOf(partial(snapshot));
     expect([...waits.keys()]).toEqual(["a"]);
     expect(waits.get("a")?.batch).toEqual({ have: 2, need: 4 });
     expect(waitsOf(undefined).size).toBe(0);
-    expect(waitsOf({ entries: { a: { state: "pending", waiting } } }).size).toBe(0);
+    expect(waitsOf(partial({ entries: { a: { state: "pending", waiting } } })).size).toBe(0);
   });
 });

@@ -15,15 +15,16 @@ export function registerGetQueue(app: ApiApp, queues: MergeQueueService): void {
       schema: {
         tags: ["Merge queue"],
         summary: "Read a merge queue",
-        description: "Answers every setting of the queue and the pull requests it holds.",
+        description:
+          "Answers every setting of the queue and the pull requests it holds, and (Mainline's extension) the batch size in use and the failed batches being localized.",
         body: GetQueueBody,
         response: { 200: GetQueueResponse, ...errorResponses(...COMMON_ERRORS, 404) },
       },
     },
     async (request) => {
       const { repo, targetBranch } = request.body;
-      const { queue, enqueued } = await queues.get(principalOf(request), { repo, targetBranch });
-      return presentQueue(queue, enqueued);
+      const { queue, ...activity } = await queues.get(principalOf(request), { repo, targetBranch });
+      return presentQueue(queue, activity);
     },
   );
 }

@@ -1,6 +1,6 @@
 import type { MergeQueueRecord } from "../../mergequeue/records.js";
 import { isoTime } from "../../lib/clock.js";
-import type { EnqueuedPullRequest } from "../../mergequeue/queue-service.js";
+import type { EnqueuedPullRequest, QueueActivity } from "../../mergequeue/queue-service.js";
 import type { QueueMode, QueueSettingsPatch } from "../../mergequeue/settings.js";
 import type { Actor } from "../../mergequeue/model.js";
 import type { WaitingFor } from "../../mergequeue/waiting.js";
@@ -52,11 +52,23 @@ export function presentQueueSettings(queue: MergeQueueRecord): QueueSettingsBody
   };
 }
 
-export function presentQueue(
-  queue: MergeQueueRecord,
-  enqueued: EnqueuedPullRequest[],
-): GetQueueBody {
-  return { ...presentQueueSettings(queue), enqueuedPullRequests: enqueued.map(presentMergeItem) };
+/** getQueue: the settings, the pull requests, and Mainline's batch size and localizations. */
+export function presentQueue(queue: MergeQueueRecord, activity: QueueActivity): GetQueueBody {
+  return {
+    ...presentQueueSettings(queue),
+    enqueuedPullRequests: activity.enqueued.map(presentMergeItem),
+    ...(activity.batchSize === null ? {} : { batchSize: { ...activity.batchSize } }),
+    localizations: activity.localizations.map((l) => ({
+      id: l.id,
+      runId: l.runId,
+      prNumbers: [...l.prNumbers],
+      cleared: [...l.cleared],
+      suspects: [...l.suspects],
+      prefixes: l.prefixes.map((p) => ({ runId: p.runId, prNumbers: [...p.prNumbers] })),
+      presumedCulprit: l.presumedCulprit,
+      summary: l.summary,
+    })),
+  };
 }
 
 /** A submission as Trunk's mergeItem: RFC 3339 times, lowercase enums. */
@@ -89,6 +101,7 @@ function presentWaiting(waiting: WaitingFor): NonNullable<MergeItemBody["waiting
     ...(waiting.until === undefined ? {} : { until: isoTime(waiting.until) }),
     ...(waiting.batch === undefined ? {} : { batch: { ...waiting.batch } }),
     ...(waiting.prNumbers === undefined ? {} : { prNumbers: [...waiting.prNumbers] }),
+    ...(waiting.runId === undefined ? {} : { runId: waiting.runId }),
   };
 }
 

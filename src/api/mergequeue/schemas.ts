@@ -200,11 +200,11 @@ export const MergeItemFields = {
       {
         reason: OutputEnum(
           WAITING_KINDS,
-          "`batch_forming`: the batch waits for more pull requests, until `until` at the latest; `bisection_ahead`: a failed batch ahead is being bisected, and this pull request keeps its place behind it.",
+          "`batch_forming`: the batch waits for more pull requests, until `until` at the latest; `bisection_ahead`: a failed batch ahead is being localized (its failing pull request searched for), and this pull request keeps its place behind it; `under_localization`: this pull request was in a failed batch (it is `pending_failure`) whose failing pull request is being searched for among `prNumbers`.",
         ),
         message: Type.String({
           description:
-            'In words, e.g. "batch forming: 1 of 3, starts by 2026-01-01T15:19:00.000Z at the latest".',
+            'In words, e.g. "batch forming: 1 of 3, starts by 2026-01-01T15:19:00.000Z at the latest", "waiting for the localization of the failed batch ahead (suspects #3, #4)", "under localization: testing 2 prefixes of batch run 41 to find the failing pull request (one of #3, #4)".',
         }),
         until: Type.Optional(
           Type.String({ format: "date-time", description: "When the wait ends at the latest." }),
@@ -216,12 +216,21 @@ export const MergeItemFields = {
           ),
         ),
         prNumbers: Type.Optional(
-          Type.Array(Type.Integer(), { description: "The pull requests being bisected ahead." }),
+          Type.Array(Type.Integer(), {
+            description:
+              "`bisection_ahead`: the suspects of the failed batch ahead; `under_localization`: those of its own batch, itself among them. One of them fails the batch.",
+          }),
+        ),
+        runId: Type.Optional(
+          Type.String({
+            description:
+              "`under_localization`: the failed batch run being localized (the `runId` of one of getQueue's `localizations`; a `testRunId` for getMergeQueueTestingDetails).",
+          }),
         ),
       },
       {
         description:
-          "Only on a `pending` pull request the queue holds on purpose: what it waits for. Absent once it is tested, or when it waits for nothing but a free slot.",
+          "On a `pending` pull request the queue holds on purpose, or a `pending_failure` one whose failed batch is being localized: what it waits for. Absent once it is tested, or when it waits for nothing but a free slot.",
       },
     ),
   ),
@@ -234,11 +243,76 @@ export type MergeItemBody = Static<typeof MergeItemSchema>;
 
 export const EnqueuedPullRequestSchema = MergeItemSchema;
 
+/** A nullable value in one schema with two types (the serializer handles it without a union). */
+const Nullable = <T>(type: "string" | "integer", description: string) =>
+  Type.Unsafe<T | null>({ type: [type, "null"], description });
+
+const PrNumbers = (description: string) => Type.Array(Type.Integer(), { description });
+
+export const BatchSizeSchema = Type.Object(
+  {
+    size: Type.Integer({ description: "The pull requests the queue tests together now." }),
+    ceiling: Type.Integer({ description: "`batchingMinSize`: the most it uses." }),
+    estimatedFailureRate: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      description:
+        "The queue's estimated chance that one pull request fails its run, from its recent verdicts (0 until a failure stood); `mq_estimated_failure_rate` in getMergeQueueMetrics.",
+    }),
+    reason: Type.String({
+      description:
+        'Why this size, in words, e.g. "at a 5 % failure rate, batches of 3 merge more than larger ones".',
+    }),
+  },
+  {
+    description:
+      "Mainline's extension (not in Trunk's API), present only with `batch: true`: the batch size in use, chosen from 1 to `batchingMinSize` to merge the most pull requests per round of CI time at the queue's failure rate. Absent with batching off, where every run tests one pull request.",
+  },
+);
+
+export const LocalizationSchema = Type.Object(
+  {
+    id: Type.String({ description: "The localization." }),
+    runId: Type.String({
+      description:
+        "The failed batch run (a `testRunId` for getMergeQueueTestingDetails, and the `runId` of its suspects' `waitingFor`).",
+    }),
+    prNumbers: PrNumbers("The batch's pull requests, in queue order."),
+    cleared: PrNumbers(
+      "Cleared by a passing prefix: they merge where they stand (and may have merged already).",
+    ),
+    suspects: PrNumbers("One of these fails the batch."),
+    prefixes: Type.Array(
+      Type.Object({
+        runId: Type.String({ description: "The prefix's run." }),
+        prNumbers: PrNumbers(
+          "The suspects the prefix holds, on top of the cleared pull requests and what is ahead.",
+        ),
+      }),
+      { description: "The prefixes of the batch being tested now, shortest first." },
+    ),
+    presumedCulprit: Nullable<number>(
+      "integer",
+      "The suspect the queue presumes fails the batch (a shorter prefix has not failed in the time failing runs take): the queue goes on behind it, merging nothing on the presumption. `null` while there is none.",
+    ),
+    summary: Type.String({
+      description:
+        'In words, e.g. "testing 2 prefixes of batch run 41 to find the failing pull request (one of #3, #4)".',
+    }),
+  },
+  { description: "A failed batch whose failing pull request is being searched for." },
+);
+
 export const GetQueueResponse = Type.Object(
   {
     ...QueueSettingsFields,
     enqueuedPullRequests: Type.Array(EnqueuedPullRequestSchema, {
       description: "Pull requests in the queue, in queue order.",
+    }),
+    batchSize: Type.Optional(BatchSizeSchema),
+    localizations: Type.Array(LocalizationSchema, {
+      description:
+        "Mainline's extension (not in Trunk's API): the failed batches whose failing pull request is being searched for, oldest first; `[]` when none.",
     }),
   },
   { description: "The queue's settings and the pull requests it holds." },
@@ -248,10 +322,6 @@ export type QueueSettingsBody = Static<typeof QueueSettingsResponse>;
 export type GetQueueBody = Static<typeof GetQueueResponse>;
 
 // ---- pull requests ------------------------------------------------------------------------------
-
-/** A nullable value in one schema with two types (the serializer handles it without a union). */
-const Nullable = <T>(type: "string" | "integer", description: string) =>
-  Type.Unsafe<T | null>({ type: [type, "null"], description });
 
 export const PrRefSchema = Type.Object(
   { number: PrNumber() },

@@ -86,6 +86,31 @@ export function addressOptions(command: Command): Command {
 export const client = (o: QueueOptions): ClientOptions => ({ url: o.url, token: o.token });
 export const address = (o: QueueOptions) => ({ repo: o.repo, targetBranch: o.branch });
 
+/** getQueue's `batchSize` (Mainline's extension). */
+interface BatchSizeBody {
+  size: number;
+  ceiling: number;
+  reason: string;
+}
+
+/** getQueue's `localizations` (Mainline's extension), as far as the CLI shows them. */
+interface LocalizationBody {
+  runId: string;
+  cleared?: number[];
+  summary: string;
+}
+
+const prList = (numbers: readonly number[]) => numbers.map((n) => `#${String(n)}`).join(", ");
+
+/** "3 of at most 4: at a 2.3 % failure rate, …"; with batching off, one at a time. */
+function describeBatchSize(body: Record<string, unknown>): string | undefined {
+  const choice = body.batchSize as BatchSizeBody | undefined;
+  if (choice) {
+    return `${String(choice.size)} of at most ${String(choice.ceiling)}: ${choice.reason}`;
+  }
+  return body.batch === false ? "1: batching is off" : undefined;
+}
+
 function printSettings(
   context: CliContext,
   body: Record<string, unknown>,
@@ -95,20 +120,37 @@ function printSettings(
     context.stdout.write(JSON.stringify(body, null, 2) + "\n");
     return;
   }
+  const described = new Set(["enqueuedPullRequests", "batchSize", "localizations"]);
   const width = Math.max(...Object.keys(body).map((k) => k.length));
+  const line = (label: string, text: string) =>
+    context.stdout.write(`${label.padEnd(width)}  ${text}\n`);
   for (const [key, value] of Object.entries(body)) {
-    if (key === "enqueuedPullRequests") continue;
-    context.stdout.write(`${key.padEnd(width)}  ${JSON.stringify(value)}\n`);
+    if (!described.has(key)) line(key, JSON.stringify(value));
   }
   const queued = body.enqueuedPullRequests;
-  if (Array.isArray(queued)) {
-    context.stdout.write(`${"enqueued".padEnd(width)}  ${queued.length} pull request(s)\n`);
-    // Those the queue holds on purpose say what they wait for.
-    for (const pr of queued as { prNumber?: number; waitingFor?: WaitingForBody }[]) {
-      if (!pr.waitingFor) continue;
-      const label = `#${String(pr.prNumber ?? "?")}`;
-      context.stdout.write(`${label.padStart(width)}  ${describeWaitingFor(pr.waitingFor)}\n`);
-    }
+  // The rest is what getQueue says the queue is doing (updateQueue answers the settings only).
+  if (!Array.isArray(queued)) return;
+  const batchSize = describeBatchSize(body);
+  if (batchSize !== undefined) line("batchSize", batchSize);
+  // A server before Mainline's localizations sends none.
+  for (const localization of (body.localizations ?? []) as LocalizationBody[]) {
+    const cleared = localization.cleared ?? [];
+    line(
+      "localization",
+      `${localization.summary}${cleared.length > 0 ? `; cleared ${prList(cleared)}` : ""}`,
+    );
+  }
+  line("enqueued", `${queued.length} pull request(s)`);
+  // Those the queue holds on purpose say what they wait for; a suspect, which localization.
+  for (const pr of queued as { prNumber?: number; waitingFor?: WaitingForBody }[]) {
+    const waiting = pr.waitingFor;
+    if (!waiting) continue;
+    const label = `#${String(pr.prNumber ?? "?")}`;
+    const text =
+      waiting.reason === "under_localization" && waiting.runId !== undefined
+        ? `under localization: a suspect of failed batch run ${waiting.runId}`
+        : describeWaitingFor(waiting);
+    context.stdout.write(`${label.padStart(width)}  ${text}\n`);
   }
 }
 

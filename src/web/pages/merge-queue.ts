@@ -5,14 +5,16 @@
  * no I/O here.
  */
 import type {
+  BoardBisection,
   BoardEntry,
   BoardRun,
   PullRequestHistory,
   QueueBoard,
   QueueHealth,
 } from "../../mergequeue/dashboard.js";
-import type { Actor, WaitingReason } from "../../mergequeue/model.js";
+import type { Actor } from "../../mergequeue/model.js";
 import { priorityName } from "../../mergequeue/model.js";
+import { describeWaiting } from "../../mergequeue/waiting.js";
 import type { RepoRef } from "../../organizations/repositories.js";
 import { badge, muted, plural } from "../format.js";
 import { markup, type SafeHtml } from "../html.js";
@@ -81,13 +83,24 @@ function hidden(csrf: string, extra: Record<string, string> = {}): SafeHtml {
   )}`;
 }
 
-function waitingText(waiting: WaitingReason | null, now: number): string {
+/** What an entry waits for, or its part in a localization, in words ("" when neither). */
+function waitingText(entry: Pick<BoardEntry, "waiting" | "localization">, now: number): string {
+  const { waiting, localization } = entry;
+  if (localization) {
+    const batch = `batch run ${localization.runId}`;
+    if (localization.role === "presumed_culprit") return `presumed to fail ${batch}`;
+    if (localization.role === "presumed_good")
+      return `presumed good in the localization of ${batch}`;
+    return `a suspect in the localization of ${batch}`;
+  }
   if (!waiting) return "";
   if (waiting.kind === "batch_forming") {
     return `batch forming: ${waiting.have} of ${waiting.need}, starts ${relative(waiting.startsBy, now)} at the latest`;
   }
-  return `behind the bisection of ${waiting.prNumbers.map((n) => `#${n}`).join(", ")}`;
+  return describeWaiting({ reason: waiting.kind, prNumbers: waiting.prNumbers });
 }
+
+const capitalized = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
 
 // ---- the queue -----------------------------------------------------------------------------------
 
@@ -125,7 +138,7 @@ function settingsSummary(board: QueueBoard): SafeHtml {
     [
       "Batching",
       c.batch
-        ? `on: at least ${c.batchingMinSize}, waits up to ${c.batchingMaxWaitTimeMinutes} min`
+        ? `on: up to ${plural(c.batchingMinSize, "pull request")} a batch, waits up to ${c.batchingMaxWaitTimeMinutes} min for one to fill`
         : "off",
     ],
     ["Bisection", `${c.bisectionConcurrency} at once`],
@@ -144,7 +157,7 @@ function runCard(run: BoardRun, place: QueuePlace, links: QueueLinks, now: numbe
     markup`<li class="chip ${cls}"><a href="${links.pullRequest(n)}">#${n}</a></li>`;
   const what =
     run.kind === "bisection"
-      ? `bisection of ${plural(run.unit.length, "pull request")}`
+      ? `prefix of failed batch run ${run.localizes ?? "?"}: ${plural(run.unit.length, "suspect")}`
       : run.unit.length > 1
         ? `batch of ${run.unit.length}`
         : "one pull request";
@@ -152,18 +165,55 @@ function runCard(run: BoardRun, place: QueuePlace, links: QueueLinks, now: numbe
     run.estimatedEndAt === null
       ? ""
       : markup`; ends ${relative(run.estimatedEndAt, now)} (about ${at(run.estimatedEndAt, now)})`;
-  return markup`<li class="run" data-run="${run.id}"><p><strong>Run ${run.id}</strong> · ${what}${run.attempt > 1 ? ` · attempt ${run.attempt}` : ""} · started ${relative(run.startedAt, now)}${end}</p>
+  return markup`<li class="run" id="run-${run.id}" data-run="${run.id}"><p><strong>Run ${run.id}</strong> · ${what}${run.attempt > 1 ? ` · attempt ${run.attempt}` : ""} · started ${relative(run.startedAt, now)}${end}</p>
 <ol class="lane" aria-label="Run ${run.id}: base, then pull requests in merge order"><li class="chip base">${place.branch} @ <code>${shortSha(run.baseSha)}</code></li>${run.ahead.map((n) => pr(n, "ahead"))}${run.unit.map((n) => pr(n, "unit"))}</ol></li>`;
 }
 
 function queueRow(entry: BoardEntry, links: QueueLinks, now: number): SafeHtml {
-  const waiting = waitingText(entry.waiting, now);
+  const waiting = waitingText(entry, now);
   const eta =
     entry.estimatedMergeAt === null
       ? muted("—")
       : markup`${relative(entry.estimatedMergeAt, now)} <span class="muted">(${at(entry.estimatedMergeAt, now)})</span>`;
   return markup`<tr data-pr="${entry.number}"><td class="num">${entry.position ?? "—"}</td><td><a href="${links.pullRequest(entry.number)}">#${entry.number}</a> ${entry.title}</td><td>${entry.author}</td><td>${badge(entry.state, entry.state.replace("_", " "))}${waiting ? markup` <span class="muted">${waiting}</span>` : ""}</td><td>${eta}</td></tr>
 `;
+}
+
+/** With batching on: the batch size in use and why (it follows the queue's failure rate). */
+function batchSizeLine(board: QueueBoard): SafeHtml {
+  if (!board.queue.configuration.batch) return markup``;
+  const { size, ceiling, reason } = board.batchSize;
+  return markup`<p class="batch-size">Batch size in use: <strong>${size}</strong> of at most ${ceiling} <span class="muted">· ${reason}</span></p>`;
+}
+
+/** Pull requests as links, "#3, #4"; `none` when there are none. */
+function prLinks(numbers: readonly number[], links: QueueLinks, none: string): SafeHtml {
+  if (numbers.length === 0) return muted(none);
+  return markup`${numbers.map((n, i) => markup`${i > 0 ? ", " : ""}<a href="${links.pullRequest(n)}">#${n}</a>`)}`;
+}
+
+/** A failed batch being localized: what is cleared, the suspects, the prefixes, the presumption. */
+function localizationCard(l: BoardBisection, links: QueueLinks): SafeHtml {
+  const prefixes =
+    l.prefixes.length === 0
+      ? muted("none yet: waiting for a bisection slot")
+      : markup`<ul class="prefixes">${l.prefixes.map(
+          (p) =>
+            markup`<li>${prLinks(p.prNumbers, links, "—")} <span class="muted">in <a href="#run-${p.runId}">run ${p.runId}</a></span></li>`,
+        )}</ul>`;
+  const rows: [string, SafeHtml][] = [
+    ["Cleared", prLinks(l.cleared, links, "none yet")],
+    ["Suspects", prLinks(l.suspects, links, "none")],
+    ["Prefixes being tested", prefixes],
+  ];
+  if (l.presumedCulprit !== null) {
+    rows.push([
+      "Presumed culprit",
+      markup`${prLinks([l.presumedCulprit], links, "")} <span class="muted">· the queue goes on behind it; nothing merges on the presumption</span>`,
+    ]);
+  }
+  return markup`<li class="localization" data-localization="${l.id}"><p>${capitalized(l.summary)}.</p>
+<dl>${rows.map(([k, v]) => markup`<dt>${k}</dt><dd>${v}</dd>`)}</dl></li>`;
 }
 
 /** The part of the queue page that live updates replace: state, runs, bisections, the queue. */
@@ -178,9 +228,8 @@ export function queueLive(board: QueueBoard, place: QueuePlace, links: QueueLink
   const bisections =
     board.bisections.length === 0
       ? ""
-      : markup`<h3>Failed batches being localized</h3><ul class="localizations">${board.bisections.map(
-          (b) => markup`<li>${b.summary}.</li>`,
-        )}</ul>`;
+      : markup`<h3 id="localizations">Failed batches being localized</h3>
+<ul class="localizations" aria-labelledby="localizations">${board.bisections.map((b) => localizationCard(b, links))}</ul>`;
   const estimate =
     board.typicalRunMs === null
       ? "no finished run yet to estimate from"
@@ -208,6 +257,7 @@ ${board.concluded.map(
 )}</tbody>
 </table>`;
   return markup`<p class="queue-state">State: ${badge(c.state, STATE_WORDS[c.state] ?? c.state)} <span class="muted">· ${plural(testing, "pull request")} testing, ${waiting} waiting · ${estimate}</span></p>
+${batchSizeLine(board)}
 <h2 id="graph">Being tested</h2>
 ${runs}${bisections}
 <h2 id="queued">Queue</h2>
@@ -290,7 +340,7 @@ export function renderPullRequest(
           })}</ul>`;
     const numbers = run.prs.map((p) => `#${p.number}`).join(", ");
     return markup`<section class="run" id="run-${run.id}" aria-labelledby="run-${run.id}-h"><h3 id="run-${run.id}-h">Run ${run.id} ${badge(run.status, run.status)}</h3>
-<p class="muted">${run.kind === "bisection" ? "Bisection run" : "Run"} on <code>${shortSha(run.baseSha)}</code> with ${numbers}; started ${at(run.startedAt, now)}${run.finishedAt !== null ? `, took ${span(run.finishedAt - run.startedAt)}` : ""}.</p>
+<p class="muted">${run.kind === "bisection" ? "Localization run (a prefix of a failed batch)" : "Run"} on <code>${shortSha(run.baseSha)}</code> with ${numbers}; started ${at(run.startedAt, now)}${run.finishedAt !== null ? `, took ${span(run.finishedAt - run.startedAt)}` : ""}.</p>
 ${checks}</section>`;
   });
   const lastFailure = [...history.transitions].reverse().find((t) => t.to === "failed");
@@ -314,7 +364,7 @@ ${
         history.place.entry.estimatedMergeAt === null
           ? ""
           : markup` · estimated merge <strong>${relative(history.place.entry.estimatedMergeAt, now)}</strong> (${at(history.place.entry.estimatedMergeAt, now)})`
-      }${history.place.entry.waiting ? markup` · ${waitingText(history.place.entry.waiting, now)}` : ""}</p>`
+      }${waitingText(history.place.entry, now) ? markup` · ${waitingText(history.place.entry, now)}` : ""}</p>`
     : ""
 }
 ${lastFailure && entry.state === "failed" ? markup`<p class="error">Failed: ${lastFailure.reason.replaceAll("_", " ")}${lastFailure.detail ? markup`: ${lastFailure.detail}` : ""}${lastFailure.runId ? markup` (<a href="#run-${lastFailure.runId}">run ${lastFailure.runId}</a>)` : ""}</p>` : ""}
