@@ -3,6 +3,7 @@ import Fastify, { type FastifyServerOptions } from "fastify";
 import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { ApiError } from "../lib/errors.js";
+import type { FailFirstService } from "../mergequeue/fail-first.js";
 import type { PullRequestService } from "../mergequeue/pull-request-service.js";
 import type { MergeQueueService } from "../mergequeue/queue-service.js";
 import type { ForkedWorkflowRuns } from "../organizations/forked-workflow-runs.js";
@@ -12,6 +13,7 @@ import { registerCancelPullRequest } from "./mergequeue/cancelPullRequest.js";
 import { registerCreateQueue } from "./mergequeue/createQueue.js";
 import { registerDeleteQueue } from "./mergequeue/deleteQueue.js";
 import { registerGetMergeQueueMetrics } from "./mergequeue/getMergeQueueMetrics.js";
+import { registerGetFailFirstTests } from "./mergequeue/getFailFirstTests.js";
 import { registerGetMergeQueueTestingDetails } from "./mergequeue/getMergeQueueTestingDetails.js";
 import { registerGetQueue } from "./mergequeue/getQueue.js";
 import { registerGetSubmittedPullRequest } from "./mergequeue/getSubmittedPullRequest.js";
@@ -67,6 +69,8 @@ export interface ServerDependencies {
   ciLog?: MergeQueuePageDependencies["ciLog"];
   /** The pull-request operations; their routes exist only when given (they need the engine). */
   pullRequests?: PullRequestService | undefined;
+  /** The failed tests a localization run runs first (`getFailFirstTests`), when given. */
+  failFirst?: FailFirstService | undefined;
   /** `x-forked-workflow-run-id` on setImpactedTargets (the GitHub App, when configured). */
   forkedRuns?: ForkedWorkflowRuns | undefined;
   uploads: UploadService;
@@ -318,6 +322,7 @@ async function registerApiScope(
     registerUpdateQueue(scope, deps.queues);
     registerDeleteQueue(scope, deps.queues);
     if (deps.pullRequests) registerPullRequestRoutes(scope, deps.pullRequests, deps.forkedRuns);
+    if (deps.failFirst) registerGetFailFirstTests(scope, deps.failFirst);
     for (const routes of deps.providerRoutes ?? []) routes(scope);
     registerUploadRoutes(scope, deps.uploads, deps.testHealth.queries, baseUrl);
     registerPublicRepoIdRoutes(scope, deps.testHealth.publicIds);

@@ -7,6 +7,7 @@ import type { RepositoryStore } from "../db/stores/repositories.js";
 import type { Clock } from "../lib/clock.js";
 import { QueueDashboardService } from "../mergequeue/dashboard.js";
 import { MergeQueueEngine, type EngineOptions } from "../mergequeue/engine.js";
+import { FailFirstService, type FailedTestsSource } from "../mergequeue/fail-first.js";
 import { PullRequestService } from "../mergequeue/pull-request-service.js";
 import { MergeQueueService } from "../mergequeue/queue-service.js";
 import type { HostDispatch } from "./providers.js";
@@ -20,6 +21,8 @@ export interface MergeQueueDeps {
   clock: Clock;
   logger: { error(fields: object, message: string): void };
   engine?: Partial<EngineOptions> | undefined;
+  /** What test health knows of a run's failed tests (`getFailFirstTests`). */
+  failedTests: FailedTestsSource;
 }
 
 export interface MergeQueue {
@@ -27,6 +30,7 @@ export interface MergeQueue {
   queues: MergeQueueService;
   pullRequests: PullRequestService;
   queueDashboard: QueueDashboardService;
+  failFirst: FailFirstService;
 }
 
 export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
@@ -69,5 +73,6 @@ export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
       },
     }),
     queueDashboard: new QueueDashboardService({ queues, runtime, clock }),
+    failFirst: new FailFirstService({ queues, runtime, failures: deps.failedTests }),
   };
 }

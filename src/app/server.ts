@@ -42,6 +42,7 @@ export function serverDependencies(
     sessions: services.sessions,
     queues: services.queues,
     pullRequests: services.pullRequests,
+    failFirst: services.failFirst,
     forkedRuns: services.github?.forkedRuns,
     queueDashboard: services.queueDashboard,
     ciLog: (principal, address, runId, check) =>

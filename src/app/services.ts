@@ -5,6 +5,7 @@ import { MergeQueueStore } from "../db/stores/merge-queues.js";
 import { RepositoryStore } from "../db/stores/repositories.js";
 import { systemClock, type Clock } from "../lib/clock.js";
 import type { QueueDashboardService } from "../mergequeue/dashboard.js";
+import type { FailFirstService } from "../mergequeue/fail-first.js";
 import type { EngineOptions, MergeQueueEngine } from "../mergequeue/engine.js";
 import { HostChanges } from "../mergequeue/host-changes.js";
 import type { CiProvider, GitHost } from "../mergequeue/providers.js";
@@ -13,6 +14,7 @@ import type { MergeQueueService } from "../mergequeue/queue-service.js";
 import type { OrganizationService } from "../organizations/service.js";
 import type { SessionLifetimes, SessionService } from "../organizations/sessions.js";
 import type { HostProvider } from "../providers/host-provider.js";
+import { CiFailures } from "../testhealth/ci-failures.js";
 import type { WorkerLogger, WorkerOptions } from "../testhealth/ingest/worker.js";
 import { createMergeQueue } from "./merge-queue.js";
 import { createOrganizations } from "./organizations.js";
@@ -39,6 +41,8 @@ export interface Services extends HostProviders, Omit<TestHealth, "stores"> {
   pullRequests: PullRequestService;
   /** The merge queue's dashboard reads (board, pull request history, health). */
   queueDashboard: QueueDashboardService;
+  /** The failed tests a localization run runs first. */
+  failFirst: FailFirstService;
   stores: TestHealth["stores"] & { repositories: RepositoryStore };
   /** The merge-queue driver; started by `mainline serve` (and tests that need it). */
   engine: MergeQueueEngine;
@@ -139,6 +143,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     options,
   );
   const hosts = hostDispatch(providers.connected, options);
+  const { testCases, testSettings, uploads } = testHealth.stores;
   const mergeQueue = createMergeQueue({
     queues,
     runtime,
@@ -146,6 +151,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     hosts,
     clock,
     logger: log,
+    failedTests: new CiFailures({ repositories, uploads, testCases, settings: testSettings }),
     engine: {
       ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
       ...options.engine,

@@ -23,6 +23,7 @@ export async function callApi<T>(
   options: ClientOptions,
   operation: string,
   body: unknown,
+  timeoutMs = 30_000,
 ): Promise<T> {
   if (!options.token) {
     throw new CliError(
@@ -36,7 +37,7 @@ export async function callApi<T>(
       method: "POST",
       headers: { "content-type": "application/json", "x-api-token": options.token },
       body: JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
+      signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;

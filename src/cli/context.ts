@@ -120,11 +120,11 @@ export function spawnInContext(
   context: CliContext,
   file: string,
   args: readonly string[],
-  options: { shell?: boolean; stdin?: "ignore" | "inherit" } = {},
+  options: { shell?: boolean; stdin?: "ignore" | "inherit"; env?: Record<string, string> } = {},
 ): ChildProcess {
   const child = spawn(file, args, {
     cwd: context.cwd,
-    env: { ...context.env },
+    env: { ...context.env, ...options.env },
     shell: options.shell ?? false,
     stdio: context.ownsProcess
       ? [options.stdin ?? "inherit", "inherit", "inherit"]

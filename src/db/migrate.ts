@@ -24,6 +24,7 @@ import { webhookPayloads } from "./migrations/0025_webhook_payloads.js";
 import { testSettingsAnnouncements } from "./migrations/0026_test_settings_announcements.js";
 import { noParallelListScans } from "./migrations/0027_no_parallel_list_scans.js";
 import { issuedIds } from "./migrations/0028_issued_ids.js";
+import { runFailFirst } from "./migrations/0029_run_fail_first.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -52,6 +53,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0026_test_settings_announcements": testSettingsAnnouncements,
   "0027_no_parallel_list_scans": noParallelListScans,
   "0028_issued_ids": issuedIds,
+  "0029_run_fail_first": runFailFirst,
 };
 
 export interface MigrationReport {

@@ -328,6 +328,8 @@ export interface MqRunsTable {
   checks: string;
   startedAt: number;
   finishedAt: number | null;
+  /** JSON of `{fromRunId, checks}` for a localization run (migration 0029); else null. */
+  failFirst: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** A queue's inbox: requests waiting for its driver, kept with the answer once applied. */

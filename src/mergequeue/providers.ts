@@ -114,6 +114,25 @@ export interface CiRunRequest {
   prNumbers: number[];
   /** The queue's override; null: the CI decides from the repository's config. */
   requiredStatuses: string[] | null;
+  /**
+   * A localization run (a prefix of a failed batch): what failed in the batch run `fromRunId`
+   * is run first. `checks` failed there; the tests that failed in them are those test health
+   * knows of the commit it tested (`sha`, null when it was never built), from the uploads since
+   * it started (`since`, epoch ms). Absent for any other run.
+   */
+  failFirst?: FailFirstRequest;
+}
+
+/** What a CI needs to run a failed run's failures first (see `CiRunRequest.failFirst`). */
+export interface FailFirstRequest {
+  fromRunId: string;
+  checks: string[];
+  /** The commit the failed run tested; null when its test branch was never built. */
+  sha: string | null;
+  /** Its test branch (null: never built). */
+  testBranch: string | null;
+  /** When it started. */
+  since: number;
 }
 
 /** Where a run's required statuses came from (the precedence of `required-statuses.ts`). */
@@ -155,17 +174,24 @@ export interface CiProvider {
   onResult(listener: CiResultListener): () => void;
 }
 
-/** Whether the required checks of a finished run all passed, and which did not. */
+/**
+ * Whether the required checks of a finished run all passed, and which did not. A CI decides a run
+ * as soon as one required check fails, stopping (or not waiting for) the others: when one failed
+ * or timed out, those are the failing ones; a required check cancelled or never reported fails
+ * the run too, but is named only when nothing else is.
+ */
 export function judgeChecks(
   required: string[],
   checks: CiRunResult["checks"],
 ): { passed: boolean; failing: string[] } {
-  const failing: string[] = [];
+  const failed: string[] = [];
+  const unfinished: string[] = [];
   for (const name of required) {
     const check = checks.find((c) => c.name === name);
-    if (!check || (check.conclusion !== "success" && check.conclusion !== "skipped")) {
-      failing.push(name);
-    }
+    if (check?.conclusion === "success" || check?.conclusion === "skipped") continue;
+    if (check?.conclusion === "failure" || check?.conclusion === "timed_out") failed.push(name);
+    else unfinished.push(name);
   }
+  const failing = failed.length > 0 ? failed : unfinished;
   return { passed: failing.length === 0, failing };
 }

@@ -157,6 +157,11 @@ export interface RunRecord {
   checks: { name: string; conclusion: string | null; url: string | null }[];
   startedAt: number;
   finishedAt: number | null;
+  /**
+   * A localization run: the failed run whose failures it runs first, and the checks that failed
+   * there (`TestRun.failFirst`). Absent or null for any other run.
+   */
+  failFirst?: { fromRunId: string; checks: string[] } | null;
 }
 
 /** When a run started and ended, without its contents (durations, counts). */
@@ -298,6 +303,15 @@ export interface RuntimeRecords {
   /** The transitions of every submission (entry) of a pull request to the queue, in order. */
   pullRequestTransitions(queueId: string, prNumber: number): Promise<TransitionRecord[]>;
   run(queueId: string, runId: string): Promise<RunRecord | undefined>;
+  /**
+   * The queue's most recently started run on this test branch (a slot's branch serves one run
+   * after another), at this commit when one is given.
+   */
+  runOnTestBranch(
+    queueId: string,
+    testBranch: string,
+    sha?: string,
+  ): Promise<RunRecord | undefined>;
   /** Transitions since a time, for metrics (rolling windows). */
   transitionsSince(queueId: string, since: number): Promise<TransitionRecord[]>;
 }

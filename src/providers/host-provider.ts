@@ -87,8 +87,11 @@ export interface ProviderContext {
       testCases: Pick<TestCaseRecords, "flakyOrQuarantined">;
       settings: { get(repositoryId: string): Promise<{ quarantine: QuarantineSettings }> };
     };
-    /** What test health knows of a tested commit's failures (a CI's flaky-only retry). */
-    failures: Pick<CiFailures, "ofCommit">;
+    /**
+     * What test health knows of a tested commit's failures: a CI's flaky-only retry, and the
+     * failed tests a localization run runs first.
+     */
+    failures: Pick<CiFailures, "ofCommit" | "failedTests">;
   };
   /** The merge queue's submissions, for commands people give on the host's pull requests. */
   pullRequests: Pick<PullRequestService, "submit" | "cancel">;

@@ -7,6 +7,7 @@
 import type { OwnedRepoRef } from "../organizations/repositories.js";
 import type { RepositoryRecords, TestCaseRecords, UploadRecords } from "./ports.js";
 import type { QuarantineSettings } from "./quarantine.js";
+import type { FailedTestCase } from "./records.js";
 
 /** More failing tests than this are not "a few flaky ones": the run fails as it is. */
 export const MAX_FAILED_TESTS_CHECKED = 500;
@@ -43,6 +44,17 @@ export interface CommitFailureAnswer {
   failedTests: number;
 }
 
+export interface FailedTestsAnswer {
+  /** Uploads of the repository since the run started are not processed yet. */
+  waiting: boolean;
+  /** Processed uploads of the commit. */
+  uploads: number;
+  /** The tests whose final attempt failed in them, by id. */
+  tests: FailedTestCase[];
+  /** More tests failed than the limit asked for. */
+  truncated: boolean;
+}
+
 export class CiFailures {
   constructor(private readonly deps: CiFailureDeps) {}
 
@@ -61,14 +73,38 @@ export class CiFailures {
     const answer = {
       waiting: found.unfinished > 0,
       uploads: found.uploads,
-      failedTests: found.failedTestIds.length,
+      failedTests: found.failedTests.length,
     };
-    const ids = found.failedTestIds;
+    const ids = found.failedTests.map((test) => test.id);
     if (ids.length === 0 || ids.length > MAX_FAILED_TESTS_CHECKED) {
       return { ...answer, flakyOnly: false };
     }
     const { quarantine } = await this.deps.settings.get(repository.id);
     const known = await this.deps.testCases.flakyOrQuarantined(repository.id, ids, quarantine);
     return { ...answer, flakyOnly: ids.every((id) => known.has(id)) };
+  }
+
+  /**
+   * The tests that failed at the tested commit (its processed uploads), at most `limit`: what a
+   * localization run runs first. `waiting`: uploads of the repository since the run started are
+   * not processed yet, so the list may still grow.
+   */
+  async failedTests(question: CommitFailureQuestion, limit: number): Promise<FailedTestsAnswer> {
+    const { repo } = question;
+    const repository = await this.deps.repositories.find(repo.organizationId, repo);
+    if (!repository) return { waiting: false, uploads: 0, tests: [], truncated: false };
+    const found = await this.deps.uploads.commitFailures(
+      repository.id,
+      question.sha,
+      question.branch,
+      question.since,
+      limit,
+    );
+    return {
+      waiting: found.unfinished > 0,
+      uploads: found.uploads,
+      tests: found.failedTests.slice(0, limit),
+      truncated: found.failedTests.length > limit,
+    };
   }
 }

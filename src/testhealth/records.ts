@@ -198,8 +198,23 @@ export interface CommitFailures {
   unfinished: number;
   /** Processed uploads of the commit. */
   uploads: number;
-  /** Tests whose final attempt failed in them (at most the limit asked for, plus one). */
-  failedTestIds: string[];
+  /**
+   * Tests whose final attempt failed in them, by id (at most the limit asked for, plus one), as
+   * test health knows them.
+   */
+  failedTests: FailedTestCase[];
+}
+
+/** A test case that failed, as test health stores it (its identity's parts). */
+export interface FailedTestCase {
+  id: string;
+  name: string;
+  /** `""` when the report gives none. */
+  classname: string;
+  /** The test suite's name (`""` when none). */
+  parent: string;
+  /** Relative to the repository's root; null when the report gives none. */
+  file: string | null;
 }
 
 /** The upload's lease ran out and another worker claimed it: this worker's work is void. */

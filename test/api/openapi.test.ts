@@ -70,6 +70,7 @@ describe("the OpenAPI document", () => {
       "POST /v1/listPullRequests": true,
       "POST /v1/setImpactedTargets": true,
       "POST /v1/getMergeQueueTestingDetails": true,
+      "POST /v1/getFailFirstTests": true,
       "GET /v1/getMergeQueueMetrics": true,
       "POST /v1/local/createRepository": true,
       "POST /v1/local/openPullRequest": true,

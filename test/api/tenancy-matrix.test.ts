@@ -380,8 +380,11 @@ const FIELD_VALUES: Record<string, (schema: SchemaObject) => unknown[]> = {
   installationId: () => [owned.installationId],
   githubToken: () => owned.githubTokens,
 };
-/** Optional fields sent when an operation has them (besides every required one). */
-const OPTIONAL_SENT = new Set(["concurrency", "org_url_slug", "orgUrlSlug", "title"]);
+/**
+ * Optional fields sent when an operation has them (besides every required one); `runId` names
+ * A's run where an operation may take it instead of another field (getFailFirstTests).
+ */
+const OPTIONAL_SENT = new Set(["concurrency", "org_url_slug", "orgUrlSlug", "title", "runId"]);
 
 interface Attack {
   key: string;

@@ -10,7 +10,12 @@ import {
   type LocalCiRunnerOptions,
   type TestResultsInput,
 } from "../../src/providers/local/ci/runner.js";
-import type { CiRunRequest, CiRunResult } from "../../src/mergequeue/providers.js";
+import {
+  judgeChecks,
+  type CiRunRequest,
+  type CiRunResult,
+} from "../../src/mergequeue/providers.js";
+import type { FailedTestCase } from "../../src/testhealth/records.js";
 import { createRepository, expectGone, type TestRepository } from "../helpers/ci-git.js";
 import { InMemoryCiRunRecords } from "../helpers/ci-run-records.js";
 
@@ -365,15 +370,175 @@ describe("LocalCiRunner", () => {
   });
 
   it("is not flaky-only when a failing required check has no JUnit reports", async () => {
+    // `build` fails first and decides the run; `unit`, flaky-only but later, is stopped.
     const sha = await commitChecks([
-      { name: "unit", run: "echo '<testsuite/>' > r.xml; exit 1", junit_paths: ["r.xml"] },
+      { name: "unit", run: "echo '<testsuite/>' > r.xml; sleep 5; exit 1", junit_paths: ["r.xml"] },
       { name: "build", run: "exit 1" },
     ]);
     const runner = createRunner({ testResults: () => Promise.resolve({ flakyOnly: true }) });
     const result = await runToEnd(runner, request(sha));
-    expect(result.checks.map((c) => c.conclusion)).toEqual(["failure", "failure"]);
+    expect(result.checks.map((c) => c.conclusion)).toEqual(["cancelled", "failure"]);
     expect(result.flakyOnly).toBeUndefined();
     expect((await stored()).flakyOnly).toBe(false);
+  });
+
+  it("decides a run as soon as a required check fails: the other checks stop, unstarted ones never start", async () => {
+    const e2e = path.join(traces, "e2e");
+    const sha = await commitChecks(
+      [
+        // Not required: its failure decides nothing.
+        { name: "style", run: "exit 1" },
+        { name: "unit", run: "sleep 0.5; exit 2" },
+        { name: "e2e", run: `echo started > ${e2e}; sleep 30; echo finished >> ${e2e}` },
+        { name: "docs", run: `echo ran > ${path.join(traces, "docs")}` },
+      ],
+      { requiredStatuses: ["unit", "e2e", "docs"] },
+    );
+    // Two slots: `docs` waits for one while `unit` and `e2e` run.
+    const runner = createRunner({ parallelism: 2 });
+    const started = Date.now();
+    const result = await runToEnd(runner, request(sha));
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(result.checks).toEqual([
+      { name: "style", conclusion: "failure" },
+      { name: "unit", conclusion: "failure" },
+      { name: "e2e", conclusion: "cancelled" },
+      { name: "docs", conclusion: "cancelled" },
+    ]);
+    // The queue's verdict names the check that failed, not those it stopped.
+    expect(judgeChecks(["unit", "e2e", "docs"], result.checks)).toEqual({
+      passed: false,
+      failing: ["unit"],
+    });
+    // Nothing failed: a required check stopped or never reported is what fails the run.
+    expect(
+      judgeChecks(
+        ["unit", "e2e", "docs"],
+        [
+          { name: "unit", conclusion: "success" },
+          { name: "e2e", conclusion: "cancelled" },
+        ],
+      ),
+    ).toEqual({ passed: false, failing: ["e2e", "docs"] });
+    const record = await stored();
+    expect(record.status).toBe("failed");
+    expect(record.checks.map((c) => [c.name, c.exitCode, c.startedAt === null])).toEqual([
+      ["style", 1, false],
+      ["unit", 2, false],
+      ["e2e", null, false],
+      ["docs", null, true],
+    ]);
+    expect(await logOf(runner, "e2e")).toContain(
+      '[mainline] stopped: the required check "unit" failed, which decided the run',
+    );
+    expect(await readFile(e2e, "utf8")).toBe("started\n");
+    await expect(access(path.join(traces, "docs"))).rejects.toThrow();
+  });
+
+  it("runs a localization run's failing checks first, with the batch run's failed tests in a file", async () => {
+    const order = path.join(traces, "order");
+    const record = (name: string) =>
+      `echo ${name} >> ${order}; env | grep '^MAINLINE_FAIL' | LC_ALL=C sort > ${path.join(traces, `${name}.env`)}; cp "$MAINLINE_FAILED_TESTS_FILE" ${path.join(traces, `${name}.tsv`)}`;
+    const sha = await commitChecks([
+      { name: "lint", run: record("lint") },
+      { name: "unit", run: record("unit") },
+    ]);
+    const asked: unknown[] = [];
+    const failed: FailedTestCase[] = [
+      { id: "id-2", name: "totals\tthe items", classname: "price", parent: "p", file: "test/b.js" },
+      { id: "id-1", name: "discounts", classname: "", parent: "", file: null },
+    ];
+    // The batch run's uploads are still being processed the first two times it asks.
+    const runner = createRunner({
+      parallelism: 1,
+      failedTests: {
+        failedTests: (question, limit) => {
+          asked.push({ ...question, limit });
+          const waiting = asked.length < 3;
+          return Promise.resolve({
+            waiting,
+            uploads: 1,
+            tests: waiting ? failed.slice(0, 1) : failed,
+            truncated: false,
+          });
+        },
+      },
+    });
+    const failFirst = {
+      fromRunId: "r1",
+      checks: ["unit"],
+      sha: "f".repeat(40),
+      testBranch: "mainline-merge/main/r1",
+      since: 100_000,
+    };
+    await runToEnd(runner, request(sha, { runId: "r2", failFirst }));
+    expect(await readFile(order, "utf8")).toBe("unit\nlint\n");
+    expect(asked).toHaveLength(3);
+    expect(asked[0]).toEqual({ repo: REPO, sha: "f".repeat(40), since: 40_000, limit: 1000 });
+    const file = path.join(dataDir, "ci/logs/q1/r2/failed-tests.tsv");
+    for (const check of ["unit", "lint"]) {
+      expect(await readFile(path.join(traces, `${check}.env`), "utf8")).toBe(
+        `MAINLINE_FAILED_TESTS_FILE=${file}\nMAINLINE_FAIL_FIRST_CHECKS=unit\n`,
+      );
+    }
+    expect(await readFile(path.join(traces, "unit.tsv"), "utf8")).toBe(
+      "id-1\tdiscounts\t\t\tdiscounts\t\n" +
+        "id-2\tprice.totals the items\ttest/b.js\tprice\ttotals the items\tp\n",
+    );
+  });
+
+  it("gives a localization run an empty failed-tests file when nothing is known, and runs it all the same", async () => {
+    const sha = await commitChecks([
+      {
+        name: "unit",
+        run: `test -f "$MAINLINE_FAILED_TESTS_FILE" && wc -c < "$MAINLINE_FAILED_TESTS_FILE" >> ${path.join(traces, "sizes")}`,
+      },
+    ]);
+    const warnings: string[] = [];
+    const logger = { warn: (message: string) => warnings.push(message), error: () => undefined };
+    const failFirst = { fromRunId: "r1", checks: ["unit"], sha: "f".repeat(40), testBranch: null };
+    // No test results at all (no test health).
+    const runner = createRunner({ logger });
+    let result = await runToEnd(
+      runner,
+      request(sha, { runId: "r2", failFirst: { ...failFirst, since: 0 } }),
+    );
+    expect(result.checks).toEqual([{ name: "unit", conclusion: "success" }]);
+    // Its uploads never processed in time: what is known (nothing), and a warning.
+    const busy = createRunner({
+      logger,
+      failedTestsWaitMs: 300,
+      failedTests: {
+        failedTests: () =>
+          Promise.resolve({ waiting: true, uploads: 0, tests: [], truncated: false }),
+      },
+    });
+    result = await runToEnd(
+      busy,
+      request(sha, { runId: "r3", failFirst: { ...failFirst, since: 0 } }),
+    );
+    expect(result.checks).toEqual([{ name: "unit", conclusion: "success" }]);
+    // Test health failing: a warning, an empty file.
+    const broken = createRunner({
+      logger,
+      failedTests: { failedTests: () => Promise.reject(new Error("no database")) },
+    });
+    result = await runToEnd(
+      broken,
+      request(sha, { runId: "r4", failFirst: { ...failFirst, since: 0 } }),
+    );
+    expect(result.checks).toEqual([{ name: "unit", conclusion: "success" }]);
+    expect(
+      (await readFile(path.join(traces, "sizes"), "utf8")).split(/\s+/).filter(Boolean),
+    ).toEqual(["0", "0", "0"]);
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /r3: uploads of run r1's time are still being processed after 300 ms; its checks start with the 0 failed tests known/,
+      ),
+      expect.stringMatching(
+        /r4: the failed tests of run r1 could not be read \(no database\); its failed-tests file is empty/,
+      ),
+    ]);
   });
 
   it("leaves a stopped run unfinished, and resume() runs it again to the end", async () => {

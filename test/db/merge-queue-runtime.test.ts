@@ -3,6 +3,7 @@ import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDatabase, type DatabaseHandle } from "../../src/db/connection.js";
 import { issuedIds } from "../../src/db/migrations/0028_issued_ids.js";
+import { runFailFirst } from "../../src/db/migrations/0029_run_fail_first.js";
 import { columnTypes } from "../../src/db/migrations/types.js";
 import { MergeQueueRuntimeStore } from "../../src/db/stores/merge-queue-runtime.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
@@ -497,6 +498,41 @@ describe(`merge-queue runtime store on ${TEST_DIALECT}`, () => {
         store.commit(step({ epoch: l1?.epoch ?? 0, runs: [run({ id: "r5", queueId: "q2" })] })),
       ).rejects.toThrow(/cannot write records of queue q2/);
     });
+  });
+
+  it("runs by test branch: the newest on the branch, at the commit when one is given; fail first round-trips", async () => {
+    const lease = await store.acquireLease("q1", "a", 1000, 60_000);
+    const epoch = lease?.epoch ?? 0;
+    const slot = "mainline-merge/main/slot-0";
+    const r1 = run({ id: "r1", testBranch: slot, testBranchSha: "s1", startedAt: 1000 });
+    const r2 = run({
+      id: "r2",
+      kind: "bisection",
+      testBranch: slot,
+      testBranchSha: "s2",
+      startedAt: 3000,
+      failFirst: { fromRunId: "r0", checks: ["test", "lint"] },
+    });
+    const r3 = run({ id: "r3", testBranch: "mainline-merge/main/r3", startedAt: 4000 });
+    expect(await store.commit(step({ epoch, runs: [r1, r2, r3] }))).toBe(true);
+    expect(await store.runOnTestBranch("q1", slot)).toEqual(r2);
+    expect(await store.runOnTestBranch("q1", slot, "s1")).toEqual(r1);
+    expect(await store.runOnTestBranch("q1", slot, "s3")).toBeUndefined();
+    expect(await store.runOnTestBranch("q2", slot)).toBeUndefined();
+    expect((await store.run("q1", "r2"))?.failFirst).toEqual({
+      fromRunId: "r0",
+      checks: ["test", "lint"],
+    });
+    expect(await store.run("q1", "r1")).not.toHaveProperty("failFirst");
+
+    // Migration 0029: runs from before it run nothing first; down removes the column.
+    const db = database.handle.db as unknown as Kysely<unknown>;
+    const types = columnTypes(database.handle.dialect);
+    await runFailFirst.down(db, types);
+    await expect(store.commit(step({ epoch, runs: [r1] }))).rejects.toThrow(/fail_first/);
+    await runFailFirst.up(db, types);
+    expect(await store.run("q1", "r2")).toEqual({ ...r2, failFirst: undefined });
+    expect(await store.runOnTestBranch("q1", slot)).toEqual({ ...r2, failFirst: undefined });
   });
 
   it("snapshots: none before a commit (even with a lease); then the last one committed", async () => {

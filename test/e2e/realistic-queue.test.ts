@@ -1,23 +1,28 @@
 /**
  * The merge queue on a realistic project (issue 14), with real git and real `mainline serve`
- * processes: a small shop in several modules, tested by node's test runner writing JUnit, linted
- * by a script; a test that is known flaky (and fails now and then); 25 pull requests by four
- * people, some in several commits, among them stacks (each PR built on the branch of the one
- * before, one editing its parent's lines), PRs that break a test or the lint, and PRs that edit
- * the same line as one submitted earlier. The same workload runs in serial mode and in batching
- * mode (concurrency 4, batches of at least 3, bisection 4, pending failure depth 1, optimistic
- * merging), and in both:
+ * processes: a small shop in several modules, tested by node's test runner writing JUnit (each
+ * test file takes a moment to set up, so the suite takes a few seconds), linted by a script; a
+ * test that is known flaky (and fails now and then); 25 pull requests by four people, some in
+ * several commits, among them stacks (each PR built on the branch of the one before, one editing
+ * its parent's lines), PRs that break a test or the lint, and PRs that edit the same line as one
+ * submitted earlier. The same workload runs in serial mode and in batching mode (concurrency 2,
+ * batches of up to 3, bisection 4, pending failure depth 1, optimistic merging), and in both:
  *
  * - every good PR merges, in submission order;
  * - every breaking PR fails naming its failing check;
  * - each conflicting PR fails naming the earlier PR it conflicts with;
  * - every landed tree is a tree that was tested and passed;
  * - the commits keep their authors (squash: the PR's author, the others as co-authors);
- * - no test is classified flaky because a PR broke it.
+ * - no test is classified flaky because a PR broke it;
+ *
+ * and batching merges the same PRs with fewer CI runs per merged PR, and in less wall time, than
+ * serial. A second workload, one PR in five breaking a test (batching), shows the localization
+ * of a failed batch end to end: its prefixes run, each culprit is evicted naming the passing and
+ * the failing run, and the localization runs' test check was given the batch run's failed test
+ * (`MAINLINE_FAILED_TESTS_FILE`, docs/fail-first.md), ran it first and stopped at its failure.
  *
  * It prints the CI runs per merged PR and the wall time of each mode (docs/benchmarks.md). What
- * it checks does not depend on the database, so CI may run it on one.
- */
+ * it checks does not depend on the database, so CI may run it on one. */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
@@ -82,20 +87,52 @@ const BROKEN_BY_PRS = [
 ];
 
 /**
- * The check run by `test`: node's test runner, writing JUnit. The shell expands the files' glob
- * (since Node 22 a directory argument is no longer searched for tests).
+ * What each test file spends setting up before its tests (a fixture, a server started): the suite
+ * takes a few seconds, as suites do, and running only the tests that failed takes much less.
  */
-const TEST_COMMAND =
-  "mkdir -p reports && node --test --test-reporter=junit --test-reporter-destination=reports/junit.xml test/*.test.js";
+const SETUP_MS = 700;
+const SETUP = [
+  'const { before } = require("node:test");',
+  `before(() => new Promise((resolve) => setTimeout(resolve, ${String(SETUP_MS)})));`,
+];
 
-function projectFiles(counterDir: string): Files {
+/**
+ * The check run by `test` (docs/fail-first.md's recipe for node's test runner): node's test
+ * runner, one file at a time, writing JUnit. In a localization run the tests that failed in the
+ * batch run go first, and their failure ends the check; the file is also copied to `traces`,
+ * where the test reads what the check was given. The shell expands the files' glob (since Node 22
+ * a directory argument is no longer searched for tests).
+ */
+function testScript(traces: string): string {
+  const node = "node --test --test-concurrency=1 --test-reporter=junit";
+  return String.raw`#!/bin/sh
+mkdir -p reports
+failed="${"$"}{MAINLINE_FAILED_TESTS_FILE:-}"
+if [ -n "$failed" ]; then cp "$failed" "${traces}/$MAINLINE_RUN_ID.tsv"; fi
+if [ -s "$failed" ]; then
+  # The files that are still here, and the names as one pattern (regex characters escaped).
+  files=$(cut -f3 "$failed" | sort -u | while read -r f; do if [ -f "$f" ]; then echo "$f"; fi; done)
+  names=$(cut -f5 "$failed" | sed 's/[][\.*^$()+?{}|]/\\&/g' | paste -sd '|' -)
+  if [ -n "$files" ]; then
+    echo "fail first: $(echo "$files" | wc -l) file(s), tests /$names/"
+    ${node} --test-reporter-destination=reports/first.xml --test-name-pattern="$names" $files || exit 1
+    rm -f reports/first.xml
+  fi
+fi
+echo "the whole suite"
+exec ${node} --test-reporter-destination=reports/junit.xml test/*.test.js
+`;
+}
+
+function projectFiles(counterDir: string, traces: string): Files {
   const item = (name: string, price: number) => `${JSON.stringify({ name, price })}\n`;
   return {
+    "scripts/test.sh": testScript(traces),
     ".mainline.yml": [
       "ci:",
       "  checks:",
       "    - name: test",
-      `      run: ${TEST_COMMAND}`,
+      "      run: sh scripts/test.sh",
       '      junit_paths: ["reports/*.xml"]',
       "      timeout_minutes: 3",
       "    - name: lint",
@@ -145,6 +182,7 @@ function projectFiles(counterDir: string): Files {
     ].join("\n"),
     "test/price.test.js": [
       'const { describe, test } = require("node:test");',
+      ...SETUP,
       'const assert = require("node:assert");',
       'const price = require("../src/price.js");',
       'describe("price", () => {',
@@ -159,6 +197,7 @@ function projectFiles(counterDir: string): Files {
     ].join("\n"),
     "test/catalog.test.js": [
       'const { describe, test } = require("node:test");',
+      ...SETUP,
       'const assert = require("node:assert");',
       'const fs = require("node:fs");',
       'const path = require("node:path");',
@@ -176,6 +215,7 @@ function projectFiles(counterDir: string): Files {
     ].join("\n"),
     "test/format.test.js": [
       'const { describe, test } = require("node:test");',
+      ...SETUP,
       'const assert = require("node:assert");',
       'const format = require("../src/format.js");',
       'describe("format", () => {',
@@ -188,6 +228,7 @@ function projectFiles(counterDir: string): Files {
     // Flaky: the 5th and the 14th time it runs anywhere, the sandbox "times out".
     "test/checkout.test.js": [
       'const { describe, test } = require("node:test");',
+      ...SETUP,
       'const assert = require("node:assert");',
       'const fs = require("node:fs");',
       'const path = require("node:path");',
@@ -394,6 +435,72 @@ const PRS: PrSpec[] = [
 
 const GOOD = PRS.filter((pr) => !pr.breaks && pr.conflictsWith === undefined);
 
+/** The tests the bad PRs of the second workload break, one each. */
+const BROKEN = {
+  catalog: BROKEN_BY_PRS[0] ?? "",
+  discount: BROKEN_BY_PRS[1] ?? "",
+  money: "shows cents as money",
+  total: "totals the items",
+};
+
+/**
+ * The second workload: 20 pull requests, one in five bad, each breaking a test of its own. None
+ * is first in the batch it is tested in (batches of 3 form again behind an evicted culprit), so
+ * that a shorter prefix passes; #8 is in the middle of its batch, so that the prefix ending in it
+ * fails (on the test it runs first); the last batch is whole (it does not wait to fill).
+ */
+const ONE_IN_FIVE: (PrSpec & { failingTest?: string })[] = [
+  ...[1, 2].map((k) => sell(k)),
+  {
+    k: 3,
+    title: "Sell item 3 at a loss",
+    author: CAROL,
+    breaks: "test",
+    failingTest: BROKEN.catalog,
+    commits: [{ files: item(3, -5) }],
+  },
+  ...[4, 5, 6, 7].map((k) => sell(k)),
+  {
+    k: 8,
+    title: "Discount by the percentage itself",
+    author: DAN,
+    breaks: "test",
+    failingTest: BROKEN.discount,
+    commits: [
+      { files: edit("src/price.js", "(cents * (100 - percent)) / 100", "(cents * percent) / 100") },
+    ],
+  },
+  ...[9, 10].map((k) => sell(k)),
+  {
+    k: 11,
+    title: "Show whole euros",
+    author: ALICE,
+    breaks: "test",
+    failingTest: BROKEN.money,
+    commits: [{ files: edit("src/format.js", "toFixed(2)", "toFixed(0)") }],
+  },
+  ...[12, 13].map((k) => sell(k)),
+  {
+    k: 14,
+    title: "Count each item once",
+    author: BOB,
+    breaks: "test",
+    failingTest: BROKEN.total,
+    commits: [{ files: edit("src/price.js", "item.price * item.qty", "item.price") }],
+  },
+  ...[15, 16, 17, 18, 19, 20].map((k) => sell(k)),
+];
+
+function sell(k: number): PrSpec {
+  const people = [ALICE, BOB, CAROL, DAN];
+  return {
+    k,
+    title: `Sell item ${String(k)}`,
+    author: people[k % people.length] ?? ALICE,
+    commits: [{ files: item(k) }],
+  };
+}
+
 // ---- plumbing --------------------------------------------------------------------------------
 
 async function gitIn(dir: string, args: string[], author?: Person): Promise<string> {
@@ -500,20 +607,19 @@ async function statusOf(database: TestDatabase, name: string): Promise<string | 
 
 // ---- the test ----------------------------------------------------------------------------------
 
+const SERIAL = { concurrency: 1, batch: false };
+const BATCHING = {
+  concurrency: 2,
+  batch: true,
+  batchingMinSize: 3,
+  batchingMaxWaitTimeMinutes: 1,
+  bisectionConcurrency: 4,
+  pendingFailureDepth: 1,
+  canOptimisticallyMerge: true,
+};
 const MODES = [
-  { mode: "serial", settings: { concurrency: 1, batch: false } },
-  {
-    mode: "batching",
-    settings: {
-      concurrency: 4,
-      batch: true,
-      batchingMinSize: 3,
-      batchingMaxWaitTimeMinutes: 1,
-      bisectionConcurrency: 4,
-      pendingFailureDepth: 1,
-      canOptimisticallyMerge: true,
-    },
-  },
+  { mode: "serial", settings: SERIAL },
+  { mode: "batching", settings: BATCHING },
 ];
 
 let database: TestDatabase;
@@ -528,68 +634,189 @@ afterEach(async () => {
 });
 afterAll(stopAllProcesses);
 
+interface CiRunRow {
+  runId: string;
+  status: string;
+  flakyOnly: boolean;
+  createdAt: number;
+  finishedAt: number | null;
+  request: { prNumbers: number[]; sha: string; failFirst?: { fromRunId: string } };
+}
+
+interface Queued {
+  call: Call;
+  project: LocalProject;
+  numberOf: (k: number) => number;
+  startSha: string;
+  /** Where the test check copied the failed-tests file it was given, as `<runId>.tsv`. */
+  traces: string;
+  wallMs: number;
+  ciRuns: CiRunRow[];
+  merged: number;
+  /** What landed on main, oldest first: the squash commits and their subjects. */
+  landed: string[];
+  subjects: string[];
+}
+
+/**
+ * Starts a server, pushes the shop, opens `prs` and submits them all to a paused queue with
+ * `settings`, then runs it until every PR concluded; prints what happened.
+ */
+async function runQueue(
+  label: string,
+  settings: Record<string, unknown>,
+  prs: PrSpec[],
+  options: { flaky: boolean },
+): Promise<Queued> {
+  const server = await startServer(
+    {
+      ...database.env,
+      MAINLINE_BOOTSTRAP_ORG: "acme",
+      MAINLINE_BOOTSTRAP_TOKEN: token,
+      MAINLINE_CI_PARALLELISM: "4",
+      // Without the flaky test: the payment sandbox always answers.
+      ...(options.flaky ? {} : { SHOP_SANDBOX: "up" }),
+    },
+    { timeoutMs: 60_000 },
+  );
+  const call: Call = (operation, body) => post(server.url, operation, body, token);
+  const counter = await mkdtemp(path.join(tmpdir(), "mainline-shop-flaky-"));
+  const traces = await mkdtemp(path.join(tmpdir(), "mainline-shop-traces-"));
+  const project = await createRepositoryAndQueue(
+    call,
+    { testingTimeoutMinutes: 0, ...settings },
+    projectFiles(counter, traces),
+  );
+  const startSha = await gitIn(project.dir, ["rev-parse", "HEAD"]);
+  if (options.flaky) await makeFlakyTestKnown(server.url, token, project, database);
+
+  const numbers = new Map<number, number>();
+  for (const spec of prs) numbers.set(spec.k, await openPr(call, project, spec));
+  const numberOf = (k: number) => numbers.get(k) ?? -1;
+  await ok(call, "updateQueue", { ...QUEUE, state: "paused" });
+  for (const spec of prs) await submit(call, numberOf(spec.k));
+  const started = Date.now();
+  await ok(call, "updateQueue", { ...QUEUE, state: "running" });
+  await waitFor(() => allConcluded(call, numbers.values()), "every pull request to conclude", {
+    timeoutMs: 540_000,
+    intervalMs: 500,
+  });
+  const wallMs = Date.now() - started;
+
+  // What happened, first, so that a failure below can be read against it.
+  const outcome: string[] = [];
+  for (const spec of prs) {
+    const last = (await timeline(call, numberOf(spec.k))).at(-1);
+    outcome.push(
+      `#${String(numberOf(spec.k))} ${spec.title}: ${last?.toState ?? "?"} ${last?.reason ?? ""} ${last?.detail ?? ""}`,
+    );
+  }
+  const ciRuns = (
+    await database.handle.db
+      .selectFrom("ciRuns")
+      .select(["runId", "status", "request", "flakyOnly", "createdAt", "finishedAt"])
+      .orderBy("createdAt")
+      .execute()
+  ).map((r) => ({
+    ...r,
+    flakyOnly: Boolean(r.flakyOnly),
+    request: JSON.parse(r.request) as CiRunRow["request"],
+  }));
+  let merged = 0;
+  for (const number of numbers.values()) {
+    if ((await stateOf(call, number)) === "merged") merged += 1;
+  }
+  const seconds = (ms: number) => (ms / 1000).toFixed(1);
+  console.log(
+    `[${label}] ${String(ciRuns.length)} CI runs for ${String(merged)} merged PRs ` +
+      `(${(ciRuns.length / merged).toFixed(2)} per merged PR), wall time ${seconds(wallMs)} s\n` +
+      outcome.join("\n") +
+      "\n" +
+      ciRuns
+        .map((r) => {
+          const took = r.finishedAt === null ? "?" : seconds(r.finishedAt - r.createdAt);
+          const first = r.request.failFirst
+            ? ` (fail first: run ${r.request.failFirst.fromRunId})`
+            : "";
+          return `${seconds(r.createdAt - started)} s +${took} s run ${r.runId} [${r.request.prNumbers.join(",")}] ${r.status}${r.flakyOnly ? " (flaky only)" : ""}${first}`;
+        })
+        .join("\n"),
+  );
+  const landed = (
+    await gitIn(project.remote, ["rev-list", "--first-parent", "--reverse", `${startSha}..main`])
+  )
+    .split("\n")
+    .filter(Boolean);
+  const subjects = await Promise.all(
+    landed.map((sha) => gitIn(project.remote, ["show", "-s", "--format=%s", sha])),
+  );
+  return {
+    call,
+    project,
+    numberOf,
+    startSha,
+    traces,
+    wallMs,
+    ciRuns,
+    merged,
+    landed,
+    subjects,
+  };
+}
+
+/** Every landed tree is the tree of a test branch that passed, up to that PR. */
+async function expectOnlyTestedTreesLanded(queued: Queued): Promise<void> {
+  const bare = queued.project.remote;
+  const tested = new Set<string>();
+  for (const run of queued.ciRuns.filter((r) => r.status === "passed")) {
+    const trees = await gitIn(bare, [
+      "log",
+      "--first-parent",
+      "--format=%T",
+      run.request.sha,
+      `^${queued.startSha}`,
+    ]);
+    for (const tree of trees.split("\n")) tested.add(tree);
+  }
+  for (const [index, sha] of queued.landed.entries()) {
+    const tree = await gitIn(bare, ["rev-parse", `${sha}^{tree}`]);
+    const what = queued.subjects[index] ?? sha;
+    expect.soft(tested.has(tree), `the tree of ${what} was tested`).toBe(true);
+  }
+}
+
+/** Waits until test health has processed every upload. */
+async function uploadsProcessed(): Promise<void> {
+  await waitFor(
+    async () => {
+      const pending = await database.handle.db
+        .selectFrom("uploads")
+        .select("id")
+        .where("state", "!=", "processed")
+        .execute();
+      return pending.length === 0;
+    },
+    "every upload to be processed",
+    { timeoutMs: 60_000, intervalMs: 250 },
+  );
+}
+
+/** Serial against batching on the same workload, for the comparison at the end. */
+const measured = new Map<
+  string,
+  { runs: number; merged: number; wallMs: number; subjects: string[] }
+>();
+
 describe.each(MODES)("the merge queue on a realistic project ($mode)", ({ mode, settings }) => {
   it("merges every good PR in order and fails exactly the breaking and the conflicting ones, saying why", async () => {
-    const server = await startServer(
-      {
-        ...database.env,
-        MAINLINE_BOOTSTRAP_ORG: "acme",
-        MAINLINE_BOOTSTRAP_TOKEN: token,
-        MAINLINE_CI_PARALLELISM: "4",
-      },
-      { timeoutMs: 60_000 },
-    );
-    const call: Call = (operation, body) => post(server.url, operation, body, token);
-    const counter = await mkdtemp(path.join(tmpdir(), "mainline-shop-flaky-"));
-    const project = await createRepositoryAndQueue(
-      call,
-      { testingTimeoutMinutes: 0, ...settings },
-      projectFiles(counter),
-    );
-    const startSha = await gitIn(project.dir, ["rev-parse", "HEAD"]);
-    await makeFlakyTestKnown(server.url, token, project, database);
-
-    const numbers = new Map<number, number>();
-    for (const spec of PRS) numbers.set(spec.k, await openPr(call, project, spec));
-    const numberOf = (k: number) => numbers.get(k) ?? -1;
-    await ok(call, "updateQueue", { ...QUEUE, state: "paused" });
-    for (const spec of PRS) await submit(call, numberOf(spec.k));
-    const started = Date.now();
-    await ok(call, "updateQueue", { ...QUEUE, state: "running" });
-    await waitFor(() => allConcluded(call, numbers.values()), "every pull request to conclude", {
-      timeoutMs: 540_000,
-      intervalMs: 500,
+    const queued = await runQueue(mode, settings, PRS, { flaky: true });
+    const { call, numberOf, ciRuns, landed, subjects } = queued;
+    measured.set(mode, {
+      runs: ciRuns.length,
+      merged: queued.merged,
+      wallMs: queued.wallMs,
+      subjects,
     });
-    const wallMs = Date.now() - started;
-
-    // What happened, first, so that a failure below can be read against it.
-    const outcome: string[] = [];
-    for (const spec of PRS) {
-      const last = (await timeline(call, numberOf(spec.k))).at(-1);
-      outcome.push(
-        `#${String(numberOf(spec.k))} ${spec.title}: ${last?.toState ?? "?"} ${last?.reason ?? ""} ${last?.detail ?? ""}`,
-      );
-    }
-    const ciRuns = await database.handle.db
-      .selectFrom("ciRuns")
-      .select(["runId", "status", "request", "flakyOnly"])
-      .execute();
-    let merged = 0;
-    for (const number of numbers.values()) {
-      if ((await stateOf(call, number)) === "merged") merged += 1;
-    }
-    console.log(
-      `[${mode}] ${String(ciRuns.length)} CI runs for ${String(merged)} merged PRs ` +
-        `(${(ciRuns.length / merged).toFixed(2)} per merged PR), wall time ${(wallMs / 1000).toFixed(1)} s\n` +
-        outcome.join("\n") +
-        "\n" +
-        ciRuns
-          .map((r) => {
-            const request = JSON.parse(r.request) as { prNumbers: number[] };
-            return `run ${r.runId} [${request.prNumbers.join(",")}] ${r.status}${r.flakyOnly ? " (flaky only)" : ""}`;
-          })
-          .join("\n"),
-    );
 
     // Every good PR merged; every breaking and conflicting one failed, saying why.
     for (const spec of PRS) {
@@ -610,34 +837,11 @@ describe.each(MODES)("the merge queue on a realistic project ($mode)", ({ mode, 
     }
 
     // In submission order, one squash commit each.
-    const bare = project.remote;
-    const landed = (
-      await gitIn(bare, ["rev-list", "--first-parent", "--reverse", `${startSha}..main`])
-    ).split("\n");
-    const subjects = await Promise.all(
-      landed.map((sha) => gitIn(bare, ["show", "-s", "--format=%s", sha])),
-    );
     expect.soft(subjects).toEqual(GOOD.map((s) => `${s.title} (#${String(numberOf(s.k))})`));
-
-    // Every landed tree is the tree of a test branch that passed, up to that PR.
-    const tested = new Set<string>();
-    for (const run of ciRuns.filter((r) => r.status === "passed")) {
-      const { sha } = JSON.parse(run.request) as { sha: string };
-      const trees = await gitIn(bare, [
-        "log",
-        "--first-parent",
-        "--format=%T",
-        sha,
-        `^${startSha}`,
-      ]);
-      for (const tree of trees.split("\n")) tested.add(tree);
-    }
-    for (const [index, sha] of landed.entries()) {
-      const tree = await gitIn(bare, ["rev-parse", `${sha}^{tree}`]);
-      expect.soft(tested.has(tree), `the tree of ${subjects[index] ?? sha} was tested`).toBe(true);
-    }
+    await expectOnlyTestedTreesLanded(queued);
 
     // Authors kept: the PR's author, the other authors of its commits as co-authors.
+    const bare = queued.project.remote;
     for (const [index, sha] of landed.entries()) {
       const spec = GOOD.find((s) => subjects[index] === `${s.title} (#${String(numberOf(s.k))})`);
       if (!spec) continue;
@@ -685,18 +889,7 @@ describe.each(MODES)("the merge queue on a realistic project ($mode)", ({ mode, 
     }
 
     // Test health: every upload processed; the tests PRs broke were never flaky nor quarantined.
-    await waitFor(
-      async () => {
-        const pending = await database.handle.db
-          .selectFrom("uploads")
-          .select("id")
-          .where("state", "!=", "processed")
-          .execute();
-        return pending.length === 0;
-      },
-      "every upload to be processed",
-      { timeoutMs: 60_000, intervalMs: 250 },
-    );
+    await uploadsProcessed();
     for (const name of BROKEN_BY_PRS) {
       const test = await database.handle.db
         .selectFrom("testCases")
@@ -717,5 +910,100 @@ describe.each(MODES)("the merge queue on a realistic project ($mode)", ({ mode, 
         .not.toContain("flaky");
     }
     expect.soft(await statusOf(database, FLAKY_TEST)).toBe("flaky");
+  }, 600_000);
+});
+
+describe("batching against serial on the realistic project", () => {
+  it("merges the same PRs with fewer CI runs per merged PR and in less wall time", () => {
+    const serial = measured.get("serial");
+    const batching = measured.get("batching");
+    if (serial === undefined || batching === undefined) {
+      throw new Error("both modes must have run (run the whole file)");
+    }
+    expect(batching.subjects).toEqual(serial.subjects);
+    expect(batching.runs / batching.merged).toBeLessThan(serial.runs / serial.merged);
+    expect(batching.wallMs).toBeLessThan(serial.wallMs);
+  });
+});
+
+describe("the merge queue on a realistic project, one pull request in five bad (batching)", () => {
+  it("localizes each failed batch, runs its failed tests first and evicts only the culprits, saying which runs showed it", async () => {
+    const queued = await runQueue("one in five bad", BATCHING, ONE_IN_FIVE, { flaky: false });
+    const { call, numberOf, ciRuns, traces } = queued;
+    const byId = new Map(ciRuns.map((run) => [run.runId, run]));
+    const good = ONE_IN_FIVE.filter((spec) => !spec.breaks);
+    expect.soft(queued.subjects).toEqual(good.map((s) => `${s.title} (#${String(numberOf(s.k))})`));
+    await expectOnlyTestedTreesLanded(queued);
+    await uploadsProcessed();
+
+    const failedFirst: number[] = [];
+    for (const spec of ONE_IN_FIVE.filter((s) => s.breaks)) {
+      const number = numberOf(spec.k);
+      const what = `#${String(number)} ${spec.title}`;
+      const last = (await timeline(call, number)).at(-1);
+      expect.soft(last?.toState, what).toBe("failed");
+      expect.soft(last?.reason, what).toBe("failing_required_check");
+      // "localization: run 12 (#1, #2) passed; run 13 (#1, #2, #3) failed test"
+      const detail = last?.detail ?? "";
+      const named =
+        /^localization: run (\S+) \(([^)]*)\) passed; run (\S+) \(([^)]*)\) failed test$/.exec(
+          detail,
+        );
+      expect.soft(named, `${what}: ${detail}`).not.toBeNull();
+      if (named === null) continue;
+      const [, passedId = "", passedPrs = "", failedId = "", failedPrs = ""] = named;
+      expect.soft(byId.get(passedId)?.status, `${what}: run ${passedId}`).toBe("passed");
+      expect.soft(byId.get(failedId)?.status, `${what}: run ${failedId}`).toBe("failed");
+      // The shortest failing prefix ends in the culprit, the passing one just before it (what
+      // had merged ahead of it since is not on either's list).
+      const failedList = failedPrs.split(", ");
+      expect.soft(failedList.at(-1), what).toBe(`#${String(number)}`);
+      expect.soft(passedPrs.split(", ").at(-1), what).toBe(failedList.at(-2));
+
+      // The runs that localized it were given the failed test of the batch run, from its JUnit.
+      const test = await database.handle.db
+        .selectFrom("testCases")
+        .select(["id", "file", "classname"])
+        .where("name", "=", spec.failingTest ?? "")
+        .executeTakeFirstOrThrow();
+      const localizing = ciRuns.filter((run) => {
+        const from = run.request.failFirst ? byId.get(run.request.failFirst.fromRunId) : undefined;
+        return from?.request.prNumbers.includes(number) === true;
+      });
+      expect.soft(localizing.length, `${what}: localization runs`).toBeGreaterThan(0);
+      const given = await Promise.all(
+        localizing.map((run) =>
+          readFile(path.join(traces, `${run.runId}.tsv`), "utf8").catch(() => undefined),
+        ),
+      );
+      const line = [
+        test.id,
+        `${test.classname ?? ""}.${spec.failingTest ?? ""}`,
+        test.file ?? "",
+        test.classname ?? "",
+        spec.failingTest ?? "",
+      ].join("\t");
+      expect
+        .soft(
+          given.some((text) => text?.split("\n").some((l) => l.startsWith(`${line}\t`))),
+          `${what}: a check of ${localizing.map((r) => r.runId).join(", ")} got ${line}`,
+        )
+        .toBe(true);
+      // The failing prefix ran that test first and stopped there: not the whole suite.
+      if (byId.get(failedId)?.request.failFirst) {
+        failedFirst.push(spec.k);
+        const log = await ok<{ log: string }>(call, "local/getCiLog", {
+          ...QUEUE,
+          runId: failedId,
+          check: "test",
+        });
+        expect.soft(log.log, `${what}: the test log of run ${failedId}`).toMatch(/^fail first: /m);
+        expect
+          .soft(log.log, `${what}: the test log of run ${failedId}`)
+          .not.toContain("the whole suite");
+      }
+    }
+    // #8, in the middle of its batch: the prefix ending in it failed on the test it ran first.
+    expect.soft(failedFirst).toContain(8);
   }, 600_000);
 });

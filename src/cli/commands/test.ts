@@ -1,4 +1,4 @@
-import type { Command } from "commander";
+import { InvalidArgumentError, Option, type Command } from "commander";
 import { spawnInContext, type CliContext } from "../context.js";
 import {
   addUploadOptions,
@@ -12,6 +12,7 @@ import {
   type ReportsBefore,
   type UploadFlags,
 } from "../upload/flow.js";
+import { fetchFailFirst, type FailFirstFlags } from "../upload/fail-first.js";
 import { getQuarantineConfig } from "../upload/protocol.js";
 import {
   commandExitCode,
@@ -40,12 +41,13 @@ const IGNORED_WHILE_RUNNING: readonly NodeJS.Signals[] = ["SIGINT", "SIGQUIT"];
 function runCommand(
   context: CliContext,
   argv: readonly string[],
+  env: Record<string, string> = {},
 ): Promise<CommandExit | { spawnError: string }> {
   const [program = "", ...args] = argv;
   const child =
     argv.length === 1
-      ? spawnInContext(context, program, [], { shell: true })
-      : spawnInContext(context, program, args);
+      ? spawnInContext(context, program, [], { shell: true, env })
+      : spawnInContext(context, program, args, { env });
   const forward = (signal: NodeJS.Signals) => {
     child.kill(signal);
   };
@@ -148,28 +150,56 @@ async function uploadAndLookUp(
   }
 }
 
-export function registerTest(program: Command, context: CliContext): void {
-  addUploadOptions(
-    program
-      .command("test")
-      .description(
-        "Run a test command, upload its JUnit results, and pass when every failed test is quarantined",
+/** `--no-fail-first`, `--fail-first-wait` (docs/fail-first.md). */
+function addFailFirstOptions(command: Command): Command {
+  return command
+    .option(
+      "--no-fail-first",
+      "in a merge queue's localization run, do not fetch the failed tests to run first (MAINLINE_FAILED_TESTS_FILE)",
+    )
+    .addOption(
+      new Option(
+        "--fail-first-wait <seconds>",
+        "how long to wait for the batch run's results to be processed before running with what is known",
       )
-      .usage("--junit <globs...> [options] -- <command...>")
-      .argument("<command...>", "the test command (after --); a single argument runs in a shell")
-      .configureOutput({
-        // --junit takes several globs, so only `--` can tell where the command starts; without it
-        // the command's own options look like ours (`python3 -m pytest`: "unknown option '-m'").
-        outputError: (message, write) => {
-          write(message);
-          if (!context.argv.includes("--")) write(`${COMMAND_HINT}\n`);
-        },
-      }),
-  ).action(async (argv: string[], flags: UploadFlags) => {
+        .default(20)
+        .argParser(parseWait),
+    );
+}
+
+function parseWait(value: string): number {
+  if (!/^\d{1,5}$/.test(value))
+    throw new InvalidArgumentError("expected a whole number of seconds");
+  return Number(value);
+}
+
+export function registerTest(program: Command, context: CliContext): void {
+  addFailFirstOptions(
+    addUploadOptions(
+      program
+        .command("test")
+        .description(
+          "Run a test command, upload its JUnit results, and pass when every failed test is quarantined",
+        )
+        .usage("--junit <globs...> [options] -- <command...>")
+        .argument("<command...>", "the test command (after --); a single argument runs in a shell")
+        .configureOutput({
+          // --junit takes several globs, so only `--` can tell where the command starts; without it
+          // the command's own options look like ours (`python3 -m pytest`: "unknown option '-m'").
+          outputError: (message, write) => {
+            write(message);
+            if (!context.argv.includes("--")) write(`${COMMAND_HINT}\n`);
+          },
+        }),
+    ),
+  ).action(async (argv: string[], flags: FailFirstFlags) => {
     // Reports left from an earlier run must not speak for this one (a crash before any report
     // is written would otherwise pass on an old report's quarantined failures).
     const before = await reportsBefore(flags, uploadIo(context, context.stderr));
-    const ran = await runCommand(context, argv);
+    // In a localization run: what failed in its batch run, for the command to run first.
+    const failFirst = await fetchFailFirst(flags, uploadIo(context, context.stderr));
+    const ran = await runCommand(context, argv, failFirst?.env);
+    await failFirst?.remove();
     if ("spawnError" in ran) {
       note(context, `cannot run ${argv[0] ?? ""} (${ran.spawnError})`);
       context.exitCode = 127;

@@ -48,9 +48,9 @@ insert into "mq_entries" ("id", "queue_id", "seq", "pr_number", "pr_title", "pr_
   returning "id";
 insert into "mq_transitions" ("queue_id", "entry_id", "at", "from_state", "to_state", "reason", "actor", "run_id", "detail")
   values (?, ?, ?, ?, ?, ?, ?, ?, ?);
-insert into "mq_runs" ("queue_id", "id", "kind", "status", "base_sha", "test_branch", "test_branch_sha", "prs", "unit", "required_statuses", "required_statuses_source", "checks", "started_at", "finished_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-  on conflict ("queue_id", "id") do update set "kind" = "excluded"."kind", "status" = "excluded"."status", "base_sha" = "excluded"."base_sha", "test_branch" = "excluded"."test_branch", "test_branch_sha" = "excluded"."test_branch_sha", "prs" = "excluded"."prs", "unit" = "excluded"."unit", "required_statuses" = "excluded"."required_statuses", "required_statuses_source" = "excluded"."required_statuses_source", "checks" = "excluded"."checks", "started_at" = "excluded"."started_at", "finished_at" = "excluded"."finished_at";
+insert into "mq_runs" ("queue_id", "id", "kind", "status", "base_sha", "test_branch", "test_branch_sha", "prs", "unit", "required_statuses", "required_statuses_source", "checks", "started_at", "finished_at", "fail_first")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  on conflict ("queue_id", "id") do update set "kind" = "excluded"."kind", "status" = "excluded"."status", "base_sha" = "excluded"."base_sha", "test_branch" = "excluded"."test_branch", "test_branch_sha" = "excluded"."test_branch_sha", "prs" = "excluded"."prs", "unit" = "excluded"."unit", "required_statuses" = "excluded"."required_statuses", "required_statuses_source" = "excluded"."required_statuses_source", "checks" = "excluded"."checks", "started_at" = "excluded"."started_at", "finished_at" = "excluded"."finished_at", "fail_first" = "excluded"."fail_first";
 update "mq_commands"
   set "applied_at" = ?, "result" = ?
   where "id" in (?) and "queue_id" = ?;
@@ -180,6 +180,13 @@ select "t".*
 select *
   from "mq_runs"
   where "queue_id" = ? and "id" = ?;
+
+-- MergeQueueRuntimeStore.runOnTestBranch(queueId, testBranch, sha)
+select *
+  from "mq_runs"
+  where "queue_id" = ? and "test_branch" = ? and "test_branch_sha" = ?
+  order by "started_at" desc
+  limit ?;
 
 -- MergeQueueRuntimeStore.transitionsSince(queueId, since)
 select *

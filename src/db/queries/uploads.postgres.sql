@@ -93,7 +93,7 @@ select count(*) as "n"
 select count(*) as "n"
   from "uploads"
   where "repository_id" = $1 and ("uploads"."commit_sha" = $2 or ("uploads"."branch" = $3 and "uploads"."created_at" >= $4)) and "state" = $5;
-select distinct "test_cases"."id"
+select distinct "test_cases"."id", "test_cases"."name", "test_cases"."classname", "test_cases"."parent", "test_cases"."file"
   from "uploads"
   inner join "test_runs" on "test_runs"."upload_key" = "uploads"."key"
   inner join "test_cases" on "test_cases"."key" = "test_runs"."test_key"

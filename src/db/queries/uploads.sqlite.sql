@@ -92,7 +92,7 @@ select count(*) as "n"
 select count(*) as "n"
   from "uploads"
   where "repository_id" = ? and ("uploads"."commit_sha" = ? or ("uploads"."branch" = ? and "uploads"."created_at" >= ?)) and "state" = ?;
-select distinct "test_cases"."id"
+select distinct "test_cases"."id", "test_cases"."name", "test_cases"."classname", "test_cases"."parent", "test_cases"."file"
   from "uploads"
   inner join "test_runs" on "test_runs"."upload_key" = "uploads"."key"
   inner join "test_cases" on "test_cases"."key" = "test_runs"."test_key"

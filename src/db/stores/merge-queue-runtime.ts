@@ -163,6 +163,7 @@ function runRow(run: RunRecord): Insertable<MqRunsTable> {
     checks: JSON.stringify(run.checks),
     startedAt: run.startedAt,
     finishedAt: run.finishedAt,
+    failFirst: run.failFirst ? JSON.stringify(run.failFirst) : null,
   };
 }
 
@@ -182,6 +183,9 @@ function toRun(row: Selectable<MqRunsTable>): RunRecord {
     checks: JSON.parse(row.checks) as RunRecord["checks"],
     startedAt: row.startedAt,
     finishedAt: row.finishedAt,
+    ...(row.failFirst == null
+      ? {}
+      : { failFirst: JSON.parse(row.failFirst) as NonNullable<RunRecord["failFirst"]> }),
   };
 }
 
@@ -604,6 +608,21 @@ export class MergeQueueRuntimeStore implements RuntimeRecords, QueueDashboardRea
     return row && toRun(row);
   }
 
+  async runOnTestBranch(
+    queueId: string,
+    testBranch: string,
+    sha?: string,
+  ): Promise<RunRecord | undefined> {
+    let query = this.db
+      .selectFrom("mqRuns")
+      .selectAll()
+      .where("queueId", "=", queueId)
+      .where("testBranch", "=", testBranch);
+    if (sha !== undefined) query = query.where("testBranchSha", "=", sha);
+    const row = await query.orderBy("startedAt", "desc").limit(1).executeTakeFirst();
+    return row && toRun(row);
+  }
+
   async transitionsSince(queueId: string, since: number): Promise<TransitionRecord[]> {
     const rows = await this.db
       .selectFrom("mqTransitions")
@@ -764,6 +783,7 @@ export class MergeQueueRuntimeStore implements RuntimeRecords, QueueDashboardRea
                 checks: eb.ref("excluded.checks"),
                 startedAt: eb.ref("excluded.startedAt"),
                 finishedAt: eb.ref("excluded.finishedAt"),
+                failFirst: eb.ref("excluded.failFirst"),
               }) satisfies Record<Exclude<keyof MqRunsTable, "queueId" | "id">, unknown>,
           ),
         )

@@ -318,8 +318,8 @@ export class UploadStore implements UploadRecords {
   /**
    * What a hosted CI's failed run asks of a commit (testhealth/ci-failures.ts): the repository's
    * uploads created since `since` not processed yet (one of them may be the run's), the processed
-   * uploads naming the commit (or, created since `since`, the run's own branch), and the ids of
-   * the tests whose final attempt failed in those (at most `limit` + 1).
+   * uploads naming the commit (or, created since `since`, the run's own branch), and the tests
+   * whose final attempt failed in those (at most `limit` + 1, by id).
    */
   async commitFailures(
     repositoryId: string,
@@ -354,7 +354,13 @@ export class UploadStore implements UploadRecords {
         .selectFrom("uploads")
         .innerJoin("testRuns", "testRuns.uploadKey", "uploads.key")
         .innerJoin("testCases", "testCases.key", "testRuns.testKey")
-        .select("testCases.id")
+        .select([
+          "testCases.id",
+          "testCases.name",
+          "testCases.classname",
+          "testCases.parent",
+          "testCases.file",
+        ])
         .distinct()
         .where("uploads.repositoryId", "=", repositoryId)
         .where(theRun)
@@ -368,7 +374,13 @@ export class UploadStore implements UploadRecords {
     return {
       unfinished: Number(unfinished?.n ?? 0),
       uploads: Number(matched?.n ?? 0),
-      failedTestIds: failed.map((row) => row.id),
+      failedTests: failed.map((row) => ({
+        id: row.id,
+        name: row.name,
+        classname: row.classname ?? "",
+        parent: row.parent ?? "",
+        file: row.file,
+      })),
     };
   }
 

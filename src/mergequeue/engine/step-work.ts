@@ -19,6 +19,7 @@ import {
   judgeChecks,
   type CiProvider,
   type CiRunResult,
+  type FailFirstRequest,
   type GitHost,
   type PullRequestReadOptions,
 } from "../providers.js";
@@ -354,6 +355,7 @@ export class StepWork {
       checks: [],
       startedAt: run.startedAt,
       finishedAt: null,
+      ...(run.failFirst ? { failFirst: run.failFirst } : {}),
     };
     this.runs.set(run.id, record);
     const branch = await gitHost.createTestBranch({
@@ -386,6 +388,7 @@ export class StepWork {
       return;
     }
     this.runs.set(run.id, { ...record, testBranch: branch.branch, testBranchSha: branch.sha });
+    const failFirst = run.failFirst ? await this.failFirst(run.failFirst) : undefined;
     await ci.start({
       repo: this.repo,
       queueId: this.queueId,
@@ -395,7 +398,22 @@ export class StepWork {
       sha: branch.sha,
       prNumbers: run.prs.map((pr) => pr.number),
       requiredStatuses: configured,
+      ...(failFirst ? { failFirst } : {}),
     });
+  }
+
+  /** What a CI needs to run first what failed in the run a localization run names. */
+  private async failFirst(failFirst: NonNullable<TestRun["failFirst"]>): Promise<FailFirstRequest> {
+    const from =
+      this.runs.get(failFirst.fromRunId) ??
+      (await this.deps.runtime.run(this.queueId, failFirst.fromRunId));
+    return {
+      fromRunId: failFirst.fromRunId,
+      checks: [...failFirst.checks],
+      sha: from?.testBranchSha ?? null,
+      testBranch: from?.testBranch ?? null,
+      since: from?.startedAt ?? 0,
+    };
   }
 
   private async cancelRun(runId: string, now: number): Promise<void> {

@@ -17,6 +17,7 @@ import type { CiRunStorage } from "../../mergequeue/ci-run-records.js";
 import { LocalCiRunner } from "./ci/runner.js";
 import { CiRunService } from "./ci/service.js";
 import { CiTestResults, type CiTestResultsDeps } from "./ci/test-results.js";
+import type { FailedTestsSource } from "../../mergequeue/fail-first.js";
 import { LocalGitHost } from "./git/host.js";
 import { LOCAL_HOST } from "./git/layout.js";
 import type { LocalPullRequestStorage } from "../../mergequeue/local-pull-request-records.js";
@@ -46,6 +47,8 @@ export interface LocalProviderDeps {
   };
   /** Where the runner's JUnit reports go (test health). */
   testResults: Omit<CiTestResultsDeps, "repository" | "clock">;
+  /** Where a localization run finds what failed in its batch run (test health). */
+  failedTests?: FailedTestsSource;
   /** Pushes and pull-request changes, as host-neutral events, to the queues. */
   changes: Pick<HostChanges, "watched" | "hasQueues" | "apply">;
   /** Whether an error means the storage is away for now (runs then resume later). */
@@ -110,6 +113,7 @@ export function createLocalProvider(deps: LocalProviderDeps): LocalProvider {
     ...(deps.isStorageUnavailable === undefined
       ? {}
       : { isStorageUnavailable: deps.isStorageUnavailable }),
+    ...(deps.failedTests === undefined ? {} : { failedTests: deps.failedTests }),
     ...(deps.ciParallelism === undefined ? {} : { parallelism: deps.ciParallelism }),
     ...(deps.ciLeaseMs === undefined ? {} : { leaseMs: deps.ciLeaseMs }),
   });
@@ -195,6 +199,7 @@ export const localProvider: ProviderRegistration<LocalProviderOptions, LocalProv
         queues: context.records.queues,
       },
       testResults: context.testHealth.reports,
+      failedTests: context.testHealth.failures,
       changes: context.changes,
       isStorageUnavailable: context.isStorageUnavailable,
       ciLeaseMs: context.leaseMs,

@@ -8,10 +8,19 @@ import type { CiRunRequest } from "../../../mergequeue/providers.js";
 
 const SERVER_ONLY = /^(MAINLINE_|DATABASE_URL$)/;
 
+/** What a localization run's checks are told of the batch run's failures. */
+export interface FailFirstEnvironment {
+  /** The failed-tests file (absent when it could not be written). */
+  file: string | undefined;
+  /** The checks that failed in the batch run. */
+  checks: string[];
+}
+
 export function checkEnvironment(
   parent: NodeJS.ProcessEnv,
   request: CiRunRequest,
   check: string,
+  failFirst?: FailFirstEnvironment,
 ): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(parent)) {
@@ -28,5 +37,7 @@ export function checkEnvironment(
     MAINLINE_COMMIT: request.sha,
     MAINLINE_PR_NUMBERS: request.prNumbers.join(","),
     MAINLINE_CHECK: check,
+    ...(failFirst?.file === undefined ? {} : { MAINLINE_FAILED_TESTS_FILE: failFirst.file }),
+    ...(failFirst === undefined ? {} : { MAINLINE_FAIL_FIRST_CHECKS: failFirst.checks.join(",") }),
   };
 }

@@ -1,15 +1,19 @@
 /**
  * The built-in CI runner: runs the checks of `.mainline.yml` at the tested commit, on this machine,
  * in a checkout of the run's own, sharing `parallelism` slots, and reports conclusions to the queue
- * driver. Every run is recorded before anything happens, so that a restarted server can `resume()`
- * it. Logs: `{dataDir}/ci/logs/{queueId}/{runId}/{n}-{check}.log`.
+ * driver. A required check that fails decides the run: the others are stopped. A localization run
+ * gets the batch run's failed tests in a file and starts its failed checks first (fail first,
+ * docs/fail-first.md). Every run is recorded before anything happens, so that a restarted server
+ * can `resume()` it. Logs: `{dataDir}/ci/logs/{queueId}/{runId}/{n}-{check}.log`.
  */
 import { randomUUID } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { appendFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { systemClock, type Clock } from "../../../lib/clock.js";
 import { expandGlobs } from "../../../lib/glob.js";
 import type { TransitionReason } from "../../../mergequeue/model.js";
+import { failedTestsOf, type FailedTestsSource } from "../../../mergequeue/fail-first.js";
+import { failedTestsFileText } from "../../../testhealth/failed-tests-file.js";
 import {
   judgeChecks,
   type CheckConclusion,
@@ -25,7 +29,7 @@ import {
   parseTrunkRequiredStatuses,
   type CheckDefinition,
 } from "../../../mergequeue/repo-config.js";
-import { checkEnvironment } from "./environment.js";
+import { checkEnvironment, type FailFirstEnvironment } from "./environment.js";
 import { runCommand } from "./process.js";
 import type {
   CiCheckRecord,
@@ -78,10 +82,26 @@ export interface LocalCiRunnerOptions {
    * result handed over again) rather than a failure of the checks. Default: never.
    */
   isStorageUnavailable?: (error: unknown) => boolean;
+  /**
+   * Where a localization run finds the tests that failed in its batch run (test health); without
+   * it the failed-tests file of such a run is empty.
+   */
+  failedTests?: FailedTestsSource;
+  /**
+   * How long a localization run waits, before its checks start, for uploads still being
+   * processed to name the batch run's failed tests (default 20 s); then it runs with what is known.
+   */
+  failedTestsWaitMs?: number;
 }
+
+/** How often a localization run asks again while the batch run's uploads are being processed. */
+const FAILED_TESTS_POLL_MS = 250;
 
 /** Why a run's signal was aborted: a cancelled run is finished; a stopped one is resumed later. */
 type AbortReason = "cancel" | "stop";
+
+/** The name of a localization run's failed-tests file, beside its logs. */
+const FAILED_TESTS_FILE = "failed-tests.tsv";
 
 type Prepared =
   | {
@@ -103,9 +123,14 @@ function runKey(queueId: string, runId: string): string {
   return JSON.stringify([queueId, runId]);
 }
 
+/** Where a run keeps its logs (and a localization run its failed-tests file), data-relative. */
+function runDir(request: CiRunRequest): string {
+  return path.join("ci", "logs", safeName(request.queueId), safeName(request.runId));
+}
+
 /** The checks' records before they run, with their log paths (relative to the data directory). */
 function plannedChecks(request: CiRunRequest, checks: CheckDefinition[]): CiCheckRecord[] {
-  const logDir = path.join("ci", "logs", safeName(request.queueId), safeName(request.runId));
+  const logDir = runDir(request);
   return checks.map((check, index) => ({
     name: check.name,
     status: "queued",
@@ -118,6 +143,24 @@ function plannedChecks(request: CiRunRequest, checks: CheckDefinition[]): CiChec
 
 function concluded(check: CiCheckRecord): check is CiCheckRecord & { status: CheckConclusion } {
   return check.status !== "queued" && check.status !== "running";
+}
+
+/** A check that ended and did not pass. */
+function failing(check: CiCheckRecord): boolean {
+  return concluded(check) && check.status !== "success" && check.status !== "skipped";
+}
+
+/**
+ * The order the checks take the runner's slots in: those a localization run runs first (they
+ * failed in its batch run), then the others, each group as `.mainline.yml` lists them.
+ */
+export function checkOrder(checks: readonly CheckDefinition[], first: readonly string[]): number[] {
+  const indexes = checks.map((_, index) => index);
+  const early = new Set(first);
+  return [
+    ...indexes.filter((i) => early.has(checks[i]?.name ?? "")),
+    ...indexes.filter((i) => !early.has(checks[i]?.name ?? "")),
+  ];
 }
 
 function errorMessage(error: unknown): string {
@@ -331,16 +374,55 @@ export class LocalCiRunner implements CiProvider {
     await writer.save();
     const flakyByCheck = new Map<string, boolean>();
     let workspace: Workspace | undefined;
+    // A required check that fails decides the run: the checks still queued or running stop.
+    const decision = new AbortController();
+    const checkSignal = AbortSignal.any([signal, decision.signal]);
     try {
-      workspace = await this.options.workspaces.acquire(request.repo, request.sha);
+      const [acquired, failFirst] = await Promise.all([
+        this.options.workspaces.acquire(request.repo, request.sha),
+        this.failFirstEnvironment(request, signal),
+      ]);
+      workspace = acquired;
       const workDir = workspace.dir;
+      const required = new Set(prepared.required.statuses);
+      let decidedBy: string | undefined;
+      // Decided before the failed check's slot is free, so that no waiting check starts in it.
+      const ended = (check: CheckDefinition, state: CiCheckRecord): void => {
+        if (decidedBy !== undefined || signal.aborted) return;
+        if (!required.has(check.name) || !failing(state)) return;
+        decidedBy = check.name;
+        decision.abort("decided");
+      };
       // Every check settles before the checkout goes, even when one of them could not start.
       const ran = await Promise.allSettled(
-        prepared.checks.map((check, index) => this.runCheck(writer, check, index, workDir, signal)),
+        checkOrder(prepared.checks, request.failFirst?.checks ?? []).map(async (index) => {
+          const check = prepared.checks[index] as CheckDefinition;
+          await this.runCheck(writer, check, index, workDir, checkSignal, { failFirst, ended });
+          const state = record.checks[index];
+          if (state === undefined || signal.aborted) return;
+          if (
+            decidedBy !== undefined &&
+            decidedBy !== check.name &&
+            state.status === "cancelled" &&
+            state.startedAt !== null &&
+            state.logPath !== null
+          ) {
+            const log = path.join(this.options.dataDir, state.logPath);
+            await appendFile(
+              log,
+              `[mainline] stopped: the required check "${decidedBy}" failed, which decided the run\n`,
+            );
+          }
+        }),
       );
       const failed = ran.find((outcome) => outcome.status === "rejected");
       if (failed !== undefined) throw failed.reason;
-      await this.collectTestResults(request, prepared.checks, workDir, flakyByCheck, signal);
+      // A check stopped half-way has half a report: only what ran to its end goes to test health.
+      const whole = prepared.checks.filter((_, index) => {
+        const state = record.checks[index];
+        return decidedBy === undefined || state?.status !== "cancelled";
+      });
+      await this.collectTestResults(request, whole, workDir, flakyByCheck, signal);
     } catch (error) {
       if (await this.settleIfAborted(writer, signal)) return;
       // The database went away (recording a check, reporting test results): not the checks'
@@ -415,12 +497,73 @@ export class LocalCiRunner implements CiProvider {
     }
   }
 
+  /**
+   * A localization run's failed-tests file (written before its checks start, empty when nothing
+   * is known) and the variables that name it; undefined for any other run. Never fails the run:
+   * what cannot be read or written is a warning, and the checks run all the same.
+   */
+  private async failFirstEnvironment(
+    request: CiRunRequest,
+    signal: AbortSignal,
+  ): Promise<FailFirstEnvironment | undefined> {
+    const failFirst = request.failFirst;
+    if (failFirst === undefined) return undefined;
+    const { logger } = this.options;
+    let text = "";
+    try {
+      text = failedTestsFileText(await this.knownFailedTests(request, signal));
+    } catch (error) {
+      logger?.warn(
+        `ci run ${request.runId}: the failed tests of run ${failFirst.fromRunId} could not be read (${errorMessage(error)}); its failed-tests file is empty`,
+      );
+    }
+    const file = path.join(this.options.dataDir, runDir(request), FAILED_TESTS_FILE);
+    try {
+      await mkdir(path.dirname(file), { recursive: true });
+      await writeFile(file, text);
+    } catch (error) {
+      logger?.warn(
+        `ci run ${request.runId}: the failed-tests file could not be written (${errorMessage(error)})`,
+      );
+      return { file: undefined, checks: failFirst.checks };
+    }
+    return { file, checks: failFirst.checks };
+  }
+
+  /**
+   * The tests that failed in the batch run, as test health knows them. Its reports were handed
+   * over before its result, but may still be being processed: it asks again for a while.
+   */
+  private async knownFailedTests(request: CiRunRequest, signal: AbortSignal) {
+    const { failedTests: source, logger } = this.options;
+    const failFirst = request.failFirst;
+    if (source === undefined || failFirst === undefined) return [];
+    const waitMs = this.options.failedTestsWaitMs ?? 20_000;
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const answer = await failedTestsOf(source, request.repo, failFirst);
+      if (!answer.waiting || signal.aborted) return answer.tests;
+      if (Date.now() >= deadline) {
+        logger?.warn(
+          `ci run ${request.runId}: uploads of run ${failFirst.fromRunId}'s time are still being processed after ${String(waitMs)} ms; its checks start with the ${String(answer.tests.length)} failed tests known`,
+        );
+        return answer.tests;
+      }
+      await new Promise((resolve) => setTimeout(resolve, FAILED_TESTS_POLL_MS));
+    }
+  }
+
   private async runCheck(
     writer: RecordWriter,
     check: CheckDefinition,
     index: number,
     workDir: string,
     signal: AbortSignal,
+    how: {
+      failFirst: FailFirstEnvironment | undefined;
+      /** Told of the check's conclusion while it still holds its slot. */
+      ended: (check: CheckDefinition, state: CiCheckRecord) => void;
+    },
   ): Promise<void> {
     const state = writer.record.checks[index];
     if (state === undefined || state.logPath === null) throw new Error(`no log for ${check.name}`);
@@ -436,7 +579,7 @@ export class LocalCiRunner implements CiProvider {
       const outcome = await runCommand({
         command: check.run,
         cwd: workDir,
-        env: checkEnvironment(process.env, writer.record.request, check.name),
+        env: checkEnvironment(process.env, writer.record.request, check.name, how.failFirst),
         timeoutMs: check.timeoutMinutes * MINUTE_MS,
         logPath,
         signal,
@@ -444,6 +587,7 @@ export class LocalCiRunner implements CiProvider {
       state.status = outcome.conclusion;
       state.exitCode = outcome.exitCode;
       state.finishedAt = this.clock.now();
+      how.ended(check, state);
       await writer.save();
     } finally {
       this.slots.release();

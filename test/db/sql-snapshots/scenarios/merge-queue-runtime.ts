@@ -141,6 +141,10 @@ export const mergeQueueRuntimeScenario = scenario({
     { method: "transitions", run: (s) => s.transitions("entry-1") },
     { method: "pullRequestTransitions", run: (s) => s.pullRequestTransitions(QUEUE_ID, 7) },
     { method: "run", run: (s) => s.run(QUEUE_ID, "run-1") },
+    {
+      method: "runOnTestBranch",
+      run: (s) => s.runOnTestBranch(QUEUE_ID, "mainline-merge/main/slot-0", "a".repeat(40)),
+    },
     { method: "transitionsSince", run: (s) => s.transitionsSince(QUEUE_ID, NOW - HOUR) },
   ],
 });
