@@ -1,14 +1,13 @@
-import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from "kysely";
+import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import {
   compileTemplate,
   precompile,
   type PrecompiledQuery,
   type QueryTemplate,
 } from "../precompiled.js";
-import type { Actor, PrState, RunKind, RunStatus } from "../../mergequeue/model.js";
+import type { PrState, RunKind, RunStatus } from "../../mergequeue/model.js";
 import type {
   CommandRecord,
-  CommandResult,
   DriverCommit,
   DriverState,
   EntryListQuery,
@@ -23,14 +22,17 @@ import type {
 } from "../../mergequeue/records.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
-import type {
-  Database,
-  MqCommandsTable,
-  MqEntriesTable,
-  MqRunsTable,
-  MqRuntimeTable,
-  MqTransitionsTable,
-} from "../schema.js";
+import {
+  type SummaryRow,
+  entryRow,
+  runRow,
+  toCommand,
+  toEntry,
+  toRun,
+  toTransition,
+  transitionRow,
+} from "./merge-queue-rows.js";
+import type { Database, MqEntriesTable, MqRunsTable, MqRuntimeTable } from "../schema.js";
 
 /** Rows per multi-row insert: far below either dialect's limit on bound parameters. */
 const ROWS_PER_INSERT = 200;
@@ -39,8 +41,6 @@ const MAX_PARSED_SNAPSHOTS = 256;
 
 /** The snapshot of a runtime row that a lease created, before the queue's first commit. */
 const NO_SNAPSHOT = "null";
-
-const bit = (value: boolean): number => (value ? 1 : 0);
 
 function chunks<T>(items: readonly T[], size: number): T[][] {
   const result: T[][] = [];
@@ -64,139 +64,6 @@ function toLease(
     owner: row.leaseOwner,
     epoch: row.leaseEpoch,
     expiresAt: row.leaseExpiresAt,
-  };
-}
-
-function entryRow(entry: EntryRecord): Insertable<MqEntriesTable> {
-  return {
-    id: entry.id,
-    queueId: entry.queueId,
-    seq: entry.seq,
-    prNumber: entry.prNumber,
-    prTitle: entry.prTitle,
-    prSha: entry.prSha,
-    prHeadBranch: entry.prHeadBranch,
-    prBaseBranch: entry.prBaseBranch,
-    prAuthor: entry.prAuthor,
-    state: entry.state,
-    stateChangedAt: entry.stateChangedAt,
-    submittedAt: entry.submittedAt,
-    concludedAt: entry.concludedAt,
-    priorityValue: entry.priorityValue,
-    usedDefaultPriority: bit(entry.usedDefaultPriority),
-    noBatch: bit(entry.noBatch),
-    readiness: JSON.stringify(entry.readiness),
-    lastReason: entry.lastReason,
-  };
-}
-
-type SummaryRow = Omit<EntrySummary, "state" | "usedDefaultPriority" | "noBatch"> & {
-  state: string;
-  usedDefaultPriority: number | boolean;
-  noBatch: number | boolean;
-};
-
-function toEntry(row: Selectable<MqEntriesTable>): EntryRecord {
-  return {
-    id: row.id,
-    queueId: row.queueId,
-    prNumber: row.prNumber,
-    prTitle: row.prTitle,
-    prSha: row.prSha,
-    prHeadBranch: row.prHeadBranch,
-    prBaseBranch: row.prBaseBranch,
-    prAuthor: row.prAuthor,
-    state: row.state as PrState,
-    stateChangedAt: row.stateChangedAt,
-    submittedAt: row.submittedAt,
-    concludedAt: row.concludedAt,
-    priorityValue: row.priorityValue,
-    usedDefaultPriority: Boolean(row.usedDefaultPriority),
-    noBatch: Boolean(row.noBatch),
-    seq: row.seq,
-    readiness: JSON.parse(row.readiness) as EntryRecord["readiness"],
-    lastReason: row.lastReason,
-  };
-}
-
-function transitionRow(transition: TransitionRecord): Insertable<MqTransitionsTable> {
-  return {
-    queueId: transition.queueId,
-    entryId: transition.entryId,
-    at: transition.at,
-    fromState: transition.from,
-    toState: transition.to,
-    reason: transition.reason,
-    actor: JSON.stringify(transition.actor),
-    runId: transition.runId,
-    detail: transition.detail,
-  };
-}
-
-function toTransition(row: Selectable<MqTransitionsTable>): TransitionRecord {
-  return {
-    entryId: row.entryId,
-    queueId: row.queueId,
-    at: row.at,
-    from: row.fromState as PrState | null,
-    to: row.toState as PrState,
-    reason: row.reason,
-    actor: JSON.parse(row.actor) as Actor,
-    runId: row.runId,
-    detail: row.detail,
-  };
-}
-
-function runRow(run: RunRecord): Insertable<MqRunsTable> {
-  return {
-    queueId: run.queueId,
-    id: run.id,
-    kind: run.kind,
-    status: run.status,
-    baseSha: run.baseSha,
-    testBranch: run.testBranch,
-    testBranchSha: run.testBranchSha,
-    prs: JSON.stringify(run.prs),
-    unit: JSON.stringify(run.unit),
-    requiredStatuses: JSON.stringify(run.requiredStatuses),
-    requiredStatusesSource: run.requiredStatusesSource,
-    checks: JSON.stringify(run.checks),
-    startedAt: run.startedAt,
-    finishedAt: run.finishedAt,
-    failFirst: run.failFirst ? JSON.stringify(run.failFirst) : null,
-  };
-}
-
-function toRun(row: Selectable<MqRunsTable>): RunRecord {
-  return {
-    id: row.id,
-    queueId: row.queueId,
-    kind: row.kind as RunKind,
-    status: row.status as RunStatus,
-    baseSha: row.baseSha,
-    testBranch: row.testBranch,
-    testBranchSha: row.testBranchSha,
-    prs: JSON.parse(row.prs) as RunRecord["prs"],
-    unit: JSON.parse(row.unit) as string[],
-    requiredStatuses: JSON.parse(row.requiredStatuses) as string[],
-    requiredStatusesSource: row.requiredStatusesSource as RunRecord["requiredStatusesSource"],
-    checks: JSON.parse(row.checks) as RunRecord["checks"],
-    startedAt: row.startedAt,
-    finishedAt: row.finishedAt,
-    ...(row.failFirst == null
-      ? {}
-      : { failFirst: JSON.parse(row.failFirst) as NonNullable<RunRecord["failFirst"]> }),
-  };
-}
-
-function toCommand(row: Selectable<MqCommandsTable>): CommandRecord {
-  return {
-    id: row.id,
-    queueId: row.queueId,
-    payload: JSON.parse(row.payload) as unknown,
-    createdAt: row.createdAt,
-    appliedAt: row.appliedAt,
-    result: row.result === null ? null : (JSON.parse(row.result) as CommandResult),
   };
 }
 
