@@ -54,7 +54,12 @@ describe("the batch size follows the failure rate", () => {
     const fresh = batchSizeChoice(config, NO_VERDICTS);
     expect(fresh).toMatchObject({ size: 4, ceiling: 4, estimatedFailureRate: 0 });
     expect(fresh.reason).toBe(
-      "batches of 4 (the most batchingMinSize allows) merge the most at a 0 % failure rate",
+      "no failure has stood in the queue's recent runs: batches of 4, the most batchingMinSize allows",
+    );
+    const some = batchSizeChoice(config, verdicts(100, 4, 2));
+    expect(some.size).toBe(4);
+    expect(some.reason).toMatch(
+      /^batches of 4 \(the most batchingMinSize allows\) merge the most at a \d+(\.\d)? % failure rate$/,
     );
     // Half of recent single PRs failed: one at a time.
     const failing = batchSizeChoice(config, verdicts(100, 1, 50));
