@@ -31,7 +31,7 @@ import {
   toRun,
   toTransition,
   transitionRow,
-} from "./merge-queue-rows.js";
+} from "../merge-queue-rows.js";
 import type { Database, MqEntriesTable, MqRunsTable, MqRuntimeTable } from "../schema.js";
 
 /** Rows per multi-row insert: far below either dialect's limit on bound parameters. */

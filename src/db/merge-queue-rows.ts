@@ -3,7 +3,7 @@
  * the column mapping (JSON columns, 0/1 booleans) that the store's reads and writes share.
  */
 import type { Insertable, Selectable } from "kysely";
-import type { Actor, PrState, RunKind, RunStatus } from "../../mergequeue/model.js";
+import type { Actor, PrState, RunKind, RunStatus } from "../mergequeue/model.js";
 import type {
   CommandRecord,
   CommandResult,
@@ -11,13 +11,13 @@ import type {
   EntrySummary,
   RunRecord,
   TransitionRecord,
-} from "../../mergequeue/records.js";
+} from "../mergequeue/records.js";
 import type {
   MqCommandsTable,
   MqEntriesTable,
   MqRunsTable,
   MqTransitionsTable,
-} from "../schema.js";
+} from "./schema.js";
 
 const bit = (value: boolean): number => (value ? 1 : 0);
 
