@@ -12,12 +12,7 @@ import type {
   RunRecord,
   TransitionRecord,
 } from "../mergequeue/records.js";
-import type {
-  MqCommandsTable,
-  MqEntriesTable,
-  MqRunsTable,
-  MqTransitionsTable,
-} from "./schema.js";
+import type { MqCommandsTable, MqEntriesTable, MqRunsTable, MqTransitionsTable } from "./schema.js";
 
 const bit = (value: boolean): number => (value ? 1 : 0);
 
