@@ -230,8 +230,6 @@ export interface BisectionGroup {
   prefixes: LocalizationPrefix[];
   /** When the current round of prefixes started (null: none started yet). */
   roundStartedAt: number | null;
-  /** Rounds started so far. */
-  rounds: number;
   /**
    * Set while the queue presumes `entries[failsAt − 1]` is the culprit (its shorter prefix has not
    * failed within the window failing runs take): the lane is refilled behind it, nothing merges

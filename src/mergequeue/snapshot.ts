@@ -39,7 +39,6 @@ const UPGRADES: Record<number, (snapshot: Stored) => Stored> = {
             failedRunId: group.runId,
             prefixes: [],
             roundStartedAt: null,
-            rounds: 0,
             presumedAt: null,
           },
         ];

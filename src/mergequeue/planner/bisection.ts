@@ -30,7 +30,6 @@ export function startBisection(p: PlanningState, run: TestRun, unit: Entry[]): v
     failedRunId: run.id,
     prefixes: [],
     roundStartedAt: null,
-    rounds: 0,
     presumedAt: null,
   };
   p.s.bisections[id] = group;
@@ -103,7 +102,6 @@ function startRound(p: PlanningState, group: BisectionGroup, slots: number): num
     group.prefixes.push({ length, runId: run.id });
   }
   group.roundStartedAt = p.now;
-  group.rounds += 1;
   const what =
     lengths.length === 1
       ? `testing 1 prefix of batch run ${group.runId}`
