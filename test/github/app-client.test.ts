@@ -15,7 +15,13 @@ let carol: number;
 const logged: unknown[] = [];
 let clockOffset = 0;
 
-function newApp(options: { maxInstallations?: number; writeIntervalMs?: number } = {}): GitHubApp {
+function newApp(
+  options: {
+    maxInstallations?: number;
+    writeIntervalMs?: number;
+    maxRateLimitWaitMs?: number;
+  } = {},
+): GitHubApp {
   return new GitHubApp({
     appId: world.config.appId,
     privateKey: world.config.privateKey,
@@ -174,6 +180,109 @@ describe("GitHub's limits and failures", () => {
         message: "github: secondary rate limit reached",
         fields: expect.objectContaining({ retryAfter: 1, retrying: true }) as unknown,
       }),
+    );
+    world.gh.faults.clear();
+  });
+
+  it("holds every request of the installation after a secondary rate limit until retry-after", async () => {
+    const app = newApp({ writeIntervalMs: 0 });
+    const client = app.installation(acme);
+    const read = () => client.request("GET /installation/repositories");
+    await read();
+    const rule = world.gh.addFault(
+      world.gh.fault.secondaryRateLimit("git/create-ref", 2, { times: 1 }),
+    );
+    const head = await client.request("GET /repos/{owner}/{repo}/git/ref/{ref}", {
+      owner: "acme-gh",
+      repo: "widgets",
+      ref: "heads/main",
+    });
+    const mark = world.gh.requests.mark();
+    // A write is refused; reads and other writes asked for meanwhile wait, then all go on.
+    const write = client.request("POST /repos/{owner}/{repo}/git/refs", {
+      owner: "acme-gh",
+      repo: "widgets",
+      ref: "refs/heads/held-after-limit",
+      sha: head.data.object.sha,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(app.rateLimit(acme)).toMatchObject({ kind: "secondary" });
+    const others = [read(), read()];
+    // Another installation is not held.
+    await app.installation(carol).request("GET /installation/repositories");
+    expect(app.rateLimit(carol)).toBeUndefined();
+    await Promise.all([write, ...others]);
+    expect(world.gh.faults.fired(rule)).toBe(1);
+    const made = world.gh.requests.filter({ since: mark }).filter((r) => r.installationId === acme);
+    const refused = made.find((r) => r.status === 403);
+    expect(refused).toBeDefined();
+    const after = made.filter((r) => r.seq > (refused?.seq ?? 0));
+    // The refused write again and both reads, none before retry-after (2 s) was over.
+    expect(after.length).toBeGreaterThanOrEqual(3);
+    for (const request of after) {
+      expect(request.atMs - (refused?.atMs ?? 0)).toBeGreaterThanOrEqual(1_950);
+    }
+    expect(app.rateLimit(acme)).toBeUndefined();
+    world.gh.faults.clear();
+  });
+
+  it("answers at once, sending nothing, while a rate limit longer than it waits lasts", async () => {
+    const app = newApp({ writeIntervalMs: 0, maxRateLimitWaitMs: 1_000 });
+    const client = app.installation(acme);
+    await client.request("GET /installation/repositories");
+    world.gh.addFault(
+      world.gh.fault.secondaryRateLimit("apps/list-repos-accessible-to-installation", 30, {
+        times: 1,
+      }),
+    );
+    await expect(client.request("GET /installation/repositories")).rejects.toMatchObject({
+      status: 403,
+    });
+    const mark = world.gh.requests.mark();
+    const started = performance.now();
+    await expect(
+      client.request("GET /repos/{owner}/{repo}", { owner: "acme-gh", repo: "widgets" }),
+    ).rejects.toMatchObject({ status: 403 });
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(world.gh.requests.count({ since: mark })).toBe(0);
+    expect(app.rateLimit(acme)?.until).toBeGreaterThan(Date.now() + 25_000);
+    world.gh.faults.clear();
+  });
+
+  it("does not repeat a merge GitHub answered with a 5xx (its caller reads first)", async () => {
+    const app = newApp({ writeIntervalMs: 0 });
+    const client = app.installation(acme);
+    await world.gh.commit("acme-gh/widgets", {
+      branch: "ghost-head",
+      from: "main",
+      files: { "ghost.txt": "g\n" },
+      by: "carol",
+    });
+    const head = await client.request("GET /repos/{owner}/{repo}/git/ref/{ref}", {
+      owner: "acme-gh",
+      repo: "widgets",
+      ref: "heads/main",
+    });
+    await client.request("POST /repos/{owner}/{repo}/git/refs", {
+      owner: "acme-gh",
+      repo: "widgets",
+      ref: "refs/heads/ghost-base",
+      sha: head.data.object.sha,
+    });
+    world.gh.addFault(world.gh.fault.succeedsButErrors("repos/merge", 502));
+    const mark = world.gh.requests.mark();
+    await expect(
+      client.request("POST /repos/{owner}/{repo}/merges", {
+        owner: "acme-gh",
+        repo: "widgets",
+        base: "ghost-base",
+        head: "ghost-head",
+      }),
+    ).rejects.toMatchObject({ status: 502 });
+    expect(world.gh.requests.count({ operationId: "repos/merge", since: mark })).toBe(1);
+    // It was made: the branch moved.
+    expect(await world.gh.readRef("acme-gh/widgets", "heads/ghost-base")).not.toBe(
+      head.data.object.sha,
     );
     world.gh.faults.clear();
   });

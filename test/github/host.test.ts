@@ -484,6 +484,64 @@ describe("test branches", () => {
   });
 });
 
+describe("test branches, when GitHub merged and answered an error", () => {
+  /**
+   * One `POST /merges` of the assembly (`position`) is made, then answered 502; the branch must
+   * hold every pull request, each merged once, in order. (Octokit used to repeat the call, GitHub
+   * answered 204, "nothing to merge", and the pull request was left out.)
+   */
+  async function assembleWithGhost(position: number, runId: string) {
+    const { gh } = world;
+    const prs = [
+      await openPr({ [`${runId}-a.txt`]: "a\n" }),
+      await openPr({ [`${runId}-b.txt`]: "b\n" }),
+      await openPr({ [`${runId}-c.txt`]: "c\n" }),
+    ];
+    const rule = gh.addFault(gh.fault.succeedsButErrors("repos/merge", 502, { skip: position }));
+    const mark = gh.requests.mark();
+    try {
+      const made = await host.createTestBranch({
+        repo,
+        targetBranch: "main",
+        runId,
+        baseSha: await main(),
+        prs: prs.map(({ number, headSha }) => ({ number, headSha })),
+      });
+      expect(gh.faults.fired(rule)).toBe(1);
+      expect(made.ok).toBe(true);
+      if (!made.ok) return;
+      for (const letter of ["a", "b", "c"]) {
+        expect(await fileAt(made.sha, `${runId}-${letter}.txt`)).toBe(`${letter}\n`);
+      }
+      // One merge commit per pull request on the first-parent chain, in order, none twice.
+      const merged: string[] = [];
+      let sha: string | undefined = made.sha;
+      for (let step = 0; step < prs.length && sha !== undefined; step++) {
+        const { data }: { data: { parents: { sha: string }[] } } = await appClient().request(
+          "GET /repos/{owner}/{repo}/git/commits/{commit_sha}",
+          { owner: "acme-gh", repo: "widgets", commit_sha: sha },
+        );
+        merged.unshift(data.parents[1]?.sha ?? "");
+        sha = data.parents[0]?.sha;
+      }
+      expect(merged).toEqual(prs.map((pr) => pr.headSha));
+      expect(sha).toBe(await main());
+      // Not repeated blindly: three calls for three pull requests (the branch read instead).
+      expect(gh.requests.count({ operationId: "repos/merge", since: mark })).toBe(3);
+    } finally {
+      gh.faults.remove(rule);
+    }
+  }
+
+  it("takes a merge answered 502 in the middle of a batch as made", async () => {
+    await assembleWithGhost(1, "run-ghost-middle");
+  });
+
+  it("takes a merge answered 502 at the end of a batch as made", async () => {
+    await assembleWithGhost(2, "run-ghost-last");
+  });
+});
+
 describe("merging", () => {
   /** A pull request tested on its own test branch, ready to merge. */
   async function tested(files: Record<string, string>, runId: string) {

@@ -324,7 +324,7 @@ async function connect(
 }
 
 describe("the merge queue on GitHub, real processes", () => {
-  it("a server killed mid-queue: another on the same database finishes the queue, faults on", async () => {
+  it("a server killed mid-queue: another on the same database finishes the queue, faults on (merges made then answered 502 among them)", async () => {
     const prepared = await prepare();
     const { gh } = prepared.world;
     const { good, breaking, conflicting, flaky } = prepared.prs;
@@ -333,6 +333,9 @@ describe("the merge queue on GitHub, real processes", () => {
       gh.addFault(gh.fault.baseBranchModified({ times: 1 })),
       gh.addFault(gh.fault.mergeAlreadyInProgress({ merged: true, times: 1, skip: 1 })),
       gh.addFault(gh.fault.serverError("pulls/get", 502)),
+      // Made, then answered 502: a test branch's merge (a repeat would answer 204) and a merge.
+      gh.addFault(gh.fault.writesSucceedButError("repos/merge", 502, { times: 2, skip: 1 })),
+      gh.addFault(gh.fault.writesSucceedButError("pulls/merge", 502, { times: 1 })),
     ];
 
     const first = await startServer(prepared.env);
@@ -392,12 +395,29 @@ describe("the merge queue on GitHub, real processes", () => {
     expect(retried[0]?.detail).toMatch(/only known flaky tests failed/);
   }, 240_000);
 
-  it("two servers on one database take GitHub's deliveries in turn, batching", async () => {
+  it("two servers on one database take GitHub's deliveries in turn, batching, writes made then answered 502", async () => {
     const prepared = await prepare();
     const { gh } = prepared.world;
     const { good, breaking, conflicting } = prepared.prs;
     gh.setWebhookChaos({ delayMs: [0, 50], duplicate: 0.1 });
-    const limited = gh.addFault(gh.fault.secondaryRateLimit("pulls/merge", 1));
+    const faults = [
+      gh.addFault(gh.fault.secondaryRateLimit("pulls/merge", 1)),
+      // Made, then answered 502: the merge of the last pull request of a batch onto its test
+      // branch (a repeat answers 204: the branch would be published without it), one in the
+      // middle of a batch, and a merge.
+      gh.addFault(
+        gh.fault.writesSucceedButError("repos/merge", 502, {
+          when: (ctx) => ctx.body.head === gh.pullRequest(FULL, good[3] ?? 0).headSha,
+        }),
+      ),
+      gh.addFault(
+        gh.fault.writesSucceedButError("repos/merge", 502, {
+          when: (ctx) => ctx.body.head === gh.pullRequest(FULL, good[1] ?? 0).headSha,
+        }),
+      ),
+      gh.addFault(gh.fault.writesSucceedButError("pulls/merge", 502, { times: 1, skip: 1 })),
+      gh.addFault(gh.fault.writesSucceedButError("git/update-ref", 502, { times: 2, skip: 3 })),
+    ];
 
     const a = await startServer(prepared.env);
     servers.push(a);
@@ -428,6 +448,6 @@ describe("the merge queue on GitHub, real processes", () => {
     // Both servers took deliveries.
     const urls = gh.deliveries().flatMap((d) => d.attempts.map((attempt) => attempt.url));
     expect(new Set(urls).size).toBe(2);
-    expect(gh.faults.fired(limited)).toBeGreaterThan(0);
+    for (const rule of faults) expect(gh.faults.fired(rule)).toBeGreaterThan(0);
   }, 240_000);
 });

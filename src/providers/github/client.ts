@@ -11,10 +11,13 @@ import { redactSecrets } from "../../lib/redact.js";
 import { MINUTE_MS, SECOND_MS } from "../../lib/time.js";
 import { ConditionalRequests, type ConditionalAnswer } from "./conditional.js";
 import { GitHubOctokit, type GitHubClient } from "./octokit.js";
+import { isUnsafeToRepeat, RequestGate, type RateLimitPause } from "./request-gate.js";
 import { BoundedMap, InstallationTokenCache } from "./token-cache.js";
 
 /** GitHub asks integrators to space content-creating requests a second apart. */
 const WRITE_INTERVAL_MS = SECOND_MS;
+
+export type { RateLimitPause } from "./request-gate.js";
 
 export type { GitHubClient } from "./octokit.js";
 
@@ -72,23 +75,48 @@ function fetchWithTimeout(timeoutMs: number): typeof fetch {
     fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(timeoutMs) });
 }
 
+/**
+ * `fetch` through an installation's gate (its write lanes and rate-limit pauses): every HTTP call,
+ * Octokit's retries included; the deadline starts when the request is sent.
+ */
+function fetchThrough(gate: RequestGate, timeoutMs: number): typeof fetch {
+  const send = fetchWithTimeout(timeoutMs);
+  return (input, init) => {
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    const method = init?.method ?? (input instanceof Request ? input.method : "GET");
+    return gate.send(method, new URL(url).pathname, () => send(input, init));
+  };
+}
+
+/**
+ * A write GitHub may carry out and still answer an error (a 5xx, a timeout) is never repeated by
+ * Octokit: its caller reads what it meant to change first (docs/github.md, "Unknown outcomes").
+ */
+function noBlindRepeats(client: GitHubClient): GitHubClient {
+  client.hook.before("request", (options) => {
+    const url = new URL(options.url, "https://api.github.invalid");
+    if (isUnsafeToRepeat(options.method, url.pathname)) {
+      options.request = { ...options.request, retries: 0 };
+    }
+  });
+  return client;
+}
+
 export class GitHubApp {
   /** The App itself: a JWT on every request (`/app`, `/app/installations…`). */
   readonly app: GitHubClient;
   private readonly tokens: InstallationTokenCache;
   private readonly clients: BoundedMap<number, GitHubClient>;
   private readonly conditional = new ConditionalRequests();
-  /** One write lane per installation (Octokit's default lane, but with our spacing). */
-  private readonly writes: Bottleneck.Group;
+  /** Octokit's own write and notification lanes, left open: the gates space writes. */
+  private readonly open: Bottleneck.Group;
+  /** Each installation's gate (and the App's): write lanes, rate-limit pauses. */
+  private readonly gates: BoundedMap<string, RequestGate>;
 
   constructor(private readonly settings: GitHubAppSettings) {
-    this.writes = new Bottleneck.Group({
-      id: "mainline-github-write",
-      maxConcurrent: 1,
-      minTime: settings.writeIntervalMs ?? WRITE_INTERVAL_MS,
-      timeout: 2 * MINUTE_MS,
-    });
+    this.open = new Bottleneck.Group({ id: "mainline-github-open", maxConcurrent: null });
     const max = settings.maxInstallations ?? 1000;
+    this.gates = new BoundedMap(max + 1);
     this.tokens = new InstallationTokenCache(settings.clock, max);
     this.clients = new BoundedMap(max);
     this.app = this.client("app", {
@@ -140,27 +168,54 @@ export class GitHubApp {
     );
   }
 
+  /** The rate-limit pause an installation is under, if any. */
+  rateLimit(installationId: number): RateLimitPause | undefined {
+    return this.gates.get(`installation-${String(installationId)}`)?.paused();
+  }
+
   /** Forgets an installation's token (it was refused: suspended, uninstalled, permissions). */
   forget(installationId: number): void {
     this.tokens.forgetInstallation(installationId);
   }
 
+  /** The gate of the App or of one installation (kept across its clients). */
+  private gate(id: string): RequestGate {
+    const known = this.gates.get(id);
+    if (known) return known;
+    const { logger } = this.settings;
+    const gate = new RequestGate({
+      writeIntervalMs: this.settings.writeIntervalMs ?? WRITE_INTERVAL_MS,
+      maxWaitMs: this.settings.maxRateLimitWaitMs ?? MINUTE_MS,
+      onPause: (pause) => {
+        logger.warn(
+          { client: id, kind: pause.kind, until: new Date(pause.until).toISOString() },
+          "github: rate limited; every request of this installation waits until then",
+        );
+      },
+    });
+    this.gates.set(id, gate);
+    return gate;
+  }
+
   private client(id: string, options: Record<string, unknown>): GitHubClient {
     const { logger } = this.settings;
     const maxWait = this.settings.maxRateLimitWaitMs ?? MINUTE_MS;
-    return new GitHubOctokit({
+    const timeoutMs = this.settings.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+    const gated = id !== "user";
+    const client = new GitHubOctokit({
       baseUrl: this.settings.apiUrl,
       userAgent: this.settings.userAgent,
       headers: { "x-github-api-version": API_VERSION },
       log: octokitLog(logger),
       request: {
-        fetch: fetchWithTimeout(this.settings.requestTimeoutMs ?? REQUEST_TIMEOUT_MS),
+        fetch: gated ? fetchThrough(this.gate(id), timeoutMs) : fetchWithTimeout(timeoutMs),
       },
       retry: { doNotRetry: DO_NOT_RETRY, retries: 3 },
       throttle: {
-        // The write lane (one write a second) and the concurrency cap are per installation.
+        // Spacing and pauses are the gate's (per installation); Octokit's lanes are left open.
         id,
-        write: this.writes,
+        write: this.open,
+        notifications: this.open,
         onRateLimit: (
           retryAfter: number,
           request: { method: string; url: string },
@@ -180,7 +235,7 @@ export class GitHubApp {
           _o: unknown,
           count: number,
         ) => {
-          const retrying = count < 3;
+          const retrying = count < 3 && retryAfter * SECOND_MS <= maxWait;
           logger.warn(
             { client: id, method: request.method, url: request.url, retryAfter, retrying },
             "github: secondary rate limit reached",
@@ -190,6 +245,7 @@ export class GitHubApp {
       },
       ...options,
     });
+    return noBlindRepeats(client);
   }
 }
 

@@ -150,9 +150,11 @@ export class GitHubTestBranches {
   }
 
   /**
-   * Merges `head` onto the scratch branch at `current`: its new head, or null on a conflict. A 409 that
-   * is not a conflict (a passing permission glitch) and GitHub's own failures are retried, after
-   * reading where the branch is (a merge answered with an error may have happened).
+   * Merges `head` onto the scratch branch at `current`: its new head, or null on a conflict.
+   * `POST /merges` is never repeated blindly (GitHub may merge and still answer a 5xx or time
+   * out; a repeat would then answer 204, "nothing to merge"): after an unknown outcome the branch
+   * is read, and the merge taken from it when it happened. A 409 that is not a conflict (a passing
+   * permission glitch) and rate limits are retried too.
    */
   private async mergeOnto(
     access: GitHubRepositoryAccess,
@@ -161,41 +163,87 @@ export class GitHubTestBranches {
     head: string,
     message: string,
   ): Promise<string | null> {
+    let uncertain = false;
     for (let attempt = 1; ; attempt++) {
+      let response;
       try {
-        const response = await access.client.request("POST /repos/{owner}/{repo}/merges", {
+        response = await access.client.request("POST /repos/{owner}/{repo}/merges", {
           ...where(access),
           base: scratch,
           head,
           commit_message: message,
+          request: { retries: 0 },
         });
-        // 204: the head is in the branch already; nothing to merge.
-        if ((response.status as number) === 204) return current;
-        const made = response.data as MergeCommitPayload;
-        const parents = (made.parents ?? []).map((parent) => parent.sha);
-        if (parents.length > 0 && parents[0] !== current) {
-          throw new Error(
-            `${scratch} moved under a test branch being assembled (it was at ${current}; the merge of ${head} went onto ${parents[0] ?? ""})`,
-          );
-        }
-        const tree = made.commit?.tree?.sha;
-        if (tree !== undefined) this.deps.api.rememberCommit(made.sha, { tree, parents });
-        return made.sha;
       } catch (error) {
         const status = statusOf(error);
         const text = messageOf(error);
         if (status === 409 && /^merge conflict/i.test(text)) return null;
-        const transient = status === undefined || status >= 500 || status === 409 || status === 429;
-        if (!transient || attempt >= this.deps.attempts) throw error;
+        const unknown = status === undefined || status >= 500;
+        uncertain ||= unknown;
+        const transient =
+          unknown ||
+          status === 409 ||
+          status === 429 ||
+          (status === 403 && /rate limit/i.test(text));
+        if (!transient || attempt >= this.deps.attempts) {
+          const made = unknown ? await this.mergeMade(access, scratch, current, head) : undefined;
+          if (made !== undefined) return made;
+          throw error;
+        }
         this.deps.logger.warn(
           { status, attempt, message: text },
           "github: merging into a test branch failed; retrying",
         );
         await sleep(this.deps.retryDelayMs(attempt));
-        const now = await this.deps.api.refHead(access, scratch, false);
-        if (now !== undefined && now !== current) return now;
+        if (unknown) {
+          const made = await this.mergeMade(access, scratch, current, head);
+          if (made !== undefined) return made;
+        }
+        continue;
       }
+      // 204: the head is in the branch already. After an unknown outcome, that may be the merge
+      // that was thought lost: the branch says.
+      if ((response.status as number) === 204) {
+        if (!uncertain) return current;
+        return (await this.mergeMade(access, scratch, current, head)) ?? current;
+      }
+      const made = response.data as MergeCommitPayload;
+      const parents = (made.parents ?? []).map((parent) => parent.sha);
+      if (parents.length > 0 && parents[0] !== current) {
+        throw new Error(
+          `${scratch} moved under a test branch being assembled (it was at ${current}; the merge of ${head} went onto ${parents[0] ?? ""})`,
+        );
+      }
+      const tree = made.commit?.tree?.sha;
+      if (tree !== undefined) this.deps.api.rememberCommit(made.sha, { tree, parents });
+      return made.sha;
     }
+  }
+
+  /**
+   * After a `POST /merges` whose outcome is unknown: the merge commit of `head` onto `current` if
+   * the scratch branch moved to it, undefined if the branch is still at `current` (not merged).
+   * Anything else moved the branch under the assembly: an error.
+   */
+  private async mergeMade(
+    access: GitHubRepositoryAccess,
+    scratch: string,
+    current: string,
+    head: string,
+  ): Promise<string | undefined> {
+    const now = await this.deps.api.refHead(access, scratch, false);
+    if (now === undefined || now === current) return undefined;
+    const commit = await this.deps.api.commit(access, now);
+    if (commit?.parents[0] === current && commit.parents[1] === head) {
+      this.deps.logger.warn(
+        { head, merge: now },
+        "github: a merge into a test branch answered an error but was made; taken",
+      );
+      return now;
+    }
+    throw new Error(
+      `${scratch} moved under a test branch being assembled (it was at ${current}, now ${now})`,
+    );
   }
 
   /**

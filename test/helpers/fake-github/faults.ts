@@ -295,6 +295,29 @@ export const fault = {
     };
   },
 
+  /**
+   * Every write (not a GET) of an installation, of `operation` (default every one), happens and
+   * is answered with a 5xx: GitHub's "unknown outcome" for each write the App makes. A repeat of
+   * the call then meets the change made (`POST /merges` answers 204, a ref exists, a pull request
+   * is merged).
+   */
+  writesSucceedButError(
+    operation: string | string[] = "*",
+    status = 502,
+    options: Partial<FaultRule> = {},
+  ): FaultRule {
+    return {
+      operation,
+      name: `${status} after a write`,
+      when: (ctx) => ctx.method !== "GET" && ctx.credential.kind === "installation",
+      ...options,
+      effect: {
+        kind: "respond-after",
+        response: errorResponse(status, status >= 500 ? "Server Error" : "Error"),
+      },
+    };
+  },
+
   delay(operation: string | string[], ms: number, options: Partial<FaultRule> = {}): FaultRule {
     return { operation, name: `delay ${ms} ms`, ...options, effect: { kind: "delay", ms } };
   },
