@@ -1,0 +1,240 @@
+/**
+ * How fast the queue merges on GitHub when CI takes no time (docs/benchmarks.md, "GitHub: merges
+ * a minute"): what is left is GitHub's request pacing, a second between writes per installation,
+ * and how the queue's writes share it with the comment, the check run and the labels. A real
+ * `mainline serve` (built) against the fake GitHub (real git; its Actions-like CI passes every
+ * push to `trunk-merge/**` at once), comments and status checks on, PRS good pull requests
+ * submitted at once, serial, then in batches of BATCH. Measured from the first submission to the
+ * last merge: merged pull requests per minute. The same scenario runs on the build of BASELINE
+ * (a git revision, built in a temporary worktree) and on this checkout's, in one run.
+ *
+ * Usage: npm run bench:github-throughput   (BENCH_PRS=<2..40>, default 10; BENCH_BATCH, default 4;
+ *                                          BENCH_BASELINE=<git rev>, default bc18c5d: the
+ *                                          queue before its writes had lanes of their own)
+ */
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { FakeGitHub } from "../test/helpers/fake-github/index.js";
+import { Api } from "./support/api.js";
+import { integerFromEnv } from "./support/env.js";
+import { ROOT, showServerOutput, startServer } from "./support/server.js";
+import { formatTable } from "./support/table.js";
+
+const RESULTS_FILE = path.join(ROOT, "bench", "results", "github-throughput.json");
+const PRS = integerFromEnv("BENCH_PRS", 10, 2, 40);
+const BATCH = integerFromEnv("BENCH_BATCH", 4, 2, 20);
+const BASELINE = process.env.BENCH_BASELINE ?? "bc18c5d";
+/** The issue's bar: at least twice the merges a minute of the baseline. */
+const TARGET_RATIO = 2;
+const SCENARIO_TIMEOUT_MS = 10 * 60_000;
+const OWNER = "acme";
+const NAME = "widgets";
+const QUEUE = { repo: { host: "github.com", owner: OWNER, name: NAME }, targetBranch: "main" };
+
+interface Mode {
+  name: string;
+  settings: Record<string, unknown>;
+}
+
+const MODES: Mode[] = [
+  { name: "serial", settings: { mode: "single", concurrency: 1, batch: false } },
+  {
+    name: `batches of ${String(BATCH)}`,
+    settings: {
+      mode: "single",
+      concurrency: 1,
+      batch: true,
+      batchingMinSize: BATCH,
+      batchingMaxWaitTimeMinutes: 1,
+    },
+  },
+];
+
+interface Result {
+  build: string;
+  mode: string;
+  merged: number;
+  wallMs: number;
+  perMinute: number;
+}
+
+/** Builds `rev` in a temporary worktree (this checkout's node_modules); its built entry. */
+function buildAt(rev: string): { entry: string; cleanup: () => void } {
+  const dir = path.join(os.tmpdir(), `mainline-baseline-${randomBytes(4).toString("hex")}`);
+  execFileSync("git", ["worktree", "add", "--detach", "--quiet", dir, rev], { cwd: ROOT });
+  const cleanup = () => {
+    execFileSync("git", ["worktree", "remove", "--force", dir], { cwd: ROOT });
+  };
+  try {
+    execFileSync("ln", ["-s", path.join(ROOT, "node_modules"), path.join(dir, "node_modules")]);
+    execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: dir, stdio: "ignore" });
+    return { entry: path.join(dir, "dist", "cli", "main.js"), cleanup };
+  } catch (error) {
+    cleanup();
+    throw error;
+  }
+}
+
+async function run(build: string, entry: string, mode: Mode): Promise<Result> {
+  const gh = await FakeGitHub.start({ seed: 5, validate: false });
+  const app = gh.createApp({ slug: "mainline-bench" });
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "mainline-bench-ghtp-"));
+  const token = randomBytes(24).toString("hex");
+  try {
+    gh.createOrganization(OWNER);
+    gh.createUser("alice");
+    gh.addOrgMember(OWNER, "alice", "admin");
+    await gh.createRepository({ owner: OWNER, name: NAME, files: { "README.md": "widgets\n" } });
+    gh.configureCi(`${OWNER}/${NAME}`, [
+      {
+        name: "test",
+        on: { push: { branches: ["trunk-merge/**"] } },
+        checks: [{ name: "ci", outcome: "pass" }],
+      },
+    ]);
+    const server = await startServer({
+      token,
+      dataDir,
+      builtEntry: entry,
+      env: {
+        MAINLINE_GITHUB_APP_ID: String(app.id),
+        MAINLINE_GITHUB_PRIVATE_KEY: app.privateKey,
+        MAINLINE_GITHUB_WEBHOOK_SECRET: app.webhookSecret,
+        MAINLINE_GITHUB_API_URL: gh.url,
+        MAINLINE_GITHUB_HOST: "github.com",
+      },
+    });
+    try {
+      gh.setWebhookUrls(app.id, [`${server.baseUrl}/webhooks/github`]);
+      const installationId = gh.installApp(app.id, { account: OWNER, repositories: "all" }).id;
+      const api = new Api(server.baseUrl, token);
+      await gh.settleWebhooks();
+      await api.call("github/linkInstallation", {
+        installationId,
+        githubToken: gh.createUserToken("alice"),
+      });
+      await api.call("createQueue", QUEUE);
+      await api.call("updateQueue", {
+        ...QUEUE,
+        commentsEnabled: true,
+        statusCheckEnabled: true,
+        requiredStatuses: ["ci"],
+        testingTimeoutMinutes: 0,
+        ...mode.settings,
+      });
+      const numbers: number[] = [];
+      for (let k = 1; k <= PRS; k++) {
+        const branch = `change-${String(k)}`;
+        await gh.commit(`${OWNER}/${NAME}`, {
+          branch,
+          from: "main",
+          files: { [`${branch}.txt`]: `change ${String(k)}\n` },
+          by: "alice",
+        });
+        numbers.push(await gh.openPullRequest(`${OWNER}/${NAME}`, { head: branch, by: "alice" }));
+      }
+      await gh.settleWebhooks();
+      const started = Date.now();
+      for (const number of numbers) {
+        await api.call("submitPullRequest", { ...QUEUE, pr: { number } });
+      }
+      let merged = 0;
+      while (Date.now() - started < SCENARIO_TIMEOUT_MS) {
+        merged = numbers.filter(
+          (n) => gh.pullRequest(`${OWNER}/${NAME}`, n).mergedAt !== null,
+        ).length;
+        if (merged === numbers.length) break;
+        await delay(100);
+      }
+      const wallMs = Date.now() - started;
+      if (process.env.BENCH_DUMP) {
+        const lines = gh.requests.entries
+          .filter((e) => e.installationId !== null && e.atMs >= started)
+          .map((e) => `${String(e.atMs - started)} ${String(e.status)} ${e.method} ${e.path}`);
+        await writeFile(
+          `${process.env.BENCH_DUMP}-${build.split(" ")[0] ?? ""}-${mode.name.split(" ")[0] ?? ""}.txt`,
+          `${lines.join("\n")}\n`,
+        );
+      }
+      showServerOutput(`(${build}, ${mode.name})`, server.takeOutput());
+      return {
+        build,
+        mode: mode.name,
+        merged,
+        wallMs,
+        perMinute: Math.round((merged / (wallMs / 60_000)) * 100) / 100,
+      };
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    await gh.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+const current = path.join(ROOT, "dist", "cli", "main.js");
+execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: ROOT, stdio: "ignore" });
+if (!existsSync(current)) throw new Error(`no build at ${current}`);
+const baseline = buildAt(BASELINE);
+const results: Result[] = [];
+try {
+  for (const mode of MODES) {
+    for (const [build, entry] of [
+      [`baseline ${BASELINE}`, baseline.entry],
+      ["this checkout", current],
+    ] as const) {
+      process.stdout.write(`${build}, ${mode.name}…\n`);
+      results.push(await run(build, entry, mode));
+    }
+  }
+} finally {
+  baseline.cleanup();
+}
+process.stdout.write(
+  `${formatTable(
+    ["build", "mode", "merged", "wall s", "merged a minute"],
+    results.map((r) => [
+      r.build,
+      r.mode,
+      `${String(r.merged)}/${String(PRS)}`,
+      (r.wallMs / 1000).toFixed(1),
+      r.perMinute.toFixed(2),
+    ]),
+    [0, 1],
+  )}\n`,
+);
+const ratios = MODES.map((mode) => {
+  const [before, after] = results.filter((r) => r.mode === mode.name);
+  const ratio =
+    before && after && before.perMinute > 0
+      ? Math.round((after.perMinute / before.perMinute) * 100) / 100
+      : 0;
+  return { mode: mode.name, ratio, pass: ratio >= TARGET_RATIO && after?.merged === PRS };
+});
+for (const r of ratios) {
+  process.stdout.write(
+    `${r.mode}: ${r.ratio.toFixed(2)}× the baseline's merges a minute (target ≥ ${String(TARGET_RATIO)}×): ${r.pass ? "yes" : "no"}\n`,
+  );
+}
+await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
+await writeFile(
+  RESULTS_FILE,
+  `${JSON.stringify(
+    {
+      measuredAt: new Date().toISOString(),
+      prs: PRS,
+      baseline: BASELINE,
+      loadAverage: Math.round((os.loadavg()[0] ?? 0) * 10) / 10,
+      results,
+      ratios,
+    },
+    null,
+    2,
+  )}\n`,
+);
