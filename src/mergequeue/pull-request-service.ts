@@ -56,11 +56,18 @@ import { waitsOf } from "./waiting.js";
 export interface CommandBus {
   execute(queueId: string, command: QueueCommand): Promise<CommandResult>;
   /**
-   * Stores a submission already checked by the caller and returns once it is durable; the driver
-   * applies it later. Without it, submissions wait for the driver (`execute`).
+   * Stores a command the driver never refuses (a submission already checked by the caller,
+   * impacted targets) and returns once it is durable; the driver applies it later, when the
+   * queue's host answers. Without it, such commands wait for the driver (`execute`).
    */
-  accept?(queueId: string, command: Extract<QueueCommand, { type: "submit" }>): Promise<void>;
-  /** Resolves once the accepted submissions of a pull request have been applied. */
+  accept?(
+    queueId: string,
+    command: Extract<QueueCommand, { type: "submit" } | { type: "set_impacted_targets" }>,
+  ): Promise<void>;
+  /**
+   * Resolves once the accepted commands of a pull request have been applied (at once while the
+   * queue's host does not answer: they wait for it).
+   */
   settled?(queueId: string, prNumber: number): Promise<void>;
 }
 
@@ -283,6 +290,7 @@ export interface PullRequestServiceDeps {
     | "transitionsSince"
     | "loadSnapshot"
     | "sharedSnapshot"
+    | "hostTrouble"
   >;
   commands: CommandBus;
   clock: Clock;
@@ -396,7 +404,11 @@ export class PullRequestService implements QueueContents {
     await this.execute(queue, { type: "restart", prNumber, actor });
   }
 
-  /** Targets `"ALL"` (or legacy `"IMPACTS_ALL"`) or a list, for the PR at commit `sha`. */
+  /**
+   * Targets `"ALL"` (or legacy `"IMPACTS_ALL"`) or a list, for the PR at commit `sha`: answered
+   * once stored, whether or not the queue's host answers now (the planner never refuses targets;
+   * those of a pull request it does not hold yet are kept for its submission at that commit).
+   */
   async setImpactedTargets(
     principal: Principal,
     address: QueueAddress,
@@ -405,12 +417,14 @@ export class PullRequestService implements QueueContents {
   ): Promise<void> {
     const normalized = normalizeImpactedTargets(targets);
     const queue = await this.require(principal, address);
-    await this.execute(queue, {
-      type: "set_impacted_targets",
+    const command = {
+      type: "set_impacted_targets" as const,
       prNumber: pr.number,
       headSha: pr.sha,
       targets: normalized,
-    });
+    };
+    if (this.deps.commands.accept) await this.deps.commands.accept(queue.id, command);
+    else await this.execute(queue, command);
   }
 
   /** The latest submission of a PR (by number, or by head branch: open ones first). */
@@ -624,9 +638,10 @@ export class PullRequestService implements QueueContents {
    */
   async activity(queue: MergeQueueRecord): Promise<QueueActivity> {
     const batching = queue.configuration.batch;
-    const [summaries, read] = await Promise.all([
+    const [summaries, read, hostTrouble] = await Promise.all([
       this.deps.runtime.activeSummaries(queue.id),
       batching ? this.snapshot(queue.id) : Promise.resolve(undefined),
+      this.deps.runtime.hostTrouble(queue.id),
     ]);
     const enqueued = queueOrder(summaries).map(toEnqueuedPullRequest);
     const snapshot = batching || !enqueued.some(mayWait) ? read : await this.snapshot(queue.id);
@@ -637,6 +652,7 @@ export class PullRequestService implements QueueContents {
         ? batchSizeChoice(queue.configuration, snapshot?.verdicts ?? NO_VERDICTS)
         : null,
       localizations: snapshot ? localizationsOf(snapshot) : [],
+      hostTrouble,
     };
   }
 
@@ -661,7 +677,15 @@ export class PullRequestService implements QueueContents {
 
   private async execute(queue: MergeQueueRecord, command: QueueCommand): Promise<void> {
     const result = await this.deps.commands.execute(queue.id, command);
-    if (!result.ok) throw new ApiError(result.code, result.message);
+    if (!result.ok) {
+      const { retryAfterSeconds } = result;
+      throw new ApiError(
+        result.code,
+        result.message,
+        undefined,
+        retryAfterSeconds === undefined ? {} : { retryAfterSeconds },
+      );
+    }
   }
 
   private require(principal: Principal, address: QueueAddress): Promise<MergeQueueRecord> {

@@ -193,7 +193,7 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   }
   // Every 503 is temporary (shutting down, database away): say when to come back.
   if (error.status === 503 && !reply.hasHeader("retry-after")) {
-    void reply.header("retry-after", String(RETRY_AFTER_SECONDS));
+    void reply.header("retry-after", String(error.retryAfterSeconds ?? RETRY_AFTER_SECONDS));
   }
   const details = error.details?.map((detail) => ({
     ...detail,
