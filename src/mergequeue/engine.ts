@@ -46,6 +46,11 @@ export interface EngineOptions {
 
 /** Ids a step records as issued at a time (`RuntimeRecords.issueIds`): one write per this many. */
 const ID_BLOCK = 100;
+/**
+ * A stored host trouble whose attempt is overdue by this much is not believed by `refusal` (each
+ * attempt renews it; GitHub's client retries one for a couple of minutes at most).
+ */
+const STALE_TROUBLE_MS = 5 * 60_000;
 /** Pending commands a refusal pass reads (those nobody waits on come first, and stay). */
 const REFUSALS_READ = 1_000;
 
@@ -208,6 +213,27 @@ export class MergeQueueEngine {
   }
 
   /**
+   * The answer a command gets now because the queue's host does not answer (as this process, or
+   * the driver elsewhere, last found), or null while it does.
+   */
+  async refusal(queueId: string): Promise<Extract<CommandResult, { ok: false }> | null> {
+    const now = this.deps.clock.now();
+    const held = this.troubles.get(queueId);
+    if (held && (this.leases.get(queueId)?.expiresAt ?? 0) > now) {
+      return refusal(held.trouble, held.host, now);
+    }
+    const stored = await this.deps.runtime.hostTrouble(queueId);
+    if (!stored) return null;
+    // Its attempt is due: a driver (this process, if the lease is free) tries the host now.
+    if (stored.retryAt <= now) this.kick(queueId);
+    // A driver renews it at every attempt: one this old was left by a process that is gone.
+    if (stored.retryAt + STALE_TROUBLE_MS < now) return null;
+    const queue = await this.deps.queues.findById(queueId);
+    const repository = queue && (await this.deps.repositories.findById(queue.repositoryId));
+    return refusal(stored, repository?.host ?? "its git host", now);
+  }
+
+  /**
    * Tells a queue's driver about a change on the git host without waiting for it to be applied
    * (the command is stored first, so nothing is lost if this process dies).
    */
@@ -317,10 +343,14 @@ export class MergeQueueEngine {
       stored = cached;
     } else {
       const loaded = await runtime.loadDriverState(queueId);
-      // Taken over (or first driven here): the stored trouble is the outage so far.
-      this.forgetTrouble(queueId);
-      if (loaded.hostTrouble) {
-        this.troubles.set(queueId, { trouble: loaded.hostTrouble, host: repo.host, retry: null });
+      if (!loaded.hostTrouble) {
+        this.forgetTrouble(queueId);
+      } else if (!this.troubles.has(queueId)) {
+        // Taken over (or first driven here): the stored trouble is the outage so far, tried again
+        // at once (this process may be configured otherwise, the App given since).
+        const retryAt = Math.min(loaded.hostTrouble.retryAt, clock.now());
+        const trouble = { ...loaded.hostTrouble, retryAt };
+        this.troubles.set(queueId, { trouble, host: repo.host, retry: null });
       }
       stored = loaded;
     }

@@ -6,6 +6,7 @@
  */
 import type { Clock } from "../lib/clock.js";
 import { ApiError } from "../lib/errors.js";
+import { isDatabaseUnavailable } from "../lib/faults.js";
 import type { OwnedRepoRef, RepoRef } from "../organizations/repositories.js";
 import type { Principal } from "../organizations/service.js";
 import {
@@ -69,6 +70,11 @@ export interface CommandBus {
    * queue's host does not answer: they wait for it).
    */
   settled?(queueId: string, prNumber: number): Promise<void>;
+  /**
+   * The answer a command gets while the queue's git host does not answer (as its driver last
+   * found), or null while it does: lets a submission be refused before the host is asked.
+   */
+  refusal?(queueId: string): Promise<Extract<CommandResult, { ok: false }> | null>;
 }
 
 /**
@@ -273,6 +279,17 @@ export function requireConnectedHost(
   throw hostNotConnected(host);
 }
 
+/** A refused command's answer as the API's error (a 503 with its `Retry-After`). */
+function apiErrorOf(result: Extract<CommandResult, { ok: false }>): ApiError {
+  const { retryAfterSeconds } = result;
+  return new ApiError(
+    result.code,
+    result.message,
+    undefined,
+    retryAfterSeconds === undefined ? {} : { retryAfterSeconds },
+  );
+}
+
 // ---- the service -------------------------------------------------------------------------------
 
 export interface PullRequestServiceDeps {
@@ -356,6 +373,8 @@ export class PullRequestService implements QueueContents {
       actor,
     };
     const { commands } = this.deps;
+    const refused = commands.accept ? await commands.refusal?.(queue.id) : null;
+    if (refused) throw apiErrorOf(refused);
     const stored = this.deps.storedPullRequest?.(
       { organizationId: principal.organizationId, ...address.repo },
       request.prNumber,
@@ -366,7 +385,15 @@ export class PullRequestService implements QueueContents {
     }
     // Checked against what the host stored, then answered once durable (ADR 0018): what the
     // driver finds later (conflicts, mergeability, a PR closed meanwhile) shows in its timeline.
-    const pr = await stored;
+    const pr = await stored.catch((error: unknown) => {
+      if (error instanceof ApiError || isDatabaseUnavailable(error)) throw error;
+      // Nothing stored: the host failed the read (GitHub's 5xx, no answer).
+      const message = error instanceof Error ? error.message.replace(/\s+/g, " ") : String(error);
+      throw new ApiError(
+        "unavailable",
+        `Pull request #${request.prNumber} could not be read from ${address.repo.host} (${message.slice(0, 200)}); nothing was changed, retry in a moment.`,
+      );
+    });
     const { owner, name } = address.repo;
     if (!pr) {
       throw new ApiError(
@@ -677,15 +704,7 @@ export class PullRequestService implements QueueContents {
 
   private async execute(queue: MergeQueueRecord, command: QueueCommand): Promise<void> {
     const result = await this.deps.commands.execute(queue.id, command);
-    if (!result.ok) {
-      const { retryAfterSeconds } = result;
-      throw new ApiError(
-        result.code,
-        result.message,
-        undefined,
-        retryAfterSeconds === undefined ? {} : { retryAfterSeconds },
-      );
-    }
+    if (!result.ok) throw apiErrorOf(result);
   }
 
   private require(principal: Principal, address: QueueAddress): Promise<MergeQueueRecord> {

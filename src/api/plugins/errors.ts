@@ -284,7 +284,11 @@ export function installErrorHandling(
 ): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof ApiError) {
-      if (error.status >= 500) request.log.error({ err: error }, "request failed");
+      // A refusal that says when to come back (a queue whose git host does not answer, which the
+      // queue logs once) is no server fault: the request's own log line shows it.
+      if (error.status >= 500 && error.retryAfterSeconds === undefined) {
+        request.log.error({ err: error }, "request failed");
+      }
       return sendError(reply, error);
     }
     if (error.validation) {

@@ -42,10 +42,24 @@ export function failedAttempt(
     state: "unreachable",
     code: notConnected ? "host_not_connected" : "unavailable",
     since: previous?.since ?? now,
-    message: error instanceof Error ? error.message : String(error),
+    message: describeFailure(error),
     retryAt: now + retryDelay(failures),
     failures,
   };
+}
+
+/**
+ * A failure in one line: its message, or the HTTP status where the message is a page (GitHub's
+ * 502 answers are HTML), at most 300 characters.
+ */
+export function describeFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const status = (error as { status?: unknown } | null)?.status;
+  const text =
+    /^\s*</.test(message) && typeof status === "number"
+      ? `it answered HTTP ${String(status)}`
+      : message.replace(/\s+/g, " ").trim();
+  return text.length > 300 ? `${text.slice(0, 299)}…` : text;
 }
 
 /** Seconds until the driver tries the host again, at least 1 (for `Retry-After`). */

@@ -56,6 +56,12 @@ interface Incoming {
   answer: ((result: CommandResult) => void) | null;
 }
 
+/**
+ * How long a read of a pull request waits for its accepted impacted targets at most: they are
+ * usually applied in milliseconds, but a read must not hang on a host that is slow to fail.
+ */
+const TARGETS_READ_WAIT_MS = 1_000;
+
 /** At most this many commands in one inbox transaction. */
 const INBOX_BATCH = 200;
 
@@ -72,6 +78,8 @@ export class CommandInbox {
       id: number;
       answered: Promise<CommandResult>;
       since: number;
+      /** How long a read waits for it at most. */
+      limitMs: number;
       /** Ends a wait for it (`release`): the queue's host does not answer. */
       release: () => void;
     }
@@ -147,6 +155,10 @@ export class CommandInbox {
       id,
       answered,
       since: now,
+      limitMs:
+        command.type === "submit"
+          ? this.options.commandTimeoutMs
+          : Math.min(TARGETS_READ_WAIT_MS, this.options.commandTimeoutMs),
       release: () => {
         answer({ ok: true });
       },
@@ -171,14 +183,15 @@ export class CommandInbox {
   }
 
   /**
-   * Resolves once the submissions of a pull request acknowledged by `accept` in this process
-   * have been applied (at once when there are none), or after `commandTimeoutMs` at most.
+   * Resolves once the commands of a pull request acknowledged by `accept` in this process have
+   * been applied (at once when there are none), or after `commandTimeoutMs` at most (a second
+   * for impacted targets).
    */
   async settled(queueId: string, prNumber: number): Promise<void> {
     const key = acceptedKey(queueId, prNumber);
     const pending = this.accepted.get(key);
     if (!pending) return;
-    const left = pending.since + this.options.commandTimeoutMs - Date.now();
+    const left = pending.since + pending.limitMs - Date.now();
     if (left > 0) await this.waitForAnswer(queueId, pending.id, pending.answered, left);
     if (this.accepted.get(key)?.id === pending.id) this.accepted.delete(key);
   }
