@@ -56,6 +56,7 @@ const POSTGRES_END_TO_END = [
   "test/github/linking.test.ts",
   "test/github/processes.test.ts",
   "test/github/queue-processes.test.ts",
+  "test/github/unreachable-host.test.ts",
   "test/github/webhooks.test.ts",
 ];
 

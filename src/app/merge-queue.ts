@@ -19,7 +19,11 @@ export interface MergeQueueDeps {
   /** Each repository's host, through its provider. */
   hosts: HostDispatch;
   clock: Clock;
-  logger: { error(fields: object, message: string): void };
+  logger: {
+    error(fields: object, message: string): void;
+    info(fields: object, message: string): void;
+    warn?(fields: object, message: string): void;
+  };
   engine?: Partial<EngineOptions> | undefined;
   /** What test health knows of a run's failed tests (`getFailFirstTests`). */
   failedTests: FailedTestsSource;
@@ -46,6 +50,13 @@ export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
       logger: {
         error: (message, error) => {
           logger.error({ err: error }, message);
+        },
+        warn: (message, fields = {}) => {
+          if (logger.warn) logger.warn(fields, message);
+          else logger.info(fields, message);
+        },
+        info: (message, fields = {}) => {
+          logger.info(fields, message);
         },
       },
     },

@@ -25,6 +25,7 @@ import { testSettingsAnnouncements } from "./migrations/0026_test_settings_annou
 import { noParallelListScans } from "./migrations/0027_no_parallel_list_scans.js";
 import { issuedIds } from "./migrations/0028_issued_ids.js";
 import { runFailFirst } from "./migrations/0029_run_fail_first.js";
+import { hostTrouble } from "./migrations/0030_host_trouble.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -54,6 +55,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0027_no_parallel_list_scans": noParallelListScans,
   "0028_issued_ids": issuedIds,
   "0029_run_fail_first": runFailFirst,
+  "0030_host_trouble": hostTrouble,
 };
 
 export interface MigrationReport {

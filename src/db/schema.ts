@@ -269,6 +269,8 @@ export interface MqRuntimeTable {
   updatedAt: number;
   /** Every id the planner may have issued is below this (migration 0028). */
   issuedBelow: ColumnType<number, number | undefined, number>;
+  /** JSON of the driver's `HostTrouble`; null while the host answers (migration 0030). */
+  hostTrouble: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** One submission of a pull request to a queue (`EntryRecord`). */

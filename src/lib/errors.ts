@@ -36,12 +36,20 @@ export interface ErrorDetail {
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly details: ErrorDetail[] | undefined;
+  /** A 503's `Retry-After`, in seconds, when the error knows better than the default. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: ErrorCode, message: string, details?: ErrorDetail[]) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    details?: ErrorDetail[],
+    options: { retryAfterSeconds?: number } = {},
+  ) {
     super(message);
     this.name = "ApiError";
     this.code = code;
     this.details = details;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
   get status(): number {

@@ -14,6 +14,7 @@ import { NO_VERDICTS } from "./speculation.js";
 import { describeQueue, requireQueue, type QueueAddress } from "./queue-service.js";
 import type {
   EntryRecord,
+  HostTrouble,
   MergeQueueRecord,
   MergeQueueRecords,
   QueueDashboardReads,
@@ -95,6 +96,8 @@ export interface QueueBoard {
   typicalRunMs: number | null;
   /** How many finished runs the estimate rests on. */
   estimateSample: number;
+  /** What the queue's driver last found of its git host: null while it answers. */
+  hostTrouble: HostTrouble | null;
 }
 
 export interface PullRequestHistory {
@@ -370,7 +373,11 @@ export class QueueDashboardService {
       queues: Pick<MergeQueueRecords, "find" | "findById">;
       runtime: Pick<
         RuntimeRecords,
-        "loadSnapshot" | "latestEntry" | "pullRequestTransitions" | "listEntries"
+        | "loadSnapshot"
+        | "loadDriverState"
+        | "latestEntry"
+        | "pullRequestTransitions"
+        | "listEntries"
       > &
         QueueDashboardReads;
       clock: Clock;
@@ -399,16 +406,17 @@ export class QueueDashboardService {
     const queue = await this.queue(principal, address);
     const now = this.deps.clock.now();
     const [stored, latest, timings, concluded] = await Promise.all([
-      this.deps.runtime.loadSnapshot(queue.id),
+      this.deps.runtime.loadDriverState(queue.id),
       this.deps.runtime.latestTransitionId(queue.id),
       this.deps.runtime.runTimings(queue.id, now - ESTIMATE_WINDOW_MS, ESTIMATE_RUNS),
       this.deps.runtime.recentlyConcluded(queue.id, BOARD_CONCLUDED),
     ]);
     const typical = typicalRunDuration(timings);
-    const snapshot = stored ? upgradeSnapshot(stored.snapshot) : undefined;
+    const snapshot = stored.snapshot === undefined ? undefined : upgradeSnapshot(stored.snapshot);
     return {
       queue,
       version: `${queue.version}.${latest}`,
+      hostTrouble: stored.hostTrouble,
       ...computeBoard(snapshot, typical.ms, now),
       batchSize: batchSizeChoice(queue.configuration, snapshot?.verdicts ?? NO_VERDICTS),
       concluded: concluded.map((e) => ({

@@ -10,12 +10,23 @@ import { initialSnapshot, plan } from "./planner/index.js";
 import { upgradeSnapshot } from "./snapshot.js";
 import type { PlanResult, QueueCommand, QueueEvent, QueueSnapshot } from "./model.js";
 import type { CiProvider, GitHost } from "./providers.js";
-import type { CommandResult, MergeQueueRecord, RuntimeRecords } from "./records.js";
-import { CommandInbox, type InboxPayload } from "./engine/inbox.js";
+import type {
+  CommandResult,
+  DriverState,
+  HostTrouble,
+  MergeQueueRecord,
+  RuntimeRecords,
+} from "./records.js";
+import { CommandInbox, type AcceptedCommand, type InboxPayload } from "./engine/inbox.js";
 import { StepWork } from "./engine/step-work.js";
+import { HostCalls, failedAttempt, refusable, refusal } from "./engine/host-health.js";
 
 export interface EngineLogger {
   error(message: string, error?: unknown): void;
+  /** A queue's host stopped answering (once per outage). */
+  warn?(message: string, fields?: object): void;
+  /** A queue's host answers again. */
+  info?(message: string, fields?: object): void;
 }
 
 export interface EngineOptions {
@@ -35,6 +46,13 @@ export interface EngineOptions {
 
 /** Ids a step records as issued at a time (`RuntimeRecords.issueIds`): one write per this many. */
 const ID_BLOCK = 100;
+/**
+ * A stored host trouble whose attempt is overdue by this much is not believed by `refusal` (each
+ * attempt renews it; GitHub's client retries one for a couple of minutes at most).
+ */
+const STALE_TROUBLE_MS = 5 * 60_000;
+/** Pending commands a refusal pass reads (those nobody waits on come first, and stay). */
+const REFUSALS_READ = 1_000;
 
 /** A step found its lease taken over: it stops before acting on ids it could not record. */
 class LeaseLost extends Error {
@@ -89,6 +107,14 @@ export class MergeQueueEngine {
   >();
   /** Commands stored before anyone acts on them; answers handed to their callers. */
   private readonly inbox: CommandInbox;
+  /**
+   * The queues whose host failed this process's last step on them (as stored, see
+   * `recordHostTrouble`), with the timer of the next attempt.
+   */
+  private readonly troubles = new Map<
+    string,
+    { trouble: HostTrouble; host: string; retry: NodeJS.Timeout | null }
+  >();
 
   constructor(
     private readonly deps: EngineDeps,
@@ -128,6 +154,8 @@ export class MergeQueueEngine {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    for (const held of this.troubles.values()) if (held.retry) clearTimeout(held.retry);
+    this.troubles.clear();
     this.unsubscribe?.();
     // Commands handed over before the stop are stored (the database closes after this).
     await this.inbox.drained();
@@ -148,6 +176,13 @@ export class MergeQueueEngine {
    * the lease, otherwise the lease holder does and this waits for its answer.
    */
   execute(queueId: string, command: QueueCommand): Promise<CommandResult> {
+    // The queue's host is known not to answer (this process drives it): refused at once, never
+    // stored. Elsewhere the driver refuses it at its next pass (a second at most).
+    const held = this.troubles.get(queueId);
+    const now = this.deps.clock.now();
+    if (held && (this.leases.get(queueId)?.expiresAt ?? 0) > now) {
+      return Promise.resolve(refusal(held.trouble, held.host, now));
+    }
     return this.inbox.execute(queueId, command);
   }
 
@@ -157,16 +192,45 @@ export class MergeQueueEngine {
    * open). The driver applies it at its next step; until then a read of the pull request in this
    * process waits for it (`settled`), so that a client reads what it wrote.
    */
-  accept(queueId: string, command: Extract<QueueCommand, { type: "submit" }>): Promise<void> {
+  accept(queueId: string, command: AcceptedCommand): Promise<void> {
     return this.inbox.accept(queueId, command);
   }
 
   /**
-   * Resolves once the submissions of a pull request acknowledged by `accept` in this process
-   * have been applied (at once when there are none), or after `commandTimeoutMs` at most.
+   * Resolves once the commands of a pull request acknowledged by `accept` in this process have
+   * been applied (at once when there are none), or after `commandTimeoutMs` at most; at once too
+   * while the queue's host does not answer (they wait for it, and the read shows what is applied).
    */
-  settled(queueId: string, prNumber: number): Promise<void> {
-    return this.inbox.settled(queueId, prNumber);
+  async settled(queueId: string, prNumber: number): Promise<void> {
+    if (!this.inbox.awaiting(queueId, prNumber)) return;
+    if (this.troubles.has(queueId) || (await this.deps.runtime.hostTrouble(queueId))) return;
+    await this.inbox.settled(queueId, prNumber);
+  }
+
+  /** What the queue's driver last found of its host: null while it answers. */
+  hostTrouble(queueId: string): Promise<HostTrouble | null> {
+    return this.deps.runtime.hostTrouble(queueId);
+  }
+
+  /**
+   * The answer a command gets now because the queue's host does not answer (as this process, or
+   * the driver elsewhere, last found), or null while it does.
+   */
+  async refusal(queueId: string): Promise<Extract<CommandResult, { ok: false }> | null> {
+    const now = this.deps.clock.now();
+    const held = this.troubles.get(queueId);
+    if (held && (this.leases.get(queueId)?.expiresAt ?? 0) > now) {
+      return refusal(held.trouble, held.host, now);
+    }
+    const stored = await this.deps.runtime.hostTrouble(queueId);
+    if (!stored) return null;
+    // Its attempt is due: a driver (this process, if the lease is free) tries the host now.
+    if (stored.retryAt <= now) this.kick(queueId);
+    // A driver renews it at every attempt: one this old was left by a process that is gone.
+    if (stored.retryAt + STALE_TROUBLE_MS < now) return null;
+    const queue = await this.deps.queues.findById(queueId);
+    const repository = queue && (await this.deps.repositories.findById(queue.repositoryId));
+    return refusal(stored, repository?.host ?? "its git host", now);
   }
 
   /**
@@ -237,13 +301,25 @@ export class MergeQueueEngine {
     );
     if (!lease) {
       this.leases.delete(queueId);
+      this.forgetTrouble(queueId);
       return undefined;
     }
     this.leases.set(queueId, { epoch: lease.epoch, expiresAt: lease.expiresAt });
     return lease;
   }
 
-  /** One driver step: everything waiting for the queue, then one fenced commit. */
+  /** Stops the retry timer of a queue's host trouble and forgets it (not the stored one). */
+  private forgetTrouble(queueId: string): void {
+    const held = this.troubles.get(queueId);
+    if (held?.retry) clearTimeout(held.retry);
+    this.troubles.delete(queueId);
+  }
+
+  /**
+   * One driver step: everything waiting for the queue, then one fenced commit. While the queue's
+   * host does not answer, a step before the next attempt only refuses the commands whose callers
+   * wait (nothing is asked of the host); the attempt first asks the host for the target branch.
+   */
   async step(queueId: string): Promise<void> {
     const { runtime, clock } = this.deps;
     const lease = await this.lease(queueId);
@@ -262,12 +338,149 @@ export class MergeQueueEngine {
       name: repository.name,
     };
 
-    const stored = cached?.epoch === lease.epoch ? cached : await runtime.loadDriverState(queueId);
+    let stored: Omit<DriverState, "hostTrouble">;
+    if (cached?.epoch === lease.epoch) {
+      stored = cached;
+    } else {
+      const loaded = await runtime.loadDriverState(queueId);
+      if (!loaded.hostTrouble) {
+        this.forgetTrouble(queueId);
+      } else if (!this.troubles.has(queueId)) {
+        // Taken over (or first driven here): the stored trouble is the outage so far, tried again
+        // at once (this process may be configured otherwise, the App given since).
+        const retryAt = Math.min(loaded.hostTrouble.retryAt, clock.now());
+        const trouble = { ...loaded.hostTrouble, retryAt };
+        this.troubles.set(queueId, { trouble, host: repo.host, retry: null });
+      }
+      stored = loaded;
+    }
+    const trouble = this.troubles.get(queueId)?.trouble ?? null;
+    if (trouble && trouble.retryAt > clock.now()) {
+      if (cached && stored === cached) this.snapshots.set(queueId, cached);
+      await this.refuseWaiting(queueId, lease.epoch, repo.host, trouble);
+      this.scheduleRetry(queueId, trouble);
+      return;
+    }
+    const calls = new HostCalls(this.deps.gitHost, this.deps.ci);
+    try {
+      // The host failed before: one read tells whether it answers now, before any other work.
+      if (trouble) await calls.gitHost.branchHead(repo, queue.targetBranch);
+      await this.drive(queueId, lease, queue, repo, stored, calls);
+    } catch (error) {
+      if (!calls.caused(error)) throw error;
+      await this.hostFailed(queueId, lease.epoch, repo.host, trouble, error);
+      return;
+    }
+    if (trouble) await this.hostRecovered(queueId, lease.epoch, repo.host, trouble);
+  }
+
+  /**
+   * A step failed on the host: the trouble recorded with the backoff's next attempt, logged once
+   * per outage, and the commands whose callers wait refused (answered: never applied later).
+   */
+  private async hostFailed(
+    queueId: string,
+    epoch: number,
+    host: string,
+    previous: HostTrouble | null,
+    error: unknown,
+  ): Promise<void> {
+    const trouble = failedAttempt(previous, error, this.deps.clock.now());
+    if (!(await this.refuseWaiting(queueId, epoch, host, trouble, true))) {
+      this.leases.delete(queueId);
+      this.forgetTrouble(queueId);
+      return;
+    }
+    this.forgetTrouble(queueId);
+    this.troubles.set(queueId, { trouble, host, retry: null });
+    this.scheduleRetry(queueId, trouble);
+    this.inbox.release(queueId);
+    const fields = { queueId, host, retryInMs: trouble.retryAt - trouble.since };
+    if (!previous) {
+      const message = `merge queue ${queueId}: ${host} does not answer (${trouble.message}); the queue waits for it, trying again with a backoff of up to a minute`;
+      if (this.deps.logger?.warn) this.deps.logger.warn(message, fields);
+      else this.deps.logger?.error(message);
+    }
+  }
+
+  /** The host answered again: the trouble cleared and logged once. */
+  private async hostRecovered(
+    queueId: string,
+    epoch: number,
+    host: string,
+    trouble: HostTrouble,
+  ): Promise<void> {
+    this.forgetTrouble(queueId);
+    if (
+      !(await this.deps.runtime.recordHostTrouble(queueId, epoch, null, [], this.deps.clock.now()))
+    ) {
+      this.leases.delete(queueId);
+      return;
+    }
+    const outageMs = this.deps.clock.now() - trouble.since;
+    this.deps.logger?.info?.(
+      `merge queue ${queueId}: ${host} answers again after ${String(Math.round(outageMs / 1000))} s`,
+      { queueId, host, outageMs },
+    );
+  }
+
+  /**
+   * Answers the pending commands whose callers wait with the trouble's refusal (they are never
+   * applied then) and, when `record`, stores the trouble too; false when the lease was lost.
+   */
+  private async refuseWaiting(
+    queueId: string,
+    epoch: number,
+    host: string,
+    trouble: HostTrouble,
+    record = false,
+  ): Promise<boolean> {
+    const now = this.deps.clock.now();
+    const pending = await this.deps.runtime.pendingCommands(queueId, REFUSALS_READ);
+    const answer = refusal(trouble, host, now);
+    const refused = pending
+      .filter((command) => refusable(command.payload as InboxPayload))
+      .map((command) => ({ id: command.id, result: answer }));
+    if (!record && refused.length === 0) return true;
+    const written = await this.deps.runtime.recordHostTrouble(
+      queueId,
+      epoch,
+      trouble,
+      refused,
+      now,
+    );
+    if (written) this.inbox.answer(refused);
+    return written;
+  }
+
+  /** The next attempt of a queue whose host failed, at its `retryAt` (one timer per queue). */
+  private scheduleRetry(queueId: string, trouble: HostTrouble): void {
+    const held = this.troubles.get(queueId);
+    if (!held || held.retry || this.stopped) return;
+    held.retry = setTimeout(
+      () => {
+        held.retry = null;
+        this.kick(queueId);
+      },
+      Math.max(0, trouble.retryAt - this.deps.clock.now()),
+    );
+  }
+
+  /** The step's work once the lease, the queue and its stored state are in hand. */
+  private async drive(
+    queueId: string,
+    lease: { epoch: number },
+    queue: MergeQueueRecord,
+    repo: OwnedRepoRef,
+    stored: Omit<DriverState, "hostTrouble">,
+    calls: HostCalls,
+  ): Promise<void> {
+    const { runtime, clock } = this.deps;
     let snapshot: QueueSnapshot;
     if (stored.snapshot !== undefined) {
       snapshot = upgradeSnapshot(stored.snapshot);
     } else {
-      const head = (await this.deps.gitHost.branchHead(repo, queue.targetBranch)) ?? "";
+      const head = (await calls.gitHost.branchHead(repo, queue.targetBranch)) ?? "";
       snapshot = initialSnapshot({
         queueId,
         targetBranch: queue.targetBranch,
@@ -278,12 +491,18 @@ export class MergeQueueEngine {
     // Ids issued by a step that acted on them and then failed to commit are never issued again.
     let issuedBelow = stored.issuedBelow;
     snapshot.nextId = Math.max(snapshot.nextId, issuedBelow);
-    const work = new StepWork(queueId, repo, queue.targetBranch, this.deps, {
-      // Up-to-dateness and the PR's own checks matter to a direct merge only (each costs reads).
-      readiness:
-        snapshot.configuration.directMergeMode === "always" ||
-        queue.configuration.directMergeMode === "always",
-    });
+    const work = new StepWork(
+      queueId,
+      repo,
+      queue.targetBranch,
+      { ...this.deps, gitHost: calls.gitHost, ci: calls.ci },
+      {
+        // Up-to-dateness and the PR's own checks matter to a direct merge only (each costs reads).
+        readiness:
+          snapshot.configuration.directMergeMode === "always" ||
+          queue.configuration.directMergeMode === "always",
+      },
+    );
     const commands = await runtime.pendingCommands(queueId, 100);
     const queued = (prNumber: number) => snapshot.prIndex[String(prNumber)] !== undefined;
     work.lookUpPullRequests(

@@ -6,6 +6,7 @@
  */
 import type { Clock } from "../lib/clock.js";
 import { ApiError } from "../lib/errors.js";
+import { isDatabaseUnavailable } from "../lib/faults.js";
 import type { OwnedRepoRef, RepoRef } from "../organizations/repositories.js";
 import type { Principal } from "../organizations/service.js";
 import {
@@ -56,12 +57,24 @@ import { waitsOf } from "./waiting.js";
 export interface CommandBus {
   execute(queueId: string, command: QueueCommand): Promise<CommandResult>;
   /**
-   * Stores a submission already checked by the caller and returns once it is durable; the driver
-   * applies it later. Without it, submissions wait for the driver (`execute`).
+   * Stores a command the driver never refuses (a submission already checked by the caller,
+   * impacted targets) and returns once it is durable; the driver applies it later, when the
+   * queue's host answers. Without it, such commands wait for the driver (`execute`).
    */
-  accept?(queueId: string, command: Extract<QueueCommand, { type: "submit" }>): Promise<void>;
-  /** Resolves once the accepted submissions of a pull request have been applied. */
+  accept?(
+    queueId: string,
+    command: Extract<QueueCommand, { type: "submit" } | { type: "set_impacted_targets" }>,
+  ): Promise<void>;
+  /**
+   * Resolves once the accepted commands of a pull request have been applied (at once while the
+   * queue's host does not answer: they wait for it).
+   */
   settled?(queueId: string, prNumber: number): Promise<void>;
+  /**
+   * The answer a command gets while the queue's git host does not answer (as its driver last
+   * found), or null while it does: lets a submission be refused before the host is asked.
+   */
+  refusal?(queueId: string): Promise<Extract<CommandResult, { ok: false }> | null>;
 }
 
 /**
@@ -266,6 +279,17 @@ export function requireConnectedHost(
   throw hostNotConnected(host);
 }
 
+/** A refused command's answer as the API's error (a 503 with its `Retry-After`). */
+function apiErrorOf(result: Extract<CommandResult, { ok: false }>): ApiError {
+  const { retryAfterSeconds } = result;
+  return new ApiError(
+    result.code,
+    result.message,
+    undefined,
+    retryAfterSeconds === undefined ? {} : { retryAfterSeconds },
+  );
+}
+
 // ---- the service -------------------------------------------------------------------------------
 
 export interface PullRequestServiceDeps {
@@ -283,6 +307,7 @@ export interface PullRequestServiceDeps {
     | "transitionsSince"
     | "loadSnapshot"
     | "sharedSnapshot"
+    | "hostTrouble"
   >;
   commands: CommandBus;
   clock: Clock;
@@ -348,6 +373,8 @@ export class PullRequestService implements QueueContents {
       actor,
     };
     const { commands } = this.deps;
+    const refused = commands.accept ? await commands.refusal?.(queue.id) : null;
+    if (refused) throw apiErrorOf(refused);
     const stored = this.deps.storedPullRequest?.(
       { organizationId: principal.organizationId, ...address.repo },
       request.prNumber,
@@ -358,7 +385,15 @@ export class PullRequestService implements QueueContents {
     }
     // Checked against what the host stored, then answered once durable (ADR 0018): what the
     // driver finds later (conflicts, mergeability, a PR closed meanwhile) shows in its timeline.
-    const pr = await stored;
+    const pr = await stored.catch((error: unknown) => {
+      if (error instanceof ApiError || isDatabaseUnavailable(error)) throw error;
+      // Nothing stored: the host failed the read (GitHub's 5xx, no answer).
+      const message = error instanceof Error ? error.message.replace(/\s+/g, " ") : String(error);
+      throw new ApiError(
+        "unavailable",
+        `Pull request #${request.prNumber} could not be read from ${address.repo.host} (${message.slice(0, 200)}); nothing was changed, retry in a moment.`,
+      );
+    });
     const { owner, name } = address.repo;
     if (!pr) {
       throw new ApiError(
@@ -396,7 +431,11 @@ export class PullRequestService implements QueueContents {
     await this.execute(queue, { type: "restart", prNumber, actor });
   }
 
-  /** Targets `"ALL"` (or legacy `"IMPACTS_ALL"`) or a list, for the PR at commit `sha`. */
+  /**
+   * Targets `"ALL"` (or legacy `"IMPACTS_ALL"`) or a list, for the PR at commit `sha`: answered
+   * once stored, whether or not the queue's host answers now (the planner never refuses targets;
+   * those of a pull request it does not hold yet are kept for its submission at that commit).
+   */
   async setImpactedTargets(
     principal: Principal,
     address: QueueAddress,
@@ -405,12 +444,14 @@ export class PullRequestService implements QueueContents {
   ): Promise<void> {
     const normalized = normalizeImpactedTargets(targets);
     const queue = await this.require(principal, address);
-    await this.execute(queue, {
-      type: "set_impacted_targets",
+    const command = {
+      type: "set_impacted_targets" as const,
       prNumber: pr.number,
       headSha: pr.sha,
       targets: normalized,
-    });
+    };
+    if (this.deps.commands.accept) await this.deps.commands.accept(queue.id, command);
+    else await this.execute(queue, command);
   }
 
   /** The latest submission of a PR (by number, or by head branch: open ones first). */
@@ -624,9 +665,10 @@ export class PullRequestService implements QueueContents {
    */
   async activity(queue: MergeQueueRecord): Promise<QueueActivity> {
     const batching = queue.configuration.batch;
-    const [summaries, read] = await Promise.all([
+    const [summaries, read, hostTrouble] = await Promise.all([
       this.deps.runtime.activeSummaries(queue.id),
       batching ? this.snapshot(queue.id) : Promise.resolve(undefined),
+      this.deps.runtime.hostTrouble(queue.id),
     ]);
     const enqueued = queueOrder(summaries).map(toEnqueuedPullRequest);
     const snapshot = batching || !enqueued.some(mayWait) ? read : await this.snapshot(queue.id);
@@ -637,6 +679,7 @@ export class PullRequestService implements QueueContents {
         ? batchSizeChoice(queue.configuration, snapshot?.verdicts ?? NO_VERDICTS)
         : null,
       localizations: snapshot ? localizationsOf(snapshot) : [],
+      hostTrouble,
     };
   }
 
@@ -661,7 +704,7 @@ export class PullRequestService implements QueueContents {
 
   private async execute(queue: MergeQueueRecord, command: QueueCommand): Promise<void> {
     const result = await this.deps.commands.execute(queue.id, command);
-    if (!result.ok) throw new ApiError(result.code, result.message);
+    if (!result.ok) throw apiErrorOf(result);
   }
 
   private require(principal: Principal, address: QueueAddress): Promise<MergeQueueRecord> {

@@ -13,6 +13,7 @@ import type { PrState, PriorityName } from "./model.js";
 import type { WaitingFor } from "./waiting.js";
 import type { BatchSizeChoice } from "./batch-size.js";
 import type { LocalizationView } from "./localizations.js";
+import type { HostTrouble } from "./records.js";
 import {
   applySettingsUpdate,
   initialConfiguration,
@@ -54,6 +55,8 @@ export interface QueueActivity {
   batchSize: BatchSizeChoice | null;
   /** The failed batches being localized. */
   localizations: LocalizationView[];
+  /** What the queue's driver last found of its git host: null while it answers. */
+  hostTrouble: HostTrouble | null;
 }
 
 /** What the queue service needs to know about the pull requests of a queue. */

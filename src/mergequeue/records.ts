@@ -201,7 +201,33 @@ export interface CommandRecord {
 }
 
 export type CommandResult =
-  { ok: true } | { ok: false; code: "not_found" | "conflict" | "invalid_request"; message: string };
+  | { ok: true }
+  | {
+      ok: false;
+      code: "not_found" | "conflict" | "invalid_request" | "host_not_connected" | "unavailable";
+      message: string;
+      /** `unavailable`: when to try again, in seconds (the queue's next attempt at its host). */
+      retryAfterSeconds?: number;
+    };
+
+/**
+ * Why a queue's driver cannot work now, as it last found: its git host failed a step (no provider
+ * for it on this server, or its answers are errors or never come). Absent while the host answers.
+ * A later kind (`rate_limited`, with the time it lifts) is another member of this union.
+ */
+export type HostTrouble = {
+  state: "unreachable";
+  /** `host_not_connected`: no provider for the host here; `unavailable`: it failed. */
+  code: "host_not_connected" | "unavailable";
+  /** The first failure of this outage (epoch ms). */
+  since: number;
+  /** The last failure, in words. */
+  message: string;
+  /** When the driver tries the host again (epoch ms). */
+  retryAt: number;
+  /** Failed attempts in a row, for the backoff. */
+  failures: number;
+};
 
 /** The lease that makes one process the queue's only writer. */
 export interface Lease {
@@ -217,6 +243,8 @@ export interface DriverState {
   snapshot: unknown;
   wakeAt: number | null;
   issuedBelow: number;
+  /** The host's trouble as the last driver recorded it (`recordHostTrouble`); null when none. */
+  hostTrouble: HostTrouble | null;
 }
 
 /** Everything one step of the driver writes, in one transaction, fenced by the lease epoch. */
@@ -278,6 +306,19 @@ export interface RuntimeRecords {
   issueIds(queueId: string, epoch: number, below: number): Promise<boolean>;
   /** One driver step, atomically; false (and nothing written) when the epoch is stale. */
   commit(step: DriverCommit): Promise<boolean>;
+  /**
+   * Records the queue's host trouble (null: none any more) and the answers of commands refused
+   * because of it, which are then never applied; atomically, fenced by the epoch like `commit`.
+   */
+  recordHostTrouble(
+    queueId: string,
+    epoch: number,
+    trouble: HostTrouble | null,
+    refused: readonly { id: number; result: CommandResult }[],
+    now: number,
+  ): Promise<boolean>;
+  /** The host trouble the queue's driver last recorded; null when none (or never ran). */
+  hostTrouble(queueId: string): Promise<HostTrouble | null>;
 
   enqueueCommand(queueId: string, payload: unknown, now: number): Promise<number>;
   /** Stores several commands in one transaction; their ids, in the order given. */

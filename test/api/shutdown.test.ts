@@ -83,7 +83,8 @@ describe("stopping with work in flight", () => {
         await gate;
         return [];
       },
-      activity: () => Promise.resolve({ enqueued: [], batchSize: null, localizations: [] }),
+      activity: () =>
+        Promise.resolve({ enqueued: [], batchSize: null, localizations: [], hostTrouble: null }),
     };
     const services = {
       ...createServices(database.handle),

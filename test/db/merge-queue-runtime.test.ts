@@ -206,6 +206,7 @@ describe(`merge-queue runtime store on ${TEST_DIALECT}`, () => {
         snapshot: undefined,
         wakeAt: null,
         issuedBelow: 0,
+        hostTrouble: null,
       });
       expect(await store.issueIds("q1", 1, 50)).toBe(false); // no lease yet
       await store.acquireLease("q1", "a", 1000, 500);
@@ -215,6 +216,7 @@ describe(`merge-queue runtime store on ${TEST_DIALECT}`, () => {
         snapshot: undefined,
         wakeAt: null,
         issuedBelow: 101,
+        hostTrouble: null,
       });
       expect(await store.issueIds("q1", 1, 20)).toBe(true);
       expect((await store.loadDriverState("q1")).issuedBelow).toBe(101);
@@ -223,6 +225,7 @@ describe(`merge-queue runtime store on ${TEST_DIALECT}`, () => {
         snapshot: { n: 1 },
         wakeAt: null,
         issuedBelow: 101,
+        hostTrouble: null,
       });
       await store.acquireLease("q1", "b", 1500, 500);
       expect(await store.issueIds("q1", 1, 500)).toBe(false); // a stale holder
@@ -242,7 +245,43 @@ describe(`merge-queue runtime store on ${TEST_DIALECT}`, () => {
         snapshot: { n: 1 },
         wakeAt: null,
         issuedBelow: 0,
+        hostTrouble: null,
       });
+    });
+
+    it("host trouble: recorded by the lease holder only, with the refused commands answered", async () => {
+      const trouble = {
+        state: "unreachable" as const,
+        code: "unavailable" as const,
+        since: 1000,
+        message: "it answered HTTP 502",
+        retryAt: 2000,
+        failures: 1,
+      };
+      const refused = await store.enqueueCommand("q1", { type: "cancel", prNumber: 1 }, 900);
+      const kept = await store.enqueueCommand("q1", { type: "set_impacted_targets" }, 901);
+      const answer = {
+        ok: false as const,
+        code: "unavailable" as const,
+        message: "refused",
+        retryAfterSeconds: 1,
+      };
+      expect(await store.recordHostTrouble("q1", 1, trouble, [], 1000)).toBe(false); // no lease
+      await store.acquireLease("q1", "a", 1000, 500);
+      expect(await store.hostTrouble("q1")).toBeNull();
+      expect(
+        await store.recordHostTrouble("q1", 1, trouble, [{ id: refused, result: answer }], 1000),
+      ).toBe(true);
+      expect(await store.hostTrouble("q1")).toEqual(trouble);
+      expect((await store.loadDriverState("q1")).hostTrouble).toEqual(trouble);
+      expect(await store.command(refused)).toMatchObject({ appliedAt: 1000, result: answer });
+      expect((await store.pendingCommands("q1", 10)).map((c) => c.id)).toEqual([kept]);
+      // A stale holder writes nothing; the current one clears it.
+      await store.acquireLease("q1", "b", 1600, 500);
+      expect(await store.recordHostTrouble("q1", 1, null, [], 1600)).toBe(false);
+      expect(await store.hostTrouble("q1")).toEqual(trouble);
+      expect(await store.recordHostTrouble("q1", 2, null, [], 1600)).toBe(true);
+      expect(await store.hostTrouble("q1")).toBeNull();
     });
 
     it("an owner coming back after its own lease expired takes it over anew", async () => {

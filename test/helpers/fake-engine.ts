@@ -15,6 +15,7 @@ import type {
   EntryListQuery,
   EntryRecord,
   EntrySummary,
+  HostTrouble,
   RunRecord,
   TransitionRecord,
 } from "../../src/mergequeue/records.js";
@@ -133,6 +134,11 @@ export class StoredRecords implements RuntimeReads {
   async sharedSnapshot(queueId: string): Promise<unknown> {
     await this.write();
     return this.store.sharedSnapshot(queueId);
+  }
+
+  async hostTrouble(queueId: string): Promise<HostTrouble | null> {
+    await this.write();
+    return this.store.hostTrouble(queueId);
   }
 
   async transitionsSince(queueId: string, since: number): Promise<TransitionRecord[]> {

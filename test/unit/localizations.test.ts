@@ -213,6 +213,7 @@ describe("on the queue page", () => {
       concluded: [],
       typicalRunMs: null,
       estimateSample: 0,
+      hostTrouble: null,
     };
     return queueLive(board, place, links, now).toString();
   };

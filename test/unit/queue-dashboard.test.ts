@@ -159,6 +159,7 @@ describe("the queue page with 200 pull requests", () => {
       })),
       typicalRunMs: 4 * MINUTE_MS,
       estimateSample: 50,
+      hostTrouble: null,
     };
     const place: QueuePlace = {
       org: "acme",
@@ -189,5 +190,32 @@ describe("the queue page with 200 pull requests", () => {
     expect(bytes).toBeLessThan(150 * 1024);
     // Generous on a loaded machine: the page budget is 100 ms of server time in all.
     expect(renderMs).toBeLessThan(100);
+    expect(html).not.toContain("host-trouble");
+
+    // A host that does not answer: said once, with since when, why and the next attempt.
+    const troubled = renderDocument(
+      renderQueue(
+        {
+          ...board,
+          hostTrouble: {
+            state: "unreachable",
+            code: "unavailable",
+            since: NOW - 5 * MINUTE_MS,
+            message: "GitHub answered 502 Bad Gateway",
+            retryAt: NOW + 30_000,
+            failures: 4,
+          },
+        },
+        place,
+        links,
+        "x".repeat(43),
+        NOW,
+      ),
+      { orgSlug: "acme", csrf: "x".repeat(43), assets },
+    );
+    const notice = /<p class="notice host-trouble"[^>]*>(.*?)<\/p>/s.exec(troubled)?.[1] ?? "";
+    expect(notice).toContain("The queue cannot reach its git host");
+    expect(notice).toContain("GitHub answered 502 Bad Gateway");
+    expect(notice).toContain(`datetime="${new Date(NOW + 30_000).toISOString()}"`);
   });
 });

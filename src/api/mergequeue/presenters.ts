@@ -1,4 +1,4 @@
-import type { MergeQueueRecord } from "../../mergequeue/records.js";
+import type { HostTrouble, MergeQueueRecord } from "../../mergequeue/records.js";
 import { isoTime } from "../../lib/clock.js";
 import type { EnqueuedPullRequest, QueueActivity } from "../../mergequeue/queue-service.js";
 import type { QueueMode, QueueSettingsPatch } from "../../mergequeue/settings.js";
@@ -68,6 +68,18 @@ export function presentQueue(queue: MergeQueueRecord, activity: QueueActivity): 
       presumedCulprit: l.presumedCulprit,
       summary: l.summary,
     })),
+    host: presentHost(activity.hostTrouble),
+  };
+}
+
+/** getQueue's `host`: `ok`, or what the queue found of its host and when it tries again. */
+export function presentHost(trouble: HostTrouble | null): GetQueueBody["host"] {
+  if (!trouble) return { state: "ok" };
+  return {
+    state: trouble.state,
+    since: isoTime(trouble.since),
+    message: trouble.message,
+    retryAt: isoTime(trouble.retryAt),
   };
 }
 

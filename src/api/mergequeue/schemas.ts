@@ -303,6 +303,36 @@ export const LocalizationSchema = Type.Object(
   { description: "A failed batch whose failing pull request is being searched for." },
 );
 
+export const HOST_STATES = ["ok", "unreachable"] as const;
+
+export const QueueHostSchema = Type.Object(
+  {
+    state: OutputEnum(
+      HOST_STATES,
+      "`ok`: the queue's git host answers (or nothing was asked of it yet); `unreachable`: the queue's last attempt on it failed (no provider for the host on this server, or it answered errors or nothing), and the queue waits for it: it tries again at `retryAt`, with a backoff of up to a minute.",
+    ),
+    since: Type.Optional(
+      Type.String({
+        format: "date-time",
+        description: "`unreachable`: the first failure of this outage.",
+      }),
+    ),
+    message: Type.Optional(
+      Type.String({ description: "`unreachable`: the last failure, in words." }),
+    ),
+    retryAt: Type.Optional(
+      Type.String({
+        format: "date-time",
+        description: "`unreachable`: when the queue tries the host again.",
+      }),
+    ),
+  },
+  {
+    description:
+      "Mainline's extension (not in Trunk's API): whether the queue reaches its git host. While it does not, the queue changes nothing: impacted targets are stored and applied once it answers, and submitting, cancelling or restarting answer `host_not_connected` (409, no provider for the host) or `unavailable` (503, with `Retry-After`) at once.",
+  },
+);
+
 export const GetQueueResponse = Type.Object(
   {
     ...QueueSettingsFields,
@@ -314,6 +344,7 @@ export const GetQueueResponse = Type.Object(
       description:
         "Mainline's extension (not in Trunk's API): the failed batches whose failing pull request is being searched for, oldest first; `[]` when none.",
     }),
+    host: QueueHostSchema,
   },
   { description: "The queue's settings and the pull requests it holds." },
 );

@@ -193,7 +193,7 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   }
   // Every 503 is temporary (shutting down, database away): say when to come back.
   if (error.status === 503 && !reply.hasHeader("retry-after")) {
-    void reply.header("retry-after", String(RETRY_AFTER_SECONDS));
+    void reply.header("retry-after", String(error.retryAfterSeconds ?? RETRY_AFTER_SECONDS));
   }
   const details = error.details?.map((detail) => ({
     ...detail,
@@ -284,7 +284,11 @@ export function installErrorHandling(
 ): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof ApiError) {
-      if (error.status >= 500) request.log.error({ err: error }, "request failed");
+      // A refusal that says when to come back (a queue whose git host does not answer, which the
+      // queue logs once) is no server fault: the request's own log line shows it.
+      if (error.status >= 500 && error.retryAfterSeconds === undefined) {
+        request.log.error({ err: error }, "request failed");
+      }
       return sendError(reply, error);
     }
     if (error.validation) {

@@ -14,12 +14,12 @@ update "mq_runtime"
   where "queue_id" = $2 and "lease_owner" = $3 and "lease_epoch" = $4;
 
 -- MergeQueueRuntimeStore.loadSnapshot(queueId)
-select "snapshot", "wake_at", "issued_below"
+select "snapshot", "wake_at", "issued_below", "host_trouble"
   from "mq_runtime"
   where "queue_id" = $1;
 
 -- MergeQueueRuntimeStore.loadDriverState(queueId)
-select "snapshot", "wake_at", "issued_below"
+select "snapshot", "wake_at", "issued_below", "host_trouble"
   from "mq_runtime"
   where "queue_id" = $1;
 
@@ -32,6 +32,21 @@ update "mq_runtime"
 select snapshot as "snapshot"
   from mq_runtime
   where queue_id = $1;
+
+-- MergeQueueRuntimeStore.recordHostTrouble(queueId, epoch, trouble, refused, now)
+begin;
+update "mq_runtime"
+  set "host_trouble" = $1
+  where "queue_id" = $2 and "lease_epoch" = $3;
+update "mq_commands"
+  set "applied_at" = $1, "result" = $2
+  where "id" = $3 and "queue_id" = $4 and "applied_at" is null;
+commit;
+
+-- MergeQueueRuntimeStore.hostTrouble(queueId)
+select "host_trouble"
+  from "mq_runtime"
+  where "queue_id" = $1;
 
 -- MergeQueueRuntimeStore.commit(step)
 begin;

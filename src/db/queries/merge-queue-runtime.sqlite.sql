@@ -14,12 +14,12 @@ update "mq_runtime"
   where "queue_id" = ? and "lease_owner" = ? and "lease_epoch" = ?;
 
 -- MergeQueueRuntimeStore.loadSnapshot(queueId)
-select "snapshot", "wake_at", "issued_below"
+select "snapshot", "wake_at", "issued_below", "host_trouble"
   from "mq_runtime"
   where "queue_id" = ?;
 
 -- MergeQueueRuntimeStore.loadDriverState(queueId)
-select "snapshot", "wake_at", "issued_below"
+select "snapshot", "wake_at", "issued_below", "host_trouble"
   from "mq_runtime"
   where "queue_id" = ?;
 
@@ -32,6 +32,21 @@ update "mq_runtime"
 select snapshot as "snapshot"
   from mq_runtime
   where queue_id = ?;
+
+-- MergeQueueRuntimeStore.recordHostTrouble(queueId, epoch, trouble, refused, now)
+begin;
+update "mq_runtime"
+  set "host_trouble" = ?
+  where "queue_id" = ? and "lease_epoch" = ?;
+update "mq_commands"
+  set "applied_at" = ?, "result" = ?
+  where "id" = ? and "queue_id" = ? and "applied_at" is null;
+commit;
+
+-- MergeQueueRuntimeStore.hostTrouble(queueId)
+select "host_trouble"
+  from "mq_runtime"
+  where "queue_id" = ?;
 
 -- MergeQueueRuntimeStore.commit(step)
 begin;

@@ -8,11 +8,13 @@ import {
 import type { PrState, RunKind, RunStatus } from "../../mergequeue/model.js";
 import type {
   CommandRecord,
+  CommandResult,
   DriverCommit,
   DriverState,
   EntryListQuery,
   EntryRecord,
   EntrySummary,
+  HostTrouble,
   Lease,
   RunRecord,
   RunTiming,
@@ -51,6 +53,11 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 /** The last version of each record by key (one statement may not upsert a row twice). */
 function lastByKey<T>(items: readonly T[], key: (item: T) => string): T[] {
   return [...new Map(items.map((item) => [key(item), item])).values()];
+}
+
+/** The stored host trouble; null when none (only ever written from `HostTrouble`). */
+function parseHostTrouble(text: string | null): HostTrouble | null {
+  return text === null ? null : (JSON.parse(text) as HostTrouble);
 }
 
 // ---- rows ⇄ records (enum and JSON columns are only ever written from the records' types) ------
@@ -197,13 +204,55 @@ export class MergeQueueRuntimeStore implements RuntimeRecords, QueueDashboardRea
   async loadDriverState(queueId: string): Promise<DriverState> {
     const row = await this.db
       .selectFrom("mqRuntime")
-      .select(["snapshot", "wakeAt", "issuedBelow"])
+      .select(["snapshot", "wakeAt", "issuedBelow", "hostTrouble"])
       .where("queueId", "=", queueId)
       .executeTakeFirst();
-    if (!row) return { snapshot: undefined, wakeAt: null, issuedBelow: 0 };
+    if (!row) return { snapshot: undefined, wakeAt: null, issuedBelow: 0, hostTrouble: null };
     // A row created by a lease before any commit holds no snapshot.
     const snapshot = (JSON.parse(row.snapshot) as unknown) ?? undefined;
-    return { snapshot, wakeAt: row.wakeAt, issuedBelow: row.issuedBelow };
+    return {
+      snapshot,
+      wakeAt: row.wakeAt,
+      issuedBelow: row.issuedBelow,
+      hostTrouble: parseHostTrouble(row.hostTrouble),
+    };
+  }
+
+  async recordHostTrouble(
+    queueId: string,
+    epoch: number,
+    trouble: HostTrouble | null,
+    refused: readonly { id: number; result: CommandResult }[],
+    now: number,
+  ): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const result = await trx
+        .updateTable("mqRuntime")
+        .set({ hostTrouble: trouble === null ? null : JSON.stringify(trouble) })
+        .where("queueId", "=", queueId)
+        .where("leaseEpoch", "=", epoch)
+        .executeTakeFirst();
+      if (result.numUpdatedRows === 0n) return false;
+      for (const { id, result: answer } of refused) {
+        await trx
+          .updateTable("mqCommands")
+          .set({ appliedAt: now, result: JSON.stringify(answer) })
+          .where("id", "=", id)
+          .where("queueId", "=", queueId)
+          .where("appliedAt", "is", null)
+          .execute();
+      }
+      return true;
+    });
+  }
+
+  async hostTrouble(queueId: string): Promise<HostTrouble | null> {
+    const row = await this.db
+      .selectFrom("mqRuntime")
+      .select("hostTrouble")
+      .where("queueId", "=", queueId)
+      .executeTakeFirst();
+    return parseHostTrouble(row?.hostTrouble ?? null);
   }
 
   async issueIds(queueId: string, epoch: number, below: number): Promise<boolean> {

@@ -17,13 +17,22 @@ interface CiResultCommand {
 }
 
 /**
- * A submission answered once it was stored (`accept`): the API checked it against what the git
- * host has stored, so the driver applies it whatever it finds now; a pull request closed or merged
- * meanwhile shows as such in its timeline instead of refusing the command.
+ * The commands answered once stored (`accept`): a submission the API checked against what the git
+ * host has stored, and impacted targets, which the planner never refuses (targets for a pull
+ * request it does not hold are kept for when it is submitted).
  */
-type AcceptedSubmit = Extract<QueueCommand, { type: "submit" }> & { acknowledged: true };
+export type AcceptedCommand = Extract<
+  QueueCommand,
+  { type: "submit" } | { type: "set_impacted_targets" }
+>;
 
-export type InboxPayload = QueueCommand | AcceptedSubmit | CiResultCommand;
+/**
+ * An accepted command as stored: the driver applies it whatever it finds now; a pull request
+ * closed or merged meanwhile shows as such in its timeline instead of refusing the submission.
+ */
+type Acknowledged = AcceptedCommand & { acknowledged: true };
+
+export type InboxPayload = QueueCommand | Acknowledged | CiResultCommand;
 
 export interface InboxOptions {
   /** How long `execute` waits for the queue's driver to apply a command. */
@@ -47,6 +56,12 @@ interface Incoming {
   answer: ((result: CommandResult) => void) | null;
 }
 
+/**
+ * How long a read of a pull request waits for its accepted impacted targets at most: they are
+ * usually applied in milliseconds, but a read must not hang on a host that is slow to fail.
+ */
+const TARGETS_READ_WAIT_MS = 1_000;
+
 /** At most this many commands in one inbox transaction. */
 const INBOX_BATCH = 200;
 
@@ -59,7 +74,15 @@ export class CommandInbox {
    */
   private readonly accepted = new Map<
     string,
-    { id: number; answered: Promise<CommandResult>; since: number }
+    {
+      id: number;
+      answered: Promise<CommandResult>;
+      since: number;
+      /** How long a read waits for it at most. */
+      limitMs: number;
+      /** Ends a wait for it (`release`): the queue's host does not answer. */
+      release: () => void;
+    }
   >();
   /**
    * Answers a step of this process gave while commands were being stored, to commands with no
@@ -107,10 +130,10 @@ export class CommandInbox {
   }
 
   /**
-   * Stores a submission and returns once it is durable, without waiting for the driver; until a
+   * Stores a command and returns once it is durable, without waiting for the driver; until a
    * step of this process applied it, a read of the pull request waits for it (`settled`).
    */
-  async accept(queueId: string, command: Extract<QueueCommand, { type: "submit" }>): Promise<void> {
+  async accept(queueId: string, command: AcceptedCommand): Promise<void> {
     let answer!: (result: CommandResult) => void;
     const answered = new Promise<CommandResult>((resolve) => {
       answer = resolve;
@@ -128,18 +151,47 @@ export class CommandInbox {
         this.waiters.delete(pending.id);
       }
     }
-    this.accepted.set(key, { id, answered, since: now });
+    this.accepted.set(key, {
+      id,
+      answered,
+      since: now,
+      limitMs:
+        command.type === "submit"
+          ? this.options.commandTimeoutMs
+          : Math.min(TARGETS_READ_WAIT_MS, this.options.commandTimeoutMs),
+      release: () => {
+        answer({ ok: true });
+      },
+    });
+  }
+
+  /** Whether a read of the pull request would wait for commands accepted in this process. */
+  awaiting(queueId: string, prNumber: number): boolean {
+    return this.accepted.has(acceptedKey(queueId, prNumber));
   }
 
   /**
-   * Resolves once the submissions of a pull request acknowledged by `accept` in this process
-   * have been applied (at once when there are none), or after `commandTimeoutMs` at most.
+   * Ends the waits of reads for the queue's accepted commands (its host does not answer: they
+   * stay stored, to be applied when it does); later reads do not wait for them either.
+   */
+  release(queueId: string): void {
+    for (const [key, pending] of this.accepted) {
+      if (!key.startsWith(`${queueId}#`)) continue;
+      this.accepted.delete(key);
+      pending.release();
+    }
+  }
+
+  /**
+   * Resolves once the commands of a pull request acknowledged by `accept` in this process have
+   * been applied (at once when there are none), or after `commandTimeoutMs` at most (a second
+   * for impacted targets).
    */
   async settled(queueId: string, prNumber: number): Promise<void> {
     const key = acceptedKey(queueId, prNumber);
     const pending = this.accepted.get(key);
     if (!pending) return;
-    const left = pending.since + this.options.commandTimeoutMs - Date.now();
+    const left = pending.since + pending.limitMs - Date.now();
     if (left > 0) await this.waitForAnswer(queueId, pending.id, pending.answered, left);
     if (this.accepted.get(key)?.id === pending.id) this.accepted.delete(key);
   }

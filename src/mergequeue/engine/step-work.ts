@@ -160,6 +160,11 @@ export class StepWork {
         const head = await this.deps.gitHost.branchHead(this.repo, this.targetBranch);
         return { event: head ? { type: "base_pushed", headSha: head } : { type: "tick" } };
       }
+      case "set_impacted_targets": {
+        // Without `acknowledged` (targets are answered once stored): the planner's own event.
+        const { prNumber, headSha, targets } = payload;
+        return { event: { type: "set_impacted_targets", prNumber, headSha, targets } };
+      }
       case "reload_settings": {
         const queue = await this.deps.queues.findById(this.queueId);
         return {

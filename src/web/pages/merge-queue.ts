@@ -180,6 +180,13 @@ function queueRow(entry: BoardEntry, links: QueueLinks, now: number): SafeHtml {
 }
 
 /** With batching on: the batch size in use and why (it follows the queue's failure rate). */
+/** While the queue's git host does not answer: since when, why, and when the queue tries again. */
+function hostLine(board: QueueBoard, now: number): SafeHtml {
+  const trouble = board.hostTrouble;
+  if (!trouble) return markup``;
+  return markup`<p class="notice host-trouble" data-host-state="${trouble.state}"><strong>The queue cannot reach its git host</strong> since ${at(trouble.since, now)}: ${trouble.message} <span class="muted">It tries again at ${at(trouble.retryAt, now)}; meanwhile it changes nothing, and impacted targets are kept for then.</span></p>`;
+}
+
 function batchSizeLine(board: QueueBoard): SafeHtml {
   if (!board.queue.configuration.batch) return markup``;
   const { size, ceiling, reason } = board.batchSize;
@@ -257,6 +264,7 @@ ${board.concluded.map(
 )}</tbody>
 </table>`;
   return markup`<p class="queue-state">State: ${badge(c.state, STATE_WORDS[c.state] ?? c.state)} <span class="muted">· ${plural(testing, "pull request")} testing, ${waiting} waiting · ${estimate}</span></p>
+${hostLine(board, now)}
 ${batchSizeLine(board)}
 <h2 id="graph">Being tested</h2>
 ${runs}${bisections}

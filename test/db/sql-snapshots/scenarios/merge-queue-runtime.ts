@@ -46,6 +46,35 @@ export const mergeQueueRuntimeScenario = scenario({
     { method: "issueIds", run: (s) => s.issueIds(QUEUE_ID, 3, 200) },
     { method: "sharedSnapshot", run: (s) => s.sharedSnapshot(QUEUE_ID) },
     {
+      method: "recordHostTrouble",
+      run: (s) =>
+        s.recordHostTrouble(
+          QUEUE_ID,
+          3,
+          {
+            state: "unreachable",
+            code: "unavailable",
+            since: NOW,
+            message: "GitHub answered 502",
+            retryAt: NOW + 1_000,
+            failures: 1,
+          },
+          [
+            {
+              id: 11,
+              result: {
+                ok: false,
+                code: "unavailable",
+                message: "The merge queue cannot reach github.com",
+                retryAfterSeconds: 1,
+              },
+            },
+          ],
+          NOW,
+        ),
+    },
+    { method: "hostTrouble", run: (s) => s.hostTrouble(QUEUE_ID) },
+    {
       method: "commit",
       answer: when(
         [/^select .*"mq_runtime"/, [{ lease_epoch: 3 }]],
