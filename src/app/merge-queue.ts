@@ -69,6 +69,7 @@ export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
     clock,
     storedPullRequest: hosts.storedPullRequest,
     hostConnected: (host) => hosts.gitHost.connected(host),
+    hostRateLimit: (repo) => hosts.gitHost.rateLimit(repo),
   });
   return {
     engine,

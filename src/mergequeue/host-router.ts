@@ -104,6 +104,11 @@ export class GitHostRouter implements GitHost {
   readFile(repo: OwnedRepoRef, sha: string, path: string) {
     return this.for(repo).readFile(repo, sha, path);
   }
+
+  async rateLimit(repo: OwnedRepoRef) {
+    const host = this.for(repo);
+    return host.rateLimit ? host.rateLimit(repo) : undefined;
+  }
 }
 
 export class CiRouter implements CiProvider {

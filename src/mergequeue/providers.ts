@@ -102,6 +102,19 @@ export interface GitHost {
   merge(request: MergeRequest): Promise<MergeResult>;
   /** A file's contents at a commit (`.mainline.yml`, `.trunk/trunk.yaml`), undefined if absent. */
   readFile(repo: OwnedRepoRef, sha: string, path: string): Promise<string | undefined>;
+  /**
+   * The host's rate limit holding every request for the repository now, if any (GitHub's): the
+   * queue's state shows it. Hosts without rate limits leave it out.
+   */
+  rateLimit?(repo: OwnedRepoRef): Promise<HostRateLimit | undefined>;
+}
+
+/** A rate limit of a git host in force: since and until when (ms since the epoch). */
+export interface HostRateLimit {
+  since: number;
+  until: number;
+  /** In words, e.g. "GitHub's secondary rate limit". */
+  message: string;
 }
 
 export interface CiRunRequest {

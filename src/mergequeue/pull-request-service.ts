@@ -40,11 +40,13 @@ import { upgradeSnapshot } from "./snapshot.js";
 import { batchSizeChoice } from "./batch-size.js";
 import { localizationsOf } from "./localizations.js";
 import { NO_VERDICTS } from "./speculation.js";
+import type { HostRateLimit } from "./providers.js";
 import type {
   CommandResult,
   EntryListQuery,
   EntryRecord,
   EntrySummary,
+  HostTrouble,
   MergeQueueRecord,
   MergeQueueRecords,
   RunRecord,
@@ -315,6 +317,8 @@ export interface PullRequestServiceDeps {
   storedPullRequest?: StoredPullRequestLookup;
   /** Whether a git host has a provider on this server (default: every host has one). */
   hostConnected?: (host: string) => boolean;
+  /** The git host's rate limit holding the repository's requests now, if any. */
+  hostRateLimit?: (repo: OwnedRepoRef) => Promise<HostRateLimit | undefined>;
 }
 
 /** Whether a pull request in this state may wait for something `waitsOf` tells. */
@@ -663,7 +667,7 @@ export class PullRequestService implements QueueContents {
    * on (the batch size rests on the queue's failure rate), or a pull request may wait (pending)
    * or be localized (`pending_failure`).
    */
-  async activity(queue: MergeQueueRecord): Promise<QueueActivity> {
+  async activity(queue: MergeQueueRecord, repo?: OwnedRepoRef): Promise<QueueActivity> {
     const batching = queue.configuration.batch;
     const [summaries, read, hostTrouble] = await Promise.all([
       this.deps.runtime.activeSummaries(queue.id),
@@ -679,7 +683,24 @@ export class PullRequestService implements QueueContents {
         ? batchSizeChoice(queue.configuration, snapshot?.verdicts ?? NO_VERDICTS)
         : null,
       localizations: snapshot ? localizationsOf(snapshot) : [],
-      hostTrouble,
+      hostTrouble: hostTrouble ?? (repo ? await this.rateLimitNow(repo) : null),
+    };
+  }
+
+  /**
+   * A rate limit the host holds the queue's requests by now, as trouble: the queue's steps wait
+   * it out (when it ends within a minute) and record nothing, but its state says so.
+   */
+  private async rateLimitNow(repo: OwnedRepoRef): Promise<HostTrouble | null> {
+    const limit = await this.deps.hostRateLimit?.(repo).catch(() => undefined);
+    if (!limit) return null;
+    return {
+      state: "rate_limited",
+      code: "unavailable",
+      since: limit.since,
+      message: limit.message,
+      retryAt: limit.until,
+      failures: 0,
     };
   }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { ApiError } from "../lib/errors.js";
 import type { Clock } from "../lib/clock.js";
-import type { RepoRef, Repository } from "../organizations/repositories.js";
+import type { OwnedRepoRef, RepoRef, Repository } from "../organizations/repositories.js";
 import type {
   MergeQueueRecord,
   MergeQueueRecords,
@@ -63,7 +63,8 @@ export interface QueueActivity {
 export interface QueueContents {
   enqueued(queueId: string): Promise<EnqueuedPullRequest[]>;
   /** The queue's pull requests, its batch size in use and its localizations in progress. */
-  activity(queue: MergeQueueRecord): Promise<QueueActivity>;
+  /** `repo`: the queue's repository, for what its git host says now (a rate limit). */
+  activity(queue: MergeQueueRecord, repo?: OwnedRepoRef): Promise<QueueActivity>;
 }
 
 export interface QueueAddress {
@@ -132,7 +133,8 @@ export class MergeQueueService {
     address: QueueAddress,
   ): Promise<{ queue: MergeQueueRecord } & QueueActivity> {
     const queue = await this.require(principal, address);
-    return { queue, ...(await this.deps.contents.activity(queue)) };
+    const repo = { organizationId: principal.organizationId, ...address.repo };
+    return { queue, ...(await this.deps.contents.activity(queue, repo)) };
   }
 
   async update(

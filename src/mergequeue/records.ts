@@ -216,7 +216,8 @@ export type CommandResult =
  * A later kind (`rate_limited`, with the time it lifts) is another member of this union.
  */
 export type HostTrouble = {
-  state: "unreachable";
+  /** `rate_limited`: the host holds every request until `retryAt` (GitHub's rate limits). */
+  state: "unreachable" | "rate_limited";
   /** `host_not_connected`: no provider for the host here; `unavailable`: it failed. */
   code: "host_not_connected" | "unavailable";
   /** The first failure of this outage (epoch ms). */

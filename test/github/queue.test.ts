@@ -228,6 +228,46 @@ describe("the queue on GitHub", () => {
     expect(world.gh.pullRequest(NAME, second.number).state).toBe("open");
   });
 
+  it("says GitHub's rate limit holds it, sends nothing meanwhile, and goes on after", async () => {
+    const { gh } = world;
+    const pr = await openPr({ "limited.txt": "limited\n" });
+    const rule = gh.addFault(gh.fault.secondaryRateLimit("pulls/get", 3, { times: 1 }));
+    const mark = gh.requests.mark();
+    const submitting = server.call("submitPullRequest", { ...QUEUE, pr: { number: pr.number } });
+    interface Host {
+      state: string;
+      since?: string;
+      retryAt?: string;
+      message?: string;
+    }
+    let host: Host = { state: "ok" };
+    await expect
+      .poll(
+        async () => {
+          host = (await server.call<{ host: Host }>("getQueue", QUEUE)).body.host;
+          return host.state;
+        },
+        { timeout: 2_500, interval: 100 },
+      )
+      .toBe("rate_limited");
+    const left = Date.parse(host.retryAt ?? "") - Date.now();
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThanOrEqual(3_000);
+    expect(host.message).toMatch(/secondary rate limit/);
+    expect((await submitting).status).toBe(200);
+    expect(gh.faults.fired(rule)).toBe(1);
+    // Nothing of the installation went out while GitHub held it.
+    const made = gh.requests.filter({ since: mark }).filter((r) => r.installationId !== null);
+    const refused = made.find((r) => r.status === 403);
+    for (const request of made.filter((r) => r.seq > (refused?.seq ?? 0))) {
+      expect(request.atMs - (refused?.atMs ?? 0)).toBeGreaterThanOrEqual(2_950);
+    }
+    expect((await settled(pr.number)).state).toBe("merged");
+    expect((await server.call<{ host: Host }>("getQueue", QUEUE)).body.host).toEqual({
+      state: "ok",
+    });
+  });
+
   it("holds a pull request short of its required approvals until a review approves it", async () => {
     const { gh } = world;
     gh.protectBranch(NAME, "main", { requiredApprovingReviewCount: 1 });

@@ -303,27 +303,26 @@ export const LocalizationSchema = Type.Object(
   { description: "A failed batch whose failing pull request is being searched for." },
 );
 
-export const HOST_STATES = ["ok", "unreachable"] as const;
+export const HOST_STATES = ["ok", "unreachable", "rate_limited"] as const;
 
 export const QueueHostSchema = Type.Object(
   {
     state: OutputEnum(
       HOST_STATES,
-      "`ok`: the queue's git host answers (or nothing was asked of it yet); `unreachable`: the queue's last attempt on it failed (no provider for the host on this server, or it answered errors or nothing), and the queue waits for it: it tries again at `retryAt`, with a backoff of up to a minute.",
+      "`ok`: the queue's git host answers (or nothing was asked of it yet); `unreachable`: the queue's last attempt on it failed (no provider for the host on this server, or it answered errors or nothing), and the queue waits for it: it tries again at `retryAt`, with a backoff of up to a minute; `rate_limited`: the host's rate limit holds every request of the queue's installation until `retryAt` (GitHub's secondary limit's `retry-after`, or its primary limit's reset).",
     ),
     since: Type.Optional(
       Type.String({
         format: "date-time",
-        description: "`unreachable`: the first failure of this outage.",
+        description: "Not `ok`: the first failure of this outage, or when the rate limit began.",
       }),
     ),
-    message: Type.Optional(
-      Type.String({ description: "`unreachable`: the last failure, in words." }),
-    ),
+    message: Type.Optional(Type.String({ description: "Not `ok`: the last failure, in words." })),
     retryAt: Type.Optional(
       Type.String({
         format: "date-time",
-        description: "`unreachable`: when the queue tries the host again.",
+        description:
+          "Not `ok`: when the queue tries the host again (`rate_limited`: when the limit ends).",
       }),
     ),
   },

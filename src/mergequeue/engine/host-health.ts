@@ -38,14 +38,39 @@ export function failedAttempt(
 ): HostTrouble {
   const failures = (previous?.failures ?? 0) + 1;
   const notConnected = error instanceof ApiError && error.code === "host_not_connected";
+  const limitedUntil = rateLimitedUntil(error, now);
   return {
-    state: "unreachable",
+    state: limitedUntil === undefined ? "unreachable" : "rate_limited",
     code: notConnected ? "host_not_connected" : "unavailable",
     since: previous?.since ?? now,
     message: describeFailure(error),
-    retryAt: now + retryDelay(failures),
+    // A rate limit says when it ends: asking before is refused again.
+    retryAt: Math.max(now + retryDelay(failures), limitedUntil ?? 0),
     failures,
   };
+}
+
+/**
+ * When a host's rate limit that refused a call ends, if that is why it failed: HTTP's 429 or a
+ * 403 with `Retry-After`, or with no requests left until `X-RateLimit-Reset` (GitHub's way).
+ */
+export function rateLimitedUntil(error: unknown, now: number): number | undefined {
+  const failure = error as {
+    status?: unknown;
+    response?: { headers?: Record<string, string | number | undefined> };
+  } | null;
+  const status = failure?.status;
+  if (status !== 403 && status !== 429) return undefined;
+  const headers = failure?.response?.headers ?? {};
+  const retryAfter = Number(headers["retry-after"]);
+  if (headers["retry-after"] !== undefined && Number.isFinite(retryAfter)) {
+    return now + Math.max(0, retryAfter) * 1000;
+  }
+  const reset = Number(headers["x-ratelimit-reset"]);
+  if (String(headers["x-ratelimit-remaining"]) === "0" && Number.isFinite(reset)) {
+    return Math.max(now, reset * 1000);
+  }
+  return status === 429 ? now + FIRST_RETRY_MS : undefined;
 }
 
 /**

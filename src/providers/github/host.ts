@@ -7,6 +7,7 @@
 import type { Mergeability, PullRequestInfo } from "../../mergequeue/model.js";
 import type {
   GitHost,
+  HostRateLimit,
   MergeRequest,
   PullRequestReadOptions,
   MergeResult,
@@ -29,7 +30,7 @@ export { DEFAULT_TEST_BRANCH_PREFIX, SCRATCH_BRANCH_PREFIX } from "./test-branch
 
 export interface GitHubGitHostOptions {
   repositories: Pick<GitHubRepositories, "resolve">;
-  app: Pick<GitHubApp, "conditionalGet">;
+  app: Pick<GitHubApp, "conditionalGet" | "rateLimit">;
   logger: GitHubLogger;
   /** The prefix of the branches CI tests (default `trunk-merge/`); ends with `/`. */
   testBranchPrefix?: string;
@@ -204,6 +205,20 @@ export class GitHubGitHost implements GitHost {
     if (!kept) return undefined;
     this.submittedReads.delete(key);
     return this.now() - kept.at < SUBMITTED_READ_TTL_MS ? kept.pull : undefined;
+  }
+
+  /** The rate limit the installation granting the repository is held by, if any. */
+  async rateLimit(repo: OwnedRepoRef): Promise<HostRateLimit | undefined> {
+    const access = await this.options.repositories.resolve(repo).catch(() => undefined);
+    const pause = access && this.options.app.rateLimit(access.installationId);
+    if (!pause) return undefined;
+    const which =
+      pause.kind === "primary" ? "its requests for the hour are spent" : "its secondary rate limit";
+    return {
+      since: pause.since,
+      until: pause.until,
+      message: `GitHub holds this installation's requests: ${which}`,
+    };
   }
 
   async branchHead(repo: OwnedRepoRef, branch: string): Promise<string | undefined> {

@@ -18,6 +18,8 @@ export interface RateLimitPause {
   kind: "secondary" | "primary";
   /** Until when (ms since the epoch). */
   until: number;
+  /** Since when (ms since the epoch): the first limit of a run of them. */
+  since: number;
 }
 
 export interface RequestGateOptions {
@@ -133,10 +135,11 @@ export class RequestGate {
   }
 
   /** Pauses the installation (a rate limit seen elsewhere, e.g. by Octokit's throttling). */
-  hold(pause: RateLimitPause): void {
-    if (this.pause !== undefined && this.pause.until >= pause.until) return;
-    this.pause = pause;
-    this.options.onPause?.(pause);
+  hold(pause: Omit<RateLimitPause, "since">): void {
+    const current = this.paused();
+    if (current !== undefined && current.until >= pause.until) return;
+    this.pause = { ...pause, since: current?.since ?? this.now() };
+    this.options.onPause?.(this.pause);
   }
 
   /** Waits for a pause to end; one that would last longer than allowed is answered instead. */

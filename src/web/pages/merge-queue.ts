@@ -184,6 +184,9 @@ function queueRow(entry: BoardEntry, links: QueueLinks, now: number): SafeHtml {
 function hostLine(board: QueueBoard, now: number): SafeHtml {
   const trouble = board.hostTrouble;
   if (!trouble) return markup``;
+  if (trouble.state === "rate_limited") {
+    return markup`<p class="notice host-trouble" data-host-state="${trouble.state}"><strong>The git host's rate limit holds the queue</strong> since ${at(trouble.since, now)}: ${trouble.message} <span class="muted">Every request waits until ${at(trouble.retryAt, now)}, as the host asks; meanwhile the queue changes nothing.</span></p>`;
+  }
   return markup`<p class="notice host-trouble" data-host-state="${trouble.state}"><strong>The queue cannot reach its git host</strong> since ${at(trouble.since, now)}: ${trouble.message} <span class="muted">It tries again at ${at(trouble.retryAt, now)}; meanwhile it changes nothing, and impacted targets are kept for then.</span></p>`;
 }
 
