@@ -228,6 +228,38 @@ describe("the merge queue in Chromium", () => {
     await t.finish();
   });
 
+  it("says on the queue page when the queue's git host does not answer", async () => {
+    // A queue of github.com on a server without the GitHub App: the targets CI uploads are kept,
+    // and the queue's first step finds no provider for its host.
+    const repo = { host: "github.com", owner: "acme", name: "shop" };
+    await ok(call, "createQueue", { repo, targetBranch: "main" });
+    await ok(call, "setImpactedTargets", {
+      repo,
+      pr: { number: "7", sha: "0123456789abcdef0123456789abcdef01234567" },
+      targetBranch: "main",
+      impactedTargets: ["//shop:all"],
+    });
+    await waitFor(
+      async () =>
+        (await ok<{ host: { state: string } }>(call, "getQueue", { repo, targetBranch: "main" }))
+          .host.state === "unreachable",
+      "the queue finds its host unreachable",
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+    const t = await openPage(launched, server.url);
+    await signIn(
+      t,
+      server.token,
+      "/acme/merge-queue/queue?repo=acme/shop&host=github.com&branch=main",
+    );
+    const notice = t.page.locator(".host-trouble");
+    expect(await notice.getAttribute("data-host-state")).toBe("unreachable");
+    expect(await notice.textContent()).toMatch(/cannot reach its git host.*github\.com/s);
+    await checkAccessibility(t.page);
+    await screenshot(t.page, "queue-host-unreachable");
+    await t.finish();
+  });
+
   it("a second organization's session gets the 404 page for all of it", async () => {
     const globex = await server.services.organizations.createOrganizationWithToken("globex-mq");
     const t = await openPage(launched, server.url);
