@@ -563,6 +563,17 @@ export class FakeGitHub {
     return { kind: "app", app, installation };
   }
 
+  /** Who changes a repository's settings: an administrator, else its owner account. */
+  private administrator(repo: Repository): Actor {
+    const admin =
+      repo.owner.type === "User"
+        ? repo.owner.login
+        : [...repo.owner.members].find(([, role]) => role === "admin")?.[0];
+    return admin === undefined
+      ? { kind: "user", account: repo.owner }
+      : { kind: "user", account: this.world.account(admin) };
+  }
+
   private defaultPusher(repo: Repository): string {
     if (repo.owner.type === "User") return repo.owner.login;
     const admin = [...repo.owner.members].find(([, role]) => role === "admin")?.[0];
@@ -942,12 +953,73 @@ export class FakeGitHub {
       allowDeletions: options.allowDeletions ?? false,
       requiredLinearHistory: options.requiredLinearHistory ?? false,
     };
+    const existed = repo.protections.some((p) => p.pattern === pattern);
     repo.protections = [...repo.protections.filter((p) => p.pattern !== pattern), rule];
+    this.protectionChanged(repoName, existed ? "edited" : "created", pattern, rule);
   }
 
   unprotectBranch(repoName: string, pattern: string): void {
     const repo = this.world.repo(repoName);
     repo.protections = repo.protections.filter((p) => p.pattern !== pattern);
+    this.protectionChanged(repoName, "deleted", pattern);
+  }
+
+  /** GitHub's `branch_protection_rule` webhook for a change of classic protection (by the owner). */
+  private protectionChanged(
+    repoName: string,
+    action: string,
+    pattern: string,
+    rule?: BranchProtection,
+  ): void {
+    const repo = this.world.repo(repoName);
+    const reviews = rule?.requiredPullRequestReviews ?? null;
+    const level = rule?.enforceAdmins === true ? "everyone" : "non_admins";
+    this.webhooks.emitForRepo("branch_protection_rule", repo, this.administrator(repo), {
+      action,
+      rule: {
+        id: this.world.nextId("protectionRule"),
+        repository_id: repo.id,
+        name: pattern,
+        created_at: this.world.nowIso(),
+        updated_at: this.world.nowIso(),
+        pull_request_reviews_enforcement_level: reviews ? level : "off",
+        required_approving_review_count: reviews?.requiredApprovingReviewCount ?? 0,
+        dismiss_stale_reviews_on_push: reviews?.dismissStaleReviews ?? false,
+        require_code_owner_review: false,
+        authorized_dismissal_actors_only: false,
+        ignore_approvals_from_contributors: false,
+        required_status_checks: (rule?.requiredStatusChecks?.checks ?? []).map((c) => c.context),
+        required_status_checks_enforcement_level: rule?.requiredStatusChecks ? level : "off",
+        strict_required_status_checks_policy: rule?.requiredStatusChecks?.strict ?? false,
+        signature_requirement_enforcement_level: "off",
+        linear_history_requirement_enforcement_level: rule?.requiredLinearHistory ? level : "off",
+        lock_branch_enforcement_level: "off",
+        admin_enforced: rule?.enforceAdmins ?? false,
+        allow_force_pushes_enforcement_level: rule?.allowForcePushes ? "everyone" : "off",
+        allow_deletions_enforcement_level: rule?.allowDeletions ? "everyone" : "off",
+        merge_queue_enforcement_level: "off",
+        required_deployments_enforcement_level: "off",
+        required_conversation_resolution_level: "off",
+        authorized_actors_only: rule?.restrictions != null,
+        authorized_actor_names: rule?.restrictions?.users ?? [],
+      },
+    });
+  }
+
+  /** GitHub's `repository_ruleset` webhook for a change of a ruleset (by the owner). */
+  private rulesetChanged(repoName: string, action: string, ruleset: Ruleset): void {
+    const repo = this.world.repo(repoName);
+    this.webhooks.emitForRepo("repository_ruleset", repo, this.administrator(repo), {
+      action,
+      repository_ruleset: {
+        id: ruleset.id,
+        name: ruleset.name,
+        target: "branch",
+        source_type: ruleset.sourceType,
+        source: `${repo.owner.login}/${repo.name}`,
+        enforcement: ruleset.enforcement,
+      },
+    });
   }
 
   /**
@@ -971,7 +1043,7 @@ export class FakeGitHub {
   ): number {
     const repo = this.world.repo(repoName);
     const id = this.world.nextId("ruleset");
-    repo.rulesets.push({
+    const ruleset: Ruleset = {
       id,
       name: options.name,
       enforcement: options.enforcement ?? "active",
@@ -981,7 +1053,9 @@ export class FakeGitHub {
       rules: options.rules,
       sourceType: options.sourceType ?? "Repository",
       createdAt: this.world.nowIso(),
-    });
+    };
+    repo.rulesets.push(ruleset);
+    this.rulesetChanged(repoName, "created", ruleset);
     return id;
   }
 
@@ -989,11 +1063,14 @@ export class FakeGitHub {
     const ruleset = this.world.repo(repoName).rulesets.find((r) => r.id === id);
     if (ruleset === undefined) throw new Error(`no ruleset ${id}`);
     ruleset.enforcement = enforcement;
+    this.rulesetChanged(repoName, "edited", ruleset);
   }
 
   removeRuleset(repoName: string, id: number): void {
     const repo = this.world.repo(repoName);
+    const ruleset = repo.rulesets.find((r) => r.id === id);
     repo.rulesets = repo.rulesets.filter((r) => r.id !== id);
+    if (ruleset !== undefined) this.rulesetChanged(repoName, "deleted", ruleset);
   }
 
   // ---- checks and statuses, as other CIs and Apps ---------------------------------------------
