@@ -563,17 +563,6 @@ export class FakeGitHub {
     return { kind: "app", app, installation };
   }
 
-  /** Who changes a repository's settings: an administrator, else its owner account. */
-  private administrator(repo: Repository): Actor {
-    const admin =
-      repo.owner.type === "User"
-        ? repo.owner.login
-        : [...repo.owner.members].find(([, role]) => role === "admin")?.[0];
-    return admin === undefined
-      ? { kind: "user", account: repo.owner }
-      : { kind: "user", account: this.world.account(admin) };
-  }
-
   private defaultPusher(repo: Repository): string {
     if (repo.owner.type === "User") return repo.owner.login;
     const admin = [...repo.owner.members].find(([, role]) => role === "admin")?.[0];
@@ -964,7 +953,7 @@ export class FakeGitHub {
     this.protectionChanged(repoName, "deleted", pattern);
   }
 
-  /** GitHub's `branch_protection_rule` webhook for a change of classic protection (by the owner). */
+  /** GitHub's `branch_protection_rule` webhook for a change of classic protection. */
   private protectionChanged(
     repoName: string,
     action: string,
@@ -972,54 +961,21 @@ export class FakeGitHub {
     rule?: BranchProtection,
   ): void {
     const repo = this.world.repo(repoName);
-    const reviews = rule?.requiredPullRequestReviews ?? null;
-    const level = rule?.enforceAdmins === true ? "everyone" : "non_admins";
-    this.webhooks.emitForRepo("branch_protection_rule", repo, this.administrator(repo), {
+    const { actor, payload } = protection.protectionRuleEvent(
+      this.world,
+      repo,
       action,
-      rule: {
-        id: this.world.nextId("protectionRule"),
-        repository_id: repo.id,
-        name: pattern,
-        created_at: this.world.nowIso(),
-        updated_at: this.world.nowIso(),
-        pull_request_reviews_enforcement_level: reviews ? level : "off",
-        required_approving_review_count: reviews?.requiredApprovingReviewCount ?? 0,
-        dismiss_stale_reviews_on_push: reviews?.dismissStaleReviews ?? false,
-        require_code_owner_review: false,
-        authorized_dismissal_actors_only: false,
-        ignore_approvals_from_contributors: false,
-        required_status_checks: (rule?.requiredStatusChecks?.checks ?? []).map((c) => c.context),
-        required_status_checks_enforcement_level: rule?.requiredStatusChecks ? level : "off",
-        strict_required_status_checks_policy: rule?.requiredStatusChecks?.strict ?? false,
-        signature_requirement_enforcement_level: "off",
-        linear_history_requirement_enforcement_level: rule?.requiredLinearHistory ? level : "off",
-        lock_branch_enforcement_level: "off",
-        admin_enforced: rule?.enforceAdmins ?? false,
-        allow_force_pushes_enforcement_level: rule?.allowForcePushes ? "everyone" : "off",
-        allow_deletions_enforcement_level: rule?.allowDeletions ? "everyone" : "off",
-        merge_queue_enforcement_level: "off",
-        required_deployments_enforcement_level: "off",
-        required_conversation_resolution_level: "off",
-        authorized_actors_only: rule?.restrictions != null,
-        authorized_actor_names: rule?.restrictions?.users ?? [],
-      },
-    });
+      pattern,
+      rule,
+    );
+    this.webhooks.emitForRepo("branch_protection_rule", repo, actor, payload);
   }
 
-  /** GitHub's `repository_ruleset` webhook for a change of a ruleset (by the owner). */
+  /** GitHub's `repository_ruleset` webhook for a change of a ruleset. */
   private rulesetChanged(repoName: string, action: string, ruleset: Ruleset): void {
     const repo = this.world.repo(repoName);
-    this.webhooks.emitForRepo("repository_ruleset", repo, this.administrator(repo), {
-      action,
-      repository_ruleset: {
-        id: ruleset.id,
-        name: ruleset.name,
-        target: "branch",
-        source_type: ruleset.sourceType,
-        source: `${repo.owner.login}/${repo.name}`,
-        enforcement: ruleset.enforcement,
-      },
-    });
+    const { actor, payload } = protection.rulesetEvent(this.world, repo, action, ruleset);
+    this.webhooks.emitForRepo("repository_ruleset", repo, actor, payload);
   }
 
   /**
