@@ -428,4 +428,35 @@ describe("what the App shows on the pull request", () => {
       ["in_progress", null],
     ]);
   });
+  it("never makes its comment or check run twice when GitHub made them but answered a 5xx", async () => {
+    await setQueue({ state: "paused", stateLabelsEnabled: false });
+    const pr = await openPr();
+    const ghost = world.gh.addFault(
+      world.gh.fault.succeedsButErrors(["issues/create-comment", "checks/create"], 502, {
+        times: 2,
+      }),
+    );
+    const mark = world.gh.requests.mark();
+    expect(
+      (
+        await server.call("submitPullRequest", {
+          repo: WIDGETS,
+          targetBranch: "main",
+          pr: { number: pr.number },
+        })
+      ).status,
+    ).toBe(200);
+    await settled();
+    await settled();
+    expect(world.gh.faults.fired(ghost)).toBe(2);
+    // One comment and one check run: each creation sent once (no retry after a 502), then
+    // found (the comment by its marker, the check run on the head) and edited.
+    expect(stickies(pr.number)).toHaveLength(1);
+    expect(checkRuns(pr.headSha).map((r) => r.status)).toEqual(["in_progress"]);
+    const sent = world.gh.requests.filter({ since: mark }).map((r) => r.operationId);
+    expect(sent.filter((op) => op === "issues/create-comment")).toHaveLength(1);
+    expect(sent.filter((op) => op === "checks/create")).toHaveLength(1);
+    expect(sent).toContain("issues/list-comments");
+    expect(sent).toContain("checks/list-for-ref");
+  });
 });

@@ -18,7 +18,8 @@ import {
   requiredNames,
   unionRequiredChecks,
 } from "../../src/providers/github/index.js";
-import type { GitHubClient } from "../../src/providers/github/index.js";
+import type { GitHubClient, GitHubRepositoryAccess } from "../../src/providers/github/index.js";
+import { GitHubRequiredSources } from "../../src/providers/github/required-sources.js";
 
 describe("the union (pure)", () => {
   it("unions classic contexts, classic pinned checks and ruleset checks; pins kept", () => {
@@ -72,6 +73,7 @@ describe("reading them from GitHub", () => {
   let world: GitHubWorld;
   let server: TestServer;
   let client: GitHubClient;
+  let installationId = 0;
   const REPO = "acme-rc/widgets";
 
   beforeAll(async () => {
@@ -79,7 +81,7 @@ describe("reading them from GitHub", () => {
     world.gh.createOrganization("acme-rc");
     await world.gh.createRepository({ owner: "acme-rc", name: "widgets" });
     server = await startGitHubServer(world);
-    const installationId = world.gh.installApp(world.app.id, {
+    installationId = world.gh.installApp(world.app.id, {
       account: "acme-rc",
       repositories: ["widgets"],
     }).id;
@@ -164,5 +166,63 @@ describe("reading them from GitHub", () => {
     gh.removeRuleset(REPO, ruleset);
     gh.removeRuleset(REPO, evaluateOnly);
     expect(await readRequiredChecks(client, where, "main")).toEqual([]);
+  });
+  it("keeps the sources: read once, again after a push touching a file or a protection change", async () => {
+    const { gh } = world;
+    gh.createUser("rc-admin");
+    gh.addOrgMember("acme-rc", "rc-admin", "admin");
+    const access: GitHubRepositoryAccess = { ...where, installationId, githubId: 0, client };
+    const sources = new GitHubRequiredSources({ now: () => Date.now() });
+    const trunk = (names: string) => `merge:\n  required_statuses: [${names}]\n`;
+    const file = ".trunk/trunk.yaml";
+    await gh.commit(REPO, { branch: "main", files: { [file]: trunk("a") }, by: "rc-admin" });
+    const tested = async (branch: string, files: Record<string, string>) =>
+      gh.commit(REPO, { branch, from: "main", files, by: "rc-admin" });
+    const reads = (since: number) => gh.requests.filter({ since }).map((r) => r.operationId);
+
+    // Runs whose pull requests leave the file alone: read once (at main), then one compare each.
+    let mark = gh.requests.mark();
+    const one = await tested("run-1", { "one.txt": "1\n" });
+    expect(await sources.fileAt(access, "main", one, file)).toBe(trunk("a"));
+    const two = await tested("run-2", { "two.txt": "2\n" });
+    expect(await sources.fileAt(access, "main", two, file)).toBe(trunk("a"));
+    expect(reads(mark).filter((op) => op === "repos/get-content")).toHaveLength(1);
+    expect(reads(mark).filter((op) => op.startsWith("repos/compare"))).toHaveLength(2);
+
+    // A run that changes the file reads it at its tested commit.
+    const changing = await tested("run-3", { [file]: trunk("b") });
+    expect(await sources.fileAt(access, "main", changing, file)).toBe(trunk("b"));
+
+    // A push to main touching the file: read again (its webhook's facts, as GitHub sends them).
+    await gh.commit(REPO, { branch: "main", files: { [file]: trunk("c") }, by: "rc-admin" });
+    const push = gh
+      .deliveries("push")
+      .filter((d) => d.payload.ref === "refs/heads/main")
+      .at(-1)?.payload as unknown as Parameters<GitHubRequiredSources["pushed"]>[1];
+    const other = await tested("run-4", { "four.txt": "4\n" });
+    expect(await sources.fileAt(access, "main", other, file)).toBe(trunk("a")); // not told yet
+    sources.pushed(where, push);
+    expect(await sources.fileAt(access, "main", other, file)).toBe(trunk("c"));
+    // A push that touches nothing kept forgets nothing.
+    mark = gh.requests.mark();
+    await gh.commit(REPO, { branch: "main", files: { "five.txt": "5\n" }, by: "rc-admin" });
+    const quiet = gh.deliveries("push").at(-1)?.payload as unknown as Parameters<
+      GitHubRequiredSources["pushed"]
+    >[1];
+    sources.pushed(where, quiet);
+    expect(await sources.fileAt(access, "main", other, file)).toBe(trunk("c"));
+    expect(reads(mark).filter((op) => op === "repos/get-content")).toHaveLength(0);
+
+    // The protection's checks: read once, again once a webhook says they changed.
+    mark = gh.requests.mark();
+    expect(await sources.requiredChecks(access, "main")).toEqual([]);
+    gh.protectBranch(REPO, "main", { requiredStatusChecks: { contexts: ["lint"] } });
+    expect(await sources.requiredChecks(access, "main")).toEqual([]);
+    sources.forgetProtection(where);
+    expect(await sources.requiredChecks(access, "main")).toEqual([
+      { context: "lint", appId: null },
+    ]);
+    expect(reads(mark).filter((op) => op === "repos/get-branch-rules")).toHaveLength(2);
+    gh.unprotectBranch(REPO, "main");
   });
 });

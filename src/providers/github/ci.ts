@@ -30,7 +30,8 @@ import { GitHubCommitChecks, type ReadCause } from "./commit-checks.js";
 import { statusOf } from "./conditional.js";
 import type { GitHubRepositories, GitHubRepositoryAccess } from "./repositories.js";
 import { BoundedMap } from "./token-cache.js";
-import { readRequiredChecks, requiredNames, type RequiredCheck } from "./required-checks.js";
+import { requiredNames, type RequiredCheck } from "./required-checks.js";
+import { GitHubRequiredSources, type PushFacts } from "./required-sources.js";
 import type { WebhookHandlers } from "./webhooks/registry.js";
 
 export {
@@ -75,6 +76,8 @@ export interface GitHubCiDeps {
   };
   /** Default 2 min. */
   failureUploadWaitMs?: number;
+  /** How long a read of the required checks' sources serves at most (default 5 min). */
+  requiredSourcesTtlMs?: number;
   /**
    * The lease that lets one process at a time run the poll loop (processes sharing a database);
    * without it every process polls.
@@ -98,6 +101,11 @@ export class GitHubCi implements CiProvider {
   private readonly lastRead = new Map<string, number>();
   /** Each run's evaluations, one at a time. */
   private readonly work = new Map<string, Promise<void>>();
+  /**
+   * Each run's evaluation waiting for the one before it to end: news that comes meanwhile joins
+   * it (it reads GitHub after all of it happened) instead of queueing a read of its own.
+   */
+  private readonly waiting = new Map<string, { cause: ReadCause; done: Promise<void> }>();
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
   private watching = false;
@@ -105,9 +113,40 @@ export class GitHubCi implements CiProvider {
   private readonly uploadWaits = new Map<string, { since: number; timer?: NodeJS.Timeout }>();
 
   private readonly commitChecks: GitHubCommitChecks;
+  private readonly sources: GitHubRequiredSources;
 
   constructor(private readonly deps: GitHubCiDeps) {
     this.commitChecks = new GitHubCommitChecks(deps.app);
+    this.sources = new GitHubRequiredSources({
+      now: () => deps.clock.now(),
+      ttlMs: deps.requiredSourcesTtlMs,
+    });
+  }
+
+  /**
+   * A `branch_protection_rule` or `repository_ruleset` webhook: the repository's required checks
+   * are read again (undefined: an organization's ruleset, every repository's).
+   */
+  protectionChanged(repo: { owner: string; name: string } | undefined): void {
+    this.sources.forgetProtection(repo);
+  }
+
+  /** A `push`: a kept `.mainline.yml` or `.trunk/trunk.yaml` of the branch it touched is read again. */
+  pushed(repo: { owner: string; name: string }, push: PushFacts): void {
+    this.sources.pushed(repo, push);
+  }
+
+  /**
+   * A commit status went `pending` on `sha`: nothing concluded, so nothing is read (the status's
+   * conclusion comes with a webhook of its own, and the poll reads a run whose webhooks were lost);
+   * until the commit's statuses are read, this one is known to be running.
+   */
+  statusPending(
+    repo: OwnedRepoRef,
+    sha: string,
+    status: { context: string; targetUrl: string | null },
+  ): void {
+    this.commitChecks.statusPending(repo, sha, status);
   }
 
   onResult(listener: CiResultListener): () => void {
@@ -172,6 +211,12 @@ export class GitHubCi implements CiProvider {
     for (const run of runs) await this.schedule(run.queueId, run.runId, what);
   }
 
+  /** A commit status concluded on `sha` (a webhook): the commit's statuses are read again. */
+  async statusConcluded(repo: OwnedRepoRef, sha: string, context: string): Promise<void> {
+    this.commitChecks.statusConcluded(repo, sha, context);
+    await this.commitChanged(repo, sha, "statuses");
+  }
+
   /** Watches every stored run still watched (at once: crash safety), then polls them. */
   startWatching(): void {
     if (this.watching) return;
@@ -233,8 +278,21 @@ export class GitHubCi implements CiProvider {
 
   private schedule(queueId: string, runId: string, cause: ReadCause): Promise<void> {
     const key = runKey(queueId, runId);
+    const joined = this.waiting.get(key);
+    if (joined) {
+      joined.cause = strongerCause(joined.cause, cause);
+      return joined.done;
+    }
     const previous = this.work.get(key) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(() => this.evaluate(queueId, runId, cause));
+    const slot: { cause: ReadCause; done: Promise<void> } = { cause, done: Promise.resolve() };
+    this.waiting.set(key, slot);
+    const next = previous
+      .catch(() => undefined)
+      .then(() => {
+        if (this.waiting.get(key) === slot) this.waiting.delete(key);
+        return this.evaluate(queueId, runId, slot.cause);
+      });
+    slot.done = next;
     this.work.set(key, next);
     const forget = () => {
       if (this.work.get(key) === next) this.work.delete(key);
@@ -362,8 +420,15 @@ export class GitHubCi implements CiProvider {
       return undefined;
     };
     let mainline: MainlineConfig | undefined;
+    // The sources are the target branch's, kept until they change, unless the run's pull
+    // requests change a file: then it is read at the tested commit (required-sources.ts).
     if (consultsSource({ override }, "mainline_config")) {
-      const text = await readContent(access, request.sha, MAINLINE_FILE);
+      const text = await this.sources.fileAt(
+        access,
+        request.targetBranch,
+        request.sha,
+        MAINLINE_FILE,
+      );
       if (text !== undefined) {
         const parsed = parseMainlineConfig(text, { checksOptional: true });
         if (!parsed.ok) return fail("config_parsing_failure", parsed.message);
@@ -372,14 +437,14 @@ export class GitHubCi implements CiProvider {
     }
     let trunk: string[] | undefined;
     if (consultsSource({ override, mainline }, "trunk_config")) {
-      const text = await readContent(access, request.sha, TRUNK_FILE);
+      const text = await this.sources.fileAt(access, request.targetBranch, request.sha, TRUNK_FILE);
       const parsed = text === undefined ? undefined : parseTrunkRequiredStatuses(text);
       if (parsed?.ok === false) return fail("config_parsing_failure", parsed.message);
       trunk = parsed?.requiredStatuses;
     }
     let protection: RequiredCheck[] | undefined;
     if (consultsSource({ override, mainline, trunk }, "branch_protection")) {
-      const union = await readRequiredChecks(access.client, access, request.targetBranch);
+      const union = await this.sources.requiredChecks(access, request.targetBranch);
       protection = union.length > 0 ? union : undefined;
     }
     const resolved = resolveRequiredStatuses({
@@ -499,34 +564,19 @@ function sameRepo(a: OwnedRepoRef, b: OwnedRepoRef): boolean {
   );
 }
 
-/** A file at a commit through the contents API; undefined when there is none. */
-async function readContent(
-  access: GitHubRepositoryAccess,
-  sha: string,
-  path: string,
-): Promise<string | undefined> {
-  try {
-    const answer = await access.client.request("GET /repos/{owner}/{repo}/contents/{path}", {
-      owner: access.owner,
-      repo: access.name,
-      path,
-      ref: sha,
-    });
-    const data = answer.data as { type?: string; content?: string; encoding?: string };
-    if (data.type !== "file" || typeof data.content !== "string") return undefined;
-    return Buffer.from(data.content, data.encoding === "base64" ? "base64" : "utf8").toString(
-      "utf8",
-    );
-  } catch (error) {
-    if (statusOf(error) === 404) return undefined;
-    throw error;
-  }
+/** Of two reasons to read a run, the one that reads more (statuses and the poll read statuses). */
+function strongerCause(a: ReadCause, b: ReadCause): ReadCause {
+  const rank: Record<ReadCause, number> = { start: 0, checks: 1, statuses: 2, poll: 2 };
+  return rank[b] > rank[a] ? b : a;
 }
 
 /** The webhooks that make a watched commit's checks be read again. */
 export function registerCiHandlers(
   handlers: WebhookHandlers,
-  ci: Pick<GitHubCi, "commitChanged">,
+  ci: Pick<
+    GitHubCi,
+    "commitChanged" | "statusConcluded" | "statusPending" | "protectionChanged" | "pushed"
+  >,
 ): void {
   handlers.forOrganization("check_run.completed", async (delivery) => {
     if (!delivery.repository) return;
@@ -538,6 +588,38 @@ export function registerCiHandlers(
   });
   handlers.forOrganization("status", async (delivery) => {
     if (!delivery.repository) return;
-    await ci.commitChanged(delivery.repository, delivery.payload.sha, "statuses");
+    // `pending` concludes nothing: only a status that did (success, failure, error) is read.
+    if (delivery.payload.state === "pending") {
+      ci.statusPending(delivery.repository, delivery.payload.sha, {
+        context: delivery.payload.context,
+        targetUrl: delivery.payload.target_url,
+      });
+      return;
+    }
+    await ci.statusConcluded(delivery.repository, delivery.payload.sha, delivery.payload.context);
+  });
+  // What the required checks are read from changed: read them again at the next run.
+  handlers.forOrganization(["branch_protection_rule", "repository_ruleset"], (delivery) => {
+    const repository = delivery.payload.repository;
+    ci.protectionChanged(
+      repository ? { owner: repository.owner.login, name: repository.name } : undefined,
+    );
+    return Promise.resolve();
+  });
+  handlers.forOrganization("push", (delivery) => {
+    const { payload } = delivery;
+    const owner = payload.repository.owner?.login;
+    if (owner === undefined) return Promise.resolve();
+    ci.pushed(
+      { owner, name: payload.repository.name },
+      {
+        ref: payload.ref,
+        forced: payload.forced,
+        created: payload.created,
+        deleted: payload.deleted,
+        commits: payload.commits,
+      },
+    );
+    return Promise.resolve();
   });
 }

@@ -39,12 +39,58 @@ export class GitHubCommitChecks {
    * where a required check has no check run.
    */
   private readonly statusesSeen = new BoundedMap<string, boolean>(4096);
+  /**
+   * Per commit, its statuses as last read (or, before any read, the `pending` ones its webhooks
+   * named): every status that concludes comes with a webhook of its own, which reads them again,
+   * so a read for another reason (a check run completed) takes these instead of asking GitHub.
+   * The poll reads them whatever (a lost webhook).
+   */
+  private readonly statusesKnown = new BoundedMap<string, Observation[]>(1024);
+  /** Per commit, the contexts a webhook said concluded (a late `pending` of one is no news). */
+  private readonly concluded = new BoundedMap<string, Set<string>>(1024);
 
   constructor(private readonly app: Pick<GitHubApp, "conditionalGet">) {}
 
   /** A `status` webhook: the repository has shown commit statuses. */
   statusesShown(repo: { owner: string; name: string }): void {
     this.statusesSeen.set(repoKey(repo), true);
+  }
+
+  /**
+   * A `pending` status webhook: until the commit's statuses are read, this one is known to be
+   * running (a status read before it, or a context already known, is left as it is: the webhook
+   * may come after the status concluded).
+   */
+  statusPending(
+    repo: { owner: string; name: string },
+    sha: string,
+    status: { context: string; targetUrl: string | null },
+  ): void {
+    this.statusesShown(repo);
+    const key = commitKey(repo, sha);
+    if (this.concluded.get(key)?.has(status.context) === true) return;
+    const known = this.statusesKnown.get(key) ?? [];
+    if (known.some((o) => o.name === status.context)) return;
+    this.statusesKnown.set(key, [
+      ...known,
+      {
+        name: status.context,
+        appId: null,
+        kind: "status",
+        conclusion: undefined,
+        url: status.targetUrl ?? undefined,
+      },
+    ]);
+  }
+
+  /** A status concluded on `sha` (a webhook): its statuses are read again at the next read. */
+  statusConcluded(repo: { owner: string; name: string }, sha: string, context: string): void {
+    this.statusesShown(repo);
+    const key = commitKey(repo, sha);
+    this.statusesKnown.delete(key);
+    const contexts = this.concluded.get(key) ?? new Set<string>();
+    contexts.add(context);
+    this.concluded.set(key, contexts);
   }
 
   /**
@@ -62,7 +108,14 @@ export class GitHubCommitChecks {
     const runs = await this.readCheckRuns(access, sha);
     const key = repoKey(access);
     if (!this.statusesMatter(required, runs, cause, this.statusesSeen.get(key))) return runs;
+    const commit = commitKey(access, sha);
+    const known = this.statusesKnown.get(commit);
+    // Statuses change only with a webhook of theirs (which reads them); the poll reads anyway.
+    if (known !== undefined && cause !== "statuses" && cause !== "poll") {
+      return [...runs, ...known];
+    }
     const statuses = await this.readStatuses(access, sha);
+    this.statusesKnown.set(commit, statuses);
     if (statuses.length > 0) this.statusesSeen.set(key, true);
     else if (this.statusesSeen.get(key) === undefined) this.statusesSeen.set(key, false);
     return [...runs, ...statuses];
@@ -153,4 +206,8 @@ export class GitHubCommitChecks {
 
 function repoKey(repo: { owner: string; name: string }): string {
   return `${repo.owner}/${repo.name}`.toLowerCase();
+}
+
+function commitKey(repo: { owner: string; name: string }, sha: string): string {
+  return `${repoKey(repo)}@${sha}`;
 }

@@ -118,6 +118,7 @@ export const githubProvider: ProviderRegistration<
       organizations: records.organizations,
       runtime: records.runtime,
       pullRequests: context.pullRequests,
+      app: github.app,
     });
     return github;
   },

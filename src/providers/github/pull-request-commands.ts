@@ -16,7 +16,7 @@ import type {
 import type { OrganizationRecords } from "../../organizations/records.js";
 import type { OwnedRepoRef } from "../../organizations/repositories.js";
 import type { Principal } from "../../organizations/service.js";
-import type { GitHubClient } from "./client.js";
+import type { GitHubApp, GitHubClient } from "./client.js";
 import { statusOf } from "./conditional.js";
 import type { OrganizationScope, WebhookHandlers } from "./webhooks/registry.js";
 
@@ -133,6 +133,11 @@ export interface PullRequestCommandDeps {
   organizations: Pick<OrganizationRecords, "findById">;
   runtime: Pick<RuntimeRecords, "latestEntry">;
   pullRequests: Pick<PullRequestService, "submit" | "cancel">;
+  /**
+   * Conditional reads (ETag), shared with the git host: the pull request a command reads is the
+   * read the submission's check makes again right after, answered `304` (free).
+   */
+  app?: Pick<GitHubApp, "conditionalGet">;
 }
 
 interface Where {
@@ -164,10 +169,21 @@ export function registerPullRequestCommands(
       github: { owner: payload.repository.owner.login, name: payload.repository.name },
       number: issue.number,
     };
-    const { data: pr } = await delivery.client.request(
-      "GET /repos/{owner}/{repo}/pulls/{pull_number}",
-      { owner: where.github.owner, repo: where.github.name, pull_number: issue.number },
-    );
+    const route = "GET /repos/{owner}/{repo}/pulls/{pull_number}";
+    const parameters = {
+      owner: where.github.owner,
+      repo: where.github.name,
+      pull_number: issue.number,
+    };
+    const pr = deps.app
+      ? (
+          await deps.app.conditionalGet<{ base: { ref: string } }>(
+            delivery.installation.id,
+            route,
+            parameters,
+          )
+        ).data
+      : (await delivery.client.request(route, parameters)).data;
     const queue = await deps.queues.find(delivery.organizationId, repository, pr.base.ref);
     if (!queue) {
       // A repository without any queue here is not Mainline's to answer for (another merge

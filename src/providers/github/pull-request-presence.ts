@@ -147,7 +147,22 @@ interface Presented {
   check?: string;
   /** The check run shown is completed: a new submission gets a check run of its own. */
   checkCompleted?: boolean;
+  /**
+   * A creation GitHub may or may not have done (it failed with a 5xx or no answer): the comment
+   * is looked for by its marker, the check run by name on this head, before making it again.
+   */
+  commentUnsure?: boolean;
+  checkUnsure?: string;
 }
+
+/** Whether a failed request may have been carried out all the same (GitHub's 5xx, no answer). */
+function outcomeUnknown(error: unknown): boolean {
+  const status = statusOf(error);
+  return status === undefined || status >= 500;
+}
+
+/** Creations are never retried blindly: an unknown outcome is looked for before a new attempt. */
+const NO_RETRY = { retries: 0 } as const;
 
 /** The queue's rough order (as `PullRequestService` lists it): in flight, waiting, not ready. */
 function positionOf(entries: readonly EntrySummary[], entryId: string): number | null {
@@ -189,6 +204,12 @@ export interface PresenceOptions {
    * (PostgreSQL hands out ids before commit): the cursor waits at the gap until it is older.
    */
   gapGraceMs: number;
+  /**
+   * A state still in the queue (not merged, failed or cancelled) is shown once it has held this
+   * long: a pull request that passes through states within a moment (queued, testing, tests
+   * passed, merged) gets one edit for them, not one each. Concluded states are shown at once.
+   */
+  settleMs: number;
 }
 
 const DEFAULTS: PresenceOptions = {
@@ -196,6 +217,7 @@ const DEFAULTS: PresenceOptions = {
   leaseMs: 30 * SECOND_MS,
   batchSize: 500,
   gapGraceMs: 10 * SECOND_MS,
+  settleMs: 2 * SECOND_MS,
 };
 
 const CURSOR = "github-presence";
@@ -235,10 +257,13 @@ export class PullRequestPresence {
     else this.schedule(0);
   }
 
-  /** Resolves once every transition stored so far is shown (tests, benchmarks). */
+  /**
+   * Resolves once every transition stored so far is shown (tests, benchmarks), states still
+   * settling included.
+   */
   async idle(): Promise<void> {
     for (;;) {
-      const caughtUp = await this.pass();
+      const caughtUp = await this.pass({ settle: false });
       if (caughtUp) return;
     }
   }
@@ -263,14 +288,18 @@ export class PullRequestPresence {
     this.timer.unref();
   }
 
-  /** One pass; false when a full batch was read (more may follow at once). */
-  pass(): Promise<boolean> {
-    const result = this.chain.then(() => this.passNow());
+  /**
+   * One pass; false when a full batch was read (more may follow at once). `settle` (default):
+   * a state younger than `settleMs` that is not a conclusion waits for a later pass.
+   */
+  pass(options: { settle?: boolean } = {}): Promise<boolean> {
+    const settleMs = options.settle === false ? 0 : this.options.settleMs;
+    const result = this.chain.then(() => this.passNow(settleMs));
     this.chain = result.catch(() => undefined);
     return result;
   }
 
-  private async passNow(): Promise<boolean> {
+  private async passNow(settleMs: number): Promise<boolean> {
     const { store, clock, owner } = this.deps;
     const now = clock.now();
     const cursor = await store.claimCursor(CURSOR, owner, now, now + this.options.leaseMs);
@@ -296,7 +325,10 @@ export class PullRequestPresence {
     }
     for (const [key, mark] of latest) {
       try {
-        await this.present(mark.queueId, mark.prNumber);
+        const settling = settleMs > 0 ? { since: mark.at, ms: settleMs } : undefined;
+        const shown = await this.present(mark.queueId, mark.prNumber, settling);
+        // Not shown yet (settling): not past its first transition, shown at a later pass.
+        if (!shown) safe = Math.min(safe, (first.get(key) ?? mark.id) - 1);
       } catch (error) {
         // Not past this pull request's first transition: it is tried again at the next pass.
         safe = Math.min(safe, (first.get(key) ?? mark.id) - 1);
@@ -312,17 +344,32 @@ export class PullRequestPresence {
     return marks.length < this.options.batchSize;
   }
 
-  /** Brings one pull request on GitHub to its current state in the queue. */
-  async present(queueId: string, prNumber: number): Promise<void> {
+  /**
+   * Brings one pull request on GitHub to its current state in the queue; false when it waits
+   * instead (`settling`: a state that is no conclusion, which changed less than `ms` ago at
+   * `since`, its latest transition).
+   */
+  async present(
+    queueId: string,
+    prNumber: number,
+    settling?: { since: number; ms: number },
+  ): Promise<boolean> {
     const { deps } = this;
     const queue = await deps.queues.findById(queueId);
-    if (!queue) return;
+    if (!queue) return true;
     const { commentsEnabled, statusCheckEnabled, stateLabelsEnabled } = queue.configuration;
-    if (!commentsEnabled && !statusCheckEnabled && !stateLabelsEnabled) return;
+    if (!commentsEnabled && !statusCheckEnabled && !stateLabelsEnabled) return true;
     const repository = await deps.repositories.findById(queue.repositoryId);
-    if (repository?.host.toLowerCase() !== deps.host.toLowerCase()) return;
+    if (repository?.host.toLowerCase() !== deps.host.toLowerCase()) return true;
     const entry = await deps.runtime.latestEntry(queueId, prNumber);
-    if (!entry) return;
+    if (!entry) return true;
+    if (
+      settling !== undefined &&
+      !isTerminal(entry.state) &&
+      deps.clock.now() - settling.since < settling.ms
+    ) {
+      return false;
+    }
 
     const view = await this.view(queue, repository, entry);
     const previous = await deps.store.find(queueId, prNumber);
@@ -341,7 +388,7 @@ export class PullRequestPresence {
       want.check === shown.check &&
       label === (previous?.stateLabel ?? null)
     ) {
-      return;
+      return true;
     }
 
     let access;
@@ -349,7 +396,7 @@ export class PullRequestPresence {
       access = await deps.github.resolve(repository);
     } catch (error) {
       // No installation serves the repository (any more): nothing can be shown there.
-      if (error instanceof ApiError) return;
+      if (error instanceof ApiError) return true;
       throw error;
     }
     const repo = { owner: access.owner, repo: access.name };
@@ -371,31 +418,40 @@ export class PullRequestPresence {
     const search = previous !== undefined;
     if (!search) await deps.store.save({ ...record, updatedAt: deps.clock.now() });
 
+    // A creation whose outcome is unknown is stored as such before the error goes on: the next
+    // attempt looks for what GitHub may have made.
+    const unsure = async (part: Pick<Presented, "commentUnsure" | "checkUnsure">) => {
+      await deps.store.save({
+        ...record,
+        ...(part.commentUnsure === true ? { commentId: null } : {}),
+        presented: JSON.stringify({ ...next, ...part }),
+        updatedAt: deps.clock.now(),
+      });
+    };
     if (comment !== undefined && want.comment !== shown.comment) {
       record.commentId = await this.upsertComment(
         client,
         repo,
         prNumber,
-        record.commentId,
+        shown.commentUnsure === true ? null : record.commentId,
         comment,
-        search,
+        search || shown.commentUnsure === true,
+        () => unsure({ commentUnsure: true }),
       );
       next.comment = digest(comment);
+      delete next.commentUnsure;
     }
     if (check !== undefined && want.check !== shown.check) {
       const fresh = shown.checkCompleted === true && check.status !== "completed";
-      record.checkRunId = await this.upsertCheckRun(
-        client,
-        repo,
-        queue,
-        view,
-        record,
-        check,
-        fresh || !search,
-      );
+      record.checkRunId = await this.upsertCheckRun(client, repo, queue, view, record, check, {
+        create: fresh || !search,
+        unsure: shown.checkUnsure === view.headSha,
+        onUnknown: () => unsure({ checkUnsure: view.headSha }),
+      });
       record.checkSha = view.headSha;
       next.check = digest([check, view.headSha]);
       next.checkCompleted = check.status === "completed";
+      delete next.checkUnsure;
     }
     if (stateLabelsEnabled && label !== record.stateLabel) {
       if (record.stateLabel !== null) {
@@ -421,6 +477,7 @@ export class PullRequestPresence {
     record.presented = JSON.stringify(next);
     record.updatedAt = deps.clock.now();
     await deps.store.save(record);
+    return true;
   }
 
   private async view(
@@ -463,6 +520,8 @@ export class PullRequestPresence {
     body: string,
     /** Whether an earlier attempt may have made it: look among the comments first. */
     search: boolean,
+    /** The creation failed with an unknown outcome (stored before the error goes on). */
+    onUnknown: () => Promise<void>,
   ): Promise<number> {
     let id = known;
     if (id === null && search) {
@@ -500,11 +559,16 @@ export class PullRequestPresence {
         if (statusOf(error) !== 404) throw error; // deleted by someone: made again
       }
     }
-    const { data } = await client.request(
-      "POST /repos/{owner}/{repo}/issues/{issue_number}/comments",
-      { ...repo, issue_number: prNumber, body },
-    );
-    return Number(data.id);
+    try {
+      const { data } = await client.request(
+        "POST /repos/{owner}/{repo}/issues/{issue_number}/comments",
+        { ...repo, issue_number: prNumber, body, request: NO_RETRY },
+      );
+      return Number(data.id);
+    } catch (error) {
+      if (outcomeUnknown(error)) await onUnknown();
+      throw error;
+    }
   }
 
   /** Updates the check run on the head commit, creating it for a new head; its id. */
@@ -515,8 +579,14 @@ export class PullRequestPresence {
     view: PresenceView,
     record: PresenceRecord,
     fields: CheckRunFields,
-    /** Create a new one (a new submission after the last one concluded). */
-    fresh: boolean,
+    how: {
+      /** Create a new one (first shown, or a new submission after the last one concluded). */
+      create: boolean;
+      /** An earlier creation's outcome is unknown: look for it on the head first. */
+      unsure: boolean;
+      /** The creation failed with an unknown outcome (stored before the error goes on). */
+      onUnknown: () => Promise<void>;
+    },
   ): Promise<number> {
     const body = {
       status: fields.status,
@@ -527,9 +597,12 @@ export class PullRequestPresence {
       ...(view.pageUrl ? { details_url: view.pageUrl } : {}),
       output: { title: fields.title, summary: fields.summary },
     };
-    let known = record.checkSha === view.headSha && !fresh ? record.checkRunId : null;
-    if (known === null && !fresh) {
-      // Not known for this head (a new head, or a lost row): ours may be there already.
+    let known =
+      record.checkSha === view.headSha && !how.create && !how.unsure ? record.checkRunId : null;
+    if (known === null && (!how.create || how.unsure)) {
+      // Not known for this head (a new head, a lost row, a creation GitHub may have done): ours
+      // may be there already. A concluded one of an earlier submission is not it.
+      const earlier = how.create ? record.checkRunId : null;
       const appId = await this.deps.appId();
       const { data } = await client.request("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
         ...repo,
@@ -538,7 +611,9 @@ export class PullRequestPresence {
         app_id: appId,
         filter: "latest",
       });
-      const found = data.check_runs.find((run) => run.app?.id === appId);
+      const found = data.check_runs.find(
+        (run) => run.app?.id === appId && Number(run.id) !== earlier,
+      );
       known = found ? Number(found.id) : null;
     }
     if (known !== null) {
@@ -553,14 +628,20 @@ export class PullRequestPresence {
         if (statusOf(error) !== 404) throw error;
       }
     }
-    const { data } = await client.request("POST /repos/{owner}/{repo}/check-runs", {
-      ...repo,
-      name: checkRunName(queue.targetBranch),
-      head_sha: view.headSha,
-      external_id: `${queue.id}#${record.prNumber}`,
-      started_at: new Date(this.deps.clock.now()).toISOString(),
-      ...body,
-    });
-    return Number(data.id);
+    try {
+      const { data } = await client.request("POST /repos/{owner}/{repo}/check-runs", {
+        ...repo,
+        name: checkRunName(queue.targetBranch),
+        head_sha: view.headSha,
+        external_id: `${queue.id}#${record.prNumber}`,
+        started_at: new Date(this.deps.clock.now()).toISOString(),
+        ...body,
+        request: NO_RETRY,
+      });
+      return Number(data.id);
+    } catch (error) {
+      if (outcomeUnknown(error)) await how.onUnknown();
+      throw error;
+    }
   }
 }

@@ -260,7 +260,10 @@ export class GitHubTestBranches {
     if (!pr) throw new Error(`no pull request at ${String(index)}`);
     const ahead = request.prs.slice(0, index);
     const probe = `${scratch}-probe`;
+    // Dropped afterwards only if made: a conflict with the base alone (index 0) makes none.
+    const made = { probe: false };
     const mergesAlone = async (onto: string): Promise<boolean> => {
+      made.probe = true;
       await this.deps.api.putRef(access, probe, onto);
       const merged = await this.mergeOnto(access, probe, onto, pr.headSha, "probe");
       return merged !== null;
@@ -287,7 +290,7 @@ export class GitHubTestBranches {
         files = [...set].sort();
       }
     } finally {
-      await this.deps.api.dropRef(access, probe);
+      if (made.probe) await this.deps.api.dropRef(access, probe);
     }
     const onto =
       conflictsWith?.length === 0 ? request.targetBranch : "the pull requests ahead of it";

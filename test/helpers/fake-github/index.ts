@@ -942,12 +942,40 @@ export class FakeGitHub {
       allowDeletions: options.allowDeletions ?? false,
       requiredLinearHistory: options.requiredLinearHistory ?? false,
     };
+    const existed = repo.protections.some((p) => p.pattern === pattern);
     repo.protections = [...repo.protections.filter((p) => p.pattern !== pattern), rule];
+    this.protectionChanged(repoName, existed ? "edited" : "created", pattern, rule);
   }
 
   unprotectBranch(repoName: string, pattern: string): void {
     const repo = this.world.repo(repoName);
     repo.protections = repo.protections.filter((p) => p.pattern !== pattern);
+    this.protectionChanged(repoName, "deleted", pattern);
+  }
+
+  /** GitHub's `branch_protection_rule` webhook for a change of classic protection. */
+  private protectionChanged(
+    repoName: string,
+    action: string,
+    pattern: string,
+    rule?: BranchProtection,
+  ): void {
+    const repo = this.world.repo(repoName);
+    const { actor, payload } = protection.protectionRuleEvent(
+      this.world,
+      repo,
+      action,
+      pattern,
+      rule,
+    );
+    this.webhooks.emitForRepo("branch_protection_rule", repo, actor, payload);
+  }
+
+  /** GitHub's `repository_ruleset` webhook for a change of a ruleset. */
+  private rulesetChanged(repoName: string, action: string, ruleset: Ruleset): void {
+    const repo = this.world.repo(repoName);
+    const { actor, payload } = protection.rulesetEvent(this.world, repo, action, ruleset);
+    this.webhooks.emitForRepo("repository_ruleset", repo, actor, payload);
   }
 
   /**
@@ -971,7 +999,7 @@ export class FakeGitHub {
   ): number {
     const repo = this.world.repo(repoName);
     const id = this.world.nextId("ruleset");
-    repo.rulesets.push({
+    const ruleset: Ruleset = {
       id,
       name: options.name,
       enforcement: options.enforcement ?? "active",
@@ -981,7 +1009,9 @@ export class FakeGitHub {
       rules: options.rules,
       sourceType: options.sourceType ?? "Repository",
       createdAt: this.world.nowIso(),
-    });
+    };
+    repo.rulesets.push(ruleset);
+    this.rulesetChanged(repoName, "created", ruleset);
     return id;
   }
 
@@ -989,11 +1019,14 @@ export class FakeGitHub {
     const ruleset = this.world.repo(repoName).rulesets.find((r) => r.id === id);
     if (ruleset === undefined) throw new Error(`no ruleset ${id}`);
     ruleset.enforcement = enforcement;
+    this.rulesetChanged(repoName, "edited", ruleset);
   }
 
   removeRuleset(repoName: string, id: number): void {
     const repo = this.world.repo(repoName);
+    const ruleset = repo.rulesets.find((r) => r.id === id);
     repo.rulesets = repo.rulesets.filter((r) => r.id !== id);
+    if (ruleset !== undefined) this.rulesetChanged(repoName, "deleted", ruleset);
   }
 
   // ---- checks and statuses, as other CIs and Apps ---------------------------------------------

@@ -516,3 +516,84 @@ export function register(server: HttpServer, world: World, auth: AppAuth): void 
     },
   });
 }
+
+// ---- the webhooks of a change ------------------------------------------------------------------
+
+/** Who changes a repository's settings: an administrator, else its owner account. */
+function administrator(world: World, repo: Repository): Actor {
+  const admin =
+    repo.owner.type === "User"
+      ? repo.owner.login
+      : [...repo.owner.members].find(([, role]) => role === "admin")?.[0];
+  return admin === undefined
+    ? { kind: "user", account: repo.owner }
+    : { kind: "user", account: world.account(admin) };
+}
+
+/** GitHub's `branch_protection_rule` webhook (its `rule` as GitHub describes it), and its sender. */
+export function protectionRuleEvent(
+  world: World,
+  repo: Repository,
+  action: string,
+  pattern: string,
+  rule: BranchProtection | undefined,
+): { actor: Actor; payload: Record<string, unknown> } {
+  const reviews = rule?.requiredPullRequestReviews ?? null;
+  const level = rule?.enforceAdmins === true ? "everyone" : "non_admins";
+  return {
+    actor: administrator(world, repo),
+    payload: {
+      action,
+      rule: {
+        id: world.nextId("protectionRule"),
+        repository_id: repo.id,
+        name: pattern,
+        created_at: world.nowIso(),
+        updated_at: world.nowIso(),
+        pull_request_reviews_enforcement_level: reviews ? level : "off",
+        required_approving_review_count: reviews?.requiredApprovingReviewCount ?? 0,
+        dismiss_stale_reviews_on_push: reviews?.dismissStaleReviews ?? false,
+        require_code_owner_review: false,
+        authorized_dismissal_actors_only: false,
+        ignore_approvals_from_contributors: false,
+        required_status_checks: (rule?.requiredStatusChecks?.checks ?? []).map((c) => c.context),
+        required_status_checks_enforcement_level: rule?.requiredStatusChecks ? level : "off",
+        strict_required_status_checks_policy: rule?.requiredStatusChecks?.strict ?? false,
+        signature_requirement_enforcement_level: "off",
+        linear_history_requirement_enforcement_level: rule?.requiredLinearHistory ? level : "off",
+        lock_branch_enforcement_level: "off",
+        admin_enforced: rule?.enforceAdmins ?? false,
+        allow_force_pushes_enforcement_level: rule?.allowForcePushes ? "everyone" : "off",
+        allow_deletions_enforcement_level: rule?.allowDeletions ? "everyone" : "off",
+        merge_queue_enforcement_level: "off",
+        required_deployments_enforcement_level: "off",
+        required_conversation_resolution_level: "off",
+        authorized_actors_only: rule?.restrictions != null,
+        authorized_actor_names: rule?.restrictions?.users ?? [],
+      },
+    },
+  };
+}
+
+/** GitHub's `repository_ruleset` webhook for a repository's ruleset, and its sender. */
+export function rulesetEvent(
+  world: World,
+  repo: Repository,
+  action: string,
+  ruleset: Ruleset,
+): { actor: Actor; payload: Record<string, unknown> } {
+  return {
+    actor: administrator(world, repo),
+    payload: {
+      action,
+      repository_ruleset: {
+        id: ruleset.id,
+        name: ruleset.name,
+        target: "branch",
+        source_type: ruleset.sourceType,
+        source: `${repo.owner.login}/${repo.name}`,
+        enforcement: ruleset.enforcement,
+      },
+    },
+  };
+}

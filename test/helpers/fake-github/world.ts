@@ -64,6 +64,7 @@ const ID_BASES: Record<string, number> = {
   run: 28_000_000_000,
   status: 31_000_000_000,
   ruleset: 1_000_000,
+  protectionRule: 3_000_000,
   hook: 480_000_000,
   workflow: 160_000_000,
   workflowRun: 12_000_000_000,

@@ -1,0 +1,173 @@
+/**
+ * GitHub's request budget (issue 34), end to end with a real `mainline serve` against the fake
+ * GitHub: the realistic scenario of `bench:github-queue` (test/helpers/github-budget.ts), smaller,
+ * with comments and status checks on — good pull requests, a breaking one, a conflicting pair, a
+ * stacked pair, a flaky one resubmitted with `/trunk merge`, commands in comments, a commit status
+ * that goes `pending` then concludes on every test branch. Every request Mainline makes to GitHub
+ * from the first submission is counted, by operation: the required checks' sources read once, no
+ * read for a `pending` status, one read of a pull request per submission, no request for a
+ * branch never made, the comment and check run made once; and the requests per merged pull
+ * request, serial and batching, under a bound.
+ */
+import { randomBytes } from "node:crypto";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { startGitHubWorld, type GitHubWorld } from "../helpers/github.js";
+import {
+  prepareBudgetRepository,
+  runBudgetScenario,
+  type BudgetPr,
+} from "../helpers/github-budget.js";
+import { startServer, stopAllProcesses, type RunningServer } from "../helpers/process.js";
+import { post } from "../cli/support.js";
+
+const OWNER = "acme-gh";
+const NAME = "widgets";
+const QUEUE = { repo: { host: "github.com", owner: OWNER, name: NAME }, targetBranch: "main" };
+/**
+ * What a merged pull request may cost here. The issue's bar is 12; this scenario does not reach
+ * it (docs/benchmarks.md says where the rest goes), so these pin what it costs now, under what it
+ * cost before (23.2 serial, 21.5 batching, measured on the code before these changes).
+ */
+const SERIAL_BOUND = 20;
+const BATCHING_BOUND = 20;
+
+/** Seven of the ten: every kind, a third by comment. */
+const PRS: readonly BudgetPr[] = [
+  { kind: "good", byComment: false },
+  { kind: "breaking", byComment: true },
+  { kind: "conflict-a", byComment: false },
+  { kind: "stack-a", byComment: false },
+  { kind: "stack-b", byComment: false },
+  { kind: "conflict-b", byComment: false },
+  { kind: "flaky", byComment: true },
+  { kind: "good", byComment: false },
+];
+
+let world: GitHubWorld | undefined;
+let database: TestDatabase | undefined;
+let server: RunningServer | undefined;
+
+afterEach(async () => {
+  await server?.stop("SIGKILL");
+  server = undefined;
+  await world?.gh.close();
+  world = undefined;
+  await database?.cleanup();
+  database = undefined;
+});
+afterAll(stopAllProcesses);
+
+async function budget(settings: Record<string, unknown>) {
+  world = await startGitHubWorld({ mergeabilityDelayMs: 50 });
+  database = await createTestDatabase();
+  const { gh, app } = world;
+  const numbers = await prepareBudgetRepository(gh, app, { owner: OWNER, name: NAME }, PRS);
+  const token = randomBytes(32).toString("hex");
+  server = await startServer({
+    ...database.env,
+    ...world.env,
+    MAINLINE_BOOTSTRAP_ORG: "acme",
+    MAINLINE_BOOTSTRAP_TOKEN: token,
+  });
+  const url = server.url;
+  const call = async (operation: string, body: unknown): Promise<unknown> => {
+    const answer = await post(url, operation, body, token);
+    if (answer.status !== 200) {
+      throw new Error(`${operation}: ${String(answer.status)} ${JSON.stringify(answer.body)}`);
+    }
+    return answer.body;
+  };
+  gh.setWebhookUrls(app.id, [`${url}/webhooks/github`]);
+  const installationId = gh.installApp(app.id, { account: OWNER, repositories: [NAME] }).id;
+  await gh.settleWebhooks();
+  await call("github/linkInstallation", {
+    installationId,
+    githubToken: gh.createUserToken("alice"),
+  });
+  await call("createQueue", QUEUE);
+  await call("updateQueue", {
+    ...QUEUE,
+    commentsEnabled: true,
+    statusCheckEnabled: true,
+    testingTimeoutMinutes: 0,
+    ...settings,
+  });
+  const outcome = await runBudgetScenario({
+    gh,
+    repo: { owner: OWNER, name: NAME },
+    prs: PRS,
+    numbers,
+    call,
+    timeoutMs: 60_000,
+  });
+  const state = (kind: string) => outcome.states.filter((s) => s.kind === kind).map((s) => s.state);
+  // What the scenario is: the breaking and the second of the conflicting pair fail, the stacked
+  // pair and the first of the conflicting pair merge (a good one after the flaky one may be
+  // taken for its culprit when batched).
+  expect(state("breaking")).toEqual(["failed"]);
+  expect(state("conflict-b")).toEqual(["failed"]);
+  expect([...state("stack-a"), ...state("stack-b"), ...state("conflict-a")]).toEqual([
+    "merged",
+    "merged",
+    "merged",
+  ]);
+  const count = (operation: string) => outcome.byOperation[operation] ?? 0;
+  const runs = gh.ci.runs.filter((r) => r.check === "ci" && r.startedAtMs >= outcome.startedAt);
+  const statusDeliveries = gh
+    .deliveries("status")
+    .filter((d) => d.emittedAtMs >= outcome.startedAt);
+  const shown = `${String(outcome.requests)} requests for ${String(outcome.merged)} merged: ${JSON.stringify(outcome.byOperation)}`;
+  // A `pending` status was sent on every test branch, and read nothing: the statuses are read
+  // at most once per status that concluded.
+  expect(
+    statusDeliveries.some((d) => d.payload.state === "pending"),
+    shown,
+  ).toBe(true);
+  const concluded = statusDeliveries.filter((d) => d.payload.state !== "pending").length;
+  expect(count("repos/get-combined-status-for-ref"), shown).toBeLessThanOrEqual(concluded);
+  // The required checks' sources (two files, protection, rulesets) read once, not per run; one
+  // compare per run says the run's pull requests leave the files alone.
+  expect(runs.length).toBeGreaterThanOrEqual(4);
+  expect(count("repos/get-content"), shown).toBeLessThanOrEqual(2);
+  expect(count("repos/get-status-checks-protection"), shown).toBeLessThanOrEqual(1);
+  expect(count("repos/get-branch-rules"), shown).toBeLessThanOrEqual(2);
+  // One read of the pull request per submission (and a few while GitHub computes mergeability):
+  // a command's pull request read is the read its submission's check makes again, a free 304.
+  expect(count("pulls/get"), shown).toBeLessThanOrEqual(outcome.submissions + 2);
+  // The flaky one's resubmission, when it failed, is a comment too.
+  const byComment = PRS.filter((pr) => pr.byComment).length + outcome.submissions - PRS.length;
+  const pullsNotModified = outcome.lines.filter((l) =>
+    /^304 GET \/repos\/[^/]+\/[^/]+\/pulls\/\d+$/.test(l),
+  );
+  expect(pullsNotModified.length, shown).toBeGreaterThanOrEqual(byComment);
+  // No request for a branch never made (the conflict's probe).
+  expect(
+    outcome.lines.filter((l) => / DELETE /.test(l) && !l.startsWith("2")),
+    shown,
+  ).toEqual([]);
+  // The comment and the check run: made once each per pull request, edits coalesced.
+  expect(count("issues/create-comment"), shown).toBeLessThanOrEqual(PRS.length);
+  expect(count("checks/create"), shown).toBeLessThanOrEqual(outcome.submissions);
+  return { outcome, shown };
+}
+
+describe("GitHub requests per merged pull request, a real server against the fake GitHub", () => {
+  it("serial", async () => {
+    const { outcome, shown } = await budget({ mode: "single", concurrency: 1, batch: false });
+    expect(outcome.merged).toBe(6);
+    expect(outcome.perMergedPr, shown).toBeLessThanOrEqual(SERIAL_BOUND);
+  }, 120_000);
+
+  it("batching", async () => {
+    const { outcome, shown } = await budget({
+      mode: "single",
+      concurrency: 1,
+      batch: true,
+      batchingMinSize: 2,
+      batchingMaxWaitTimeMinutes: 1,
+    });
+    expect(outcome.merged).toBeGreaterThanOrEqual(5);
+    expect(outcome.perMergedPr, shown).toBeLessThanOrEqual(BATCHING_BOUND);
+  }, 120_000);
+});
