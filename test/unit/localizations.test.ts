@@ -115,8 +115,11 @@ describe("a localization as it is shown", () => {
     expect([role(1), role(2), role(3)]).toEqual(["presumed_good", "presumed_culprit", undefined]);
     expect(waitsOf(h.snapshot).has(idOf(h, 3))).toBe(false);
 
-    // Decided: it is gone, and nothing waits for it any more.
+    // #1 passed: #2 alone is tested once more (the batch run was the only one to fail)…
     h.at(70).pass(1);
+    expect(h.state(2)).toBe("pending_failure");
+    // …and fails: decided, it is gone, and nothing waits for it any more.
+    h.at(75).fail([2]);
     expect(h.state(2)).toBe("failed");
     expect(localizationsOf(h.snapshot)).toEqual([]);
     expect([...waitsOf(h.snapshot).values()].filter((w) => w.reason !== "batch_forming")).toEqual(

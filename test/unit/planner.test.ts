@@ -439,8 +439,11 @@ describe("batching (background §merge-queue-2.7)", () => {
     expect(h.runningUnits()).toEqual([[1]]);
     expect(h.queueOrder()).toEqual([1, 2, 3, 4]);
     h.pass(1);
-    // A passing #1 and the failed batch name #2: the queue behind goes on at once, without it.
+    // A passing #1 and the failed batch name #2, which is tested once more, alone, before it
+    // fails (a flaky batch run must not evict it); then the queue behind goes on without it.
     expect(h.merged).toEqual([1]);
+    expect(h.runningUnits()).toEqual([[2]]);
+    h.fail([2]);
     expect(h.state(2)).toBe("failed");
     expect(h.history(2).at(-1)).toBe("failed:failing_required_check");
     expect(h.prsOf(h.run(3, 4))).toEqual([3, 4]);
@@ -466,8 +469,25 @@ describe("batching (background §merge-queue-2.7)", () => {
     // Nothing merges on a presumption.
     expect(h.merged).toEqual([]);
     h.at(70).pass(1);
+    // #2 alone once more: still held out, nothing behind it merges yet.
+    expect(h.state(2)).toBe("pending_failure");
+    expect(h.merged).toEqual([1]);
+    h.at(75).fail([2]);
     expect(h.state(2)).toBe("failed");
     expect(h.merged).toEqual([1, 3, 4]);
+  });
+
+  it("does not evict the last pull request of a batch whose failure was a flake", () => {
+    const h = new PlannerHarness({ batch: true, batchingMinSize: 3, bisectionConcurrency: 2 });
+    for (const n of [1, 2, 3]) h.submit(n);
+    h.fail([1, 2, 3]);
+    h.pass(1, 2);
+    // Only the batch run failed with #3: it is tested once more, and passes.
+    expect(h.state(3)).toBe("pending_failure");
+    expect(h.lastDetail(3)).toMatch(/testing it once more before failing it on batch run/);
+    h.pass(3);
+    expect(h.merged).toEqual([1, 2, 3]);
+    expect(h.history(3)).not.toContain("failed:failing_required_check");
   });
 
   it("a shorter failing prefix withdraws the presumption and what was stacked on it", () => {
@@ -525,6 +545,7 @@ describe("batching (background §merge-queue-2.7)", () => {
     expect(h.history(1).at(-1)).toBe("pending_failure:retried_flaky_failure");
     h.pass(1);
     expect(h.merged).toEqual([1]);
+    h.fail([2]);
     expect(h.state(2)).toBe("failed");
     // A second flaky-only failure of the same combination stands.
     const g = new PlannerHarness({ batch: true, batchingMinSize: 2, bisectionConcurrency: 2 });

@@ -52,11 +52,16 @@ export function progressBisections(p: PlanningState): void {
     slots -= group.prefixes.length;
   }
   for (const group of groups) {
-    if (group.failsAt - group.passed <= 1) {
+    const found = group.failsAt - group.passed <= 1;
+    if (found && !unconfirmed(group)) {
       decide(p, group);
       continue;
     }
     if (config(p).state === "paused" || p.s.merging !== null) continue;
+    if (found) {
+      if (group.prefixes.length === 0 && slots > 0) slots -= confirm(p, group);
+      continue;
+    }
     if (group.prefixes.length > 0) {
       presumeIfDue(p, group);
       continue;
@@ -119,6 +124,46 @@ function startRound(p: PlanningState, group: BisectionGroup, slots: number): num
     );
   }
   return lengths.length;
+}
+
+/**
+ * Whether the culprit found rests on the batch run alone: everything before it passed, and the
+ * only run that failed with it is the one that started the search. A flaky failure of that run
+ * would evict a good pull request (the last of the batch), so it is tested once more first.
+ */
+function unconfirmed(group: BisectionGroup): boolean {
+  return group.failedRunId === group.runId;
+}
+
+/** The culprit's prefix tested again on what passed: its failure, or a flake. */
+function confirm(p: PlanningState, group: BisectionGroup): number {
+  const unit = group.entries.slice(group.passed, group.failsAt);
+  const ahead = inFlightAhead(p, unit);
+  if (unit.length === 0 || !ahead.every((id) => proven(p, id))) return 0;
+  const failed = p.s.runs[group.failedRunId];
+  const run = newRun(p, {
+    kind: "bisection",
+    ahead,
+    unit,
+    attempt: 1,
+    bisectionGroup: group.id,
+    failFirst: { fromRunId: group.failedRunId, checks: [...(failed?.failingChecks ?? [])] },
+  });
+  group.prefixes.push({ length: group.failsAt, runId: run.id });
+  group.roundStartedAt = p.now;
+  for (const id of undecided(p, group)) {
+    const entry = entryOf(p, id);
+    record(
+      p,
+      entry,
+      entry.state,
+      "bisection_started",
+      QUEUE_ACTOR,
+      group.failedRunId,
+      `everything before #${String(entry.pr.number)} passed: testing it once more before failing it on batch run ${group.runId} alone`,
+    );
+  }
+  return 1;
 }
 
 /** Entries of the group still waiting for its verdict (not cleared, not sent back). */
@@ -196,7 +241,9 @@ function prefixFailed(p: PlanningState, group: BisectionGroup, length: number, r
     const seen = [...(p.s.failingRunMs ?? []), p.now - run.startedAt];
     p.s.failingRunMs = seen.slice(-FAILING_RUNS_KEPT);
   }
-  if (length >= group.failsAt) return;
+  // A longer prefix than the shortest known to fail says nothing new, unless it confirms the
+  // batch run's failure.
+  if (length > group.failsAt || (length === group.failsAt && !unconfirmed(group))) return;
   group.failsAt = length;
   group.failedRunId = run.id;
   cancelPrefixes(p, group, (x) => x.length > length);
