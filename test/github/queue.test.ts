@@ -268,6 +268,27 @@ describe("the queue on GitHub", () => {
     });
   });
 
+  it("takes a run's required checks from its tested commit, told by its test branch's merges", async () => {
+    const { gh } = world;
+    // The pull request empties the required checks of `.trunk/trunk.yaml` (main requires `test`):
+    // at the tested commit there are none, and the run fails for it.
+    const pr = await openPr({
+      "no-checks.txt": "no checks\n",
+      ".trunk/trunk.yaml": "version: 0.1\nmerge:\n  required_statuses: []\n",
+    });
+    const mark = gh.requests.mark();
+    const answer = await server.call("submitPullRequest", { ...QUEUE, pr: { number: pr.number } });
+    expect(answer.status, answer.text).toBe(200);
+    const failed = await settled(pr.number);
+    expect(failed.state).toBe("failed");
+    expect(failed.timeline?.map((t) => t.reason)).toContain("no_required_statuses");
+    // The merge onto the test branch listed its files: no compare was needed to know.
+    expect(
+      gh.requests.count({ operationId: "repos/compare-commits-with-basehead", since: mark }),
+    ).toBe(0);
+    expect(gh.requests.count({ operationId: "repos/get-content", since: mark })).toBeGreaterThan(0);
+  });
+
   it("holds a pull request short of its required approvals until a review approves it", async () => {
     const { gh } = world;
     gh.protectBranch(NAME, "main", { requiredApprovingReviewCount: 1 });

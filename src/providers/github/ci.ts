@@ -78,6 +78,8 @@ export interface GitHubCiDeps {
   failureUploadWaitMs?: number;
   /** How long a read of the required checks' sources serves at most (default 5 min). */
   requiredSourcesTtlMs?: number;
+  /** What a tested commit changes from its base, when its assembly here told it. */
+  assembledChanges?: (sha: string) => Set<string> | undefined;
   /**
    * The lease that lets one process at a time run the poll loop (processes sharing a database);
    * without it every process polls.
@@ -120,6 +122,7 @@ export class GitHubCi implements CiProvider {
     this.sources = new GitHubRequiredSources({
       now: () => deps.clock.now(),
       ttlMs: deps.requiredSourcesTtlMs,
+      assembledChanges: deps.assembledChanges,
     });
   }
 

@@ -27,7 +27,16 @@ export interface PullPayload {
 export interface CommitFacts {
   tree: string;
   parents: string[];
+  /**
+   * A merge this process made on a test branch (`POST /merges`): the base the branch was assembled
+   * on, and the files the merge changed from its first parent (undefined: too many to list, or
+   * not told).
+   */
+  assembled?: { base: string; files: readonly string[] | undefined };
 }
+
+/** How far a test branch is walked back to its base. */
+const MAX_ASSEMBLY_DEPTH = 256;
 
 /** GitHub's message for a failed call, without anything of the request. */
 export function messageOf(error: unknown): string {
@@ -122,6 +131,27 @@ export class GitHubGitApi {
   /** Keeps what GitHub said of a commit it made (`POST /merges`), so it is not read. */
   rememberCommit(sha: string, facts: CommitFacts): void {
     this.commits.set(sha, facts);
+  }
+
+  /**
+   * The files a test branch's commit `sha` changes from the base it was assembled on, from the
+   * merges this process made there (`POST /merges` lists them); undefined when one of them is not
+   * known here (another process, a restart, too many files).
+   */
+  assembledChanges(sha: string): Set<string> | undefined {
+    const files = new Set<string>();
+    let at = this.commits.get(sha);
+    const base = at?.assembled?.base;
+    if (base === undefined) return undefined;
+    for (let step = 0; step < MAX_ASSEMBLY_DEPTH; step++) {
+      const made = at?.assembled;
+      if (made?.base !== base || made.files === undefined) return undefined;
+      for (const file of made.files) files.add(file);
+      const parent = at?.parents[0];
+      if (parent === base) return files;
+      at = parent === undefined ? undefined : this.commits.get(parent);
+    }
+    return undefined;
   }
 
   async commit(access: GitHubRepositoryAccess, sha: string): Promise<CommitFacts | undefined> {

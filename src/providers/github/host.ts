@@ -109,6 +109,14 @@ export class GitHubGitHost implements GitHost {
     });
   }
 
+  /**
+   * The files a test branch's commit changes from the base it was assembled on, when this process
+   * assembled it (undefined otherwise): what the run's pull requests change, without a compare.
+   */
+  assembledChanges(sha: string): Set<string> | undefined {
+    return this.api.assembledChanges(sha);
+  }
+
   /** The branch CI tests for a run. */
   testBranchName(targetBranch: string, runId: string): string {
     return this.testBranches.testBranchName(targetBranch, runId);

@@ -217,7 +217,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     },
     deps.presence,
   );
-  const ci = createCi(deps, app, repositories);
+  const ci = createCi(deps, app, repositories, gitHost);
   registerCiHandlers(webhooks, ci);
   const { inbox, writer } = createInbox(deps, webhooks, app, installations);
   const reconciler = new GitHubReconciler({
@@ -342,6 +342,7 @@ function createCi(
   deps: GitHubProviderDeps,
   app: GitHubApp,
   repositories: GitHubRepositories,
+  gitHost: GitHubGitHost,
 ): GitHubCi {
   const { settings, stores } = deps;
   return new GitHubCi({
@@ -356,6 +357,7 @@ function createCi(
       deps.ciPollIntervalMs ?? settings.ciPollIntervalMs ?? DEFAULT_CI_POLL_INTERVAL_MS,
     ...(deps.ciFailures ? { failures: deps.ciFailures } : {}),
     pollLease: ciPollLease(stores.presence, leaseOwner()),
+    assembledChanges: (sha) => gitHost.assembledChanges(sha),
   });
 }
 

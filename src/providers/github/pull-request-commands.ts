@@ -104,17 +104,30 @@ function clip(word: string): string {
 
 const WRITERS = new Set(["admin", "maintain", "write"]);
 
-/** GitHub's permission of `login` on the repository: `admin`, `write`, `read`, `none`… */
+/**
+ * GitHub's permission of `login` on the repository: `admin`, `write`, `read`, `none`… Read
+ * afresh each time, conditionally when `conditional` is given (the installation's ETag: a person
+ * who commands the queue again costs a `304`, and a permission taken away is seen at once).
+ */
 export async function collaboratorPermission(
   client: GitHubClient,
   repo: { owner: string; name: string },
   login: string,
+  conditional?: { app: Pick<GitHubApp, "conditionalGet">; installationId: number },
 ): Promise<string> {
   try {
-    const { data } = await client.request(
-      "GET /repos/{owner}/{repo}/collaborators/{username}/permission",
-      { owner: repo.owner, repo: repo.name, username: login },
-    );
+    const route = "GET /repos/{owner}/{repo}/collaborators/{username}/permission";
+    const parameters = { owner: repo.owner, repo: repo.name, username: login };
+    type Permission = { permission: string; role_name: string };
+    const data: Permission = conditional
+      ? (
+          await conditional.app.conditionalGet<Permission>(
+            conditional.installationId,
+            route,
+            parameters,
+          )
+        ).data
+      : (await client.request(route, parameters)).data;
     // `permission` folds maintain into write; the role keeps it.
     return WRITERS.has(data.role_name) ? data.role_name : data.permission;
   } catch (error) {
@@ -142,6 +155,8 @@ export interface PullRequestCommandDeps {
 
 interface Where {
   scope: OrganizationScope & { repository: OwnedRepoRef };
+  /** Conditional reads of the installation, when the App's client is at hand. */
+  app?: Pick<GitHubApp, "conditionalGet">;
   /** GitHub's owner and name of the repository now (what its API takes). */
   github: { owner: string; name: string };
   number: number;
@@ -168,6 +183,7 @@ export function registerPullRequestCommands(
       scope: { ...delivery, repository },
       github: { owner: payload.repository.owner.login, name: payload.repository.name },
       number: issue.number,
+      ...(deps.app ? { app: deps.app } : {}),
     };
     const route = "GET /repos/{owner}/{repo}/pulls/{pull_number}";
     const parameters = {
@@ -237,6 +253,7 @@ export function registerPullRequestCommands(
       scope: { ...delivery, repository },
       github: { owner: payload.repository.owner.login, name: payload.repository.name },
       number: pr.number,
+      ...(deps.app ? { app: deps.app } : {}),
     };
     const login = payload.sender.login;
     if (payload.action === "unlabeled") {
@@ -264,7 +281,12 @@ async function reply(where: Where, body: string): Promise<void> {
 
 /** True when `login` may act; otherwise replies why. */
 async function mayWrite(where: Where, login: string, verb: string): Promise<boolean> {
-  const permission = await collaboratorPermission(where.scope.client, where.github, login);
+  const permission = await collaboratorPermission(
+    where.scope.client,
+    where.github,
+    login,
+    where.app && { app: where.app, installationId: where.scope.installation.id },
+  );
   if (WRITERS.has(permission)) return true;
   await reply(
     where,

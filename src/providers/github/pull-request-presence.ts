@@ -116,7 +116,23 @@ interface CheckRunFields {
   summary: string;
 }
 
-export function renderCheckRun(view: PresenceView): CheckRunFields {
+/**
+ * The queue's check run on a pull request. With the queue's comment on (`beside`), a check run in
+ * progress says only that the pull request is in the queue, and points to the comment: it is
+ * written when it starts and when it concludes, while the comment follows every change (GitHub's
+ * write budget is spent once on each). Alone, it tells where the pull request stands itself.
+ */
+export function renderCheckRun(view: PresenceView, beside = false): CheckRunFields {
+  if (beside && !isTerminal(view.state)) {
+    return {
+      status: "in_progress",
+      title: "In the merge queue",
+      summary: [
+        "Where it stands and why: the merge queue's comment on this pull request.",
+        ...(view.pageUrl ? [`[The pull request on the dashboard](${view.pageUrl})`] : []),
+      ].join("\n\n"),
+    };
+  }
   const title =
     view.position !== null
       ? `${STATE_WORDS[view.state]} (position ${view.position} of ${view.queueLength})`
@@ -377,7 +393,7 @@ export class PullRequestPresence {
       ? (JSON.parse(previous.presented) as Presented)
       : {};
     const comment = commentsEnabled ? renderComment(view) : undefined;
-    const check = statusCheckEnabled ? renderCheckRun(view) : undefined;
+    const check = statusCheckEnabled ? renderCheckRun(view, commentsEnabled) : undefined;
     const label = stateLabelsEnabled ? stateLabel(view.state) : (previous?.stateLabel ?? null);
     const want: Presented = {
       ...(comment ? { comment: digest(comment) } : {}),

@@ -47,6 +47,11 @@ export class GitHubRequiredSources {
       now: () => number;
       /** Default 5 min. */
       ttlMs?: number | undefined;
+      /**
+       * What a tested commit changes from its base, when the test branch's assembly told it (its
+       * merges list their files): no compare then.
+       */
+      assembledChanges?: ((sha: string) => Set<string> | undefined) | undefined;
     },
   ) {}
 
@@ -112,6 +117,8 @@ export class GitHubRequiredSources {
     branch: string,
     sha: string,
   ): Promise<Set<string> | undefined> {
+    const assembled = this.options.assembledChanges?.(sha);
+    if (assembled !== undefined) return Promise.resolve(assembled);
     const name = `${key(access, branch)}\u0000${sha}`;
     const known = this.changed.get(name);
     if (known) return known;

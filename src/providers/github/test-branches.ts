@@ -28,11 +28,23 @@ const MAX_PAIRWISE_PROBES = 8;
 
 type Conflict = Extract<TestBranchResult, { ok: false }>;
 
-/** `POST /merges`'s answer: the merge commit, with its tree and parents. */
+/** `POST /merges`'s answer: the merge commit, with its tree, parents and files. */
 interface MergeCommitPayload {
   sha: string;
   commit?: { tree?: { sha?: string } };
   parents?: { sha: string }[];
+  files?: { filename: string; previous_filename?: string }[];
+}
+
+/** GitHub lists at most 300 files of a commit: a list that long may be cut. */
+const COMMIT_FILES_LIMIT = 300;
+
+/** The files a merge changed, as `POST /merges` lists them; undefined when it may not be all. */
+function filesOf(made: MergeCommitPayload): string[] | undefined {
+  if (made.files === undefined || made.files.length >= COMMIT_FILES_LIMIT) return undefined;
+  return made.files.flatMap((f) =>
+    f.previous_filename === undefined ? [f.filename] : [f.filename, f.previous_filename],
+  );
 }
 
 export interface GitHubTestBranchesDeps {
@@ -100,7 +112,9 @@ export class GitHubTestBranches {
     let current = request.baseSha;
     for (const [index, pr] of request.prs.entries()) {
       const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
-      const merged = await this.mergeOnto(access, scratch, current, pr.headSha, message);
+      const merged = await this.mergeOnto(access, scratch, current, pr.headSha, message, {
+        base: request.baseSha,
+      });
       if (merged === null) {
         return await this.conflict(access, request, index, scratch);
       }
@@ -162,6 +176,8 @@ export class GitHubTestBranches {
     current: string,
     head: string,
     message: string,
+    /** On a test branch (not a probe): the base it is assembled on, kept with each merge. */
+    assembly?: { base: string },
   ): Promise<string | null> {
     let uncertain = false;
     for (let attempt = 1; ; attempt++) {
@@ -215,7 +231,13 @@ export class GitHubTestBranches {
         );
       }
       const tree = made.commit?.tree?.sha;
-      if (tree !== undefined) this.deps.api.rememberCommit(made.sha, { tree, parents });
+      if (tree !== undefined) {
+        this.deps.api.rememberCommit(made.sha, {
+          tree,
+          parents,
+          ...(assembly ? { assembled: { base: assembly.base, files: filesOf(made) } } : {}),
+        });
+      }
       return made.sha;
     }
   }
