@@ -214,10 +214,24 @@ export class GitHubCi implements CiProvider {
     for (const run of runs) await this.schedule(run.queueId, run.runId, what);
   }
 
-  /** A commit status concluded on `sha` (a webhook): the commit's statuses are read again. */
-  async statusConcluded(repo: OwnedRepoRef, sha: string, context: string): Promise<void> {
-    this.commitChecks.statusConcluded(repo, sha, context);
+  /** A commit status concluded on `sha` (a webhook): the run is judged again with it. */
+  async statusConcluded(
+    repo: OwnedRepoRef,
+    sha: string,
+    status: { context: string; state: string; targetUrl: string | null },
+  ): Promise<void> {
+    this.commitChecks.statusConcluded(repo, sha, status);
     await this.commitChanged(repo, sha, "statuses");
+  }
+
+  /** A check run completed on `sha` (a webhook): the run is judged again with it. */
+  async checkRunCompleted(
+    repo: OwnedRepoRef,
+    sha: string,
+    run: { name: string; appId: number | null; conclusion: string | null; url: string | null },
+  ): Promise<void> {
+    this.commitChecks.checkRunCompleted(repo, sha, run);
+    await this.commitChanged(repo, sha, "checks");
   }
 
   /** Watches every stored run still watched (at once: crash safety), then polls them. */
@@ -578,12 +592,23 @@ export function registerCiHandlers(
   handlers: WebhookHandlers,
   ci: Pick<
     GitHubCi,
-    "commitChanged" | "statusConcluded" | "statusPending" | "protectionChanged" | "pushed"
+    | "commitChanged"
+    | "checkRunCompleted"
+    | "statusConcluded"
+    | "statusPending"
+    | "protectionChanged"
+    | "pushed"
   >,
 ): void {
   handlers.forOrganization("check_run.completed", async (delivery) => {
     if (!delivery.repository) return;
-    await ci.commitChanged(delivery.repository, delivery.payload.check_run.head_sha);
+    const run = delivery.payload.check_run;
+    await ci.checkRunCompleted(delivery.repository, run.head_sha, {
+      name: run.name,
+      appId: run.app?.id ?? null,
+      conclusion: run.conclusion,
+      url: run.details_url !== "" ? run.details_url : run.html_url,
+    });
   });
   handlers.forOrganization("check_suite.completed", async (delivery) => {
     if (!delivery.repository) return;
@@ -599,7 +624,11 @@ export function registerCiHandlers(
       });
       return;
     }
-    await ci.statusConcluded(delivery.repository, delivery.payload.sha, delivery.payload.context);
+    await ci.statusConcluded(delivery.repository, delivery.payload.sha, {
+      context: delivery.payload.context,
+      state: delivery.payload.state,
+      targetUrl: delivery.payload.target_url,
+    });
   });
   // What the required checks are read from changed: read them again at the next run.
   handlers.forOrganization(["branch_protection_rule", "repository_ruleset"], (delivery) => {

@@ -48,6 +48,14 @@ export class GitHubCommitChecks {
   private readonly statusesKnown = new BoundedMap<string, Observation[]>(1024);
   /** Per commit, the contexts a webhook said concluded (a late `pending` of one is no news). */
   private readonly concluded = new BoundedMap<string, Set<string>>(1024);
+  /**
+   * Per commit, its check runs as last read, brought up to date by `check_run.completed`
+   * webhooks (GitHub's signed word): a completed check run is taken from its webhook, not read
+   * again. The start of a run and the poll read them whatever (a lost webhook).
+   */
+  private readonly runsKnown = new BoundedMap<string, Observation[]>(1024);
+  /** Commits whose `statusesKnown` came from a read (complete then), not only from webhooks. */
+  private readonly statusesRead = new BoundedMap<string, true>(1024);
 
   constructor(private readonly app: Pick<GitHubApp, "conditionalGet">) {}
 
@@ -83,14 +91,55 @@ export class GitHubCommitChecks {
     ]);
   }
 
-  /** A status concluded on `sha` (a webhook): its statuses are read again at the next read. */
-  statusConcluded(repo: { owner: string; name: string }, sha: string, context: string): void {
+  /**
+   * A status concluded on `sha` (a webhook): taken into the statuses read before, if they were;
+   * else they are read at the next read.
+   */
+  statusConcluded(
+    repo: { owner: string; name: string },
+    sha: string,
+    status: { context: string; state: string; targetUrl: string | null },
+  ): void {
     this.statusesShown(repo);
     const key = commitKey(repo, sha);
-    this.statusesKnown.delete(key);
+    const known = this.statusesRead.get(key) ? this.statusesKnown.get(key) : undefined;
+    if (known === undefined) this.statusesKnown.delete(key);
+    else {
+      this.statusesKnown.set(key, [
+        ...known.filter((o) => o.name !== status.context),
+        {
+          name: status.context,
+          appId: null,
+          kind: "status",
+          conclusion: statusConclusion(status.state),
+          url: status.targetUrl ?? undefined,
+        },
+      ]);
+    }
     const contexts = this.concluded.get(key) ?? new Set<string>();
-    contexts.add(context);
+    contexts.add(status.context);
     this.concluded.set(key, contexts);
+  }
+
+  /** A check run completed on `sha` (a webhook): taken into the check runs read before, if any. */
+  checkRunCompleted(
+    repo: { owner: string; name: string },
+    sha: string,
+    run: { name: string; appId: number | null; conclusion: string | null; url: string | null },
+  ): void {
+    const key = commitKey(repo, sha);
+    const known = this.runsKnown.get(key);
+    if (known === undefined) return;
+    this.runsKnown.set(key, [
+      ...known.filter((o) => !(o.name === run.name && o.appId === run.appId)),
+      {
+        name: run.name,
+        appId: run.appId,
+        kind: "check_run",
+        conclusion: checkRunConclusion(run.conclusion ?? ""),
+        url: run.url ?? undefined,
+      },
+    ]);
   }
 
   /**
@@ -105,17 +154,27 @@ export class GitHubCommitChecks {
     required: readonly RequiredCheck[],
     cause: ReadCause,
   ): Promise<Observation[]> {
-    const runs = await this.readCheckRuns(access, sha);
+    const commit = commitKey(access, sha);
+    // Check runs change with a webhook of theirs, which brings the change; the poll reads anyway.
+    const runsKnown =
+      cause === "start" || cause === "poll" ? undefined : this.runsKnown.get(commit);
+    const runs = runsKnown ?? (await this.readCheckRuns(access, sha));
+    if (runsKnown === undefined) this.runsKnown.set(commit, runs);
     const key = repoKey(access);
     if (!this.statusesMatter(required, runs, cause, this.statusesSeen.get(key))) return runs;
-    const commit = commitKey(access, sha);
     const known = this.statusesKnown.get(commit);
-    // Statuses change only with a webhook of theirs (which reads them); the poll reads anyway.
-    if (known !== undefined && cause !== "statuses" && cause !== "poll") {
+    // Statuses change with a webhook of theirs: a concluded one is taken into those read before
+    // (a `pending` one read or not, changes nothing); the poll reads anyway.
+    if (
+      known !== undefined &&
+      cause !== "poll" &&
+      (cause !== "statuses" || this.statusesRead.get(commit) === true)
+    ) {
       return [...runs, ...known];
     }
     const statuses = await this.readStatuses(access, sha);
     this.statusesKnown.set(commit, statuses);
+    this.statusesRead.set(commit, true);
     if (statuses.length > 0) this.statusesSeen.set(key, true);
     else if (this.statusesSeen.get(key) === undefined) this.statusesSeen.set(key, false);
     return [...runs, ...statuses];
