@@ -336,7 +336,10 @@ export class GitHubCi implements CiProvider {
     const required = prepared.required as WatchedRequired;
     // Nothing has finished on a commit just pushed, unless a webhook said so already: webhooks
     // (and the poll, for one lost) read it when something did.
-    if (cause === "start" && this.unwatchedNews.get(run.request.sha) === undefined) return;
+    if (cause === "start" && this.unwatchedNews.get(run.request.sha) === undefined) {
+      this.commitChecks.nothingYet(access, run.request.sha);
+      return;
+    }
     this.lastRead.set(runKey(queueId, runId), this.deps.clock.now());
     const observed = await this.commitChecks.observe(
       access,

@@ -121,6 +121,17 @@ export class GitHubCommitChecks {
     this.concluded.set(key, contexts);
   }
 
+  /**
+   * A commit just pushed, of which no webhook told anything yet: it has no completed check run
+   * (each that completes comes with a webhook, taken in as it comes; the poll reads the commit,
+   * should one be lost). Its statuses are read when they can decide: a status of a required name
+   * must pass too, and its webhook may come after a check run's.
+   */
+  nothingYet(repo: { owner: string; name: string }, sha: string): void {
+    const key = commitKey(repo, sha);
+    if (this.runsKnown.get(key) === undefined) this.runsKnown.set(key, []);
+  }
+
   /** A check run completed on `sha` (a webhook): taken into the check runs read before, if any. */
   checkRunCompleted(
     repo: { owner: string; name: string },
