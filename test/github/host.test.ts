@@ -585,6 +585,43 @@ describe("merging", () => {
     expect(world.gh.requests.count({ operationId: "pulls/merge", since: mark })).toBe(1);
   });
 
+  it("builds the next test branch on the tested merge that landed, without moving the scratch branch back", async () => {
+    const { request } = await tested({ "next-a.txt": "a\n" }, "run-next-a");
+    const merged = await host.merge(request);
+    expect(merged).toMatchObject({ ok: true });
+    if (!merged.ok) return;
+    const pr = await openPr({ "next-b.txt": "b\n" });
+    const mark = world.gh.requests.mark();
+    const made = await host.createTestBranch({
+      repo,
+      targetBranch: "main",
+      runId: "run-next-b",
+      baseSha: merged.sha,
+      prs: [{ number: pr.number, headSha: pr.headSha }],
+    });
+    if (!made.ok) throw new Error(made.message);
+    // The scratch branch held the same merge as the base (its parents, its tree): not moved.
+    const moves = world.gh.requests
+      .filter({ operationId: "git/update-ref", since: mark })
+      .filter((r) => r.path.includes("trunk-temp"));
+    expect(moves.map((r) => `${r.method} ${r.path} ${String(r.status)}`)).toEqual([]);
+    expect(await treeOf(merged.sha)).toBe(await treeOf(request.testedSha));
+    // What lands is what was tested, checked against the base's tree.
+    const next = await host.merge({
+      repo,
+      targetBranch: "main",
+      prNumber: pr.number,
+      headSha: pr.headSha,
+      expectedBaseSha: merged.sha,
+      method: "merge_commit",
+      title: `Next (#${String(pr.number)})`,
+      testedSha: made.sha,
+    });
+    expect(next).toMatchObject({ ok: true });
+    if (next.ok) expect(await treeOf(next.sha)).toBe(await treeOf(made.sha));
+    expect(await fileAt(made.sha, "next-a.txt")).toBe("a\n");
+  });
+
   it("squashes with the title given", async () => {
     const { request } = await tested({ "squash.txt": "s\n" }, "run-squash");
     const merged = await host.merge({ ...request, method: "squash" });

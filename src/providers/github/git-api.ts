@@ -128,6 +128,11 @@ export class GitHubGitApi {
     }
   }
 
+  /** What is known of a commit here, without asking GitHub. */
+  known(sha: string): CommitFacts | undefined {
+    return this.commits.get(sha);
+  }
+
   /** Keeps what GitHub said of a commit it made (`POST /merges`), so it is not read. */
   rememberCommit(sha: string, facts: CommitFacts): void {
     this.commits.set(sha, facts);

@@ -320,7 +320,17 @@ export class GitHubGitHost implements GitHost {
             commit_title: request.title,
           },
         );
-        return await this.landed(access, request, response.data.sha, expectedTree);
+        const result = await this.landed(access, request, response.data.sha, expectedTree);
+        if (result.ok && request.method === "merge_commit" && expectedTree !== undefined) {
+          // GitHub's merge commit: on the base it was asked to merge onto (checked just before;
+          // the tree check says nothing moved in between), with the pinned head. Kept, so that
+          // the next test branch can tell it holds the same merge.
+          this.api.rememberCommit(result.sha, {
+            tree: expectedTree,
+            parents: [request.expectedBaseSha, request.headSha],
+          });
+        }
+        return result;
       } catch (error) {
         const status = statusOf(error);
         const text = messageOf(error);

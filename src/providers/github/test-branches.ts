@@ -64,6 +64,10 @@ export class GitHubTestBranches {
   private readonly scratchKnown = new Set<string>();
   /** Slot branches published here, and the commit each was last put on. */
   private readonly slotHeads = new BoundedMap<string, string>(1024);
+  /** Test-branch merges taken for the base commit they are the same merge as (`sameMerge`). */
+  private readonly sameAs = new BoundedMap<string, string>(1024);
+  /** Where each scratch branch was left by the last assembly here that finished. */
+  private readonly scratchHeads = new BoundedMap<string, string>(1024);
   /** Assemblies on a queue's scratch branch, one at a time per queue. */
   private readonly assemblies = new SerialPerKey();
 
@@ -104,22 +108,30 @@ export class GitHubTestBranches {
     const access = await this.deps.repositories.resolve(request.repo);
     const branch = this.testBranchName(request.targetBranch, request.runId);
     const scratch = this.scratchBranchName(request.targetBranch);
-    // Known here to exist: moved; else created (moved when it exists after all).
+    // Known here to exist: moved; else created (moved when it exists after all). Left where it
+    // is when it holds the base's very merge already (below).
     const known = `${access.owner}/${access.name}:${scratch}`.toLowerCase();
-    if (this.scratchKnown.has(known)) await this.deps.api.moveRef(access, scratch, request.baseSha);
-    else await this.deps.api.putRef(access, scratch, request.baseSha);
+    const start = this.sameMerge(this.scratchHeads.get(known), request.baseSha);
+    this.scratchHeads.delete(known);
+    if (start !== undefined && start !== request.baseSha) this.sameAs.set(start, request.baseSha);
+    if (start === undefined) {
+      if (this.scratchKnown.has(known)) {
+        await this.deps.api.moveRef(access, scratch, request.baseSha);
+      } else await this.deps.api.putRef(access, scratch, request.baseSha);
+    }
     this.scratchKnown.add(known);
-    let current = request.baseSha;
+    let current = start ?? request.baseSha;
     for (const [index, pr] of request.prs.entries()) {
       const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
       const merged = await this.mergeOnto(access, scratch, current, pr.headSha, message, {
-        base: request.baseSha,
+        base: start ?? request.baseSha,
       });
       if (merged === null) {
         return await this.conflict(access, request, index, scratch);
       }
       current = merged;
     }
+    this.scratchHeads.set(known, current);
     if (request.slot !== undefined) {
       const slotBranch = this.slotBranchName(request.targetBranch, request.slot);
       const slotKey = `${access.owner}/${access.name}:${slotBranch}`.toLowerCase();
@@ -147,6 +159,25 @@ export class GitHubTestBranches {
       return { ok: true, branch, sha: made };
     }
     return { ok: true, branch, sha: current };
+  }
+
+  /**
+   * Where to assemble on `base`: the scratch branch's commit `head` when it is the same merge as
+   * `base` (the same parents and tree: the test branch's merge of a pull request that then landed
+   * as a merge commit on the base just tested), so the branch need not be moved back (a write);
+   * else `base` itself (undefined when the branch is elsewhere). Merging onto either gives the
+   * same trees, and the tested tree is checked against the base's at the merge.
+   */
+  private sameMerge(head: string | undefined, base: string): string | undefined {
+    if (head === undefined || head === base) return head;
+    const ours = this.deps.api.known(head);
+    const theirs = this.deps.api.known(base);
+    if (ours === undefined || theirs === undefined || ours.tree !== theirs.tree) return undefined;
+    // A parent may itself be a merge taken for its base before (runs that follow each other).
+    const same =
+      ours.parents.length === theirs.parents.length &&
+      ours.parents.every((parent, i) => (this.sameAs.get(parent) ?? parent) === theirs.parents[i]);
+    return same ? head : undefined;
   }
 
   /**
