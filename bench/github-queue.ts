@@ -37,8 +37,16 @@ import {
 } from "../test/helpers/github-budget.js";
 import { integerFromEnv } from "./support/env.js";
 import { formatTable } from "./support/table.js";
-import { ROOT, showServerOutput, startServer } from "./support/server.js";
-import { Api } from "./support/api.js";
+import { ROOT, showServerOutput } from "./support/server.js";
+import type { Api } from "./support/api.js";
+import {
+  NAME,
+  OWNER,
+  QUEUE,
+  openGoodPullRequests,
+  prepareRepository,
+  startLinkedServer,
+} from "./support/github.js";
 
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "github-queue.json");
 const PRS = integerFromEnv("BENCH_PRS", 12, 2, 60);
@@ -47,9 +55,6 @@ const GOOD = integerFromEnv("BENCH_GOOD", 1, 0, 1) === 1;
 /** The issue's bar: serial and batching, comments and status checks on. */
 const TARGET_PER_MERGED_PR = 12;
 const SCENARIO_TIMEOUT_MS = 10 * 60_000;
-const OWNER = "acme";
-const NAME = "widgets";
-const QUEUE = { repo: { host: "github.com", owner: OWNER, name: NAME }, targetBranch: "main" };
 
 interface Scenario {
   name: string;
@@ -73,31 +78,8 @@ interface ScenarioResult {
 
 /** The good workload: PRS pull requests of their own file, opened; their numbers. */
 async function prepareGood(gh: FakeGitHub): Promise<number[]> {
-  gh.createOrganization(OWNER);
-  gh.createUser("alice");
-  gh.addOrgMember(OWNER, "alice", "admin");
-  await gh.createRepository({ owner: OWNER, name: NAME, files: { "README.md": "widgets\n" } });
-  gh.configureCi(`${OWNER}/${NAME}`, [
-    {
-      name: "test",
-      on: { push: { branches: ["trunk-merge/**"] } },
-      checks: [{ name: "ci", outcome: "pass" }],
-    },
-  ]);
-  const numbers: number[] = [];
-  for (let k = 1; k <= PRS; k++) {
-    await gh.commit(`${OWNER}/${NAME}`, {
-      branch: `change-${String(k)}`,
-      from: "main",
-      files: { [`change-${String(k)}.txt`]: `change ${String(k)}\n` },
-      by: "alice",
-    });
-    numbers.push(
-      await gh.openPullRequest(`${OWNER}/${NAME}`, { head: `change-${String(k)}`, by: "alice" }),
-    );
-  }
-  await gh.settleWebhooks();
-  return numbers;
+  await prepareRepository(gh);
+  return openGoodPullRequests(gh, PRS);
 }
 
 async function scenario(spec: Scenario): Promise<ScenarioResult> {
@@ -110,35 +92,14 @@ async function scenario(spec: Scenario): Promise<ScenarioResult> {
     const numbers = realistic
       ? await prepareBudgetRepository(gh, app, { owner: OWNER, name: NAME }, REALISTIC_PRS)
       : await prepareGood(gh);
-    const server = await startServer({
+    const { server, api } = await startLinkedServer({
+      gh,
+      app,
       token,
       dataDir,
-      env: {
-        MAINLINE_GITHUB_APP_ID: String(app.id),
-        MAINLINE_GITHUB_PRIVATE_KEY: app.privateKey,
-        MAINLINE_GITHUB_WEBHOOK_SECRET: app.webhookSecret,
-        MAINLINE_GITHUB_API_URL: gh.url,
-        MAINLINE_GITHUB_HOST: "github.com",
-      },
+      settings: { ...(realistic ? {} : { requiredStatuses: ["ci"] }), ...spec.settings },
     });
     try {
-      gh.setWebhookUrls(app.id, [`${server.baseUrl}/webhooks/github`]);
-      const installationId = gh.installApp(app.id, { account: OWNER, repositories: "all" }).id;
-      const api = new Api(server.baseUrl, token);
-      await gh.settleWebhooks();
-      await api.call("github/linkInstallation", {
-        installationId,
-        githubToken: gh.createUserToken("alice"),
-      });
-      await api.call("createQueue", QUEUE);
-      await api.call("updateQueue", {
-        ...QUEUE,
-        commentsEnabled: true,
-        statusCheckEnabled: true,
-        ...(realistic ? {} : { requiredStatuses: ["ci"] }),
-        testingTimeoutMinutes: 0,
-        ...spec.settings,
-      });
       const outcome: BudgetOutcome = realistic
         ? await runBudgetScenario({
             gh,

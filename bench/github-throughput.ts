@@ -4,7 +4,8 @@
  * and how the queue's writes share it with the comment, the check run and the labels. A real
  * `mainline serve` (built) against the fake GitHub (real git; its Actions-like CI passes every
  * push to `trunk-merge/**` at once), comments and status checks on, PRS good pull requests
- * submitted at once, serial, then in batches of BATCH. Measured from the first submission to the
+ * submitted at once: serial (squash, the default), serial with merge commits (where the next test
+ * branch is built on the tested merge that landed), then in batches of BATCH. Measured from the first submission to the
  * last merge: merged pull requests per minute. The same scenario runs on the build of BASELINE
  * (a git revision, built in a temporary worktree) and on this checkout's, in one run.
  *
@@ -20,9 +21,16 @@ import os from "node:os";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { FakeGitHub } from "../test/helpers/fake-github/index.js";
-import { Api } from "./support/api.js";
 import { integerFromEnv } from "./support/env.js";
-import { ROOT, showServerOutput, startServer } from "./support/server.js";
+import {
+  NAME,
+  OWNER,
+  QUEUE,
+  openGoodPullRequests,
+  prepareRepository,
+  startLinkedServer,
+} from "./support/github.js";
+import { ROOT, showServerOutput } from "./support/server.js";
 import { formatTable } from "./support/table.js";
 
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "github-throughput.json");
@@ -33,9 +41,6 @@ const BASELINE = process.env.BENCH_BASELINE ?? "bc18c5d";
 /** The issue's bar: at least twice the merges a minute of the baseline. */
 const TARGET_RATIO = 2;
 const SCENARIO_TIMEOUT_MS = 10 * 60_000;
-const OWNER = "acme";
-const NAME = "widgets";
-const QUEUE = { repo: { host: "github.com", owner: OWNER, name: NAME }, targetBranch: "main" };
 
 interface Mode {
   name: string;
@@ -44,6 +49,10 @@ interface Mode {
 
 const MODES: Mode[] = [
   { name: "serial", settings: { mode: "single", concurrency: 1, batch: false } },
+  {
+    name: "serial, merge commits",
+    settings: { mode: "single", concurrency: 1, batch: false, mergeMethod: "merge_commit" },
+  },
   {
     name: `batches of ${String(BATCH)}`,
     settings: {
@@ -87,59 +96,17 @@ async function run(build: string, entry: string, mode: Mode): Promise<Result> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "mainline-bench-ghtp-"));
   const token = randomBytes(24).toString("hex");
   try {
-    gh.createOrganization(OWNER);
-    gh.createUser("alice");
-    gh.addOrgMember(OWNER, "alice", "admin");
-    await gh.createRepository({ owner: OWNER, name: NAME, files: { "README.md": "widgets\n" } });
-    gh.configureCi(`${OWNER}/${NAME}`, [
-      {
-        name: "test",
-        on: { push: { branches: ["trunk-merge/**"] } },
-        checks: [{ name: "ci", outcome: "pass" }],
-      },
-    ]);
-    const server = await startServer({
+    await prepareRepository(gh);
+    const numbers = await openGoodPullRequests(gh, PRS);
+    const { server, api } = await startLinkedServer({
+      gh,
+      app,
       token,
       dataDir,
       builtEntry: entry,
-      env: {
-        MAINLINE_GITHUB_APP_ID: String(app.id),
-        MAINLINE_GITHUB_PRIVATE_KEY: app.privateKey,
-        MAINLINE_GITHUB_WEBHOOK_SECRET: app.webhookSecret,
-        MAINLINE_GITHUB_API_URL: gh.url,
-        MAINLINE_GITHUB_HOST: "github.com",
-      },
+      settings: mode.settings,
     });
     try {
-      gh.setWebhookUrls(app.id, [`${server.baseUrl}/webhooks/github`]);
-      const installationId = gh.installApp(app.id, { account: OWNER, repositories: "all" }).id;
-      const api = new Api(server.baseUrl, token);
-      await gh.settleWebhooks();
-      await api.call("github/linkInstallation", {
-        installationId,
-        githubToken: gh.createUserToken("alice"),
-      });
-      await api.call("createQueue", QUEUE);
-      await api.call("updateQueue", {
-        ...QUEUE,
-        commentsEnabled: true,
-        statusCheckEnabled: true,
-        requiredStatuses: ["ci"],
-        testingTimeoutMinutes: 0,
-        ...mode.settings,
-      });
-      const numbers: number[] = [];
-      for (let k = 1; k <= PRS; k++) {
-        const branch = `change-${String(k)}`;
-        await gh.commit(`${OWNER}/${NAME}`, {
-          branch,
-          from: "main",
-          files: { [`${branch}.txt`]: `change ${String(k)}\n` },
-          by: "alice",
-        });
-        numbers.push(await gh.openPullRequest(`${OWNER}/${NAME}`, { head: branch, by: "alice" }));
-      }
-      await gh.settleWebhooks();
       const started = Date.now();
       for (const number of numbers) {
         await api.call("submitPullRequest", { ...QUEUE, pr: { number } });
