@@ -84,16 +84,29 @@ export function cutPoints(passed: number, failsAt: number, slots: number): numbe
 }
 
 function startRound(p: PlanningState, group: BisectionGroup, slots: number): number {
-  // On top of what will land before it (PRs cleared already included), so that the run still
-  // matches the branch when they have merged; in parallel mode only what it depends on. Only on
-  // what has passed: a prefix's failure must be its own (not a PR ahead still being tested, nor
-  // another localization's presumption).
-  const plans = cutPoints(group.passed, group.failsAt, slots).map((length) => {
+  const lengths = cutPoints(group.passed, group.failsAt, slots);
+  if (!startPrefixes(p, group, lengths)) return 0;
+  const what =
+    lengths.length === 1
+      ? `testing 1 prefix of batch run ${group.runId}`
+      : `testing ${lengths.length} prefixes of batch run ${group.runId} at once`;
+  recordStarted(p, group, () => `${what} to find the failing pull request`);
+  return lengths.length;
+}
+
+/**
+ * Prefix runs of these lengths, on top of what will land before them (PRs cleared already
+ * included), so that each still matches the branch when they have merged; in parallel mode only
+ * on what it depends on. Only on what has passed: a prefix's failure must be its own (not a PR
+ * ahead still being tested, nor another localization's presumption). False: none started yet.
+ */
+function startPrefixes(p: PlanningState, group: BisectionGroup, lengths: number[]): boolean {
+  const plans = lengths.map((length) => {
     const unit = group.entries.slice(group.passed, length);
     return { length, unit, ahead: inFlightAhead(p, unit) };
   });
-  if (plans.some((plan) => !plan.ahead.every((id) => proven(p, id)))) return 0;
-  const lengths = plans.map((plan) => plan.length);
+  if (plans.length === 0 || plans.some((plan) => plan.unit.length === 0)) return false;
+  if (plans.some((plan) => !plan.ahead.every((id) => proven(p, id)))) return false;
   const failed = p.s.runs[group.failedRunId];
   for (const { length, unit, ahead } of plans) {
     const run = newRun(p, {
@@ -107,10 +120,11 @@ function startRound(p: PlanningState, group: BisectionGroup, slots: number): num
     group.prefixes.push({ length, runId: run.id });
   }
   group.roundStartedAt = p.now;
-  const what =
-    lengths.length === 1
-      ? `testing 1 prefix of batch run ${group.runId}`
-      : `testing ${lengths.length} prefixes of batch run ${group.runId} at once`;
+  return true;
+}
+
+/** On the timeline of each pull request still undecided: the localization's next step. */
+function recordStarted(p: PlanningState, group: BisectionGroup, detail: (entry: Entry) => string) {
   for (const id of undecided(p, group)) {
     const entry = entryOf(p, id);
     record(
@@ -120,10 +134,9 @@ function startRound(p: PlanningState, group: BisectionGroup, slots: number): num
       "bisection_started",
       QUEUE_ACTOR,
       group.failedRunId,
-      `${what} to find the failing pull request`,
+      detail(entry),
     );
   }
-  return lengths.length;
 }
 
 /**
@@ -137,32 +150,13 @@ function unconfirmed(group: BisectionGroup): boolean {
 
 /** The culprit's prefix tested again on what passed: its failure, or a flake. */
 function confirm(p: PlanningState, group: BisectionGroup): number {
-  const unit = group.entries.slice(group.passed, group.failsAt);
-  const ahead = inFlightAhead(p, unit);
-  if (unit.length === 0 || !ahead.every((id) => proven(p, id))) return 0;
-  const failed = p.s.runs[group.failedRunId];
-  const run = newRun(p, {
-    kind: "bisection",
-    ahead,
-    unit,
-    attempt: 1,
-    bisectionGroup: group.id,
-    failFirst: { fromRunId: group.failedRunId, checks: [...(failed?.failingChecks ?? [])] },
-  });
-  group.prefixes.push({ length: group.failsAt, runId: run.id });
-  group.roundStartedAt = p.now;
-  for (const id of undecided(p, group)) {
-    const entry = entryOf(p, id);
-    record(
-      p,
-      entry,
-      entry.state,
-      "bisection_started",
-      QUEUE_ACTOR,
-      group.failedRunId,
+  if (!startPrefixes(p, group, [group.failsAt])) return 0;
+  recordStarted(
+    p,
+    group,
+    (entry) =>
       `everything before #${String(entry.pr.number)} passed: testing it once more before failing it on batch run ${group.runId} alone`,
-    );
-  }
+  );
   return 1;
 }
 
