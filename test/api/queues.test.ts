@@ -33,6 +33,7 @@ describe("createQueue", () => {
       branch: "create-defaults",
       enqueuedPullRequests: [],
       localizations: [],
+      host: { state: "ok" },
     });
   });
 
@@ -168,7 +169,15 @@ describe("updateQueue", () => {
     expect(updated.status).toBe(200);
     expect(updated.body).toEqual({ ...everySetting, branch: address.targetBranch });
     const read = await server.call("getQueue", address);
-    expect(read.body).toEqual({
+    // The queue's host (github.com) has no provider on this server: once a step of the queue
+    // asked it anything, getQueue says so (Mainline's extension).
+    const { host, ...rest } = read.body;
+    expect(
+      JSON.stringify(host) === '{"state":"ok"}' ||
+        /no provider for host github\.com/.test(JSON.stringify(host)),
+      JSON.stringify(host),
+    ).toBe(true);
+    expect(rest).toEqual({
       ...everySetting,
       branch: address.targetBranch,
       enqueuedPullRequests: [],
@@ -327,6 +336,7 @@ describe("updateQueue", () => {
       branch: address.targetBranch,
       enqueuedPullRequests: [],
       localizations: [],
+      host: { state: "ok" },
     });
   });
 
