@@ -76,6 +76,7 @@ describe("queue commands with --url and --token", () => {
       branch: "flags",
       enqueuedPullRequests: [],
       localizations: [],
+      host: { state: "ok" },
     });
   });
 
@@ -175,6 +176,7 @@ describe("queue commands with MAINLINE_URL and MAINLINE_TOKEN", () => {
       branch: "from-env",
       enqueuedPullRequests: [],
       localizations: [],
+      host: { state: "ok" },
     });
 
     const updated = parsed(
