@@ -31,6 +31,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { FakeGitHub } from "../test/helpers/fake-github/index.js";
 import {
   REALISTIC_PRS,
+  countRequests,
   prepareBudgetRepository,
   runBudgetScenario,
   type BudgetOutcome,
@@ -157,33 +158,14 @@ async function runGood(gh: FakeGitHub, api: Api, numbers: number[]): Promise<Bud
     await delay(250);
   }
   const wallMs = Date.now() - started;
-  const quietSince = Date.now();
-  let heard = -1;
-  while (gh.requests.entries.length !== heard && Date.now() - quietSince < 60_000) {
-    heard = gh.requests.entries.length;
-    await gh.settleWebhooks();
-    await delay(3000);
-  }
-  const made = gh.requests.entries.filter(
-    (entry) => entry.seq >= mark && entry.installationId !== null,
-  );
-  const notModified = made.filter((entry) => entry.status === 304).length;
-  const byOperation: Record<string, number> = {};
-  for (const entry of made) {
-    if (entry.status === 304) continue;
-    byOperation[entry.operationId] = (byOperation[entry.operationId] ?? 0) + 1;
-  }
+  const counted = await countRequests(gh, mark);
   const merged = states.filter((s) => s.state === "merged").length;
-  const requests = made.length - notModified;
   return {
     merged,
     failed: states.length - merged,
     states: states.map((s) => ({ ...s, kind: "good" })),
-    requests,
-    notModified,
-    perMergedPr: merged > 0 ? Math.round((requests / merged) * 10) / 10 : null,
-    byOperation,
-    lines: made.map((e) => `${String(e.status)} ${e.method} ${e.path}`),
+    ...counted,
+    perMergedPr: merged > 0 ? Math.round((counted.requests / merged) * 10) / 10 : null,
     submissions: numbers.length,
     startedAt: started,
     wallMs,

@@ -227,8 +227,33 @@ export async function runBudgetScenario(options: {
     await delay(250);
   }
   const wallMs = Date.now() - started;
-  // The last comment and check updates follow the last merge: until GitHub hears nothing more
-  // for 3 s (a minute at most).
+  const counted = await countRequests(gh, mark);
+  const finalStates = prs.map((pr, index) => {
+    const number = numbers[index] as number;
+    return { number, kind: pr.kind, state: states.get(number) ?? "unknown" };
+  });
+  const merged = finalStates.filter((s) => s.state === "merged").length;
+  return {
+    merged,
+    failed: finalStates.length - merged,
+    states: finalStates,
+    ...counted,
+    perMergedPr: merged > 0 ? Math.round((counted.requests / merged) * 10) / 10 : null,
+    submissions: prs.length + (resubmitted ? 1 : 0),
+    startedAt: started,
+    wallMs,
+  };
+}
+
+/**
+ * Every request Mainline made to GitHub since `mark`, counted once GitHub has heard nothing more
+ * for 3 s (the last comment and check updates follow the last merge; a minute at most): `304`s
+ * (free of rate limit) apart, by operation, and one line each.
+ */
+export async function countRequests(
+  gh: FakeGitHub,
+  mark: number,
+): Promise<Pick<BudgetOutcome, "requests" | "notModified" | "byOperation" | "lines">> {
   const quietSince = Date.now();
   let heard = -1;
   while (gh.requests.entries.length !== heard && Date.now() - quietSince < 60_000) {
@@ -245,23 +270,10 @@ export async function runBudgetScenario(options: {
     if (entry.status === 304) continue;
     byOperation[entry.operationId] = (byOperation[entry.operationId] ?? 0) + 1;
   }
-  const finalStates = prs.map((pr, index) => {
-    const number = numbers[index] as number;
-    return { number, kind: pr.kind, state: states.get(number) ?? "unknown" };
-  });
-  const merged = finalStates.filter((s) => s.state === "merged").length;
-  const requests = made.length - notModified;
   return {
-    merged,
-    failed: finalStates.length - merged,
-    states: finalStates,
-    requests,
+    requests: made.length - notModified,
     notModified,
-    perMergedPr: merged > 0 ? Math.round((requests / merged) * 10) / 10 : null,
     byOperation,
     lines: made.map((e) => `${String(e.status)} ${e.method} ${e.path}`),
-    submissions: prs.length + (resubmitted ? 1 : 0),
-    startedAt: started,
-    wallMs,
   };
 }
