@@ -547,6 +547,11 @@ export class MergeQueueEngine {
         applied.push({ id: command.id, result: { ok: true } });
         continue;
       }
+      // The target branch moved where the queue's base already is (its own merge): nothing to read.
+      if (payload.type === "branch_moved" && payload.headSha === snapshot.base.headSha) {
+        applied.push({ id: command.id, result: { ok: true } });
+        continue;
+      }
       const event = await work.toEvent(payload);
       if ("error" in event) {
         applied.push({ id: command.id, result: event.error });

@@ -14,6 +14,8 @@ export type HostChange =
       type: "branch_moved";
       repo: OwnedRepoRef;
       branch: string;
+      /** Where the host said the branch went, when it said (a queue already there reads nothing). */
+      headSha?: string;
       /** The open pull requests whose head is this branch (they moved with it). */
       pullRequests: readonly number[];
     }
@@ -58,7 +60,14 @@ export class HostChanges {
     }
     return queues.flatMap((queue) => {
       const commands: QueueCommand[] = [
-        ...(queue.targetBranch === change.branch ? [{ type: "branch_moved" as const }] : []),
+        ...(queue.targetBranch === change.branch
+          ? [
+              {
+                type: "branch_moved" as const,
+                ...(change.headSha ? { headSha: change.headSha } : {}),
+              },
+            ]
+          : []),
         ...change.pullRequests.map((prNumber) => ({ type: "pr_changed" as const, prNumber })),
       ];
       return commands.map((command) => ({ queueId: queue.id, command }));

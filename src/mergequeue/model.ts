@@ -426,5 +426,8 @@ export type QueueCommand =
   | { type: "reload_settings" }
   /** The git host saw a PR change (pushed to, closed, retargeted); the driver reads it again. */
   | { type: "pr_changed"; prNumber: number }
-  /** The git host saw the target branch move; the driver reads its head again. */
-  | { type: "branch_moved" };
+  /**
+   * The git host saw the target branch move (to `headSha`, when it said); the driver reads its
+   * head again, unless the queue's base is already there (its own merge, heard of again).
+   */
+  | { type: "branch_moved"; headSha?: string };

@@ -285,7 +285,11 @@ describe("the server's reconcile loop", () => {
 
     gh.setWebhookChaos({ drop: 1 });
     await gh.pushToPullRequest(REPO, number, { "six.txt": "2\n" });
-    await gh.commit(REPO, { branch: "main", files: { "base.txt": "again\n" }, by: "alice" });
+    const mainHead = await gh.commit(REPO, {
+      branch: "main",
+      files: { "base.txt": "again\n" },
+      by: "alice",
+    });
     await settle(world, server);
     // Nothing arrived.
     expect(await commandsOf(queue)).toEqual(commandsBefore);
@@ -294,7 +298,11 @@ describe("the server's reconcile loop", () => {
     expect(report.failed).toBe(0);
     const added = (await commandsOf(queue)).slice(commandsBefore.length);
     expect(added).toEqual(
-      expect.arrayContaining([{ type: "branch_moved" }, { type: "pr_changed", prNumber: number }]),
+      expect.arrayContaining([
+        // Where the branch went, as the pass read it: a queue already there reads nothing more.
+        { type: "branch_moved", headSha: mainHead },
+        { type: "pr_changed", prNumber: number },
+      ]),
     );
     expect(added).toHaveLength(2);
     gh.setWebhookChaos({});

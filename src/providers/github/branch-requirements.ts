@@ -4,6 +4,7 @@
  * GitHub enforces them on the merge itself whatever these reads said.
  */
 import { SECOND_MS } from "../../lib/time.js";
+import { statusOf } from "./conditional.js";
 import type { GitHubGitApi, PullPayload } from "./git-api.js";
 import type { GitHubRepositoryAccess } from "./repositories.js";
 import {
@@ -41,6 +42,8 @@ export interface BranchRequirements {
   dismissStale: boolean;
   /** GitHub's required checks, each with the App it is pinned to (if any). */
   checks: RequiredCheck[];
+  /** GitHub refused the classic protection's read (403): its checks are not known. */
+  protectionRefused: boolean;
 }
 
 /** How long a branch's protection and rulesets read serve (webhooks forget them sooner). */
@@ -98,13 +101,23 @@ export class GitHubBranchRequirements {
   }
 
   private async read(access: GitHubRepositoryAccess, branch: string): Promise<BranchRequirements> {
-    const requirements: BranchRequirements = { approvals: 0, dismissStale: false, checks: [] };
-    const protection = await this.api.get<ProtectionPayload>(
-      access,
-      "GET /repos/{owner}/{repo}/branches/{branch}/protection",
-      { branch },
-      [403],
-    );
+    const requirements: BranchRequirements = {
+      approvals: 0,
+      dismissStale: false,
+      checks: [],
+      protectionRefused: false,
+    };
+    let protection: ProtectionPayload | undefined;
+    try {
+      protection = await this.api.get<ProtectionPayload>(
+        access,
+        "GET /repos/{owner}/{repo}/branches/{branch}/protection",
+        { branch },
+      );
+    } catch (error) {
+      if (statusOf(error) !== 403) throw error;
+      requirements.protectionRefused = true;
+    }
     const reviews = protection?.required_pull_request_reviews;
     if (reviews) {
       requirements.approvals = reviews.required_approving_review_count ?? 0;
@@ -130,6 +143,21 @@ export class GitHubBranchRequirements {
       rules,
     );
     return requirements;
+  }
+
+  /**
+   * The checks the branch's protection and active rulesets require, from the same kept read.
+   * Thrown when GitHub refused the protection's read: reading "no checks" from a refusal would let
+   * untested code through.
+   */
+  async requiredChecks(access: GitHubRepositoryAccess, branch: string): Promise<RequiredCheck[]> {
+    const requirements = await this.of(access, branch);
+    if (requirements.protectionRefused) {
+      throw new Error(
+        `GitHub refused to show ${access.owner}/${access.name}'s protection of ${branch} (403): the App needs the "Administration: read" permission to know its required checks`,
+      );
+    }
+    return requirements.checks;
   }
 
   /** Whether enough distinct reviewers approved (each reviewer's latest verdict counts). */

@@ -80,6 +80,8 @@ export interface GitHubCiDeps {
   requiredSourcesTtlMs?: number;
   /** What a tested commit changes from its base, when its assembly here told it. */
   assembledChanges?: (sha: string) => Set<string> | undefined;
+  /** The target branch's required checks as the git host keeps them (else read here). */
+  branchChecks?: (access: GitHubRepositoryAccess, branch: string) => Promise<RequiredCheck[]>;
   /**
    * The lease that lets one process at a time run the poll loop (processes sharing a database);
    * without it every process polls.
@@ -123,6 +125,7 @@ export class GitHubCi implements CiProvider {
       now: () => deps.clock.now(),
       ttlMs: deps.requiredSourcesTtlMs,
       assembledChanges: deps.assembledChanges,
+      branchChecks: deps.branchChecks,
     });
   }
 

@@ -303,10 +303,17 @@ function registerGitHostCacheHandlers(webhooks: WebhookHandlers, gitHost: GitHub
     return Promise.resolve();
   });
   webhooks.forOrganization("push", (delivery) => {
-    const { after, head_commit: head } = delivery.payload;
-    if (delivery.repository && head && head.id === after) {
-      gitHost.pushed(delivery.repository, after, head.tree_id);
+    const { after, ref, head_commit: head } = delivery.payload;
+    if (!delivery.repository) return Promise.resolve();
+    if (ref.startsWith("refs/heads/")) {
+      gitHost.heard(delivery.repository, { branch: ref.slice("refs/heads/".length), sha: after });
     }
+    if (head && head.id === after) gitHost.pushed(delivery.repository, after, head.tree_id);
+    return Promise.resolve();
+  });
+  // Whether the repository's webhooks are flowing: a merge trusts their word on its base then.
+  webhooks.forOrganization(["status", "check_run", "check_suite", "pull_request"], (delivery) => {
+    if (delivery.repository) gitHost.heard(delivery.repository);
     return Promise.resolve();
   });
   webhooks.forOrganization(["branch_protection_rule", "repository_ruleset"], (delivery) => {
@@ -358,6 +365,7 @@ function createCi(
     ...(deps.ciFailures ? { failures: deps.ciFailures } : {}),
     pollLease: ciPollLease(stores.presence, leaseOwner()),
     assembledChanges: (sha) => gitHost.assembledChanges(sha),
+    branchChecks: (access, branch) => gitHost.requiredChecks(access, branch),
   });
 }
 

@@ -52,11 +52,18 @@ export class GitHubRequiredSources {
        * merges list their files): no compare then.
        */
       assembledChanges?: ((sha: string) => Set<string> | undefined) | undefined;
+      /**
+       * The target branch's required checks as the git host keeps them (its readiness reads
+       * protection and rulesets too): one read serves both.
+       */
+      branchChecks?:
+        ((access: GitHubRepositoryAccess, branch: string) => Promise<RequiredCheck[]>) | undefined;
     },
   ) {}
 
   /** The target branch's required checks (protection and active rulesets, unioned). */
   requiredChecks(access: GitHubRepositoryAccess, branch: string): Promise<RequiredCheck[]> {
+    if (this.options.branchChecks) return this.options.branchChecks(access, branch);
     return this.kept(this.protection, key(access, branch), () =>
       readRequiredChecks(access.client, access, branch),
     );
