@@ -181,7 +181,8 @@ async function finishRun(number: number, conclusion: "success" | "failure"): Pro
 
 describe("comment commands", () => {
   it("a writer's `/trunk merge` submits the pull request, acknowledged with a reaction", async () => {
-    await setQueue({ state: "paused" });
+    // With the queue's comment off, the reaction is the only answer a command gets.
+    await setQueue({ state: "paused", commentsEnabled: false });
     const pr = await openPr();
     const id = world.gh.comment(REPO_NAME, pr.number, "/trunk merge --priority=high", {
       by: "bob",
@@ -219,6 +220,19 @@ describe("comment commands", () => {
       { repo: WIDGETS, targetBranch: "main", pr: { number: pr.number }, includeTimeline: true },
     );
     expect(timeline.body.timeline.map((t) => t.actor.name)).toContain("github:bob");
+    await setQueue({ commentsEnabled: true });
+  });
+
+  it("with the queue's comment on, that comment answers `/trunk merge`: no reaction", async () => {
+    await setQueue({ state: "paused" });
+    const pr = await openPr();
+    const id = world.gh.comment(REPO_NAME, pr.number, "/trunk merge", { by: "bob" });
+    await settled();
+    await expect.poll(queuedNumbers, LONG).toContain(pr.number);
+    await expect.poll(() => stickies(pr.number).map((c) => c.body), LONG).toEqual([
+      expect.stringContaining("**Queued**"),
+    ]);
+    expect(comments(pr.number).find((c) => c.id === id)?.reactions).toEqual([]);
   });
 
   it("refuses a reader's and a triager's command with a reply, changing nothing", async () => {

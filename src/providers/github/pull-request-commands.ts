@@ -221,7 +221,8 @@ export function registerPullRequestCommands(
     const verb = command.kind === "merge" ? "submit this pull request" : "cancel it";
     if (!(await mayWrite(where, login, verb))) return;
     const done = await act(deps, where, queue, login, command);
-    if (done) {
+    // The queue's comment, when it shows one, answers the command: a reaction would repeat it.
+    if (done && !queue.configuration.commentsEnabled) {
       await delivery.client.request(
         "POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
         {
