@@ -585,41 +585,62 @@ describe("merging", () => {
     expect(world.gh.requests.count({ operationId: "pulls/merge", since: mark })).toBe(1);
   });
 
-  it("builds the next test branch on the tested merge that landed, without moving the scratch branch back", async () => {
-    const { request } = await tested({ "next-a.txt": "a\n" }, "run-next-a");
-    const merged = await host.merge(request);
-    expect(merged).toMatchObject({ ok: true });
-    if (!merged.ok) return;
-    const pr = await openPr({ "next-b.txt": "b\n" });
-    const mark = world.gh.requests.mark();
-    const made = await host.createTestBranch({
-      repo,
-      targetBranch: "main",
-      runId: "run-next-b",
-      baseSha: merged.sha,
-      prs: [{ number: pr.number, headSha: pr.headSha }],
-    });
-    if (!made.ok) throw new Error(made.message);
-    // The scratch branch held the same merge as the base (its parents, its tree): not moved.
-    const moves = world.gh.requests
-      .filter({ operationId: "git/update-ref", since: mark })
-      .filter((r) => r.path.includes("trunk-temp"));
-    expect(moves.map((r) => `${r.method} ${r.path} ${String(r.status)}`)).toEqual([]);
-    expect(await treeOf(merged.sha)).toBe(await treeOf(request.testedSha));
-    // What lands is what was tested, checked against the base's tree.
-    const next = await host.merge({
-      repo,
-      targetBranch: "main",
-      prNumber: pr.number,
-      headSha: pr.headSha,
-      expectedBaseSha: merged.sha,
-      method: "merge_commit",
-      title: `Next (#${String(pr.number)})`,
-      testedSha: made.sha,
-    });
-    expect(next).toMatchObject({ ok: true });
-    if (next.ok) expect(await treeOf(next.sha)).toBe(await treeOf(made.sha));
-    expect(await fileAt(made.sha, "next-a.txt")).toBe("a\n");
+  it.each(["merge_commit", "squash"] as const)(
+    "builds the next test branch on the tested merge that landed (%s), without moving the scratch branch back",
+    async (method) => {
+      const { request } = await tested({ [`next-a-${method}.txt`]: "a\n" }, `run-next-a-${method}`);
+      const merged = await host.merge({ ...request, method });
+      expect(merged).toMatchObject({ ok: true });
+      if (!merged.ok) return;
+      const pr = await openPr({ [`next-b-${method}.txt`]: "b\n" });
+      const mark = world.gh.requests.mark();
+      const made = await host.createTestBranch({
+        repo,
+        targetBranch: "main",
+        runId: `run-next-b-${method}`,
+        baseSha: merged.sha,
+        prs: [{ number: pr.number, headSha: pr.headSha }],
+      });
+      if (!made.ok) throw new Error(made.message);
+      // The scratch branch held the same merge as the base (its tree; its parents, or its first
+      // parent for a squash): not moved.
+      const moves = world.gh.requests
+        .filter({ operationId: "git/update-ref", since: mark })
+        .filter((r) => r.path.includes("trunk-temp"));
+      expect(moves.map((r) => `${r.method} ${r.path} ${String(r.status)}`)).toEqual([]);
+      expect(await treeOf(merged.sha)).toBe(await treeOf(request.testedSha));
+      // What lands is what was tested, checked against the base's tree.
+      const next = await host.merge({
+        repo,
+        targetBranch: "main",
+        prNumber: pr.number,
+        headSha: pr.headSha,
+        expectedBaseSha: merged.sha,
+        method,
+        title: `Next (#${String(pr.number)})`,
+        testedSha: made.sha,
+      });
+      expect(next).toMatchObject({ ok: true });
+      if (next.ok) expect(await treeOf(next.sha)).toBe(await treeOf(made.sha));
+      expect(await fileAt(made.sha, `next-a-${method}.txt`)).toBe("a\n");
+    },
+  );
+
+  it("takes the base from the webhooks while they flow, and reads it when they do not", async () => {
+    const github = { owner: "acme-gh", name: "widgets" };
+    const first = await tested({ "heard-a.txt": "a\n" }, "run-heard-a");
+    // The last push the webhooks told of on main is the expected base, and they are flowing.
+    host.heard(github, { branch: "main", sha: first.request.expectedBaseSha });
+    let mark = world.gh.requests.mark();
+    expect(await host.merge(first.request)).toMatchObject({ ok: true });
+    expect(world.gh.requests.count({ operationId: "git/get-ref", since: mark })).toBe(0);
+
+    // The last push they told of went elsewhere: the base is read (and is where it was expected).
+    const second = await tested({ "heard-b.txt": "b\n" }, "run-heard-b");
+    host.heard(github, { branch: "main", sha: "0".repeat(40) });
+    mark = world.gh.requests.mark();
+    expect(await host.merge(second.request)).toMatchObject({ ok: true });
+    expect(world.gh.requests.count({ operationId: "git/get-ref", since: mark })).toBe(1);
   });
 
   it("squashes with the title given", async () => {

@@ -18,6 +18,7 @@ import type { MergeMethod } from "../../mergequeue/settings.js";
 import type { OwnedRepoRef } from "../../organizations/repositories.js";
 import { SECOND_MS } from "../../lib/time.js";
 import { GitHubBranchRequirements } from "./branch-requirements.js";
+import type { RequiredCheck } from "./required-checks.js";
 import type { GitHubApp, GitHubLogger } from "./client.js";
 import { statusOf } from "./conditional.js";
 import { GitHubGitApi, messageOf, sleep, where, type PullPayload } from "./git-api.js";
@@ -78,6 +79,9 @@ export class GitHubGitHost implements GitHost {
   /** Trees of commits branches were pushed to, from `push` webhooks. */
   private readonly pushedTrees = new BoundedMap<string, string>(1024);
   private readonly pushWaiters: (() => void)[] = [];
+  /** Per repository, when a webhook of it last came; per branch, the last push one told of. */
+  private readonly heardAt = new BoundedMap<string, number>(1024);
+  private readonly lastPush = new BoundedMap<string, string>(1024);
   /**
    * Pull requests read by `pullRequestState` (a submission's check), handed to the queue's own
    * read that follows it instead of a second read; forgotten on any webhook about them.
@@ -292,7 +296,10 @@ export class GitHubGitHost implements GitHost {
     const pr = `#${String(request.prNumber)}`;
     let expectedTree: string | undefined;
     for (let attempt = 1; ; attempt++) {
-      const base = await this.api.refHead(access, request.targetBranch, true);
+      const base =
+        attempt === 1 && this.baseConfirmed(access, request)
+          ? request.expectedBaseSha
+          : await this.api.refHead(access, request.targetBranch, true);
       if (base === undefined) return refuse("rejected", `${request.targetBranch} does not exist`);
       if (base !== request.expectedBaseSha) {
         // Merged already (a repeated call, or a merge answered with an error) moves the base
@@ -321,13 +328,17 @@ export class GitHubGitHost implements GitHost {
           },
         );
         const result = await this.landed(access, request, response.data.sha, expectedTree);
-        if (result.ok && request.method === "merge_commit" && expectedTree !== undefined) {
-          // GitHub's merge commit: on the base it was asked to merge onto (checked just before;
-          // the tree check says nothing moved in between), with the pinned head. Kept, so that
-          // the next test branch can tell it holds the same merge.
+        if (result.ok && expectedTree !== undefined && request.method !== "rebase") {
+          // GitHub's merge commit, or its squash: on the base it was asked to merge onto (checked
+          // just before; the tree check says nothing moved in between), with the pinned head as a
+          // second parent for a merge commit. Kept, so that the next test branch can tell it
+          // holds the same merge.
           this.api.rememberCommit(result.sha, {
             tree: expectedTree,
-            parents: [request.expectedBaseSha, request.headSha],
+            parents:
+              request.method === "merge_commit"
+                ? [request.expectedBaseSha, request.headSha]
+                : [request.expectedBaseSha],
           });
         }
         return result;
@@ -447,6 +458,32 @@ export class GitHubGitHost implements GitHost {
     for (const wake of this.pushWaiters.splice(0)) wake();
   }
 
+  /**
+   * A webhook of the repository came (any event): its webhooks are flowing. A push names the
+   * branch it moved and where.
+   */
+  heard(repo: { owner: string; name: string }, push?: { branch: string; sha: string }): void {
+    const key = `${repo.owner}/${repo.name}`.toLowerCase();
+    this.heardAt.set(key, this.now());
+    if (push) this.lastPush.set(`${key}:${push.branch}`, push.sha);
+  }
+
+  /**
+   * Whether the base a merge expects is where the webhooks say it is, so that it need not be
+   * read: the last push they told of on the branch went there, and they are flowing (one came
+   * within WEBHOOKS_FLOWING_MS, as the CI conclusion that led to the merge does). A push since
+   * would have come the same way; the tree check after the merge stands behind the rest.
+   */
+  private baseConfirmed(access: GitHubRepositoryAccess, request: MergeRequest): boolean {
+    const key = `${access.owner}/${access.name}`.toLowerCase();
+    const heard = this.heardAt.get(key);
+    return (
+      heard !== undefined &&
+      this.now() - heard <= WEBHOOKS_FLOWING_MS &&
+      this.lastPush.get(`${key}:${request.targetBranch}`) === request.expectedBaseSha
+    );
+  }
+
   /** A commit's tree: from a push webhook or a commit seen, else read. */
   private async treeOf(access: GitHubRepositoryAccess, sha: string): Promise<string | undefined> {
     const pushed = this.pushedTrees.get(`${access.owner}/${access.name}@${sha}`.toLowerCase());
@@ -481,12 +518,19 @@ export class GitHubGitHost implements GitHost {
 
   // ---- requirements --------------------------------------------------------------------------
 
+  /** The checks a branch's protection and rulesets require (the readiness read, kept). */
+  requiredChecks(access: GitHubRepositoryAccess, branch: string): Promise<RequiredCheck[]> {
+    return this.branchRequirements.requiredChecks(access, branch);
+  }
+
   /** A protection or ruleset webhook: the repository's branch requirements are read again. */
   forgetRequirements(repo: { owner: string; name: string } | undefined): void {
     this.branchRequirements.forget(repo);
   }
 }
 
+/** How recent a webhook must be for the webhooks to count as flowing (`baseConfirmed`). */
+const WEBHOOKS_FLOWING_MS = 60 * SECOND_MS;
 /** How long a merge waits for its push webhook before reading the landed commit. */
 const DEFAULT_PUSH_WAIT_MS = 3 * SECOND_MS;
 /** How long a submission's read of a pull request serves the queue's read of it. */

@@ -163,10 +163,11 @@ export class GitHubTestBranches {
 
   /**
    * Where to assemble on `base`: the scratch branch's commit `head` when it is the same merge as
-   * `base` (the same parents and tree: the test branch's merge of a pull request that then landed
-   * as a merge commit on the base just tested), so the branch need not be moved back (a write);
-   * else `base` itself (undefined when the branch is elsewhere). Merging onto either gives the
-   * same trees, and the tested tree is checked against the base's at the merge.
+   * `base`, so the branch need not be moved back (a write); else `base` itself (undefined when
+   * the branch is elsewhere). The same merge: the test branch's merge of a pull request that then
+   * landed on the base just tested, with the same tree, as a merge commit (the same parents) or
+   * squashed (one parent, the merge's first). Merging onto either gives the trees a batch's chain
+   * of merges gives, and the tested tree is checked against the base's at the merge.
    */
   private sameMerge(head: string | undefined, base: string): string | undefined {
     if (head === undefined || head === base) return head;
@@ -174,10 +175,12 @@ export class GitHubTestBranches {
     const theirs = this.deps.api.known(base);
     if (ours === undefined || theirs === undefined || ours.tree !== theirs.tree) return undefined;
     // A parent may itself be a merge taken for its base before (runs that follow each other).
+    const parent = (i: number) => this.sameAs.get(ours.parents[i] ?? "") ?? ours.parents[i];
+    const squashed = theirs.parents.length === 1 && parent(0) === theirs.parents[0];
     const same =
       ours.parents.length === theirs.parents.length &&
-      ours.parents.every((parent, i) => (this.sameAs.get(parent) ?? parent) === theirs.parents[i]);
-    return same ? head : undefined;
+      ours.parents.every((_, i) => parent(i) === theirs.parents[i]);
+    return same || squashed ? head : undefined;
   }
 
   /**
