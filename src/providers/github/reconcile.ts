@@ -290,12 +290,16 @@ export class GitHubReconciler {
     this.states.set(key, { pulls: open, branches, reported });
 
     return [
-      ...[...movedBranches].map((branch): HostChange => ({
-        type: "branch_moved",
-        repo,
-        branch,
-        pullRequests: [],
-      })),
+      ...[...movedBranches].map((branch): HostChange => {
+        const headSha = branches.get(branch) ?? undefined;
+        return {
+          type: "branch_moved",
+          repo,
+          branch,
+          ...(headSha ? { headSha } : {}),
+          pullRequests: [],
+        };
+      }),
       ...[...changedPulls]
         .sort((a, b) => a - b)
         .map((number): HostChange => ({ type: "pull_request_changed", repo, number })),

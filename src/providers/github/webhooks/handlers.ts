@@ -68,6 +68,7 @@ export function registerConnectionHandlers(
       type: "branch_moved",
       repo: delivery.repository,
       branch: ref.slice("refs/heads/".length),
+      headSha: delivery.payload.after,
       pullRequests: [],
     });
   });
