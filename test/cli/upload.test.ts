@@ -172,6 +172,18 @@ afterAll(async () => {
   await (database as TestDatabase | undefined)?.cleanup();
 });
 
+/** How many uploads the server has of a repository (github.com/acme/app unless told). */
+async function uploads(repo: typeof REPO = REPO): Promise<number> {
+  const listed = await post(
+    server.url,
+    "flaky-tests/list-uploads",
+    { repo, org_url_slug: "acme", page_query: { page_size: 100 } },
+    TOKEN,
+  );
+  expect(listed.status).toBe(200);
+  return (listed.body as { page: { total_rows: number } }).page.total_rows;
+}
+
 async function bundleContents(file: string): Promise<{ meta: BundleMeta; names: string[] }> {
   let meta: BundleMeta | undefined;
   const names: string[] = [];
@@ -516,16 +528,6 @@ describe("uploads to a real server", () => {
 
     // A command that crashes before writing any report, beside an old report whose only failure
     // is quarantined: its own exit code stands, and the old report is not uploaded again.
-    const uploads = async () => {
-      const listed = await post(
-        server.url,
-        "flaky-tests/list-uploads",
-        { repo: REPO, org_url_slug: "acme", page_query: { page_size: 100 } },
-        TOKEN,
-      );
-      expect(listed.status).toBe(200);
-      return (listed.body as { page: { total_rows: number } }).page.total_rows;
-    };
     const uploadsBefore = await uploads();
     const crashed = await remote([
       "test",
@@ -554,17 +556,76 @@ describe("uploads to a real server", () => {
     expect(partly.stderr).toContain("exit code 3: The reports hold no failed test.");
   });
 
-  it("upload --wait: processing that failed exits 1 with the server's reason", async () => {
+  it("upload refuses files that are not JUnit XML: a line for each, and nothing is sent", async () => {
+    const mixed = path.join(checkout, "mixed");
+    mkdirSync(mixed, { recursive: true });
+    writeFileSync(path.join(mixed, "cut.xml"), FAILING_REPORT.slice(0, 120));
+    writeFileSync(path.join(mixed, "good.xml"), PASSING_REPORT);
+    writeFileSync(path.join(mixed, "page.xml"), "<html><body>test results</body></html>");
+    writeFileSync(path.join(mixed, "notes.xml"), "all tests passed\n");
+    const before = await uploads();
+    for (const extra of [[], ["--wait"], ["--dry-run"]]) {
+      const result = await remote(["upload", "--junit", "mixed/*.xml", ...extra]);
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stdout).toBe("");
+      expect(result.stderr.split("\n")).toEqual([
+        expect.stringMatching(
+          /^mainline: mixed\/cut\.xml is not a JUnit XML report: not well-formed XML at line \d+: /,
+        ),
+        "mainline: mixed/notes.xml is not a JUnit XML report: not XML: the file does not start with '<'",
+        "mainline: mixed/page.xml is not a JUnit XML report: root element <html> is not <testsuites> or <testsuite>",
+        "mainline: Nothing was uploaded: 3 of 4 file(s) matching --junit are not JUnit XML reports (XML whose root is <testsuites> or <testsuite>).",
+        "",
+      ]);
+    }
+    expect(await uploads()).toBe(before);
+  });
+
+  it("upload: a glob that matches no file is an error, even beside one that does", async () => {
+    const before = await uploads();
+    const result = await remote(["upload", "--junit", "passing/*.xml", "nowhere/*.xml"]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toBe(
+      `mainline: No file matches --junit 'nowhere/*.xml' (in ${checkout}).\n`,
+    );
+    expect(await uploads()).toBe(before);
+  });
+
+  it("test --wait: a failed upload keeps the --commit and --branch it was sent with", async () => {
     const broken = path.join(checkout, "broken");
     mkdirSync(broken, { recursive: true });
     writeFileSync(path.join(broken, "cut.xml"), FAILING_REPORT.slice(0, 120));
-    const result = await remote(["upload", "--junit", "broken/*.xml", "--wait"]);
-    expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(/^Uploaded [0-9a-f-]{36}: 1 file\(s\), 0 tests/m);
+    const commit = "0f".repeat(20);
+    const result = await remote([
+      "test",
+      "--junit",
+      "broken/*.xml",
+      "--wait",
+      "--commit",
+      commit,
+      "--branch",
+      "feature/cut",
+      "--",
+      ...writesReports(0, "broken/cut.xml"),
+    ]);
+    expect(result.code).toBe(0);
     expect(result.stderr).toContain(
       "mainline: warning: broken/cut.xml is not a readable JUnit report",
     );
-    expect(result.stderr).toMatch(/^mainline: Upload [0-9a-f-]{36} failed: .*cut\.xml/m);
+    expect(result.stderr).toMatch(/^Processing failed: broken\/cut\.xml: /m);
+    const id = /^Uploaded ([0-9a-f-]{36}): 1 file\(s\), 0 tests/m.exec(result.stderr)?.[1];
+    expect(id, result.stderr).toBeDefined();
+    const answer = await post(
+      server.url,
+      "flaky-tests/get-upload",
+      { repo: REPO, org_url_slug: "acme", upload_id: id },
+      TOKEN,
+    );
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({
+      upload: { id, state: "failed", commit_sha: commit, branch: "feature/cut", files_total: 1 },
+    });
   });
 
   it("a PUT the server refuses (the URL is single-use): the server's message", async () => {
