@@ -302,26 +302,29 @@ describe("mainline upload --dry-run", () => {
     );
   });
 
-  it("outside a git checkout --repo and --commit are asked for", async () => {
+  it("outside a git checkout --repo, --commit and --branch are asked for", async () => {
     const outside = path.join(work, "outside");
     mkdirSync(outside, { recursive: true });
     writeFileSync(path.join(outside, "r.xml"), PASSING_REPORT);
     const result = await runIn(outside, ["upload", "--junit", "r.xml", "--dry-run"]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/pass --repo/);
-    const named = succeeded(
+    expect(result.stderr).toBe(
+      "mainline: Cannot tell the repository, commit and branch: this is not a git checkout; pass --repo <host/owner/name>, --commit <sha> and --branch <name>.\n",
+    );
+    const named = ["--repo", "gitlab.com/group/sub/app", "--commit", headSha];
+    const withBranch = succeeded(
       await runIn(outside, [
         "upload",
         "--junit",
         "r.xml",
         "--dry-run",
-        "--repo",
-        "gitlab.com/group/sub/app",
-        "--commit",
-        headSha,
+        ...named,
+        "--branch",
+        "dev",
       ]),
     );
-    expect(named.stdout).toMatch(/^repository +gitlab\.com\/group\/sub\/app$/m);
+    expect(withBranch.stdout).toMatch(/^repository +gitlab\.com\/group\/sub\/app$/m);
+    expect(withBranch.stdout).toMatch(/^branch +dev$/m);
   });
 });
 
@@ -590,6 +593,28 @@ describe("uploads to a real server", () => {
       `mainline: No file matches --junit 'nowhere/*.xml' (in ${checkout}).\n`,
     );
     expect(await uploads()).toBe(before);
+  });
+
+  it("upload outside a git checkout without --branch is refused and sends nothing", async () => {
+    const outside = path.join(work, "outside-remote");
+    mkdirSync(outside, { recursive: true });
+    writeFileSync(path.join(outside, "r.xml"), PASSING_REPORT);
+    const named = ["upload", "--junit", "r.xml", "--repo", "github.com/acme/app"];
+    const before = await uploads();
+    const run = (args: string[]) =>
+      runIn(outside, args, { MAINLINE_URL: server.url, MAINLINE_TOKEN: TOKEN });
+    const refused = await run([...named, "--commit", headSha]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(
+      "mainline: Cannot tell the branch: this is not a git checkout; pass --branch <name>.\n",
+    );
+    const noCommit = await run([...named, "--branch", "main"]);
+    expect(noCommit.code).toBe(1);
+    expect(noCommit.stderr).toContain("pass --commit <sha>.");
+    expect(await uploads()).toBe(before);
+    const sent = succeeded(await run([...named, "--commit", headSha, "--branch", "main"]));
+    expect(sent.stdout).toMatch(/^Uploaded [0-9a-f-]{36}: 1 file\(s\)/m);
+    expect(await uploads()).toBe(before + 1);
   });
 
   it("test --wait: a failed upload keeps the --commit and --branch it was sent with", async () => {

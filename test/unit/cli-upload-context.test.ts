@@ -111,11 +111,31 @@ describe("resolveContext", () => {
     expect(resolveContext({}, {}, { ...GIT, headBranch: "HEAD" }).branch).toBeNull();
   });
 
-  it("without git: --repo and --commit are required, with clear errors", () => {
-    expect(() => resolveContext({}, {}, NO_GIT)).toThrow(/pass --repo/);
-    expect(() => resolveContext({ repo: ACME }, {}, NO_GIT)).toThrow(/pass --commit/);
-    const context = resolveContext({ repo: ACME, commit: HEAD }, {}, NO_GIT);
-    expect(context).toMatchObject({ repo: ACME, commitSha: HEAD, branch: null, remoteUrl: null });
+  it("without git: --repo, --commit and --branch are required, the missing ones named at once", () => {
+    expect(() => resolveContext({}, {}, NO_GIT)).toThrow(
+      new CliError(
+        "Cannot tell the repository, commit and branch: this is not a git checkout; pass --repo <host/owner/name>, --commit <sha> and --branch <name>.",
+      ),
+    );
+    expect(() => resolveContext({ repo: ACME }, {}, NO_GIT)).toThrow(
+      new CliError(
+        "Cannot tell the commit and branch: this is not a git checkout; pass --commit <sha> and --branch <name>.",
+      ),
+    );
+    // No branch is never taken for an empty one.
+    expect(() => resolveContext({ repo: ACME, commit: HEAD }, {}, NO_GIT)).toThrow(
+      new CliError("Cannot tell the branch: this is not a git checkout; pass --branch <name>."),
+    );
+    const context = resolveContext({ repo: ACME, commit: HEAD, branch: "main" }, {}, NO_GIT);
+    expect(context).toMatchObject({ repo: ACME, commitSha: HEAD, branch: "main", remoteUrl: null });
+    // Fail-first's lookup finds its run by id, without a branch.
+    const lookup = resolveContext({ repo: ACME, commit: HEAD }, {}, NO_GIT, {
+      branchOptional: true,
+    });
+    expect(lookup.branch).toBeNull();
+    // A CI variable tells the branch as well as the flag does.
+    const ci = resolveContext({ repo: ACME, commit: HEAD }, { CI_COMMIT_BRANCH: "dev" }, NO_GIT);
+    expect(ci.branch).toBe("dev");
   });
 
   it.each(["/srv/git/app", "file:///srv/git/app.git", "../app", "https://github.com/acme"])(

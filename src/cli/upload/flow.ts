@@ -73,8 +73,15 @@ export function addUploadOptions(command: Command): Command {
       parseRepoArg,
     )
     .option("--org <slug>", "the organization (default: the API token's)")
-    .option("--commit <sha>", "the commit tested (default: git HEAD)", parseCommitArg)
-    .option("--branch <name>", "the branch tested (default: from CI variables, then git)")
+    .option(
+      "--commit <sha>",
+      "the commit tested (default: git HEAD; required outside a git checkout)",
+      parseCommitArg,
+    )
+    .option(
+      "--branch <name>",
+      "the branch tested (default: from CI variables, then git; required outside a git checkout without them)",
+    )
     .option("--pr <number>", "the pull request number (default: from CI variables)", parsePrArg)
     .option("--job-name <name>", "the CI job's name (default: from CI variables)")
     .option("--job-url <url>", "the CI job's page (default: from CI variables)")
