@@ -653,6 +653,29 @@ describe("uploads to a real server", () => {
     });
   });
 
+  it("upload from a clone of a repository on Mainline's git host needs no --repo", async () => {
+    const env = { MAINLINE_URL: server.url, MAINLINE_TOKEN: TOKEN };
+    const created = await runIn(work, ["repo", "create", "acme/shop"], env);
+    expect(created.code, created.stderr).toBe(0);
+    const remoteUrl = created.stdout.trim();
+    const clone = path.join(work, "shop");
+    git(work, "clone", "--quiet", remoteUrl, clone);
+    git(clone, "config", "user.name", "Ada");
+    git(clone, "config", "user.email", "ada@example.com");
+    writeFileSync(path.join(clone, "README.md"), "shop\n");
+    git(clone, "add", ".");
+    git(clone, "commit", "--quiet", "-m", "First commit");
+    writeFileSync(path.join(clone, "results.xml"), PASSING_REPORT);
+    const result = succeeded(
+      await runIn(clone, ["upload", "--junit", "results.xml", "--wait"], env),
+    );
+    expect(result.stdout).toMatch(
+      /^Uploaded [0-9a-f-]{36}: 1 file\(s\), 3 tests \(2 passed, 0 failed, 1 skipped\) for local\/acme\/shop at [0-9a-f]{12}\.$/m,
+    );
+    expect(result.stdout).toContain("Processed: 3 tests (2 passed, 0 failed, 1 skipped).");
+    expect(await uploads({ host: "local", owner: "acme", name: "shop" })).toBe(1);
+  });
+
   it("a PUT the server refuses (the URL is single-use): the server's message", async () => {
     const client = { url: server.url, token: TOKEN };
     const created = await createBundleUpload(client, { repo: REPO, org: "acme", remoteUrls: [] });

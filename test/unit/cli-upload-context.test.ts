@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   NO_GIT,
@@ -11,6 +13,7 @@ import {
   type GitFacts,
 } from "../../src/cli/upload/context.js";
 import { CliError } from "../../src/cli/client.js";
+import { repositoryPath } from "../../src/providers/local/git/layout.js";
 import { prNumberFrom, jobNameFrom, jobUrlFrom } from "../../src/testhealth/bundle/ci-env.js";
 
 const HEAD = "0123456789abcdef0123456789abcdef01234567";
@@ -136,6 +139,35 @@ describe("resolveContext", () => {
     // A CI variable tells the branch as well as the flag does.
     const ci = resolveContext({ repo: ACME, commit: HEAD }, { CI_COMMIT_BRANCH: "dev" }, NO_GIT);
     expect(ci.branch).toBe("dev");
+  });
+
+  it("a clone of a repository on Mainline's own git host names local/owner/name", () => {
+    // The path `mainline repo create` prints: the local git host's own layout.
+    const remote = repositoryPath("/srv/mainline-data", {
+      organizationId: randomUUID(),
+      owner: "acme",
+      name: "shop.v2",
+    });
+    const local = { host: "local", owner: "acme", name: "shop.v2" };
+    for (const remoteUrl of [
+      remote,
+      `${remote}/`,
+      `file://${remote}`,
+      `ssh://ci@build-host${remote}`,
+      `ci@build-host:${remote}`,
+      path.relative("/srv/work/app", remote),
+    ]) {
+      expect(resolveContext({}, {}, { ...GIT, remoteUrl }).repo, remoteUrl).toEqual(local);
+    }
+    // The same path on a host that serves git over http(s) is that host's repository.
+    const elsewhere = `https://git.example.com${remote}`;
+    expect(resolveContext({}, {}, { ...GIT, remoteUrl: elsewhere }).repo.host).toBe(
+      "git.example.com",
+    );
+    // Any other local path still names no repository.
+    expect(() =>
+      resolveContext({}, {}, { ...GIT, remoteUrl: "/srv/git/team/acme/shop.git" }),
+    ).toThrow(/pass --repo/);
   });
 
   it.each(["/srv/git/app", "file:///srv/git/app.git", "../app", "https://github.com/acme"])(

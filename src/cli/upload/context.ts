@@ -13,7 +13,7 @@ import {
 } from "../../testhealth/bundle/ci-env.js";
 import { CliError } from "../client.js";
 import { parseRepoArg } from "../repo-arg.js";
-import type { RepoRef } from "../../organizations/repositories.js";
+import { localRepositoryOfRemote, type RepoRef } from "../../organizations/repositories.js";
 
 /** What git told about the working directory; null where git had no answer. */
 export interface GitFacts {
@@ -143,6 +143,9 @@ function repoFromRemote(remoteUrl: string | null): RepoRef {
       "Cannot tell the repository: no git remote `origin` here; pass --repo <host/owner/name>.",
     );
   }
+  // A clone of a repository on Mainline's own git host: origin is the path `repo create` printed.
+  const hosted = localRepositoryOfRemote(remoteUrl);
+  if (hosted !== null) return hosted;
   const unreadable = new CliError(
     `Cannot tell the repository from the git remote ${remoteUrl}; pass --repo <host/owner/name>.`,
   );

@@ -69,7 +69,7 @@ export function addUploadOptions(command: Command): Command {
     )
     .option(
       "--repo <host/owner/name>",
-      "the repository, host/owner/name (owner/name: local/owner/name) (default: from `git remote get-url origin`)",
+      "the repository, host/owner/name (owner/name: local/owner/name) (default: from `git remote get-url origin`; a clone of a repository Mainline hosts is local/owner/name)",
       parseRepoArg,
     )
     .option("--org <slug>", "the organization (default: the API token's)")
