@@ -184,6 +184,18 @@ async function uploads(repo: typeof REPO = REPO): Promise<number> {
   return (listed.body as { page: { total_rows: number } }).page.total_rows;
 }
 
+/** get-upload's answer for an upload of github.com/acme/app. */
+async function uploadOnServer(id: string | undefined): Promise<unknown> {
+  const answer = await post(
+    server.url,
+    "flaky-tests/get-upload",
+    { repo: REPO, org_url_slug: "acme", upload_id: id },
+    TOKEN,
+  );
+  expect(answer.status).toBe(200);
+  return answer.body;
+}
+
 async function bundleContents(file: string): Promise<{ meta: BundleMeta; names: string[] }> {
   let meta: BundleMeta | undefined;
   const names: string[] = [];
@@ -425,14 +437,7 @@ describe("uploads to a real server", () => {
   it("upload: createBundleUpload, PUT, then the upload is known to the server", async () => {
     // A real process: the smoke test of an upload from the entry point.
     const id = await upload([], remoteReal);
-    const answer = await post(
-      server.url,
-      "flaky-tests/get-upload",
-      { repo: REPO, org_url_slug: "acme", upload_id: id },
-      TOKEN,
-    );
-    expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({ upload: { id } });
+    expect(await uploadOnServer(id)).toMatchObject({ upload: { id } });
   });
 
   it("upload --wait: the server's processed counts", async () => {
@@ -641,14 +646,7 @@ describe("uploads to a real server", () => {
     expect(result.stderr).toMatch(/^Processing failed: broken\/cut\.xml: /m);
     const id = /^Uploaded ([0-9a-f-]{36}): 1 file\(s\), 0 tests/m.exec(result.stderr)?.[1];
     expect(id, result.stderr).toBeDefined();
-    const answer = await post(
-      server.url,
-      "flaky-tests/get-upload",
-      { repo: REPO, org_url_slug: "acme", upload_id: id },
-      TOKEN,
-    );
-    expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({
+    expect(await uploadOnServer(id)).toMatchObject({
       upload: { id, state: "failed", commit_sha: commit, branch: "feature/cut", files_total: 1 },
     });
   });
