@@ -14,7 +14,6 @@ import type {
   ClassificationUpdate,
   CommitFailures,
   FailingEntry,
-  FileError,
   HistoryRecord,
   IngestTransaction,
   ListedPage,
@@ -30,6 +29,7 @@ import type {
   TestFigures,
   TicketChange,
   UnhealthyEntry,
+  UploadFailureDetails,
   UploadOutcome,
   UploadRecord,
 } from "./records.js";
@@ -188,7 +188,12 @@ export interface UploadRecords {
     now: number,
     duplicateOf?: string | null,
   ): Promise<void>;
-  markFailed(key: number, reason: string, now: number, fileErrors?: FileError[]): Promise<void>;
+  markFailed(
+    key: number,
+    reason: string,
+    now: number,
+    details?: UploadFailureDetails,
+  ): Promise<void>;
   sameCommit(
     trx: StoreTransaction,
     repositoryId: string,

@@ -189,6 +189,30 @@ export interface UploadOutcome {
   infrastructureFailure: boolean;
 }
 
+/**
+ * What an upload says about itself (meta.json): kept also when its processing fails, so that a
+ * failed upload still shows the commit, branch and job it came from.
+ */
+export type UploadDescription = Pick<
+  UploadOutcome,
+  | "commitSha"
+  | "branch"
+  | "prNumber"
+  | "jobName"
+  | "jobUrl"
+  | "variant"
+  | "uploadedAt"
+  | "filesTotal"
+>;
+
+/** What is known of an upload whose processing failed, besides the reason. */
+export interface UploadFailureDetails {
+  /** The report files that could not be read. */
+  fileErrors?: FileError[];
+  /** Absent when the bundle's meta.json was never read. */
+  description?: UploadDescription;
+}
+
 /** What identifies one claim of an upload: the upload and the attempt the claim counted. */
 export type ClaimedUpload = Pick<UploadRecord, "key" | "attempts">;
 

@@ -243,6 +243,39 @@ describe("the uploads page", () => {
     );
   });
 
+  it("shows a failed upload's commit and branch, and each of its errors once", async () => {
+    const broken = { host: "github.com", owner: "acme", name: "broken" };
+    const commit = "b0".repeat(20);
+    const send = async (files: string[]) => {
+      await putBundle(
+        server,
+        await bundle({ repo: broken, commit, branch: "fix/x", files }),
+        broken,
+      );
+      await server.services.worker.idle();
+    };
+    await send(["not JUnit at all"]);
+    await send(["<html></html>", "<testsuites>"]);
+    const answer = await page("/acme/flaky-tests/uploads?repo=acme/broken");
+    expectGoodPage(answer);
+    const html = answer.body;
+    const count = (text: string) => html.split(text).length - 1;
+    expect(
+      count(`<code title="${commit}">b0b0b0b</code> <span class="muted">on</span> fix/x`),
+    ).toBe(2);
+    const errors = [
+      "reports/junit-0.xml: not XML: the file does not start with &#39;&lt;&#39;",
+      "reports/junit-0.xml: root element &lt;html&gt; is not &lt;testsuites&gt; or &lt;testsuite&gt;",
+      "reports/junit-1.xml: ",
+    ];
+    for (const error of errors) expect(count(error), error).toBe(1);
+    // The errors column: one item per error, nothing else.
+    const items = [...html.matchAll(/<ul class="plain">([\s\S]*?)<\/ul>/g)].map(
+      (m) => (m[1] ?? "").split("<li>").length - 1,
+    );
+    expect(items).toEqual([2, 1]);
+  });
+
   it("lists the repositories without one, and escapes hostile names", async () => {
     const index = await page("/acme/flaky-tests/uploads");
     expectGoodPage(index);

@@ -172,6 +172,30 @@ afterAll(async () => {
   await (database as TestDatabase | undefined)?.cleanup();
 });
 
+/** How many uploads the server has of a repository (github.com/acme/app unless told). */
+async function uploads(repo: typeof REPO = REPO): Promise<number> {
+  const listed = await post(
+    server.url,
+    "flaky-tests/list-uploads",
+    { repo, org_url_slug: "acme", page_query: { page_size: 100 } },
+    TOKEN,
+  );
+  expect(listed.status).toBe(200);
+  return (listed.body as { page: { total_rows: number } }).page.total_rows;
+}
+
+/** get-upload's answer for an upload of github.com/acme/app. */
+async function uploadOnServer(id: string | undefined): Promise<unknown> {
+  const answer = await post(
+    server.url,
+    "flaky-tests/get-upload",
+    { repo: REPO, org_url_slug: "acme", upload_id: id },
+    TOKEN,
+  );
+  expect(answer.status).toBe(200);
+  return answer.body;
+}
+
 async function bundleContents(file: string): Promise<{ meta: BundleMeta; names: string[] }> {
   let meta: BundleMeta | undefined;
   const names: string[] = [];
@@ -290,26 +314,29 @@ describe("mainline upload --dry-run", () => {
     );
   });
 
-  it("outside a git checkout --repo and --commit are asked for", async () => {
+  it("outside a git checkout --repo, --commit and --branch are asked for", async () => {
     const outside = path.join(work, "outside");
     mkdirSync(outside, { recursive: true });
     writeFileSync(path.join(outside, "r.xml"), PASSING_REPORT);
     const result = await runIn(outside, ["upload", "--junit", "r.xml", "--dry-run"]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/pass --repo/);
-    const named = succeeded(
+    expect(result.stderr).toBe(
+      "mainline: Cannot tell the repository, commit and branch: this is not a git checkout; pass --repo <host/owner/name>, --commit <sha> and --branch <name>.\n",
+    );
+    const named = ["--repo", "gitlab.com/group/sub/app", "--commit", headSha];
+    const withBranch = succeeded(
       await runIn(outside, [
         "upload",
         "--junit",
         "r.xml",
         "--dry-run",
-        "--repo",
-        "gitlab.com/group/sub/app",
-        "--commit",
-        headSha,
+        ...named,
+        "--branch",
+        "dev",
       ]),
     );
-    expect(named.stdout).toMatch(/^repository +gitlab\.com\/group\/sub\/app$/m);
+    expect(withBranch.stdout).toMatch(/^repository +gitlab\.com\/group\/sub\/app$/m);
+    expect(withBranch.stdout).toMatch(/^branch +dev$/m);
   });
 });
 
@@ -410,14 +437,7 @@ describe("uploads to a real server", () => {
   it("upload: createBundleUpload, PUT, then the upload is known to the server", async () => {
     // A real process: the smoke test of an upload from the entry point.
     const id = await upload([], remoteReal);
-    const answer = await post(
-      server.url,
-      "flaky-tests/get-upload",
-      { repo: REPO, org_url_slug: "acme", upload_id: id },
-      TOKEN,
-    );
-    expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({ upload: { id } });
+    expect(await uploadOnServer(id)).toMatchObject({ upload: { id } });
   });
 
   it("upload --wait: the server's processed counts", async () => {
@@ -516,16 +536,6 @@ describe("uploads to a real server", () => {
 
     // A command that crashes before writing any report, beside an old report whose only failure
     // is quarantined: its own exit code stands, and the old report is not uploaded again.
-    const uploads = async () => {
-      const listed = await post(
-        server.url,
-        "flaky-tests/list-uploads",
-        { repo: REPO, org_url_slug: "acme", page_query: { page_size: 100 } },
-        TOKEN,
-      );
-      expect(listed.status).toBe(200);
-      return (listed.body as { page: { total_rows: number } }).page.total_rows;
-    };
     const uploadsBefore = await uploads();
     const crashed = await remote([
       "test",
@@ -554,17 +564,114 @@ describe("uploads to a real server", () => {
     expect(partly.stderr).toContain("exit code 3: The reports hold no failed test.");
   });
 
-  it("upload --wait: processing that failed exits 1 with the server's reason", async () => {
+  it("upload refuses files that are not JUnit XML: a line for each, and nothing is sent", async () => {
+    const mixed = path.join(checkout, "mixed");
+    mkdirSync(mixed, { recursive: true });
+    writeFileSync(path.join(mixed, "cut.xml"), FAILING_REPORT.slice(0, 120));
+    writeFileSync(path.join(mixed, "good.xml"), PASSING_REPORT);
+    writeFileSync(path.join(mixed, "page.xml"), "<html><body>test results</body></html>");
+    writeFileSync(path.join(mixed, "notes.xml"), "all tests passed\n");
+    const before = await uploads();
+    for (const extra of [[], ["--wait"], ["--dry-run"]]) {
+      const result = await remote(["upload", "--junit", "mixed/*.xml", ...extra]);
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stdout).toBe("");
+      expect(result.stderr.split("\n")).toEqual([
+        expect.stringMatching(
+          /^mainline: mixed\/cut\.xml is not a JUnit XML report: not well-formed XML at line \d+: /,
+        ),
+        "mainline: mixed/notes.xml is not a JUnit XML report: not XML: the file does not start with '<'",
+        "mainline: mixed/page.xml is not a JUnit XML report: root element <html> is not <testsuites> or <testsuite>",
+        "mainline: Nothing was uploaded: 3 of 4 file(s) matching --junit are not JUnit XML reports (XML whose root is <testsuites> or <testsuite>).",
+        "",
+      ]);
+    }
+    expect(await uploads()).toBe(before);
+  });
+
+  it("upload: a glob that matches no file is an error, even beside one that does", async () => {
+    const before = await uploads();
+    const result = await remote(["upload", "--junit", "passing/*.xml", "nowhere/*.xml"]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toBe(
+      `mainline: No file matches --junit 'nowhere/*.xml' (in ${checkout}).\n`,
+    );
+    expect(await uploads()).toBe(before);
+  });
+
+  it("upload outside a git checkout without --branch is refused and sends nothing", async () => {
+    const outside = path.join(work, "outside-remote");
+    mkdirSync(outside, { recursive: true });
+    writeFileSync(path.join(outside, "r.xml"), PASSING_REPORT);
+    const named = ["upload", "--junit", "r.xml", "--repo", "github.com/acme/app"];
+    const before = await uploads();
+    const run = (args: string[]) =>
+      runIn(outside, args, { MAINLINE_URL: server.url, MAINLINE_TOKEN: TOKEN });
+    const refused = await run([...named, "--commit", headSha]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(
+      "mainline: Cannot tell the branch: this is not a git checkout; pass --branch <name>.\n",
+    );
+    const noCommit = await run([...named, "--branch", "main"]);
+    expect(noCommit.code).toBe(1);
+    expect(noCommit.stderr).toContain("pass --commit <sha>.");
+    expect(await uploads()).toBe(before);
+    const sent = succeeded(await run([...named, "--commit", headSha, "--branch", "main"]));
+    expect(sent.stdout).toMatch(/^Uploaded [0-9a-f-]{36}: 1 file\(s\)/m);
+    expect(await uploads()).toBe(before + 1);
+  });
+
+  it("test --wait: a failed upload keeps the --commit and --branch it was sent with", async () => {
     const broken = path.join(checkout, "broken");
     mkdirSync(broken, { recursive: true });
     writeFileSync(path.join(broken, "cut.xml"), FAILING_REPORT.slice(0, 120));
-    const result = await remote(["upload", "--junit", "broken/*.xml", "--wait"]);
-    expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(/^Uploaded [0-9a-f-]{36}: 1 file\(s\), 0 tests/m);
+    const commit = "0f".repeat(20);
+    const result = await remote([
+      "test",
+      "--junit",
+      "broken/*.xml",
+      "--wait",
+      "--commit",
+      commit,
+      "--branch",
+      "feature/cut",
+      "--",
+      ...writesReports(0, "broken/cut.xml"),
+    ]);
+    expect(result.code).toBe(0);
     expect(result.stderr).toContain(
       "mainline: warning: broken/cut.xml is not a readable JUnit report",
     );
-    expect(result.stderr).toMatch(/^mainline: Upload [0-9a-f-]{36} failed: .*cut\.xml/m);
+    expect(result.stderr).toMatch(/^Processing failed: broken\/cut\.xml: /m);
+    const id = /^Uploaded ([0-9a-f-]{36}): 1 file\(s\), 0 tests/m.exec(result.stderr)?.[1];
+    expect(id, result.stderr).toBeDefined();
+    expect(await uploadOnServer(id)).toMatchObject({
+      upload: { id, state: "failed", commit_sha: commit, branch: "feature/cut", files_total: 1 },
+    });
+  });
+
+  it("upload from a clone of a repository on Mainline's git host needs no --repo", async () => {
+    const env = { MAINLINE_URL: server.url, MAINLINE_TOKEN: TOKEN };
+    const created = await runIn(work, ["repo", "create", "acme/shop"], env);
+    expect(created.code, created.stderr).toBe(0);
+    const remoteUrl = created.stdout.trim();
+    const clone = path.join(work, "shop");
+    git(work, "clone", "--quiet", remoteUrl, clone);
+    git(clone, "config", "user.name", "Ada");
+    git(clone, "config", "user.email", "ada@example.com");
+    writeFileSync(path.join(clone, "README.md"), "shop\n");
+    git(clone, "add", ".");
+    git(clone, "commit", "--quiet", "-m", "First commit");
+    writeFileSync(path.join(clone, "results.xml"), PASSING_REPORT);
+    const result = succeeded(
+      await runIn(clone, ["upload", "--junit", "results.xml", "--wait"], env),
+    );
+    expect(result.stdout).toMatch(
+      /^Uploaded [0-9a-f-]{36}: 1 file\(s\), 3 tests \(2 passed, 0 failed, 1 skipped\) for local\/acme\/shop at [0-9a-f]{12}\.$/m,
+    );
+    expect(result.stdout).toContain("Processed: 3 tests (2 passed, 0 failed, 1 skipped).");
+    expect(await uploads({ host: "local", owner: "acme", name: "shop" })).toBe(1);
   });
 
   it("a PUT the server refuses (the URL is single-use): the server's message", async () => {

@@ -55,6 +55,37 @@ describe("upload protocol", () => {
     expect(upload.file_errors).toHaveLength(1);
   });
 
+  it("a failed upload keeps the commit, branch and PR it was sent with", async () => {
+    const commit = "f1".repeat(20);
+    const id = await ingest(
+      server,
+      await bundle({ commit, branch: "feature/login", pr: 31, files: ["not JUnit at all"] }),
+    );
+    const expected = {
+      id,
+      state: "failed",
+      reason: "reports/junit-0.xml: not XML: the file does not start with '<'",
+      commit_sha: commit,
+      branch: "feature/login",
+      pr_number: 31,
+      files_total: 1,
+      files_failed: 1,
+      tests_passed: 0,
+    };
+    const upload = await uploadState(server, id);
+    expect(upload).toMatchObject(expected);
+    expect(upload.uploaded_at).toEqual(expect.any(String));
+    const listed = await server.call<{ uploads: Record<string, unknown>[] }>(
+      "flaky-tests/list-uploads",
+      { repo: REPO, org_url_slug: "acme", page_query: { page_size: 100 } },
+    );
+    expect(listed.status).toBe(200);
+    expect(listed.body.uploads.find((u) => u.id === id)).toMatchObject(expected);
+    // A bundle whose meta.json was never read has nothing to keep.
+    const unread = await uploadState(server, await ingest(server, Buffer.from("not a bundle")));
+    expect(unread).toMatchObject({ state: "failed", commit_sha: null, branch: null });
+  });
+
   it("counts the same bundle once", async () => {
     const body = await bundle({
       files: [junit([{ name: "dup", status: "failed" }])],

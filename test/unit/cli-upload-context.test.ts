@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   NO_GIT,
@@ -11,6 +13,7 @@ import {
   type GitFacts,
 } from "../../src/cli/upload/context.js";
 import { CliError } from "../../src/cli/client.js";
+import { repositoryPath } from "../../src/providers/local/git/layout.js";
 import { prNumberFrom, jobNameFrom, jobUrlFrom } from "../../src/testhealth/bundle/ci-env.js";
 
 const HEAD = "0123456789abcdef0123456789abcdef01234567";
@@ -111,11 +114,60 @@ describe("resolveContext", () => {
     expect(resolveContext({}, {}, { ...GIT, headBranch: "HEAD" }).branch).toBeNull();
   });
 
-  it("without git: --repo and --commit are required, with clear errors", () => {
-    expect(() => resolveContext({}, {}, NO_GIT)).toThrow(/pass --repo/);
-    expect(() => resolveContext({ repo: ACME }, {}, NO_GIT)).toThrow(/pass --commit/);
-    const context = resolveContext({ repo: ACME, commit: HEAD }, {}, NO_GIT);
-    expect(context).toMatchObject({ repo: ACME, commitSha: HEAD, branch: null, remoteUrl: null });
+  it("without git: --repo, --commit and --branch are required, the missing ones named at once", () => {
+    expect(() => resolveContext({}, {}, NO_GIT)).toThrow(
+      new CliError(
+        "Cannot tell the repository, commit and branch: this is not a git checkout; pass --repo <host/owner/name>, --commit <sha> and --branch <name>.",
+      ),
+    );
+    expect(() => resolveContext({ repo: ACME }, {}, NO_GIT)).toThrow(
+      new CliError(
+        "Cannot tell the commit and branch: this is not a git checkout; pass --commit <sha> and --branch <name>.",
+      ),
+    );
+    // No branch is never taken for an empty one.
+    expect(() => resolveContext({ repo: ACME, commit: HEAD }, {}, NO_GIT)).toThrow(
+      new CliError("Cannot tell the branch: this is not a git checkout; pass --branch <name>."),
+    );
+    const context = resolveContext({ repo: ACME, commit: HEAD, branch: "main" }, {}, NO_GIT);
+    expect(context).toMatchObject({ repo: ACME, commitSha: HEAD, branch: "main", remoteUrl: null });
+    // Fail-first's lookup finds its run by id, without a branch.
+    const lookup = resolveContext({ repo: ACME, commit: HEAD }, {}, NO_GIT, {
+      branchOptional: true,
+    });
+    expect(lookup.branch).toBeNull();
+    // A CI variable tells the branch as well as the flag does.
+    const ci = resolveContext({ repo: ACME, commit: HEAD }, { CI_COMMIT_BRANCH: "dev" }, NO_GIT);
+    expect(ci.branch).toBe("dev");
+  });
+
+  it("a clone of a repository on Mainline's own git host names local/owner/name", () => {
+    // The path `mainline repo create` prints: the local git host's own layout.
+    const remote = repositoryPath("/srv/mainline-data", {
+      organizationId: randomUUID(),
+      owner: "acme",
+      name: "shop.v2",
+    });
+    const local = { host: "local", owner: "acme", name: "shop.v2" };
+    for (const remoteUrl of [
+      remote,
+      `${remote}/`,
+      `file://${remote}`,
+      `ssh://ci@build-host${remote}`,
+      `ci@build-host:${remote}`,
+      path.relative("/srv/work/app", remote),
+    ]) {
+      expect(resolveContext({}, {}, { ...GIT, remoteUrl }).repo, remoteUrl).toEqual(local);
+    }
+    // The same path on a host that serves git over http(s) is that host's repository.
+    const elsewhere = `https://git.example.com${remote}`;
+    expect(resolveContext({}, {}, { ...GIT, remoteUrl: elsewhere }).repo.host).toBe(
+      "git.example.com",
+    );
+    // Any other local path still names no repository.
+    expect(() =>
+      resolveContext({}, {}, { ...GIT, remoteUrl: "/srv/git/team/acme/shop.git" }),
+    ).toThrow(/pass --repo/);
   });
 
   it.each(["/srv/git/app", "file:///srv/git/app.git", "../app", "https://github.com/acme"])(

@@ -103,7 +103,7 @@ async function uploadAndLookUp(
   let located: Located;
   let summary: ReportsSummary;
   try {
-    located = await locate(flags, io, before);
+    located = await locate(flags, io, { writtenSince: before });
     summary = await readAll(located, io);
   } catch (error) {
     warn(context, `no results uploaded: ${messageOf(error)}`);

@@ -29,9 +29,10 @@ export function registerUpload(program: Command, context: CliContext): void {
       .description("Upload JUnit XML results to Mainline (Trunk's bundle format)"),
   ).action(async (flags: UploadFlags) => {
     const io = uploadIo(context, context.stdout);
-    const located = await locate(flags, io);
+    // Everything that can be checked here is, before the server is asked anything.
+    const located = await locate(flags, io, { everyGlobMatches: true });
+    const summary = await readAll(located, io, { onlyJunit: true });
     const org = await resolveOrg(flags, io);
-    const summary = await readAll(located, io);
     const sent = await send({ ...located, org, summary }, flags, io);
     if (sent.processing === null) return;
     if (sent.processing.state === "failed") {

@@ -13,7 +13,7 @@ import {
 } from "../../testhealth/bundle/ci-env.js";
 import { CliError } from "../client.js";
 import { parseRepoArg } from "../repo-arg.js";
-import type { RepoRef } from "../../organizations/repositories.js";
+import { localRepositoryOfRemote, type RepoRef } from "../../organizations/repositories.js";
 
 /** What git told about the working directory; null where git had no answer. */
 export interface GitFacts {
@@ -74,19 +74,31 @@ export function githubMergeHead(subject: string | null): string | null {
   return match?.[1] ?? null;
 }
 
-export function resolveContext(flags: ContextFlags, env: CiEnv, git: GitFacts): UploadContext {
+/**
+ * The context of an upload. Outside a git checkout the branch must be told (a flag or a CI
+ * variable) unless `branchOptional`: fail-first's lookup, which finds its run by id without one.
+ */
+export function resolveContext(
+  flags: ContextFlags,
+  env: CiEnv,
+  git: GitFacts,
+  { branchOptional = false }: { branchOptional?: boolean } = {},
+): UploadContext {
   const remoteUrl = git.remoteUrl === null ? null : withoutCredentials(git.remoteUrl);
-  const repo = flags.repo ?? repoFromRemote(remoteUrl);
   const commitSha = flags.commit ?? githubMergeHead(git.headSubject) ?? git.headSha;
-  if (commitSha === null) {
-    throw new CliError(
-      "Cannot tell the commit: this is not a git checkout with a commit; pass --commit <sha>.",
-    );
-  }
-  if (!SHA.test(commitSha)) throw new CliError(`Not a git commit SHA: ${commitSha}`);
   const gitBranch = git.headBranch === "HEAD" ? null : git.headBranch; // detached
   const branch =
     cleanBranch(flags.branch ?? null) ?? branchFromEnv(env) ?? cleanBranch(gitBranch ?? null);
+  if (git.topLevel === null) {
+    requireFlagsOutsideGit(flags, commitSha, branch === null && !branchOptional);
+  }
+  const repo = flags.repo ?? repoFromRemote(remoteUrl);
+  if (commitSha === null) {
+    throw new CliError(
+      "Cannot tell the commit: this git checkout has no commit yet; pass --commit <sha>.",
+    );
+  }
+  if (!SHA.test(commitSha)) throw new CliError(`Not a git commit SHA: ${commitSha}`);
   const prNumber = flags.pr ?? prNumberFrom(env);
   const variant = flags.variant ?? "";
   if (variant.length > VARIANT_LIMIT) {
@@ -104,12 +116,36 @@ export function resolveContext(flags: ContextFlags, env: CiEnv, git: GitFacts): 
   };
 }
 
+/**
+ * Outside a git checkout only flags (and, for the branch, CI variables) tell the repository,
+ * commit and branch: every one of them missing is named in one error.
+ */
+function requireFlagsOutsideGit(
+  flags: ContextFlags,
+  commitSha: string | null,
+  branchMissing: boolean,
+): void {
+  const missing: [string, string][] = [];
+  if (flags.repo === undefined) missing.push(["repository", "--repo <host/owner/name>"]);
+  if (commitSha === null) missing.push(["commit", "--commit <sha>"]);
+  if (branchMissing) missing.push(["branch", "--branch <name>"]);
+  if (missing.length === 0) return;
+  const list = (words: string[]) =>
+    words.length === 1 ? (words[0] ?? "") : `${words.slice(0, -1).join(", ")} and ${words.at(-1)}`;
+  throw new CliError(
+    `Cannot tell the ${list(missing.map(([what]) => what))}: this is not a git checkout; pass ${list(missing.map(([, flag]) => flag))}.`,
+  );
+}
+
 function repoFromRemote(remoteUrl: string | null): RepoRef {
   if (remoteUrl === null) {
     throw new CliError(
       "Cannot tell the repository: no git remote `origin` here; pass --repo <host/owner/name>.",
     );
   }
+  // A clone of a repository on Mainline's own git host: origin is the path `repo create` printed.
+  const hosted = localRepositoryOfRemote(remoteUrl);
+  if (hosted !== null) return hosted;
   const unreadable = new CliError(
     `Cannot tell the repository from the git remote ${remoteUrl}; pass --repo <host/owner/name>.`,
   );

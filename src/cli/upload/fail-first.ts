@@ -96,7 +96,9 @@ export async function fetchFailFirst(
   let repo: RepoRef;
   try {
     // The repository, commit and branch as the upload tells them: flags, CI variables, git.
-    const context = resolveContext(flags, env, await readGitFacts(io.cwd, io.env));
+    // A run named by id needs no branch.
+    const git = await readGitFacts(io.cwd, io.env);
+    const context = resolveContext(flags, env, git, { branchOptional: true });
     asked = question(io.env, context.branch, context.commitSha, prefixes);
     if (asked === null) return undefined;
     repo = context.repo;

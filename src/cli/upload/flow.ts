@@ -69,12 +69,19 @@ export function addUploadOptions(command: Command): Command {
     )
     .option(
       "--repo <host/owner/name>",
-      "the repository, host/owner/name (owner/name: local/owner/name) (default: from `git remote get-url origin`)",
+      "the repository, host/owner/name (owner/name: local/owner/name) (default: from `git remote get-url origin`; a clone of a repository Mainline hosts is local/owner/name)",
       parseRepoArg,
     )
     .option("--org <slug>", "the organization (default: the API token's)")
-    .option("--commit <sha>", "the commit tested (default: git HEAD)", parseCommitArg)
-    .option("--branch <name>", "the branch tested (default: from CI variables, then git)")
+    .option(
+      "--commit <sha>",
+      "the commit tested (default: git HEAD; required outside a git checkout)",
+      parseCommitArg,
+    )
+    .option(
+      "--branch <name>",
+      "the branch tested (default: from CI variables, then git; required outside a git checkout without them)",
+    )
     .option("--pr <number>", "the pull request number (default: from CI variables)", parsePrArg)
     .option("--job-name <name>", "the CI job's name (default: from CI variables)")
     .option("--job-url <url>", "the CI job's page (default: from CI variables)")
@@ -188,21 +195,27 @@ export async function freshReports(
   return { fresh, stale };
 }
 
-/**
- * The context (flags, CI variables, git), the report files and CODEOWNERS. No network. With
- * `writtenSince` (mainline test), only reports written since then are taken.
- */
+/** How `locate` picks the reports. */
+export interface LocateOptions {
+  /** `mainline test`: only reports written since then are taken. */
+  writtenSince?: ReportsBefore;
+  /** `mainline upload`: a glob that matches no file is an error, not a warning. */
+  everyGlobMatches?: boolean;
+}
+
+/** The context (flags, CI variables, git), the report files and CODEOWNERS. No network. */
 export async function locate(
   flags: UploadFlags,
   io: Io,
-  writtenSince?: ReportsBefore,
+  { writtenSince, everyGlobMatches = false }: LocateOptions = {},
 ): Promise<Located> {
   const patterns = splitPatterns(flags.junit);
   const git = await readGitFacts(io.cwd, io.env);
   const context = resolveContext(flags, definedEnv(io.env), git);
   const expansion = await expandGlobs(patterns, io.cwd);
-  if (expansion.files.length === 0) {
-    throw new CliError(`No file matches --junit ${quoteList(patterns)} (in ${io.cwd}).`);
+  if (expansion.files.length === 0 || (everyGlobMatches && expansion.unmatched.length > 0)) {
+    const unmatched = expansion.files.length === 0 ? patterns : expansion.unmatched;
+    throw new CliError(`No file matches --junit ${quoteList(unmatched)} (in ${io.cwd}).`);
   }
   if (expansion.unmatched.length > 0) {
     io.err.write(`mainline: warning: no file matches ${quoteList(expansion.unmatched)}\n`);
@@ -244,12 +257,28 @@ export async function resolveOrg(flags: UploadFlags, io: Io): Promise<string> {
   });
 }
 
-/** Reads every report (with a progress line on standard error); warns about unreadable ones. */
-export async function readAll(located: Located, io: Io): Promise<ReportsSummary> {
+/**
+ * Reads every report (with a progress line on standard error). `mainline test` warns about
+ * unreadable ones and uploads them all the same; `mainline upload` (`onlyJunit`) refuses them:
+ * a line per file, then an error, before anything is sent.
+ */
+export async function readAll(
+  located: Located,
+  io: Io,
+  { onlyJunit = false }: { onlyJunit?: boolean } = {},
+): Promise<ReportsSummary> {
   const summary = await readReports(located.files, fileProgress(io.err));
   for (const { path: file, reason } of summary.unreadable) {
+    const name = path.relative(io.cwd, file) || file;
     io.err.write(
-      `mainline: warning: ${path.relative(io.cwd, file)} is not a readable JUnit report (${reason}); it is uploaded but its tests are not counted here\n`,
+      onlyJunit
+        ? `mainline: ${name} is not a JUnit XML report: ${reason}\n`
+        : `mainline: warning: ${name} is not a readable JUnit report (${reason}); it is uploaded but its tests are not counted here\n`,
+    );
+  }
+  if (onlyJunit && summary.unreadable.length > 0) {
+    throw new CliError(
+      `Nothing was uploaded: ${summary.unreadable.length} of ${summary.files} file(s) matching --junit are not JUnit XML reports (XML whose root is <testsuites> or <testsuite>).`,
     );
   }
   return summary;

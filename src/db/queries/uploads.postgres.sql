@@ -76,10 +76,17 @@ update "uploads"
   set "state" = $1, "reason" = $2, "processed_at" = $3, "lease_until" = $4, "duplicate_of" = $5, "commit_sha" = $6, "branch" = $7, "pr_number" = $8, "job_name" = $9, "job_url" = $10, "variant" = $11, "uploaded_at" = $12, "files_total" = $13, "files_failed" = $14, "file_errors" = $15, "tests_passed" = $16, "tests_failed" = $17, "tests_skipped" = $18, "infrastructure_failure" = $19
   where "key" = $20 and "attempts" = $21 and "state" = $22;
 
--- UploadStore.markFailed(key, reason, now, fileErrors)
+-- UploadStore.markFailed(key, reason, now, details)
+-- no meta.json read
 update "uploads"
   set "state" = $1, "reason" = $2, "processed_at" = $3, "lease_until" = $4, "files_failed" = $5, "file_errors" = $6
   where "key" = $7;
+
+-- UploadStore.markFailed(key, reason, now, details)
+-- with what meta.json said
+update "uploads"
+  set "state" = $1, "reason" = $2, "processed_at" = $3, "lease_until" = $4, "files_failed" = $5, "file_errors" = $6, "commit_sha" = $7, "branch" = $8, "pr_number" = $9, "job_name" = $10, "job_url" = $11, "variant" = $12, "uploaded_at" = $13, "files_total" = $14
+  where "key" = $15;
 
 -- UploadStore.sameCommit(db, repositoryId, commitShas)
 select "key", "commit_sha", "uploaded_at"

@@ -75,9 +75,16 @@ update "uploads"
   set "state" = ?, "reason" = ?, "processed_at" = ?, "lease_until" = ?, "duplicate_of" = ?, "commit_sha" = ?, "branch" = ?, "pr_number" = ?, "job_name" = ?, "job_url" = ?, "variant" = ?, "uploaded_at" = ?, "files_total" = ?, "files_failed" = ?, "file_errors" = ?, "tests_passed" = ?, "tests_failed" = ?, "tests_skipped" = ?, "infrastructure_failure" = ?
   where "key" = ? and "attempts" = ? and "state" = ?;
 
--- UploadStore.markFailed(key, reason, now, fileErrors)
+-- UploadStore.markFailed(key, reason, now, details)
+-- no meta.json read
 update "uploads"
   set "state" = ?, "reason" = ?, "processed_at" = ?, "lease_until" = ?, "files_failed" = ?, "file_errors" = ?
+  where "key" = ?;
+
+-- UploadStore.markFailed(key, reason, now, details)
+-- with what meta.json said
+update "uploads"
+  set "state" = ?, "reason" = ?, "processed_at" = ?, "lease_until" = ?, "files_failed" = ?, "file_errors" = ?, "commit_sha" = ?, "branch" = ?, "pr_number" = ?, "job_name" = ?, "job_url" = ?, "variant" = ?, "uploaded_at" = ?, "files_total" = ?
   where "key" = ?;
 
 -- UploadStore.sameCommit(db, repositoryId, commitShas)

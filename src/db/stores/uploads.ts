@@ -14,6 +14,7 @@ import {
   type ClaimedUpload,
   type CommitFailures,
   type FileError,
+  type UploadFailureDetails,
   type UploadOutcome,
   type UploadRecord,
   type UploadState,
@@ -274,12 +275,14 @@ export class UploadStore implements UploadRecords {
     if (result.numUpdatedRows === 0n) throw new UploadTakenOver(upload.key);
   }
 
+  /** Also records what the upload said about itself, when its meta.json was read. */
   async markFailed(
     key: number,
     reason: string,
     now: number,
-    fileErrors: FileError[] = [],
+    details: UploadFailureDetails = {},
   ): Promise<void> {
+    const { fileErrors = [], description } = details;
     await this.db
       .updateTable("uploads")
       .set({
@@ -289,6 +292,18 @@ export class UploadStore implements UploadRecords {
         leaseUntil: null,
         filesFailed: fileErrors.length,
         fileErrors: fileErrors.length > 0 ? JSON.stringify(fileErrors) : null,
+        ...(description === undefined
+          ? {}
+          : {
+              commitSha: description.commitSha,
+              branch: description.branch,
+              prNumber: description.prNumber,
+              jobName: description.jobName,
+              jobUrl: description.jobUrl,
+              variant: description.variant,
+              uploadedAt: description.uploadedAt,
+              filesTotal: description.filesTotal,
+            }),
       })
       .where("key", "=", key)
       .execute();

@@ -11,7 +11,15 @@ import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { setImmediate } from "node:timers/promises";
 import type { IngestRecords, TestSettingsRecords, UploadRecords } from "../ports.js";
-import type { FileError, NewTestCase, RunRow, UploadOutcome, UploadRecord } from "../records.js";
+import type {
+  FileError,
+  NewTestCase,
+  RunRow,
+  UploadDescription,
+  UploadFailureDetails,
+  UploadOutcome,
+  UploadRecord,
+} from "../records.js";
 import type { Clock } from "../../lib/clock.js";
 import {
   BundleError,
@@ -166,7 +174,7 @@ export class UploadProcessor {
     } catch (error) {
       if (!(error instanceof BundleError)) throw error;
       await ingest.deleteRuns(upload.key);
-      await uploads.markFailed(upload.key, error.message, clock.now());
+      await uploads.markFailed(upload.key, error.message, clock.now(), run.failureDetails());
       return "failed";
     } finally {
       await run.cleanup();
@@ -178,7 +186,7 @@ export class UploadProcessor {
         run.fileErrors.length === 1
           ? `${first?.file ?? "The JUnit report"}: ${first?.reason ?? "unreadable"}`
           : `None of the ${run.fileErrors.length} JUnit reports could be read; the first, ${first?.file ?? ""}: ${first?.reason ?? ""}`;
-      await uploads.markFailed(upload.key, reason, clock.now(), run.fileErrors);
+      await uploads.markFailed(upload.key, reason, clock.now(), run.failureDetails());
       return "failed";
     }
     if (!run.hasContext) {
@@ -383,9 +391,8 @@ class BundleRun {
     });
   }
 
-  outcome(): UploadOutcome {
-    const context = this.context;
-    const totals = this.totals;
+  /** What meta.json said and how many report files were read. */
+  private description(context: Context): UploadDescription {
     return {
       commitSha: context.meta.commitSha,
       branch: context.branch,
@@ -395,6 +402,22 @@ class BundleRun {
       variant: context.variant,
       uploadedAt: context.uploadedAt,
       filesTotal: this.files.size,
+    };
+  }
+
+  /** What a failed upload keeps: its file errors, and its description once meta.json was read. */
+  failureDetails(): UploadFailureDetails {
+    const context = this.contextValue;
+    return {
+      fileErrors: this.fileErrors,
+      ...(context === null ? {} : { description: this.description(context) }),
+    };
+  }
+
+  outcome(): UploadOutcome {
+    const totals = this.totals;
+    return {
+      ...this.description(this.context),
       fileErrors: this.fileErrors,
       testsPassed: totals.passed,
       testsFailed: totals.failed,

@@ -47,14 +47,27 @@ const STATE_BADGES: Record<string, string> = {
   pending: "other",
 };
 
-function uploadRow(upload: UploadRecord): UploadRow {
+/**
+ * The upload's errors, each once. When no report file could be read, the reason repeats a file's
+ * error (the only one, or the first: `None of the 3 JUnit reports could be read; the first,
+ * a.xml: …`), so the file errors stand for it.
+ */
+function problemsOf(upload: UploadRecord): string[] {
+  const fileProblems = upload.fileErrors.map((e) => `${e.file}: ${e.reason}`);
+  const reason = upload.reason;
+  const repeated = reason !== null && fileProblems.some((problem) => reason.includes(problem));
   const problems = [
-    ...(upload.reason ? [upload.reason] : []),
-    ...upload.fileErrors.map((e) => `${e.file}: ${e.reason}`),
+    ...(reason && !repeated ? [reason] : []),
+    ...fileProblems,
     ...(upload.duplicateOf
       ? [`the same bundle as upload ${upload.duplicateOf}, counted once`]
       : []),
   ];
+  return [...new Set(problems)];
+}
+
+function uploadRow(upload: UploadRecord): UploadRow {
+  const problems = problemsOf(upload);
   return {
     id: upload.id,
     state: STATE_BADGES[upload.state] ?? "other",

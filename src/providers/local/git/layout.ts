@@ -6,6 +6,7 @@
  */
 import { join } from "node:path";
 import { ApiError } from "../../../lib/errors.js";
+import { LOCAL_GIT_DIRECTORY } from "../../../organizations/repositories.js";
 
 const NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
 
@@ -61,7 +62,7 @@ export function organizationDirectory(dataDir: string, organizationId: string): 
   if (!ORGANIZATION_ID_PATTERN.test(organizationId)) {
     throw new Error(`${JSON.stringify(organizationId)} is not an organization id`);
   }
-  return join(dataDir, "git", organizationId);
+  return join(dataDir, LOCAL_GIT_DIRECTORY, organizationId);
 }
 
 /** The bare repository's directory; validates the names first. */

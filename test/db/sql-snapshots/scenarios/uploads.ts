@@ -72,7 +72,29 @@ export const uploadsScenario = scenario({
           NOW,
         ),
     },
-    { method: "markFailed", run: (s) => s.markFailed(10, "unreadable bundle", NOW) },
+    {
+      method: "markFailed",
+      variant: "no meta.json read",
+      run: (s) => s.markFailed(10, "unreadable bundle", NOW),
+    },
+    {
+      method: "markFailed",
+      variant: "with what meta.json said",
+      run: (s) =>
+        s.markFailed(10, "r.xml: empty file", NOW, {
+          fileErrors: [{ file: "r.xml", reason: "empty file" }],
+          description: {
+            commitSha: "a".repeat(40),
+            branch: "main",
+            prNumber: 7,
+            jobName: "test",
+            jobUrl: null,
+            variant: "",
+            uploadedAt: NOW,
+            filesTotal: 1,
+          },
+        }),
+    },
     {
       method: "sameCommit",
       run: (s, db) => s.sameCommit(db, REPO_ID, ["a".repeat(40)]),
