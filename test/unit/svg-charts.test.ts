@@ -185,7 +185,7 @@ describe("daily bars", () => {
     expect(html).toContain('<div class="frame days-1">');
     expect(html).toContain('<span class="range">1 day: 2026-01-01 (UTC), since the data begins');
     expect(html).toContain('<div class="x-axis" aria-hidden="true"><span>2026-01-01</span></div>');
-    expect(html).toContain('<p class="summary">Runs: 3 in 1 day, most on 2026-01-01 (3).</p>');
+    expect(html).toContain('<p class="summary">Runs: 3 on 2026-01-01.</p>');
     expect(html).toContain("<title>2026-01-01: Runs 3</title>");
     expect(html).not.toContain("days-30");
   });

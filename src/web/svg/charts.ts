@@ -180,10 +180,11 @@ function swatch(series: DaySeries): SafeHtml {
   return markup`<span class="swatch ${series.className}" aria-hidden="true"></span>${series.label}`;
 }
 
-/** `Failed: 12 in 10 days, most on 2026-11-27 (4).` */
+/** `Failed: 12 in 10 days, most on 2026-11-27 (4).`; one day: `Failed: 4 on 2026-11-27.` */
 function countSummary(series: DaySeries, days: readonly number[]): string {
   const total = series.values.reduce((a, b) => a + b, 0);
   if (total === 0) return `${series.label}: none in ${plural(days.length, "day")}.`;
+  if (days.length === 1) return `${series.label}: ${total} on ${dayLabel(days[0] ?? 0)}.`;
   const max = Math.max(...series.values);
   const on = dayLabel(days[series.values.indexOf(max)] ?? 0);
   return `${series.label}: ${total} in ${plural(days.length, "day")}, most on ${on} (${max}).`;
