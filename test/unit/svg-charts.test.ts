@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
@@ -182,7 +183,7 @@ describe("daily bars", () => {
       window: 30,
       series: [{ label: "Runs", values: [3], className: "series-other" }],
     }).value;
-    expect(html).toContain('<div class="frame days-1">');
+    expect(html).toContain('<div class="frame few days-1">');
     expect(html).toContain('<span class="range">1 day: 2026-01-01 (UTC), since the data begins');
     expect(html).toContain('<div class="x-axis" aria-hidden="true"><span>2026-01-01</span></div>');
     expect(html).toContain('<p class="summary">Runs: 3 on 2026-01-01.</p>');
@@ -233,5 +234,33 @@ describe("daily levels", () => {
     }).value;
     expect(html).not.toMatch(/<script>|<b>|<i>/);
     expect(html).toContain("&lt;script&gt;");
+  });
+});
+
+describe("the series' colours", () => {
+  /** WCAG's relative luminance and contrast ratio of two `#rrggbb` colours. */
+  const luminance = (hex: string) => {
+    const [r = 0, g = 0, b = 0] = [1, 3, 5].map((i) => {
+      const c = parseInt(hex.slice(i, i + 2), 16) / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const contrast = (a: string, b: string) => {
+    const [hi = 0, lo = 0] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+    return (hi + 0.05) / (lo + 0.05);
+  };
+
+  it("stand out from the page at 3:1 or more (WCAG's non-text contrast), light and dark", () => {
+    const css = readFileSync(new URL("../../src/web/styles/app.css", import.meta.url), "utf8");
+    const blocks = [...css.matchAll(/:root \{([^}]*)\}/g)].map((m) => m[1] ?? "");
+    expect(blocks).toHaveLength(2);
+    for (const block of blocks) {
+      const value = (name: string) => new RegExp(`--${name}: (#[0-9a-f]{6});`).exec(block)?.[1];
+      const background = value("bg") ?? "";
+      for (const series of ["chart-flaky", "chart-broken", "chart-other"]) {
+        expect(contrast(value(series) ?? background, background), series).toBeGreaterThanOrEqual(3);
+      }
+    }
   });
 });

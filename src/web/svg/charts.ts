@@ -204,7 +204,7 @@ function figure(
   parts: { legend?: SafeHtml; body: SafeHtml; summary?: string },
 ) {
   const { id, title, days, series } = options;
-  const few = days.length <= FEW_DAYS ? ` days-${days.length}` : "";
+  const few = days.length <= FEW_DAYS ? ` few days-${days.length}` : "";
   const rows = days.map((d, i) => [dayLabel(d), ...series.map((s) => s.values[i] ?? 0)]);
   return markup`<figure class="chart daily ${kind}" id="${id}">
 <figcaption><span class="title">${title}</span> <span class="range">${rangeText(days, options.window)}</span></figcaption>
