@@ -190,12 +190,12 @@ function countSummary(series: DaySeries, days: readonly number[]): string {
   return `${series.label}: ${total} in ${plural(days.length, "day")}, most on ${on} (${max}).`;
 }
 
-/** `Flaky: 5 now, at most 6 (2026-11-20).` */
+/** `5 now, at most 6 (2026-11-20).` */
 function levelSummary(series: DaySeries, days: readonly number[]): string {
   const now = series.values[series.values.length - 1] ?? 0;
   const max = Math.max(0, ...series.values);
   const on = dayLabel(days[series.values.indexOf(max)] ?? 0);
-  return `${series.label}: ${now} now, at most ${max}${max > 0 ? ` (${on})` : ""}.`;
+  return `${now} now, at most ${max}${max > 0 ? ` (${on})` : ""}.`;
 }
 
 function figure(
@@ -263,8 +263,8 @@ export function dailyLevels(options: DailyChartOptions): SafeHtml {
       .join(" ");
     const summary = levelSummary(s, days);
     const drawing = markup`<polygon class="area ${s.className}" data-series="${s.label}" points="0,${PLOT} ${steps} ${width},${PLOT}"/><polyline class="line ${s.className}" data-series="${s.label}" points="${steps}"/>`;
-    return markup`<p class="key" data-series="${s.label}">${swatch(s)} <span class="muted">${summary.slice(s.label.length + 2)}</span></p>
-${yAxis(top)}${plot(`${id}-${n}`, width, `${s.label}: ${options.title.toLowerCase()}`, `${options.description} ${summary}`, drawing)}`;
+    return markup`<p class="key" data-series="${s.label}">${swatch(s)} <span class="muted">${summary}</span></p>
+${yAxis(top)}${plot(`${id}-${n}`, width, `${options.title}: ${s.label}`, `${options.description} ${s.label}: ${summary}`, drawing)}`;
   });
   // Each panel's key says what its summary would.
   return figure(options, "levels", { body: markup`${panels}` });
