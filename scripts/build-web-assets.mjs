@@ -1,5 +1,5 @@
 // Builds the dashboard's static files into dist/assets/ (content-hashed names + manifest.json):
-// the islands bundled by esbuild, the stylesheet, uPlot's files. Part of `npm run build`, after
+// the islands bundled by esbuild and the stylesheet. Part of `npm run build`, after
 // tsc (it runs the compiled dist/web/assets/build.js, the same code the server uses from source).
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";

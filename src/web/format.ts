@@ -24,6 +24,14 @@ export function formatDuration(ms: number | null): string {
   return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
 }
 
+/**
+ * A table wider than a narrow screen scrolls sideways inside this box, not the page; the box
+ * can take the keyboard's focus (arrow keys scroll it) and is named for it.
+ */
+export function scrollX(label: string, table: SafeHtml): SafeHtml {
+  return markup`<div class="scroll-x" role="region" aria-label="${label}" tabindex="0">${table}</div>`;
+}
+
 /** A UTC time with its age: `<time>` carries the exact instant. */
 export function timeAgo(iso: string, now: number): SafeHtml {
   const shown = iso.replace("T", " ").replace(/\.\d+Z$/, "Z");

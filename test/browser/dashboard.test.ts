@@ -120,10 +120,12 @@ describe("the dashboard in Chromium", () => {
         .first()
         .textContent(),
     ).toBe("0");
-    // The trend's island drew uPlot's canvas; the table stays for screen readers.
-    await t.page.locator("figure.chart.enhanced canvas").first().waitFor();
-    expect(await t.page.locator("figure.chart table caption").textContent()).toBe(
-      "Flaky and broken tests, last 30 days",
+    // The trend: a panel per status, its numbers in a table one click away.
+    const trend = t.page.getByRole("figure", { name: /Flaky and broken tests/ });
+    expect(await trend.locator(".key").count()).toBe(2);
+    await trend.getByText("Numbers by day").click();
+    expect(await trend.getByRole("table", { name: "Flaky and broken tests" }).isVisible()).toBe(
+      true,
     );
     await checkAccessibility(t.page);
     await screenshot(t.page, "home");

@@ -137,7 +137,7 @@ describe("the npm package", () => {
       files.filter((f) => /^package\/dist\/assets\/app\.[0-9a-f]{12}\.css$/.test(f)),
     ).toHaveLength(1);
     expect(
-      files.filter((f) => /^package\/dist\/assets\/uPlot\.[0-9a-f]{12}\.js$/.test(f)),
+      files.filter((f) => /^package\/dist\/assets\/live-queue\.[0-9a-f]{12}\.js$/.test(f)),
     ).toHaveLength(1);
     expect(files.filter((f) => f.includes("/islands/"))).toEqual([]);
     expect(files.filter((f) => /^package\/(src|test|scripts|bench)\//.test(f))).toEqual([]);
@@ -230,7 +230,7 @@ describe("the dashboard's files in the installed package", () => {
     const catalog = path.join(project, "node_modules/mainline/dist/web/assets/catalog.js");
     const script = `const { assetCatalog } = await import(${JSON.stringify(catalog)});
 const c = await assetCatalog();
-console.log(JSON.stringify(c.pageAssets(["time-series"])));`;
+console.log(JSON.stringify(c.pageAssets(["live-queue"])));`;
     // Only node: no esbuild (a development dependency) is installed there.
     const result = await runWith(process.execPath, ["--input-type=module", "-e", script], project, {
       PATH: process.env.PATH ?? "",
@@ -239,12 +239,11 @@ console.log(JSON.stringify(c.pageAssets(["time-series"])));`;
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     const assets = JSON.parse(result.stdout) as { styles: string[]; scripts: string[] };
-    expect(assets.styles).toHaveLength(2);
-    // The confirmation island is on every page; the chart's library comes before the chart.
+    expect(assets.styles).toEqual([expect.stringMatching(/^\/assets\/app\.[0-9a-f]{12}\.css$/)]);
+    // The confirmation island is on every page, before the page's own.
     expect(assets.scripts).toEqual([
       expect.stringMatching(/^\/assets\/confirm\.[0-9a-f]{12}\.js$/),
-      expect.stringMatching(/^\/assets\/uPlot\.[0-9a-f]{12}\.js$/),
-      expect.stringMatching(/^\/assets\/time-series\.[0-9a-f]{12}\.js$/),
+      expect.stringMatching(/^\/assets\/live-queue\.[0-9a-f]{12}\.js$/),
     ]);
   });
 });

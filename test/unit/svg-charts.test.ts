@@ -1,9 +1,13 @@
+import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
-  barChart,
   coordinate,
-  lineChart,
+  dailyBars,
+  dailyLevels,
+  fitDays,
+  niceMax,
+  rangeText,
   sparkline,
   valueScale,
 } from "../../src/web/svg/charts.js";
@@ -84,95 +88,179 @@ describe("sparkline", () => {
   });
 });
 
-describe("bar chart", () => {
-  it("gives every bar its value, as a hidden table too, with no negative heights", () => {
-    const bars = [
-      { label: "2026-01-01", value: 3 },
-      { label: "2026-01-02", value: 0 },
-      { label: "2026-01-03", value: 6 },
-    ];
-    const svg = barChart({
-      id: "b",
-      title: "Failures per day",
-      description: "Failed runs.",
-      bars,
-      valueLabel: "Failures",
-    }).value;
-    expect(svg.match(/<rect /g)).toHaveLength(3);
-    for (const h of [...svg.matchAll(/height="([^"]*)"/g)].map((m) => Number(m[1])))
-      expect(h).toBeGreaterThanOrEqual(0);
-    expect(svg).toContain('<table class="visually-hidden"><caption>Failures per day</caption>');
-    expect(svg).toContain('<tr><th scope="row">2026-01-03</th><td>6</td></tr>');
-    expect(svg).toContain("lowest 0, highest 6, latest 6");
-    const zero = barChart({
-      id: "z",
-      title: "t",
-      description: "d",
-      bars: bars.map((b) => ({ ...b, value: 0 })),
-      valueLabel: "v",
-    }).value;
-    expect(coordinates(zero).every(Number.isFinite)).toBe(true);
+const heights = (svg: string) => [...svg.matchAll(/ height="([^"]*)"/g)].map((m) => Number(m[1]));
+
+describe("fitting the days to the data", () => {
+  const rows = days(30).map((day, i) => ({ day, value: i === 25 ? 4 : 0 }));
+  const hasData = (r: { value: number }) => r.value > 0;
+
+  it("begins on the day the data begins, or on an earlier day with data; never empty", () => {
+    const since = (rows[20]?.day ?? 0) + 5 * 3_600_000;
+    expect(fitDays(rows, since, hasData).map((r) => r.day)).toEqual(days(30).slice(20));
+    // A value before `since` (an upload dated earlier) keeps its day.
+    expect(fitDays(rows, (rows[28]?.day ?? 0) + 1, hasData)).toHaveLength(5);
+    // Data older than the window: all of it.
+    expect(fitDays(rows, 0, hasData)).toHaveLength(30);
+    // A beginning after the last day still shows the last day.
+    const none = rows.map((r) => ({ ...r, value: 0 }));
+    expect(fitDays(none, Date.UTC(2030, 0, 1), hasData)).toEqual(none.slice(29));
+    expect(fitDays([], 0, hasData)).toEqual([]);
+  });
+
+  it("says the range: the full window, or how few days and why", () => {
+    expect(rangeText(days(30), 30)).toBe("Last 30 days: 2026-01-01 to 2026-01-30 (UTC)");
+    expect(rangeText(days(10), 30)).toBe(
+      "10 days: 2026-01-01 to 2026-01-10 (UTC), since the data begins",
+    );
+    expect(rangeText(days(1), 30)).toBe("1 day: 2026-01-01 (UTC), since the data begins");
+    expect(rangeText([], 30)).toBe("No data yet");
+  });
+
+  it("rounds the top of the y axis up, never below the largest value", () => {
+    expect([0, 1, 3, 5, 6, 7, 9, 13, 17, 23, 27, 33, 99, 101, 1234].map(niceMax)).toEqual([
+      1, 1, 3, 5, 6, 8, 10, 15, 20, 25, 30, 40, 100, 120, 1500,
+    ]);
+    fc.assert(
+      fc.property(fc.nat({ max: 10_000_000 }), (max) => {
+        expect(niceMax(max)).toBeGreaterThanOrEqual(max);
+        expect(Number.isInteger(niceMax(max))).toBe(true);
+      }),
+    );
   });
 });
 
-describe("line chart", () => {
-  it("draws each series inside the plot, with a legend, a table and, when interactive, its data", () => {
+describe("daily bars", () => {
+  it("draws one bar per series and day, stacked, inside the plot, with one legend and a table", () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 0, max: 40 }),
-        fc.array(fc.nat({ max: 500 }), { minLength: 40, maxLength: 40 }),
+        fc.integer({ min: 1, max: 90 }),
+        fc.array(fc.nat({ max: 500 }), { minLength: 180, maxLength: 180 }),
         (n, raw) => {
-          const x = days(n);
-          const flaky = raw.slice(0, n);
-          const svg = lineChart({
-            id: "l",
-            title: "Trend",
+          const merged = raw.slice(0, n);
+          const failed = raw.slice(90, 90 + n);
+          const html = dailyBars({
+            id: "b",
+            title: "Outcomes per day",
             description: "d.",
-            x,
+            days: days(n),
+            window: 30,
             series: [
-              { label: "Flaky", values: flaky, className: "series-flaky", area: true },
-              { label: "Broken", values: flaky.map(() => 0), className: "series-broken" },
+              { label: "Merged", values: merged, className: "series-other" },
+              { label: "Failed", values: failed, className: "series-broken" },
             ],
-            interactive: true,
           }).value;
-          for (const c of coordinates(svg)) {
+          expect(html.match(/<rect class="bar series-other" data-series="Merged"/g)).toHaveLength(
+            n,
+          );
+          expect(html.match(/<rect class="bar series-broken" data-series="Failed"/g)).toHaveLength(
+            n,
+          );
+          expect(html.match(/<ul class="legend">/g)).toHaveLength(1);
+          expect(html).not.toMatch(/<polyline|<polygon|<circle/);
+          for (const c of coordinates(html)) {
             expect(Number.isFinite(c)).toBe(true);
             expect(c).toBeGreaterThanOrEqual(0);
-            expect(c).toBeLessThanOrEqual(600);
+            expect(c).toBeLessThanOrEqual(Math.max(n * 10, 100));
           }
-          expect(svg.match(/<tr><th scope="row">/g) ?? []).toHaveLength(n);
-          expect(svg).toContain(
-            '<ul class="legend"><li><span class="swatch series-flaky"></span>Flaky</li>',
-          );
-          const data = /data-series="([^"]*)"/.exec(svg)?.[1] ?? "";
-          const parsed = JSON.parse(data.replace(/&quot;/g, '"')) as {
-            x: number[];
-            series: { values: number[] }[];
-          };
-          expect(parsed.x).toHaveLength(n);
-          expect(parsed.series[0]?.values).toEqual(flaky);
+          // Stacked: a day's bars together are at most the plot's height.
+          const h = heights(html.slice(html.indexOf("<rect")));
+          for (let i = 0; i < n; i++) {
+            expect((h[2 * i] ?? 0) + (h[2 * i + 1] ?? 0)).toBeLessThanOrEqual(100.02);
+          }
+          expect(html.match(/<tr><th scope="row">/g) ?? []).toHaveLength(n);
         },
       ),
       { numRuns: 40 },
     );
   });
 
-  it("marks a single day with a dot and all-zero data on the baseline", () => {
-    const one = lineChart({
-      id: "o",
-      title: "t",
-      description: "d.",
-      x: days(1),
-      series: [{ label: "F", values: [4], className: "series-flaky" }],
+  it("keeps a few days narrow, says the range and sums it up", () => {
+    const html = dailyBars({
+      id: "r",
+      title: "CI runs per day",
+      description: "Runs.",
+      days: days(1),
+      window: 30,
+      series: [{ label: "Runs", values: [3], className: "series-other" }],
     }).value;
-    expect(one).toMatch(/<circle class="bar series-flaky" cx="[\d.]+" cy="10" r="3"\/>/);
-    const zero = lineChart({
-      id: "z",
-      title: "t",
+    expect(html).toContain('<div class="frame few days-1">');
+    expect(html).toContain('<span class="range">1 day: 2026-01-01 (UTC), since the data begins');
+    expect(html).toContain('<div class="x-axis" aria-hidden="true"><span>2026-01-01</span></div>');
+    expect(html).toContain('<p class="summary">Runs: 3 on 2026-01-01.</p>');
+    expect(html).toContain("<title>2026-01-01: Runs 3</title>");
+    expect(html).not.toContain("days-30");
+  });
+});
+
+describe("daily levels", () => {
+  it("draws a labelled panel per series, as steps on one scale, inside the plot", () => {
+    const html = dailyLevels({
+      id: "s",
+      title: "Flaky and broken tests",
       description: "d.",
-      x: days(3),
-      series: [{ label: "F", values: [0, 0, 0], className: "series-flaky" }],
+      days: days(3),
+      window: 30,
+      series: [
+        { label: "Flaky", values: [0, 2, 4], className: "series-flaky" },
+        { label: "Broken", values: [1, 1, 0], className: "series-broken" },
+      ],
     }).value;
-    expect(/<polyline [^>]*points="([^"]*)"/.exec(zero)?.[1]).toBe("36,158 314,158 592,158");
+    expect(html.match(/<p class="key" data-series="/g)).toHaveLength(2);
+    expect(html).not.toContain('class="legend"');
+    expect(/<polyline [^>]*data-series="Flaky" points="([^"]*)"/.exec(html)?.[1]).toBe(
+      "0,100 10,100 10,50 20,50 20,0 30,0",
+    );
+    // One scale: Broken's 1 is a quarter of the way up, as Flaky's top is 4.
+    expect(/<polyline [^>]*data-series="Broken" points="([^"]*)"/.exec(html)?.[1]).toBe(
+      "0,75 10,75 10,75 20,75 20,100 30,100",
+    );
+    expect(html).toContain(
+      '></span>Flaky <span class="muted">4 now, at most 4 (2026-01-03).</span>',
+    );
+    expect(html).toContain(
+      '></span>Broken <span class="muted">0 now, at most 1 (2026-01-01).</span>',
+    );
+    expect(html).toContain('aria-labelledby="s-0-title s-0-desc"');
+  });
+
+  it("escapes its text", () => {
+    const html = dailyLevels({
+      id: "x",
+      title: "<script>",
+      description: "<b>",
+      days: days(2),
+      window: 30,
+      series: [{ label: "<i>", values: [1, 2], className: "series-flaky" }],
+    }).value;
+    expect(html).not.toMatch(/<script>|<b>|<i>/);
+    expect(html).toContain("&lt;script&gt;");
+  });
+});
+
+describe("the series' colours", () => {
+  /** WCAG's relative luminance and contrast ratio of two `#rrggbb` colours. */
+  const luminance = (hex: string) => {
+    const [r = 0, g = 0, b = 0] = [1, 3, 5].map((i) => {
+      const c = parseInt(hex.slice(i, i + 2), 16) / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const contrast = (a: string, b: string) => {
+    const [hi = 0, lo = 0] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+    return (hi + 0.05) / (lo + 0.05);
+  };
+
+  it("stand out from the page at 3:1 or more (WCAG's non-text contrast), light and dark", () => {
+    const css = readFileSync(new URL("../../src/web/styles/app.css", import.meta.url), "utf8");
+    const blocks = [...css.matchAll(/:root \{([^}]*)\}/g)].map((m) => m[1] ?? "");
+    expect(blocks).toHaveLength(2);
+    for (const block of blocks) {
+      const value = (name: string) => new RegExp(`--${name}: (#[0-9a-f]{6});`).exec(block)?.[1];
+      const background = value("bg") ?? "";
+      for (const series of ["chart-flaky", "chart-broken", "chart-other"]) {
+        expect(contrast(value(series) ?? background, background), series).toBeGreaterThanOrEqual(3);
+      }
+    }
   });
 });

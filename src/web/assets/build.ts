@@ -1,21 +1,20 @@
 /**
- * Builds the dashboard's static files (islands bundled by esbuild, the stylesheet minified, uPlot's
- * files as shipped), each named by a content hash, for `npm run build` and, from source, in memory
+ * Builds the dashboard's static files (islands bundled by esbuild, the stylesheet minified), each
+ * named by a content hash, for `npm run build` and, from source, in memory
  * at first use. esbuild is a development dependency: an installed package must never load this
  * module.
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import path from "node:path";
 
 /** The islands: `src/web/islands/<name>.ts`, served as `/assets/<name>.<hash>.js`. */
-export const ISLANDS = ["time-series", "confirm", "live-queue"] as const;
+export const ISLANDS = ["confirm", "live-queue"] as const;
 export type IslandName = (typeof ISLANDS)[number];
 
 /** A built file: its stable name (what pages ask for) and its hashed file name. */
 export interface BuiltAsset {
-  /** `app.css`, `uplot.js`, `island/time-series.js`. */
+  /** `app.css`, `island/confirm.js`. */
   name: string;
   /** `app.3f2a9c1b7d0e.css`: what `/assets/` serves. */
   file: string;
@@ -67,13 +66,6 @@ export async function buildAssets(root: string): Promise<BuiltAsset[]> {
     charset: "utf8",
   });
   assets.push(hashed("app.css", "app", "css", CSS, Buffer.from(css.code)));
-  // uPlot (MIT) as its package ships it; its licence line stays at the top of the script.
-  const require = createRequire(path.join(root, "package.json"));
-  const uplot = path.dirname(require.resolve("uplot/dist/uPlot.iife.min.js"));
-  assets.push(
-    hashed("uplot.js", "uPlot", "js", JS, readFileSync(path.join(uplot, "uPlot.iife.min.js"))),
-    hashed("uplot.css", "uPlot", "css", CSS, readFileSync(path.join(uplot, "uPlot.min.css"))),
-  );
   return assets.sort((a, b) => a.name.localeCompare(b.name));
 }
 

@@ -22,7 +22,6 @@ export interface Asset extends BuiltAsset {
 
 /** What an island needs loaded before it (vendor scripts and styles), by stable name. */
 const ISLAND_NEEDS: Record<IslandName, { scripts: string[]; styles: string[] }> = {
-  "time-series": { scripts: ["uplot.js"], styles: ["uplot.css"] },
   confirm: { scripts: [], styles: [] },
   "live-queue": { scripts: [], styles: [] },
 };

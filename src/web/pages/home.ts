@@ -8,10 +8,10 @@ import type { QueueOverview } from "../../mergequeue/records.js";
 import type { PrState } from "../../mergequeue/model.js";
 import type { RepoRef } from "../../organizations/repositories.js";
 import type { OrganizationHealth } from "../../testhealth/overview.js";
-import { badge, muted, plural } from "../format.js";
+import { badge, muted, plural, scrollX } from "../format.js";
 import { markup, type SafeHtml } from "../html.js";
 import type { PageView } from "../layout.js";
-import { lineChart, sparkline } from "../svg/charts.js";
+import { dailyLevels, fitDays, sparkline } from "../svg/charts.js";
 import { DEFAULT_HOST, urls } from "../urls.js";
 
 export interface QueueRow {
@@ -36,7 +36,7 @@ export interface RepositoryRow {
   quarantined: number;
   /** `on`, `manual only` (auto-quarantine off), `off`. */
   quarantining: string;
-  /** Flaky tests at the end of each of the last 30 days. */
+  /** Flaky tests at the end of each day since its first upload, of the last 30 days. */
   flakyTrend: number[];
   queues: QueueRow[];
 }
@@ -46,7 +46,8 @@ export interface HomeView {
   repositories: RepositoryRow[];
   queues: QueueRow[];
   totals: { tests: number; flaky: number; broken: number; quarantined: number };
-  trend: { days: number[]; flaky: number[]; broken: number[] };
+  /** From the first repository's first upload (within the last `window` days) to today. */
+  trend: { days: number[]; flaky: number[]; broken: number[]; window: number };
 }
 
 const QUEUED: readonly PrState[] = ["not_ready", "pending"];
@@ -76,6 +77,8 @@ function queueRow(org: string, queue: QueueOverview): QueueRow {
   };
 }
 
+const hasStatus = (d: { flaky: number; broken: number }) => d.flaky > 0 || d.broken > 0;
+
 export function presentHome(
   org: string,
   health: OrganizationHealth,
@@ -96,7 +99,7 @@ export function presentHome(
         : quarantine.autoQuarantine
           ? "on"
           : "manual only",
-      flakyTrend: r.daily.map((d) => d.flaky),
+      flakyTrend: fitDays(r.daily, repository.createdAt, hasStatus).map((d) => d.flaky),
       queues: queueRows
         .filter((q) => q.queue.repo.repositoryId === repository.id)
         .map((q) => q.row),
@@ -104,6 +107,8 @@ export function presentHome(
   });
   const sum = (pick: (r: RepositoryRow) => number) =>
     repositories.reduce((total, r) => total + pick(r), 0);
+  const since = Math.min(...health.repositories.map((r) => r.repository.createdAt));
+  const trend = fitDays(health.daily, since, hasStatus);
   return {
     org,
     repositories,
@@ -115,9 +120,10 @@ export function presentHome(
       quarantined: sum((r) => r.quarantined),
     },
     trend: {
-      days: health.daily.map((d) => d.day),
-      flaky: health.daily.map((d) => d.flaky),
-      broken: health.daily.map((d) => d.broken),
+      days: trend.map((d) => d.day),
+      flaky: trend.map((d) => d.flaky),
+      broken: trend.map((d) => d.broken),
+      window: health.daily.length,
     },
   };
 }
@@ -142,18 +148,21 @@ export function repositoriesTable(view: HomeView): SafeHtml {
 <td class="num">${count(r.broken, "broken")}</td>
 <td class="num">${count(r.quarantined, "quarantined")}</td>
 <td class="num">${r.tests}</td>
-<td>${sparkline({ id: `trend-${i}`, title: `Flaky tests of ${r.name} per day, last ${r.flakyTrend.length} days`, values: r.flakyTrend, className: "series-flaky" })}</td>
+<td>${sparkline({ id: `trend-${i}`, title: `Flaky tests of ${r.name} per day, ${plural(r.flakyTrend.length, "day")} to today`, values: r.flakyTrend, className: "series-flaky" })}</td>
 <td>${r.quarantining}</td>
 <td>${r.queues.length === 0 ? muted("none") : r.queues.map((q) => markup`<a href="${q.href}">${q.name.split(" · ")[1] ?? q.name}</a> ${queueState(q)} `)}</td>
 </tr>
 `,
   );
-  return markup`<table>
+  return scrollX(
+    "Repositories",
+    markup`<table>
 <caption class="visually-hidden">Repositories and their tests</caption>
-<thead><tr><th scope="col">Repository</th><th scope="col" class="num">Flaky</th><th scope="col" class="num">Broken</th><th scope="col" class="num">Quarantined</th><th scope="col" class="num">Tests</th><th scope="col">Flaky, 30 days</th><th scope="col">Quarantining</th><th scope="col">Merge queues</th></tr></thead>
+<thead><tr><th scope="col">Repository</th><th scope="col" class="num">Flaky</th><th scope="col" class="num">Broken</th><th scope="col" class="num">Quarantined</th><th scope="col" class="num">Tests</th><th scope="col">Flaky, by day</th><th scope="col">Quarantining</th><th scope="col">Merge queues</th></tr></thead>
 <tbody>
 ${rows}</tbody>
-</table>`;
+</table>`,
+  );
 }
 
 /** The merge queues table (home and the Merge queues index). */
@@ -167,12 +176,15 @@ export function queuesTable(view: HomeView): SafeHtml {
     ) => markup`<tr><th scope="row"><a href="${q.href}">${q.name}</a></th><td>${queueState(q)}</td><td class="num">${q.queued}</td><td class="num">${q.testing}</td></tr>
 `,
   );
-  return markup`<table>
+  return scrollX(
+    "Merge queues",
+    markup`<table>
 <caption class="visually-hidden">Merge queues and their pull requests</caption>
 <thead><tr><th scope="col">Queue</th><th scope="col">State</th><th scope="col" class="num">Queued</th><th scope="col" class="num">Testing</th></tr></thead>
 <tbody>
 ${rows}</tbody>
-</table>`;
+</table>`,
+  );
 }
 
 /** What to do when there is nothing yet: upload results, create a queue. */
@@ -203,16 +215,16 @@ export function renderHome(view: HomeView, base: string): PageView {
 <li><strong>${t.tests}</strong> <span class="muted">${plural(t.tests, "test").replace(/^\d+ /, "")} in ${plural(view.repositories.length, "repository", "repositories")}</span></li>
 <li><strong>${view.queues.length}</strong> <span class="muted">merge ${view.queues.length === 1 ? "queue" : "queues"}</span></li>
 </ul>
-${lineChart({
+${dailyLevels({
   id: "trend",
-  title: "Flaky and broken tests, last 30 days",
+  title: "Flaky and broken tests",
   description: "Tests of all repositories that were flaky or broken at the end of each day (UTC).",
-  x: view.trend.days,
+  days: view.trend.days,
+  window: view.trend.window,
   series: [
-    { label: "Flaky", values: view.trend.flaky, className: "series-flaky", area: true },
+    { label: "Flaky", values: view.trend.flaky, className: "series-flaky" },
     { label: "Broken", values: view.trend.broken, className: "series-broken" },
   ],
-  interactive: true,
 })}
 <h2>Repositories</h2>
 ${repositoriesTable(view)}
@@ -224,6 +236,5 @@ ${queuesTable(view)}`;
     breadcrumbs: [{ label: "Overview" }],
     main: markup`<h1>Overview</h1>
 ${body}`,
-    islands: empty ? [] : ["time-series"],
   };
 }

@@ -16,10 +16,10 @@ import type { Actor } from "../../mergequeue/model.js";
 import { priorityName } from "../../mergequeue/model.js";
 import { describeWaiting } from "../../mergequeue/waiting.js";
 import type { RepoRef } from "../../organizations/repositories.js";
-import { badge, muted, plural } from "../format.js";
+import { badge, muted, plural, scrollX } from "../format.js";
 import { markup, type SafeHtml } from "../html.js";
 import type { PageView } from "../layout.js";
-import { barChart, dayLabel, lineChart } from "../svg/charts.js";
+import { dailyBars, fitDays } from "../svg/charts.js";
 import { urls } from "../urls.js";
 
 export interface QueuePlace {
@@ -406,18 +406,29 @@ export function renderQueueHealth(
   const reasons =
     health.byReason.length === 0
       ? markup`<p class="muted">Nothing concluded in this range.</p>`
-      : markup`<table><caption class="visually-hidden">Conclusions by reason</caption><thead><tr><th scope="col">Outcome</th><th scope="col">Reason</th><th scope="col" class="num">Pull requests</th></tr></thead><tbody>${health.byReason.map(
-          (r) =>
-            markup`<tr><td>${badge(r.state, r.state)}</td><td>${r.reason.replaceAll("_", " ")}</td><td class="num">${r.count}</td></tr>`,
-        )}</tbody></table>`;
+      : scrollX(
+          "Outcomes by reason",
+          markup`<table><caption class="visually-hidden">Conclusions by reason</caption><thead><tr><th scope="col">Outcome</th><th scope="col">Reason</th><th scope="col" class="num">Pull requests</th></tr></thead><tbody>${health.byReason.map(
+            (r) =>
+              markup`<tr><td>${badge(r.state, r.state)}</td><td>${r.reason.replaceAll("_", " ")}</td><td class="num">${r.count}</td></tr>`,
+          )}</tbody></table>`,
+        );
   const attention =
     health.needsAttention.length === 0
       ? markup`<p class="muted">No pull request failed in this range.</p>`
-      : markup`<table><caption class="visually-hidden">Pull requests that failed, newest first</caption><thead><tr><th scope="col">Pull request</th><th scope="col">Author</th><th scope="col">Why</th><th scope="col">When</th></tr></thead><tbody>${health.needsAttention.map(
-          (f) =>
-            markup`<tr><td><a href="${links.pullRequest(f.number)}">#${f.number}</a> ${f.title}</td><td>${f.author}</td><td>${f.reason.replaceAll("_", " ")}${f.detail ? markup`: <span class="detail">${f.detail}</span>` : ""}${f.runId ? markup` (<a href="${links.pullRequest(f.number)}#run-${f.runId}">run ${f.runId}</a>)` : ""}</td><td>${at(f.at, now)}</td></tr>`,
-        )}</tbody></table>`;
-  const x = health.daily.map((d) => d.day);
+      : scrollX(
+          "Needs attention",
+          markup`<table><caption class="visually-hidden">Pull requests that failed, newest first</caption><thead><tr><th scope="col">Pull request</th><th scope="col">Author</th><th scope="col">Why</th><th scope="col">When</th></tr></thead><tbody>${health.needsAttention.map(
+            (f) =>
+              markup`<tr><td><a href="${links.pullRequest(f.number)}">#${f.number}</a> ${f.title}</td><td>${f.author}</td><td>${f.reason.replaceAll("_", " ")}${f.detail ? markup`: <span class="detail">${f.detail}</span>` : ""}${f.runId ? markup` (<a href="${links.pullRequest(f.number)}#run-${f.runId}">run ${f.runId}</a>)` : ""}</td><td>${at(f.at, now)}</td></tr>`,
+          )}</tbody></table>`,
+        );
+  const daily = fitDays(
+    health.daily,
+    health.queue.createdAt,
+    (d) => d.merged + d.failed + d.runs > 0,
+  );
+  const days = daily.map((d) => d.day);
   return {
     title: `Health · ${queueTitle}`,
     section: "queues",
@@ -440,22 +451,24 @@ export function renderQueueHealth(
 <li><strong>${ms(health.timeInQueue.p99)}</strong> <span class="muted">p99</span></li>
 <li><strong>${health.runsPerMerged === null ? "—" : health.runsPerMerged.toFixed(1)}</strong> <span class="muted">CI runs per merged PR (${plural(health.runs, "run")})</span></li>
 </ul>
-${lineChart({
+${dailyBars({
   id: "outcomes",
   title: "Merged and failed pull requests per day",
-  description: `Pull requests the queue merged and failed each day, last ${health.days} days.`,
-  x,
+  description: "Pull requests the queue merged and failed each day (UTC).",
+  days,
+  window: health.days,
   series: [
-    { label: "Merged", values: health.daily.map((d) => d.merged), className: "series-other" },
-    { label: "Failed", values: health.daily.map((d) => d.failed), className: "series-broken" },
+    { label: "Merged", values: daily.map((d) => d.merged), className: "series-other" },
+    { label: "Failed", values: daily.map((d) => d.failed), className: "series-broken" },
   ],
 })}
-${barChart({
+${dailyBars({
   id: "runs",
   title: "CI runs per day",
-  description: `Test runs the queue started each day, last ${health.days} days.`,
-  bars: health.daily.map((d) => ({ label: dayLabel(d.day), value: d.runs })),
-  valueLabel: "Runs",
+  description: "Test runs the queue started each day (UTC).",
+  days,
+  window: health.days,
+  series: [{ label: "Runs", values: daily.map((d) => d.runs), className: "series-other" }],
 })}
 <h2>Outcomes by reason</h2>
 ${reasons}

@@ -12,10 +12,10 @@ import {
   type TableSort,
   type TableStatus,
 } from "../../testhealth/repository-health.js";
-import { badge, formatPercent, muted, plural, timeAgo } from "../format.js";
+import { badge, formatPercent, muted, plural, scrollX, timeAgo } from "../format.js";
 import { markup, type SafeHtml } from "../html.js";
 import type { PageView } from "../layout.js";
-import { barChart, dayLabel, lineChart } from "../svg/charts.js";
+import { dailyBars, dailyLevels, fitDays } from "../svg/charts.js";
 import { urls, type TestTableView } from "../urls.js";
 import { repositoryName } from "./home.js";
 
@@ -37,7 +37,9 @@ export interface RepositoryView {
   repo: RepoRef;
   name: string;
   figures: { tests: number; flaky: number; broken: number; quarantined: number; prs: number };
+  /** From the repository's first upload (within the last `window` days) to today. */
   days: number[];
+  window: number;
   failures: number[];
   flaky: number[];
   broken: number[];
@@ -66,6 +68,11 @@ const SORT_LABELS: Record<TableSort, string> = {
 export function presentRepository(org: string, page: RepositoryPage, now: number): RepositoryView {
   const { health, table } = page;
   const repo = health.repository;
+  const daily = fitDays(
+    page.daily,
+    repo.createdAt,
+    (d) => d.failures > 0 || d.flaky > 0 || d.broken > 0,
+  );
   return {
     org,
     repo,
@@ -77,11 +84,12 @@ export function presentRepository(org: string, page: RepositoryPage, now: number
       quarantined: health.quarantined,
       prs: page.prsImpactedByFlaky7d,
     },
-    days: page.daily.map((d) => d.day),
-    failures: page.daily.map((d) => d.failures),
-    flaky: page.daily.map((d) => d.flaky),
-    broken: page.daily.map((d) => d.broken),
-    quarantined: page.daily.map((d) => d.quarantined),
+    days: daily.map((d) => d.day),
+    window: page.daily.length,
+    failures: daily.map((d) => d.failures),
+    flaky: daily.map((d) => d.flaky),
+    broken: daily.map((d) => d.broken),
+    quarantined: daily.map((d) => d.quarantined),
     owners: page.owners,
     query: {
       status: table.query.status,
@@ -191,12 +199,15 @@ function testsTable(view: RepositoryView): SafeHtml {
 </tr>
 `,
   );
-  return markup`<table class="tests">
+  return scrollX(
+    "Tests",
+    markup`<table class="tests">
 <caption class="visually-hidden">Tests of ${view.name}</caption>
 <thead><tr><th scope="col">Test</th><th scope="col">Status</th><th scope="col">Owners</th><th scope="col" class="num"${sortedBy("failure_rate")}>Failure rate, 7 days</th><th scope="col" class="num"${sortedBy("prs_impacted")}>PRs impacted, 7 days</th><th scope="col"${sortedBy("last_failure")}>Last failure</th></tr></thead>
 <tbody>
 ${rows}</tbody>
-</table>`;
+</table>`,
+  );
 }
 
 export function renderRepository(view: RepositoryView): PageView {
@@ -211,26 +222,26 @@ export function renderRepository(view: RepositoryView): PageView {
 <li><strong>${f.tests}</strong> <span class="muted">${f.tests === 1 ? "test" : "tests"}</span></li>
 </ul>
 <div class="charts">
-${barChart({
+${dailyBars({
   id: "failures",
-  title: "Test failures per day, last 30 days",
+  title: "Test failures per day",
   description:
     "Failed runs of the repository's tests each day (UTC), infrastructure failures excluded.",
-  bars: view.days.map((day, i) => ({ label: dayLabel(day), value: view.failures[i] ?? 0 })),
-  className: "series-broken",
-  valueLabel: "Failures",
+  days: view.days,
+  window: view.window,
+  series: [{ label: "Failures", values: view.failures, className: "series-broken" }],
 })}
-${lineChart({
+${dailyLevels({
   id: "statuses",
-  title: "Flaky, broken and quarantined tests, last 30 days",
+  title: "Flaky, broken and quarantined tests",
   description: "Tests that were flaky, broken or quarantined at the end of each day (UTC).",
-  x: view.days,
+  days: view.days,
+  window: view.window,
   series: [
-    { label: "Flaky", values: view.flaky, className: "series-flaky", area: true },
+    { label: "Flaky", values: view.flaky, className: "series-flaky" },
     { label: "Broken", values: view.broken, className: "series-broken" },
     { label: "Quarantined", values: view.quarantined, className: "series-other" },
   ],
-  interactive: true,
 })}
 </div>
 <h2 id="tests">Tests</h2>
@@ -243,6 +254,5 @@ ${pager(view)}`;
     section: "tests",
     breadcrumbs: [{ label: "Tests", href: urls.tests(view.org) }, { label: view.name }],
     main,
-    islands: ["time-series"],
   };
 }

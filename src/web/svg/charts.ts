@@ -1,21 +1,18 @@
 /**
- * Server-side SVG charts (sparkline, daily bars, line/area), pure functions of their data in a
- * fixed viewBox that CSS scales. Coloured by CSS classes only (the CSP forbids inline style) and
- * never by colour alone (dash patterns too); every chart has a `<title>`, a `<desc>` and, when
- * large, a visually hidden data table.
+ * Server-side SVG charts, pure functions of their data, coloured by CSS classes only (the CSP
+ * forbids inline style). A sparkline for a table's cell; for days, `dailyBars` (counts per day,
+ * series stacked) and `dailyLevels` (how many at the end of each day, a small panel per series so
+ * that no line hides another). Their text (axes, legend, summary) is HTML beside the drawing, so
+ * it reads the same at any width; the drawing stretches to the width it is given. Every chart has
+ * one legend whose swatches are the series' colours, a title and description, a summary anyone
+ * can read, and a table of its numbers.
  */
+import { DAY_MS } from "../../lib/time.js";
+import { plural } from "../format.js";
 import { markup, type SafeHtml } from "../html.js";
 
-/** The series classes app.css colours (and dashes). */
+/** The series classes app.css colours (`--series`: line, area, bar and swatch alike). */
 export type SeriesClass = "series-flaky" | "series-broken" | "series-other";
-
-export interface Series {
-  label: string;
-  values: readonly number[];
-  className: SeriesClass;
-  /** Fill the area under the line (line charts). */
-  area?: boolean;
-}
 
 /** Coordinates are written with at most two decimals (stable text, small pages). */
 export function coordinate(value: number): string {
@@ -90,120 +87,194 @@ export function sparkline(options: SparklineOptions): SafeHtml {
   return markup`<svg class="chart sparkline" role="img" aria-labelledby="${id}-title ${id}-desc" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}"><title id="${id}-title">${title}</title><desc id="${id}-desc">${describeValues(values)}</desc><line class="axis" x1="${box.left}" y1="${coordinate(box.bottom)}" x2="${box.right}" y2="${coordinate(box.bottom)}"/>${line}${dot}</svg>`;
 }
 
-export interface BarChartOptions {
-  id: string;
-  title: string;
-  /** One sentence saying what the bars show. */
-  description: string;
-  /** Each bar's label (a day: `2026-01-15`) and value. */
-  bars: readonly { label: string; value: number }[];
-  className?: SeriesClass;
-  /** The header of the data table's value column. */
-  valueLabel: string;
-  width?: number;
-  height?: number;
-}
-
-/** Daily bars with the first and last labels and the top value; a hidden table lists them all. */
-export function barChart(options: BarChartOptions): SafeHtml {
-  const { id, title, bars, className = "series-other", width = 600, height = 140 } = options;
-  const box = { left: 36, right: width - 4, top: 8, bottom: height - 20 };
-  const values = bars.map((b) => b.value);
-  const { y, max } = valueScale(values, box.bottom, box.top);
-  const slot = bars.length === 0 ? 0 : (box.right - box.left) / bars.length;
-  const gap = Math.min(2, slot / 4);
-  const rects = bars.map((bar, i) => {
-    const top = y(bar.value);
-    return markup`<rect class="bar ${className}" x="${coordinate(box.left + i * slot + gap / 2)}" y="${coordinate(top)}" width="${coordinate(Math.max(0, slot - gap))}" height="${coordinate(box.bottom - top)}"><title>${bar.label}: ${bar.value}</title></rect>`;
-  });
-  const first = bars[0]?.label ?? "";
-  const last = bars[bars.length - 1]?.label ?? "";
-  return markup`<figure class="chart" id="${id}">
-<figcaption>${title}</figcaption>
-<svg class="chart" role="img" aria-labelledby="${id}-title ${id}-desc" viewBox="0 0 ${width} ${height}"><title id="${id}-title">${title}</title><desc id="${id}-desc">${options.description} ${describeValues(values)}.</desc>
-<line class="grid" x1="${box.left}" y1="${box.top}" x2="${box.right}" y2="${box.top}"/><text x="${box.left - 6}" y="${box.top + 4}" text-anchor="end">${max}</text>
-<line class="axis" x1="${box.left}" y1="${box.bottom}" x2="${box.right}" y2="${box.bottom}"/><text x="${box.left - 6}" y="${box.bottom + 4}" text-anchor="end">0</text>
-${rects}
-<text x="${box.left}" y="${height - 4}">${first}</text><text x="${box.right}" y="${height - 4}" text-anchor="end">${last}</text></svg>
-${dataTable(
-  title,
-  ["Day", options.valueLabel],
-  bars.map((b) => [b.label, b.value]),
-)}
-</figure>`;
-}
-
-export interface LineChartOptions {
-  id: string;
-  title: string;
-  description: string;
-  /** The x of each point: epoch ms (days), labelled `YYYY-MM-DD`. */
-  x: readonly number[];
-  series: readonly Series[];
-  width?: number;
-  height?: number;
-  /** Adds `data-island="time-series"` and the data it needs (uPlot draws it when scripts run). */
-  interactive?: boolean;
-}
-
 /** `2026-01-15` */
 export function dayLabel(epochMs: number): string {
   return new Date(epochMs).toISOString().slice(0, 10);
 }
 
+/** One series of a daily chart: a value for each of the chart's days. */
+export interface DaySeries {
+  label: string;
+  values: readonly number[];
+  className: SeriesClass;
+}
+
+export interface DailyChartOptions {
+  /** Unique in the page: the figure's id, and the ids of its drawings' titles derive from it. */
+  id: string;
+  /** What is drawn, without the range: `Test failures per day`. */
+  title: string;
+  /** One sentence saying what is counted (the drawing's description). */
+  description: string;
+  /** The start of each UTC day shown, oldest first: what `fitDays` kept. */
+  days: readonly number[];
+  /** The days asked for (30): a chart with fewer says that its data begins later. */
+  window: number;
+  series: readonly DaySeries[];
+}
+
 /**
- * Lines (and areas) over days, with a legend whose swatches differ in pattern as well as colour,
- * and a visually hidden table of every value.
+ * The rows a daily chart shows: from the day its data begins (`since`: the repository's first
+ * upload, the queue's creation), or from the first row with data when that is earlier, to the
+ * last row; at least the last row. A 30-day window over one day of data is one day, not 29 days
+ * of zeros that were never measured.
  */
-export function lineChart(options: LineChartOptions): SafeHtml {
-  const { id, title, x, series, width = 600, height = 180 } = options;
-  const box = { left: 36, right: width - 8, top: 10, bottom: height - 22 };
-  const all = series.flatMap((s) => s.values);
-  const { y, max } = valueScale(all, box.bottom, box.top);
-  const drawn = series.map((s) => {
-    const line = points(s.values, box, y);
-    const area =
-      s.area && s.values.length > 1
-        ? markup`<polygon class="area ${s.className}" points="${coordinate(box.left)},${coordinate(box.bottom)} ${line} ${coordinate(box.right)},${coordinate(box.bottom)}"/>`
-        : "";
-    const path =
-      s.values.length > 1
-        ? markup`<polyline class="line ${s.className}" points="${line}"/>`
-        : s.values.length === 1
-          ? markup`<circle class="bar ${s.className}" cx="${coordinate(xOf(0, 1, box.left, box.right))}" cy="${coordinate(y(s.values[0] ?? 0))}" r="3"/>`
-          : "";
-    return markup`${area}${path}`;
-  });
-  const first = x.length > 0 ? dayLabel(x[0] ?? 0) : "";
-  const last = x.length > 0 ? dayLabel(x[x.length - 1] ?? 0) : "";
-  const legend = series.map(
-    (s) => markup`<li><span class="swatch ${s.className}"></span>${s.label}</li>`,
-  );
-  const summary = series.map((s) => `${s.label}: ${describeValues(s.values)}.`).join(" ");
-  const data = options.interactive
-    ? markup` data-island="time-series" data-series="${JSON.stringify({
-        x: x.map((t) => Math.floor(t / 1000)),
-        series: series.map((s) => ({ label: s.label, values: s.values, className: s.className })),
-      })}"`
-    : "";
-  const rows = x.map((t, i) => [dayLabel(t), ...series.map((s) => s.values[i] ?? 0)]);
-  return markup`<figure class="chart" id="${id}"${data}>
-<figcaption>${title}</figcaption>
-<svg class="chart" role="img" aria-labelledby="${id}-title ${id}-desc" viewBox="0 0 ${width} ${height}"><title id="${id}-title">${title}</title><desc id="${id}-desc">${options.description} ${summary}</desc>
-<line class="grid" x1="${box.left}" y1="${box.top}" x2="${box.right}" y2="${box.top}"/><text x="${box.left - 6}" y="${box.top + 4}" text-anchor="end">${max}</text>
-<line class="axis" x1="${box.left}" y1="${box.bottom}" x2="${box.right}" y2="${box.bottom}"/><text x="${box.left - 6}" y="${box.bottom + 4}" text-anchor="end">0</text>
-${drawn}
-<text x="${box.left}" y="${height - 4}">${first}</text><text x="${box.right}" y="${height - 4}" text-anchor="end">${last}</text></svg>
-<ul class="legend">${legend}</ul>
-${dataTable(title, ["Day", ...series.map((s) => s.label)], rows)}
+export function fitDays<T extends { day: number }>(
+  rows: readonly T[],
+  since: number,
+  hasData: (row: T) => boolean,
+): T[] {
+  const begins = Math.floor(since / DAY_MS) * DAY_MS;
+  const first = rows.findIndex((row) => row.day >= begins || hasData(row));
+  return rows.slice(first < 0 ? Math.max(0, rows.length - 1) : first);
+}
+
+/** `Last 30 days: 2026-10-29 to 2026-11-27 (UTC)`, or how few days there are, and why. */
+export function rangeText(days: readonly number[], window: number): string {
+  if (days.length === 0) return "No data yet";
+  const first = dayLabel(days[0] ?? 0);
+  const last = dayLabel(days[days.length - 1] ?? 0);
+  const span = first === last ? first : `${first} to ${last}`;
+  return days.length >= window
+    ? `Last ${days.length} days: ${span} (UTC)`
+    : `${plural(days.length, "day")}: ${span} (UTC), since the data begins`;
+}
+
+/** A round top for the y axis, at least the largest value: 7 → 8, 13 → 15, 0 → 1. */
+export function niceMax(max: number): number {
+  if (!(max > 0)) return 1;
+  if (max <= 5) return Math.ceil(max);
+  const magnitude = 10 ** Math.floor(Math.log10(max));
+  for (const step of [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) {
+    if (step * magnitude >= max) return Math.round(step * magnitude * 100) / 100;
+  }
+  return 10 * magnitude;
+}
+
+/** Drawing units: a day is SLOT wide, the plot PLOT high (stretched by CSS to its box). */
+const SLOT = 10;
+const PLOT = 100;
+/** Up to this many days, the plot keeps a day's width fixed (one day is not a wall of colour). */
+const FEW_DAYS = 6;
+
+function yAxis(top: number): SafeHtml {
+  const mid = top / 2;
+  return markup`<div class="y-axis" aria-hidden="true"><span class="y-top">${top}</span>${Number.isInteger(mid) && top > 1 ? markup`<span class="y-mid">${mid}</span>` : ""}<span class="y-zero">0</span></div>`;
+}
+
+function xAxis(days: readonly number[]): SafeHtml {
+  const labels = [...new Set([days[0], days[days.length - 1]])].filter((d) => d !== undefined);
+  return markup`<div class="x-axis" aria-hidden="true">${labels.map((d) => markup`<span>${dayLabel(d)}</span>`)}</div>`;
+}
+
+function grid(width: number): SafeHtml {
+  return markup`<line class="grid" x1="0" y1="0" x2="${width}" y2="0"/><line class="grid" x1="0" y1="${PLOT / 2}" x2="${width}" y2="${PLOT / 2}"/><line class="axis" x1="0" y1="${PLOT}" x2="${width}" y2="${PLOT}"/>`;
+}
+
+/** An SVG plot over the chart's days, named by a title and a description. */
+function plot(id: string, width: number, title: string, desc: string, body: SafeHtml): SafeHtml {
+  return markup`<svg class="plot" role="img" aria-labelledby="${id}-title ${id}-desc" viewBox="0 0 ${width} ${PLOT}" preserveAspectRatio="none"><title id="${id}-title">${title}</title><desc id="${id}-desc">${desc}</desc>${grid(width)}${body}</svg>`;
+}
+
+function swatch(series: DaySeries): SafeHtml {
+  return markup`<span class="swatch ${series.className}" aria-hidden="true"></span>${series.label}`;
+}
+
+/** `Failed: 12 in 10 days, most on 2026-11-27 (4).`; one day: `Failed: 4 on 2026-11-27.` */
+function countSummary(series: DaySeries, days: readonly number[]): string {
+  const total = series.values.reduce((a, b) => a + b, 0);
+  if (total === 0) return `${series.label}: none in ${plural(days.length, "day")}.`;
+  if (days.length === 1) return `${series.label}: ${total} on ${dayLabel(days[0] ?? 0)}.`;
+  const max = Math.max(...series.values);
+  const on = dayLabel(days[series.values.indexOf(max)] ?? 0);
+  return `${series.label}: ${total} in ${plural(days.length, "day")}, most on ${on} (${max}).`;
+}
+
+/** `5 now, at most 6 (2026-11-20).` */
+function levelSummary(series: DaySeries, days: readonly number[]): string {
+  const now = series.values[series.values.length - 1] ?? 0;
+  const max = Math.max(0, ...series.values);
+  const on = dayLabel(days[series.values.indexOf(max)] ?? 0);
+  return `${now} now, at most ${max}${max > 0 ? ` (${on})` : ""}.`;
+}
+
+function figure(
+  options: DailyChartOptions,
+  kind: string,
+  parts: { legend?: SafeHtml; body: SafeHtml; summary?: string },
+) {
+  const { id, title, days, series } = options;
+  const few = days.length <= FEW_DAYS ? ` few days-${days.length}` : "";
+  const rows = days.map((d, i) => [dayLabel(d), ...series.map((s) => s.values[i] ?? 0)]);
+  return markup`<figure class="chart daily ${kind}" id="${id}">
+<figcaption><span class="title">${title}</span> <span class="range">${rangeText(days, options.window)}</span></figcaption>
+${parts.legend ?? ""}<div class="frame${few}">
+${parts.body}
+${xAxis(days)}
+</div>
+${parts.summary === undefined ? "" : markup`<p class="summary">${parts.summary}</p>`}
+<details class="data"><summary>Numbers by day</summary>${dataTable(title, ["Day", ...series.map((s) => s.label)], rows)}</details>
 </figure>`;
 }
 
-/** A table for screen readers (and anyone who copies it), hidden from sight. */
+/**
+ * Counts per day as bars, the series stacked from the first (at the bottom) up; one legend, a
+ * bar's tooltip its day and value, and the days' numbers in a table.
+ */
+export function dailyBars(options: DailyChartOptions): SafeHtml {
+  const { id, days, series } = options;
+  const width = Math.max(1, days.length) * SLOT;
+  const totals = days.map((_, i) => series.reduce((sum, s) => sum + (s.values[i] ?? 0), 0));
+  const top = niceMax(Math.max(0, ...totals));
+  const bars = days.map((day, i) => {
+    let base = PLOT;
+    return series.map((s) => {
+      const value = s.values[i] ?? 0;
+      const height = (value / top) * PLOT;
+      base -= height;
+      return markup`<rect class="bar ${s.className}" data-series="${s.label}" x="${coordinate(i * SLOT + 1.5)}" y="${coordinate(base)}" width="${SLOT - 3}" height="${coordinate(height)}"><title>${dayLabel(day)}: ${s.label} ${value}</title></rect>`;
+    });
+  });
+  const summary = series.map((s) => countSummary(s, days)).join(" ");
+  const legend = markup`<ul class="legend">${series.map((s) => markup`<li class="key" data-series="${s.label}">${swatch(s)}</li>`)}</ul>`;
+  const drawing = plot(
+    id,
+    width,
+    options.title,
+    `${options.description} ${summary}`,
+    markup`${bars}`,
+  );
+  return figure(options, "bars", { legend, body: markup`${yAxis(top)}${drawing}`, summary });
+}
+
+/**
+ * How many there were at the end of each day, as small multiples: a panel per series, each
+ * labelled (its legend key) and drawn as steps (a day's level held across its day), all on one
+ * y scale so that panels compare.
+ */
+export function dailyLevels(options: DailyChartOptions): SafeHtml {
+  const { id, days, series } = options;
+  const width = Math.max(1, days.length) * SLOT;
+  const top = niceMax(Math.max(0, ...series.flatMap((s) => s.values)));
+  const y = (v: number) => coordinate(PLOT - (Math.max(0, v) / top) * PLOT);
+  const panels = series.map((s, n) => {
+    const steps = days
+      .map((_, i) => `${i * SLOT},${y(s.values[i] ?? 0)} ${(i + 1) * SLOT},${y(s.values[i] ?? 0)}`)
+      .join(" ");
+    const summary = levelSummary(s, days);
+    const drawing = markup`<polygon class="area ${s.className}" data-series="${s.label}" points="0,${PLOT} ${steps} ${width},${PLOT}"/><polyline class="line ${s.className}" data-series="${s.label}" points="${steps}"/>`;
+    return markup`<p class="key" data-series="${s.label}">${swatch(s)} <span class="muted">${summary}</span></p>
+${yAxis(top)}${plot(`${id}-${n}`, width, `${options.title}: ${s.label}`, `${options.description} ${s.label}: ${summary}`, drawing)}`;
+  });
+  // Each panel's key says what its summary would.
+  return figure(options, "levels", { body: markup`${panels}` });
+}
+
+/** The chart's numbers as a table (in a `<details>`: for screen readers, and anyone who copies). */
 function dataTable(
   caption: string,
   headers: readonly string[],
   rows: readonly (readonly (string | number)[])[],
 ): SafeHtml {
-  return markup`<table class="visually-hidden"><caption>${caption}</caption><thead><tr>${headers.map((h) => markup`<th scope="col">${h}</th>`)}</tr></thead><tbody>${rows.map((r) => markup`<tr>${r.map((c, i) => (i === 0 ? markup`<th scope="row">${c}</th>` : markup`<td>${c}</td>`))}</tr>`)}</tbody></table>`;
+  return markup`<table><caption class="visually-hidden">${caption}</caption><thead><tr>${headers.map((h, i) => markup`<th scope="col"${i > 0 ? markup` class="num"` : ""}>${h}</th>`)}</tr></thead><tbody>${rows.map((r) => markup`<tr>${r.map((c, i) => (i === 0 ? markup`<th scope="row">${c}</th>` : markup`<td class="num">${c}</td>`))}</tr>`)}</tbody></table>`;
 }

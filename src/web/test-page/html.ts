@@ -5,11 +5,11 @@
  */
 import type { Principal } from "../../organizations/service.js";
 import { inferTestFile } from "../../testhealth/file-inference.js";
-import { badge, formatDuration, formatPercent, muted, timeAgo } from "../format.js";
+import { badge, formatDuration, formatPercent, muted, scrollX, timeAgo } from "../format.js";
 import { markup, type SafeHtml } from "../html.js";
 import type { PageView } from "../layout.js";
 import { repositoryName } from "../pages/home.js";
-import { lineChart } from "../svg/charts.js";
+import { dailyBars, fitDays } from "../svg/charts.js";
 import { urls } from "../urls.js";
 
 /** A link only for http(s) URLs; anything else is shown as text. */
@@ -101,6 +101,8 @@ export interface TestPageView {
   totalRuns: number;
   /** Counted passes and failures per UTC day, last 30 days, oldest first. */
   daily?: readonly { day: number; passed: number; failed: number }[];
+  /** When the test was first seen (epoch ms): its chart begins then, within the 30 days. */
+  firstSeenAt?: number;
   /** Epoch ms, for "3 h ago". */
   now: number;
 }
@@ -184,19 +186,19 @@ function ticketForm(view: TestPageView, forms: TestPageForms | undefined): SafeH
 }
 
 function dailySection(view: TestPageView): SafeHtml | string {
-  const daily = view.daily;
-  if (!daily || daily.length === 0) return "";
-  return markup`<h2>Last 30 days</h2>
-${lineChart({
+  if (!view.daily || view.daily.length === 0) return "";
+  const daily = fitDays(view.daily, view.firstSeenAt ?? 0, (d) => d.passed + d.failed > 0);
+  return markup`<h2>By day</h2>
+${dailyBars({
   id: "test-daily",
-  title: "Passed and failed runs per day, last 30 days",
+  title: "Passed and failed runs per day",
   description: "Counted runs of this test each day (UTC); infrastructure failures are not counted.",
-  x: daily.map((d) => d.day),
+  days: daily.map((d) => d.day),
+  window: view.daily.length,
   series: [
-    { label: "Failed", values: daily.map((d) => d.failed), className: "series-broken", area: true },
     { label: "Passed", values: daily.map((d) => d.passed), className: "series-other" },
+    { label: "Failed", values: daily.map((d) => d.failed), className: "series-broken" },
   ],
-  interactive: true,
 })}`;
 }
 
@@ -243,11 +245,14 @@ function failuresSection(view: TestPageView): SafeHtml {
 `,
   );
   return markup`<h2>Most common failures</h2>
-<table>
+${scrollX(
+  "Most common failures",
+  markup`<table>
 <thead><tr><th>Failure</th><th class="num">Count</th><th>Last</th></tr></thead>
 <tbody>
 ${rows}</tbody>
-</table>`;
+</table>`,
+)}`;
 }
 
 function monitorsSection(view: TestPageView): SafeHtml {
@@ -265,11 +270,14 @@ function monitorsSection(view: TestPageView): SafeHtml {
 `;
   });
   return markup`<h2>Monitors</h2>
-<table>
+${scrollX(
+  "Monitors",
+  markup`<table>
 <thead><tr><th>Monitor</th><th>Flags</th><th>State</th><th>Reason</th><th>Since</th></tr></thead>
 <tbody>
 ${rows}</tbody>
-</table>`;
+</table>`,
+)}`;
 }
 
 function runRow(run: PageRun, now: number): SafeHtml {
@@ -292,11 +300,14 @@ function runsSection(view: TestPageView): SafeHtml {
       : markup`<h2>Runs <span class="muted">(${view.runs.length})</span></h2>`;
   if (view.runs.length === 0) return markup`${heading}<p class="muted">No runs recorded.</p>`;
   return markup`${heading}
-<table>
+${scrollX(
+  "Runs",
+  markup`<table>
 <thead><tr><th>Time</th><th>Result</th><th>Branch</th><th>Commit</th><th>PR</th><th class="num">Duration</th><th>Failure</th></tr></thead>
 <tbody>
 ${view.runs.map((run) => runRow(run, view.now))}</tbody>
-</table>`;
+</table>`,
+)}`;
 }
 
 function historySection(view: TestPageView): SafeHtml {
@@ -309,11 +320,14 @@ function historySection(view: TestPageView): SafeHtml {
 `,
   );
   return markup`<h2>Timeline <span class="muted">(status changes by the monitors, overrides, tickets)</span></h2>
-<table>
+${scrollX(
+  "Timeline",
+  markup`<table>
 <thead><tr><th>Time</th><th>Change</th><th>Status</th><th>Reason</th><th>By</th></tr></thead>
 <tbody>
 ${rows}</tbody>
-</table>`;
+</table>`,
+)}`;
 }
 
 export function renderTestPage(view: TestPageView, forms?: TestPageForms): PageView {
@@ -343,6 +357,5 @@ ${historySection(view)}`;
       { label: test.name },
     ],
     main: body,
-    islands: view.daily && view.daily.length > 0 ? ["time-series"] : [],
   };
 }

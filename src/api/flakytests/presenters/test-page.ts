@@ -35,6 +35,7 @@ export function testPageView(deps: {
       runs: runs.runs.map(presentRun),
       totalRuns: runs.total,
       daily,
+      firstSeenAt: details.row.firstSeenAt,
       now: deps.clock.now(),
     };
   };
