@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "kysely";
+import { createServices } from "../../src/app.js";
 import { DEFAULT_DATABASE_POOL_SIZE } from "../../src/config.js";
 import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import {
@@ -69,6 +71,79 @@ describe("first start", () => {
       expect((JSON.parse(orgs.stdout) as { slug: string }[]).map((o) => o.slug)).toEqual([
         "default",
       ]);
+    },
+    PROCESSES_TIMEOUT_MS,
+  );
+});
+
+/** A port held by another program (a plain TCP listener) while `use` runs. */
+async function withPortTaken<T>(use: (port: number) => Promise<T>): Promise<T> {
+  const blocker: Server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    blocker.once("error", reject);
+    blocker.listen(0, "127.0.0.1", resolve);
+  });
+  const address = blocker.address();
+  try {
+    if (address === null || typeof address === "string") throw new Error("no port");
+    return await use(address.port);
+  } finally {
+    await new Promise((resolve) => blocker.close(resolve));
+  }
+}
+
+describe("first start that cannot serve", () => {
+  it(
+    "a taken port: exits non-zero naming the port, shows no token; the next start shows one that works",
+    async () => {
+      const { env } = await freshDatabase();
+      const failed = await withPortTaken((port) =>
+        runCli(["serve"], { ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }),
+      );
+      expect(failed.timedOut).toBe(false);
+      expect(failed.code).not.toBe(0);
+      expect(failed.stderr).toMatch(
+        /^mainline: Cannot listen on port \d+ on 127\.0\.0\.1: the port is already in use/m,
+      );
+      expect(failed.stderr + failed.stdout).not.toContain("mlt_");
+      expect(failed.stderr).not.toContain("First start");
+
+      const next = await serve(env);
+      await waitFor(() => BANNER_TOKEN.test(next.stderr), "the first-start banner");
+      expect(next.stderr).toContain("First start:");
+      const token = BANNER_TOKEN.exec(next.stderr)?.[1] ?? "";
+      expect(await whoami(next.url, token)).toBe("default");
+      expect((await next.stop()).code).toBe(0);
+
+      // Shown once: the start after it shows none.
+      const again = await serve(env);
+      expect(await whoami(again.url, token)).toBe("default");
+      expect((await again.stop()).code).toBe(0);
+      expect(again.stderr).not.toContain("mlt_");
+    },
+    PROCESSES_TIMEOUT_MS,
+  );
+
+  it(
+    "a token issued by a start that died before showing it: the next start shows a new one and revokes it",
+    async () => {
+      const db = await freshDatabase();
+      const { organizations } = createServices(db.handle);
+      const unshown = await organizations.issueFirstStartToken(Date.now());
+      expect(unshown).toBeDefined();
+
+      const next = await serve(db.env);
+      await waitFor(() => BANNER_TOKEN.test(next.stderr), "the first-start banner");
+      expect(next.stderr).toContain('First start: the organization "default" has a new token');
+      const token = BANNER_TOKEN.exec(next.stderr)?.[1] ?? "";
+      expect(token).not.toBe(unshown?.token);
+      expect(await whoami(next.url, token)).toBe("default");
+      expect(await whoami(next.url, unshown?.token ?? "")).toBe(401);
+      expect((await next.stop()).code).toBe(0);
+
+      const tokens = await runCli(["token", "list", "--org", "default", "--json"], db.env);
+      const listed = JSON.parse(tokens.stdout) as { name: string; status?: string }[];
+      expect(listed.map((t) => t.name)).toEqual(["first start (not shown yet)", "first start"]);
     },
     PROCESSES_TIMEOUT_MS,
   );
