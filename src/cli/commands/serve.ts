@@ -1,6 +1,6 @@
 import { setFlagsFromString } from "node:v8";
 import type { Command } from "commander";
-import type { Services } from "../../app.js";
+import type { ServeLock, Services } from "../../app.js";
 import { loadServiceConfig, type ServiceConfig } from "../../config.js";
 import { VERSION } from "../../version.js";
 import { CliError } from "../client.js";
@@ -53,10 +53,15 @@ export function registerServe(program: Command, context: CliContext): void {
       const {
         createHttpServer,
         createServices,
+        lockDatabaseForServe,
         openMigratedDatabase,
         startProviders,
         stopService,
       } = await import("../../app.js");
+      // SQLite: one serving process. Taken before the database is opened (or migrated).
+      const serveLock = await refuseIfServedElsewhere(() =>
+        lockDatabaseForServe({ url: config.databaseUrl, dataDir: config.dataDir }, startedAt),
+      );
       let log: {
         info(o: object, m: string): void;
         warn(o: object, m: string): void;
@@ -116,6 +121,7 @@ export function registerServe(program: Command, context: CliContext): void {
         // by itself once the log lines are written; exiting here could cut the last ones off.
         stopService(app, database, services.worker, services.engine, services.providers).then(
           () => {
+            serveLock.release();
             app.log.info("stopped");
           },
           (error: unknown) => {
@@ -147,6 +153,28 @@ export function registerServe(program: Command, context: CliContext): void {
       // watched, webhook deliveries stored before a crash or restart are handled.
       await startProviders(services.providers);
     });
+}
+
+/**
+ * The serve lock, or a clear refusal when another process serves the SQLite database: which
+ * process, and what to do instead.
+ */
+async function refuseIfServedElsewhere(take: () => ServeLock): Promise<ServeLock> {
+  const { DatabaseServedElsewhere } = await import("../../app.js");
+  try {
+    return take();
+  } catch (error) {
+    if (!(error instanceof DatabaseServedElsewhere)) throw error;
+    const holder = error.holder;
+    const who = holder
+      ? `Another mainline serve (pid ${String(holder.pid)}, started ${new Date(holder.startedAt).toISOString()})`
+      : "Another mainline serve";
+    throw new CliError(
+      `${who} is serving the SQLite database ${error.file}; nothing was started or changed. ` +
+        "SQLite is served by one process at a time: stop that one first, or, to run several " +
+        "processes, use PostgreSQL (DATABASE_URL=postgres://…).",
+    );
+  }
 }
 
 /** Listens on HOST:PORT; a port taken or not allowed stops the start with a clear message. */
