@@ -286,3 +286,30 @@ describe("queue commands that cannot reach the API", () => {
     expect(stderr).toContain("ECONNREFUSED");
   });
 });
+
+describe("a repository argument that names a host and an owner but no repository", () => {
+  const EXPECTED =
+    "github.com/acme names a host (github.com) and an owner (acme) but no repository: expected host/owner/name, e.g. github.com/acme/app";
+
+  it.each([
+    ["queue", "create", "--repo", "github.com/acme"],
+    ["queue", "get", "--repo", "github.com/acme"],
+    ["repo", "create", "github.com/acme"],
+    ["repo", "public-id", "github.com/acme"],
+    ["pr", "open", "--repo", "github.com/acme", "--head", "feature"],
+    ["tests", "flaky", "--repo", "github.com/acme"],
+  ])("%s %s … is refused with the expected form, nothing suggested or created", async (...args) => {
+    const result = await runCliInProcess([...args, "--url", server.url, "--token", TOKEN]);
+    const stderr = failed(result);
+    expect(stderr).toContain(EXPECTED);
+    expect(stderr).not.toContain("repo create");
+    // No local repository owned by "github.com" came to be.
+    const local = await post(
+      server.url,
+      "local/listPullRequests",
+      { repo: { host: "local", owner: "github.com", name: "acme" } },
+      TOKEN,
+    );
+    expect(local.status).toBe(404);
+  });
+});
