@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
+import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "kysely";
 import { createServices } from "../../src/app.js";
@@ -43,15 +45,20 @@ const PROCESSES_TIMEOUT_MS = 120_000;
 
 const BANNER_TOKEN = /^ {4}(mlt_[A-Za-z0-9_-]{43})$/m;
 
+/** The token of the first-start banner, once the server has printed it. */
+async function bannerToken(server: RunningServer): Promise<string> {
+  await waitFor(() => BANNER_TOKEN.test(server.stderr), "the first-start banner");
+  return BANNER_TOKEN.exec(server.stderr)?.[1] ?? "";
+}
+
 describe("first start", () => {
   it(
     "prints the default organization's token once; it works; a restart prints none",
     async () => {
       const { env } = await freshDatabase();
       const first = await serve(env);
-      await waitFor(() => BANNER_TOKEN.test(first.stderr), "the first-start banner");
+      const token = await bannerToken(first);
       expect(first.stderr).toContain('First start: created the organization "default"');
-      const token = BANNER_TOKEN.exec(first.stderr)?.[1] ?? "";
       expect(first.stderr).toContain(`curl -H "x-api-token: ${token}"`);
       expect(first.stderr).toContain(`Dashboard: ${first.url}/ (sign in with this token).`);
       expect(first.stderr).toContain(`${first.url}/v1/whoami`);
@@ -109,17 +116,9 @@ describe("first start that cannot serve", () => {
       expect(failed.stderr).not.toContain("First start");
 
       const next = await serve(env);
-      await waitFor(() => BANNER_TOKEN.test(next.stderr), "the first-start banner");
-      expect(next.stderr).toContain("First start:");
-      const token = BANNER_TOKEN.exec(next.stderr)?.[1] ?? "";
+      const token = await bannerToken(next);
+      expect(next.stderr).toContain('First start: created the organization "default"');
       expect(await whoami(next.url, token)).toBe("default");
-      expect((await next.stop()).code).toBe(0);
-
-      // Shown once: the start after it shows none.
-      const again = await serve(env);
-      expect(await whoami(again.url, token)).toBe("default");
-      expect((await again.stop()).code).toBe(0);
-      expect(again.stderr).not.toContain("mlt_");
     },
     PROCESSES_TIMEOUT_MS,
   );
@@ -133,9 +132,8 @@ describe("first start that cannot serve", () => {
       expect(unshown).toBeDefined();
 
       const next = await serve(db.env);
-      await waitFor(() => BANNER_TOKEN.test(next.stderr), "the first-start banner");
+      const token = await bannerToken(next);
       expect(next.stderr).toContain('First start: the organization "default" has a new token');
-      const token = BANNER_TOKEN.exec(next.stderr)?.[1] ?? "";
       expect(token).not.toBe(unshown?.token);
       expect(await whoami(next.url, token)).toBe("default");
       expect(await whoami(next.url, unshown?.token ?? "")).toBe(401);
@@ -144,6 +142,52 @@ describe("first start that cannot serve", () => {
       const tokens = await runCli(["token", "list", "--org", "default", "--json"], db.env);
       const listed = JSON.parse(tokens.stdout) as { name: string; status?: string }[];
       expect(listed.map((t) => t.name)).toEqual(["first start (not shown yet)", "first start"]);
+    },
+    PROCESSES_TIMEOUT_MS,
+  );
+});
+
+// SQLite only: several processes on one PostgreSQL database, test/cli/two-servers.test.ts.
+describe.runIf(TEST_DIALECT === "sqlite")("a second serve on one SQLite database", () => {
+  it(
+    "is refused, naming the serving process, and changes nothing; a SIGKILLed server's lock does not block the next",
+    async () => {
+      const { env, dataDir } = await freshDatabase();
+      const first = await serve(env);
+      const token = await bannerToken(first);
+
+      const second = await runCli(
+        ["serve"],
+        { ...env, PORT: String(await freePort()), HOST: "127.0.0.1", LOG_LEVEL: "info" },
+        { timeoutMs: 15_000 },
+      );
+      expect(second.timedOut).toBe(false);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toMatch(
+        new RegExp(
+          `^mainline: Another mainline serve \\(pid ${String(first.process.pid)}, started [^)]+\\) is serving the SQLite database .*mainline\\.db; nothing was started or changed\\.`,
+          "m",
+        ),
+      );
+      expect(second.stderr).toContain("use PostgreSQL (DATABASE_URL=postgres://…)");
+      // It opened nothing: no log line, no banner, no token.
+      expect(second.stdout).toBe("");
+      expect(second.stderr).not.toContain("mlt_");
+      // The first serves on, its token unchanged.
+      expect(await whoami(first.url, token)).toBe("default");
+
+      // Killed, the first leaves its lock's files behind; the next start serves all the same.
+      expect(await first.stop("SIGKILL")).toMatchObject({ signal: "SIGKILL" });
+      const holderFile = path.join(dataDir, "mainline.db.serve-lock.pid");
+      expect(existsSync(holderFile)).toBe(true);
+      const next = await serve(env);
+      expect(await whoami(next.url, token)).toBe("default");
+      expect(JSON.parse(readFileSync(holderFile, "utf8"))).toMatchObject({
+        pid: next.process.pid,
+      });
+      // Stopped gracefully, it releases the lock.
+      expect((await next.stop()).code).toBe(0);
+      expect(existsSync(holderFile)).toBe(false);
     },
     PROCESSES_TIMEOUT_MS,
   );

@@ -8,7 +8,7 @@ import { post, whoami } from "./support.js";
  * Two `mainline serve` processes on one PostgreSQL database, each caching tokens, repositories and
  * queues (ADR 0017): what one process (or `mainline token revoke`) changes, the other sees on its
  * very next request — no waiting, no retry. (SQLite is served by one process: a second is
- * refused, test/cli/sqlite-single-process.test.ts.)
+ * refused, test/cli/serve.test.ts.)
  */
 
 const servers: RunningServer[] = [];

@@ -1,33 +1,19 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
-import {
-  freePort,
-  runCliInProcess,
-  startServer,
-  stopAllProcesses,
-  type RunningServer,
-} from "../helpers/process.js";
-import { failed, succeeded } from "./support.js";
+import type { TestDatabase } from "../helpers/database.js";
+import { freePort, runCliInProcess, type RunningServer } from "../helpers/process.js";
+import { failed, serveBootstrapped, succeeded, type BootstrappedServer } from "./support.js";
 
+let running: BootstrappedServer;
 let database: TestDatabase;
 let server: RunningServer;
-const TOKEN = randomBytes(32).toString("hex");
+let TOKEN: string;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startServer({
-    ...database.env,
-    MAINLINE_BOOTSTRAP_ORG: "acme",
-    MAINLINE_BOOTSTRAP_TOKEN: TOKEN,
-  });
+  running = await serveBootstrapped();
+  ({ database, server, token: TOKEN } = running);
 });
-
-afterAll(async () => {
-  await server.stop();
-  await stopAllProcesses();
-  await database.cleanup();
-});
+afterAll(() => running.close());
 
 /** The organization's tokens as `mainline token list --json` shows them (on the database). */
 async function tokens(): Promise<{ id: string; name: string | null }[]> {

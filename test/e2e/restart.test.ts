@@ -118,7 +118,7 @@ describe("the local merge queue across crashes", () => {
     await server.stop();
   }, 180_000);
 
-  // SQLite is served by one process (a second is refused: test/cli/sqlite-single-process.test.ts).
+  // SQLite is served by one process (a second is refused: test/cli/serve.test.ts).
   it.runIf(TEST_DIALECT === "postgres")(
     "two servers on one PostgreSQL database and data directory drive the queue together",
     async () => {

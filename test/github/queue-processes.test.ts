@@ -396,7 +396,7 @@ describe("the merge queue on GitHub, real processes", () => {
     expect(retried[0]?.detail).toMatch(/only known flaky tests failed/);
   }, 240_000);
 
-  // SQLite is served by one process (a second is refused: test/cli/sqlite-single-process.test.ts).
+  // SQLite is served by one process (a second is refused: test/cli/serve.test.ts).
   it.runIf(TEST_DIALECT === "postgres")(
     "two servers on one PostgreSQL database take GitHub's deliveries in turn, batching, writes made then answered 502",
     async () => {
