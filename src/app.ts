@@ -11,6 +11,7 @@ export {
 } from "./app/services.js";
 export { createHttpServer, serverDependencies, stopService } from "./app/server.js";
 export { openMigratedDatabase, type UpgradeLogger } from "./app/database.js";
+export { DatabaseServedElsewhere, lockDatabaseForServe, type ServeLock } from "./db/serve-lock.js";
 export { PROVIDERS, startProviders, type HostProviders } from "./app/providers.js";
 export type { HostProvider } from "./providers/host-provider.js";
 

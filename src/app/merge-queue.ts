@@ -83,6 +83,7 @@ export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
       settingsChanged: (queueId) => {
         engine.kick(queueId);
       },
+      hostConnected: (host) => hosts.gitHost.connected(host),
     }),
     queueDashboard: new QueueDashboardService({ queues, runtime, clock }),
     failFirst: new FailFirstService({ queues, runtime, failures: deps.failedTests }),

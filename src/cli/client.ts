@@ -19,6 +19,16 @@ export class CliError extends Error {
   }
 }
 
+/** The server answered an error: its HTTP status, and its message as the CLI's. */
+export class ApiAnswerError extends CliError {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
 export async function callApi<T>(
   options: ClientOptions,
   operation: string,
@@ -57,7 +67,10 @@ export async function callApi<T>(
   if (!response.ok) {
     const error = (parsed as ErrorBody).error;
     const details = (error?.details ?? []).map((d) => `\n  - ${d.path}: ${d.message}`).join("");
-    throw new CliError(`${error?.message ?? `HTTP ${response.status}`}${details}`);
+    throw new ApiAnswerError(
+      `${error?.message ?? `HTTP ${response.status}`}${details}`,
+      response.status,
+    );
   }
   return parsed as T;
 }

@@ -13,6 +13,7 @@ import { registerSimulate } from "./commands/simulate.js";
 import { registerTest } from "./commands/test.js";
 import { registerTestsCommands } from "./commands/tests.js";
 import { registerUpload } from "./commands/upload.js";
+import { registerWhoAmI } from "./commands/whoami.js";
 import { contextProgram, type CliContext } from "./context.js";
 import { runProgram, type CliOutcome } from "./run.js";
 
@@ -27,6 +28,7 @@ export function buildProgram(context: CliContext): Command {
   registerGitHubCommands(program, context);
   registerQueueCommands(program, context);
   registerRepoCommands(program, context);
+  registerWhoAmI(program, context);
   registerPullRequestCommands(program, context);
   registerCiCommands(program, context);
   registerUpload(program, context);

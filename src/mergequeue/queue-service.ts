@@ -78,6 +78,24 @@ export function describeQueue(address: QueueAddress): string {
   return `branch ${address.targetBranch} of ${host}/${owner}/${name}`;
 }
 
+/**
+ * What createQueue says besides creating the queue (Mainline's extension): the queue exists, but
+ * cannot work yet.
+ */
+export interface QueueWarning {
+  /** `host_not_connected`: no provider for the repository's host on this server. */
+  code: "host_not_connected";
+  message: string;
+}
+
+/** The warning of a queue created on a host this server has no provider for. */
+export function hostNotConnectedWarning(host: string): QueueWarning {
+  return {
+    code: "host_not_connected",
+    message: `No provider for host ${host} is configured on this server: the queue was created, but it cannot read, test or merge its pull requests, and submitting one is refused (host_not_connected), until the server is configured for ${host} (for GitHub: the GitHub App, MAINLINE_GITHUB_APP_ID and the others; see mainline github setup).`,
+  };
+}
+
 /** createQueue / getQueue / updateQueue / deleteQueue. */
 export class MergeQueueService {
   constructor(
@@ -97,14 +115,21 @@ export class MergeQueueService {
       clock: Clock;
       /** Tells the queue's driver that its settings changed (it replans at once). */
       settingsChanged?: (queueId: string) => void;
+      /** Whether the queue's driver reaches a host's repositories (a provider serves it). */
+      hostConnected?: (host: string) => boolean;
     },
   ) {}
 
+  /**
+   * Creates the queue; on a host this server has no provider for, with a warning: the queue is
+   * there (a Terraform configuration creates queues before the App is configured), idle until
+   * the host is connected.
+   */
   async create(
     principal: Principal,
     address: QueueAddress,
     options: { mode?: QueueMode; concurrency?: number },
-  ): Promise<MergeQueueRecord> {
+  ): Promise<{ queue: MergeQueueRecord; warnings: QueueWarning[] }> {
     const now = this.deps.clock.now();
     const existing = this.deps.existingRepositories?.get(address.repo.host.toLowerCase());
     const repository = existing
@@ -120,7 +145,11 @@ export class MergeQueueService {
     if (!(await this.deps.queues.insert(record))) {
       throw new ApiError("conflict", `A merge queue already exists for ${describeQueue(address)}.`);
     }
-    return { ...record, updatedAt: now, version: 1 };
+    const connected = this.deps.hostConnected?.(address.repo.host) ?? true;
+    return {
+      queue: { ...record, updatedAt: now, version: 1 },
+      warnings: connected ? [] : [hostNotConnectedWarning(address.repo.host)],
+    };
   }
 
   /** Every queue of the caller's organization, with its state and pull requests by state. */

@@ -48,4 +48,5 @@ export interface OrganizationRecords {
   listTokens(organizationId: string): Promise<ApiTokenRecord[]>;
   findToken(tokenId: string): Promise<ApiTokenRecord | undefined>;
   revokeToken(tokenId: string, now: number): Promise<boolean>;
+  renameToken(tokenId: string, name: string | null): Promise<void>;
 }

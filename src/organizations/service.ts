@@ -13,6 +13,10 @@ import {
 import type { ApiTokenRecord, Organization, OrganizationRecords, TokenOwner } from "./records.js";
 
 export const DEFAULT_ORGANIZATION = "default";
+/** The name of the token a first start showed. */
+export const FIRST_START_TOKEN = "first start";
+/** The name of a first start's token until a start that serves has shown it. */
+export const FIRST_START_PENDING = "first start (not shown yet)";
 
 /** Who made a request: the organization its token belongs to. */
 export interface Principal {
@@ -127,15 +131,47 @@ export class OrganizationService {
   }
 
   /**
-   * First start on an empty database with no bootstrap settings: create the `default`
-   * organization so that a newcomer can call the API at once. Returns its token, or undefined
-   * when the database already holds an organization.
+   * The token a first start shows, issued by a start that serves (it listens on its port). On an
+   * empty database: the `default` organization and a token for it. Later, while no start has
+   * shown one (it stopped before it could: the port was taken, the process died), a new one; the
+   * earlier ones, never shown, are revoked. Undefined otherwise, and when another process
+   * starting at the same time (its token issued since `startedAt`, when this start began) shows
+   * it. The token stays `FIRST_START_PENDING` until `firstStartTokenShown`.
    */
-  async ensureFirstStartOrganization(): Promise<IssuedToken | undefined> {
-    if ((await this.store.count()) > 0) return undefined;
-    const issued = await this.createOrganizationWithToken(DEFAULT_ORGANIZATION, "first start");
-    // Two processes starting at once on an empty database: only the creator reports a token.
-    return issued.organizationCreated ? issued : undefined;
+  async issueFirstStartToken(startedAt: number): Promise<IssuedToken | undefined> {
+    if ((await this.store.count()) === 0) {
+      const { organization, created } = await this.store.ensure({
+        id: randomUUID(),
+        slug: DEFAULT_ORGANIZATION,
+        createdAt: this.clock.now(),
+      });
+      // Two processes starting at once on an empty database: the creator shows the token.
+      if (!created) return undefined;
+      return this.issuePending(organization, true);
+    }
+    const organization = await this.store.findBySlug(DEFAULT_ORGANIZATION);
+    if (!organization) return undefined;
+    const tokens = await this.store.listTokens(organization.id);
+    // Any other token (the first start's, shown; one made by `token create`): nothing to show.
+    if (tokens.some((token) => token.name !== FIRST_START_PENDING)) return undefined;
+    const unshown = tokens.filter((token) => token.revokedAt === null);
+    if (unshown.some((token) => token.createdAt >= startedAt)) return undefined;
+    for (const token of unshown) await this.store.revokeToken(token.id, this.clock.now());
+    return this.issuePending(organization, false);
+  }
+
+  /** The first start's token was shown: it is the first start's from now on. */
+  async firstStartTokenShown(tokenId: string): Promise<void> {
+    await this.store.renameToken(tokenId, FIRST_START_TOKEN);
+  }
+
+  private async issuePending(
+    organization: Organization,
+    organizationCreated: boolean,
+  ): Promise<IssuedToken> {
+    const token = generateToken();
+    const tokenId = await this.storeToken(organization.id, token, FIRST_START_PENDING);
+    return { organization, organizationCreated, tokenId, token };
   }
 
   /** Resolves an `x-api-token` header to its organization; 401 for anything else. */

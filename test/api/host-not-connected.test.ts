@@ -14,6 +14,41 @@ beforeAll(async () => {
 });
 
 describe("a host with no provider", () => {
+  it("createQueue creates the queue and answers Mainline's warning (Trunk's answer is {})", async () => {
+    const address = {
+      repo: { host: "github.com", owner: "acme", name: "warned" },
+      targetBranch: "main",
+    };
+    const created = await server.call<{ warnings?: { code: string; message: string }[] }>(
+      "createQueue",
+      address,
+    );
+    expect(created.status).toBe(200);
+    expect(created.body).toEqual({
+      warnings: [
+        {
+          code: "host_not_connected",
+          message: expect.stringMatching(
+            /^No provider for host github\.com is configured on this server: the queue was created, but it cannot read, test or merge its pull requests/,
+          ) as unknown,
+        },
+      ],
+    });
+    // The queue is there all the same: Trunk's Terraform provider creates queues this way.
+    const read = await server.call<{ state: string }>("getQueue", address);
+    expect(read.status).toBe(200);
+    expect(read.body.state).toBe("running");
+    expect((await server.call("createQueue", address)).status).toBe(409);
+  });
+
+  it("createQueue on a connected host answers {}, as Trunk does", async () => {
+    const repo = { host: "local", owner: "acme", name: "connected" };
+    expect((await server.call("local/createRepository", { repo })).status).toBe(200);
+    const created = await server.call("createQueue", { repo, targetBranch: "main" });
+    expect(created.status).toBe(200);
+    expect(created.body).toEqual({});
+  });
+
   it("answers submitPullRequest with host_not_connected at once", async () => {
     const address = {
       repo: { host: "github.com", owner: "acme", name: "app" },

@@ -21,11 +21,13 @@ async function freshQueue(extra: Body = {}): Promise<{ repo: typeof REPO; target
 }
 
 describe("createQueue", () => {
-  it("creates a queue with the defaults and answers {}", async () => {
+  it("creates a queue with the defaults", async () => {
     const address = { repo: REPO, targetBranch: "create-defaults" };
     const created = await server.call("createQueue", address);
     expect(created.status).toBe(200);
-    expect(created.body).toEqual({});
+    // Trunk's answer is {}; github.com has no provider here, so Mainline adds its warning
+    // (test/api/host-not-connected.test.ts).
+    expect(Object.keys(created.body as object)).toEqual(["warnings"]);
     const read = await server.call("getQueue", address);
     expect(read.status).toBe(200);
     expect(read.body).toEqual({

@@ -40,7 +40,7 @@ const UPDATE_SETTINGS = [
 const CASES: { command: string[]; mentions: string[] }[] = [
   {
     command: [],
-    mentions: ["serve", "migrate", "org", "token", "session", "queue", "pr", "--version"],
+    mentions: ["serve", "migrate", "org", "token", "session", "whoami", "queue", "pr", "--version"],
   },
   {
     command: ["serve"],
@@ -62,6 +62,10 @@ const CASES: { command: string[]; mentions: string[] }[] = [
   { command: ["session"], mentions: ["list", "revoke"] },
   { command: ["session", "list"], mentions: ["--org <slug>", "--json"] },
   { command: ["session", "revoke"], mentions: ["<session-id>", "--org <slug>"] },
+  {
+    command: ["whoami"],
+    mentions: ["--url <url>", "--token", "MAINLINE_URL", "MAINLINE_TOKEN", "--json"],
+  },
   { command: ["queue"], mentions: ["create", "get", "update", "delete"] },
   {
     command: ["queue", "create"],

@@ -60,6 +60,10 @@ describe("queue commands with --url and --token", () => {
     const created = succeeded(await withFlags("create", ...at));
     expect(created.stdout).toBe("");
     expect(created.stderr).toContain("Created the merge queue for flags.");
+    // This server has no GitHub App: the queue is there, and the CLI says it cannot work yet.
+    expect(created.stderr).toContain(
+      "mainline: warning: No provider for host github.com is configured on this server: the queue was created, but it cannot read, test or merge its pull requests",
+    );
     expect((await httpQueue("flags")).status).toBe(200);
 
     const [text, json] = await Promise.all([
@@ -285,4 +289,80 @@ describe("queue commands that cannot reach the API", () => {
     expect(stderr).toContain(`mainline: Cannot reach Mainline at ${url}`);
     expect(stderr).toContain("ECONNREFUSED");
   });
+});
+
+describe("a repository argument that names a host and an owner but no repository", () => {
+  const EXPECTED =
+    "github.com/acme names a host (github.com) and an owner (acme) but no repository: expected host/owner/name, e.g. github.com/acme/app";
+
+  it.each([
+    ["queue", "create", "--repo", "github.com/acme"],
+    ["queue", "get", "--repo", "github.com/acme"],
+    ["repo", "create", "github.com/acme"],
+    ["repo", "public-id", "github.com/acme"],
+    ["pr", "open", "--repo", "github.com/acme", "--head", "feature"],
+    ["tests", "flaky", "--repo", "github.com/acme"],
+  ])("%s %s … is refused with the expected form, nothing suggested or created", async (...args) => {
+    const result = await runCliInProcess([...args, "--url", server.url, "--token", TOKEN]);
+    const stderr = failed(result);
+    expect(stderr).toContain(EXPECTED);
+    expect(stderr).not.toContain("repo create");
+    // No local repository owned by "github.com" came to be.
+    const local = await post(
+      server.url,
+      "local/listPullRequests",
+      { repo: { host: "local", owner: "github.com", name: "acme" } },
+      TOKEN,
+    );
+    expect(local.status).toBe(404);
+  });
+});
+
+describe("a queue on a host this server has no provider for (github.com without the App)", () => {
+  interface LogLine {
+    level: number;
+    msg: string;
+  }
+  const logSince = (offset: number): LogLine[] =>
+    server.stdout
+      .slice(offset)
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as LogLine);
+  const noProvider = (lines: LogLine[]) =>
+    lines.filter((line) => /no provider for host github\.com/i.test(line.msg));
+
+  it("is created with a warning the CLI prints; the server says so once at warn level, never at error level, however often the queue tries", async () => {
+    const offset = server.stdout.length;
+    const at = ["--repo", "github.com/acme/unconnected", "--branch", "main"];
+    const created = succeeded(await withFlags("create", ...at));
+    expect(created.stderr).toContain("Created the merge queue for main.");
+    expect(created.stderr).toMatch(
+      /^mainline: warning: No provider for host github\.com is configured on this server: the queue was created, but it cannot read, test or merge its pull requests, and submitting one is refused \(host_not_connected\), until the server is configured for github\.com/m,
+    );
+    // The queue is there, and works as far as it can: its settings.
+    expect((await httpQueue("main", { ...REPO, name: "unconnected" })).status).toBe(200);
+    expect(noProvider(logSince(offset)).map((line) => line.level)).toEqual([40]);
+
+    // Work for its driver: impacted targets are kept; each attempt on the host fails.
+    const targets = await post(
+      server.url,
+      "setImpactedTargets",
+      {
+        repo: { ...REPO, name: "unconnected" },
+        targetBranch: "main",
+        pr: { number: "1", sha: "a".repeat(40) },
+        impactedTargets: "ALL",
+      },
+      TOKEN,
+    );
+    expect(targets.status).toBe(200);
+    // Attempts after 1, 2 and 4 s of backoff: several steps of the engine.
+    await new Promise((resolve) => setTimeout(resolve, 8_000));
+    const lines = logSince(offset);
+    expect(lines.filter((line) => line.level >= 50)).toEqual([]);
+    // Once where the queue was made, once when its driver first needed the host.
+    expect(noProvider(lines).map((line) => line.level)).toEqual([40, 40]);
+    expect(noProvider(lines)[1]?.msg).toMatch(/does not answer/);
+  }, 60_000);
 });

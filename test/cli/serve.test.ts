@@ -1,6 +1,10 @@
 import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "kysely";
+import { createServices } from "../../src/app.js";
 import { DEFAULT_DATABASE_POOL_SIZE } from "../../src/config.js";
 import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import {
@@ -41,15 +45,20 @@ const PROCESSES_TIMEOUT_MS = 120_000;
 
 const BANNER_TOKEN = /^ {4}(mlt_[A-Za-z0-9_-]{43})$/m;
 
+/** The token of the first-start banner, once the server has printed it. */
+async function bannerToken(server: RunningServer): Promise<string> {
+  await waitFor(() => BANNER_TOKEN.test(server.stderr), "the first-start banner");
+  return BANNER_TOKEN.exec(server.stderr)?.[1] ?? "";
+}
+
 describe("first start", () => {
   it(
     "prints the default organization's token once; it works; a restart prints none",
     async () => {
       const { env } = await freshDatabase();
       const first = await serve(env);
-      await waitFor(() => BANNER_TOKEN.test(first.stderr), "the first-start banner");
+      const token = await bannerToken(first);
       expect(first.stderr).toContain('First start: created the organization "default"');
-      const token = BANNER_TOKEN.exec(first.stderr)?.[1] ?? "";
       expect(first.stderr).toContain(`curl -H "x-api-token: ${token}"`);
       expect(first.stderr).toContain(`Dashboard: ${first.url}/ (sign in with this token).`);
       expect(first.stderr).toContain(`${first.url}/v1/whoami`);
@@ -69,6 +78,116 @@ describe("first start", () => {
       expect((JSON.parse(orgs.stdout) as { slug: string }[]).map((o) => o.slug)).toEqual([
         "default",
       ]);
+    },
+    PROCESSES_TIMEOUT_MS,
+  );
+});
+
+/** A port held by another program (a plain TCP listener) while `use` runs. */
+async function withPortTaken<T>(use: (port: number) => Promise<T>): Promise<T> {
+  const blocker: Server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    blocker.once("error", reject);
+    blocker.listen(0, "127.0.0.1", resolve);
+  });
+  const address = blocker.address();
+  try {
+    if (address === null || typeof address === "string") throw new Error("no port");
+    return await use(address.port);
+  } finally {
+    await new Promise((resolve) => blocker.close(resolve));
+  }
+}
+
+describe("first start that cannot serve", () => {
+  it(
+    "a taken port: exits non-zero naming the port, shows no token; the next start shows one that works",
+    async () => {
+      const { env } = await freshDatabase();
+      const failed = await withPortTaken((port) =>
+        runCli(["serve"], { ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }),
+      );
+      expect(failed.timedOut).toBe(false);
+      expect(failed.code).not.toBe(0);
+      expect(failed.stderr).toMatch(
+        /^mainline: Cannot listen on port \d+ on 127\.0\.0\.1: the port is already in use/m,
+      );
+      expect(failed.stderr + failed.stdout).not.toContain("mlt_");
+      expect(failed.stderr).not.toContain("First start");
+
+      const next = await serve(env);
+      const token = await bannerToken(next);
+      expect(next.stderr).toContain('First start: created the organization "default"');
+      expect(await whoami(next.url, token)).toBe("default");
+    },
+    PROCESSES_TIMEOUT_MS,
+  );
+
+  it(
+    "a token issued by a start that died before showing it: the next start shows a new one and revokes it",
+    async () => {
+      const db = await freshDatabase();
+      const { organizations } = createServices(db.handle);
+      const unshown = await organizations.issueFirstStartToken(Date.now());
+      expect(unshown).toBeDefined();
+
+      const next = await serve(db.env);
+      const token = await bannerToken(next);
+      expect(next.stderr).toContain('First start: the organization "default" has a new token');
+      expect(token).not.toBe(unshown?.token);
+      expect(await whoami(next.url, token)).toBe("default");
+      expect(await whoami(next.url, unshown?.token ?? "")).toBe(401);
+      expect((await next.stop()).code).toBe(0);
+
+      const tokens = await runCli(["token", "list", "--org", "default", "--json"], db.env);
+      const listed = JSON.parse(tokens.stdout) as { name: string; status?: string }[];
+      expect(listed.map((t) => t.name)).toEqual(["first start (not shown yet)", "first start"]);
+    },
+    PROCESSES_TIMEOUT_MS,
+  );
+});
+
+// SQLite only: several processes on one PostgreSQL database, test/cli/two-servers.test.ts.
+describe.runIf(TEST_DIALECT === "sqlite")("a second serve on one SQLite database", () => {
+  it(
+    "is refused, naming the serving process, and changes nothing; a SIGKILLed server's lock does not block the next",
+    async () => {
+      const { env, dataDir } = await freshDatabase();
+      const first = await serve(env);
+      const token = await bannerToken(first);
+
+      const second = await runCli(
+        ["serve"],
+        { ...env, PORT: String(await freePort()), HOST: "127.0.0.1", LOG_LEVEL: "info" },
+        { timeoutMs: 15_000 },
+      );
+      expect(second.timedOut).toBe(false);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toMatch(
+        new RegExp(
+          `^mainline: Another mainline serve \\(pid ${String(first.process.pid)}, started [^)]+\\) is serving the SQLite database .*mainline\\.db; nothing was started or changed\\.`,
+          "m",
+        ),
+      );
+      expect(second.stderr).toContain("use PostgreSQL (DATABASE_URL=postgres://…)");
+      // It opened nothing: no log line, no banner, no token.
+      expect(second.stdout).toBe("");
+      expect(second.stderr).not.toContain("mlt_");
+      // The first serves on, its token unchanged.
+      expect(await whoami(first.url, token)).toBe("default");
+
+      // Killed, the first leaves its lock's files behind; the next start serves all the same.
+      expect(await first.stop("SIGKILL")).toMatchObject({ signal: "SIGKILL" });
+      const holderFile = path.join(dataDir, "mainline.db.serve-lock.pid");
+      expect(existsSync(holderFile)).toBe(true);
+      const next = await serve(env);
+      expect(await whoami(next.url, token)).toBe("default");
+      expect(JSON.parse(readFileSync(holderFile, "utf8"))).toMatchObject({
+        pid: next.process.pid,
+      });
+      // Stopped gracefully, it releases the lock.
+      expect((await next.stop()).code).toBe(0);
+      expect(existsSync(holderFile)).toBe(false);
     },
     PROCESSES_TIMEOUT_MS,
   );

@@ -5,9 +5,10 @@ import { runCli, startServer, stopAllProcesses, type RunningServer } from "../he
 import { post, whoami } from "./support.js";
 
 /**
- * Two `mainline serve` processes on one database, each caching tokens, repositories and queues
- * (ADR 0017): what one process (or `mainline token revoke`) changes, the other sees on its very
- * next request — no waiting, no retry.
+ * Two `mainline serve` processes on one PostgreSQL database, each caching tokens, repositories and
+ * queues (ADR 0017): what one process (or `mainline token revoke`) changes, the other sees on its
+ * very next request — no waiting, no retry. (SQLite is served by one process: a second is
+ * refused, test/cli/serve.test.ts.)
  */
 
 const servers: RunningServer[] = [];
@@ -28,7 +29,7 @@ async function queueState(url: string, token: string): Promise<unknown> {
   return (answer.body as { state: string }).state;
 }
 
-describe(`two servers on one ${TEST_DIALECT} database`, () => {
+describe.runIf(TEST_DIALECT === "postgres")("two servers on one PostgreSQL database", () => {
   it("a token revoked by the CLI, and a queue paused through one server, take effect on both at once", async () => {
     database = await createTestDatabase();
     const { env } = database;

@@ -374,16 +374,51 @@ describe(`organization service on ${TEST_DIALECT}`, () => {
 
   it("the first-start organization is created once, only on an empty database", async () => {
     const { organizations } = createServices(database.handle);
-    const issued = await organizations.ensureFirstStartOrganization();
+    const startedAt = Date.now();
+    const issued = await organizations.issueFirstStartToken(startedAt);
     expect(issued?.organization.slug).toBe("default");
+    expect(issued?.organizationCreated).toBe(true);
     expect((await organizations.authenticate(issued?.token)).organizationSlug).toBe("default");
-    expect(await organizations.ensureFirstStartOrganization()).toBeUndefined();
+    await organizations.firstStartTokenShown(issued?.tokenId ?? "");
+    expect(await organizations.issueFirstStartToken(startedAt + 60_000)).toBeUndefined();
+    expect((await organizations.listTokens("default")).map((t) => t.name)).toEqual(["first start"]);
+  });
+
+  it("a first-start token never shown is replaced by the next start's, and revoked", async () => {
+    const { organizations } = createServices(database.handle);
+    const startedAt = Date.now();
+    // A start that issued it, then stopped before showing it (port taken, crash).
+    const unshown = await organizations.issueFirstStartToken(startedAt);
+    expect((await organizations.listTokens("default")).map((t) => t.name)).toEqual([
+      "first start (not shown yet)",
+    ]);
+    // Another process starting at the same time leaves it to the one that issued it.
+    expect(await organizations.issueFirstStartToken(startedAt)).toBeUndefined();
+
+    const next = await organizations.issueFirstStartToken(Date.now() + 60_000);
+    expect(next?.organization.slug).toBe("default");
+    expect(next?.organizationCreated).toBe(false);
+    expect((await organizations.authenticate(next?.token)).organizationSlug).toBe("default");
+    await expect(organizations.authenticate(unshown?.token)).rejects.toThrow(/not valid/);
+    await organizations.firstStartTokenShown(next?.tokenId ?? "");
+    expect(await organizations.issueFirstStartToken(Date.now() + 120_000)).toBeUndefined();
+    const tokens = await organizations.listTokens("default");
+    expect(tokens.map((t) => [t.name, t.revokedAt === null])).toEqual([
+      ["first start (not shown yet)", false],
+      ["first start", true],
+    ]);
   });
 
   it("no first-start organization when another exists", async () => {
     const { organizations } = createServices(database.handle);
     await organizations.createOrganizationWithToken("acme");
-    expect(await organizations.ensureFirstStartOrganization()).toBeUndefined();
+    expect(await organizations.issueFirstStartToken(Date.now())).toBeUndefined();
+  });
+
+  it("no first-start token for a default organization made with org create", async () => {
+    const { organizations } = createServices(database.handle);
+    await organizations.createOrganizationWithToken("default");
+    expect(await organizations.issueFirstStartToken(Date.now() + 60_000)).toBeUndefined();
   });
 
   it("rejects slugs outside [a-z0-9][a-z0-9-]{0,62}", async () => {

@@ -3,11 +3,12 @@
  * with the GitHub App configured against the fake GitHub (real bare git repositories, its
  * Actions-like CI running a real shell check in a worktree of every pushed test branch), with
  * faults on. A queue of good, breaking, conflicting and stacked pull requests; the server killed
- * (SIGKILL) mid-queue and another started on the same database; then two servers on one database
- * taking GitHub's deliveries in turn. Every good pull request is merged once, in order; the
- * breaking and conflicting ones fail; nothing untested lands on main. The CI job's test suite
- * writes JUnit and uploads it to Mainline as Trunk's uploader does; a quarantined test that fails
- * in a queue run (a flaky pull request's) gets the run retried once, and the pull request merges.
+ * (SIGKILL) mid-queue and another started on the same database; then, on PostgreSQL, two servers
+ * on one database taking GitHub's deliveries in turn. Every good pull request is merged once, in
+ * order; the breaking and conflicting ones fail; nothing untested lands on main. The CI job's test
+ * suite writes JUnit and uploads it to Mainline as Trunk's uploader does; a quarantined test that
+ * fails in a queue run (a flaky pull request's) gets the run retried once, and the pull request
+ * merges.
  */
 import { execFile, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -395,59 +396,64 @@ describe("the merge queue on GitHub, real processes", () => {
     expect(retried[0]?.detail).toMatch(/only known flaky tests failed/);
   }, 240_000);
 
-  it("two servers on one database take GitHub's deliveries in turn, batching, writes made then answered 502", async () => {
-    const prepared = await prepare();
-    const { gh } = prepared.world;
-    const { good, breaking, conflicting } = prepared.prs;
-    gh.setWebhookChaos({ delayMs: [0, 50], duplicate: 0.1 });
-    const faults = [
-      gh.addFault(gh.fault.secondaryRateLimit("pulls/merge", 1)),
-      // Made, then answered 502: the merge of the last pull request of a batch onto its test
-      // branch (a repeat answers 204: the branch would be published without it), one in the
-      // middle of a batch, and a merge.
-      gh.addFault(
-        gh.fault.writesSucceedButError("repos/merge", 502, {
-          when: (ctx) => ctx.body.head === gh.pullRequest(FULL, good[3] ?? 0).headSha,
-        }),
-      ),
-      gh.addFault(
-        gh.fault.writesSucceedButError("repos/merge", 502, {
-          when: (ctx) => ctx.body.head === gh.pullRequest(FULL, good[1] ?? 0).headSha,
-        }),
-      ),
-      gh.addFault(gh.fault.writesSucceedButError("pulls/merge", 502, { times: 1, skip: 1 })),
-      gh.addFault(gh.fault.writesSucceedButError("git/update-ref", 502, { times: 2, skip: 3 })),
-    ];
+  // SQLite is served by one process (a second is refused: test/cli/serve.test.ts).
+  it.runIf(TEST_DIALECT === "postgres")(
+    "two servers on one PostgreSQL database take GitHub's deliveries in turn, batching, writes made then answered 502",
+    async () => {
+      const prepared = await prepare();
+      const { gh } = prepared.world;
+      const { good, breaking, conflicting } = prepared.prs;
+      gh.setWebhookChaos({ delayMs: [0, 50], duplicate: 0.1 });
+      const faults = [
+        gh.addFault(gh.fault.secondaryRateLimit("pulls/merge", 1)),
+        // Made, then answered 502: the merge of the last pull request of a batch onto its test
+        // branch (a repeat answers 204: the branch would be published without it), one in the
+        // middle of a batch, and a merge.
+        gh.addFault(
+          gh.fault.writesSucceedButError("repos/merge", 502, {
+            when: (ctx) => ctx.body.head === gh.pullRequest(FULL, good[3] ?? 0).headSha,
+          }),
+        ),
+        gh.addFault(
+          gh.fault.writesSucceedButError("repos/merge", 502, {
+            when: (ctx) => ctx.body.head === gh.pullRequest(FULL, good[1] ?? 0).headSha,
+          }),
+        ),
+        gh.addFault(gh.fault.writesSucceedButError("pulls/merge", 502, { times: 1, skip: 1 })),
+        gh.addFault(gh.fault.writesSucceedButError("git/update-ref", 502, { times: 2, skip: 3 })),
+      ];
 
-    const a = await startServer(prepared.env);
-    servers.push(a);
-    const b = await startServer(prepared.env);
-    servers.push(b);
-    prepared.uploads.url = b.url;
-    // Batching: the breaking pull request's batch fails and is bisected.
-    await connect(prepared, [a.url, b.url], {
-      batch: true,
-      batchingMinSize: 3,
-      batchingMaxWaitTimeMinutes: 1,
-    });
-    const order = [good[0], good[1], breaking, conflicting, good[2], good[3]] as number[];
-    for (const [index, number] of order.entries()) {
-      const url = index % 2 === 0 ? a.url : b.url;
-      await call(url, "submitPullRequest", { ...QUEUE, pr: { number } }, prepared.token);
-    }
-    let final = new Map<number, string>();
-    await waitFor(
-      async () => {
-        final = await states(b.url, prepared.token, order);
-        return [...final.values()].every((state) => ["merged", "failed"].includes(state));
-      },
-      "every pull request concluded",
-      { timeoutMs: 120_000, intervalMs: 250 },
-    );
-    assertOutcome(prepared, final);
-    // Both servers took deliveries.
-    const urls = gh.deliveries().flatMap((d) => d.attempts.map((attempt) => attempt.url));
-    expect(new Set(urls).size).toBe(2);
-    for (const rule of faults) expect(gh.faults.fired(rule)).toBeGreaterThan(0);
-  }, 240_000);
+      const a = await startServer(prepared.env);
+      servers.push(a);
+      const b = await startServer(prepared.env);
+      servers.push(b);
+      prepared.uploads.url = b.url;
+      // Batching: the breaking pull request's batch fails and is bisected.
+      await connect(prepared, [a.url, b.url], {
+        batch: true,
+        batchingMinSize: 3,
+        batchingMaxWaitTimeMinutes: 1,
+      });
+      const order = [good[0], good[1], breaking, conflicting, good[2], good[3]] as number[];
+      for (const [index, number] of order.entries()) {
+        const url = index % 2 === 0 ? a.url : b.url;
+        await call(url, "submitPullRequest", { ...QUEUE, pr: { number } }, prepared.token);
+      }
+      let final = new Map<number, string>();
+      await waitFor(
+        async () => {
+          final = await states(b.url, prepared.token, order);
+          return [...final.values()].every((state) => ["merged", "failed"].includes(state));
+        },
+        "every pull request concluded",
+        { timeoutMs: 120_000, intervalMs: 250 },
+      );
+      assertOutcome(prepared, final);
+      // Both servers took deliveries.
+      const urls = gh.deliveries().flatMap((d) => d.attempts.map((attempt) => attempt.url));
+      expect(new Set(urls).size).toBe(2);
+      for (const rule of faults) expect(gh.faults.fired(rule)).toBeGreaterThan(0);
+    },
+    240_000,
+  );
 });

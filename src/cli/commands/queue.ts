@@ -163,12 +163,16 @@ export function registerQueueCommands(program: Command, context: CliContext): vo
     .option("--mode <mode>", "single | parallel")
     .option("--concurrency <n>", "pull requests tested at once", parseValue("integer"))
     .action(async (o: QueueOptions & { mode?: string; concurrency?: number }) => {
-      await callApi(client(o), "createQueue", {
+      const answer = await callApi<{ warnings?: { message: string }[] }>(client(o), "createQueue", {
         ...address(o),
         ...(o.mode !== undefined ? { mode: o.mode } : {}),
         ...(o.concurrency !== undefined ? { concurrency: o.concurrency } : {}),
       });
       context.stderr.write(`Created the merge queue for ${o.branch}.\n`);
+      // Mainline's extension: the queue exists but cannot work yet (its host is not connected).
+      for (const warning of answer.warnings ?? []) {
+        context.stderr.write(`mainline: warning: ${warning.message}\n`);
+      }
     });
 
   addressOptions(

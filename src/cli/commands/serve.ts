@@ -1,6 +1,6 @@
 import { setFlagsFromString } from "node:v8";
 import type { Command } from "commander";
-import type { Services } from "../../app.js";
+import type { ServeLock, Services } from "../../app.js";
 import { loadServiceConfig, type ServiceConfig } from "../../config.js";
 import { VERSION } from "../../version.js";
 import { CliError } from "../client.js";
@@ -43,6 +43,7 @@ export function registerServe(program: Command, context: CliContext): void {
     .action(async () => {
       // It handles the process's signals and exits the process: it must be the process.
       if (!context.ownsProcess) throw new CliError("serve runs only as a process of its own.");
+      const startedAt = Date.now();
       const config = loadServiceConfig(context.env);
       // A long-running server that parses large reports makes garbage fast; V8's default lets
       // the heap grow to several times what is live before a full collection. A smaller
@@ -52,10 +53,15 @@ export function registerServe(program: Command, context: CliContext): void {
       const {
         createHttpServer,
         createServices,
+        lockDatabaseForServe,
         openMigratedDatabase,
         startProviders,
         stopService,
       } = await import("../../app.js");
+      // SQLite: one serving process. Taken before the database is opened (or migrated).
+      const serveLock = await refuseIfServedElsewhere(() =>
+        lockDatabaseForServe({ url: config.databaseUrl, dataDir: config.dataDir }, startedAt),
+      );
       let log: {
         info(o: object, m: string): void;
         warn(o: object, m: string): void;
@@ -84,7 +90,12 @@ export function registerServe(program: Command, context: CliContext): void {
         },
       });
 
-      await ensureOrganization(services, config, context);
+      if (config.bootstrap) {
+        await services.organizations.ensureBootstrap(
+          config.bootstrap.organization,
+          config.bootstrap.token,
+        );
+      }
 
       const app = await createHttpServer(services, { level: config.logLevel });
       log = app.log;
@@ -110,6 +121,7 @@ export function registerServe(program: Command, context: CliContext): void {
         // by itself once the log lines are written; exiting here could cut the last ones off.
         stopService(app, database, services.worker, services.engine, services.providers).then(
           () => {
+            serveLock.release();
             app.log.info("stopped");
           },
           (error: unknown) => {
@@ -128,7 +140,10 @@ export function registerServe(program: Command, context: CliContext): void {
       // PostgreSQL: tokens, repositories and queues are cached once other processes' changes
       // are heard (ADR 0017); until then, and whenever that connection is lost, they are read.
       await database.listenForChanges();
-      await app.listen({ host: config.host, port: config.port });
+      await listen(app, config);
+      // Only a start that serves shows the first start's token: one that could not listen
+      // showed nothing, and the next start shows it.
+      if (!config.bootstrap) await announceFirstStart(services, config, context, startedAt);
       database.checkpointInBackground();
       // Bundles stored before a crash or restart are processed now.
       services.worker.start();
@@ -140,36 +155,82 @@ export function registerServe(program: Command, context: CliContext): void {
     });
 }
 
-/** The bootstrap organization, or on a first start a default one whose token is printed once. */
-async function ensureOrganization(
+/**
+ * The serve lock, or a clear refusal when another process serves the SQLite database: which
+ * process, and what to do instead.
+ */
+async function refuseIfServedElsewhere(take: () => ServeLock): Promise<ServeLock> {
+  const { DatabaseServedElsewhere } = await import("../../app.js");
+  try {
+    return take();
+  } catch (error) {
+    if (!(error instanceof DatabaseServedElsewhere)) throw error;
+    const holder = error.holder;
+    const who = holder
+      ? `Another mainline serve (pid ${String(holder.pid)}, started ${new Date(holder.startedAt).toISOString()})`
+      : "Another mainline serve";
+    throw new CliError(
+      `${who} is serving the SQLite database ${error.file}; nothing was started or changed. ` +
+        "SQLite is served by one process at a time: stop that one first, or, to run several " +
+        "processes, use PostgreSQL (DATABASE_URL=postgres://…).",
+    );
+  }
+}
+
+/** Listens on HOST:PORT; a port taken or not allowed stops the start with a clear message. */
+async function listen(
+  app: { listen(options: { host: string; port: number }): Promise<string> },
+  config: ServiceConfig,
+): Promise<void> {
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const where = `port ${String(config.port)} on ${config.host}`;
+    if (code === "EADDRINUSE") {
+      throw new CliError(
+        `Cannot listen on ${where}: the port is already in use (another mainline serve, or another program). Stop that process, or start on a free port with PORT=<port>.`,
+      );
+    }
+    if (code === "EACCES" || code === "EADDRNOTAVAIL") {
+      throw new CliError(
+        `Cannot listen on ${where} (${code}): choose another PORT, or a HOST this machine has.`,
+      );
+    }
+    throw error;
+  }
+}
+
+/**
+ * On a first start (no bootstrap settings, an empty database), once the server listens: the
+ * `default` organization's token, printed once; recorded as shown only after it was printed.
+ */
+async function announceFirstStart(
   services: Pick<Services, "organizations">,
   config: ServiceConfig,
   context: CliContext,
+  startedAt: number,
 ): Promise<void> {
-  if (config.bootstrap) {
-    await services.organizations.ensureBootstrap(
-      config.bootstrap.organization,
-      config.bootstrap.token,
-    );
-  } else {
-    const issued = await services.organizations.ensureFirstStartOrganization();
-    if (issued) {
-      context.stderr.write(
-        [
-          "",
-          `First start: created the organization "${issued.organization.slug}". Its API token (shown only this once):`,
-          "",
-          `    ${issued.token}`,
-          "",
-          "Use it in the x-api-token header, for example:",
-          `    curl -H "x-api-token: ${issued.token}" -H "content-type: application/json" -d '{}' ${config.publicUrl}/v1/whoami`,
-          "More tokens: `mainline token create --org default`. API reference: " +
-            `${config.publicUrl}/docs`,
-          `Dashboard: ${config.publicUrl}/ (sign in with this token).`,
-          "",
-          "",
-        ].join("\n"),
-      );
-    }
-  }
+  const issued = await services.organizations.issueFirstStartToken(startedAt);
+  if (!issued) return;
+  const created = issued.organizationCreated
+    ? `created the organization "${issued.organization.slug}"`
+    : `the organization "${issued.organization.slug}" has a new token, since no start showed one before`;
+  context.stderr.write(
+    [
+      "",
+      `First start: ${created}. Its API token (shown only this once):`,
+      "",
+      `    ${issued.token}`,
+      "",
+      "Use it in the x-api-token header, for example:",
+      `    curl -H "x-api-token: ${issued.token}" -H "content-type: application/json" -d '{}' ${config.publicUrl}/v1/whoami`,
+      "More tokens: `mainline token create --org default`. API reference: " +
+        `${config.publicUrl}/docs`,
+      `Dashboard: ${config.publicUrl}/ (sign in with this token).`,
+      "",
+      "",
+    ].join("\n"),
+  );
+  await services.organizations.firstStartTokenShown(issued.tokenId);
 }

@@ -59,3 +59,8 @@ select "id", "organization_id", "name", "token_hint", "created_at", "revoked_at"
 update "api_tokens"
   set "revoked_at" = ?
   where "id" = ? and "revoked_at" is null;
+
+-- OrganizationStore.renameToken(tokenId, name)
+update "api_tokens"
+  set "name" = ?
+  where "id" = ?;

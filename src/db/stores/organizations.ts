@@ -138,4 +138,8 @@ export class OrganizationStore implements OrganizationRecords {
     lookupsChanged(this.db);
     return result.numUpdatedRows > 0n;
   }
+
+  async renameToken(tokenId: string, name: string | null): Promise<void> {
+    await this.db.updateTable("apiTokens").set({ name }).where("id", "=", tokenId).execute();
+  }
 }

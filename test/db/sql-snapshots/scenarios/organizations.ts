@@ -40,5 +40,6 @@ export const organizationsScenario = scenario({
     { method: "listTokens", run: (s) => s.listTokens(ORG) },
     { method: "findToken", run: (s) => s.findToken("token-1") },
     { method: "revokeToken", run: (s) => s.revokeToken("token-1", NOW) },
+    { method: "renameToken", run: (s) => s.renameToken("token-1", "first start") },
   ],
 });
