@@ -229,9 +229,9 @@ describe("comment commands", () => {
     const id = world.gh.comment(REPO_NAME, pr.number, "/trunk merge", { by: "bob" });
     await settled();
     await expect.poll(queuedNumbers, LONG).toContain(pr.number);
-    await expect.poll(() => stickies(pr.number).map((c) => c.body), LONG).toEqual([
-      expect.stringContaining("**Queued**"),
-    ]);
+    await expect
+      .poll(() => stickies(pr.number).map((c) => c.body), LONG)
+      .toEqual([expect.stringContaining("**Queued**")]);
     expect(comments(pr.number).find((c) => c.id === id)?.reactions).toEqual([]);
   });
 
