@@ -163,7 +163,10 @@ function registerLocalPullRequestCommands(pr: Command, context: CliContext): voi
     .requiredOption("--head <branch>", "the branch with the changes (pushed already)")
     .option("--base <branch>", "the branch to merge into", "main")
     .option("--title <title>", "the title (default: the head branch)")
-    .option("--author <name>", "who opened it (default: $USER)")
+    .option(
+      "--author <name>",
+      "who opened it (default: the author of the head branch's first commit not on the base)",
+    )
     .option("--description <text>", "what it is about (a squash merge's commit message has it)")
     .action(
       async (
@@ -176,13 +179,12 @@ function registerLocalPullRequestCommands(pr: Command, context: CliContext): voi
           description?: string;
         },
       ) => {
-        const author = o.author ?? context.env.USER;
         const { number } = await callApi<{ number: number }>(o, "local/openPullRequest", {
           repo: o.repo,
           head: o.head,
           base: o.base,
           ...(o.title === undefined ? {} : { title: o.title }),
-          ...(author === undefined ? {} : { author }),
+          ...(o.author === undefined ? {} : { author: o.author }),
           ...(o.description === undefined ? {} : { description: o.description }),
         });
         context.stdout.write(`${String(number)}\n`);
