@@ -89,3 +89,49 @@ describe("the author of a local pull request", () => {
     ]);
   });
 });
+
+describe("a pull request submitted again", () => {
+  it("is one line in pr list, as its latest submission; --history lists each submission", async () => {
+    await pushBranch("add-four", { "four.txt": "4\n" }, "Ada Lovelace <ada@example.com>");
+    const number = Number(
+      succeeded(await cli("pr", "open", "--repo", "acme/calc", "--head", "add-four")).stdout,
+    );
+    succeeded(await cli("pr", "submit", String(number), "--repo", "acme/calc"));
+    await waitFor(async () => (await stateOf(number)) === "pending", "the submission");
+    // A push to its head takes it out of the queue; then it is submitted again.
+    await git(project.dir, "checkout", "--quiet", "add-four");
+    await writeFile(path.join(project.dir, "four.txt"), "four\n");
+    await git(project.dir, "commit", "--quiet", "-am", "Spell four");
+    await git(project.dir, "push", "--quiet", project.remote, "add-four");
+    await git(project.dir, "checkout", "--quiet", "main");
+    await waitFor(async () => (await stateOf(number)) === "cancelled", "the push to cancel it", {
+      timeoutMs: 20_000,
+    });
+    succeeded(await cli("pr", "submit", String(number), "--repo", "acme/calc"));
+    await waitFor(async () => (await stateOf(number)) === "pending", "the second submission");
+
+    const rows = (text: string) =>
+      text.split("\n").filter((line) => line.startsWith(`#${number} `));
+    const list = succeeded(await cli("pr", "list", "--repo", "acme/calc"));
+    expect(rows(list.stdout)).toEqual([expect.stringMatching(/^#\d+ +pending /)]);
+    const history = succeeded(await cli("pr", "list", "--repo", "acme/calc", "--history"));
+    expect(rows(history.stdout)).toEqual([
+      expect.stringMatching(/^#\d+ +cancelled /),
+      expect.stringMatching(/^#\d+ +pending /),
+    ]);
+    // The API the CLI reads says the same, and a state filter reads the latest submission.
+    const listed = async (body: Record<string, unknown>) =>
+      (
+        await ok(
+          server.call<{ pullRequests: { prNumber: number; state: string }[] }>("listPullRequests", {
+            ...QUEUE,
+            ...body,
+          }),
+        )
+      ).pullRequests.filter((pr) => pr.prNumber === number);
+    expect(await listed({})).toEqual([expect.objectContaining({ state: "pending" })]);
+    expect(await listed({ state: "cancelled" })).toEqual([]);
+    expect(await listed({ state: "cancelled", history: true })).toHaveLength(1);
+    expect(await listed({ history: true })).toHaveLength(2);
+  });
+});

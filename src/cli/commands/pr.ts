@@ -275,7 +275,7 @@ export function registerPullRequestCommands(program: Command, context: CliContex
     pr
       .command("list")
       .description(
-        "List the queue's pull requests, a page at a time; with --local, the local git host's",
+        "List the queue's pull requests, each once, a page at a time; with --local, the local git host's",
       ),
   )
     .option("--local", "list the pull requests opened on the local git host instead")
@@ -284,6 +284,7 @@ export function registerPullRequestCommands(program: Command, context: CliContex
       "only this state, e.g. pending, testing, merged (--local: open, closed, merged)",
     )
     .option("--since <time>", "only pull requests concluded at or after this RFC 3339 time")
+    .option("--history", "every submission: a pull request submitted again is listed each time")
     .option("--take <n>", "page size, 1 to 100 (default 50)", parseTake)
     .option("--cursor <cursor>", "continue after a previous page")
     .option("--json", "print the API's JSON")
@@ -293,6 +294,7 @@ export function registerPullRequestCommands(program: Command, context: CliContex
           local?: boolean;
           state?: string;
           since?: string;
+          history?: boolean;
           take?: number;
           cursor?: string;
         },
@@ -321,6 +323,7 @@ export function registerPullRequestCommands(program: Command, context: CliContex
           ...address(o),
           ...(o.state === undefined ? {} : { state: o.state }),
           ...(o.since === undefined ? {} : { since: o.since }),
+          ...(o.history ? { history: true } : {}),
           ...(o.take === undefined ? {} : { take: o.take }),
           ...(o.cursor === undefined ? {} : { cursor: o.cursor }),
         });
