@@ -1,6 +1,12 @@
 /** Text formats the pages share: percentages, ages, durations, times (all UTC). */
 import { MINUTE_MS } from "../lib/time.js";
+import { repositoryName, type RepoRef } from "../organizations/repositories.js";
 import { markup, type SafeHtml } from "./html.js";
+
+/** A merge queue as every page names it: `acme/calc · main`, `github.com/acme/app · main`. */
+export function queueName(repo: RepoRef, branch: string): string {
+  return `${repositoryName(repo)} · ${branch}`;
+}
 
 export function formatPercent(fraction: number): string {
   const percent = Math.round(fraction * 1000) / 10;

@@ -36,7 +36,7 @@ async function createProject(name: string): Promise<LocalProject> {
   const remote = created.stdout.trim();
   expect(created.stdout).toBe(`${remote}\n`);
   expect(remote).toMatch(new RegExp(`/git/${server.organizationId}/acme/${name}\\.git$`));
-  expect(created.stderr).toContain(`Created local/acme/${name}.`);
+  expect(created.stderr).toContain(`Created acme/${name}.`);
   return createLocalProject(remote);
 }
 

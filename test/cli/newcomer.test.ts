@@ -135,3 +135,14 @@ describe("a pull request submitted again", () => {
     expect(await listed({ history: true })).toHaveLength(2);
   });
 });
+
+describe("the repository's name", () => {
+  it("is the one typed at repo create, in the CLI's own messages and the server's", async () => {
+    expect(created.stderr).toMatch(/^Created acme\/calc\. Push to it with: git push /);
+    const missing = await cli("pr", "status", "99", "--repo", "acme/calc");
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toBe(
+      "mainline: Pull request #99 has never been submitted to the merge queue for branch main of acme/calc.\n",
+    );
+  });
+});

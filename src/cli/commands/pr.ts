@@ -5,7 +5,7 @@ import type { CliContext } from "../context.js";
 import { address, addressOptions, client, type QueueOptions } from "./queue.js";
 import { parseLocalRepoArg } from "../repo-arg.js";
 import { serverOptions } from "./repo.js";
-import type { RepoRef } from "../../organizations/repositories.js";
+import { repositoryName, type RepoRef } from "../../organizations/repositories.js";
 import { describeWaitingFor, type WaitingForBody } from "../waiting.js";
 
 /** A pull request number: digits (a leading `#` is allowed), at most 4294967295. */
@@ -302,7 +302,7 @@ export function registerPullRequestCommands(program: Command, context: CliContex
         if (o.local) {
           if (o.repo.host.toLowerCase() !== "local") {
             throw new CliError(
-              `--local lists pull requests of Mainline's local git host, and ${o.repo.host}/${o.repo.owner}/${o.repo.name} is not on it; name a local repository as owner/name.`,
+              `--local lists pull requests of Mainline's local git host, and ${repositoryName(o.repo)} is not on it; name a local repository as owner/name.`,
               2,
             );
           }

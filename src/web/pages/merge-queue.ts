@@ -16,7 +16,7 @@ import type { Actor } from "../../mergequeue/model.js";
 import { priorityName } from "../../mergequeue/model.js";
 import { describeWaiting } from "../../mergequeue/waiting.js";
 import type { RepoRef } from "../../organizations/repositories.js";
-import { badge, muted, plural } from "../format.js";
+import { badge, muted, plural, queueName } from "../format.js";
 import { markup, type SafeHtml } from "../html.js";
 import type { PageView } from "../layout.js";
 import { barChart, dayLabel, lineChart } from "../svg/charts.js";
@@ -39,7 +39,7 @@ export interface QueueLinks {
   log(runId: string, check: string): string | undefined;
 }
 
-const name = (place: QueuePlace) => `${place.repo.owner}/${place.repo.name}`;
+const name = (place: QueuePlace) => queueName(place.repo, place.branch);
 
 const STATE_WORDS: Record<string, string> = {
   running: "running",
@@ -284,7 +284,7 @@ export function renderQueue(
   csrf: string | undefined,
   now: number,
 ): PageView {
-  const title = `${name(place)} · ${place.branch}`;
+  const title = name(place);
   return {
     title: `${title} · Merge queue`,
     section: "queues",
@@ -334,7 +334,7 @@ export function renderPullRequest(
   now: number,
 ): PageView {
   const { entry } = history;
-  const queueTitle = `${name(place)} · ${place.branch}`;
+  const queueTitle = name(place);
   const timeline = [...history.transitions].reverse().map(
     (t) =>
       markup`<tr><td>${at(t.at, now)}</td><td>${t.from ? markup`${t.from.replace("_", " ")} → ` : ""}${badge(t.to, t.to.replace("_", " "))}</td><td>${t.reason.replaceAll("_", " ")}${t.detail ? markup`<br><span class="detail">${t.detail}</span>` : ""}</td><td>${actorText(t.actor)}</td><td>${t.runId ? markup`<a href="#run-${t.runId}">${t.runId}</a>` : ""}</td></tr>
@@ -401,7 +401,7 @@ export function renderQueueHealth(
   rangeLinks: { range: string; href: string; current: boolean }[],
   now: number,
 ): PageView {
-  const queueTitle = `${name(place)} · ${place.branch}`;
+  const queueTitle = name(place);
   const ms = (v: number | null) => (v === null ? "—" : span(v));
   const reasons =
     health.byReason.length === 0
