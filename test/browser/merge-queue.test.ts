@@ -167,7 +167,7 @@ describe("the merge queue in Chromium", () => {
     ]);
     expect(await t.page.locator("h1").textContent()).toBe(`#${failed} ${TITLES[2]}`);
     expect(await t.page.locator("p.error").textContent()).toContain(
-      "Failed: failing required check",
+      "Failed. A required check failed. failed: test",
     );
     await checkAccessibility(t.page);
     await screenshot(t.page, "pull-request");

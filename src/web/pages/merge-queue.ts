@@ -14,6 +14,7 @@ import type {
 } from "../../mergequeue/dashboard.js";
 import type { Actor } from "../../mergequeue/model.js";
 import { priorityName } from "../../mergequeue/model.js";
+import { describeReason } from "../../mergequeue/reasons.js";
 import { describeWaiting } from "../../mergequeue/waiting.js";
 import type { RepoRef } from "../../organizations/repositories.js";
 import { badge, muted, plural, queueName } from "../format.js";
@@ -262,7 +263,7 @@ ${board.entries.map((e) => queueRow(e, links, now))}</tbody>
 <tbody>
 ${board.concluded.map(
   (c) =>
-    markup`<tr data-pr="${c.number}"><td><a href="${links.pullRequest(c.number)}">#${c.number}</a> ${c.title}</td><td>${badge(c.state, c.state)} <span class="muted">${c.reason.replaceAll("_", " ")}</span></td><td>${at(c.at, now)}</td><td>${span(c.tookMs)}</td></tr>
+    markup`<tr data-pr="${c.number}"><td><a href="${links.pullRequest(c.number)}">#${c.number}</a> ${c.title}</td><td>${badge(c.state, c.state)} <span class="muted">${describeReason(c.reason)}</span></td><td>${at(c.at, now)}</td><td>${span(c.tookMs)}</td></tr>
 `,
 )}</tbody>
 </table>`;
@@ -337,7 +338,7 @@ export function renderPullRequest(
   const queueTitle = name(place);
   const timeline = [...history.transitions].reverse().map(
     (t) =>
-      markup`<tr><td>${at(t.at, now)}</td><td>${t.from ? markup`${t.from.replace("_", " ")} → ` : ""}${badge(t.to, t.to.replace("_", " "))}</td><td>${t.reason.replaceAll("_", " ")}${t.detail ? markup`<br><span class="detail">${t.detail}</span>` : ""}</td><td>${actorText(t.actor)}</td><td>${t.runId ? markup`<a href="#run-${t.runId}">${t.runId}</a>` : ""}</td></tr>
+      markup`<tr><td>${at(t.at, now)}</td><td>${t.from ? markup`${t.from.replace("_", " ")} → ` : ""}${badge(t.to, t.to.replace("_", " "))}</td><td>${describeReason(t.reason)}${t.detail ? markup`<br><span class="detail">${t.detail}</span>` : ""}</td><td>${actorText(t.actor)}</td><td>${t.runId ? markup`<a href="#run-${t.runId}">${t.runId}</a>` : ""}</td></tr>
 `,
   );
   const runs = history.runs.map((run) => {
@@ -378,7 +379,7 @@ ${
       }${waitingText(history.place.entry, now) ? markup` · ${waitingText(history.place.entry, now)}` : ""}</p>`
     : ""
 }
-${lastFailure && entry.state === "failed" ? markup`<p class="error">Failed: ${lastFailure.reason.replaceAll("_", " ")}${lastFailure.detail ? markup`: ${lastFailure.detail}` : ""}${lastFailure.runId ? markup` (<a href="#run-${lastFailure.runId}">run ${lastFailure.runId}</a>)` : ""}</p>` : ""}
+${lastFailure && entry.state === "failed" ? markup`<p class="error"><strong>Failed.</strong> ${describeReason(lastFailure.reason)}${lastFailure.detail ? markup` <span class="detail">${lastFailure.detail}</span>` : ""}${lastFailure.runId ? markup` (<a href="#run-${lastFailure.runId}">run ${lastFailure.runId}</a>)` : ""}</p>` : ""}
 ${prForms(history, links, csrf)}
 <h2>Timeline</h2>
 <table>
@@ -408,14 +409,14 @@ export function renderQueueHealth(
       ? markup`<p class="muted">Nothing concluded in this range.</p>`
       : markup`<table><caption class="visually-hidden">Conclusions by reason</caption><thead><tr><th scope="col">Outcome</th><th scope="col">Reason</th><th scope="col" class="num">Pull requests</th></tr></thead><tbody>${health.byReason.map(
           (r) =>
-            markup`<tr><td>${badge(r.state, r.state)}</td><td>${r.reason.replaceAll("_", " ")}</td><td class="num">${r.count}</td></tr>`,
+            markup`<tr><td>${badge(r.state, r.state)}</td><td>${describeReason(r.reason)}</td><td class="num">${r.count}</td></tr>`,
         )}</tbody></table>`;
   const attention =
     health.needsAttention.length === 0
       ? markup`<p class="muted">No pull request failed in this range.</p>`
       : markup`<table><caption class="visually-hidden">Pull requests that failed, newest first</caption><thead><tr><th scope="col">Pull request</th><th scope="col">Author</th><th scope="col">Why</th><th scope="col">When</th></tr></thead><tbody>${health.needsAttention.map(
           (f) =>
-            markup`<tr><td><a href="${links.pullRequest(f.number)}">#${f.number}</a> ${f.title}</td><td>${f.author}</td><td>${f.reason.replaceAll("_", " ")}${f.detail ? markup`: <span class="detail">${f.detail}</span>` : ""}${f.runId ? markup` (<a href="${links.pullRequest(f.number)}#run-${f.runId}">run ${f.runId}</a>)` : ""}</td><td>${at(f.at, now)}</td></tr>`,
+            markup`<tr><td><a href="${links.pullRequest(f.number)}">#${f.number}</a> ${f.title}</td><td>${f.author}</td><td>${describeReason(f.reason)}${f.detail ? markup` <span class="detail">${f.detail}</span>` : ""}${f.runId ? markup` (<a href="${links.pullRequest(f.number)}#run-${f.runId}">run ${f.runId}</a>)` : ""}</td><td>${at(f.at, now)}</td></tr>`,
         )}</tbody></table>`;
   const x = health.daily.map((d) => d.day);
   return {
