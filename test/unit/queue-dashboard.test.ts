@@ -210,6 +210,13 @@ describe("the queue page with 200 pull requests", () => {
       assets,
     });
     const renderMs = performance.now() - started;
+    // Every time has its instant and full timestamp; the day's own without a date.
+    const times = [...html.matchAll(/<time([^>]*)>([^<]*)<\/time>/g)];
+    expect(times.length).toBeGreaterThan(200);
+    for (const [, attributes, shown] of times) {
+      expect(attributes).toMatch(/^ datetime="[^"]+Z" title="\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"$/);
+      expect(shown).not.toMatch(/^\d{4}-/);
+    }
     expect((html.match(/<tr data-pr="/g) ?? []).length).toBe(211);
     expect((html.match(/<li class="run"/g) ?? []).length).toBe(10);
     const bytes = Buffer.byteLength(html) + assets.bytes(["live-queue"]);

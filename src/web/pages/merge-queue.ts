@@ -17,7 +17,15 @@ import { priorityName } from "../../mergequeue/model.js";
 import { describeReason } from "../../mergequeue/reasons.js";
 import { describeWaiting } from "../../mergequeue/waiting.js";
 import type { RepoRef } from "../../organizations/repositories.js";
-import { badge, muted, plural, queueName } from "../format.js";
+import {
+  badge,
+  clockTime as at,
+  formatSpan as span,
+  muted,
+  plural,
+  queueName,
+  relativeTime as relative,
+} from "../format.js";
 import { markup, type SafeHtml } from "../html.js";
 import type { PageView } from "../layout.js";
 import { barChart, dayLabel, lineChart } from "../svg/charts.js";
@@ -53,39 +61,17 @@ function shortSha(sha: string): string {
   return sha.slice(0, 7);
 }
 
-/** `12:04 UTC` today, else `2026-11-27 12:04 UTC`, in a `<time>`. */
-function at(ms: number, now: number): SafeHtml {
-  const iso = new Date(ms).toISOString();
-  const sameDay = iso.slice(0, 10) === new Date(now).toISOString().slice(0, 10);
-  const shown = `${sameDay ? iso.slice(11, 16) : `${iso.slice(0, 10)} ${iso.slice(11, 16)}`} UTC`;
-  return markup`<time datetime="${iso}">${shown}</time>`;
-}
-
-/** `4 min`, `1 h 10 min`, `12 s`. */
-export function span(ms: number): string {
-  const seconds = Math.max(0, Math.round(ms / 1000));
-  if (seconds < 60) return `${seconds} s`;
-  const minutes = Math.round(seconds / 60);
-  if (minutes < 60) return `${minutes} min`;
-  const hours = Math.floor(minutes / 60);
-  if (hours < 48) return `${hours} h ${minutes % 60} min`;
-  return `${Math.round(hours / 24)} days`;
-}
-
-function relative(ms: number, now: number): string {
-  const delta = ms - now;
-  if (Math.abs(delta) < 30_000) return "now";
-  return delta > 0 ? `in ${span(delta)}` : `${span(-delta)} ago`;
-}
-
 function hidden(csrf: string, extra: Record<string, string> = {}): SafeHtml {
   return markup`<input type="hidden" name="csrf" value="${csrf}">${Object.entries(extra).map(
     ([k, v]) => markup`<input type="hidden" name="${k}" value="${v}">`,
   )}`;
 }
 
-/** What an entry waits for, or its part in a localization, in words ("" when neither). */
-function waitingText(entry: Pick<BoardEntry, "waiting" | "localization">, now: number): string {
+/** What an entry waits for, or its part in a localization, in words (undefined when neither). */
+function waitingText(
+  entry: Pick<BoardEntry, "waiting" | "localization">,
+  now: number,
+): SafeHtml | string | undefined {
   const { waiting, localization } = entry;
   if (localization) {
     const batch = `batch run ${localization.runId}`;
@@ -94,9 +80,9 @@ function waitingText(entry: Pick<BoardEntry, "waiting" | "localization">, now: n
       return `presumed good in the localization of ${batch}`;
     return `a suspect in the localization of ${batch}`;
   }
-  if (!waiting) return "";
+  if (!waiting) return undefined;
   if (waiting.kind === "batch_forming") {
-    return `batch forming: ${waiting.have} of ${waiting.need}, starts ${relative(waiting.startsBy, now)} at the latest`;
+    return markup`batch forming: ${waiting.have} of ${waiting.need}, starts ${relative(waiting.startsBy, now)} at the latest`;
   }
   return describeWaiting({ reason: waiting.kind, prNumbers: waiting.prNumbers });
 }
