@@ -47,6 +47,8 @@ beforeAll(async () => {
   await ok(server.call("createQueue", QUEUE));
   // Paused: submitted pull requests wait in `pending`, so that what the CLI shows is stable.
   await ok(server.call("updateQueue", { ...QUEUE, state: "paused" }));
+  // The ref watcher notices pushes from its first poll (each second) after the queue exists.
+  await new Promise((resolve) => setTimeout(resolve, 2500));
 }, 60_000);
 
 afterAll(async () => {
