@@ -4,6 +4,7 @@ import {
   launchBrowser,
   openPage,
   screenshot,
+  signInAt,
   type Launched,
   type TestPage,
 } from "../helpers/browser.js";
@@ -116,14 +117,7 @@ afterAll(async () => {
   await server.close();
 });
 
-async function signIn(t: TestPage, next: string): Promise<void> {
-  await t.page.goto(`${server.url}${next}`);
-  await t.page.getByLabel("API token").fill(server.token);
-  await Promise.all([
-    t.page.waitForURL((url) => url.pathname !== "/sign-in"),
-    t.page.getByRole("button", { name: "Sign in" }).click(),
-  ]);
-}
+const signIn = (t: TestPage, next: string) => signInAt(t, `${server.url}${next}`, server.token);
 
 /** Every `<time>` of the page: what it shows, its `datetime` and its title. */
 async function times(t: TestPage): Promise<[string, string, string][]> {
