@@ -250,7 +250,7 @@ describe("local/createRepository", () => {
 });
 
 describe("local/openPullRequest", () => {
-  it("numbers pull requests 1, 2, … with the head branch as default title and author unknown", async () => {
+  it("numbers pull requests 1, 2, … by default titled by the head branch, by its changes' author", async () => {
     const { repo, project } = await newProject();
     const aSha = await project.branch("a", { "numbers/a.txt": "2\n" });
     await project.branch("b", { "numbers/b.txt": "3\n" });
@@ -262,7 +262,8 @@ describe("local/openPullRequest", () => {
     expect(first).toMatchObject({
       number: 1,
       title: "a",
-      author: "unknown",
+      // Who wrote the commits of `a` (the project's are by Dev).
+      author: "Dev",
       head: "a",
       base: "main",
       headSha: aSha,
