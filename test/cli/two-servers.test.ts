@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { runCli, startServer, stopAllProcesses, type RunningServer } from "../helpers/process.js";
 import { post, whoami } from "./support.js";
 
@@ -29,7 +29,7 @@ async function queueState(url: string, token: string): Promise<unknown> {
   return (answer.body as { state: string }).state;
 }
 
-describe.runIf(TEST_DIALECT === "postgres")("two servers on one PostgreSQL database", () => {
+describe("two servers on one PostgreSQL database", () => {
   it("a token revoked by the CLI, and a queue paused through one server, take effect on both at once", async () => {
     database = await createTestDatabase();
     const { env } = database;
