@@ -10,6 +10,8 @@ const REASON_TEXTS: Record<TransitionReason, string> = {
   resubmitted: "Submitted again while in the queue: its priority and batching were updated.",
   ready: "Ready: it waits for its turn to be tested.",
   not_mergeable: "The git host does not say it can be merged, so it waits until it can.",
+  conflicts_with_base:
+    "It conflicts with its target branch: rebase it or merge the target branch into it, and it goes on.",
   review_required: "It lacks the approving reviews its target branch requires, so it waits.",
   base_branch_mismatch: "It targets another branch than the queue's, so it waits.",
   awaiting_impacted_targets: "It waits for the targets its changes impact to be uploaded.",
