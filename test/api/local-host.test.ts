@@ -503,6 +503,21 @@ describe("the queue and the built-in CI on the local git host", () => {
     expect(runs[0]?.status).toBe("passed");
   });
 
+  it("fails at once, before any check runs, a required status that names no check", async () => {
+    const { repo, project } = await newProject();
+    await project.branch("a", { "numbers/a.txt": "2\n" });
+    await ok(openPr(repo, { head: "a" }));
+    await queueAndSubmit(repo, 1, { requiredStatuses: ["build"] });
+    const timeline = await waitForState(repo, 1, "failed");
+    expect(timeline.at(-1)).toMatchObject({ toState: "failed", reason: "config_parsing_failure" });
+    expect(timeline.at(-1)?.detail).toBe(
+      'required status "build" (from the queue\'s settings) names no check in .mainline.yml, whose checks are "test"',
+    );
+    const { runs } = await ok(server.call<{ runs: CiRun[] }>("local/listCiRuns", queueOf(repo)));
+    expect(runs[0]?.error).toMatchObject({ reason: "config_parsing_failure" });
+    expect(runs[0]?.checks.map((c) => c.status)).toEqual([]);
+  });
+
   it("fails a pull request whose .mainline.yml is invalid, naming the key", async () => {
     const { repo, project } = await newProject();
     await project.branch("a", {

@@ -114,6 +114,15 @@ type Prepared =
 const CONFIG_FILE = ".mainline.yml";
 const TRUNK_FILE = ".trunk/trunk.yaml";
 
+/** Where a run's required statuses came from, as its messages say it. */
+const SOURCE_WORDS: Record<RequiredStatusesSource, string> = {
+  merge_instance: "the queue's settings",
+  mainline_config: CONFIG_FILE,
+  trunk_config: TRUNK_FILE,
+  branch_protection: "branch protection",
+  mainline_checks: CONFIG_FILE,
+};
+
 /** A file or directory name made of safe characters only (ids and check names are free text). */
 function safeName(text: string): string {
   return text.replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "_");
@@ -471,12 +480,17 @@ export class LocalCiRunner implements CiProvider {
     if (!resolved.ok) {
       return { ok: false, error: { reason: resolved.reason, message: resolved.message } };
     }
-    const names = new Set(config.checks.map((check) => check.name));
-    for (const status of resolved.statuses.filter((s) => !names.has(s))) {
-      this.options.logger?.warn(
-        `ci run ${request.runId}: required status ${JSON.stringify(status)} (from ` +
-          `${resolved.source}) is not a check in ${CONFIG_FILE}; the run fails unless another CI reports it`,
-      );
+    // A required status that names no check would fail the run once every check ran: a mistake
+    // in the configuration, told before any check runs.
+    const names = config.checks.map((check) => check.name);
+    const missing = resolved.statuses.filter((status) => !names.includes(status));
+    if (missing.length > 0) {
+      const which = missing.map((status) => JSON.stringify(status)).join(", ");
+      const message =
+        `required status${missing.length > 1 ? "es" : ""} ${which} (from ${SOURCE_WORDS[resolved.source]}) ` +
+        `name${missing.length > 1 ? "" : "s"} no check in ${CONFIG_FILE}, whose checks are ` +
+        (names.map((name) => JSON.stringify(name)).join(", ") || "none");
+      return { ok: false, error: { reason: "config_parsing_failure", message } };
     }
     return {
       ok: true,
