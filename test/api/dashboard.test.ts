@@ -290,7 +290,7 @@ describe("the organization's home", () => {
       expect(row).toContain('<td class="num"><span class="badge quarantined">1</span></td>');
       expect(row).toContain('<td class="num">2</td>');
       // Its sparkline begins with its first upload, today.
-      expect(row).toContain("Flaky tests of acme/app per day, 1 day to today");
+      expect(row).toContain("Flaky tests of github.com/acme/app per day, 1 day to today");
       expect(row).toContain("lowest 1, highest 1, latest 1");
       expect(row).toContain(
         '<a href="/acme/merge-queue/queue?repo=acme/app&amp;branch=main">main</a> <span class="badge running">running</span>',
