@@ -141,6 +141,9 @@ describe(`the lookup cache on ${TEST_DIALECT}`, () => {
       ...current.configuration,
       state: "paused",
     }));
+    // A fresh lookup (getQueue's) reads what is committed, not what was announced so far.
+    const fresh = await queues.find(organization.id, ref, "main", { fresh: true });
+    expect(fresh?.configuration.state).toBe("paused");
     await seenByThisProcess(
       async () =>
         (await queues.find(organization.id, ref, "main"))?.configuration.state === "paused",

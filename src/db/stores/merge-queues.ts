@@ -163,19 +163,29 @@ export class MergeQueueStore implements MergeQueueRecords {
     );
   }
 
-  /** The queue of `targetBranch` in an organization's repository: cached. */
+  /**
+   * The queue of `targetBranch` in an organization's repository: cached, except `fresh` on
+   * PostgreSQL, where another process's change reaches the cache some time after that process
+   * answered (its announcement; ADR 0017). SQLite's cache sees it at the next lookup already.
+   */
   async find(
     organizationId: string,
     repo: RepoRef,
     targetBranch: string,
+    options: { fresh?: boolean } = {},
   ): Promise<MergeQueueRecord | undefined> {
     const lookupKey = repositoryLookupKey(repo);
-    const row = await cachedLookup(
-      this.db,
-      "mergeQueue",
-      `${organizationId}\u0000${lookupKey}\u0000${targetBranch}`,
-      async () => (await this.queueByAddress(organizationId, lookupKey, targetBranch))[0],
-    );
+    const load = async () =>
+      (await this.queueByAddress(organizationId, lookupKey, targetBranch))[0];
+    const row =
+      options.fresh === true && this.dialect === "postgres"
+        ? await load()
+        : await cachedLookup(
+            this.db,
+            "mergeQueue",
+            `${organizationId}\u0000${lookupKey}\u0000${targetBranch}`,
+            load,
+          );
     // A record of its own each time: callers may change theirs.
     return row && toRecord(row);
   }
