@@ -229,9 +229,9 @@ export function activeWithAcknowledged<T extends EntrySummary>(
 
 /**
  * listPullRequests' last page of recorded submissions (`query`'s) as it reads once the
- * acknowledged ones are applied: resubmissions of the pull requests in the queue (`active`)
- * change priority and `noBatch`, new submissions follow in the order they were stored, where the
- * query lists them (`not_ready`, not concluded, after the cursor).
+ * acknowledged ones are applied: resubmissions of the pull requests in the queue (`active`, read
+ * before `recorded`) change priority and `noBatch`, new submissions follow in the order they were
+ * stored, where the query lists them (`not_ready`, not concluded, after the cursor).
  */
 export function pageWithAcknowledged(
   recorded: readonly EntryRecord[],
@@ -247,8 +247,10 @@ export function pageWithAcknowledged(
   if (query.concludedSince !== undefined || (query.state ?? "not_ready") !== "not_ready") {
     return rows;
   }
+  // Applied after `active` was read, before `recorded` was: on the page already.
+  const listed = new Set(recorded.filter((e) => e.concludedAt === null).map((e) => e.prNumber));
   const added = [...acknowledged.submissions.values()]
-    .filter((submission) => !active.has(submission.prNumber))
+    .filter(({ prNumber }) => !active.has(prNumber) && !listed.has(prNumber))
     .map((submission) => acknowledgedEntry(acknowledged, submission))
     .filter((entry) => entry.seq > (query.afterSeq ?? 0))
     .sort((a, b) => a.seq - b.seq);

@@ -542,11 +542,15 @@ export class PullRequestService implements QueueContents {
     if (query.since !== undefined) listQuery.concludedSince = query.since;
     if (afterSeq !== undefined) listQuery.afterSeq = afterSeq;
     const acknowledged = await this.acknowledged(queue);
+    // Read before the page: a submission applied meanwhile is then on the page, and shown once.
+    const active =
+      acknowledged.submissions.size === 0 ? [] : await this.deps.runtime.activeSummaries(queue.id);
     const recorded = await this.deps.runtime.listEntries(queue.id, listQuery);
+    const held = new Set(active.map((entry) => entry.prNumber));
     const rows =
       recorded.length > take
         ? recorded
-        : await this.lastPage(queue, recorded, listQuery, acknowledged);
+        : pageWithAcknowledged(recorded, acknowledged, held, listQuery);
     const page = rows.slice(0, take);
     const last = page[page.length - 1];
     return {
@@ -766,23 +770,6 @@ export class PullRequestService implements QueueContents {
     const acknowledged = await this.acknowledged(queue);
     if (acknowledged.submissions.size === 0) return acknowledged;
     return withKeptTargets(acknowledged, (await this.snapshot(queue.id))?.uploadedTargets);
-  }
-
-  /** listPullRequests' last page, with the acknowledged submissions (`pageWithAcknowledged`). */
-  private async lastPage(
-    queue: MergeQueueRecord,
-    recorded: EntryRecord[],
-    query: EntryListQuery,
-    acknowledged: Acknowledged,
-  ): Promise<EntryRecord[]> {
-    if (acknowledged.submissions.size === 0) return recorded;
-    const active = await this.deps.runtime.activeSummaries(queue.id);
-    return pageWithAcknowledged(
-      recorded,
-      acknowledged,
-      new Set(active.map((entry) => entry.prNumber)),
-      query,
-    );
   }
 
   private async execute(queue: MergeQueueRecord, command: QueueCommand): Promise<void> {

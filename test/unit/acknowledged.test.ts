@@ -201,6 +201,12 @@ describe("pageWithAcknowledged", () => {
     ]);
     const notReady = { take: 51, state: "not_ready" as const };
     expect(pageWithAcknowledged([], acknowledged, active, notReady)).toHaveLength(2);
+    // Applied between the read of the queue's pull requests and the page's: shown once.
+    const applied = entry(3, { state: "not_ready", seq: 3 });
+    expect(listed(pageWithAcknowledged([applied], acknowledged, active, notReady))).toEqual([
+      [3, "not_ready", 3],
+      [2, "not_ready", ACKNOWLEDGED_SEQ_BASE + 23],
+    ]);
     for (const query of [
       { take: 51, state: "pending" as const },
       { take: 51, concludedSince: 0 },

@@ -164,9 +164,9 @@ export class MergeQueueStore implements MergeQueueRecords {
   }
 
   /**
-   * The queue of `targetBranch` in an organization's repository: cached, except `fresh` on
-   * PostgreSQL, where another process's change reaches the cache some time after that process
-   * answered (its announcement; ADR 0017). SQLite's cache sees it at the next lookup already.
+   * The queue of `targetBranch` in an organization's repository: cached. `fresh`: as committed
+   * before the call by any process (on PostgreSQL the cache first hears the announcements
+   * committed before it, ADR 0017; SQLite's cache sees another process's change at once).
    */
   async find(
     organizationId: string,
@@ -175,17 +175,13 @@ export class MergeQueueStore implements MergeQueueRecords {
     options: { fresh?: boolean } = {},
   ): Promise<MergeQueueRecord | undefined> {
     const lookupKey = repositoryLookupKey(repo);
-    const load = async () =>
-      (await this.queueByAddress(organizationId, lookupKey, targetBranch))[0];
-    const row =
-      options.fresh === true && this.dialect === "postgres"
-        ? await load()
-        : await cachedLookup(
-            this.db,
-            "mergeQueue",
-            `${organizationId}\u0000${lookupKey}\u0000${targetBranch}`,
-            load,
-          );
+    const row = await cachedLookup(
+      this.db,
+      "mergeQueue",
+      `${organizationId}\u0000${lookupKey}\u0000${targetBranch}`,
+      async () => (await this.queueByAddress(organizationId, lookupKey, targetBranch))[0],
+      options,
+    );
     // A record of its own each time: callers may change theirs.
     return row && toRecord(row);
   }
