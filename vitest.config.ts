@@ -68,6 +68,9 @@ const POSTGRES_END_TO_END = [
  */
 const POSTGRES_ALONE = ["test/cli/two-servers.test.ts", "test/e2e/database-faults.test.ts"];
 
+/** Files that only PostgreSQL can run (two servers on one database: SQLite is served by one). */
+const POSTGRES_ONLY = ["test/cli/two-servers.test.ts"];
+
 /** A glob of files and folders as a glob of the test files among them. */
 function asTestFiles(glob: string): string {
   return glob.endsWith("/**") ? `${glob}/*.test.ts` : glob;
@@ -105,7 +108,7 @@ export default defineConfig({
           name: "sqlite",
           env: { MAINLINE_TEST_PROJECT: "sqlite" },
           include: ALL,
-          exclude: [...configDefaults.exclude, ...DATABASE_FREE],
+          exclude: [...configDefaults.exclude, ...DATABASE_FREE, ...POSTGRES_ONLY],
         },
       },
       {

@@ -104,7 +104,8 @@ async function run(build: string, entry: string, mode: Mode): Promise<Result> {
       token,
       dataDir,
       builtEntry: entry,
-      settings: mode.settings,
+      // CI (the fake's Actions) reports `ci` on every test branch: the check a merge needs.
+      settings: { requiredStatuses: ["ci"], ...mode.settings },
     });
     try {
       const started = Date.now();

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from "commander";
-import { LOCAL_HOST, type RepoRef } from "../organizations/repositories.js";
+import { LOCAL_HOST, repositoryName, type RepoRef } from "../organizations/repositories.js";
 
 const URL_PREFIX = /^[a-z][a-z0-9+.-]*:\/\/(?:[^@/]*@)?/i;
 const SCP_PREFIX = /^[^@/:]+@([^:/]+):/;
@@ -63,7 +63,7 @@ export function parseLocalRepoArg(value: string): RepoRef {
   const ref = parseRepoArg(value);
   if (ref.host.toLowerCase() !== LOCAL_HOST) {
     throw new InvalidArgumentError(
-      `${ref.host}/${ref.owner}/${ref.name} is not on Mainline's local git host, the only one this command works on; name a local repository as owner/name, e.g. acme/app`,
+      `${repositoryName(ref)} is not on Mainline's local git host, the only one this command works on; name a local repository as owner/name, e.g. acme/app`,
     );
   }
   return { ...ref, host: LOCAL_HOST };

@@ -129,7 +129,7 @@ export interface QueueHealth {
   runsPerMerged: number | null;
   /** One element per day, oldest first (UTC days). */
   daily: { day: number; merged: number; failed: number; runs: number }[];
-  /** Failed pull requests of the range, newest first. */
+  /** Failed pull requests of the range, newest first: each once, if its latest submission failed. */
   needsAttention: {
     entryId: string;
     number: number;
@@ -312,6 +312,11 @@ export function healthOf(
   const counts = { merged: 0, failed: 0, cancelled: 0 };
   const inQueue: number[] = [];
   const failures: QueueHealth["needsAttention"] = [];
+  // A pull request needs attention once, when its latest submission of the range failed.
+  const latest = new Map<number, number>();
+  for (const entry of entries) {
+    latest.set(entry.prNumber, Math.max(latest.get(entry.prNumber) ?? entry.seq, entry.seq));
+  }
   for (const entry of entries) {
     if (entry.concludedAt === null || entry.concludedAt < since) continue;
     const state = entry.state;
@@ -328,6 +333,7 @@ export function healthOf(
     }
     if (state === "failed") {
       if (day) day.failed += 1;
+      if (latest.get(entry.prNumber) !== entry.seq) continue;
       failures.push({
         entryId: entry.id,
         number: entry.prNumber,

@@ -29,6 +29,8 @@ export const TRANSITION_REASONS = [
   "resubmitted",
   "ready",
   "not_mergeable",
+  /** It conflicts with its target branch (the files are in the detail): its author must act. */
+  "conflicts_with_base",
   /** The host requires approving reviews the pull request lacks (GitHub: branch protection). */
   "review_required",
   "base_branch_mismatch",
@@ -104,6 +106,11 @@ export interface PullRequestInfo {
    */
   contains?: { number: number; headSha: string }[];
   /**
+   * The files it conflicts on with its target branch, when it is not mergeable and the host can
+   * tell (the built-in git host can; GitHub does not say).
+   */
+  conflicts?: readonly string[];
+  /**
    * The target branch requires approving reviews this pull request lacks (it is not ready until
    * they are given: `review_required`). Absent: none lacking, or the host does not require any.
    */
@@ -153,6 +160,8 @@ export interface Entry {
   waiting?: WaitingReason | null;
   /** Set while a not-ready entry waits for approving reviews (its timeline said so once). */
   awaitingReview?: boolean;
+  /** The conflict with the target branch its timeline last said (its detail), while held by one. */
+  conflictShown?: string;
 }
 
 /**

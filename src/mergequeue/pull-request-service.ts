@@ -159,6 +159,8 @@ export interface ListQuery {
   cursor?: string;
   /** 1..100, default 50. */
   take?: number;
+  /** Every submission (a resubmitted pull request once per submission); default: each one's latest. */
+  history?: boolean;
 }
 
 export const DEFAULT_TAKE = 50;
@@ -519,7 +521,10 @@ export class PullRequestService implements QueueContents {
     return { pullRequests, notFound };
   }
 
-  /** Submissions in submission order, a page at a time. */
+  /**
+   * Pull requests in submission order (of their latest submission), a page at a time; with
+   * `history`, every submission.
+   */
   async list(
     principal: Principal,
     address: QueueAddress,
@@ -537,7 +542,7 @@ export class PullRequestService implements QueueContents {
       }
     }
     const queue = await this.require(principal, address);
-    const listQuery: EntryListQuery = { take: take + 1 };
+    const listQuery: EntryListQuery = { take: take + 1, latestOnly: query.history !== true };
     if (query.state !== undefined) listQuery.state = query.state;
     if (query.since !== undefined) listQuery.concludedSince = query.since;
     if (afterSeq !== undefined) listQuery.afterSeq = afterSeq;

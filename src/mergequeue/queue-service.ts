@@ -1,7 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { ApiError } from "../lib/errors.js";
 import type { Clock } from "../lib/clock.js";
-import type { OwnedRepoRef, RepoRef, Repository } from "../organizations/repositories.js";
+import {
+  repositoryName,
+  type OwnedRepoRef,
+  type RepoRef,
+  type Repository,
+} from "../organizations/repositories.js";
 import type {
   MergeQueueRecord,
   MergeQueueRecords,
@@ -74,8 +79,7 @@ export interface QueueAddress {
 
 /** `branch main of github.com/acme/app`, for messages. */
 export function describeQueue(address: QueueAddress): string {
-  const { host, owner, name } = address.repo;
-  return `branch ${address.targetBranch} of ${host}/${owner}/${name}`;
+  return `branch ${address.targetBranch} of ${repositoryName(address.repo)}`;
 }
 
 /**

@@ -186,7 +186,10 @@ export interface QueueDashboardReads {
   runsByIds(queueId: string, runIds: readonly string[]): Promise<RunRecord[]>;
   /** The transitions to `failed` of these entries. */
   failures(queueId: string, entryIds: readonly string[]): Promise<TransitionRecord[]>;
-  /** The entries that concluded last, newest first. */
+  /**
+   * The pull requests that left the queue last, newest first: each pull request's latest
+   * submission, when it concluded (one back in the queue is not listed).
+   */
   recentlyConcluded(queueId: string, limit: number): Promise<EntryRecord[]>;
   /** Runs started at or after `since`, newest first, at most `limit`. */
   runTimings(queueId: string, since: number, limit: number): Promise<RunTiming[]>;
@@ -274,6 +277,11 @@ export interface EntryListQuery {
   afterSeq?: number;
   /** `newest`: the latest submissions first (for a bounded read of a range); default oldest. */
   order?: "oldest" | "newest";
+  /**
+   * Only each pull request's latest submission: one submitted, cancelled or failed and submitted
+   * again is one entry, its latest (the filters apply to that one). Default: every submission.
+   */
+  latestOnly?: boolean;
   take: number;
 }
 

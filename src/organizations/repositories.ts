@@ -30,6 +30,16 @@ export function repositoryLookupKey(ref: RepoRef): string {
   return `${ref.host}/${ref.owner}/${ref.name}`.toLowerCase();
 }
 
+/**
+ * How the dashboard and the CLI name a repository to people, the form `--repo` takes:
+ * `owner/name` for one on the local git host (as typed at `mainline repo create`), else
+ * `host/owner/name` (`github.com/acme/app`).
+ */
+export function repositoryName(repo: RepoRef): string {
+  const name = `${repo.owner}/${repo.name}`;
+  return repo.host.toLowerCase() === LOCAL_HOST ? name : `${repo.host}/${name}`;
+}
+
 /** `host/owner/name`, spelled as given: Trunk hashes the spelling, so it must not be normalized. */
 export function repoFullName(repository: RepoRef): string {
   return `${repository.host}/${repository.owner}/${repository.name}`;

@@ -1,6 +1,15 @@
-/** Text formats the pages share: percentages, ages, durations, times (all UTC). */
+/**
+ * Text formats the pages share: percentages, ages, durations, times (all UTC), queue names. Every
+ * time a page shows is a `<time>` with its instant in `datetime` and its full timestamp as title.
+ */
 import { MINUTE_MS } from "../lib/time.js";
+import { repositoryName, type RepoRef } from "../organizations/repositories.js";
 import { markup, type SafeHtml } from "./html.js";
+
+/** A merge queue as every page names it: `acme/calc · main`, `github.com/acme/app · main`. */
+export function queueName(repo: RepoRef, branch: string): string {
+  return `${repositoryName(repo)} · ${branch}`;
+}
 
 export function formatPercent(fraction: number): string {
   const percent = Math.round(fraction * 1000) / 10;
@@ -32,10 +41,53 @@ export function scrollX(label: string, table: SafeHtml): SafeHtml {
   return markup`<div class="scroll-x" role="region" aria-label="${label}" tabindex="0">${table}</div>`;
 }
 
+/** `2026-11-27 12:04:05 UTC`: the full instant, as a time's hover text shows it. */
+export function fullTimestamp(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
+}
+
+/**
+ * A moment as the pages show it: `12:04 UTC` on the day of `now`, else with its date,
+ * `2026-11-27 12:04 UTC`; in a `<time>` whose `datetime` is the instant and whose title (the
+ * hover text) the full timestamp.
+ */
+export function clockTime(ms: number, now: number): SafeHtml {
+  const iso = new Date(ms).toISOString();
+  const sameDay = iso.slice(0, 10) === new Date(now).toISOString().slice(0, 10);
+  const shown = `${sameDay ? iso.slice(11, 16) : `${iso.slice(0, 10)} ${iso.slice(11, 16)}`} UTC`;
+  return markup`<time datetime="${iso}" title="${fullTimestamp(ms)}">${shown}</time>`;
+}
+
+/** `in 4 min`, `3 min ago`, `now`: a moment relative to `now`, in a `<time>` like `clockTime`'s. */
+export function relativeTime(ms: number, now: number): SafeHtml {
+  const delta = ms - now;
+  const shown =
+    Math.abs(delta) < 30_000
+      ? "now"
+      : delta > 0
+        ? `in ${formatSpan(delta)}`
+        : `${formatSpan(-delta)} ago`;
+  return markup`<time datetime="${new Date(ms).toISOString()}" title="${fullTimestamp(ms)}">${shown}</time>`;
+}
+
+/** `4 min`, `1 h 10 min`, `12 s`, `3 days`. */
+export function formatSpan(ms: number): string {
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours} h ${minutes % 60} min`;
+  return `${Math.round(hours / 24)} days`;
+}
+
 /** A UTC time with its age: `<time>` carries the exact instant. */
 export function timeAgo(iso: string, now: number): SafeHtml {
   const shown = iso.replace("T", " ").replace(/\.\d+Z$/, "Z");
-  return markup`<time datetime="${iso}" title="${iso}">${shown}</time> <span class="muted">(${formatAge(iso, now)})</span>`;
+  const at = Date.parse(iso);
+  const title = Number.isFinite(at) ? fullTimestamp(at) : iso;
+  return markup`<time datetime="${iso}" title="${title}">${shown}</time> <span class="muted">(${formatAge(iso, now)})</span>`;
 }
 
 /** `1 test`, `3 tests`. */

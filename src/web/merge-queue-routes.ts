@@ -8,6 +8,7 @@ import type { QueueDashboardService } from "../mergequeue/dashboard.js";
 import { actorOf, type PullRequestService } from "../mergequeue/pull-request-service.js";
 import type { MergeQueueService, QueueAddress } from "../mergequeue/queue-service.js";
 import type { Principal } from "../organizations/service.js";
+import { queueName } from "./format.js";
 import { markup, pathWithQuery, segment } from "./html.js";
 import { QueueWatch } from "./live.js";
 import {
@@ -288,7 +289,7 @@ function registerCheckLogPage(web: Web, deps: MergeQueuePageDependencies): void 
           breadcrumbs: [
             { label: "Merge queues", href: urls.queues(place.org) },
             {
-              label: `${place.repo.owner}/${place.repo.name} · ${place.branch}`,
+              label: queueName(place.repo, place.branch),
               href: links.queue,
             },
             { label: title },

@@ -106,7 +106,7 @@ describe("the queue page", () => {
     // What left the queue last, with how.
     expect(page.body).toMatch(
       new RegExp(
-        `<tr data-pr="${numbers.bad}"><td><a [^>]+>#${numbers.bad}</a> Add 2</td><td><span class="badge failed">failed</span> <span class="muted">failing required check`,
+        `<tr data-pr="${numbers.bad}"><td><a [^>]+>#${numbers.bad}</a> Add 2</td><td><span class="badge failed">failed</span> <span class="muted">A required check failed.</span>`,
       ),
     );
     expect(page.body).toMatch(
@@ -167,7 +167,9 @@ describe("the pull request page", () => {
     });
     expect(page.status, page.body).toBe(200);
     checkPage(page);
-    expect(page.body).toContain('<p class="error">Failed: failing required check');
+    expect(page.body).toMatch(
+      /<p class="error"><strong>Failed\.<\/strong> A required check failed\. <span class="detail">failed: test<\/span> \(<a href="#run-/,
+    );
     expect(page.body).toContain("submitted");
     expect(page.body).toContain("api-token:");
     expect(page.body).toContain("the queue");
@@ -232,7 +234,7 @@ describe("the pull request page", () => {
     expect(cancelled.status, cancelled.body).toBe(303);
     expect(await stateOf(call, numbers.waiting ?? 0)).toBe("cancelled");
     const after = await inject(server.app, { path: `${path}?${Q}`, cookie: acme.cookie });
-    expect(after.body).toContain("cancelled by user");
+    expect(after.body).toContain("Taken out of the queue by hand.");
     expect(after.body).not.toContain(">Restart tests</button>");
   });
 
@@ -263,7 +265,7 @@ describe("the health page", () => {
     );
     // Why, with the failing check and its run one click away.
     expect(page.body).toMatch(
-      /failing required check: <span class="detail">failed: test<\/span> \(<a href="\/acme\/merge-queue\/pr\/\d+\?[^"]+#run-[^"]+">run /,
+      /A required check failed\. <span class="detail">failed: test<\/span> \(<a href="\/acme\/merge-queue\/pr\/\d+\?[^"]+#run-[^"]+">run /,
     );
     expect(page.body).toContain('aria-current="page">7d</a>');
     const badRange = await inject(server.app, {

@@ -143,7 +143,7 @@ describe("the repository page", () => {
     const answer = await page(REPO_PAGE);
     expectGoodPage(answer);
     const html = answer.body;
-    expect(html).toContain("<h1>acme/app</h1>");
+    expect(html).toContain("<h1>github.com/acme/app</h1>");
     expect(html).toMatch(/<li><strong>2<\/strong> <span class="muted">flaky<\/span><\/li>/);
     // PRs 11 and 12 had a failure of a flaky test.
     expect(html).toMatch(
@@ -300,7 +300,7 @@ describe("the test page", () => {
     const answer = await page(path);
     expectGoodPage(answer);
     expect(answer.body).toContain(
-      '<li><a href="/acme/flaky-tests/repo?repo=acme/app">acme/app</a></li>',
+      '<li><a href="/acme/flaky-tests/repo?repo=acme/app">github.com/acme/app</a></li>',
     );
     expect(answer.body).toContain('<span class="title">Passed and failed runs per day</span>');
     expect(answer.body).toContain("<h2>Timeline");

@@ -280,9 +280,9 @@ describe("the organization's home", () => {
       expect(page.body).toContain("Organization <strong>acme</strong>");
       expect(page.body).toContain('<button type="submit">Sign out</button>');
       expect(page.body).toContain(`name="csrf" value="${acme.csrf}"`);
-      // acme/app: 1 flaky (quarantined automatically), 0 broken, 2 tests; its queue.
+      // github.com/acme/app: 1 flaky (quarantined automatically), 0 broken, 2 tests; its queue.
       const row =
-        /<tr>\n<th scope="row"><a href="\/acme\/flaky-tests\/repo\?repo=acme\/app">acme\/app<\/a><\/th>([\s\S]*?)<\/tr>/.exec(
+        /<tr>\n<th scope="row"><a href="\/acme\/flaky-tests\/repo\?repo=acme\/app">github\.com\/acme\/app<\/a><\/th>([\s\S]*?)<\/tr>/.exec(
           page.body,
         )?.[1] ?? "";
       expect(row).toContain('<td class="num"><span class="badge flaky">1</span></td>');
@@ -376,7 +376,7 @@ describe("pages and assets", () => {
       ["/acme/flaky-tests", "<h1>Tests</h1>"],
       ["/acme/merge-queue", "<h1>Merge queues</h1>"],
       [`/acme/flaky-tests/test/${testId}?repo=acme/app`, "<h1>checkout flakes</h1>"],
-      ["/acme/flaky-tests/repo?repo=acme/app", "<h1>acme/app</h1>"],
+      ["/acme/flaky-tests/repo?repo=acme/app", "<h1>github.com/acme/app</h1>"],
     ] as const) {
       const page = await inject(server.app, { path, cookie: acme.cookie });
       expect(page.status, path).toBe(200);

@@ -250,7 +250,7 @@ describe("local/createRepository", () => {
 });
 
 describe("local/openPullRequest", () => {
-  it("numbers pull requests 1, 2, … with the head branch as default title and author unknown", async () => {
+  it("numbers pull requests 1, 2, … by default titled by the head branch, by its changes' author", async () => {
     const { repo, project } = await newProject();
     const aSha = await project.branch("a", { "numbers/a.txt": "2\n" });
     await project.branch("b", { "numbers/b.txt": "3\n" });
@@ -262,7 +262,8 @@ describe("local/openPullRequest", () => {
     expect(first).toMatchObject({
       number: 1,
       title: "a",
-      author: "unknown",
+      // Who wrote the commits of `a` (the project's are by Dev).
+      author: "Dev",
       head: "a",
       base: "main",
       headSha: aSha,
@@ -429,6 +430,33 @@ describe("the queue and the built-in CI on the local git host", () => {
       "develop",
     );
     refused(await server.call("local/listCiRuns", { ...queueOf(repo), take: 0 }), 400, "take");
+  });
+
+  it("holds a pull request that conflicts with main, naming the files, and tests it once rebased", async () => {
+    const { repo, project } = await newProject();
+    await project.branch("a", { "NOTES.md": "from the pull request\n" });
+    await project.pushToMain({ "NOTES.md": "from main\n" }, "Notes on main");
+    await ok(openPr(repo, { head: "a" }));
+    await queueAndSubmit(repo, 1);
+    let timeline: TimelineEntry[] = [];
+    await waitFor(async () => {
+      timeline = (await submitted(repo, 1)).timeline;
+      return timeline.some((t) => t.reason === "conflicts_with_base");
+    }, "the conflict with main on #1's timeline");
+    expect((await submitted(repo, 1)).state).toBe("not_ready");
+    expect(timeline.find((t) => t.reason === "conflicts_with_base")).toMatchObject({
+      toState: "not_ready",
+      detail: "conflicts with main: NOTES.md",
+    });
+    // Rebased onto main (the conflict resolved): it goes on, and merges.
+    await git(project.dir, "checkout", "--quiet", "-B", "a", "main");
+    await git(project.dir, "commit", "--quiet", "--allow-empty", "-m", "Rebased");
+    await git(project.dir, "push", "--quiet", "--force", project.remote, "a");
+    // A push to a queued pull request takes it out (pr_pushed_to); submitted again, it merges.
+    await waitForState(repo, 1, "cancelled");
+    await ok(server.call("submitPullRequest", { ...queueOf(repo), pr: { number: 1 } }));
+    const merged = await waitForState(repo, 1, "merged");
+    expect(merged.at(-1)).toMatchObject({ toState: "merged", reason: "merged_by_queue" });
   });
 
   it("cancels a queued pull request that is closed", async () => {

@@ -112,7 +112,7 @@ describe("the test page", () => {
     expect(page.text).toContain("<h1>checkout works</h1>");
     expect(page.text).toContain('<a href="/acme/flaky-tests" aria-current="page">Tests</a>');
     expect(page.text).toContain(
-      '<li><a href="/acme/flaky-tests/repo?repo=acme/app">acme/app</a></li>',
+      '<li><a href="/acme/flaky-tests/repo?repo=acme/app">github.com/acme/app</a></li>',
     );
     expect(page.text).toContain("Sign out");
   });
@@ -167,7 +167,9 @@ describe("the test page", () => {
     expect(page.text).not.toMatch(/<script(?![^>]*\ssrc="\/assets\/)/i);
     expect(page.text).toContain("<h1>&lt;script&gt;alert(1)&lt;/script&gt;</h1>");
     expect(page.text).toContain("suite &quot;&lt;script&gt;alert(1)&lt;/script&gt;&quot;");
-    expect(page.text).toContain("<title>&lt;script&gt;alert(1)&lt;/script&gt; · acme/app");
+    expect(page.text).toContain(
+      "<title>&lt;script&gt;alert(1)&lt;/script&gt; · github.com/acme/app",
+    );
   });
 
   it("shows a pytest test's file inferred from its class name when the report names none", async () => {

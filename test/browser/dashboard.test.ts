@@ -135,7 +135,7 @@ describe("the dashboard in Chromium", () => {
       row.getByRole("link", { name: "acme/app" }).click(),
     ]);
     expect(new URL(t.page.url()).search).toBe("?repo=acme/app");
-    expect(await t.page.locator("h1").textContent()).toBe("acme/app");
+    expect(await t.page.locator("h1").textContent()).toBe("github.com/acme/app");
     await checkAccessibility(t.page);
 
     await t.page

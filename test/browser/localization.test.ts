@@ -4,6 +4,7 @@ import {
   launchBrowser,
   openPage,
   screenshot,
+  signInAt,
   type Launched,
   type TestPage,
 } from "../helpers/browser.js";
@@ -81,14 +82,7 @@ afterAll(async () => {
   await server.close();
 });
 
-async function signIn(t: TestPage, next: string): Promise<void> {
-  await t.page.goto(`${server.url}${next}`);
-  await t.page.getByLabel("API token").fill(server.token);
-  await Promise.all([
-    t.page.waitForURL((url) => url.pathname !== "/sign-in"),
-    t.page.getByRole("button", { name: "Sign in" }).click(),
-  ]);
-}
+const signIn = (t: TestPage, next: string) => signInAt(t, `${server.url}${next}`, server.token);
 
 const live = (t: TestPage) => t.page.locator("#queue-live");
 
@@ -162,7 +156,7 @@ describe("a failed batch localized, in Chromium", () => {
     const error = (await t.page.locator("p.error").textContent()) ?? "";
     expect(error).toMatch(
       new RegExp(
-        `^Failed: failing required check: localization: run \\d+ \\(#${a}, #${b}\\) passed; run \\d+ \\(#${a}, #${b}, #${c}\\) failed test \\(run \\d+\\)$`,
+        `^Failed\\. A required check failed\\. localization: run \\d+ \\(#${a}, #${b}\\) passed; run \\d+ \\(#${a}, #${b}, #${c}\\) failed test \\(run \\d+\\)$`,
       ),
     );
     // The timeline has the localization's start, in words.
@@ -170,7 +164,7 @@ describe("a failed batch localized, in Chromium", () => {
       .getByRole("table", { name: `Every state change of #${c}, newest first` })
       .textContent();
     expect(timeline).toMatch(
-      /bisection startedtesting 3 prefixes of batch run \d+ at once to find the failing pull request/,
+      /Its batch failed: the queue tests parts of the batch to find the pull request that broke it\.testing 3 prefixes of batch run \d+ at once to find the failing pull request/,
     );
     // Its runs: the failed batch, and the prefix that failed with it first.
     expect(await t.page.locator("section.run p.muted").allTextContents()).toContainEqual(

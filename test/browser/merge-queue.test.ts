@@ -4,6 +4,7 @@ import {
   launchBrowser,
   openPage,
   screenshot,
+  signInAt,
   statusNote,
   type Launched,
   type TestPage,
@@ -80,14 +81,8 @@ afterAll(async () => {
   await server.close();
 });
 
-async function signIn(t: TestPage, token: string, next: string): Promise<void> {
-  await t.page.goto(`${server.url}${next}`);
-  await t.page.getByLabel("API token").fill(token);
-  await Promise.all([
-    t.page.waitForURL((url) => url.pathname !== "/sign-in"),
-    t.page.getByRole("button", { name: "Sign in" }).click(),
-  ]);
-}
+const signIn = (t: TestPage, token: string, next: string) =>
+  signInAt(t, `${server.url}${next}`, token);
 
 const live = (t: TestPage) => t.page.locator("#queue-live");
 const row = (t: TestPage, table: string, number: number) =>
@@ -167,7 +162,7 @@ describe("the merge queue in Chromium", () => {
     ]);
     expect(await t.page.locator("h1").textContent()).toBe(`#${failed} ${TITLES[2]}`);
     expect(await t.page.locator("p.error").textContent()).toContain(
-      "Failed: failing required check",
+      "Failed. A required check failed. failed: test",
     );
     await checkAccessibility(t.page);
     await screenshot(t.page, "pull-request");

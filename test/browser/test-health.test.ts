@@ -233,7 +233,7 @@ describe("test health in Chromium", () => {
       t.page.waitForURL(/\/acme\/flaky-tests\/repo\?/),
       t.page.getByRole("link", { name: "acme/app" }).first().click(),
     ]);
-    await expect.poll(() => t.page.locator("h1").textContent()).toBe("acme/app");
+    await expect.poll(() => t.page.locator("h1").textContent()).toBe("github.com/acme/app");
     await checkAccessibility(t.page);
     await screenshot(t.page, "repository");
 
@@ -242,7 +242,7 @@ describe("test health in Chromium", () => {
       t.page.waitForURL(/status=flaky/),
       tabs.getByRole("link", { name: /^Flaky/ }).click(),
     ]);
-    const table = t.page.getByRole("table", { name: "Tests of acme/app" });
+    const table = t.page.getByRole("table", { name: "Tests of github.com/acme/app" });
     const names = await table.locator("tbody th a").allTextContents();
     expect(names).toContain(FLAKY.name);
     expect(names).not.toContain("adds an item to the cart");
@@ -282,7 +282,7 @@ describe("test health in Chromium", () => {
         .click(),
     ]);
     const quarantined = await t.page
-      .getByRole("table", { name: "Tests of acme/app" })
+      .getByRole("table", { name: "Tests of github.com/acme/app" })
       .locator("tbody th a")
       .allTextContents();
     expect(quarantined).toEqual([FLAKY.name]);
@@ -291,7 +291,7 @@ describe("test health in Chromium", () => {
       t.page.waitForURL(/\/flaky-tests\/uploads\?/),
       t.page.getByRole("link", { name: "Uploads of this repository" }).click(),
     ]);
-    await expect.poll(() => t.page.locator("h1").textContent()).toBe("Uploads acme/app");
+    await expect.poll(() => t.page.locator("h1").textContent()).toBe("Uploads github.com/acme/app");
     expect(await t.page.locator("tbody tr").count()).toBe(48);
     await checkAccessibility(t.page);
     // The cut-short report: processed with its good file, the other file's error shown.

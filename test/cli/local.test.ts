@@ -19,7 +19,7 @@ afterAll(async () => {
   await server.close();
 });
 
-/** `mainline <args>` aimed at the test server, as acme, with $USER set to carol. */
+/** `mainline <args>` aimed at the test server, as acme, with $USER set to carol (never sent). */
 const cli = (...args: string[]): Promise<CliResult> =>
   runCliInProcess(args, { MAINLINE_URL: server.url, MAINLINE_TOKEN: server.token, USER: "carol" });
 
@@ -36,7 +36,7 @@ async function createProject(name: string): Promise<LocalProject> {
   const remote = created.stdout.trim();
   expect(created.stdout).toBe(`${remote}\n`);
   expect(remote).toMatch(new RegExp(`/git/${server.organizationId}/acme/${name}\\.git$`));
-  expect(created.stderr).toContain(`Created local/acme/${name}.`);
+  expect(created.stderr).toContain(`Created acme/${name}.`);
   return createLocalProject(remote);
 }
 
@@ -127,10 +127,11 @@ describe("mainline pr open|close", () => {
       expect.objectContaining({
         number: 2,
         state: "closed",
-        author: "carol",
+        author: "Dev",
         description: "Adds y.\n\nBecause x needs it.",
       }),
-      expect.objectContaining({ number: 1, state: "open", author: "carol", description: "" }),
+      // Without --author: who wrote the changes (the project's commits are by Dev), not $USER.
+      expect.objectContaining({ number: 1, state: "open", author: "Dev", description: "" }),
     ]);
   });
 });

@@ -148,7 +148,8 @@ describe("first start that cannot serve", () => {
 });
 
 // SQLite only: several processes on one PostgreSQL database, test/cli/two-servers.test.ts.
-describe.runIf(TEST_DIALECT === "sqlite")("a second serve on one SQLite database", () => {
+// Only on SQLite: this file runs in the SQLite project alone.
+describe("a second serve on one SQLite database", () => {
   it(
     "is refused, naming the serving process, and changes nothing; a SIGKILLed server's lock does not block the next",
     async () => {

@@ -11,6 +11,7 @@ import { OrganizationStore } from "../../src/db/stores/organizations.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import type {
   DriverCommit,
+  EntryListQuery,
   EntryRecord,
   RunRecord,
   TransitionRecord,
@@ -819,6 +820,32 @@ describe(`merge-queue runtime store on ${TEST_DIALECT}`, () => {
         cursor = page.at(-1)?.seq;
       }
       expect(pages).toEqual([["e1", "e2"], ["e3", "e4"], ["e5"]]);
+    });
+
+    it("each pull request once: its latest submission, filtered and paged as such", async () => {
+      await seedEntries();
+      const latest = (query: Omit<EntryListQuery, "latestOnly">) =>
+        store.listEntries("q1", { ...query, latestOnly: true }).then(ids);
+      // PR 101's first submission (e1, failed) gives way to its second (e4).
+      expect(await latest({ take: 100 })).toEqual(["e2", "e3", "e4", "e5"]);
+      expect(await latest({ state: "failed", take: 100 })).toEqual(["e5"]);
+      expect(await latest({ take: 2, afterSeq: 2 })).toEqual(["e3", "e4"]);
+      expect(await latest({ take: 100, order: "newest" })).toEqual(["e5", "e4", "e3", "e2"]);
+      expect(ids(await store.listEntries("q2", { take: 100, latestOnly: true }))).toEqual(["x1"]);
+    });
+
+    it("recently concluded: each pull request's latest submission, when it concluded", async () => {
+      const { epoch } = await seedEntries();
+      // PR 101 is back in the queue (e4): its failed first submission is not listed.
+      expect(ids(await store.recentlyConcluded("q1", 10))).toEqual(["e5", "e2"]);
+      await store.commit(
+        step({
+          epoch,
+          entries: [entry({ id: "e4", seq: 4, prNumber: 101, state: "merged", concludedAt: 4500 })],
+        }),
+      );
+      expect(ids(await store.recentlyConcluded("q1", 10))).toEqual(["e4", "e5", "e2"]);
+      expect(ids(await store.recentlyConcluded("q1", 1))).toEqual(["e4"]);
     });
   });
 

@@ -326,17 +326,17 @@ describe("getFailFirstTests", () => {
     expect((await refused({ ...QUEUE, runId: 12 }))[0]).toBe(400);
     expect(await refused({ ...QUEUE, runId: "nope" })).toEqual([
       404,
-      "No test run nope in the merge queue for branch main of local/acme/shop.",
+      "No test run nope in the merge queue for branch main of acme/shop.",
     ]);
     expect(
       await refused({ ...QUEUE, testBranch: "mainline-merge/main/x", sha: "a".repeat(40) }),
     ).toEqual([
       404,
-      `No test run on mainline-merge/main/x at ${"a".repeat(40)} in the merge queue for branch main of local/acme/shop.`,
+      `No test run on mainline-merge/main/x at ${"a".repeat(40)} in the merge queue for branch main of acme/shop.`,
     ]);
     expect(await refused({ ...QUEUE, targetBranch: "dev", runId: localization })).toEqual([
       404,
-      "No merge queue for branch dev of local/acme/shop.",
+      "No merge queue for branch dev of acme/shop.",
     ]);
     // Another organization's token does not see the queue.
     const other = await server.services.organizations.createOrganizationWithToken("other");

@@ -222,6 +222,7 @@ describe("pull requests", () => {
     });
     expect(await host.pullRequest(repo, conflicting.number)).toMatchObject({
       mergeability: "not_mergeable",
+      conflicts: ["shared.txt"],
       upToDate: false,
     });
     expect(await host.pullRequest(repo, 99)).toBeUndefined();

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { repositoryPath, validateRepositoryName } from "../../src/providers/local/git/layout.js";
 import { LocalRepositories } from "../../src/providers/local/git/repositories.js";
-import { WorkingClone, plainGit, temporaryDirectory } from "../helpers/local-git.js";
+import { DEVELOPER, WorkingClone, plainGit, temporaryDirectory } from "../helpers/local-git.js";
 
 const ORG = "0b7c41f2-6a53-4f4e-9d1e-3c2a8f5e7d10";
 const OTHER_ORG = "5d3e2f10-8c4b-4a7e-b1d2-9e8f7a6b5c4d";
@@ -112,5 +112,21 @@ describe("LocalRepositories", () => {
     await expect(repositories.branches({ ...app, name: "missing" })).rejects.toThrow(
       "not a git repository",
     );
+  });
+
+  it("names who wrote a branch's changes: its oldest commit the base lacks, else its tip's", async () => {
+    const { path } = await repositories.create(app);
+    const clone = WorkingClone.of(path, join(root, "work"));
+    clone.git("symbolic-ref", "HEAD", "refs/heads/main");
+    clone.commit({ branch: "main", files: { "a.txt": "a\n" } });
+    const ada = { name: "Ada Lovelace", email: "ada@example.com" };
+    const grace = { name: "Grace Hopper", email: "grace@example.com" };
+    clone.commit({ branch: "feature", from: "main", files: { b: "b" }, author: ada });
+    clone.commit({ branch: "feature", files: { c: "c" }, author: grace });
+    clone.git("checkout", "--quiet", "-B", "same", "main");
+    clone.push("main", "feature", "same");
+    expect(await repositories.changesAuthor(app, "feature", "main")).toBe("Ada Lovelace");
+    // Nothing of its own: whoever made the commit it points at.
+    expect(await repositories.changesAuthor(app, "same", "main")).toBe(DEVELOPER.name);
   });
 });

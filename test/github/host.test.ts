@@ -626,6 +626,60 @@ describe("merging", () => {
     },
   );
 
+  it.each(["squash", "merge_commit"] as const)(
+    "merges a serial run's pull request onto its slot's branch when the slot holds the merge that landed (%s)",
+    async (method) => {
+      const { gh } = world;
+      const slot = method === "squash" ? 5 : 6;
+      const run = async (files: Record<string, string>, runId: string) => {
+        const pr = await openPr(files);
+        const baseSha = await main();
+        const made = await host.createTestBranch({
+          repo,
+          targetBranch: "main",
+          runId,
+          slot,
+          baseSha,
+          prs: [{ number: pr.number, headSha: pr.headSha }],
+        });
+        if (!made.ok) throw new Error(made.message);
+        return { pr, baseSha, made };
+      };
+      const land = async (tested: Awaited<ReturnType<typeof run>>) => {
+        const merged = await host.merge({
+          repo,
+          targetBranch: "main",
+          prNumber: tested.pr.number,
+          headSha: tested.pr.headSha,
+          expectedBaseSha: tested.baseSha,
+          method,
+          title: `Slot (#${String(tested.pr.number)})`,
+          testedSha: tested.made.sha,
+        });
+        expect(merged).toMatchObject({ ok: true });
+      };
+      const first = await run({ [`slot-a-${method}.txt`]: "a\n" }, `run-slot-a-${method}`);
+      await land(first);
+
+      // With a second one (a ghost: made, then answered 502), the slot's branch is merged onto.
+      const rule = gh.addFault(gh.fault.succeedsButErrors("repos/merge", 502));
+      const mark = gh.requests.mark();
+      const second = await run({ [`slot-b-${method}.txt`]: "b\n" }, `run-slot-b-${method}`);
+      gh.faults.remove(rule);
+      const writes = gh.requests
+        .filter({ since: mark })
+        .filter((r) => r.method !== "GET")
+        .map((r) => `${r.method} ${decodeURIComponent(r.path)} ${String(r.status)}`);
+      expect(writes).toEqual(["POST /repos/acme-gh/widgets/merges 502"]);
+      expect(second.made.branch).toBe(`trunk-merge/main/slot-${String(slot)}`);
+      expect(await fileAt(second.made.sha, `slot-a-${method}.txt`)).toBe("a\n");
+      expect(await fileAt(second.made.sha, `slot-b-${method}.txt`)).toBe("b\n");
+      // What lands is what was tested: the tree check passes.
+      await land(second);
+      expect(await treeOf(await main())).toBe(await treeOf(second.made.sha));
+    },
+  );
+
   it("takes the base from the webhooks while they flow, and reads it when they do not", async () => {
     const github = { owner: "acme-gh", name: "widgets" };
     const first = await tested({ "heard-a.txt": "a\n" }, "run-heard-a");

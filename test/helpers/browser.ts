@@ -140,6 +140,19 @@ export async function openPage(launched: Launched, origin: string): Promise<Test
   };
 }
 
+/**
+ * Opens `url` (a page of the test server, which sends a browser without a session to the sign-in
+ * form) and signs in there with `token`; resolves back on the page.
+ */
+export async function signInAt(t: TestPage, url: string, token: string): Promise<void> {
+  await t.page.goto(url);
+  await t.page.getByLabel("API token").fill(token);
+  await Promise.all([
+    t.page.waitForURL((at) => at.pathname !== "/sign-in"),
+    t.page.getByRole("button", { name: "Sign in" }).click(),
+  ]);
+}
+
 const require = createRequire(import.meta.url);
 let axeSource: Promise<string> | undefined;
 /** Where pages load axe-core from: the test answers it on the server's origin (never the server). */

@@ -95,6 +95,7 @@ describe("percentiles and health", () => {
   it("counts conclusions by reason and day, times in queue, runs per merged pull request", () => {
     const record = (n: number, state: "merged" | "failed", reason: string, daysAgo: number) =>
       ({
+        seq: n,
         prNumber: n,
         prTitle: `#${n}`,
         prAuthor: "dev",
@@ -130,6 +131,31 @@ describe("percentiles and health", () => {
     expect(health.daily.at(-1)).toMatchObject({ merged: 1, failed: 1, runs: 2 });
     expect(health.daily.at(-2)).toMatchObject({ merged: 1, failed: 1, runs: 3 });
     expect(health.needsAttention.map((f) => f.number)).toEqual([4, 3]);
+  });
+
+  it("lists a pull request that needs attention once, and not once its latest submission merged", () => {
+    const submission = (seq: number, n: number, state: "merged" | "failed", hoursAgo: number) =>
+      ({
+        id: `e${seq}`,
+        seq,
+        prNumber: n,
+        prTitle: `#${n}`,
+        prAuthor: "dev",
+        state,
+        lastReason: state === "merged" ? "merged_by_queue" : "failing_required_check",
+        submittedAt: NOW - hoursAgo * 3_600_000 - MINUTE_MS,
+        concludedAt: NOW - hoursAgo * 3_600_000,
+      }) as EntryRecord;
+    // #7 failed twice; #8 failed, then merged when submitted again. Newest first, as read.
+    const entries = [
+      submission(4, 8, "merged", 1),
+      submission(3, 7, "failed", 2),
+      submission(2, 8, "failed", 3),
+      submission(1, 7, "failed", 4),
+    ];
+    const health = healthOf(entries, [], 7, NOW);
+    expect(health.failed).toBe(3);
+    expect(health.needsAttention.map((f) => [f.number, f.entryId])).toEqual([[7, "e3"]]);
   });
 });
 
@@ -184,6 +210,13 @@ describe("the queue page with 200 pull requests", () => {
       assets,
     });
     const renderMs = performance.now() - started;
+    // Every time has its instant and full timestamp; the day's own without a date.
+    const times = [...html.matchAll(/<time([^>]*)>([^<]*)<\/time>/g)];
+    expect(times.length).toBeGreaterThan(200);
+    for (const [, attributes, shown] of times) {
+      expect(attributes).toMatch(/^ datetime="[^"]+Z" title="\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"$/);
+      expect(shown).not.toMatch(/^\d{4}-/);
+    }
     expect((html.match(/<tr data-pr="/g) ?? []).length).toBe(211);
     expect((html.match(/<li class="run"/g) ?? []).length).toBe(10);
     const bytes = Buffer.byteLength(html) + assets.bytes(["live-queue"]);

@@ -27,6 +27,12 @@ export const ListPullRequestsBody = Type.Object({
       description: '`nextCursor` of the previous page (a UUID); absent or `""` for the first page.',
     }),
   ),
+  history: Type.Optional(
+    Type.Boolean({
+      description:
+        "Every submission: a pull request submitted again after it was cancelled or failed is listed once per submission. Default: once, as its latest submission.",
+    }),
+  ),
   take: Type.Optional(
     Type.Integer({
       minimum: 1,
@@ -44,13 +50,13 @@ export function registerListPullRequests(app: ApiApp, pullRequests: PullRequestS
         tags: ["Merge queue"],
         summary: "List a merge queue's pull requests",
         description:
-          "Every submission to the queue, current and concluded, in submission order, a page at a time. A cursor this server did not hand out answers 400.",
+          "The queue's pull requests, current and concluded, in submission order, a page at a time: each once, as its latest submission (`history: true`: every submission). A cursor this server did not hand out answers 400.",
         body: ListPullRequestsBody,
         response: { 200: ListPullRequestsResponse, ...errorResponses(...COMMON_ERRORS, 404) },
       },
     },
     async (request) => {
-      const { repo, targetBranch, state, since, cursor, take } = request.body;
+      const { repo, targetBranch, state, since, cursor, take, history } = request.body;
       const page = await pullRequests.list(
         principalOf(request),
         { repo, targetBranch },
@@ -59,6 +65,7 @@ export function registerListPullRequests(app: ApiApp, pullRequests: PullRequestS
           ...(since === undefined ? {} : { since: Date.parse(since) }),
           ...(cursor === undefined ? {} : { cursor }),
           ...(take === undefined ? {} : { take }),
+          ...(history === undefined ? {} : { history }),
         },
       );
       return {

@@ -5,7 +5,7 @@ import type { CliContext } from "../context.js";
 import { address, addressOptions, client, type QueueOptions } from "./queue.js";
 import { parseLocalRepoArg } from "../repo-arg.js";
 import { serverOptions } from "./repo.js";
-import type { RepoRef } from "../../organizations/repositories.js";
+import { repositoryName, type RepoRef } from "../../organizations/repositories.js";
 import { describeWaitingFor, type WaitingForBody } from "../waiting.js";
 
 /** A pull request number: digits (a leading `#` is allowed), at most 4294967295. */
@@ -163,7 +163,10 @@ function registerLocalPullRequestCommands(pr: Command, context: CliContext): voi
     .requiredOption("--head <branch>", "the branch with the changes (pushed already)")
     .option("--base <branch>", "the branch to merge into", "main")
     .option("--title <title>", "the title (default: the head branch)")
-    .option("--author <name>", "who opened it (default: $USER)")
+    .option(
+      "--author <name>",
+      "who opened it (default: the author of the head branch's first commit not on the base)",
+    )
     .option("--description <text>", "what it is about (a squash merge's commit message has it)")
     .action(
       async (
@@ -176,13 +179,12 @@ function registerLocalPullRequestCommands(pr: Command, context: CliContext): voi
           description?: string;
         },
       ) => {
-        const author = o.author ?? context.env.USER;
         const { number } = await callApi<{ number: number }>(o, "local/openPullRequest", {
           repo: o.repo,
           head: o.head,
           base: o.base,
           ...(o.title === undefined ? {} : { title: o.title }),
-          ...(author === undefined ? {} : { author }),
+          ...(o.author === undefined ? {} : { author: o.author }),
           ...(o.description === undefined ? {} : { description: o.description }),
         });
         context.stdout.write(`${String(number)}\n`);
@@ -273,7 +275,7 @@ export function registerPullRequestCommands(program: Command, context: CliContex
     pr
       .command("list")
       .description(
-        "List the queue's pull requests, a page at a time; with --local, the local git host's",
+        "List the queue's pull requests, each once, a page at a time; with --local, the local git host's",
       ),
   )
     .option("--local", "list the pull requests opened on the local git host instead")
@@ -282,6 +284,7 @@ export function registerPullRequestCommands(program: Command, context: CliContex
       "only this state, e.g. pending, testing, merged (--local: open, closed, merged)",
     )
     .option("--since <time>", "only pull requests concluded at or after this RFC 3339 time")
+    .option("--history", "every submission: a pull request submitted again is listed each time")
     .option("--take <n>", "page size, 1 to 100 (default 50)", parseTake)
     .option("--cursor <cursor>", "continue after a previous page")
     .option("--json", "print the API's JSON")
@@ -291,6 +294,7 @@ export function registerPullRequestCommands(program: Command, context: CliContex
           local?: boolean;
           state?: string;
           since?: string;
+          history?: boolean;
           take?: number;
           cursor?: string;
         },
@@ -298,7 +302,7 @@ export function registerPullRequestCommands(program: Command, context: CliContex
         if (o.local) {
           if (o.repo.host.toLowerCase() !== "local") {
             throw new CliError(
-              `--local lists pull requests of Mainline's local git host, and ${o.repo.host}/${o.repo.owner}/${o.repo.name} is not on it; name a local repository as owner/name.`,
+              `--local lists pull requests of Mainline's local git host, and ${repositoryName(o.repo)} is not on it; name a local repository as owner/name.`,
               2,
             );
           }
@@ -319,6 +323,7 @@ export function registerPullRequestCommands(program: Command, context: CliContex
           ...address(o),
           ...(o.state === undefined ? {} : { state: o.state }),
           ...(o.since === undefined ? {} : { since: o.since }),
+          ...(o.history ? { history: true } : {}),
           ...(o.take === undefined ? {} : { take: o.take }),
           ...(o.cursor === undefined ? {} : { cursor: o.cursor }),
         });

@@ -1,5 +1,5 @@
 import { Option, type Command } from "commander";
-import type { RepoRef } from "../../organizations/repositories.js";
+import { repositoryName, type RepoRef } from "../../organizations/repositories.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
 import { spawnInContext, type CliContext } from "../context.js";
 import { parseLocalRepoArg, parseRepoArg } from "../repo-arg.js";
@@ -62,7 +62,7 @@ export function registerRepoCommands(program: Command, context: CliContext): voi
       if (o.from !== undefined) await pushEverything(context, o.from, remoteUrl);
       context.stdout.write(`${remoteUrl}\n`);
       context.stderr.write(
-        `Created local/${ref.owner}/${ref.name}${o.from === undefined ? "" : ` from ${o.from}`}. Push to it with: git push ${remoteUrl} <branch>\n`,
+        `Created ${repositoryName(ref)}${o.from === undefined ? "" : ` from ${o.from}`}. Push to it with: git push ${remoteUrl} <branch>\n`,
       );
     });
 
@@ -89,7 +89,7 @@ export function registerRepoCommands(program: Command, context: CliContext): voi
       context.stdout.write(`${answer.public_repo_id}\n`);
       if (o.rotate) {
         context.stderr.write(
-          `New public id for ${ref.host}/${ref.owner}/${ref.name}; the previous one no longer works.\n`,
+          `New public id for ${repositoryName(ref)}; the previous one no longer works.\n`,
         );
       }
     });

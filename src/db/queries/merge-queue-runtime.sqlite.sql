@@ -137,7 +137,7 @@ select *
 -- MergeQueueRuntimeStore.recentlyConcluded(queueId, limit)
 select *
   from "mq_entries"
-  where "queue_id" = ? and "concluded_at" is not null
+  where "queue_id" = ? and "concluded_at" is not null and not exists (select "later"."seq" from "mq_entries" as "later" where "later"."queue_id" = "mq_entries"."queue_id" and "later"."pr_number" = "mq_entries"."pr_number" and "later"."seq" > "mq_entries"."seq")
   order by "concluded_at" desc, "seq" desc
   limit ?;
 
@@ -167,6 +167,14 @@ order by seq;
 select *
   from "mq_entries"
   where "queue_id" = ?
+  order by "seq" asc
+  limit ?;
+
+-- MergeQueueRuntimeStore.listEntries(queueId, query)
+-- each pull request's latest submission
+select *
+  from "mq_entries"
+  where "queue_id" = ? and not exists (select "later"."seq" from "mq_entries" as "later" where "later"."queue_id" = "mq_entries"."queue_id" and "later"."pr_number" = "mq_entries"."pr_number" and "later"."seq" > "mq_entries"."seq")
   order by "seq" asc
   limit ?;
 

@@ -1,4 +1,10 @@
-import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
+import {
+  sql,
+  type ExpressionBuilder,
+  type Kysely,
+  type Selectable,
+  type Transaction,
+} from "kysely";
 import {
   compileTemplate,
   precompile,
@@ -35,6 +41,23 @@ import {
   transitionRow,
 } from "../merge-queue-rows.js";
 import type { Database, MqEntriesTable, MqRunsTable, MqRuntimeTable } from "../schema.js";
+
+/**
+ * An entry of `mq_entries` that is its pull request's latest submission to the queue: no entry of
+ * the same pull request has a greater `seq` (one look into `mq_entries_pr_idx`).
+ */
+function noLaterSubmission(eb: ExpressionBuilder<Database, "mqEntries">) {
+  return eb.not(
+    eb.exists(
+      eb
+        .selectFrom("mqEntries as later")
+        .select("later.seq")
+        .whereRef("later.queueId", "=", "mqEntries.queueId")
+        .whereRef("later.prNumber", "=", "mqEntries.prNumber")
+        .whereRef("later.seq", ">", "mqEntries.seq"),
+    ),
+  );
+}
 
 /** Rows per multi-row insert: far below either dialect's limit on bound parameters. */
 const ROWS_PER_INSERT = 200;
@@ -451,16 +474,18 @@ export class MergeQueueRuntimeStore implements RuntimeRecords, QueueDashboardRea
   }
 
   /**
-   * listPullRequests' statement for the filters `query` has (one of 16 shapes), compiled once:
+   * listPullRequests' statement for the filters `query` has (one of 32 shapes), compiled once:
    * its arguments are the queue, then the filters present in this order, then the page size.
    */
   private listEntriesTemplate(query: EntryListQuery): QueryTemplate<Selectable<MqEntriesTable>> {
     const newest = query.order === "newest";
+    const latestOnly = query.latestOnly === true;
     const shape = [
       query.state !== undefined,
       query.concludedSince !== undefined,
       query.afterSeq !== undefined,
       newest,
+      latestOnly,
     ]
       .map((present) => (present ? "1" : "0"))
       .join("");
@@ -482,6 +507,7 @@ export class MergeQueueRuntimeStore implements RuntimeRecords, QueueDashboardRea
           select = select.where("concludedAt", ">=", arg());
         }
         if (query.afterSeq !== undefined) select = select.where("seq", ">", arg());
+        if (latestOnly) select = select.where(noLaterSubmission);
         return select
           .orderBy("seq", newest ? "desc" : "asc")
           .limit(arg())
@@ -570,6 +596,7 @@ export class MergeQueueRuntimeStore implements RuntimeRecords, QueueDashboardRea
       .selectAll()
       .where("queueId", "=", queueId)
       .where("concludedAt", "is not", null)
+      .where(noLaterSubmission)
       .orderBy("concludedAt", "desc")
       .orderBy("seq", "desc")
       .limit(limit)

@@ -12,7 +12,9 @@ function notReadyReason(p: PlanningState, entry: Entry): TransitionReason | null
   const pr = entry.pr;
   if (pr.baseBranch !== p.s.targetBranch) return "base_branch_mismatch";
   if (pr.reviewRequired === true) return "review_required";
-  if (pr.mergeability === "not_mergeable") return "not_mergeable";
+  if (pr.mergeability === "not_mergeable") {
+    return (pr.conflicts?.length ?? 0) > 0 ? "conflicts_with_base" : "not_mergeable";
+  }
   // Entries already admitted keep their place while the host recomputes mergeability.
   if (entry.state === "not_ready" && pr.mergeability !== "mergeable") return "not_mergeable";
   if (config(p).mode === "parallel" && entry.impactedTargets === null) {
@@ -56,7 +58,15 @@ export function checkPullRequest(p: PlanningState, entry: Entry): void {
   } else if (reason !== null && entry.state !== "not_ready") {
     leaveOrder(p, entry, reason);
     entry.readyAt = null;
-    transition(p, entry, "not_ready", reason, null, notReadyDetail(reason));
+    transition(p, entry, "not_ready", reason, null, notReadyDetail(p, entry, reason));
+  } else if (
+    reason === "conflicts_with_base" &&
+    entry.state === "not_ready" &&
+    entry.conflictShown !== notReadyDetail(p, entry, reason)
+  ) {
+    // Held (submitted, or not ready for another reason) by a conflict with the target branch:
+    // said on the timeline with its files, again when they change.
+    record(p, entry, "not_ready", reason, QUEUE_ACTOR, null, notReadyDetail(p, entry, reason));
   } else if (
     reason === "review_required" &&
     entry.state === "not_ready" &&
@@ -64,14 +74,28 @@ export function checkPullRequest(p: PlanningState, entry: Entry): void {
   ) {
     // Submitted (or held for another reason) and now waiting for reviews: the one not-ready
     // reason a person must act on is said on the timeline, without restarting its not-ready time.
-    record(p, entry, "not_ready", reason, QUEUE_ACTOR, null, notReadyDetail(reason));
+    record(p, entry, "not_ready", reason, QUEUE_ACTOR, null, notReadyDetail(p, entry, reason));
   }
   if (reason === "review_required") entry.awaitingReview = true;
   else Reflect.deleteProperty(entry, "awaitingReview");
+  const conflict = reason === "conflicts_with_base" ? notReadyDetail(p, entry, reason) : null;
+  if (conflict !== null) entry.conflictShown = conflict;
+  else Reflect.deleteProperty(entry, "conflictShown");
 }
 
-function notReadyDetail(reason: TransitionReason): string | null {
-  return reason === "review_required"
-    ? "the target branch requires approving reviews this pull request does not have yet"
-    : null;
+/** Files named in a conflict's detail at most (then how many more). */
+const CONFLICT_FILES_SHOWN = 10;
+
+function notReadyDetail(p: PlanningState, entry: Entry, reason: TransitionReason): string | null {
+  if (reason === "review_required") {
+    return "the target branch requires approving reviews this pull request does not have yet";
+  }
+  if (reason === "conflicts_with_base") {
+    const files = entry.pr.conflicts ?? [];
+    const shown = files.slice(0, CONFLICT_FILES_SHOWN).join(", ");
+    const more =
+      files.length > CONFLICT_FILES_SHOWN ? ` and ${files.length - CONFLICT_FILES_SHOWN} more` : "";
+    return `conflicts with ${p.s.targetBranch}: ${shown}${more}`;
+  }
+  return null;
 }

@@ -108,6 +108,10 @@ export class GitHubTestBranches {
     const access = await this.deps.repositories.resolve(request.repo);
     const branch = this.testBranchName(request.targetBranch, request.runId);
     const scratch = this.scratchBranchName(request.targetBranch);
+    if (request.slot !== undefined && request.prs.length === 1) {
+      const onSlot = await this.ontoSlot(access, request, request.slot, scratch);
+      if (onSlot !== undefined) return onSlot;
+    }
     // Known here to exist: moved; else created (moved when it exists after all). Left where it
     // is when it holds the base's very merge already (below).
     const known = `${access.owner}/${access.name}:${scratch}`.toLowerCase();
@@ -159,6 +163,38 @@ export class GitHubTestBranches {
       return { ok: true, branch, sha: made };
     }
     return { ok: true, branch, sha: current };
+  }
+
+  /**
+   * A run of one pull request whose slot's branch holds the base's very merge already (a serial
+   * queue's last run, landed: `sameMerge`): the pull request is merged onto the slot's branch
+   * itself, whose push is the one CI needs. One write where the scratch branch costs two (merge,
+   * then move the slot). Undefined when the slot's branch is elsewhere or not known here.
+   */
+  private async ontoSlot(
+    access: GitHubRepositoryAccess,
+    request: TestBranchRequest,
+    slot: number,
+    scratch: string,
+  ): Promise<TestBranchResult | undefined> {
+    const pr = request.prs[0];
+    const slotBranch = this.slotBranchName(request.targetBranch, slot);
+    const slotKey = `${access.owner}/${access.name}:${slotBranch}`.toLowerCase();
+    const start = this.sameMerge(this.slotHeads.get(slotKey), request.baseSha);
+    if (pr === undefined || start === undefined) return undefined;
+    if (start !== request.baseSha) this.sameAs.set(start, request.baseSha);
+    // Not known until the merge answers: a failure leaves the next run to move the branch.
+    this.slotHeads.delete(slotKey);
+    const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
+    const merged = await this.mergeOnto(access, slotBranch, start, pr.headSha, message, {
+      base: start,
+    });
+    if (merged === null) {
+      this.slotHeads.set(slotKey, start);
+      return await this.conflict(access, request, 0, scratch);
+    }
+    this.slotHeads.set(slotKey, merged);
+    return { ok: true, branch: slotBranch, sha: merged };
   }
 
   /**

@@ -6,16 +6,16 @@
  */
 import type { QueueOverview } from "../../mergequeue/records.js";
 import type { PrState } from "../../mergequeue/model.js";
-import type { RepoRef } from "../../organizations/repositories.js";
+import { repositoryName } from "../../organizations/repositories.js";
 import type { OrganizationHealth } from "../../testhealth/overview.js";
-import { badge, muted, plural, scrollX } from "../format.js";
+import { badge, muted, plural, queueName, scrollX } from "../format.js";
 import { markup, type SafeHtml } from "../html.js";
 import type { PageView } from "../layout.js";
 import { dailyLevels, fitDays, sparkline } from "../svg/charts.js";
-import { DEFAULT_HOST, urls } from "../urls.js";
+import { urls } from "../urls.js";
 
 export interface QueueRow {
-  /** `acme/app · main` */
+  /** `acme/calc · main` (`queueName`) */
   name: string;
   href: string;
   state: string;
@@ -27,7 +27,7 @@ export interface QueueRow {
 }
 
 export interface RepositoryRow {
-  /** `acme/app`, with the host when it is not GitHub: `gitlab.com/acme/app`. */
+  /** `acme/calc` on the local git host, else with the host: `github.com/acme/app`. */
   name: string;
   href: string;
   tests: number;
@@ -59,16 +59,11 @@ const STATE_LABELS: Record<string, string> = {
   switching_modes: "switching modes",
 };
 
-export function repositoryName(repo: RepoRef): string {
-  const name = `${repo.owner}/${repo.name}`;
-  return repo.host.toLowerCase() === DEFAULT_HOST ? name : `${repo.host}/${name}`;
-}
-
 function queueRow(org: string, queue: QueueOverview): QueueRow {
   const sum = (states: readonly PrState[]) =>
     states.reduce((total, state) => total + (queue.active[state] ?? 0), 0);
   return {
-    name: `${repositoryName(queue.repo)} · ${queue.targetBranch}`,
+    name: queueName(queue.repo, queue.targetBranch),
     href: urls.queue(org, queue.repo, queue.targetBranch),
     state: queue.state,
     stateLabel: STATE_LABELS[queue.state] ?? queue.state,

@@ -14,9 +14,19 @@ import type {
 } from "../../mergequeue/dashboard.js";
 import type { Actor } from "../../mergequeue/model.js";
 import { priorityName } from "../../mergequeue/model.js";
+import { describeReason } from "../../mergequeue/reasons.js";
 import { describeWaiting } from "../../mergequeue/waiting.js";
 import type { RepoRef } from "../../organizations/repositories.js";
-import { badge, muted, plural, scrollX } from "../format.js";
+import {
+  badge,
+  clockTime as at,
+  formatSpan as span,
+  muted,
+  plural,
+  queueName,
+  relativeTime as relative,
+  scrollX,
+} from "../format.js";
 import { markup, type SafeHtml } from "../html.js";
 import type { PageView } from "../layout.js";
 import { dailyBars, fitDays } from "../svg/charts.js";
@@ -39,7 +49,7 @@ export interface QueueLinks {
   log(runId: string, check: string): string | undefined;
 }
 
-const name = (place: QueuePlace) => `${place.repo.owner}/${place.repo.name}`;
+const name = (place: QueuePlace) => queueName(place.repo, place.branch);
 
 const STATE_WORDS: Record<string, string> = {
   running: "running",
@@ -52,39 +62,17 @@ function shortSha(sha: string): string {
   return sha.slice(0, 7);
 }
 
-/** `12:04 UTC` today, else `2026-11-27 12:04 UTC`, in a `<time>`. */
-function at(ms: number, now: number): SafeHtml {
-  const iso = new Date(ms).toISOString();
-  const sameDay = iso.slice(0, 10) === new Date(now).toISOString().slice(0, 10);
-  const shown = `${sameDay ? iso.slice(11, 16) : `${iso.slice(0, 10)} ${iso.slice(11, 16)}`} UTC`;
-  return markup`<time datetime="${iso}">${shown}</time>`;
-}
-
-/** `4 min`, `1 h 10 min`, `12 s`. */
-export function span(ms: number): string {
-  const seconds = Math.max(0, Math.round(ms / 1000));
-  if (seconds < 60) return `${seconds} s`;
-  const minutes = Math.round(seconds / 60);
-  if (minutes < 60) return `${minutes} min`;
-  const hours = Math.floor(minutes / 60);
-  if (hours < 48) return `${hours} h ${minutes % 60} min`;
-  return `${Math.round(hours / 24)} days`;
-}
-
-function relative(ms: number, now: number): string {
-  const delta = ms - now;
-  if (Math.abs(delta) < 30_000) return "now";
-  return delta > 0 ? `in ${span(delta)}` : `${span(-delta)} ago`;
-}
-
 function hidden(csrf: string, extra: Record<string, string> = {}): SafeHtml {
   return markup`<input type="hidden" name="csrf" value="${csrf}">${Object.entries(extra).map(
     ([k, v]) => markup`<input type="hidden" name="${k}" value="${v}">`,
   )}`;
 }
 
-/** What an entry waits for, or its part in a localization, in words ("" when neither). */
-function waitingText(entry: Pick<BoardEntry, "waiting" | "localization">, now: number): string {
+/** What an entry waits for, or its part in a localization, in words (undefined when neither). */
+function waitingText(
+  entry: Pick<BoardEntry, "waiting" | "localization">,
+  now: number,
+): SafeHtml | string | undefined {
   const { waiting, localization } = entry;
   if (localization) {
     const batch = `batch run ${localization.runId}`;
@@ -93,9 +81,9 @@ function waitingText(entry: Pick<BoardEntry, "waiting" | "localization">, now: n
       return `presumed good in the localization of ${batch}`;
     return `a suspect in the localization of ${batch}`;
   }
-  if (!waiting) return "";
+  if (!waiting) return undefined;
   if (waiting.kind === "batch_forming") {
-    return `batch forming: ${waiting.have} of ${waiting.need}, starts ${relative(waiting.startsBy, now)} at the latest`;
+    return markup`batch forming: ${waiting.have} of ${waiting.need}, starts ${relative(waiting.startsBy, now)} at the latest`;
   }
   return describeWaiting({ reason: waiting.kind, prNumbers: waiting.prNumbers });
 }
@@ -262,7 +250,7 @@ ${board.entries.map((e) => queueRow(e, links, now))}</tbody>
 <tbody>
 ${board.concluded.map(
   (c) =>
-    markup`<tr data-pr="${c.number}"><td><a href="${links.pullRequest(c.number)}">#${c.number}</a> ${c.title}</td><td>${badge(c.state, c.state)} <span class="muted">${c.reason.replaceAll("_", " ")}</span></td><td>${at(c.at, now)}</td><td>${span(c.tookMs)}</td></tr>
+    markup`<tr data-pr="${c.number}"><td><a href="${links.pullRequest(c.number)}">#${c.number}</a> ${c.title}</td><td>${badge(c.state, c.state)} <span class="muted">${describeReason(c.reason)}</span></td><td>${at(c.at, now)}</td><td>${span(c.tookMs)}</td></tr>
 `,
 )}</tbody>
 </table>`;
@@ -284,7 +272,7 @@ export function renderQueue(
   csrf: string | undefined,
   now: number,
 ): PageView {
-  const title = `${name(place)} · ${place.branch}`;
+  const title = name(place);
   return {
     title: `${title} · Merge queue`,
     section: "queues",
@@ -334,10 +322,10 @@ export function renderPullRequest(
   now: number,
 ): PageView {
   const { entry } = history;
-  const queueTitle = `${name(place)} · ${place.branch}`;
+  const queueTitle = name(place);
   const timeline = [...history.transitions].reverse().map(
     (t) =>
-      markup`<tr><td>${at(t.at, now)}</td><td>${t.from ? markup`${t.from.replace("_", " ")} → ` : ""}${badge(t.to, t.to.replace("_", " "))}</td><td>${t.reason.replaceAll("_", " ")}${t.detail ? markup`<br><span class="detail">${t.detail}</span>` : ""}</td><td>${actorText(t.actor)}</td><td>${t.runId ? markup`<a href="#run-${t.runId}">${t.runId}</a>` : ""}</td></tr>
+      markup`<tr><td>${at(t.at, now)}</td><td>${t.from ? markup`${t.from.replace("_", " ")} → ` : ""}${badge(t.to, t.to.replace("_", " "))}</td><td>${describeReason(t.reason)}${t.detail ? markup`<br><span class="detail">${t.detail}</span>` : ""}</td><td>${actorText(t.actor)}</td><td>${t.runId ? markup`<a href="#run-${t.runId}">${t.runId}</a>` : ""}</td></tr>
 `,
   );
   const runs = history.runs.map((run) => {
@@ -378,7 +366,7 @@ ${
       }${waitingText(history.place.entry, now) ? markup` · ${waitingText(history.place.entry, now)}` : ""}</p>`
     : ""
 }
-${lastFailure && entry.state === "failed" ? markup`<p class="error">Failed: ${lastFailure.reason.replaceAll("_", " ")}${lastFailure.detail ? markup`: ${lastFailure.detail}` : ""}${lastFailure.runId ? markup` (<a href="#run-${lastFailure.runId}">run ${lastFailure.runId}</a>)` : ""}</p>` : ""}
+${lastFailure && entry.state === "failed" ? markup`<p class="error"><strong>Failed.</strong> ${describeReason(lastFailure.reason)}${lastFailure.detail ? markup` <span class="detail">${lastFailure.detail}</span>` : ""}${lastFailure.runId ? markup` (<a href="#run-${lastFailure.runId}">run ${lastFailure.runId}</a>)` : ""}</p>` : ""}
 ${prForms(history, links, csrf)}
 <h2>Timeline</h2>
 <table>
@@ -401,7 +389,7 @@ export function renderQueueHealth(
   rangeLinks: { range: string; href: string; current: boolean }[],
   now: number,
 ): PageView {
-  const queueTitle = `${name(place)} · ${place.branch}`;
+  const queueTitle = name(place);
   const ms = (v: number | null) => (v === null ? "—" : span(v));
   const reasons =
     health.byReason.length === 0
@@ -410,7 +398,7 @@ export function renderQueueHealth(
           "Outcomes by reason",
           markup`<table><caption class="visually-hidden">Conclusions by reason</caption><thead><tr><th scope="col">Outcome</th><th scope="col">Reason</th><th scope="col" class="num">Pull requests</th></tr></thead><tbody>${health.byReason.map(
             (r) =>
-              markup`<tr><td>${badge(r.state, r.state)}</td><td>${r.reason.replaceAll("_", " ")}</td><td class="num">${r.count}</td></tr>`,
+              markup`<tr><td>${badge(r.state, r.state)}</td><td>${describeReason(r.reason)}</td><td class="num">${r.count}</td></tr>`,
           )}</tbody></table>`,
         );
   const attention =
@@ -420,7 +408,7 @@ export function renderQueueHealth(
           "Needs attention",
           markup`<table><caption class="visually-hidden">Pull requests that failed, newest first</caption><thead><tr><th scope="col">Pull request</th><th scope="col">Author</th><th scope="col">Why</th><th scope="col">When</th></tr></thead><tbody>${health.needsAttention.map(
             (f) =>
-              markup`<tr><td><a href="${links.pullRequest(f.number)}">#${f.number}</a> ${f.title}</td><td>${f.author}</td><td>${f.reason.replaceAll("_", " ")}${f.detail ? markup`: <span class="detail">${f.detail}</span>` : ""}${f.runId ? markup` (<a href="${links.pullRequest(f.number)}#run-${f.runId}">run ${f.runId}</a>)` : ""}</td><td>${at(f.at, now)}</td></tr>`,
+              markup`<tr><td><a href="${links.pullRequest(f.number)}">#${f.number}</a> ${f.title}</td><td>${f.author}</td><td>${describeReason(f.reason)}${f.detail ? markup` <span class="detail">${f.detail}</span>` : ""}${f.runId ? markup` (<a href="${links.pullRequest(f.number)}#run-${f.runId}">run ${f.runId}</a>)` : ""}</td><td>${at(f.at, now)}</td></tr>`,
           )}</tbody></table>`,
         );
   const daily = fitDays(

@@ -17,7 +17,7 @@ import { markup, type SafeHtml } from "../html.js";
 import type { PageView } from "../layout.js";
 import { dailyBars, dailyLevels, fitDays } from "../svg/charts.js";
 import { urls, type TestTableView } from "../urls.js";
-import { repositoryName } from "./home.js";
+import { repositoryName } from "../../organizations/repositories.js";
 
 export interface TestTableRow {
   name: string;

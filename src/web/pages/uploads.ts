@@ -10,7 +10,7 @@ import { badge, muted, plural, timeAgo } from "../format.js";
 import { markup, type SafeHtml } from "../html.js";
 import type { PageView } from "../layout.js";
 import { urls } from "../urls.js";
-import { repositoryName } from "./home.js";
+import { repositoryName } from "../../organizations/repositories.js";
 
 export interface UploadRow {
   id: string;

@@ -8,7 +8,7 @@ import { inferTestFile } from "../../testhealth/file-inference.js";
 import { badge, formatDuration, formatPercent, muted, scrollX, timeAgo } from "../format.js";
 import { markup, type SafeHtml } from "../html.js";
 import type { PageView } from "../layout.js";
-import { repositoryName } from "../pages/home.js";
+import { repositoryName } from "../../organizations/repositories.js";
 import { dailyBars, fitDays } from "../svg/charts.js";
 import { urls } from "../urls.js";
 

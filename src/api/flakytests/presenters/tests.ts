@@ -5,6 +5,8 @@
 import type { TestCaseRow, TestFigures } from "../../../testhealth/records.js";
 import { ticketUrl } from "../../../testhealth/tickets.js";
 import { isoTime } from "../../../lib/clock.js";
+import { LOCAL_HOST } from "../../../organizations/repositories.js";
+import { urls } from "../../../web/urls.js";
 import { parseCodeowners, type Codeowners } from "../../../testhealth/codeowners.js";
 import type { HealthStatus } from "../../../testhealth/monitors.js";
 import {
@@ -62,7 +64,17 @@ export interface PresentedFailingTest extends PresentedTest {
   failure_rate_last_24h: number;
 }
 
-export function repositoryHtmlUrl(repo: PresentationContext["repo"]): string {
+/**
+ * The repository's page: on its host (`https://github.com/acme/app`), or, for a repository of the
+ * local git host, which has no web pages of its own, its test-health page on this server.
+ */
+export function repositoryHtmlUrl(
+  context: Pick<PresentationContext, "repo" | "orgSlug" | "baseUrl">,
+): string {
+  const { repo } = context;
+  if (repo.host.toLowerCase() === LOCAL_HOST) {
+    return `${context.baseUrl}${urls.repository(context.orgSlug, repo)}`;
+  }
   return `https://${repo.host}/${repo.owner}/${repo.name}`;
 }
 
@@ -97,7 +109,7 @@ export function presentTest(
   const ticket = row.ticket === null ? null : ticketUrl(row.ticket, context.ticketBaseUrl);
   return {
     id: row.id,
-    repository: { html_url: repositoryHtmlUrl(context.repo) },
+    repository: { html_url: repositoryHtmlUrl(context) },
     html_url: testHtmlUrl(context, row.id),
     name: row.name,
     variant: row.variant,

@@ -86,18 +86,19 @@ export class LocalGitHost implements GitHost {
     // costs the same with 10 or 1,000 open pull requests), the landed heads among them and
     // whether `head` contains `base`.
     const between = await refsBetween(git, head, base);
-    const mergeable = await this.mergeable(git, base, head, between.landed);
+    const merged = await this.mergeable(git, base, head, between.landed);
     const contains = await this.stackedOn(repo, record, head, between.branches);
     return {
       ...info,
-      mergeability: mergeable ? "mergeable" : "not_mergeable",
+      mergeability: merged.clean ? "mergeable" : "not_mergeable",
+      ...(!merged.clean && merged.files.length > 0 ? { conflicts: merged.files } : {}),
       upToDate: between.upToDate,
       ...(contains.length > 0 ? { contains } : {}),
     };
   }
 
   /** Mergeability by (base, head, landed heads between them): what git says never changes. */
-  private readonly merges = new Map<string, Promise<boolean>>();
+  private readonly merges = new Map<string, Promise<{ clean: boolean; files: string[] }>>();
 
   /**
    * Whether `head` merges onto `base`. It depends only on the two commits and the landed heads
@@ -109,13 +110,13 @@ export class LocalGitHost implements GitHost {
     base: string,
     head: string,
     landed: readonly string[],
-  ): Promise<boolean> {
+  ): Promise<{ clean: boolean; files: string[] }> {
     const key = `${git.gitDir}\0${base}\0${head}\0${landed.join(",")}`;
     const known = this.merges.get(key);
     if (known) return known;
     const answer = (async () => {
       const { merged } = await mergeStacked(git, base, head, undefined, landed);
-      return merged.clean;
+      return merged.clean ? { clean: true, files: [] } : { clean: false, files: merged.files };
     })();
     this.merges.set(key, answer);
     // A failed git call is not an answer; the oldest answers go first beyond the bound.

@@ -79,4 +79,26 @@ export class LocalRepositories {
     }
     return branches;
   }
+
+  /**
+   * Who wrote the changes of `head` that `base` lacks: the author name of the oldest such commit
+   * (merges left out), else of `head`'s own commit (a branch with nothing new). Undefined when
+   * `head` does not resolve.
+   */
+  async changesAuthor(
+    repo: LocalRepositoryAddress,
+    head: string,
+    base: string,
+  ): Promise<string | undefined> {
+    const gitDir = this.path(repo);
+    const heads = `refs/heads/${head}`;
+    const own = await git(
+      ["log", "--reverse", "--no-merges", "--format=%an", heads, `^refs/heads/${base}`, "--"],
+      { gitDir },
+    );
+    const first = own.stdout.split("\n").find((line) => line.trim() !== "");
+    if (first !== undefined) return first.trim();
+    const tip = await git(["log", "-1", "--format=%an", heads, "--"], { gitDir });
+    return tip.stdout.trim() || undefined;
+  }
 }

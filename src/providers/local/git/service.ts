@@ -26,6 +26,12 @@ export interface BareRepositories {
   exists(repo: LocalRepositoryAddress): Promise<boolean>;
   path(repo: LocalRepositoryAddress): string;
   branches(repo: LocalRepositoryAddress): Promise<Map<string, string>>;
+  /** The author name of the oldest commit `head` has that `base` lacks (else of `head`'s). */
+  changesAuthor(
+    repo: LocalRepositoryAddress,
+    head: string,
+    base: string,
+  ): Promise<string | undefined>;
 }
 
 export interface LocalHostServiceDeps {
@@ -41,6 +47,7 @@ export interface OpenPullRequestInput {
   head: string;
   base: string;
   title?: string | undefined;
+  /** Who opened it; default: the author of its changes (`BareRepositories.changesAuthor`). */
   author?: string | undefined;
   /** The pull request's description (GitHub's `body`). */
   description?: string | undefined;
@@ -115,12 +122,16 @@ export class LocalHostService {
         `Pull request #${String(same.number)} from ${head} into ${base} is already open.`,
       );
     }
+    const author =
+      input.author?.trim() ||
+      (await this.deps.bare.changesAuthor(repository, head, base))?.trim().slice(0, 255) ||
+      "unknown";
     return this.deps.pullRequests.open({
       repositoryId: repository.id,
       headBranch: head,
       baseBranch: base,
       title: input.title?.trim() || head,
-      author: input.author?.trim() || "unknown",
+      author,
       description: input.description?.trim() ?? "",
       now: this.deps.clock.now(),
     });

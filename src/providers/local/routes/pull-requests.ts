@@ -99,7 +99,13 @@ export function registerLocalHostRoutes(app: ApiApp, local: LocalHostService): v
           head: BranchName("The branch with the changes."),
           base: BranchName("The branch to merge into, e.g. `main`."),
           title: Type.Optional(Type.String({ maxLength: 1000 })),
-          author: Type.Optional(Type.String({ maxLength: 255 })),
+          author: Type.Optional(
+            Type.String({
+              maxLength: 255,
+              description:
+                "Who the pull request is by; default: the author of the oldest commit of `head` that `base` lacks.",
+            }),
+          ),
           description: Type.Optional(
             Type.String({
               maxLength: 65536,

@@ -158,6 +158,11 @@ export const mergeQueueRuntimeScenario = scenario({
     },
     {
       method: "listEntries",
+      variant: "each pull request's latest submission",
+      run: (s) => s.listEntries(QUEUE_ID, { take: 50, latestOnly: true }),
+    },
+    {
+      method: "listEntries",
       variant: "every filter",
       run: (s) =>
         s.listEntries(QUEUE_ID, {
