@@ -230,8 +230,9 @@ export function activeWithAcknowledged<T extends EntrySummary>(
 /**
  * listPullRequests' last page of recorded submissions (`query`'s) as it reads once the
  * acknowledged ones are applied: resubmissions of the pull requests in the queue (`active`, read
- * before `recorded`) change priority and `noBatch`, new submissions follow in the order they were
- * stored, where the query lists them (`not_ready`, not concluded, after the cursor).
+ * before `recorded`) change priority and `noBatch`; new submissions follow in the order they were
+ * stored, where the query lists them (`not_ready`, not concluded, after the cursor), and listing
+ * each pull request once (`latestOnly`) they replace its concluded submission.
  */
 export function pageWithAcknowledged(
   recorded: readonly EntryRecord[],
@@ -239,22 +240,24 @@ export function pageWithAcknowledged(
   active: ReadonlySet<number>,
   query: EntryListQuery,
 ): EntryRecord[] {
-  const rows = recorded.map((entry) =>
-    entry.concludedAt === null
-      ? (withAcknowledged(entry, entry.prNumber, acknowledged) ?? entry)
-      : entry,
-  );
-  if (query.concludedSince !== undefined || (query.state ?? "not_ready") !== "not_ready") {
-    return rows;
-  }
   // Applied after `active` was read, before `recorded` was: on the page already.
   const listed = new Set(recorded.filter((e) => e.concludedAt === null).map((e) => e.prNumber));
   const added = [...acknowledged.submissions.values()]
     .filter(({ prNumber }) => !active.has(prNumber) && !listed.has(prNumber))
     .map((submission) => acknowledgedEntry(acknowledged, submission))
-    .filter((entry) => entry.seq > (query.afterSeq ?? 0))
     .sort((a, b) => a.seq - b.seq);
-  return [...rows, ...added];
+  const renewed = new Set(added.map((entry) => entry.prNumber));
+  const rows = recorded
+    .filter((entry) => !(query.latestOnly === true && renewed.has(entry.prNumber)))
+    .map((entry) =>
+      entry.concludedAt === null
+        ? (withAcknowledged(entry, entry.prNumber, acknowledged) ?? entry)
+        : entry,
+    );
+  if (query.concludedSince !== undefined || (query.state ?? "not_ready") !== "not_ready") {
+    return rows;
+  }
+  return [...rows, ...added.filter((entry) => entry.seq > (query.afterSeq ?? 0))];
 }
 
 function resubmitted(

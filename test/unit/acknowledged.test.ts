@@ -171,6 +171,21 @@ describe("pageWithAcknowledged", () => {
     expect(page[1]).toEqual(recorded[1]);
   });
 
+  it("listing each pull request once, a new submission replaces its concluded one", () => {
+    const page = pageWithAcknowledged(recorded, acknowledged, active, {
+      take: 51,
+      latestOnly: true,
+    });
+    expect(listed(page)).toEqual([
+      [1, "pending", 1],
+      [3, "not_ready", ACKNOWLEDGED_SEQ_BASE + 21],
+      [2, "not_ready", ACKNOWLEDGED_SEQ_BASE + 23],
+    ]);
+    const cancelled = { take: 51, latestOnly: true, state: "cancelled" as const };
+    const cancelledRows = recorded.filter((e) => e.state === "cancelled");
+    expect(pageWithAcknowledged(cancelledRows, acknowledged, active, cancelled)).toEqual([]);
+  });
+
   it("only where the query lists them: not_ready, not concluded, after the cursor", () => {
     const after = { take: 51, afterSeq: ACKNOWLEDGED_SEQ_BASE + 21 };
     expect(listed(pageWithAcknowledged([], acknowledged, active, after))).toEqual([
