@@ -51,6 +51,7 @@ const POSTGRES_END_TO_END = [
   "test/cli/no-database.test.ts",
   "test/cli/organizations.test.ts",
   "test/cli/sessions.test.ts",
+  "test/e2e/read-after-write.test.ts",
   "test/e2e/restart.test.ts",
   "test/github/ci-judge.test.ts",
   "test/github/linking.test.ts",

@@ -11,6 +11,12 @@ export class LookupCache {
   private generation = 0;
   private readonly maps = new Map<string, Map<string, unknown>>();
   private usable: () => boolean;
+  /**
+   * Resolves true once every change committed anywhere before the call has been heard (the
+   * change listener's `sync`), false when that cannot be told: a fresh lookup then reads. None
+   * when `usable` alone tells it.
+   */
+  private heardAll: (() => Promise<boolean>) | null = null;
 
   constructor(usable: () => boolean = () => true) {
     this.usable = usable;
@@ -29,22 +35,30 @@ export class LookupCache {
     }
   }
 
-  /** Replaces what decides whether the cache may be used now (the change listener's state). */
-  setUsable(usable: () => boolean): void {
+  /**
+   * Replaces what decides whether the cache may be used now (the change listener's state) and,
+   * with `heardAll`, what a fresh lookup waits for first: every change committed before it heard.
+   */
+  setUsable(usable: () => boolean, heardAll?: () => Promise<boolean>): void {
     this.usable = usable;
+    this.heardAll = heardAll ?? null;
     this.changed();
   }
 
   /**
    * The cached value of `key` in `kind`, or what `load` reads (kept when found and nothing
-   * changed meanwhile). Values are shared: callers must not modify them.
+   * changed meanwhile). Values are shared: callers must not modify them. `fresh`: as committed
+   * before the call, by any process (a change committed elsewhere may still be on its way here:
+   * heard first, where there is a listener).
    */
   async get<T extends object>(
     kind: string,
     key: string,
     load: () => Promise<T | undefined>,
+    fresh = false,
   ): Promise<T | undefined> {
     if (!this.usable()) return load();
+    if (fresh && this.heardAll && !((await this.heardAll()) && this.usable())) return load();
     let map = this.maps.get(kind);
     if (!map) {
       map = new Map();
@@ -90,9 +104,10 @@ export function cachedLookup<T extends object>(
   kind: string,
   key: string,
   load: () => Promise<T | undefined>,
+  options: { fresh?: boolean } = {},
 ): Promise<T | undefined> {
   const cache = caches.get(db);
-  return cache ? cache.get(kind, key, load) : load();
+  return cache ? cache.get(kind, key, load, options.fresh === true) : load();
 }
 
 /**
@@ -102,6 +117,9 @@ export function cachedLookup<T extends object>(
 export function lookupsChanged(db: object, kinds?: readonly string[]): void {
   caches.get(db)?.changed(kinds);
 }
+
+/** How long a lookup waits for the listener's round trip before it reads instead. */
+const SYNC_TIMEOUT_MS = 1_000;
 
 /** The channel the PostgreSQL triggers of migrations 0018 and 0026 notify. */
 export const LOOKUP_CHANNEL = "mainline_lookups";
@@ -126,13 +144,16 @@ export interface ChangeListenerOptions {
   retryMs?: number;
   /** How often the connection is checked (default 5 s): a silent loss disables the cache. */
   heartbeatMs?: number;
+  /** How long a lookup waits for `sync` at most before it reads instead (default 1 s). */
+  syncTimeoutMs?: number;
   onError?: (error: Error) => void;
 }
 
 /**
  * PostgreSQL: a connection of its own that LISTENs for the triggers' announcements. The cache is
  * usable only while it listens; every (re)start of listening starts from an empty cache, since
- * announcements made while nobody listened are lost.
+ * announcements made while nobody listened are lost. A fresh lookup first waits for `sync`, so
+ * that an announcement still on its way when the lookup began is heard before the cache answers.
  */
 export class ChangeListener {
   private client: pg.Client | null = null;
@@ -140,12 +161,40 @@ export class ChangeListener {
   private stopped = false;
   private retry: NodeJS.Timeout | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
+  /** The round trip of `sync` under way, and the next one, shared by the calls made meanwhile. */
+  private syncing: Promise<boolean> | null = null;
+  private nextSync: Promise<boolean> | null = null;
 
   constructor(
     private readonly cache: LookupCache,
     private readonly options: ChangeListenerOptions,
   ) {
-    cache.setUsable(() => this.listening);
+    cache.setUsable(
+      () => this.listening,
+      () => this.sync(),
+    );
+  }
+
+  /**
+   * Resolves true once every change committed before the call has been heard, false when not
+   * listening or the listening connection did not answer in time. One round trip on that
+   * connection: PostgreSQL sends a session the notifications committed before its query ahead of
+   * the query's answer (a notification is announced to the listening session at the writer's
+   * commit, before the writer's answer). Calls made while a round trip is under way share the
+   * next one, since the one under way may have left before their write was committed.
+   */
+  sync(): Promise<boolean> {
+    if (!this.syncing) {
+      this.syncing = this.roundTrip().finally(() => {
+        this.syncing = null;
+      });
+      return this.syncing;
+    }
+    this.nextSync ??= this.syncing.then(() => {
+      this.nextSync = null;
+      return this.sync();
+    });
+    return this.nextSync;
   }
 
   /** Resolves once listening, or after the first attempt failed (it keeps trying). */
@@ -209,6 +258,24 @@ export class ChangeListener {
       this.check(client);
     }, this.options.heartbeatMs ?? 5000);
     this.heartbeat.unref();
+  }
+
+  /** `select 1` on the listening connection: true when it answered in time, still listening. */
+  private async roundTrip(): Promise<boolean> {
+    const client = this.client;
+    if (!client || !this.listening) return false;
+    let timer: NodeJS.Timeout | undefined;
+    const answered = await Promise.race([
+      client.query("select 1").then(
+        () => true,
+        () => false,
+      ),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(resolve, this.options.syncTimeoutMs ?? SYNC_TIMEOUT_MS, false);
+      }),
+    ]);
+    clearTimeout(timer);
+    return answered && this.isCurrent(client) && this.listening;
   }
 
   private check(client: pg.Client): void {

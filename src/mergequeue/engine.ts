@@ -189,22 +189,11 @@ export class MergeQueueEngine {
   /**
    * Stores a submission and returns once it is durable, without waiting for the driver: the
    * caller has checked it already (the queue and the pull request exist, the pull request is
-   * open). The driver applies it at its next step; until then a read of the pull request in this
-   * process waits for it (`settled`), so that a client reads what it wrote.
+   * open). The driver applies it at its next step; until then reads, in any process, show it
+   * from the inbox (`PullRequestService`), so that a client reads what it wrote without waiting.
    */
   accept(queueId: string, command: AcceptedCommand): Promise<void> {
     return this.inbox.accept(queueId, command);
-  }
-
-  /**
-   * Resolves once the commands of a pull request acknowledged by `accept` in this process have
-   * been applied (at once when there are none), or after `commandTimeoutMs` at most; at once too
-   * while the queue's host does not answer (they wait for it, and the read shows what is applied).
-   */
-  async settled(queueId: string, prNumber: number): Promise<void> {
-    if (!this.inbox.awaiting(queueId, prNumber)) return;
-    if (this.troubles.has(queueId) || (await this.deps.runtime.hostTrouble(queueId))) return;
-    await this.inbox.settled(queueId, prNumber);
   }
 
   /** What the queue's driver last found of its host: null while it answers. */
@@ -394,7 +383,6 @@ export class MergeQueueEngine {
     this.forgetTrouble(queueId);
     this.troubles.set(queueId, { trouble, host, retry: null });
     this.scheduleRetry(queueId, trouble);
-    this.inbox.release(queueId);
     const fields = { queueId, host, retryInMs: trouble.retryAt - trouble.since };
     if (!previous) {
       const message = `merge queue ${queueId}: ${host} does not answer (${trouble.message}); the queue waits for it, trying again with a backoff of up to a minute`;

@@ -2,7 +2,8 @@
  * The pull-request operations of the merge queue (Trunk's API): submit, cancel, restart, impacted
  * targets, reads of entries and test runs, and the queues' Prometheus metrics. Changes go to the
  * queue's engine as commands (its driver is the queue's only writer); reads come from the records
- * the engine keeps.
+ * the engine keeps, with the commands acknowledged and not yet applied laid over them
+ * (`acknowledged.ts`), so that a read never waits for the driver and shows every acknowledged write.
  */
 import type { Clock } from "../lib/clock.js";
 import { ApiError } from "../lib/errors.js";
@@ -54,6 +55,18 @@ import type {
   TransitionRecord,
 } from "./records.js";
 import { waitsOf } from "./waiting.js";
+import {
+  ACKNOWLEDGED_READ_LIMIT,
+  nothingAcknowledged,
+  acknowledgedCommands,
+  acknowledgedTransition,
+  activeWithAcknowledged,
+  isAcknowledgedOnly,
+  pageWithAcknowledged,
+  withAcknowledged,
+  withKeptTargets,
+  type Acknowledged,
+} from "./acknowledged.js";
 
 /** Hands a command to the queue's engine and answers once its driver has applied it. */
 export interface CommandBus {
@@ -61,17 +74,13 @@ export interface CommandBus {
   /**
    * Stores a command the driver never refuses (a submission already checked by the caller,
    * impacted targets) and returns once it is durable; the driver applies it later, when the
-   * queue's host answers. Without it, such commands wait for the driver (`execute`).
+   * queue's host answers; reads show it meanwhile (`acknowledged.ts`). Without it, such commands
+   * wait for the driver (`execute`).
    */
   accept?(
     queueId: string,
     command: Extract<QueueCommand, { type: "submit" } | { type: "set_impacted_targets" }>,
   ): Promise<void>;
-  /**
-   * Resolves once the accepted commands of a pull request have been applied (at once while the
-   * queue's host does not answer: they wait for it).
-   */
-  settled?(queueId: string, prNumber: number): Promise<void>;
   /**
    * The answer a command gets while the queue's git host does not answer (as its driver last
    * found), or null while it does: lets a submission be refused before the host is asked.
@@ -312,6 +321,7 @@ export interface PullRequestServiceDeps {
     | "loadSnapshot"
     | "sharedSnapshot"
     | "hostTrouble"
+    | "pendingCommands"
   >;
   commands: CommandBus;
   clock: Clock;
@@ -468,11 +478,14 @@ export class PullRequestService implements QueueContents {
     includeTimeline: boolean,
   ): Promise<PullRequestView> {
     const queue = await this.require(principal, address);
-    if ("number" in pr) await this.deps.commands.settled?.(queue.id, pr.number);
-    const entry =
+    const acknowledged = await this.acknowledgedForViews(queue);
+    const recorded =
       "number" in pr
         ? await this.deps.runtime.latestEntry(queue.id, pr.number)
         : await this.deps.runtime.latestEntryByBranch(queue.id, pr.branch);
+    const number = "number" in pr ? pr.number : recorded?.prNumber;
+    const entry =
+      number === undefined ? undefined : withAcknowledged(recorded, number, acknowledged);
     if (!entry) {
       const which =
         "number" in pr ? `Pull request #${pr.number}` : `No pull request from branch ${pr.branch}`;
@@ -482,7 +495,7 @@ export class PullRequestService implements QueueContents {
         `${which} ${never} submitted to the merge queue for ${describeQueue(address)}.`,
       );
     }
-    return this.view(entry, includeTimeline);
+    return this.view(entry, includeTimeline, acknowledged);
   }
 
   /** Several PRs at once; those never submitted are listed in `notFound`. */
@@ -494,16 +507,15 @@ export class PullRequestService implements QueueContents {
   ): Promise<{ pullRequests: PullRequestView[]; notFound: { number: number }[] }> {
     const queue = await this.require(principal, address);
     const unique = [...new Set(numbers)];
-    await Promise.all(
-      unique.map((number) => this.deps.commands.settled?.(queue.id, number) ?? Promise.resolve()),
-    );
+    const acknowledged = await this.acknowledgedForViews(queue);
+    const latest = (number: number) => this.deps.runtime.latestEntry(queue.id, number);
     const entries = await Promise.all(
-      unique.map((number) => this.deps.runtime.latestEntry(queue.id, number)),
+      unique.map(async (number) => withAcknowledged(await latest(number), number, acknowledged)),
     );
     const pullRequests: PullRequestView[] = [];
     const notFound: { number: number }[] = [];
     for (const [i, entry] of entries.entries()) {
-      if (entry) pullRequests.push(await this.view(entry, includeTimeline));
+      if (entry) pullRequests.push(await this.view(entry, includeTimeline, acknowledged));
       else notFound.push({ number: unique[i] as number });
     }
     return { pullRequests, notFound };
@@ -534,7 +546,16 @@ export class PullRequestService implements QueueContents {
     if (query.state !== undefined) listQuery.state = query.state;
     if (query.since !== undefined) listQuery.concludedSince = query.since;
     if (afterSeq !== undefined) listQuery.afterSeq = afterSeq;
-    const rows = await this.deps.runtime.listEntries(queue.id, listQuery);
+    const acknowledged = await this.acknowledged(queue);
+    // Read before the page: a submission applied meanwhile is then on the page, and shown once.
+    const active =
+      acknowledged.submissions.size === 0 ? [] : await this.deps.runtime.activeSummaries(queue.id);
+    const recorded = await this.deps.runtime.listEntries(queue.id, listQuery);
+    const held = new Set(active.map((entry) => entry.prNumber));
+    const rows =
+      recorded.length > take
+        ? recorded
+        : pageWithAcknowledged(recorded, acknowledged, held, listQuery);
     const page = rows.slice(0, take);
     const last = page[page.length - 1];
     return {
@@ -616,7 +637,9 @@ export class PullRequestService implements QueueContents {
 
   /** getQueue's enqueuedPullRequests: the entries that have not concluded, in queue order. */
   async enqueued(queueId: string): Promise<EnqueuedPullRequest[]> {
-    const entries = queueOrder(await this.deps.runtime.activeSummaries(queueId));
+    const acknowledged = await this.acknowledged({ id: queueId });
+    const active = await this.deps.runtime.activeSummaries(queueId);
+    const entries = queueOrder(activeWithAcknowledged(active, acknowledged));
     return this.withWaits(queueId, entries.map(toEnqueuedPullRequest));
   }
 
@@ -640,7 +663,11 @@ export class PullRequestService implements QueueContents {
     );
   }
 
-  private async view(entry: EntryRecord, includeTimeline: boolean): Promise<PullRequestView> {
+  private async view(
+    entry: EntryRecord,
+    includeTimeline: boolean,
+    acknowledged: Acknowledged,
+  ): Promise<PullRequestView> {
     const { readiness } = entry;
     const view: PullRequestView = {
       ...toEnqueuedPullRequest(entry),
@@ -661,6 +688,10 @@ export class PullRequestService implements QueueContents {
     if (includeTimeline) {
       // Every submission of the pull request, not only the last one.
       const history = await this.deps.runtime.pullRequestTransitions(entry.queueId, entry.prNumber);
+      const submission = acknowledged.submissions.get(entry.prNumber);
+      if (isAcknowledgedOnly(entry) && submission) {
+        history.push(acknowledgedTransition(entry, submission.actor));
+      }
       view.timeline = history.map(toTimelineItem);
     }
     return view;
@@ -674,12 +705,15 @@ export class PullRequestService implements QueueContents {
    */
   async activity(queue: MergeQueueRecord, repo?: OwnedRepoRef): Promise<QueueActivity> {
     const batching = queue.configuration.batch;
+    const acknowledged = await this.acknowledged(queue);
     const [summaries, read, hostTrouble] = await Promise.all([
       this.deps.runtime.activeSummaries(queue.id),
       batching ? this.snapshot(queue.id) : Promise.resolve(undefined),
       this.deps.runtime.hostTrouble(queue.id),
     ]);
-    const enqueued = queueOrder(summaries).map(toEnqueuedPullRequest);
+    const enqueued = queueOrder(activeWithAcknowledged(summaries, acknowledged)).map(
+      toEnqueuedPullRequest,
+    );
     const snapshot = batching || !enqueued.some(mayWait) ? read : await this.snapshot(queue.id);
     addWaits(enqueued, snapshot);
     return {
@@ -726,6 +760,21 @@ export class PullRequestService implements QueueContents {
   private async snapshot(queueId: string): Promise<QueueSnapshot | undefined> {
     const stored = await this.deps.runtime.sharedSnapshot(queueId);
     return stored === undefined ? undefined : upgradeSnapshot(stored);
+  }
+
+  /** The commands acknowledged and not applied: read before the records (none without `accept`). */
+  private async acknowledged(queue: { id: string } & Partial<MergeQueueRecord>) {
+    if (!this.deps.commands.accept) return nothingAcknowledged(queue.id);
+    const pending = await this.deps.runtime.pendingCommands(queue.id, ACKNOWLEDGED_READ_LIMIT);
+    const requiresImpactedTargets = queue.configuration?.mode === "parallel";
+    return acknowledgedCommands({ queueId: queue.id, requiresImpactedTargets }, pending);
+  }
+
+  /** For a pull request's view: with the targets kept for those not yet submitted, too. */
+  private async acknowledgedForViews(queue: MergeQueueRecord): Promise<Acknowledged> {
+    const acknowledged = await this.acknowledged(queue);
+    if (acknowledged.submissions.size === 0) return acknowledged;
+    return withKeptTargets(acknowledged, (await this.snapshot(queue.id))?.uploadedTargets);
   }
 
   private async execute(queue: MergeQueueRecord, command: QueueCommand): Promise<void> {

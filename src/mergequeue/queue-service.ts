@@ -165,7 +165,8 @@ export class MergeQueueService {
     principal: Principal,
     address: QueueAddress,
   ): Promise<{ queue: MergeQueueRecord } & QueueActivity> {
-    const queue = await this.require(principal, address);
+    // Its settings as last written, through any process: a pause is read back at once.
+    const queue = await requireQueue(this.deps.queues, principal, address, { fresh: true });
     const repo = { organizationId: principal.organizationId, ...address.repo };
     return { queue, ...(await this.deps.contents.activity(queue, repo)) };
   }
@@ -232,8 +233,10 @@ export async function requireQueue(
   queues: Pick<MergeQueueRecords, "find">,
   principal: Principal,
   address: QueueAddress,
+  options?: { fresh: boolean },
 ): Promise<MergeQueueRecord> {
-  const queue = await queues.find(principal.organizationId, address.repo, address.targetBranch);
+  const { organizationId } = principal;
+  const queue = await queues.find(organizationId, address.repo, address.targetBranch, options);
   if (!queue) throw new ApiError("not_found", `No merge queue for ${describeQueue(address)}.`);
   return queue;
 }

@@ -42,11 +42,15 @@ export interface MergeQueueRecord {
  * repository and target branch.
  */
 export interface MergeQueueRecords {
-  /** The queue of `targetBranch` in an organization's repository. */
+  /**
+   * The queue of `targetBranch` in an organization's repository. `fresh`: as committed now, also
+   * by other processes (a cached record may not have heard of another process's change yet).
+   */
   find(
     organizationId: string,
     repo: RepoRef,
     targetBranch: string,
+    options?: { fresh?: boolean },
   ): Promise<MergeQueueRecord | undefined>;
   /** Every queue of an organization, or of one of its repositories, by repository and branch. */
   listForOrganization(organizationId: string, repo?: RepoRef): Promise<QueueListing[]>;

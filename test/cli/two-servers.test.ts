@@ -1,14 +1,19 @@
-import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
-import { runCli, startServer, stopAllProcesses, type RunningServer } from "../helpers/process.js";
+import {
+  runCli,
+  startServer,
+  stopAllProcesses,
+  withBootstrapToken,
+  type RunningServer,
+} from "../helpers/process.js";
 import { post, whoami } from "./support.js";
 
 /**
  * Two `mainline serve` processes on one PostgreSQL database, each caching tokens, repositories and
  * queues (ADR 0017): what one process (or `mainline token revoke`) changes, the other sees on its
- * very next request — no waiting, no retry. (SQLite is served by one process: a second is
- * refused, test/cli/serve.test.ts.)
+ * very next request — no waiting, no retry, however often. (SQLite is served by one process: a
+ * second is refused, test/cli/serve.test.ts.)
  */
 
 const servers: RunningServer[] = [];
@@ -23,6 +28,27 @@ afterAll(stopAllProcesses);
 const REPO = { host: "local", owner: "acme", name: "app" };
 const QUEUE = { repo: REPO, targetBranch: "main" };
 
+/**
+ * A new database, two servers on it with the organization `acme` and its token `bootstrap`, and
+ * a queue created through the first; `env` opens the database (for the CLI).
+ */
+async function twoServersWithAQueue(): Promise<{
+  a: RunningServer;
+  b: RunningServer;
+  bootstrap: string;
+  env: Record<string, string>;
+}> {
+  database = await createTestDatabase();
+  const { env, token: bootstrap } = withBootstrapToken(database.env);
+  const a = await startServer(env);
+  servers.push(a);
+  const b = await startServer(env);
+  servers.push(b);
+  expect((await post(a.url, "local/createRepository", { repo: REPO }, bootstrap)).status).toBe(200);
+  expect((await post(a.url, "createQueue", QUEUE, bootstrap)).status).toBe(200);
+  return { a, b, bootstrap, env: database.env };
+}
+
 async function queueState(url: string, token: string): Promise<unknown> {
   const answer = await post(url, "getQueue", QUEUE, token);
   expect(answer.status).toBe(200);
@@ -31,23 +57,7 @@ async function queueState(url: string, token: string): Promise<unknown> {
 
 describe("two servers on one PostgreSQL database", () => {
   it("a token revoked by the CLI, and a queue paused through one server, take effect on both at once", async () => {
-    database = await createTestDatabase();
-    const { env } = database;
-    const bootstrap = randomBytes(32).toString("hex");
-    const serverEnv = {
-      ...env,
-      MAINLINE_BOOTSTRAP_ORG: "acme",
-      MAINLINE_BOOTSTRAP_TOKEN: bootstrap,
-    };
-    const a = await startServer(serverEnv);
-    servers.push(a);
-    const b = await startServer(serverEnv);
-    servers.push(b);
-
-    expect((await post(a.url, "local/createRepository", { repo: REPO }, bootstrap)).status).toBe(
-      200,
-    );
-    expect((await post(a.url, "createQueue", QUEUE, bootstrap)).status).toBe(200);
+    const { a, b, bootstrap, env } = await twoServersWithAQueue();
     // Both servers have the queue cached now (read twice each).
     for (const server of [a, b, a, b])
       expect(await queueState(server.url, bootstrap)).toBe("running");
@@ -75,5 +85,19 @@ describe("two servers on one PostgreSQL database", () => {
     // The other token is untouched.
     expect(await whoami(a.url, bootstrap)).toBe("acme");
     expect(await whoami(b.url, bootstrap)).toBe("acme");
+  });
+
+  it("a queue paused and resumed through one server, again and again, reads so through the other at once", async () => {
+    const { a, b, bootstrap: token } = await twoServersWithAQueue();
+
+    const stale: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      const state = i % 2 === 0 ? "paused" : "running";
+      const [writer, reader] = i % 4 < 2 ? [a, b] : [b, a];
+      expect((await post(writer.url, "updateQueue", { ...QUEUE, state }, token)).status).toBe(200);
+      const read = await queueState(reader.url, token);
+      if (read !== state) stale.push(`${String(i)}: ${state}, read ${String(read)}`);
+    }
+    expect(stale, "reads through the other server right after updateQueue").toEqual([]);
   });
 });

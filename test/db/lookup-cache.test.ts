@@ -141,6 +141,9 @@ describe(`the lookup cache on ${TEST_DIALECT}`, () => {
       ...current.configuration,
       state: "paused",
     }));
+    // A fresh lookup (getQueue's) first hears what was committed before it, on either database.
+    const fresh = await queues.find(organization.id, ref, "main", { fresh: true });
+    expect(fresh?.configuration.state).toBe("paused");
     await seenByThisProcess(
       async () =>
         (await queues.find(organization.id, ref, "main"))?.configuration.state === "paused",
@@ -274,6 +277,12 @@ if (TEST_DIALECT === "postgres")
         expect(cache.size()).toBe(0);
         await listener.start();
         expect(listener.isListening).toBe(true);
+        // Calls made together share round trips; each hears what was committed before it.
+        expect(await Promise.all([listener.sync(), listener.sync(), listener.sync()])).toEqual([
+          true,
+          true,
+          true,
+        ]);
         await cache.get("k", "a", () => Promise.resolve({ v: 1 }));
         expect(cache.size()).toBe(1);
 
@@ -292,6 +301,7 @@ if (TEST_DIALECT === "postgres")
           await admin.query("select pg_terminate_backend($1)", [pid]);
           await waitFor(() => !listener.isListening, "the loss noticed", { timeoutMs: 5_000 });
           expect(cache.size()).toBe(0);
+          expect(await listener.sync()).toBe(false);
           expect(await cache.get("k", "a", () => Promise.resolve({ v: 3 }))).toEqual({ v: 3 });
           expect(cache.size()).toBe(0);
           await waitFor(() => listener.isListening, "listening again", { timeoutMs: 10_000 });

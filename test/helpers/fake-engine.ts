@@ -11,6 +11,7 @@ import type {
 import type { DatabaseHandle } from "../../src/db/connection.js";
 import { MergeQueueRuntimeStore } from "../../src/db/stores/merge-queue-runtime.js";
 import type {
+  CommandRecord,
   CommandResult,
   EntryListQuery,
   EntryRecord,
@@ -144,6 +145,11 @@ export class StoredRecords implements RuntimeReads {
   async transitionsSince(queueId: string, since: number): Promise<TransitionRecord[]> {
     await this.write();
     return this.store.transitionsSince(queueId, since);
+  }
+
+  /** The queue's inbox, as stored (a test's commands are recorded, not stored, unless it stores them). */
+  pendingCommands(queueId: string, limit: number): Promise<CommandRecord[]> {
+    return this.store.pendingCommands(queueId, limit);
   }
 }
 

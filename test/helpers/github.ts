@@ -56,9 +56,13 @@ export async function startGitHubServer(
   return server;
 }
 
-/** Waits until the fake's deliveries are answered and the server's inbox has handled them. */
+/**
+ * Waits until the fake's deliveries are answered, the server's inbox has handled them and the
+ * merge queue has applied the commands they made (reads show those before, as acknowledged).
+ */
 export async function settle(world: GitHubWorld, server: TestServer): Promise<void> {
   await world.gh.settleWebhooks();
   await server.services.github?.inbox.idle();
   await server.services.github?.synced();
+  await server.services.engine.idle();
 }

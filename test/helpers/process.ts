@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -262,6 +263,21 @@ export async function startServer(
     },
     exited: spawned.closed,
     stop: (signal = "SIGTERM", graceMs = 10_000) => terminate(spawned, signal, graceMs),
+  };
+}
+
+/**
+ * `env` with the organization `acme` and a new API token of it, which `mainline serve` makes sure
+ * exist at start (`MAINLINE_BOOTSTRAP_ORG`, `MAINLINE_BOOTSTRAP_TOKEN`).
+ */
+export function withBootstrapToken(env: Record<string, string>): {
+  env: Record<string, string>;
+  token: string;
+} {
+  const token = randomBytes(32).toString("hex");
+  return {
+    env: { ...env, MAINLINE_BOOTSTRAP_ORG: "acme", MAINLINE_BOOTSTRAP_TOKEN: token },
+    token,
   };
 }
 

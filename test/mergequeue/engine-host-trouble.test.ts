@@ -173,8 +173,6 @@ describe("the engine when the queue's git host does not answer", () => {
     expect(await pendingCommands()).toContainEqual(
       expect.objectContaining({ type: "set_impacted_targets", prNumber: 3 }),
     );
-    // A read of #3 does not wait for its targets while the host does not answer.
-    expect((await timed(e.settled(queueId, 3))).ms).toBeLessThan(200);
 
     // Two and a half seconds at a 20 ms poll: a few attempts (1 s, then 2 s), not a loop.
     const callsBefore = state.calls;

@@ -175,7 +175,10 @@ export const QueueSettingsResponse = Type.Object(QueueSettingsFields, {
 
 /** Trunk's mergeItem: one submission of a pull request. */
 export const MergeItemFields = {
-  id: Type.String({ description: "Id of this submission (queue entry)." }),
+  id: Type.String({
+    description:
+      'Id of this submission (queue entry); `""` while the queue has not applied it yet (then `prTitle`, `prSha`, `prBaseBranch` and `prAuthor` are `""` too: the queue has not read the pull request from its host).',
+  }),
   state: OutputEnum(PR_STATES, "Queue state of the pull request."),
   stateChangedAt: Type.String({ format: "date-time", description: "When `state` last changed." }),
   priorityValue: Type.Integer({ description: "0 (most urgent) to 255." }),

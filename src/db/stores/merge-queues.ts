@@ -163,11 +163,16 @@ export class MergeQueueStore implements MergeQueueRecords {
     );
   }
 
-  /** The queue of `targetBranch` in an organization's repository: cached. */
+  /**
+   * The queue of `targetBranch` in an organization's repository: cached. `fresh`: as committed
+   * before the call by any process (on PostgreSQL the cache first hears the announcements
+   * committed before it, ADR 0017; SQLite's cache sees another process's change at once).
+   */
   async find(
     organizationId: string,
     repo: RepoRef,
     targetBranch: string,
+    options: { fresh?: boolean } = {},
   ): Promise<MergeQueueRecord | undefined> {
     const lookupKey = repositoryLookupKey(repo);
     const row = await cachedLookup(
@@ -175,6 +180,7 @@ export class MergeQueueStore implements MergeQueueRecords {
       "mergeQueue",
       `${organizationId}\u0000${lookupKey}\u0000${targetBranch}`,
       async () => (await this.queueByAddress(organizationId, lookupKey, targetBranch))[0],
+      options,
     );
     // A record of its own each time: callers may change theirs.
     return row && toRecord(row);

@@ -56,34 +56,12 @@ interface Incoming {
   answer: ((result: CommandResult) => void) | null;
 }
 
-/**
- * How long a read of a pull request waits for its accepted impacted targets at most: they are
- * usually applied in milliseconds, but a read must not hang on a host that is slow to fail.
- */
-const TARGETS_READ_WAIT_MS = 1_000;
-
 /** At most this many commands in one inbox transaction. */
 const INBOX_BATCH = 200;
 
 export class CommandInbox {
   /** Callers of `execute` waiting in this process, by command id: answered at the commit. */
   private readonly waiters = new Map<number, (result: CommandResult) => void>();
-  /**
-   * Submissions acknowledged by `accept` and not yet applied by a step of this process, by queue
-   * and pull request: a read of that pull request waits for them (`settled`).
-   */
-  private readonly accepted = new Map<
-    string,
-    {
-      id: number;
-      answered: Promise<CommandResult>;
-      since: number;
-      /** How long a read waits for it at most. */
-      limitMs: number;
-      /** Ends a wait for it (`release`): the queue's host does not answer. */
-      release: () => void;
-    }
-  >();
   /**
    * Answers a step of this process gave while commands were being stored, to commands with no
    * waiter yet: a step can read a command once it is committed, before the store has handed its
@@ -130,70 +108,11 @@ export class CommandInbox {
   }
 
   /**
-   * Stores a command and returns once it is durable, without waiting for the driver; until a
-   * step of this process applied it, a read of the pull request waits for it (`settled`).
+   * Stores a command and returns once it is durable, without waiting for the driver: reads show
+   * it until the driver has applied it (they look at the queue's pending commands).
    */
   async accept(queueId: string, command: AcceptedCommand): Promise<void> {
-    let answer!: (result: CommandResult) => void;
-    const answered = new Promise<CommandResult>((resolve) => {
-      answer = resolve;
-    });
-    const key = acceptedKey(queueId, command.prNumber);
-    const id = await this.store(queueId, { ...command, acknowledged: true }, (result) => {
-      if (this.accepted.get(key)?.id === id) this.accepted.delete(key);
-      answer(result);
-    });
-    // Forget what another process applied and nobody read (no answer reaches this one then).
-    const now = Date.now();
-    for (const [other, pending] of this.accepted) {
-      if (now - pending.since > this.options.commandTimeoutMs) {
-        this.accepted.delete(other);
-        this.waiters.delete(pending.id);
-      }
-    }
-    this.accepted.set(key, {
-      id,
-      answered,
-      since: now,
-      limitMs:
-        command.type === "submit"
-          ? this.options.commandTimeoutMs
-          : Math.min(TARGETS_READ_WAIT_MS, this.options.commandTimeoutMs),
-      release: () => {
-        answer({ ok: true });
-      },
-    });
-  }
-
-  /** Whether a read of the pull request would wait for commands accepted in this process. */
-  awaiting(queueId: string, prNumber: number): boolean {
-    return this.accepted.has(acceptedKey(queueId, prNumber));
-  }
-
-  /**
-   * Ends the waits of reads for the queue's accepted commands (its host does not answer: they
-   * stay stored, to be applied when it does); later reads do not wait for them either.
-   */
-  release(queueId: string): void {
-    for (const [key, pending] of this.accepted) {
-      if (!key.startsWith(`${queueId}#`)) continue;
-      this.accepted.delete(key);
-      pending.release();
-    }
-  }
-
-  /**
-   * Resolves once the commands of a pull request acknowledged by `accept` in this process have
-   * been applied (at once when there are none), or after `commandTimeoutMs` at most (a second
-   * for impacted targets).
-   */
-  async settled(queueId: string, prNumber: number): Promise<void> {
-    const key = acceptedKey(queueId, prNumber);
-    const pending = this.accepted.get(key);
-    if (!pending) return;
-    const left = pending.since + pending.limitMs - Date.now();
-    if (left > 0) await this.waitForAnswer(queueId, pending.id, pending.answered, left);
-    if (this.accepted.get(key)?.id === pending.id) this.accepted.delete(key);
+    await this.store(queueId, { ...command, acknowledged: true }, null);
   }
 
   /** Stores a command nobody waits on (a change on the git host, a CI result); answers its id. */
@@ -286,5 +205,3 @@ export class CommandInbox {
     }
   }
 }
-
-const acceptedKey = (queueId: string, prNumber: number) => `${queueId}#${String(prNumber)}`;
