@@ -165,6 +165,8 @@ describe("recorded payloads of GitHub's webhooks", () => {
                   type: "branch_moved",
                   repo,
                   branch: ref.slice("refs/heads/".length),
+                  // Where the push says the branch went: GitHub's recorded `after`.
+                  headSha: (payload as { after?: string }).after,
                   pullRequests: [],
                 },
               ]
