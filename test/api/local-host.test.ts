@@ -448,7 +448,9 @@ describe("the queue and the built-in CI on the local git host", () => {
       toState: "not_ready",
       detail: "conflicts with main: NOTES.md",
     });
-    // Rebased onto main (the conflict resolved): it goes on, and merges.
+    // Rebased onto main (the conflict resolved): it goes on, and merges. The ref watcher notices
+    // pushes from its first poll (each second) after the queue exists.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
     await git(project.dir, "checkout", "--quiet", "-B", "a", "main");
     await git(project.dir, "commit", "--quiet", "--allow-empty", "-m", "Rebased");
     await git(project.dir, "push", "--quiet", "--force", project.remote, "a");
