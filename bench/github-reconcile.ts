@@ -30,6 +30,7 @@ import { createServices, openMigratedDatabase } from "../src/app.js";
 import { loadGitHubConfig } from "../src/config.js";
 import { MergeQueueStore } from "../src/db/stores/merge-queues.js";
 import { initialConfiguration } from "../src/mergequeue/settings.js";
+import { gitHubAppEnv } from "../test/helpers/fake-github/app-env.js";
 import type { FakeRequest, FakeSetup } from "./support/fake-github-process.js";
 import { integerFromEnv, listFromEnv } from "./support/env.js";
 import {
@@ -98,13 +99,7 @@ async function benchReconcile(setup: FakeSetup, database: string, databaseUrl?: 
     { url: databaseUrl ?? path.join(dataDir, "mainline.db"), dataDir },
     { info: () => undefined, error: (m: string) => process.stderr.write(`${m}\n`) },
   );
-  const config = loadGitHubConfig({
-    MAINLINE_GITHUB_APP_ID: String(setup.app.id),
-    MAINLINE_GITHUB_PRIVATE_KEY: setup.app.privateKey,
-    MAINLINE_GITHUB_WEBHOOK_SECRET: setup.app.webhookSecret,
-    MAINLINE_GITHUB_API_URL: setup.url,
-    MAINLINE_GITHUB_HOST: "github.com",
-  });
+  const config = loadGitHubConfig(gitHubAppEnv(setup.url, setup.app));
   if (!config) throw new Error("no GitHub configuration");
   const services = createServices(handle, {
     dataDir,
@@ -303,13 +298,7 @@ async function benchWebhooks(setup: FakeSetup, database: string, databaseUrl?: s
       ...(CPU_PROFILE
         ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${path.resolve(CPU_PROFILE)}`] }
         : {}),
-      env: {
-        MAINLINE_GITHUB_APP_ID: String(setup.app.id),
-        MAINLINE_GITHUB_PRIVATE_KEY: setup.app.privateKey,
-        MAINLINE_GITHUB_WEBHOOK_SECRET: setup.app.webhookSecret,
-        MAINLINE_GITHUB_API_URL: setup.url,
-        MAINLINE_GITHUB_HOST: "github.com",
-      },
+      env: gitHubAppEnv(setup.url, setup.app),
     });
     try {
       const prefix = `bench-${database}-${process.pid}`;

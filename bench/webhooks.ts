@@ -23,6 +23,7 @@ import os from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
 import { FakeGitHub } from "../test/helpers/fake-github/index.js";
+import { gitHubAppEnv } from "../test/helpers/fake-github/app-env.js";
 import { ROOT, showServerOutput, startServer, withThrowawayPostgres } from "./support/server.js";
 
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "webhooks.json");
@@ -107,13 +108,7 @@ async function benchDatabase(database: "sqlite" | "postgresql", databaseUrl?: st
       token,
       dataDir,
       databaseUrl,
-      env: {
-        MAINLINE_GITHUB_APP_ID: String(app.id),
-        MAINLINE_GITHUB_PRIVATE_KEY: app.privateKey,
-        MAINLINE_GITHUB_WEBHOOK_SECRET: app.webhookSecret,
-        MAINLINE_GITHUB_API_URL: gh.url,
-        MAINLINE_GITHUB_HOST: "github.com",
-      },
+      env: gitHubAppEnv(gh.url, app),
     });
     let sequence = 0;
     const webhook: autocannon.Options = {

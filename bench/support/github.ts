@@ -4,6 +4,7 @@
  * a `mainline serve` with the App configured against the fake, installed, linked and given a queue.
  */
 import type { FakeGitHub } from "../../test/helpers/fake-github/index.js";
+import { gitHubAppEnv } from "../../test/helpers/fake-github/app-env.js";
 import { Api } from "./api.js";
 import { startServer, type RunningServer } from "./server.js";
 
@@ -65,13 +66,7 @@ export async function startLinkedServer(options: {
     token,
     dataDir: options.dataDir,
     ...(options.builtEntry === undefined ? {} : { builtEntry: options.builtEntry }),
-    env: {
-      MAINLINE_GITHUB_APP_ID: String(app.id),
-      MAINLINE_GITHUB_PRIVATE_KEY: app.privateKey,
-      MAINLINE_GITHUB_WEBHOOK_SECRET: app.webhookSecret,
-      MAINLINE_GITHUB_API_URL: gh.url,
-      MAINLINE_GITHUB_HOST: "github.com",
-    },
+    env: gitHubAppEnv(gh.url, app),
   });
   try {
     gh.setWebhookUrls(app.id, [`${server.baseUrl}/webhooks/github`]);

@@ -4,6 +4,7 @@
  * and a server (in-process or a real process) that GitHub delivers the App's webhooks to.
  */
 import { loadGitHubConfig, type GitHubAppConfig } from "../../src/config.js";
+import { gitHubAppEnv } from "./fake-github/app-env.js";
 import { FakeGitHub, type CreatedApp } from "./fake-github/index.js";
 import { startTestServer, type TestServer } from "./server.js";
 import type { ServiceOptions } from "../../src/app.js";
@@ -23,12 +24,7 @@ export async function startGitHubWorld(
   const gh = await FakeGitHub.start({ seed: 7, ...options });
   const app = gh.createApp({ slug: "mainline" });
   const env = {
-    MAINLINE_GITHUB_APP_ID: String(app.id),
-    MAINLINE_GITHUB_PRIVATE_KEY: app.privateKey,
-    MAINLINE_GITHUB_WEBHOOK_SECRET: app.webhookSecret,
-    MAINLINE_GITHUB_API_URL: gh.url,
-    // The fake answers at 127.0.0.1; its repositories are github.com's.
-    MAINLINE_GITHUB_HOST: "github.com",
+    ...gitHubAppEnv(gh.url, app),
     // GitHub's one write a second is a courtesy to GitHub; the fake needs none.
     MAINLINE_GITHUB_WRITE_INTERVAL_MS: "0",
   };
