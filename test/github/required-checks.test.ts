@@ -172,7 +172,13 @@ describe("reading them from GitHub", () => {
     gh.createUser("rc-admin");
     gh.addOrgMember("acme-rc", "rc-admin", "admin");
     const access: GitHubRepositoryAccess = { ...where, installationId, githubId: 0, client };
-    const sources = new GitHubRequiredSources({ now: () => Date.now() });
+    const host = server.services.github?.gitHost;
+    if (!host) throw new Error("no GitHub");
+    // The protection's checks as the git host keeps them (its readiness reads them too).
+    const sources = new GitHubRequiredSources({
+      now: () => Date.now(),
+      branchChecks: (on, branch) => host.requiredChecks(on, branch),
+    });
     const trunk = (names: string) => `merge:\n  required_statuses: [${names}]\n`;
     const file = ".trunk/trunk.yaml";
     await gh.commit(REPO, { branch: "main", files: { [file]: trunk("a") }, by: "rc-admin" });
@@ -218,7 +224,7 @@ describe("reading them from GitHub", () => {
     expect(await sources.requiredChecks(access, "main")).toEqual([]);
     gh.protectBranch(REPO, "main", { requiredStatusChecks: { contexts: ["lint"] } });
     expect(await sources.requiredChecks(access, "main")).toEqual([]);
-    sources.forgetProtection(where);
+    host.forgetRequirements(where);
     expect(await sources.requiredChecks(access, "main")).toEqual([
       { context: "lint", appId: null },
     ]);

@@ -80,8 +80,11 @@ export interface GitHubCiDeps {
   requiredSourcesTtlMs?: number;
   /** What a tested commit changes from its base, when its assembly here told it. */
   assembledChanges?: (sha: string) => Set<string> | undefined;
-  /** The target branch's required checks as the git host keeps them (else read here). */
-  branchChecks?: (access: GitHubRepositoryAccess, branch: string) => Promise<RequiredCheck[]>;
+  /**
+   * The target branch's required checks as the git host keeps them (its readiness reads the
+   * protection and rulesets too, and forgets them on their webhooks).
+   */
+  branchChecks: (access: GitHubRepositoryAccess, branch: string) => Promise<RequiredCheck[]>;
   /**
    * The lease that lets one process at a time run the poll loop (processes sharing a database);
    * without it every process polls.
@@ -127,14 +130,6 @@ export class GitHubCi implements CiProvider {
       assembledChanges: deps.assembledChanges,
       branchChecks: deps.branchChecks,
     });
-  }
-
-  /**
-   * A `branch_protection_rule` or `repository_ruleset` webhook: the repository's required checks
-   * are read again (undefined: an organization's ruleset, every repository's).
-   */
-  protectionChanged(repo: { owner: string; name: string } | undefined): void {
-    this.sources.forgetProtection(repo);
   }
 
   /** A `push`: a kept `.mainline.yml` or `.trunk/trunk.yaml` of the branch it touched is read again. */
@@ -598,12 +593,7 @@ export function registerCiHandlers(
   handlers: WebhookHandlers,
   ci: Pick<
     GitHubCi,
-    | "commitChanged"
-    | "checkRunCompleted"
-    | "statusConcluded"
-    | "statusPending"
-    | "protectionChanged"
-    | "pushed"
+    "commitChanged" | "checkRunCompleted" | "statusConcluded" | "statusPending" | "pushed"
   >,
 ): void {
   handlers.forOrganization("check_run.completed", async (delivery) => {
@@ -635,14 +625,6 @@ export function registerCiHandlers(
       state: delivery.payload.state,
       targetUrl: delivery.payload.target_url,
     });
-  });
-  // What the required checks are read from changed: read them again at the next run.
-  handlers.forOrganization(["branch_protection_rule", "repository_ruleset"], (delivery) => {
-    const repository = delivery.payload.repository;
-    ci.protectionChanged(
-      repository ? { owner: repository.owner.login, name: repository.name } : undefined,
-    );
-    return Promise.resolve();
   });
   handlers.forOrganization("push", (delivery) => {
     const { payload } = delivery;

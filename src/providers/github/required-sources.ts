@@ -1,16 +1,16 @@
 /**
  * Where a run's required checks come from, read from GitHub once and kept: the target branch's
- * `.mainline.yml` and `.trunk/trunk.yaml` and its protection and rulesets change rarely, so each
- * read serves every run until an event says it changed (a `push` to the target branch that touches
- * the file; a `branch_protection_rule` or `repository_ruleset` webhook), or for the TTL at most (a
- * lost webhook). A run's file is the one of its tested commit: the kept one (the target branch's)
+ * `.mainline.yml` and `.trunk/trunk.yaml` change rarely, so each read serves every run until a
+ * `push` to the target branch touches the file, or for the TTL at most (a lost webhook); its
+ * protection and rulesets are the git host's kept read (`branchChecks`), forgotten on their
+ * webhooks. A run's file is the one of its tested commit: the kept one (the target branch's)
  * serves only when one compare of the target branch with the tested commit shows that the run's
  * pull requests leave the file alone; otherwise the file is read at the tested commit.
  */
 import { SECOND_MS } from "../../lib/time.js";
 import { statusOf } from "./conditional.js";
 import type { GitHubRepositoryAccess } from "./repositories.js";
-import { readRequiredChecks, type RequiredCheck } from "./required-checks.js";
+import type { RequiredCheck } from "./required-checks.js";
 import { BoundedMap } from "./token-cache.js";
 
 /** How long a kept read serves at most (events forget it sooner). */
@@ -36,7 +36,6 @@ export interface PushFacts {
 const PUSH_COMMITS_LISTED = 20;
 
 export class GitHubRequiredSources {
-  private readonly protection = new BoundedMap<string, Kept<RequiredCheck[]>>(1024);
   /** A target branch's file (undefined: none), per repository, branch and path. */
   private readonly files = new BoundedMap<string, Kept<string | undefined>>(1024);
   /** The files a tested commit changes from its target branch (undefined: too many to tell). */
@@ -56,17 +55,13 @@ export class GitHubRequiredSources {
        * The target branch's required checks as the git host keeps them (its readiness reads
        * protection and rulesets too): one read serves both.
        */
-      branchChecks?:
-        ((access: GitHubRepositoryAccess, branch: string) => Promise<RequiredCheck[]>) | undefined;
+      branchChecks: (access: GitHubRepositoryAccess, branch: string) => Promise<RequiredCheck[]>;
     },
   ) {}
 
   /** The target branch's required checks (protection and active rulesets, unioned). */
   requiredChecks(access: GitHubRepositoryAccess, branch: string): Promise<RequiredCheck[]> {
-    if (this.options.branchChecks) return this.options.branchChecks(access, branch);
-    return this.kept(this.protection, key(access, branch), () =>
-      readRequiredChecks(access.client, access, branch),
-    );
+    return this.options.branchChecks(access, branch);
   }
 
   /**
@@ -84,11 +79,6 @@ export class GitHubRequiredSources {
     return this.kept(this.files, `${key(access, branch)}\u0000${path}`, () =>
       readContent(access, branch, path),
     );
-  }
-
-  /** A `branch_protection_rule` or `repository_ruleset` webhook (undefined: an organization's). */
-  forgetProtection(repo: { owner: string; name: string } | undefined): void {
-    forget(this.protection, repo);
   }
 
   /**
@@ -168,15 +158,6 @@ export class GitHubRequiredSources {
 
 function key(repo: { owner: string; name: string }, branch: string): string {
   return `${repo.owner}/${repo.name}`.toLowerCase() + `\u0000${branch}`;
-}
-
-function forget<T>(map: BoundedMap<string, T>, repo: { owner: string; name: string } | undefined) {
-  if (repo === undefined) {
-    for (const name of [...map.keys()]) map.delete(name);
-    return;
-  }
-  const prefix = `${repo.owner}/${repo.name}`.toLowerCase() + "\u0000";
-  for (const name of [...map.keys()]) if (name.startsWith(prefix)) map.delete(name);
 }
 
 /** A file at a ref (a commit or a branch) through the contents API; undefined when there is none. */
