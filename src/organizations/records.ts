@@ -42,7 +42,8 @@ export interface OrganizationRecords {
   findById(id: string): Promise<Organization | undefined>;
   list(): Promise<Organization[]>;
   count(): Promise<number>;
-  insertToken(token: NewApiToken): Promise<void>;
+  /** False when a token with this hash exists already (nothing is written then). */
+  insertToken(token: NewApiToken): Promise<boolean>;
   findTokenByHash(tokenHash: string): Promise<ApiTokenRecord | undefined>;
   findActiveTokenOwner(tokenHash: string): Promise<TokenOwner | undefined>;
   listTokens(organizationId: string): Promise<ApiTokenRecord[]>;

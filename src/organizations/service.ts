@@ -62,15 +62,13 @@ export class OrganizationService {
       slug,
       createdAt: this.clock.now(),
     });
-    const token = generateToken();
-    const tokenId = await this.storeToken(organization.id, token, tokenName ?? null);
+    const { tokenId, token } = await this.storeNewToken(organization.id, tokenName ?? null);
     return { organization, organizationCreated: created, tokenId, token };
   }
 
   async issueToken(slug: string, tokenName?: string): Promise<IssuedToken> {
     const organization = await this.requireOrganization(slug);
-    const token = generateToken();
-    const tokenId = await this.storeToken(organization.id, token, tokenName ?? null);
+    const { tokenId, token } = await this.storeNewToken(organization.id, tokenName ?? null);
     return { organization, organizationCreated: false, tokenId, token };
   }
 
@@ -114,20 +112,26 @@ export class OrganizationService {
       slug,
       createdAt: this.clock.now(),
     });
-    const existing = await this.store.findTokenByHash(hashToken(token));
-    if (existing) {
-      if (existing.organizationId !== organization.id) {
-        throw new OrganizationError(
-          "MAINLINE_BOOTSTRAP_TOKEN already belongs to another organization.",
-        );
+    // Two servers bootstrapping the same database at once: one inserts, the other finds it.
+    for (;;) {
+      const existing = await this.store.findTokenByHash(hashToken(token));
+      if (existing) {
+        this.acceptBootstrapToken(existing, organization);
+        return { created };
       }
-      if (existing.revokedAt !== null) {
-        throw new OrganizationError("MAINLINE_BOOTSTRAP_TOKEN was revoked; configure a new one.");
-      }
-      return { created };
+      if (await this.storeToken(organization.id, token, "bootstrap")) return { created };
     }
-    await this.storeToken(organization.id, token, "bootstrap");
-    return { created };
+  }
+
+  private acceptBootstrapToken(existing: ApiTokenRecord, organization: Organization): void {
+    if (existing.organizationId !== organization.id) {
+      throw new OrganizationError(
+        "MAINLINE_BOOTSTRAP_TOKEN already belongs to another organization.",
+      );
+    }
+    if (existing.revokedAt !== null) {
+      throw new OrganizationError("MAINLINE_BOOTSTRAP_TOKEN was revoked; configure a new one.");
+    }
   }
 
   /**
@@ -169,9 +173,20 @@ export class OrganizationService {
     organization: Organization,
     organizationCreated: boolean,
   ): Promise<IssuedToken> {
-    const token = generateToken();
-    const tokenId = await this.storeToken(organization.id, token, FIRST_START_PENDING);
+    const { tokenId, token } = await this.storeNewToken(organization.id, FIRST_START_PENDING);
     return { organization, organizationCreated, tokenId, token };
+  }
+
+  /** A freshly generated token, stored (32 random bytes: a clash is drawn again, never kept). */
+  private async storeNewToken(
+    organizationId: string,
+    name: string | null,
+  ): Promise<{ tokenId: string; token: string }> {
+    for (;;) {
+      const token = generateToken();
+      const tokenId = await this.storeToken(organizationId, token, name);
+      if (tokenId) return { tokenId, token };
+    }
   }
 
   /** Resolves an `x-api-token` header to its organization; 401 for anything else. */
@@ -201,9 +216,9 @@ export class OrganizationService {
     organizationId: string,
     token: string,
     name: string | null,
-  ): Promise<string> {
+  ): Promise<string | undefined> {
     const id = publicId("tok");
-    await this.store.insertToken({
+    const inserted = await this.store.insertToken({
       id,
       organizationId,
       name,
@@ -211,6 +226,6 @@ export class OrganizationService {
       tokenHint: tokenHint(token),
       createdAt: this.clock.now(),
     });
-    return id;
+    return inserted ? id : undefined;
   }
 }

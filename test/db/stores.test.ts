@@ -359,6 +359,21 @@ describe(`organization service on ${TEST_DIALECT}`, () => {
     expect(await organizations.listTokens("ci")).toHaveLength(1);
   });
 
+  it("bootstrap by two servers at once stores the token once and fails neither", async () => {
+    const { organizations } = createServices(database.handle);
+    // The organization exists (an earlier start), so both starts walk the same steps in step.
+    await organizations.createOrganizationWithToken("ci");
+    const token = "d".repeat(40);
+    const started = await Promise.all([
+      organizations.ensureBootstrap("ci", token),
+      organizations.ensureBootstrap("ci", token),
+      organizations.ensureBootstrap("ci", token),
+    ]);
+    expect(started).toEqual([{ created: false }, { created: false }, { created: false }]);
+    expect(await organizations.listTokens("ci")).toHaveLength(2);
+    expect((await organizations.authenticate(token)).organizationSlug).toBe("ci");
+  });
+
   it("bootstrap refuses a short token, another organization's token, and a revoked one", async () => {
     const { organizations } = createServices(database.handle);
     await expect(organizations.ensureBootstrap("ci", "short")).rejects.toThrow(OrganizationError);

@@ -26,7 +26,9 @@ select count(*) as "n"
 
 -- OrganizationStore.insertToken(token)
 insert into "api_tokens" ("id", "organization_id", "name", "token_hash", "token_hint", "created_at", "revoked_at")
-  values ($1, $2, $3, $4, $5, $6, $7);
+  values ($1, $2, $3, $4, $5, $6, $7)
+  on conflict ("token_hash") do nothing
+  returning "id";
 
 -- OrganizationStore.findTokenByHash(tokenHash)
 select "id", "organization_id", "name", "token_hint", "created_at", "revoked_at"

@@ -26,7 +26,9 @@ select count(*) as "n"
 
 -- OrganizationStore.insertToken(token)
 insert into "api_tokens" ("id", "organization_id", "name", "token_hash", "token_hint", "created_at", "revoked_at")
-  values (?, ?, ?, ?, ?, ?, ?);
+  values (?, ?, ?, ?, ?, ?, ?)
+  on conflict ("token_hash") do nothing
+  returning "id";
 
 -- OrganizationStore.findTokenByHash(tokenHash)
 select "id", "organization_id", "name", "token_hint", "created_at", "revoked_at"

@@ -73,12 +73,15 @@ export class OrganizationStore implements OrganizationRecords {
     return row.n;
   }
 
-  async insertToken(token: NewApiToken): Promise<void> {
-    await this.db
+  async insertToken(token: NewApiToken): Promise<boolean> {
+    const inserted = await this.db
       .insertInto("apiTokens")
       .values({ ...token, revokedAt: null })
-      .execute();
-    lookupsChanged(this.db);
+      .onConflict((oc) => oc.column("tokenHash").doNothing())
+      .returning("id")
+      .executeTakeFirst();
+    if (inserted) lookupsChanged(this.db);
+    return inserted !== undefined;
   }
 
   /** Any token with this hash, revoked or not (to detect a bootstrap token reused elsewhere). */
