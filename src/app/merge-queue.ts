@@ -8,6 +8,8 @@ import type { Clock } from "../lib/clock.js";
 import { QueueDashboardService } from "../mergequeue/dashboard.js";
 import { MergeQueueEngine, type EngineOptions } from "../mergequeue/engine.js";
 import { FailFirstService, type FailedTestsSource } from "../mergequeue/fail-first.js";
+import { FailureExplainer, type FailureExplainerDeps } from "../mergequeue/failure-explanation.js";
+import type { CiFailures } from "../testhealth/ci-failures.js";
 import { PullRequestService } from "../mergequeue/pull-request-service.js";
 import { MergeQueueService } from "../mergequeue/queue-service.js";
 import type { HostDispatch } from "./providers.js";
@@ -25,8 +27,10 @@ export interface MergeQueueDeps {
     warn?(fields: object, message: string): void;
   };
   engine?: Partial<EngineOptions> | undefined;
-  /** What test health knows of a run's failed tests (`getFailFirstTests`). */
-  failedTests: FailedTestsSource;
+  /** What test health knows of a run's failed tests (`getFailFirstTests`, why a PR failed). */
+  failedTests: FailedTestsSource & Pick<CiFailures, "explain">;
+  /** The end of a check's log where Mainline's own CI ran it (why a PR failed). */
+  checkLog?: FailureExplainerDeps["checkLog"];
 }
 
 export interface MergeQueue {
@@ -85,7 +89,12 @@ export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
       },
       hostConnected: (host) => hosts.gitHost.connected(host),
     }),
-    queueDashboard: new QueueDashboardService({ queues, runtime, clock }),
+    queueDashboard: new QueueDashboardService({
+      queues,
+      runtime,
+      clock,
+      failures: new FailureExplainer({ failures: deps.failedTests, checkLog: deps.checkLog }),
+    }),
     failFirst: new FailFirstService({ queues, runtime, failures: deps.failedTests }),
   };
 }

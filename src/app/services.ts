@@ -152,6 +152,8 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     clock,
     logger: log,
     failedTests: new CiFailures({ repositories, uploads, testCases, settings: testSettings }),
+    checkLog: (queueId, runId, check) =>
+      providers.byName.local.ci.readLogTail(queueId, runId, check),
     engine: {
       ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
       ...options.engine,

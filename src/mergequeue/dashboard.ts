@@ -24,6 +24,7 @@ import type {
   TransitionRecord,
 } from "./records.js";
 import { upgradeSnapshot } from "./snapshot.js";
+import type { FailureExplainer, PullRequestFailure } from "./failure-explanation.js";
 
 /** Runs whose durations make the estimate: the last ones of this window. */
 export const ESTIMATE_WINDOW_MS = 7 * DAY_MS;
@@ -109,6 +110,8 @@ export interface PullRequestHistory {
   runs: RunRecord[];
   /** While it is in the queue: its place there (position, estimate), and how many are ready. */
   place: { entry: BoardEntry; ready: number } | null;
+  /** Why it failed (failed, or failed behind pull requests ahead); null otherwise. */
+  failure: PullRequestFailure | null;
 }
 
 export type HealthRange = "7d" | "30d" | "90d";
@@ -387,6 +390,8 @@ export class QueueDashboardService {
       > &
         QueueDashboardReads;
       clock: Clock;
+      /** Why a pull request failed; absent: the page says only the reason. */
+      failures?: Pick<FailureExplainer, "explain">;
     },
   ) {}
 
@@ -485,7 +490,14 @@ export class QueueDashboardService {
       if (mine)
         place = { entry: mine, ready: board.entries.filter((e) => e.position !== null).length };
     }
-    return { queue, entry, transitions, runs, place };
+    const failure =
+      (await this.deps.failures?.explain(
+        { ...address.repo, organizationId: principal.organizationId },
+        entry,
+        transitions,
+        runs,
+      )) ?? null;
+    return { queue, entry, transitions, runs, place, failure };
   }
 
   /**

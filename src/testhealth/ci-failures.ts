@@ -7,7 +7,8 @@
 import type { OwnedRepoRef } from "../organizations/repositories.js";
 import type { RepositoryRecords, TestCaseRecords, UploadRecords } from "./ports.js";
 import type { QuarantineSettings } from "./quarantine.js";
-import type { FailedTestCase } from "./records.js";
+import type { CommitFailedTest, FailedTestCase } from "./records.js";
+import { byVerdict, failureVerdict, type FailureVerdict } from "./failure-verdicts.js";
 
 /** More failing tests than this are not "a few flaky ones": the run fails as it is. */
 export const MAX_FAILED_TESTS_CHECKED = 500;
@@ -15,7 +16,7 @@ export const MAX_FAILED_TESTS_CHECKED = 500;
 export interface CiFailureDeps {
   repositories: Pick<RepositoryRecords, "find">;
   uploads: Pick<UploadRecords, "commitFailures">;
-  testCases: Pick<TestCaseRecords, "flakyOrQuarantined">;
+  testCases: Pick<TestCaseRecords, "flakyOrQuarantined" | "standing">;
   settings: { get(repositoryId: string): Promise<{ quarantine: QuarantineSettings }> };
 }
 
@@ -53,6 +54,16 @@ export interface FailedTestsAnswer {
   tests: FailedTestCase[];
   /** More tests failed than the limit asked for. */
   truncated: boolean;
+}
+
+/** A failed test with what test health knows of it: is the red the pull request's? */
+export interface ExplainedTest extends CommitFailedTest {
+  verdict: FailureVerdict;
+}
+
+export interface ExplainedFailures extends Omit<FailedTestsAnswer, "tests"> {
+  /** The failing tests first, then new, broken, flaky and quarantined ones; at most the limit. */
+  tests: ExplainedTest[];
 }
 
 export class CiFailures {
@@ -104,6 +115,46 @@ export class CiFailures {
       waiting: found.unfinished > 0,
       uploads: found.uploads,
       tests: found.failedTests.slice(0, limit),
+      truncated: found.failedTests.length > limit,
+    };
+  }
+
+  /**
+   * The tests that failed at the tested commit, each with its verdict (`failure-verdicts.ts`). A
+   * test first seen since `newSince` (the pull request's submission) is new.
+   */
+  async explain(
+    question: CommitFailureQuestion,
+    limit: number,
+    newSince = question.since,
+  ): Promise<ExplainedFailures> {
+    const { repo } = question;
+    const repository = await this.deps.repositories.find(repo.organizationId, repo);
+    if (!repository) return { waiting: false, uploads: 0, tests: [], truncated: false };
+    const found = await this.deps.uploads.commitFailures(
+      repository.id,
+      question.sha,
+      question.branch,
+      question.since,
+      limit,
+    );
+    const failed = found.failedTests.slice(0, limit);
+    const [standing, { quarantine }] = await Promise.all([
+      this.deps.testCases.standing(
+        repository.id,
+        failed.map((test) => test.id),
+      ),
+      this.deps.settings.get(repository.id),
+    ]);
+    const byId = new Map(standing.map((test) => [test.id, test]));
+    const tests = failed.map((test) => ({
+      ...test,
+      verdict: failureVerdict(byId.get(test.id), quarantine, newSince),
+    }));
+    return {
+      waiting: found.unfinished > 0,
+      uploads: found.uploads,
+      tests: byVerdict(tests),
       truncated: found.failedTests.length > limit,
     };
   }

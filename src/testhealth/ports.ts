@@ -27,6 +27,7 @@ import type {
   StoreTransaction,
   TestCaseRow,
   TestFigures,
+  TestStanding,
   TicketChange,
   UnhealthyEntry,
   UploadFailureDetails,
@@ -158,6 +159,8 @@ export interface TestCaseRecords {
     ids: readonly string[],
     settings: QuarantineSettings,
   ): Promise<Set<string>>;
+  /** Where these tests of the repository stand now (unknown ids are left out). */
+  standing(repositoryId: string, ids: readonly string[]): Promise<TestStanding[]>;
 }
 
 /** What `UploadRecords.create` records: a new upload, awaiting its bundle. */

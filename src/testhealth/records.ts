@@ -3,6 +3,7 @@
  * storage layer (src/db/stores) implements the ports of ./ports.ts with these shapes; nothing here
  * knows how they are stored.
  */
+import type { HealthStatus } from "./monitors.js";
 import type { QuarantineOverride } from "./quarantine.js";
 import type { RepositoryTestSettings } from "./settings.js";
 
@@ -226,7 +227,21 @@ export interface CommitFailures {
    * Tests whose final attempt failed in them, by id (at most the limit asked for, plus one), as
    * test health knows them.
    */
-  failedTests: FailedTestCase[];
+  failedTests: CommitFailedTest[];
+}
+
+/** A test that failed at a commit, with the first line of one of its failures there. */
+export interface CommitFailedTest extends FailedTestCase {
+  /** A failure's summary (its message's first line); null when the report gave none. */
+  summary: string | null;
+}
+
+/** What test health says of a test now: its status, its quarantine override, when first seen. */
+export interface TestStanding {
+  id: string;
+  status: HealthStatus;
+  quarantineOverride: QuarantineOverride;
+  firstSeenAt: number;
 }
 
 /** A test case that failed, as test health stores it (its identity's parts). */

@@ -75,8 +75,16 @@ describe(`the failed tests of a tested commit on ${TEST_DIALECT}`, () => {
           classname: "cart.Cart",
           parent: "suite",
           file: "src/cart.test.ts",
+          summary: "expected true to be false",
         },
-        { id: totals, name: "totals due", classname: "", parent: "suite", file: null },
+        {
+          id: totals,
+          name: "totals due",
+          classname: "",
+          parent: "suite",
+          file: null,
+          summary: "expected true to be false",
+        },
       ].sort((a, b) => (a.id < b.id ? -1 : 1)),
       truncated: false,
     });
@@ -84,6 +92,15 @@ describe(`the failed tests of a tested commit on ${TEST_DIALECT}`, () => {
       `${totals}\ttotals due\t\t\ttotals due\tsuite\n` +
         `${adds}\tcart.Cart.adds items\tsrc/cart.test.ts\tcart.Cart\tadds items\tsuite\n`,
     );
+
+    // Whose red: both were first seen in these uploads; before that, neither was known.
+    const explained = await failures.explain(question, 1000, 0);
+    expect(explained.tests.map((t) => [t.name, t.verdict])).toEqual([
+      ["adds items", "new"],
+      ["totals due", "new"],
+    ]);
+    const older = await failures.explain(question, 1000, Date.now() + 60_000);
+    expect(older.tests.map((t) => t.verdict)).toEqual(["failing", "failing"]);
 
     const limited = await failures.failedTests(question, 1);
     expect(limited.tests).toHaveLength(1);

@@ -25,3 +25,8 @@ select "id"
 select "id"
   from "test_cases"
   where "repository_id" = $1 and "id" in ($2) and ("status" = $3 or 1 = 0);
+
+-- TestCaseStore.standing(repositoryId, ids)
+select "id", "status", "quarantine_override", "first_seen_at"
+  from "test_cases"
+  where "repository_id" = $1 and "id" in ($2, $3);

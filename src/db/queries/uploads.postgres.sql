@@ -100,11 +100,12 @@ select count(*) as "n"
 select count(*) as "n"
   from "uploads"
   where "repository_id" = $1 and ("uploads"."commit_sha" = $2 or ("uploads"."branch" = $3 and "uploads"."created_at" >= $4)) and "state" = $5;
-select distinct "test_cases"."id", "test_cases"."name", "test_cases"."classname", "test_cases"."parent", "test_cases"."file"
+select "test_cases"."id", "test_cases"."name", "test_cases"."classname", "test_cases"."parent", "test_cases"."file", max("test_runs"."failure_summary") as "summary"
   from "uploads"
   inner join "test_runs" on "test_runs"."upload_key" = "uploads"."key"
   inner join "test_cases" on "test_cases"."key" = "test_runs"."test_key"
   where "uploads"."repository_id" = $1 and ("uploads"."commit_sha" = $2 or ("uploads"."branch" = $3 and "uploads"."created_at" >= $4)) and "uploads"."state" = $5 and "test_runs"."status" = $6 and "test_runs"."attempt" = $7
+  group by "test_cases"."id", "test_cases"."name", "test_cases"."classname", "test_cases"."parent", "test_cases"."file"
   order by "test_cases"."id"
   limit $8;
 

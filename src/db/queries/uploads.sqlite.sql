@@ -99,11 +99,12 @@ select count(*) as "n"
 select count(*) as "n"
   from "uploads"
   where "repository_id" = ? and ("uploads"."commit_sha" = ? or ("uploads"."branch" = ? and "uploads"."created_at" >= ?)) and "state" = ?;
-select distinct "test_cases"."id", "test_cases"."name", "test_cases"."classname", "test_cases"."parent", "test_cases"."file"
+select "test_cases"."id", "test_cases"."name", "test_cases"."classname", "test_cases"."parent", "test_cases"."file", max("test_runs"."failure_summary") as "summary"
   from "uploads"
   inner join "test_runs" on "test_runs"."upload_key" = "uploads"."key"
   inner join "test_cases" on "test_cases"."key" = "test_runs"."test_key"
   where "uploads"."repository_id" = ? and ("uploads"."commit_sha" = ? or ("uploads"."branch" = ? and "uploads"."created_at" >= ?)) and "uploads"."state" = ? and "test_runs"."status" = ? and "test_runs"."attempt" = ?
+  group by "test_cases"."id", "test_cases"."name", "test_cases"."classname", "test_cases"."parent", "test_cases"."file"
   order by "test_cases"."id"
   limit ?;
 

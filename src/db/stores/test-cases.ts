@@ -1,5 +1,7 @@
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from "kysely";
-import type { QuarantineSettings } from "../../testhealth/quarantine.js";
+import type { HealthStatus } from "../../testhealth/monitors.js";
+import type { QuarantineOverride, QuarantineSettings } from "../../testhealth/quarantine.js";
+import type { TestStanding } from "../../testhealth/records.js";
 import type { Database } from "../schema.js";
 import type { TestCaseRecords } from "../../testhealth/ports.js";
 
@@ -57,5 +59,21 @@ export class TestCaseStore implements TestCaseRecords {
       .where((eb) => eb.or([eb("status", "=", "flaky"), quarantinedWhere(eb, settings)]))
       .execute();
     return new Set(rows.map((r) => r.id));
+  }
+
+  async standing(repositoryId: string, ids: readonly string[]): Promise<TestStanding[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db
+      .selectFrom("testCases")
+      .select(["id", "status", "quarantineOverride", "firstSeenAt"])
+      .where("repositoryId", "=", repositoryId)
+      .where("id", "in", [...ids])
+      .execute();
+    return rows.map((row) => ({
+      id: row.id,
+      status: row.status as HealthStatus,
+      quarantineOverride: row.quarantineOverride as QuarantineOverride,
+      firstSeenAt: row.firstSeenAt,
+    }));
   }
 }

@@ -369,19 +369,26 @@ export class UploadStore implements UploadRecords {
         .selectFrom("uploads")
         .innerJoin("testRuns", "testRuns.uploadKey", "uploads.key")
         .innerJoin("testCases", "testCases.key", "testRuns.testKey")
-        .select([
+        .select((eb) => [
+          "testCases.id",
+          "testCases.name",
+          "testCases.classname",
+          "testCases.parent",
+          "testCases.file",
+          eb.fn.max("testRuns.failureSummary").as("summary"),
+        ])
+        .where("uploads.repositoryId", "=", repositoryId)
+        .where(theRun)
+        .where("uploads.state", "=", "processed")
+        .where("testRuns.status", "=", "failed")
+        .where("testRuns.attempt", "=", "final")
+        .groupBy([
           "testCases.id",
           "testCases.name",
           "testCases.classname",
           "testCases.parent",
           "testCases.file",
         ])
-        .distinct()
-        .where("uploads.repositoryId", "=", repositoryId)
-        .where(theRun)
-        .where("uploads.state", "=", "processed")
-        .where("testRuns.status", "=", "failed")
-        .where("testRuns.attempt", "=", "final")
         .orderBy("testCases.id")
         .limit(limit + 1)
         .execute(),
@@ -395,6 +402,7 @@ export class UploadStore implements UploadRecords {
         classname: row.classname ?? "",
         parent: row.parent ?? "",
         file: row.file,
+        summary: row.summary ?? null,
       })),
     };
   }

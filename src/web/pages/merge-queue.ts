@@ -31,6 +31,7 @@ import { markup, type SafeHtml } from "../html.js";
 import type { PageView } from "../layout.js";
 import { dailyBars, fitDays } from "../svg/charts.js";
 import { urls } from "../urls.js";
+import { failureSection } from "./pull-request-failure.js";
 
 export interface QueuePlace {
   org: string;
@@ -342,7 +343,6 @@ export function renderPullRequest(
 <p class="muted">${run.kind === "bisection" ? "Localization run (a prefix of a failed batch)" : "Run"} on <code>${shortSha(run.baseSha)}</code> with ${numbers}; started ${at(run.startedAt, now)}${run.finishedAt !== null ? `, took ${span(run.finishedAt - run.startedAt)}` : ""}.</p>
 ${checks}</section>`;
   });
-  const lastFailure = [...history.transitions].reverse().find((t) => t.to === "failed");
   return {
     title: `#${entry.prNumber} · ${queueTitle}`,
     section: "queues",
@@ -366,7 +366,7 @@ ${
       }${waitingText(history.place.entry, now) ? markup` · ${waitingText(history.place.entry, now)}` : ""}</p>`
     : ""
 }
-${lastFailure && entry.state === "failed" ? markup`<p class="error"><strong>Failed.</strong> ${describeReason(lastFailure.reason)}${lastFailure.detail ? markup` <span class="detail">${lastFailure.detail}</span>` : ""}${lastFailure.runId ? markup` (<a href="#run-${lastFailure.runId}">run ${lastFailure.runId}</a>)` : ""}</p>` : ""}
+${history.failure ? failureSection(history.failure, { test: (id) => urls.test(place.org, id, place.repo), log: (run, check) => links.log(run, check) }) : ""}
 ${prForms(history, links, csrf)}
 <h2>Timeline</h2>
 <table>

@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto";
 import { appendFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { systemClock, type Clock } from "../../../lib/clock.js";
+import { readTail } from "../../../lib/file-tail.js";
 import { expandGlobs } from "../../../lib/glob.js";
 import type { TransitionReason } from "../../../mergequeue/model.js";
 import { failedTestsOf, type FailedTestsSource } from "../../../mergequeue/fail-first.js";
@@ -349,6 +350,17 @@ export class LocalCiRunner implements CiProvider {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw error;
     }
+  }
+
+  /** The end of a check's log (its last `bytes`); undefined when there is none (yet). */
+  async readLogTail(
+    queueId: string,
+    runId: string,
+    check: string,
+    bytes = 64 * 1024,
+  ): Promise<string | undefined> {
+    const file = await this.logPath(queueId, runId, check);
+    return file === undefined ? undefined : readTail(file, bytes);
   }
 
   private launch(record: CiRunRecord): void {

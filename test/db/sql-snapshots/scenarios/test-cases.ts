@@ -32,5 +32,9 @@ export const testCasesScenario = scenario({
       run: (s) =>
         s.flakyOrQuarantined(REPO_ID, ["test-1"], { ...QUARANTINE, quarantiningEnabled: false }),
     },
+    {
+      method: "standing",
+      run: (s) => s.standing(REPO_ID, ["test-1", "test-2"]),
+    },
   ],
 });
