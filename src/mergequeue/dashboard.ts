@@ -7,9 +7,9 @@ import { DAY_MS } from "../lib/time.js";
 import { ApiError } from "../lib/errors.js";
 import type { Clock } from "../lib/clock.js";
 import type { Principal } from "../organizations/service.js";
-import type { PrState, QueueSnapshot, WaitingReason } from "./model.js";
+import type { PrState } from "./model.js";
 import { batchSizeChoice, type BatchSizeChoice } from "./batch-size.js";
-import { localizationsOf, undecidedEntries, type LocalizationView } from "./localizations.js";
+import { computeBoard, type Board, type BoardEntry } from "./board.js";
 import { NO_VERDICTS } from "./speculation.js";
 import { describeQueue, requireQueue, type QueueAddress } from "./queue-service.js";
 import type {
@@ -32,55 +32,23 @@ export const ESTIMATE_RUNS = 50;
 /** Concluded pull requests the board lists. */
 export const BOARD_CONCLUDED = 10;
 
-export interface BoardEntry {
-  id: string;
-  number: number;
-  title: string;
-  author: string;
-  state: PrState;
-  stateChangedAt: number;
-  priorityValue: number;
-  /** 1-based place among the pull requests that are ready; null for `not_ready`. */
-  position: number | null;
-  /** The run testing it now (as part of that run's unit). */
-  runId: string | null;
-  waiting: WaitingReason | null;
-  /** Under localization: which one (the failed batch run) and what the queue makes of it now. */
-  localization: {
-    runId: string;
-    role: "suspect" | "presumed_good" | "presumed_culprit";
-  } | null;
-  /** Epoch ms at which it should merge, from recent run durations; null when unknown. */
-  estimatedMergeAt: number | null;
-}
-
-export interface BoardRun {
-  id: string;
-  kind: "main" | "bisection";
-  /** The target branch's commit the run starts from. */
-  baseSha: string;
-  /** Pull requests merged first because they are ahead (the run does not decide about them). */
-  ahead: number[];
-  /** The pull requests it decides about: one, a batch, or a part of a batch under bisection. */
-  unit: number[];
-  startedAt: number;
-  attempt: number;
-  estimatedEndAt: number | null;
-  /** A prefix run of a localization: the failed batch run it localizes. */
-  localizes: string | null;
-}
-
-/** A failed batch whose failing pull request is being localized. */
-export type BoardBisection = LocalizationView;
+export {
+  computeBoard,
+  runEstimate,
+  OVERRUN_MARGIN,
+  type Board,
+  type BoardBisection,
+  type BoardEntry,
+  type BoardRun,
+  type BoardWait,
+  type NoEstimate,
+} from "./board.js";
 export { localizationView } from "./localizations.js";
 
-export interface QueueBoard {
+export interface QueueBoard extends Board {
   queue: MergeQueueRecord;
   /** Changes whenever the queue's settings change or a pull request moves (live updates). */
   version: string;
-  entries: BoardEntry[];
-  runs: BoardRun[];
-  bisections: BoardBisection[];
   /** The batch size the queue uses now (with the queue's settings and failure rate), and why. */
   batchSize: BatchSizeChoice;
   /** The pull requests that concluded last, newest first. */
@@ -176,122 +144,6 @@ export function typicalRunDuration(timings: readonly RunTiming[]): {
     .map((t) => (t.finishedAt ?? 0) - t.startedAt)
     .filter((d) => d >= 0);
   return { ms: median(durations), sample: durations.length };
-}
-
-/**
- * The board of a snapshot: entries in queue order (ready ones by position, then `not_ready`),
- * the runs in flight and the localizations, with estimates. The estimate: a run in flight ends a
- * typical duration after it started (not before now); a pull request passed merges now; pending
- * ones wait for slots of `concurrency` runs of the batch size in use, each a typical
- * duration, after the runs in flight; merges happen in order, so no estimate is earlier than the
- * one ahead. Pull requests whose outcome is open (`pending_failure`) or unready have none.
- */
-export function computeBoard(
-  snapshot: QueueSnapshot | undefined,
-  typicalRunMs: number | null,
-  now: number,
-): Pick<QueueBoard, "entries" | "runs" | "bisections"> {
-  if (!snapshot) return { entries: [], runs: [], bisections: [] };
-  const { configuration } = snapshot;
-  const numberOf = (id: string) => snapshot.entries[id]?.pr.number ?? 0;
-  const runEnd = (startedAt: number) =>
-    typicalRunMs === null ? null : Math.max(now, startedAt + typicalRunMs);
-  const runs: BoardRun[] = Object.values(snapshot.runs)
-    .filter((run) => run.status === "running")
-    .sort((a, b) => a.startedAt - b.startedAt || a.id.localeCompare(b.id))
-    .map((run) => {
-      // Pull requests ahead may have merged meanwhile (and left the snapshot): the run knows them.
-      const inRun = new Map(run.prs.map((p) => [p.entryId, p.number]));
-      const number = (id: string) => inRun.get(id) ?? numberOf(id);
-      return {
-        id: run.id,
-        kind: run.kind,
-        baseSha: run.baseSha,
-        ahead: run.ahead.map(number),
-        unit: run.unit.map(number),
-        startedAt: run.startedAt,
-        attempt: run.attempt,
-        estimatedEndAt: runEnd(run.startedAt),
-        localizes:
-          run.bisectionGroup === null
-            ? null
-            : (snapshot.bisections[run.bisectionGroup]?.runId ?? null),
-      };
-    });
-  const runById = new Map(runs.map((r) => [r.id, r]));
-  const bisections = localizationsOf(snapshot);
-  const localizing = new Map<string, BoardEntry["localization"]>();
-  for (const group of Object.values(snapshot.bisections)) {
-    const culprit = group.presumedAt === null ? undefined : group.entries[group.failsAt - 1];
-    for (const id of undecidedEntries(snapshot, group)) {
-      const presumedGood = snapshot.entries[id]?.bisection?.presumedGood === true;
-      localizing.set(id, {
-        runId: group.runId,
-        role: id === culprit ? "presumed_culprit" : presumedGood ? "presumed_good" : "suspect",
-      });
-    }
-  }
-
-  // Pending ones go in slots of `concurrency` runs of the batch size in use.
-  const slotSize =
-    Math.max(1, configuration.concurrency) * batchSizeChoice(configuration, snapshot.verdicts).size;
-  const inFlightEnd = runs.reduce<number | null>(
-    (latest, r) => (r.estimatedEndAt === null ? latest : Math.max(latest ?? 0, r.estimatedEndAt)),
-    null,
-  );
-  let pendingSeen = 0;
-  let floor = now;
-  const entries: BoardEntry[] = [];
-  snapshot.order.forEach((id, index) => {
-    const entry = snapshot.entries[id];
-    if (!entry) return;
-    const run = entry.runId ? runById.get(entry.runId) : undefined;
-    let eta: number | null = null;
-    if (entry.state === "tests_passed") eta = now;
-    else if (entry.state === "testing" && run) eta = run.estimatedEndAt;
-    else if (entry.state === "pending" && typicalRunMs !== null) {
-      const wave = Math.floor(pendingSeen / slotSize);
-      eta = (inFlightEnd ?? now) + (wave + 1) * typicalRunMs;
-      pendingSeen += 1;
-    }
-    if (eta !== null) {
-      eta = Math.max(eta, floor);
-      floor = eta;
-    }
-    entries.push({
-      id,
-      number: entry.pr.number,
-      title: entry.pr.title,
-      author: entry.pr.author,
-      state: entry.state,
-      stateChangedAt: entry.stateChangedAt,
-      priorityValue: entry.priorityValue,
-      position: index + 1,
-      runId: entry.runId,
-      waiting: entry.waiting ?? null,
-      localization: localizing.get(id) ?? null,
-      estimatedMergeAt: eta,
-    });
-  });
-  for (const id of snapshot.notReady) {
-    const entry = snapshot.entries[id];
-    if (!entry) continue;
-    entries.push({
-      id,
-      number: entry.pr.number,
-      title: entry.pr.title,
-      author: entry.pr.author,
-      state: entry.state,
-      stateChangedAt: entry.stateChangedAt,
-      priorityValue: entry.priorityValue,
-      position: null,
-      runId: null,
-      waiting: null,
-      localization: null,
-      estimatedMergeAt: null,
-    });
-  }
-  return { entries, runs, bisections };
 }
 
 const dayOf = (ms: number) => Math.floor(ms / DAY_MS) * DAY_MS;

@@ -103,6 +103,12 @@ describe("the queue page", () => {
       'data-live-events="/acme/merge-queue/events?repo=acme/shop&amp;host=local&amp;branch=main"',
     );
     expect(page.body).toMatch(/a run takes about \d+ s/);
+    // Paused: nothing merges, so no estimate at all, and the pending one says why it waits.
+    expect(page.body).toContain("Paused: no estimate");
+    const waitingRow = new RegExp(`<tr data-pr="${numbers.waiting}">.*</tr>`).exec(page.body)?.[0];
+    expect(waitingRow).toContain("held: the queue is paused");
+    expect(waitingRow).toMatch(/<td><span class="muted">paused: no estimate<\/span><\/td><\/tr>$/);
+    expect(waitingRow).not.toContain("<time");
     // What left the queue last, with how.
     expect(page.body).toMatch(
       new RegExp(
@@ -203,7 +209,7 @@ describe("the pull request page", () => {
     expect(page.body).toContain('<option value="medium" selected>');
     // Where it is: the paused queue holds it first, with no run to estimate from yet... or one.
     expect(page.body).toMatch(
-      /<p class="place">Position <strong>1<\/strong> of 1 in <a href="\/acme\/merge-queue\/queue\?[^"]+">the queue<\/a>/,
+      /<p class="place">Position <strong>1<\/strong> of 1 in <a href="\/acme\/merge-queue\/queue\?[^"]+">the queue<\/a> · Paused: no estimate · held while the queue is paused<\/p>/,
     );
     const refused = await inject(server.app, {
       method: "POST",
@@ -349,6 +355,74 @@ describe("the live stream", () => {
       cookie: acme.cookie,
     });
     expect(page.body).toContain('<span class="badge draining">draining</span>');
+  });
+});
+
+describe("a run that overruns its expected duration", () => {
+  it("says how long it runs against the expected time and how far over, and ends later", async () => {
+    const repo = { host: "github.com", owner: "acme", name: "slow" };
+    await ok(call, "createQueue", { repo, targetBranch: "main" });
+    const principal = await server.services.organizations.authenticate(server.token);
+    const { id: queueId } = await server.services.queueDashboard.queue(principal, {
+      repo,
+      targetBranch: "main",
+    });
+    const runtime = new MergeQueueRuntimeStore(
+      server.database.handle.db,
+      server.database.handle.dialect,
+    );
+    const now = Date.now();
+    const lease = await runtime.acquireLease(queueId, "seed", now, 60_000);
+    if (!lease) throw new Error("no lease");
+    // Three runs in flight since 2 minutes; the queue's finished runs took 1 minute each.
+    const finished = [1, 2, 3].map((i) => ({
+      id: `done${i}`,
+      queueId,
+      kind: "main" as const,
+      status: "passed" as const,
+      baseSha: "c".repeat(40),
+      testBranch: null,
+      testBranchSha: null,
+      prs: [],
+      unit: [],
+      requiredStatuses: [],
+      requiredStatusesSource: null,
+      checks: [],
+      startedAt: now - (10 + i) * 60_000,
+      finishedAt: now - (9 + i) * 60_000,
+    }));
+    const committed = await runtime.commit({
+      queueId,
+      epoch: lease.epoch,
+      now,
+      snapshot: busySnapshot(now, 5, 3, queueId),
+      wakeAt: null,
+      entries: [],
+      transitions: [],
+      runs: finished,
+      appliedCommands: [],
+    });
+    expect(committed).toBe(true);
+    await runtime.releaseLease(queueId, "seed", lease.epoch);
+
+    const page = await inject(server.app, {
+      path: "/acme/merge-queue/queue?repo=acme/slow&branch=main",
+      cookie: acme.cookie,
+    });
+    expect(page.status, page.body).toBe(200);
+    checkPage(page);
+    const card = /<li class="run" id="run-r1" data-run="r1" data-overrun="\d+"><p>(.*?)<\/p>/.exec(
+      page.body,
+    )?.[1];
+    expect(card).toMatch(
+      /running 2 min of about 1 min expected — <strong class="overrun">1 min over<\/strong>; should end <time[^>]*>in 1 min<\/time>/,
+    );
+    // The pending ones wait for a free slot (three runs, three at once), after the overrun.
+    const row = /<tr data-pr="4">.*<\/tr>/.exec(page.body)?.[0];
+    expect(row).toMatch(/waits for a free slot, starts <time[^>]*>in 1 min<\/time>/);
+    expect(row).toMatch(/<td><time[^>]*>in 2 min<\/time>/);
+    // Its times move on without a transition: the live region asks to be fetched again.
+    expect(page.body).toMatch(/<section id="queue-live"[^>]* data-refresh-ms="30000">/);
   });
 });
 

@@ -56,10 +56,102 @@ describe("the board of a snapshot", () => {
   });
 
   it("estimates nothing without a finished run, and is empty without a snapshot", () => {
-    expect(
-      computeBoard(snapshotOf(4), null, NOW).entries.every((e) => e.estimatedMergeAt === null),
-    ).toBe(true);
+    const board = computeBoard(snapshotOf(4), null, NOW);
+    expect(board.entries.map((e) => [e.estimatedMergeAt, e.noEstimate, e.expectedStartAt])).toEqual(
+      [...Array.from({ length: 4 }, () => [null, "no_history", null]), [null, "not_ready", null]],
+    );
+    expect(board.runs.map((r) => [r.estimatedEndAt, r.overrunMs])).toEqual(
+      board.runs.map(() => [null, null]),
+    );
     expect(computeBoard(undefined, 1000, NOW)).toEqual({ entries: [], runs: [], bisections: [] });
+  });
+
+  it("has no merge estimate on a paused queue, and says why pending ones wait", () => {
+    const snapshot = snapshotOf(6);
+    snapshot.configuration = { ...snapshot.configuration, state: "paused" };
+    const board = computeBoard(snapshot, 5 * MINUTE_MS, NOW);
+    // Nothing merges while paused; the runs in flight still finish.
+    expect(board.entries.map((e) => e.estimatedMergeAt)).toEqual(board.entries.map(() => null));
+    expect(board.entries.map((e) => e.noEstimate)).toEqual([
+      ...Array.from({ length: 6 }, () => "paused"),
+      "not_ready",
+    ]);
+    expect(board.runs.map((r) => r.estimatedEndAt)).toEqual(
+      [0, 0, 0].map(() => NOW + 3 * MINUTE_MS),
+    );
+    expect(board.entries.filter((e) => e.state === "pending").map((e) => e.waitsFor)).toEqual(
+      [0, 0, 0].map(() => ({ kind: "paused" })),
+    );
+    expect(board.entries.every((e) => e.expectedStartAt === null)).toBe(true);
+    // Draining: runs finish and merge, the estimates stay.
+    snapshot.configuration = { ...snapshot.configuration, state: "draining" };
+    const draining = computeBoard(snapshot, 5 * MINUTE_MS, NOW);
+    expect(draining.entries[0]?.estimatedMergeAt).toBe(NOW + 3 * MINUTE_MS);
+  });
+
+  it("grows an overrunning run's end with the time, never in the past, and what waits on it", () => {
+    // The runs started 2 minutes ago; a typical run takes 1: each has overrun by 1 minute.
+    const snapshot = snapshotOf(4);
+    const board = computeBoard(snapshot, MINUTE_MS, NOW);
+    for (const run of board.runs) {
+      expect(run.overrunMs).toBe(MINUTE_MS);
+      expect(run.expectedMs).toBe(MINUTE_MS);
+      // As long again as it overran so far (more than a quarter of a typical run).
+      expect(run.estimatedEndAt).toBe(NOW + MINUTE_MS);
+    }
+    expect(board.entries[0]?.estimatedMergeAt).toBe(NOW + MINUTE_MS);
+    expect(board.entries[3]?.expectedStartAt).toBe(NOW + MINUTE_MS);
+    expect(board.entries[3]?.estimatedMergeAt).toBe(NOW + 2 * MINUTE_MS);
+    // Ten minutes later, still running: the end moved on, later than now.
+    const later = NOW + 10 * MINUTE_MS;
+    const after = computeBoard(snapshot, MINUTE_MS, later);
+    expect(after.runs[0]?.overrunMs).toBe(11 * MINUTE_MS);
+    expect(after.runs[0]?.estimatedEndAt).toBe(later + 11 * MINUTE_MS);
+    expect(after.entries[3]?.estimatedMergeAt).toBe(later + 12 * MINUTE_MS);
+    // Barely over: a quarter of a typical run from now, not "now".
+    const barely = computeBoard(snapshot, 2 * MINUTE_MS - 1000, NOW);
+    expect(barely.runs[0]?.overrunMs).toBe(1000);
+    expect(barely.runs[0]?.estimatedEndAt).toBe(NOW + (2 * MINUTE_MS - 1000) / 4);
+    // Never past its testing timeout while that is ahead: it ends by then.
+    snapshot.configuration = { ...snapshot.configuration, testingTimeoutMinutes: 30 };
+    const timedOut = computeBoard(snapshot, MINUTE_MS, later + 10 * MINUTE_MS);
+    expect(timedOut.runs[0]?.estimatedEndAt).toBe(NOW - 2 * MINUTE_MS + 30 * MINUTE_MS);
+    // Not yet overrun: no overrun, and it ends a typical run after it started.
+    const onTime = computeBoard(snapshot, 5 * MINUTE_MS, NOW);
+    expect(onTime.runs[0]).toMatchObject({ overrunMs: null, estimatedEndAt: NOW + 3 * MINUTE_MS });
+  });
+
+  it("says a pending pull request waits for a free slot, and when it should start", () => {
+    const snapshot = snapshotOf(8);
+    const board = computeBoard(snapshot, 5 * MINUTE_MS, NOW);
+    const pending = board.entries.filter((e) => e.state === "pending");
+    expect(pending.map((e) => e.waitsFor)).toEqual(
+      pending.map(() => ({ kind: "free_slot", runsInFlight: 3, concurrency: 3 })),
+    );
+    // Waves of three after the runs in flight end (3 minutes from now), a typical run each.
+    expect(pending.map((e) => e.expectedStartAt)).toEqual([
+      NOW + 3 * MINUTE_MS,
+      NOW + 3 * MINUTE_MS,
+      NOW + 3 * MINUTE_MS,
+      NOW + 8 * MINUTE_MS,
+      NOW + 8 * MINUTE_MS,
+    ]);
+    // A slot free: no such reason (the planner starts it, or gives its own).
+    snapshot.configuration = { ...snapshot.configuration, concurrency: 4 };
+    const free = computeBoard(snapshot, 5 * MINUTE_MS, NOW);
+    expect(free.entries.filter((e) => e.state === "pending").map((e) => e.waitsFor)).toEqual(
+      pending.map(() => null),
+    );
+    // The planner's own reason stays, and is the only one given.
+    const held = snapshotOf(8);
+    const fourth = held.entries.e4;
+    if (!fourth) throw new Error("no #4");
+    fourth.waiting = { kind: "bisection_ahead", prNumbers: [1] };
+    const withReason = computeBoard(held, 5 * MINUTE_MS, NOW).entries[3];
+    expect(withReason).toMatchObject({
+      waiting: { kind: "bisection_ahead", prNumbers: [1] },
+      waitsFor: null,
+    });
   });
 
   it("takes the median of finished runs only", () => {

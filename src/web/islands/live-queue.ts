@@ -1,8 +1,10 @@
 /**
  * Island: keeps a queue page current without a reload. The page's live region
  * (`[data-live-events]`) names the queue's event stream; on each `change` the island fetches the
- * page again and swaps in the new region, then says when in the polite status line. Without
- * JavaScript the page is complete as served (reload to refresh).
+ * page again and swaps in the new region, then says when in the polite status line. While the
+ * region says `data-refresh-ms` (it shows times relative to now: a run's elapsed time, estimates)
+ * it is also fetched again that long after the last fetch, while the page is visible, so that
+ * those words never freeze. Without JavaScript the page is complete as served (reload to refresh).
  */
 const region = document.querySelector<HTMLElement>("[data-live-events]");
 const status = document.querySelector<HTMLElement>("[data-live-status]");
@@ -19,8 +21,31 @@ if (region && region.id && typeof EventSource !== "undefined") {
   const source = new EventSource(region.dataset.liveEvents ?? "");
   let fetching = false;
   let again = false;
+  let tick: ReturnType<typeof setTimeout> | undefined;
+  let due = false;
+  let stopped = false;
 
-  const refresh = async (): Promise<void> => {
+  const stop = (text: string): void => {
+    say(text);
+    stopped = true;
+    clearTimeout(tick);
+    source.close();
+  };
+
+  // The next refresh of relative times, when the region asks for one.
+  const schedule = (): void => {
+    clearTimeout(tick);
+    due = false;
+    const ms = Number(region.dataset.refreshMs ?? "");
+    if (stopped || !Number.isFinite(ms) || ms <= 0) return;
+    tick = setTimeout(() => {
+      // Only the times moved on: no need to tell a screen reader.
+      if (document.visibilityState === "visible") void refresh(true);
+      else due = true;
+    }, ms);
+  };
+
+  const refresh = async (quiet = false): Promise<void> => {
     if (fetching) {
       again = true;
       return;
@@ -36,8 +61,7 @@ if (region && region.id && typeof EventSource !== "undefined") {
       const next = page.getElementById(region.id);
       if (!next) {
         // Signed out meanwhile: the answer was the sign-in page.
-        say("Live updates stopped: reload the page.");
-        source.close();
+        stop("Live updates stopped: reload the page.");
         return;
       }
       // Keyboard users keep their place: the link focused before is focused again after.
@@ -54,7 +78,9 @@ if (region && region.id && typeof EventSource !== "undefined") {
         again?.focus();
       }
       region.dataset.version = next.dataset.version ?? "";
-      say(`Live: updated at ${time()}`);
+      if (next.dataset.refreshMs === undefined) delete region.dataset.refreshMs;
+      else region.dataset.refreshMs = next.dataset.refreshMs;
+      if (!quiet) say(`Live: updated at ${time()}`);
     } catch {
       say("Live updates interrupted; retrying.");
     } finally {
@@ -62,9 +88,14 @@ if (region && region.id && typeof EventSource !== "undefined") {
       if (again) {
         again = false;
         void refresh();
-      }
+      } else schedule();
     }
   };
+
+  schedule();
+  document.addEventListener("visibilitychange", () => {
+    if (due && document.visibilityState === "visible") void refresh(true);
+  });
 
   source.addEventListener("ready", (event) => {
     say("Live: following the queue.");
@@ -73,8 +104,7 @@ if (region && region.id && typeof EventSource !== "undefined") {
   });
   source.addEventListener("change", () => void refresh());
   source.addEventListener("gone", () => {
-    say("This queue no longer exists.");
-    source.close();
+    stop("This queue no longer exists.");
   });
   source.addEventListener("error", () => {
     if (source.readyState === EventSource.CONNECTING)

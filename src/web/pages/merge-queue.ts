@@ -15,7 +15,6 @@ import type {
 import type { Actor } from "../../mergequeue/model.js";
 import { priorityName } from "../../mergequeue/model.js";
 import { describeReason } from "../../mergequeue/reasons.js";
-import { describeWaiting } from "../../mergequeue/waiting.js";
 import type { RepoRef } from "../../organizations/repositories.js";
 import {
   badge,
@@ -24,7 +23,6 @@ import {
   muted,
   plural,
   queueName,
-  relativeTime as relative,
   scrollX,
 } from "../format.js";
 import { markup, type SafeHtml } from "../html.js";
@@ -32,6 +30,14 @@ import type { PageView } from "../layout.js";
 import { dailyBars, fitDays } from "../svg/charts.js";
 import { urls } from "../urls.js";
 import { failureSection } from "./pull-request-failure.js";
+import {
+  estimateSummary,
+  mergeEstimate,
+  placeEstimate,
+  rowWaitingText,
+  runProgress,
+  waitingText,
+} from "./queue-estimates.js";
 
 export interface QueuePlace {
   org: string;
@@ -67,26 +73,6 @@ function hidden(csrf: string, extra: Record<string, string> = {}): SafeHtml {
   return markup`<input type="hidden" name="csrf" value="${csrf}">${Object.entries(extra).map(
     ([k, v]) => markup`<input type="hidden" name="${k}" value="${v}">`,
   )}`;
-}
-
-/** What an entry waits for, or its part in a localization, in words (undefined when neither). */
-function waitingText(
-  entry: Pick<BoardEntry, "waiting" | "localization">,
-  now: number,
-): SafeHtml | string | undefined {
-  const { waiting, localization } = entry;
-  if (localization) {
-    const batch = `batch run ${localization.runId}`;
-    if (localization.role === "presumed_culprit") return `presumed to fail ${batch}`;
-    if (localization.role === "presumed_good")
-      return `presumed good in the localization of ${batch}`;
-    return `a suspect in the localization of ${batch}`;
-  }
-  if (!waiting) return undefined;
-  if (waiting.kind === "batch_forming") {
-    return markup`batch forming: ${waiting.have} of ${waiting.need}, starts ${relative(waiting.startsBy, now)} at the latest`;
-  }
-  return describeWaiting({ reason: waiting.kind, prNumbers: waiting.prNumbers });
 }
 
 const capitalized = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
@@ -150,20 +136,14 @@ function runCard(run: BoardRun, place: QueuePlace, links: QueueLinks, now: numbe
       : run.unit.length > 1
         ? `batch of ${run.unit.length}`
         : "one pull request";
-  const end =
-    run.estimatedEndAt === null
-      ? ""
-      : markup`; ends ${relative(run.estimatedEndAt, now)} (about ${at(run.estimatedEndAt, now)})`;
-  return markup`<li class="run" id="run-${run.id}" data-run="${run.id}"><p><strong>Run ${run.id}</strong> · ${what}${run.attempt > 1 ? ` · attempt ${run.attempt}` : ""} · started ${relative(run.startedAt, now)}${end}</p>
+  const overrun = run.overrunMs === null ? "" : markup` data-overrun="${run.overrunMs}"`;
+  return markup`<li class="run" id="run-${run.id}" data-run="${run.id}"${overrun}><p><strong>Run ${run.id}</strong> · ${what}${run.attempt > 1 ? ` · attempt ${run.attempt}` : ""} · ${runProgress(run, now)}</p>
 <ol class="lane" aria-label="Run ${run.id}: base, then pull requests in merge order"><li class="chip base">${place.branch} @ <code>${shortSha(run.baseSha)}</code></li>${run.ahead.map((n) => pr(n, "ahead"))}${run.unit.map((n) => pr(n, "unit"))}</ol></li>`;
 }
 
 function queueRow(entry: BoardEntry, links: QueueLinks, now: number): SafeHtml {
-  const waiting = waitingText(entry, now);
-  const eta =
-    entry.estimatedMergeAt === null
-      ? muted("—")
-      : markup`${relative(entry.estimatedMergeAt, now)} <span class="muted">(${at(entry.estimatedMergeAt, now)})</span>`;
+  const waiting = rowWaitingText(entry, now);
+  const eta = mergeEstimate(entry, now);
   return markup`<tr data-pr="${entry.number}"><td class="num">${entry.position ?? "—"}</td><td><a href="${links.pullRequest(entry.number)}">#${entry.number}</a> ${entry.title}</td><td>${entry.author}</td><td>${badge(entry.state, entry.state.replace("_", " "))}${waiting ? markup` <span class="muted">${waiting}</span>` : ""}</td><td>${eta}</td></tr>
 `;
 }
@@ -229,10 +209,7 @@ export function queueLive(board: QueueBoard, place: QueuePlace, links: QueueLink
       ? ""
       : markup`<h3 id="localizations">Failed batches being localized</h3>
 <ul class="localizations" aria-labelledby="localizations">${board.bisections.map((b) => localizationCard(b, links))}</ul>`;
-  const estimate =
-    board.typicalRunMs === null
-      ? "no finished run yet to estimate from"
-      : `a run takes about ${span(board.typicalRunMs)} (median of the last ${plural(board.estimateSample, "run")})`;
+  const estimate = estimateSummary(board);
   const table =
     board.entries.length === 0
       ? markup`<p class="muted">The queue is empty.</p>`
@@ -266,6 +243,22 @@ ${table}
 ${concluded}`;
 }
 
+/**
+ * How often the live region is fetched again while nothing changes, when it shows times relative
+ * to now (a run's elapsed time and overrun, estimates): they move on without a transition.
+ */
+export const TICK_MS = 30_000;
+
+/** Whether the live region shows times that move on by themselves (runs, waits, estimates). */
+function ticking(board: QueueBoard): boolean {
+  return (
+    board.runs.length > 0 ||
+    board.entries.some(
+      (e) => e.estimatedMergeAt !== null || e.expectedStartAt !== null || e.waiting !== null,
+    )
+  );
+}
+
 export function renderQueue(
   board: QueueBoard,
   place: QueuePlace,
@@ -283,7 +276,7 @@ ${stateForms(board, links, csrf)}
 <p><a href="${links.health}">Health of this queue</a></p>
 ${settingsSummary(board)}
 <p class="live-status muted" data-live-status aria-live="polite"></p>
-<section id="queue-live" aria-label="The queue now" data-live-events="${links.events}" data-version="${board.version}">
+<section id="queue-live" aria-label="The queue now" data-live-events="${links.events}" data-version="${board.version}"${ticking(board) ? markup` data-refresh-ms="${TICK_MS}"` : ""}>
 ${queueLive(board, place, links, now)}
 </section>`,
     islands: ["live-queue"],
@@ -291,6 +284,12 @@ ${queueLive(board, place, links, now)}
 }
 
 // ---- a pull request --------------------------------------------------------------------------------
+
+/** The place line's wait: " · waiting for a free slot (…); expected to start in 4 min". */
+function placeWait(entry: BoardEntry, now: number): SafeHtml {
+  const words = waitingText(entry, now);
+  return words === undefined ? markup`` : markup` · ${words}`;
+}
 
 function actorText(actor: Actor): string {
   if (actor.kind === "user") return actor.name;
@@ -359,11 +358,7 @@ ${
         history.place.entry.position === null
           ? "Not ready yet: it has no place in the queue."
           : markup`Position <strong>${history.place.entry.position}</strong> of ${history.place.ready} in <a href="${links.queue}">the queue</a>`
-      }${
-        history.place.entry.estimatedMergeAt === null
-          ? ""
-          : markup` · estimated merge <strong>${relative(history.place.entry.estimatedMergeAt, now)}</strong> (${at(history.place.entry.estimatedMergeAt, now)})`
-      }${waitingText(history.place.entry, now) ? markup` · ${waitingText(history.place.entry, now)}` : ""}</p>`
+      }${placeEstimate(history.place.entry, now)}${placeWait(history.place.entry, now)}</p>`
     : ""
 }
 ${history.failure ? failureSection(history.failure, { test: (id) => urls.test(place.org, id, place.repo), log: (run, check) => links.log(run, check) }) : ""}
