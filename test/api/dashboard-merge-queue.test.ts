@@ -174,7 +174,7 @@ describe("the pull request page", () => {
     expect(page.status, page.body).toBe(200);
     checkPage(page);
     expect(page.body).toMatch(
-      /<p class="error"><strong>Failed\.<\/strong> A required check failed\. <span class="detail">failed: test<\/span> \(<a href="#run-/,
+      /<h2 id="why-h">Why it failed<\/h2>\n<p class="error"><strong>A required check failed\.<\/strong> <span class="detail">failed: test<\/span> \(<a href="#run-/,
     );
     expect(page.body).toContain("submitted");
     expect(page.body).toContain("api-token:");
