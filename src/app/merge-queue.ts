@@ -66,7 +66,13 @@ export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
     },
     { owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, ...deps.engine },
   );
+  const failures = new FailureExplainer({
+    failures: deps.failedTests,
+    runtime,
+    checkLog: deps.checkLog,
+  });
   const pullRequests = new PullRequestService({
+    failures,
     queues,
     runtime,
     commands: engine,
@@ -93,7 +99,7 @@ export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
       queues,
       runtime,
       clock,
-      failures: new FailureExplainer({ failures: deps.failedTests, checkLog: deps.checkLog }),
+      failures,
     }),
     failFirst: new FailFirstService({ queues, runtime, failures: deps.failedTests }),
   };

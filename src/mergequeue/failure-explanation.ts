@@ -8,7 +8,7 @@
 import type { OwnedRepoRef } from "../organizations/repositories.js";
 import type { CiFailures, ExplainedTest } from "../testhealth/ci-failures.js";
 import { describeReason } from "./reasons.js";
-import type { EntryRecord, RunRecord, TransitionRecord } from "./records.js";
+import type { EntryRecord, RunRecord, RuntimeRecords, TransitionRecord } from "./records.js";
 
 /** At most this many failing tests are named (the count says how many more). */
 export const EXPLAINED_TEST_LIMIT = 50;
@@ -56,6 +56,8 @@ export interface PullRequestFailure {
 export interface FailureExplainerDeps {
   /** Test health's view of the run's failures; absent: no test is named. */
   failures?: Pick<CiFailures, "explain"> | undefined;
+  /** Where `explainEntry` reads an entry's transitions and the run that failed it. */
+  runtime?: Pick<RuntimeRecords, "transitions" | "run"> | undefined;
   /** A check's log, where Mainline's own CI ran it; undefined when it has none. */
   checkLog?:
     ((queueId: string, runId: string, check: string) => Promise<string | undefined>) | undefined;
@@ -114,6 +116,16 @@ export class FailureExplainer {
       ...tests,
       log,
     };
+  }
+
+  /** `explain`, reading the entry's transitions and the run that failed it first. */
+  async explainEntry(repo: OwnedRepoRef, entry: EntryRecord): Promise<PullRequestFailure | null> {
+    const { runtime } = this.deps;
+    if (!runtime || (entry.state !== "failed" && entry.state !== "pending_failure")) return null;
+    const transitions = await runtime.transitions(entry.id);
+    const runId = [...transitions].reverse().find((t) => t.to === entry.state)?.runId ?? null;
+    const run = runId === null ? undefined : await runtime.run(entry.queueId, runId);
+    return this.explain(repo, entry, transitions, run ? [run] : []);
   }
 
   private async tests(repo: OwnedRepoRef, entry: EntryRecord, run: RunRecord | undefined) {

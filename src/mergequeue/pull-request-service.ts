@@ -42,6 +42,7 @@ import { batchSizeChoice } from "./batch-size.js";
 import { localizationsOf } from "./localizations.js";
 import { NO_VERDICTS } from "./speculation.js";
 import type { HostRateLimit } from "./providers.js";
+import type { FailureExplainer, PullRequestFailure } from "./failure-explanation.js";
 import type {
   CommandResult,
   EntryListQuery,
@@ -123,6 +124,8 @@ export interface PullRequestView extends EnqueuedPullRequest {
   /** The submission has not concluded (merged, failed or cancelled). */
   isCurrentlySubmittedToQueue: boolean;
   timeline?: TimelineItem[];
+  /** Why it failed: failed, or failed behind pull requests ahead (`pending_failure`). */
+  failure?: PullRequestFailure;
 }
 
 export interface PullRequestPage {
@@ -331,7 +334,14 @@ export interface PullRequestServiceDeps {
   hostConnected?: (host: string) => boolean;
   /** The git host's rate limit holding the repository's requests now, if any. */
   hostRateLimit?: (repo: OwnedRepoRef) => Promise<HostRateLimit | undefined>;
+  /** Why a failed pull request failed (its failing tests, its log's end); absent: not said. */
+  failures?: Pick<FailureExplainer, "explainEntry">;
 }
+
+const ownedRepo = (principal: Principal, address: QueueAddress): OwnedRepoRef => ({
+  ...address.repo,
+  organizationId: principal.organizationId,
+});
 
 /** Whether a pull request in this state may wait for something `waitsOf` tells. */
 const mayWait = (item: EnqueuedPullRequest) =>
@@ -495,7 +505,7 @@ export class PullRequestService implements QueueContents {
         `${which} ${never} submitted to the merge queue for ${describeQueue(address)}.`,
       );
     }
-    return this.view(entry, includeTimeline, acknowledged);
+    return this.view(entry, includeTimeline, acknowledged, ownedRepo(principal, address));
   }
 
   /** Several PRs at once; those never submitted are listed in `notFound`. */
@@ -515,8 +525,10 @@ export class PullRequestService implements QueueContents {
     const pullRequests: PullRequestView[] = [];
     const notFound: { number: number }[] = [];
     for (const [i, entry] of entries.entries()) {
-      if (entry) pullRequests.push(await this.view(entry, includeTimeline, acknowledged));
-      else notFound.push({ number: unique[i] as number });
+      if (entry) {
+        const repo = ownedRepo(principal, address);
+        pullRequests.push(await this.view(entry, includeTimeline, acknowledged, repo));
+      } else notFound.push({ number: unique[i] as number });
     }
     return { pullRequests, notFound };
   }
@@ -667,6 +679,7 @@ export class PullRequestService implements QueueContents {
     entry: EntryRecord,
     includeTimeline: boolean,
     acknowledged: Acknowledged,
+    repo: OwnedRepoRef,
   ): Promise<PullRequestView> {
     const { readiness } = entry;
     const view: PullRequestView = {
@@ -694,6 +707,8 @@ export class PullRequestService implements QueueContents {
       }
       view.timeline = history.map(toTimelineItem);
     }
+    const failure = await this.deps.failures?.explainEntry(repo, entry);
+    if (failure) view.failure = failure;
     return view;
   }
 

@@ -21,7 +21,7 @@ import {
   submit,
   type Call,
 } from "../helpers/local-queue.js";
-import { waitFor } from "../helpers/process.js";
+import { runCliInProcess, waitFor } from "../helpers/process.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { urls } from "../../src/web/urls.js";
 
@@ -135,6 +135,74 @@ async function openSignedIn(url: string): Promise<TestPage> {
   await signInAt(t, url, server.token);
   return t;
 }
+
+interface FailureAnswer {
+  state: string;
+  failure?: {
+    message: string;
+    runId: string | null;
+    failedChecks: { name: string; conclusion: string }[];
+    failedTests: { name: string; verdict: string; summary: string | null }[];
+    log: { check: string; lines: string[] } | null;
+  };
+}
+
+describe("why a pull request failed, through the API and the CLI", () => {
+  it("getSubmittedPullRequest answers the failing tests with their verdicts and the log's end", async () => {
+    const broken = await ok<FailureAnswer>(call, "getSubmittedPullRequest", {
+      repo: LOCAL,
+      targetBranch: "main",
+      pr: { number: numbers.broken },
+    });
+    expect(broken.failure?.message).toBe("A required check failed.");
+    expect(broken.failure?.failedChecks).toEqual([
+      { name: "test", conclusion: "failure", url: null },
+    ]);
+    expect(broken.failure?.failedTests.map((t) => [t.name, t.verdict, t.summary])).toEqual([
+      ["numbers", "failing", "numbers: expected 3, got 4"],
+      ["totals", "new", "totals: expected 3, got 4"],
+    ]);
+    expect(broken.failure?.log?.lines).toContain("FAILED numbers: expected 3, got 4");
+    const many = await ok<{ pullRequests: FailureAnswer[] }>(call, "getSubmittedPullRequests", {
+      repo: LOCAL,
+      targetBranch: "main",
+      prs: [{ number: numbers.flaky }],
+    });
+    expect(many.pullRequests[0]?.failure?.failedTests).toMatchObject([
+      { name: "checkout", verdict: "quarantined" },
+    ]);
+    // A pull request that merged has no failure to explain.
+    const merged = await ok<FailureAnswer>(call, "getSubmittedPullRequest", {
+      repo: LOCAL,
+      targetBranch: "main",
+      pr: { number: 1 },
+    });
+    expect(merged.state).toBe("merged");
+    expect(merged.failure).toBeUndefined();
+  });
+
+  it("`pr status` prints them", async () => {
+    const result = await runCliInProcess([
+      "pr",
+      "status",
+      String(numbers.broken),
+      "--repo",
+      "local/acme/shop",
+      "--branch",
+      "main",
+      "--url",
+      server.url,
+      "--token",
+      server.token,
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain("why it failed: A required check failed.");
+    expect(result.stdout).toContain("shop › numbers — fails here (not known flaky or broken)");
+    expect(result.stdout).toContain("      numbers: expected 3, got 4");
+    expect(result.stdout).toContain("shop › totals — new in this pull request");
+    expect(result.stdout).toContain("  | FAILED totals: expected 3, got 4");
+  });
+});
 
 describe("why a pull request failed, in the browser", () => {
   it("names the failing tests, whose red each is, and the end of the log, opened from the queue page", async () => {

@@ -1,5 +1,6 @@
 import type { HostTrouble, MergeQueueRecord } from "../../mergequeue/records.js";
 import { isoTime } from "../../lib/clock.js";
+import { presentFailure } from "./failure-schema.js";
 import type { EnqueuedPullRequest, QueueActivity } from "../../mergequeue/queue-service.js";
 import type { QueueMode, QueueSettingsPatch } from "../../mergequeue/settings.js";
 import type { Actor } from "../../mergequeue/model.js";
@@ -141,6 +142,7 @@ export function presentPullRequest(view: PullRequestView): PullRequestDetailsBod
     forceEnqueued: view.forceEnqueued,
     isCurrentlySubmittedToQueue: view.isCurrentlySubmittedToQueue,
     ...(view.timeline ? { timeline: view.timeline.map(presentTimelineItem) } : {}),
+    ...(view.failure ? { failure: presentFailure(view.failure) } : {}),
   };
 }
 

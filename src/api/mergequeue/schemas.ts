@@ -10,6 +10,7 @@ import {
 } from "../../mergequeue/settings.js";
 import { PR_STATES, PRIORITY_NAMES } from "../../mergequeue/model.js";
 import { WAITING_KINDS } from "../../mergequeue/waiting.js";
+import { FailureSchema } from "./failure-schema.js";
 import {
   BranchName,
   CaseInsensitiveEnum,
@@ -435,6 +436,7 @@ export const PullRequestDetailsSchema = Type.Object(
         description: "Every state change, oldest first (with `includeTimeline: true`).",
       }),
     ),
+    failure: Type.Optional(FailureSchema),
   },
   { description: "The latest submission of the pull request to the queue." },
 );

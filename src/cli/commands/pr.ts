@@ -7,6 +7,7 @@ import { parseLocalRepoArg } from "../repo-arg.js";
 import { serverOptions } from "./repo.js";
 import { repositoryName, type RepoRef } from "../../organizations/repositories.js";
 import { describeWaitingFor, type WaitingForBody } from "../waiting.js";
+import { formatFailure, type FailureBody } from "../failure.js";
 
 /** A pull request number: digits (a leading `#` is allowed), at most 4294967295. */
 export function parsePrNumber(value: string): number {
@@ -54,6 +55,7 @@ interface PullRequestDetails extends MergeItem {
   readiness?: Record<string, unknown>;
   isCurrentlySubmittedToQueue?: boolean;
   timeline?: TimelineItem[];
+  failure?: FailureBody;
 }
 
 interface PullRequestPage {
@@ -87,6 +89,7 @@ export function formatPullRequest(pr: PullRequestDetails): string {
   for (const [key, value] of Object.entries(pr.readiness ?? {})) rows.push([key, String(value)]);
   rows.push(["id", pr.id ?? ""]);
   let text = formatTable(rows);
+  if (pr.failure) text += formatFailure(pr.failure);
   if (pr.timeline) {
     text += "\ntimeline\n";
     text += formatTable([
