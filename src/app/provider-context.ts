@@ -8,6 +8,7 @@ import { LocalPullRequestStore } from "../db/stores/local-pull-requests.js";
 import { WebhookDeliveryStore } from "../db/stores/webhook-deliveries.js";
 import { isDatabaseUnavailable } from "../lib/faults.js";
 import { CiFailures } from "../testhealth/ci-failures.js";
+import { FailureExplainer } from "../mergequeue/failure-explanation.js";
 import type { ProviderContext } from "../providers/host-provider.js";
 import { urls } from "../web/urls.js";
 import type { TestHealth } from "./test-health.js";
@@ -28,6 +29,12 @@ export function providerContext(
   const { testHealth, publicUrl, ...shared } = parts;
   const { records } = shared;
   const { testCases, testSettings, uploads } = testHealth.stores;
+  const failures = new CiFailures({
+    repositories: records.repositories,
+    uploads,
+    testCases,
+    settings: testSettings,
+  });
   return {
     ...shared,
     hostRecords: {
@@ -45,12 +52,8 @@ export function providerContext(
         testCases,
         settings: testSettings,
       },
-      failures: new CiFailures({
-        repositories: records.repositories,
-        uploads,
-        testCases,
-        settings: testSettings,
-      }),
+      failures,
+      explainer: new FailureExplainer({ failures, runtime: records.runtime }),
     },
     pullRequestPage: async (repository, branch, number) => {
       if (publicUrl === undefined) return undefined;

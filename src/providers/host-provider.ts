@@ -25,6 +25,7 @@ import type { OrganizationRecords } from "../organizations/records.js";
 import type { RepoRef, Repository } from "../organizations/repositories.js";
 import type { Principal } from "../organizations/service.js";
 import type { CiFailures } from "../testhealth/ci-failures.js";
+import type { FailureExplainer } from "../mergequeue/failure-explanation.js";
 import type { TestCaseRecords } from "../testhealth/ports.js";
 import type { QuarantineSettings } from "../testhealth/quarantine.js";
 import type { UploadService } from "../testhealth/upload-service.js";
@@ -92,6 +93,8 @@ export interface ProviderContext {
      * failed tests a localization run runs first.
      */
     failures: Pick<CiFailures, "ofCommit" | "failedTests">;
+    /** Why a pull request failed in the queue (its failing tests), as its page says it. */
+    explainer: Pick<FailureExplainer, "explainEntry">;
   };
   /** The merge queue's submissions, for commands people give on the host's pull requests. */
   pullRequests: Pick<PullRequestService, "submit" | "cancel">;

@@ -20,6 +20,7 @@ import type { TestServer } from "../helpers/server.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { GITHUB_ACTIONS_APP_ID } from "../helpers/fake-github/index.js";
 import { COMMENT_MARKER, checkRunName } from "../../src/providers/github/pull-request-presence.js";
+import { bundle, junit, putBundle } from "../helpers/uploads.js";
 
 const OWNER = "acme-gh";
 const REPO_NAME = `${OWNER}/widgets`;
@@ -152,7 +153,15 @@ const checkRuns = (headSha: string) =>
   );
 
 /** Reports the required check "test" on the commit this pull request's run tests (as CI would). */
-async function finishRun(number: number, conclusion: "success" | "failure"): Promise<void> {
+/**
+ * Concludes the pull request's run with the `test` check; `before` runs first with the tested
+ * commit and its test branch (the CI job's upload of its reports).
+ */
+async function finishRun(
+  number: number,
+  conclusion: "success" | "failure",
+  before?: (sha: string, testBranch: string) => Promise<void>,
+): Promise<void> {
   let runId = "";
   await expect
     .poll(async () => {
@@ -164,12 +173,13 @@ async function finishRun(number: number, conclusion: "success" | "failure"): Pro
       return runId;
     }, LONG)
     .not.toBe("");
-  const details = await server.call<{ testBranchSha: string | null }>(
+  const details = await server.call<{ testBranchSha: string | null; testBranch: string | null }>(
     "getMergeQueueTestingDetails",
     { repo: WIDGETS, targetBranch: "main", testRunId: runId },
   );
   const sha = details.body.testBranchSha;
   if (!sha) throw new Error(`no test branch: ${details.text}`);
+  await before?.(sha, details.body.testBranch ?? "");
   await world.gh.postCheckRun(REPO_NAME, {
     name: "test",
     headSha: sha,
@@ -406,6 +416,45 @@ describe("what the App shows on the pull request", () => {
     expect(labels(pr.number)).toEqual(["trunk:failed"]);
     expect(stickies(pr.number)).toHaveLength(1);
     expect(stickies(pr.number)[0]?.body).toContain("Reason: failing required check");
+    // No test results were uploaded: no failing test is named.
+    expect(stickies(pr.number)[0]?.body).not.toContain("Failing tests");
+  });
+
+  it("names a failed pull request's failing tests in its comment, with whose red each is", async () => {
+    await setQueue({ state: "running", stateLabelsEnabled: false });
+    const pr = await openPr();
+    await server.call("submitPullRequest", {
+      repo: WIDGETS,
+      targetBranch: "main",
+      pr: { number: pr.number },
+    });
+    await expect.poll(async () => (await item(pr.number))?.state, LONG).toBe("testing");
+    // The CI job uploads its JUnit for the tested commit, then fails.
+    await finishRun(pr.number, "failure", async (sha, testBranch) => {
+      const report = junit([
+        {
+          name: "adds `items`",
+          classname: "cart.Cart",
+          status: "failed",
+          message: "expected 3, got 4",
+        },
+        { name: "totals", classname: "cart.Cart" },
+      ]);
+      await putBundle(
+        server,
+        await bundle({ files: [report], commit: sha, branch: testBranch, repo: WIDGETS }),
+        WIDGETS,
+      );
+      await server.services.worker.idle();
+    });
+    await expect.poll(async () => (await item(pr.number))?.state, LONG).toBe("failed");
+    await settled();
+    const body = stickies(pr.number)[0]?.body ?? "";
+    expect(body).toContain("Reason: failing required check");
+    expect(body).toContain(
+      "Failing tests:\n- `` cart.Cart.adds `items` ``: new in this pull request — `expected 3, got 4`",
+    );
+    expect(body).not.toContain("totals");
   });
 
   it("finds its comment by the marker when it does not know its id; a new submission gets a new check", async () => {

@@ -110,6 +110,7 @@ export const githubProvider: ProviderRegistration<
         ? {}
         : { ciPollIntervalMs: options.githubCiPollIntervalMs }),
       ciFailures: context.testHealth.failures,
+      failureExplainer: context.testHealth.explainer,
     });
     // Comment commands and the enqueueing label, through the same service as the API.
     registerPullRequestCommands(github.webhooks, {

@@ -34,7 +34,11 @@ import { GitHubForkedRuns } from "./forked-runs.js";
 import { GitHubReconciler } from "./reconcile.js";
 import { GitHubGitHost, type GitHubGitHostOptions } from "./host.js";
 import { GitHubRepositories } from "./repositories.js";
-import { PullRequestPresence, type PresenceOptions } from "./pull-request-presence.js";
+import {
+  PullRequestPresence,
+  type PresenceDeps,
+  type PresenceOptions,
+} from "./pull-request-presence.js";
 import { GitHubSignIn } from "./sign-in.js";
 import { registerGitHubRoutes } from "./routes.js";
 import { WebhookDispatcher } from "./webhooks/dispatch.js";
@@ -109,6 +113,8 @@ export interface GitHubProviderDeps {
   ciPollIntervalMs?: number;
   /** Test health's view of a failed run's commit (the flaky-only retry); absent: none. */
   ciFailures?: GitHubCiDeps["failures"];
+  /** Why a pull request failed (its failing tests), for the comment; absent: the reason only. */
+  failureExplainer?: PresenceDeps["failures"];
 }
 
 export interface GitHubProvider extends HostProvider {
@@ -211,6 +217,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
       host: settings.host,
       appId,
       pageUrl: deps.pullRequestPage,
+      failures: deps.failureExplainer,
       clock,
       logger,
       owner: leaseOwner(),

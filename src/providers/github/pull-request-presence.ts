@@ -26,6 +26,8 @@ import type { Repository } from "../../organizations/repositories.js";
 import { paginate, type GitHubClient, type GitHubLogger } from "./client.js";
 import { statusOf } from "./conditional.js";
 import type { GitHubRepositories } from "./repositories.js";
+import type { FailureExplainer } from "../../mergequeue/failure-explanation.js";
+import { VERDICT_WORDS, type FailureVerdict } from "../../testhealth/failure-verdicts.js";
 
 /** The hidden marker that tells the App's sticky comment from every other comment. */
 export const COMMENT_MARKER = "<!-- mainline:queue -->";
@@ -78,6 +80,37 @@ export interface PresenceView {
   detail: string | null;
   /** The pull request's page on the dashboard; undefined without MAINLINE_PUBLIC_URL. */
   pageUrl: string | undefined;
+  /** A failed pull request's failing tests (the first few), and how many more failed. */
+  failedTests?: { name: string; verdict: FailureVerdict; summary: string | null }[];
+  moreFailedTests?: number;
+  /** Even more failed than the explanation lists. */
+  moreThanListed?: boolean;
+}
+
+/** At most this many failing tests are named in the comment (the page names them all). */
+export const COMMENT_TESTS = 10;
+
+/**
+ * A Markdown inline code span of one line. A text holding a backtick is fenced by two, with a
+ * space inside each fence (CommonMark strips one), so that it may start or end with one.
+ */
+const code = (text: string) => {
+  const line = text.replace(/\s+/g, " ").replace(/``+/g, "`");
+  return line.includes("`") ? `\`\` ${line} \`\`` : `\`${line}\``;
+};
+
+function failedTestLines(view: PresenceView): string[] {
+  const tests = view.failedTests ?? [];
+  if (tests.length === 0) return [];
+  const more = view.moreFailedTests ?? 0;
+  const lines = ["", "Failing tests:"];
+  for (const test of tests) {
+    const summary = test.summary ? ` — ${code(test.summary.slice(0, 200))}` : "";
+    lines.push(`- ${code(test.name)}: ${VERDICT_WORDS[test.verdict]}${summary}`);
+  }
+  if (view.moreThanListed) lines.push(`- …and more than ${String(more)} more`);
+  else if (more > 0) lines.push(`- …and ${String(more)} more`);
+  return lines;
 }
 
 const words = (reason: string) => reason.replace(/_/g, " ");
@@ -98,6 +131,7 @@ export function renderComment(view: PresenceView): string {
     view.state === "pending_failure"
   ) {
     lines.push("", `Reason: ${words(view.reason)}${view.detail ? ` — ${view.detail}` : ""}`);
+    lines.push(...failedTestLines(view));
   }
   if (view.pageUrl) lines.push("", `[See it on the merge queue's dashboard](${view.pageUrl})`);
   lines.push(
@@ -206,6 +240,8 @@ export interface PresenceDeps {
   pageUrl?:
     | ((repository: Repository, branch: string, number: number) => Promise<string | undefined>)
     | undefined;
+  /** Why a pull request failed: the comment names its failing tests. */
+  failures?: Pick<FailureExplainer, "explainEntry"> | undefined;
   clock: Clock;
   logger: GitHubLogger;
   owner: string;
@@ -514,6 +550,8 @@ export class PullRequestPresence {
       const transitions = await runtime.transitions(entry.id);
       detail = transitions[transitions.length - 1]?.detail ?? null;
     }
+    const failure = await this.deps.failures?.explainEntry(repository, entry);
+    const tests = failure?.tests ?? [];
     return {
       queueBranch: queue.targetBranch,
       state: entry.state,
@@ -524,6 +562,17 @@ export class PullRequestPresence {
       reason: entry.lastReason,
       detail,
       pageUrl: await this.deps.pageUrl?.(repository, queue.targetBranch, entry.prNumber),
+      ...(tests.length === 0
+        ? {}
+        : {
+            failedTests: tests.slice(0, COMMENT_TESTS).map((test) => ({
+              name: test.classname ? `${test.classname}.${test.name}` : test.name,
+              verdict: test.verdict,
+              summary: test.summary,
+            })),
+            moreFailedTests: tests.length - Math.min(tests.length, COMMENT_TESTS),
+            ...(failure?.testsTruncated ? { moreThanListed: true } : {}),
+          }),
     };
   }
 
