@@ -5,6 +5,7 @@ import type { MergeQueueRuntimeStore } from "../db/stores/merge-queue-runtime.js
 import type { MergeQueueStore } from "../db/stores/merge-queues.js";
 import type { RepositoryStore } from "../db/stores/repositories.js";
 import type { Clock } from "../lib/clock.js";
+import { ConfigCheckService } from "../mergequeue/config-check.js";
 import { QueueDashboardService } from "../mergequeue/dashboard.js";
 import { MergeQueueEngine, type EngineOptions } from "../mergequeue/engine.js";
 import { FailFirstService, type FailedTestsSource } from "../mergequeue/fail-first.js";
@@ -35,6 +36,8 @@ export interface MergeQueue {
   pullRequests: PullRequestService;
   queueDashboard: QueueDashboardService;
   failFirst: FailFirstService;
+  /** The configuration a queue's runs will use, checked before they run (built-in runner). */
+  configCheck: ConfigCheckService;
 }
 
 export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
@@ -62,6 +65,16 @@ export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
     },
     { owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, ...deps.engine },
   );
+  const configCheck = new ConfigCheckService({
+    queues,
+    source: (host) => hosts.configSource(host),
+    logger: {
+      warn: (fields, message) => {
+        if (logger.warn) logger.warn(fields, message);
+        else logger.info(fields, message);
+      },
+    },
+  });
   const pullRequests = new PullRequestService({
     queues,
     runtime,
@@ -70,6 +83,8 @@ export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
     storedPullRequest: hosts.storedPullRequest,
     hostConnected: (host) => hosts.gitHost.connected(host),
     hostRateLimit: (repo) => hosts.gitHost.rateLimit(repo),
+    configWarnings: (queue, repo, prNumber) =>
+      configCheck.submissionWarnings(queue, repo, prNumber),
   });
   return {
     engine,
@@ -87,5 +102,6 @@ export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
     }),
     queueDashboard: new QueueDashboardService({ queues, runtime, clock }),
     failFirst: new FailFirstService({ queues, runtime, failures: deps.failedTests }),
+    configCheck,
   };
 }

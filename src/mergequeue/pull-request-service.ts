@@ -37,6 +37,7 @@ import {
   type QueueContents,
 } from "./queue-service.js";
 import { hostNotConnected } from "./host-router.js";
+import type { ConfigWarning } from "./config-check.js";
 import { upgradeSnapshot } from "./snapshot.js";
 import { batchSizeChoice } from "./batch-size.js";
 import { localizationsOf } from "./localizations.js";
@@ -331,6 +332,12 @@ export interface PullRequestServiceDeps {
   hostConnected?: (host: string) => boolean;
   /** The git host's rate limit holding the repository's requests now, if any. */
   hostRateLimit?: (repo: OwnedRepoRef) => Promise<HostRateLimit | undefined>;
+  /** The mistakes in the configuration a submitted pull request's run will use (`config-check.ts`). */
+  configWarnings?: (
+    queue: MergeQueueRecord,
+    repo: OwnedRepoRef,
+    prNumber: number,
+  ) => Promise<ConfigWarning[]>;
 }
 
 /** Whether a pull request in this state may wait for something `waitsOf` tells. */
@@ -350,13 +357,17 @@ function addWaits(items: EnqueuedPullRequest[], snapshot: QueueSnapshot | undefi
 export class PullRequestService implements QueueContents {
   constructor(private readonly deps: PullRequestServiceDeps) {}
 
-  /** Submits a pull request, or updates the priority and noBatch of one already queued. */
+  /**
+   * Submits a pull request, or updates the priority and noBatch of one already queued. Answers
+   * the mistakes found in the configuration its run will use, as warnings: it is submitted all
+   * the same (a push may fix them).
+   */
   async submit(
     principal: Principal,
     address: QueueAddress,
     request: { prNumber: number; priority?: string | number | null; noBatch?: boolean },
     actor: Actor,
-  ): Promise<void> {
+  ): Promise<{ warnings: ConfigWarning[] }> {
     const priority =
       request.priority === undefined || request.priority === null
         ? null
@@ -391,13 +402,12 @@ export class PullRequestService implements QueueContents {
     const { commands } = this.deps;
     const refused = commands.accept ? await commands.refusal?.(queue.id) : null;
     if (refused) throw apiErrorOf(refused);
-    const stored = this.deps.storedPullRequest?.(
-      { organizationId: principal.organizationId, ...address.repo },
-      request.prNumber,
-    );
+    const repo = { organizationId: principal.organizationId, ...address.repo };
+    const stored = this.deps.storedPullRequest?.(repo, request.prNumber);
     if (!commands.accept || !stored) {
+      const warnings = this.configWarnings(queue, repo, request.prNumber);
       await this.execute(queue, command);
-      return;
+      return { warnings: await warnings };
     }
     // Checked against what the host stored, then answered once durable (ADR 0018): what the
     // driver finds later (conflicts, mergeability, a PR closed meanwhile) shows in its timeline.
@@ -423,7 +433,21 @@ export class PullRequestService implements QueueContents {
         `Pull request #${request.prNumber} is ${pr.state}; only open pull requests can be queued.`,
       );
     }
+    // Checked while the command is stored: it adds no wait of its own.
+    const warnings = this.configWarnings(queue, repo, request.prNumber);
     await commands.accept(queue.id, command);
+    return { warnings: await warnings };
+  }
+
+  /** Never fails: a submission is accepted whatever the check finds (or fails to find). */
+  private configWarnings(
+    queue: MergeQueueRecord,
+    repo: OwnedRepoRef,
+    prNumber: number,
+  ): Promise<ConfigWarning[]> {
+    const check = this.deps.configWarnings;
+    if (!check) return Promise.resolve([]);
+    return check(queue, repo, prNumber).catch(() => []);
   }
 
   async cancel(
