@@ -3,6 +3,7 @@
  * (checks and required statuses) and Trunk's `.trunk/trunk.yaml` (only its
  * `merge.required_statuses`). Pure. `.mainline.yml` is strict: an unknown key is an error naming
  * its path, because a misspelt `timout_minutes` silently ignored would be worse than a failed run.
+ * Every problem says where it is (file, line, column), from the YAML nodes' source ranges.
  */
 import { LineCounter, isMap, isNode, isScalar, isSeq, parseDocument, type Document } from "yaml";
 
@@ -22,7 +23,7 @@ export interface MainlineConfig {
   requiredStatuses: string[] | undefined;
   /**
    * At least one, names unique. `merge.required_statuses` may name other checks (another CI may
-   * report them); the runner warns about those, since on its own the run could never pass.
+   * report them); the built-in runner refuses those (`run-config.ts`): its run could never pass.
    */
   checks: CheckDefinition[];
 }
