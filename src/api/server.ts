@@ -67,6 +67,8 @@ export interface ServerDependencies {
   queueDashboard?: QueueDashboardService | undefined;
   /** A check's log of the built-in CI runner, for the dashboard's log links. */
   ciLog?: MergeQueuePageDependencies["ciLog"];
+  /** The configuration check of a queue's target branch, for the queue page. */
+  configCheck?: MergeQueuePageDependencies["configuration"];
   /** The pull-request operations; their routes exist only when given (they need the engine). */
   pullRequests?: PullRequestService | undefined;
   /** The failed tests a localization run runs first (`getFailFirstTests`), when given. */
@@ -287,6 +289,7 @@ async function registerDashboardScope(app: ApiApp, deps: ServerDependencies): Pr
               queues: deps.queues,
               pullRequests: deps.pullRequests,
               ciLog: deps.ciLog,
+              configuration: deps.configCheck,
             }
           : undefined,
       repositoryHealth: deps.testHealth.repositoryHealth,

@@ -5,6 +5,7 @@ import type { MergeQueueRuntimeStore } from "../db/stores/merge-queue-runtime.js
 import type { MergeQueueStore } from "../db/stores/merge-queues.js";
 import type { RepositoryStore } from "../db/stores/repositories.js";
 import type { Clock } from "../lib/clock.js";
+import { ConfigCheckService } from "../mergequeue/config-check.js";
 import { QueueDashboardService } from "../mergequeue/dashboard.js";
 import { MergeQueueEngine, type EngineOptions } from "../mergequeue/engine.js";
 import { FailFirstService, type FailedTestsSource } from "../mergequeue/fail-first.js";
@@ -39,6 +40,8 @@ export interface MergeQueue {
   pullRequests: PullRequestService;
   queueDashboard: QueueDashboardService;
   failFirst: FailFirstService;
+  /** The configuration a queue's runs will use, checked before they run (built-in runner). */
+  configCheck: ConfigCheckService;
 }
 
 export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
@@ -71,6 +74,16 @@ export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
     runtime,
     checkLog: deps.checkLog,
   });
+  const configCheck = new ConfigCheckService({
+    queues,
+    source: (host) => hosts.configSource(host),
+    logger: {
+      warn: (fields, message) => {
+        if (logger.warn) logger.warn(fields, message);
+        else logger.info(fields, message);
+      },
+    },
+  });
   const pullRequests = new PullRequestService({
     failures,
     queues,
@@ -80,6 +93,8 @@ export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
     storedPullRequest: hosts.storedPullRequest,
     hostConnected: (host) => hosts.gitHost.connected(host),
     hostRateLimit: (repo) => hosts.gitHost.rateLimit(repo),
+    configWarnings: (queue, repo, prNumber) =>
+      configCheck.submissionWarnings(queue, repo, prNumber),
   });
   return {
     engine,
@@ -102,5 +117,6 @@ export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
       failures,
     }),
     failFirst: new FailFirstService({ queues, runtime, failures: deps.failedTests }),
+    configCheck,
   };
 }

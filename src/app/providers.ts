@@ -5,6 +5,7 @@
  */
 import type { ApiApp } from "../api/types.js";
 import { CiRouter, GitHostRouter } from "../mergequeue/host-router.js";
+import type { RepoConfigSource } from "../mergequeue/config-check.js";
 import type { CiProvider, GitHost } from "../mergequeue/providers.js";
 import type { StoredPullRequestLookup } from "../mergequeue/pull-request-service.js";
 import type { RepoRef, Repository } from "../organizations/repositories.js";
@@ -70,6 +71,8 @@ export interface HostDispatch {
     (principal: Principal, ref: RepoRef) => Promise<Repository>
   >;
   storedPullRequest: StoredPullRequestLookup;
+  /** The host's source for the configuration check, when its CI is the built-in runner. */
+  configSource(host: string): RepoConfigSource | undefined;
 }
 
 /**
@@ -98,6 +101,7 @@ export function hostDispatch(
     ),
     storedPullRequest: (repo, number) =>
       byHost.get(repo.host.toLowerCase())?.storedPullRequest(repo, number) ?? null,
+    configSource: (host) => byHost.get(host.toLowerCase())?.configSource,
   };
 }
 

@@ -45,6 +45,7 @@ export function serverDependencies(
     failFirst: services.failFirst,
     forkedRuns: services.github?.forkedRuns,
     queueDashboard: services.queueDashboard,
+    configCheck: services.configCheck,
     ciLog: (principal, address, runId, check) =>
       services.local.ciRuns.log(principal, address, runId, check),
     uploads: services.uploads,

@@ -4,6 +4,7 @@ import { MergeQueueRuntimeStore } from "../db/stores/merge-queue-runtime.js";
 import { MergeQueueStore } from "../db/stores/merge-queues.js";
 import { RepositoryStore } from "../db/stores/repositories.js";
 import { systemClock, type Clock } from "../lib/clock.js";
+import type { ConfigCheckService } from "../mergequeue/config-check.js";
 import type { QueueDashboardService } from "../mergequeue/dashboard.js";
 import type { FailFirstService } from "../mergequeue/fail-first.js";
 import type { EngineOptions, MergeQueueEngine } from "../mergequeue/engine.js";
@@ -43,6 +44,8 @@ export interface Services extends HostProviders, Omit<TestHealth, "stores"> {
   queueDashboard: QueueDashboardService;
   /** The failed tests a localization run runs first. */
   failFirst: FailFirstService;
+  /** The configuration a queue's runs will use, checked before they run (built-in runner). */
+  configCheck: ConfigCheckService;
   stores: TestHealth["stores"] & { repositories: RepositoryStore };
   /** The merge-queue driver; started by `mainline serve` (and tests that need it). */
   engine: MergeQueueEngine;

@@ -37,6 +37,7 @@ import {
   type QueueContents,
 } from "./queue-service.js";
 import { hostNotConnected } from "./host-router.js";
+import type { ConfigWarning } from "./config-check.js";
 import { upgradeSnapshot } from "./snapshot.js";
 import { batchSizeChoice } from "./batch-size.js";
 import { localizationsOf } from "./localizations.js";
@@ -336,6 +337,12 @@ export interface PullRequestServiceDeps {
   hostRateLimit?: (repo: OwnedRepoRef) => Promise<HostRateLimit | undefined>;
   /** Why a failed pull request failed (its failing tests, its log's end); absent: not said. */
   failures?: Pick<FailureExplainer, "explainEntry">;
+  /** The mistakes in the configuration a submitted pull request's run will use (`config-check.ts`). */
+  configWarnings?: (
+    queue: MergeQueueRecord,
+    repo: OwnedRepoRef,
+    prNumber: number,
+  ) => Promise<ConfigWarning[]>;
 }
 
 const ownedRepo = (principal: Principal, address: QueueAddress): OwnedRepoRef => ({
@@ -360,13 +367,17 @@ function addWaits(items: EnqueuedPullRequest[], snapshot: QueueSnapshot | undefi
 export class PullRequestService implements QueueContents {
   constructor(private readonly deps: PullRequestServiceDeps) {}
 
-  /** Submits a pull request, or updates the priority and noBatch of one already queued. */
+  /**
+   * Submits a pull request, or updates the priority and noBatch of one already queued. Answers
+   * the mistakes found in the configuration its run will use, as warnings: it is submitted all
+   * the same (a push may fix them).
+   */
   async submit(
     principal: Principal,
     address: QueueAddress,
     request: { prNumber: number; priority?: string | number | null; noBatch?: boolean },
     actor: Actor,
-  ): Promise<void> {
+  ): Promise<{ warnings: ConfigWarning[] }> {
     const priority =
       request.priority === undefined || request.priority === null
         ? null
@@ -401,13 +412,12 @@ export class PullRequestService implements QueueContents {
     const { commands } = this.deps;
     const refused = commands.accept ? await commands.refusal?.(queue.id) : null;
     if (refused) throw apiErrorOf(refused);
-    const stored = this.deps.storedPullRequest?.(
-      { organizationId: principal.organizationId, ...address.repo },
-      request.prNumber,
-    );
+    const repo = { organizationId: principal.organizationId, ...address.repo };
+    const stored = this.deps.storedPullRequest?.(repo, request.prNumber);
     if (!commands.accept || !stored) {
+      const warnings = this.configWarnings(queue, repo, request.prNumber);
       await this.execute(queue, command);
-      return;
+      return { warnings: await warnings };
     }
     // Checked against what the host stored, then answered once durable (ADR 0018): what the
     // driver finds later (conflicts, mergeability, a PR closed meanwhile) shows in its timeline.
@@ -433,7 +443,21 @@ export class PullRequestService implements QueueContents {
         `Pull request #${request.prNumber} is ${pr.state}; only open pull requests can be queued.`,
       );
     }
+    // Checked while the command is stored: it adds no wait of its own.
+    const warnings = this.configWarnings(queue, repo, request.prNumber);
     await commands.accept(queue.id, command);
+    return { warnings: await warnings };
+  }
+
+  /** Never fails: a submission is accepted whatever the check finds (or fails to find). */
+  private configWarnings(
+    queue: MergeQueueRecord,
+    repo: OwnedRepoRef,
+    prNumber: number,
+  ): Promise<ConfigWarning[]> {
+    const check = this.deps.configWarnings;
+    if (!check) return Promise.resolve([]);
+    return check(queue, repo, prNumber).catch(() => []);
   }
 
   async cancel(

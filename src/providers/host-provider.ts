@@ -5,6 +5,7 @@
 import type { ApiApp } from "../api/types.js";
 import type { Clock } from "../lib/clock.js";
 import type { CiRunStorage } from "../mergequeue/ci-run-records.js";
+import type { RepoConfigSource } from "../mergequeue/config-check.js";
 import type { HostChanges } from "../mergequeue/host-changes.js";
 import type { LocalPullRequestStorage } from "../mergequeue/local-pull-request-records.js";
 import type { CiProvider, GitHost } from "../mergequeue/providers.js";
@@ -45,6 +46,11 @@ export interface HostProvider {
   existingRepository(principal: Principal, ref: RepoRef): Promise<Repository>;
   /** What the host has stored of a pull request, to answer a submission once it is stored. */
   storedPullRequest: StoredPullRequestLookup;
+  /**
+   * Where the configuration check reads a repository's files before any run: a host whose CI is
+   * the built-in runner (`mergequeue/config-check.ts`). None: nothing is checked before CI runs.
+   */
+  configSource?: RepoConfigSource;
   /** Starts its background work (after the HTTP server listens). */
   start(): Promise<void>;
   /** Stops it: after requests and the upload worker, before the engine and the database. */

@@ -4,6 +4,7 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type, type Static } from "typebox";
+import type { ConfigCheckService } from "../mergequeue/config-check.js";
 import type { QueueDashboardService } from "../mergequeue/dashboard.js";
 import { actorOf, type PullRequestService } from "../mergequeue/pull-request-service.js";
 import type { MergeQueueService, QueueAddress } from "../mergequeue/queue-service.js";
@@ -27,6 +28,8 @@ export interface MergeQueuePageDependencies {
   dashboard: Pick<QueueDashboardService, "queue" | "board" | "pullRequest" | "health" | "version">;
   queues: Pick<MergeQueueService, "update">;
   pullRequests: Pick<PullRequestService, "restart" | "cancel" | "submit">;
+  /** The configuration check of the queue's target branch (the queue page's box). */
+  configuration?: Pick<ConfigCheckService, "targetBranch"> | undefined;
   /** A check's log of the built-in CI runner (repositories on the local git host). */
   ciLog?:
     | ((
@@ -135,9 +138,14 @@ function registerQueuePage(web: Web, deps: MergeQueuePageDependencies): void {
     async (request, context) => {
       const place = placeOf(context.org, request.query);
       if (!place) return WHICH_QUEUE;
-      const board = await deps.dashboard.board(context.viewer.principal, addressOf(place));
+      const { principal } = context.viewer;
+      const [board, config] = await Promise.all([
+        deps.dashboard.board(principal, addressOf(place)),
+        deps.configuration?.targetBranch(principal, addressOf(place)),
+      ]);
+      const links = linksOf(place, deps);
       return {
-        view: renderQueue(board, place, linksOf(place, deps), context.viewer.csrf, context.now),
+        view: renderQueue(board, place, links, context.viewer.csrf, context.now, config),
       };
     },
   );

@@ -28,7 +28,7 @@ describe(".mainline.yml", () => {
         "      run: npm run lint",
       ].join("\n"),
     );
-    expect(parsed).toEqual({
+    expect(parsed).toMatchObject({
       ok: true,
       config: {
         requiredStatuses: ["test", "deploy-preview"],
@@ -121,11 +121,11 @@ describe(".trunk/trunk.yaml", () => {
       "    - Build",
       "    - Test (ubuntu)",
     ].join("\n");
-    expect(parseTrunkRequiredStatuses(text)).toEqual({
+    expect(parseTrunkRequiredStatuses(text)).toMatchObject({
       ok: true,
       requiredStatuses: ["Build", "Test (ubuntu)"],
     });
-    expect(parseTrunkRequiredStatuses("version: 0.1\nlint: {}\n")).toEqual({
+    expect(parseTrunkRequiredStatuses("version: 0.1\nlint: {}\n")).toMatchObject({
       ok: true,
       requiredStatuses: undefined,
     });

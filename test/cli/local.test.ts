@@ -2,6 +2,8 @@
  * `mainline repo create`, `pr open|close`, `pr list --local` and `ci runs|logs` as real processes
  * against a real server: the local git host and the built-in CI from the command line.
  */
+import { readFile } from "node:fs/promises";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLocalProject, git, type LocalProject } from "../helpers/local-project.js";
 import { runCliInProcess, stopAllProcesses, waitFor, type CliResult } from "../helpers/process.js";
@@ -133,6 +135,36 @@ describe("mainline pr open|close", () => {
       // Without --author: who wrote the changes (the project's commits are by Dev), not $USER.
       expect.objectContaining({ number: 1, state: "open", author: "Dev", description: "" }),
     ]);
+  });
+});
+
+describe("mainline pr submit", () => {
+  it("prints the mistakes in the configuration the run will use, as file:line: message", async () => {
+    const project = await apiProject("depot");
+    const repo = repoOf("depot");
+    await ok(server.call("createQueue", { repo, targetBranch: "main" }));
+    await ok(server.call("updateQueue", { repo, targetBranch: "main", state: "paused" }));
+    // `.mainline.yml` requires `build`, a check it does not define (its item is line 3).
+    const config = await readFile(path.join(project.dir, ".mainline.yml"), "utf8");
+    await project.branch("z", {
+      ".mainline.yml": `merge:\n  required_statuses:\n    - build\n${config}`,
+    });
+    await ok(server.call("local/openPullRequest", { repo, head: "z", base: "main" }));
+    const submitted = succeeded(
+      await cli("pr", "submit", "1", "--repo", "local/acme/depot", "--branch", "main"),
+    );
+    const lines = submitted.stderr.split("\n");
+    expect(lines[0]).toBe("Submitted #1 to the merge queue for main.");
+    expect(lines[1]).toMatch(/^mainline: warning: The built-in CI will fail the run of #1 at once/);
+    expect(lines[2]).toBe(
+      'mainline: warning: .mainline.yml:3: merge.required_statuses: "build" names no check in .mainline.yml, whose checks are "test"',
+    );
+    // A sound configuration: nothing more is said.
+    await ok(server.call("local/openPullRequest", { repo, head: "x", base: "main" }));
+    const plain = succeeded(
+      await cli("pr", "submit", "2", "--repo", "local/acme/depot", "--branch", "main"),
+    );
+    expect(plain.stderr).toBe("Submitted #2 to the merge queue for main.\n");
   });
 });
 

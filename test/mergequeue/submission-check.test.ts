@@ -18,7 +18,13 @@ const actor = { kind: "user" as const, name: "dev" };
 const LOCAL = { repo: { host: "local", owner: "acme", name: "shop" }, targetBranch: "main" };
 const REMOTE = { repo: { host: "github.com", owner: "acme", name: "app" }, targetBranch: "main" };
 
-function setUp(options: { state?: "running" | "draining"; queued?: number[] } = {}) {
+function setUp(
+  options: {
+    state?: "running" | "draining";
+    queued?: number[];
+    configWarnings?: PullRequestServiceDeps["configWarnings"];
+  } = {},
+) {
   const calls = { accepted: [] as QueueCommand[], executed: [] as QueueCommand[] };
   const records = new Map<number, "open" | "closed" | "merged">([
     [1, "open"],
@@ -64,6 +70,7 @@ function setUp(options: { state?: "running" | "draining"; queued?: number[] } = 
       const state = records.get(number);
       return Promise.resolve(state ? { state } : undefined);
     },
+    ...(options.configWarnings ? { configWarnings: options.configWarnings } : {}),
   } as unknown as PullRequestServiceDeps;
   return { service: new PullRequestService(deps), calls };
 }
@@ -135,5 +142,43 @@ describe("submitPullRequest answered once stored", () => {
     await service.submit(principal, REMOTE, { prNumber: 1 }, actor);
     expect(numbers(calls.executed)).toEqual([1]);
     expect(calls.accepted).toEqual([]);
+  });
+});
+
+describe("a submission's configuration warnings", () => {
+  const warning = {
+    code: "config_unknown_key",
+    message: "colour: unknown key",
+    file: ".mainline.yml",
+    line: 1,
+  };
+
+  it("are the answer, on either path; a submission refused gets none", async () => {
+    const asked: number[] = [];
+    const { service, calls } = setUp({
+      configWarnings: (_queue, _repo, prNumber) => {
+        asked.push(prNumber);
+        return Promise.resolve([warning]);
+      },
+    });
+    expect(await service.submit(principal, LOCAL, { prNumber: 1 }, actor)).toEqual({
+      warnings: [warning],
+    });
+    expect(await service.submit(principal, REMOTE, { prNumber: 1 }, actor)).toEqual({
+      warnings: [warning],
+    });
+    await refusal(service.submit(principal, LOCAL, { prNumber: 2 }, actor));
+    expect(asked).toEqual([1, 1]);
+    expect(numbers(calls.accepted)).toEqual([1]);
+  });
+
+  it("a check that fails leaves the submission as it is, with no warnings", async () => {
+    const { service, calls } = setUp({
+      configWarnings: () => Promise.reject(new Error("git: cannot read")),
+    });
+    expect(await service.submit(principal, LOCAL, { prNumber: 1 }, actor)).toEqual({
+      warnings: [],
+    });
+    expect(numbers(calls.accepted)).toEqual([1]);
   });
 });

@@ -23,6 +23,21 @@ function parseTake(value: string): number {
   return Number(value);
 }
 
+/** One of submitPullRequest's warnings (Mainline's extension). */
+interface SubmitWarning {
+  code: string;
+  message: string;
+  file?: string;
+  line?: number;
+}
+
+/** `file:line: message` where the warning names a file, else its message. */
+function describeWarning(warning: SubmitWarning): string {
+  if (warning.file === undefined) return warning.message;
+  const line = warning.line === undefined ? "" : `:${String(warning.line)}`;
+  return `${warning.file}${line}: ${warning.message}`;
+}
+
 /** The fields of a mergeItem the human output shows (the API's JSON has them all). */
 interface MergeItem {
   id?: string;
@@ -218,13 +233,17 @@ export function registerPullRequestCommands(program: Command, context: CliContex
     .option("--no-batch", "test this pull request on its own, never in a batch")
     .action(async (number: number, o: QueueOptions & { priority?: string; batch: boolean }) => {
       // Names and numbers alike go as given: the server reads "high" and "10" the same way.
-      await callApi(client(o), "submitPullRequest", {
+      const answer = await callApi<{ warnings?: SubmitWarning[] }>(client(o), "submitPullRequest", {
         ...address(o),
         pr: { number },
         ...(o.priority === undefined ? {} : { priority: o.priority }),
         ...(o.batch ? {} : { noBatch: true }),
       });
       context.stderr.write(`Submitted #${number} to the merge queue for ${o.branch}.\n`);
+      // Mainline's extension: mistakes in the configuration the run will use (built-in CI).
+      for (const warning of answer.warnings ?? []) {
+        context.stderr.write(`mainline: warning: ${describeWarning(warning)}\n`);
+      }
     });
 
   addressOptions(pr.command("cancel").description("Remove a pull request from the merge queue"))

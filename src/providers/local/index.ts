@@ -18,6 +18,7 @@ import { LocalCiRunner } from "./ci/runner.js";
 import { CiRunService } from "./ci/service.js";
 import { CiTestResults, type CiTestResultsDeps } from "./ci/test-results.js";
 import type { FailedTestsSource } from "../../mergequeue/fail-first.js";
+import { LocalConfigSource } from "./git/config-source.js";
 import { LocalGitHost } from "./git/host.js";
 import { LOCAL_HOST } from "./git/layout.js";
 import type { LocalPullRequestStorage } from "../../mergequeue/local-pull-request-records.js";
@@ -70,6 +71,7 @@ export interface LocalProvider extends HostProvider {
   service: LocalHostService;
   ciRuns: CiRunService;
   watcher: LocalRefWatcher;
+  configSource: LocalConfigSource;
   /** The repository of a principal's organization on this host (`not_found` when it has none). */
   existingRepository(principal: Principal, ref: RepoRef): Promise<Repository>;
   /** Registers the host's HTTP operations (`/v1/local/*`) on an authenticated scope. */
@@ -161,6 +163,8 @@ export function createLocalProvider(deps: LocalProviderDeps): LocalProvider {
     watcher,
     existingRepository: (principal, ref) => service.repository(principal, ref),
     storedPullRequest: (repo, number) => gitHost.storedPullRequest(repo, number),
+    // The built-in runner is this host's CI: its configuration can be checked before it runs.
+    configSource: new LocalConfigSource({ gitHost, pullRequests: stores.pullRequests }),
     routes(scope) {
       registerLocalHostRoutes(scope, service);
       registerCiRoutes(scope, ciRuns);

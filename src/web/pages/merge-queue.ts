@@ -12,6 +12,7 @@ import type {
   QueueBoard,
   QueueHealth,
 } from "../../mergequeue/dashboard.js";
+import { describeProblem, type ConfigReport } from "../../mergequeue/config-check.js";
 import type { Actor } from "../../mergequeue/model.js";
 import { priorityName } from "../../mergequeue/model.js";
 import { describeReason } from "../../mergequeue/reasons.js";
@@ -259,12 +260,27 @@ function ticking(board: QueueBoard): boolean {
   );
 }
 
+/**
+ * The mistakes in the configuration at the head of the target branch (repositories whose CI is
+ * the built-in runner): every run fails at once on them unless its pull requests fix them.
+ */
+function configurationBox(place: QueuePlace, config: ConfigReport | undefined): SafeHtml {
+  if (!config?.failure || config.problems.length === 0) return markup``;
+  return markup`<section class="notice config-problems" aria-labelledby="configuration">
+<h2 id="configuration">Configuration</h2>
+<p>The built-in CI fails a run at once (${config.failure.reason}) while these mistakes are in what it tests: ${place.branch}'s configuration, unless a pull request fixes it.</p>
+<ul>${config.problems.map((problem) => markup`<li><code>${describeProblem(problem)}</code></li>`)}</ul>
+</section>`;
+}
+
 export function renderQueue(
   board: QueueBoard,
   place: QueuePlace,
   links: QueueLinks,
   csrf: string | undefined,
   now: number,
+  /** What the configuration check found at the target branch's head, when it ran. */
+  config?: ConfigReport,
 ): PageView {
   const title = name(place);
   return {
@@ -273,6 +289,7 @@ export function renderQueue(
     breadcrumbs: [{ label: "Merge queues", href: urls.queues(place.org) }, { label: title }],
     main: markup`<h1>${title} <span class="muted">merge queue</span></h1>
 ${stateForms(board, links, csrf)}
+${configurationBox(place, config)}
 <p><a href="${links.health}">Health of this queue</a></p>
 ${settingsSummary(board)}
 <p class="live-status muted" data-live-status aria-live="polite"></p>

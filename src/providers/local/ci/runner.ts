@@ -25,11 +25,8 @@ import {
   type RequiredStatusesSource,
 } from "../../../mergequeue/providers.js";
 import type { Workspace, Workspaces } from "./checkouts.js";
-import {
-  parseMainlineConfig,
-  parseTrunkRequiredStatuses,
-  type CheckDefinition,
-} from "../../../mergequeue/repo-config.js";
+import type { CheckDefinition } from "../../../mergequeue/repo-config.js";
+import { resolveRunConfig, type FileRead } from "../../../mergequeue/run-config.js";
 import { checkEnvironment, type FailFirstEnvironment } from "./environment.js";
 import { runCommand } from "./process.js";
 import type {
@@ -37,7 +34,6 @@ import type {
   CiRunRecord,
   CiRunRecords,
 } from "../../../mergequeue/ci-run-records.js";
-import { consultsSource, resolveRequiredStatuses } from "../../../mergequeue/required-statuses.js";
 import { Slots } from "./slots.js";
 import { MINUTE_MS } from "../../../lib/time.js";
 import { type OwnedRepoRef } from "../../../organizations/repositories.js";
@@ -111,18 +107,6 @@ type Prepared =
       required: { statuses: string[]; source: RequiredStatusesSource };
     }
   | { ok: false; error: { reason: TransitionReason; message: string } };
-
-const CONFIG_FILE = ".mainline.yml";
-const TRUNK_FILE = ".trunk/trunk.yaml";
-
-/** Where a run's required statuses came from, as its messages say it. */
-const SOURCE_WORDS: Record<RequiredStatusesSource, string> = {
-  merge_instance: "the queue's settings",
-  mainline_config: CONFIG_FILE,
-  trunk_config: TRUNK_FILE,
-  branch_protection: "branch protection",
-  mainline_checks: CONFIG_FILE,
-};
 
 /** A file or directory name made of safe characters only (ids and check names are free text). */
 function safeName(text: string): string {
@@ -464,62 +448,20 @@ export class LocalCiRunner implements CiProvider {
 
   /** Reads and resolves the configuration; an error result when the run cannot start. */
   private async prepare(request: CiRunRequest): Promise<Prepared> {
-    const configText = await this.readRepoFile(request, CONFIG_FILE);
-    if (!configText.ok) return configText;
-    if (configText.text === undefined) {
-      const message = `no ${CONFIG_FILE} at ${request.sha}`;
-      return { ok: false, error: { reason: "config_parsing_failure", message } };
-    }
-    const parsed = parseMainlineConfig(configText.text);
-    if (!parsed.ok) {
-      return { ok: false, error: { reason: "config_parsing_failure", message: parsed.message } };
-    }
-    const { config } = parsed;
-    const override = request.requiredStatuses;
-    let trunk: string[] | undefined;
-    if (consultsSource({ override, mainline: config }, "trunk_config")) {
-      const trunkText = await this.readRepoFile(request, TRUNK_FILE);
-      if (!trunkText.ok) return trunkText;
-      const trunkParsed =
-        trunkText.text === undefined ? undefined : parseTrunkRequiredStatuses(trunkText.text);
-      if (trunkParsed?.ok === false) {
-        const message = trunkParsed.message;
-        return { ok: false, error: { reason: "config_parsing_failure", message } };
-      }
-      trunk = trunkParsed?.requiredStatuses;
-    }
-    const resolved = resolveRequiredStatuses({ override, mainline: config, trunk });
-    if (!resolved.ok) {
-      return { ok: false, error: { reason: resolved.reason, message: resolved.message } };
-    }
-    // A required status that names no check would fail the run once every check ran: a mistake
-    // in the configuration, told before any check runs.
-    const names = config.checks.map((check) => check.name);
-    const missing = resolved.statuses.filter((status) => !names.includes(status));
-    if (missing.length > 0) {
-      const which = missing.map((status) => JSON.stringify(status)).join(", ");
-      const message =
-        `required status${missing.length > 1 ? "es" : ""} ${which} (from ${SOURCE_WORDS[resolved.source]}) ` +
-        `name${missing.length > 1 ? "" : "s"} no check in ${CONFIG_FILE}, whose checks are ` +
-        (names.map((name) => JSON.stringify(name)).join(", ") || "none");
-      return { ok: false, error: { reason: "config_parsing_failure", message } };
-    }
-    return {
-      ok: true,
-      checks: config.checks,
-      required: { statuses: resolved.statuses, source: resolved.source },
-    };
+    const read = (file: string) => this.readRepoFile(request, file);
+    const resolved = await resolveRunConfig(read, request.requiredStatuses, request.sha);
+    if (!resolved.ok) return { ok: false, error: resolved.error };
+    return { ok: true, checks: resolved.checks, required: resolved.required };
   }
 
-  private async readRepoFile(
-    request: CiRunRequest,
-    file: string,
-  ): Promise<{ ok: true; text: string | undefined } | Extract<Prepared, { ok: false }>> {
+  private async readRepoFile(request: CiRunRequest, file: string): Promise<FileRead> {
     try {
       return { ok: true, text: await this.options.readFile(request.repo, request.sha, file) };
     } catch (error) {
-      const message = `could not read ${file} at ${request.sha}: ${errorMessage(error)}`;
-      return { ok: false, error: { reason: "config_parsing_failure", message } };
+      return {
+        ok: false,
+        message: `could not read ${file} at ${request.sha}: ${errorMessage(error)}`,
+      };
     }
   }
 

@@ -259,8 +259,20 @@ export class LocalGitHost implements GitHost {
     return this.mergeLine.run(key, () => this.mergeNow(request));
   }
 
+  /** A file at a commit or tree; undefined when it has no such file. */
   async readFile(repo: OwnedRepoRef, sha: string, path: string): Promise<string | undefined> {
     return this.repository(repo).readFile(sha, path);
+  }
+
+  /**
+   * The tree of `head` merged onto `base` as a test branch merges it (knowing stacks), without
+   * moving any ref; undefined when they do not merge.
+   */
+  async mergedTree(repo: OwnedRepoRef, base: string, head: string): Promise<string | undefined> {
+    assertObjectId(base, "base");
+    assertObjectId(head, "head");
+    const { merged } = await mergeStacked(this.repository(repo), base, head);
+    return merged.clean ? merged.tree : undefined;
   }
 
   /**
