@@ -125,6 +125,11 @@ export interface CiRunRequest {
   testBranch: string;
   sha: string;
   prNumbers: number[];
+  /**
+   * The one pull request the run decides about (its unit is one pull request; the rest are ahead
+   * of it): a test failing in the run fails it. Absent for a batch of several.
+   */
+  decidesPrNumber?: number;
   /** The queue's override; null: the CI decides from the repository's config. */
   requiredStatuses: string[] | null;
   /**

@@ -239,6 +239,14 @@ describe("why a pull request failed, in the browser", () => {
       // A failing test leads to its page.
       await why.getByRole("link", { name: "numbers" }).click();
       await t.page.waitForURL((url) => url.pathname.includes("/flaky-tests/test/"));
+      // The queue's run of #2 is there with its pull request, and counts among those impacted.
+      const runRow = t.page.locator("tr", { hasText: `#${numbers.broken}` });
+      expect(await runRow.textContent()).toContain("failed");
+      const impacted = await t.page
+        .locator("div", { hasText: /^\d+PRs impacted, 7 days$/ })
+        .locator("strong")
+        .textContent();
+      expect(Number(impacted)).toBeGreaterThanOrEqual(1);
       await t.page.goBack();
       await checkAccessibility(t.page);
       await screenshot(t.page, "pull-request-failed");

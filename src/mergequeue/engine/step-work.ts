@@ -46,6 +46,13 @@ export interface StepDeps {
 }
 
 /** What one step carries out and then writes. */
+/** The pull request a run of one decides about (`CiRunRequest.decidesPrNumber`). */
+function decidedPr(run: TestRun): { decidesPrNumber?: number } {
+  const [only, ...more] = run.unit;
+  const pr = more.length === 0 ? run.prs.find((p) => p.entryId === only) : undefined;
+  return pr ? { decidesPrNumber: pr.number } : {};
+}
+
 export class StepWork {
   readonly transitions: TransitionRecord[] = [];
   readonly runs = new Map<string, RunRecord>();
@@ -402,6 +409,7 @@ export class StepWork {
       testBranch: branch.branch,
       sha: branch.sha,
       prNumbers: run.prs.map((pr) => pr.number),
+      ...decidedPr(run),
       requiredStatuses: configured,
       ...(failFirst ? { failFirst } : {}),
     });

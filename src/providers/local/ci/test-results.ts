@@ -65,6 +65,11 @@ export class CiTestResults {
         cliVersion: `${QUEUE_RUNNER_CLIENT}${VERSION}`,
         uploadTimeEpochSeconds: Math.floor(this.deps.clock.now() / 1000),
         testCommand: check,
+        // The run's pull request (Trunk's `PR_NUMBER` for CIs it does not know): the test page
+        // shows it beside the run, and counts it among the pull requests a test impacted.
+        ...(request.decidesPrNumber === undefined
+          ? {}
+          : { envs: { PR_NUMBER: String(request.decidesPrNumber) } }),
         ...(input.root === undefined ? {} : { repoRoot: input.root }),
       },
       junitFiles: files.map((file) => ({
