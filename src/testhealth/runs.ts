@@ -1,5 +1,6 @@
 import { matchesAny, type MonitorSettings } from "./monitors.js";
 import { DAY_MS as DAY } from "../lib/time.js";
+import type { RunRecord } from "./records.js";
 
 /**
  * Rules about runs that ingestion applies: a run's time, infrastructure failures, branch classes.
@@ -47,4 +48,37 @@ export function branchClass(
   if (matchesAny(branch, settings.mergeQueueBranches)) return "merge_queue";
   if (matchesAny(branch, settings.stableBranches)) return "stable";
   return prNumber !== null ? "pull_request" : "other";
+}
+
+/** Where a test broke on its stable branches: the first run of its current failing streak. */
+export interface BrokeAt {
+  commitSha: string;
+  at: number;
+  /** The last passing run before it (its commit), when the runs read reach back that far. */
+  lastPassedSha: string | null;
+}
+
+/**
+ * The first failing run of the failing streak the latest runs on stable branches end with
+ * (`runs` newest first, final attempts only count); null when the latest such run passed or none
+ * was read.
+ */
+export function brokeAt(
+  runs: readonly Pick<
+    RunRecord,
+    "status" | "attempt" | "branch" | "commitSha" | "at" | "excluded"
+  >[],
+  settings: Pick<MonitorSettings, "stableBranches" | "mergeQueueBranches">,
+): BrokeAt | null {
+  let first: BrokeAt | null = null;
+  for (const run of runs) {
+    if (run.attempt !== "final" || run.excluded) continue;
+    if (branchClass(run.branch, null, settings) !== "stable") continue;
+    if (run.status === "passed") {
+      return first ? { ...first, lastPassedSha: run.commitSha } : null;
+    }
+    if (run.status === "failed")
+      first = { commitSha: run.commitSha, at: run.at, lastPassedSha: null };
+  }
+  return first;
 }

@@ -185,7 +185,7 @@ describe("the test page", () => {
       }),
     );
     expect(page).toContain(
-      '<td>inactive</td><td><span class="muted">Past evidence, not current:</span> <s class="muted">Failed and passed on the same commit abc1234</s></td>',
+      '<td>inactive</td><td><span class="muted">Not triggered now. When it last changed, it saw:</span> Failed and passed on the same commit abc1234</td>',
     );
     expect(page).toContain(
       "</td><td>Failure rate 100% (5 of 5 runs) over the last 24 h on main</td>",
@@ -247,5 +247,23 @@ describe("formatting", () => {
     expect(formatAge(at(47 * 3_600_000), NOW)).toBe("47 h ago");
     expect(formatAge(at(3 * 86_400_000), NOW)).toBe("3 days ago");
     expect(formatAge("not a time", NOW)).toBe("");
+  });
+
+  it("says which commit broke a broken test, and the pass before it", () => {
+    const base = view();
+    const html = renderTestPage(
+      view({
+        test: { ...base.test, status: { ...base.test.status, value: "broken" } },
+        brokeAt: {
+          commit_sha: "c3".padEnd(40, "0"),
+          at: "2026-03-10T10:00:00.000Z",
+          last_passed_sha: "c2".padEnd(40, "0"),
+        },
+      }),
+    );
+    expect(html).toMatch(
+      /<dt>Broke at<\/dt><dd><code title="c30+">c300000<\/code>, <time[^>]*>[^<]*<\/time>(?: <span class="muted">[^<]*<\/span>)?: its first failure in a row; it passed at <code title="c20+">c200000<\/code> before<\/dd>/,
+    );
+    expect(renderTestPage(view())).not.toContain("Broke at");
   });
 });

@@ -98,6 +98,11 @@ export interface TestPageView {
   monitors: readonly PageMonitor[];
   /** The latest runs, newest first. */
   runs: readonly PageRun[];
+  /**
+   * A broken test: the commit of the first failure of the failing streak its stable-branch runs
+   * end with, and the commit of the pass before it when the runs read reach back that far.
+   */
+  brokeAt?: { commit_sha: string; at: string; last_passed_sha: string | null };
   totalRuns: number;
   /** Counted passes and failures per UTC day, last 30 days, oldest first. */
   daily?: readonly { day: number; passed: number; failed: number }[];
@@ -139,7 +144,19 @@ function statusSection(view: TestPageView): SafeHtml {
   <dt>Status</dt><dd>${badge(status.value, status.value)}</dd>
   <dt>Reason</dt><dd>${status.reason || none("none")}</dd>
   <dt>Since</dt><dd>${time(status.timestamp, view.now)}</dd>
+  ${brokeAtRow(view)}
 </dl>`;
+}
+
+/** Which commit broke a broken test, as far as its latest runs tell. */
+function brokeAtRow(view: TestPageView): SafeHtml {
+  const broke = view.brokeAt;
+  if (!broke) return markup``;
+  const sha = (commit: string) => markup`<code title="${commit}">${commit.slice(0, 7)}</code>`;
+  const before = broke.last_passed_sha
+    ? markup`; it passed at ${sha(broke.last_passed_sha)} before`
+    : markup` <span class="muted">(or earlier: no passing run among the latest runs)</span>`;
+  return markup`<dt>Broke at</dt><dd>${sha(broke.commit_sha)}, ${time(broke.at, view.now)}: its first failure in a row${before}</dd>`;
 }
 
 const SETTING_WORDS: Record<string, string> = {
@@ -262,10 +279,11 @@ function monitorsSection(view: TestPageView): SafeHtml {
   const rows = view.monitors.map((m) => {
     const flags = m.classification ?? none("no longer configured");
     const state = m.active ? badge(m.classification ?? "other", "active") : "inactive";
-    // An inactive monitor's reason is the evidence of when it last changed, not of today.
+    // An inactive monitor's reason is what it saw when it last changed (its window then), not
+    // today's runs: said so in words, and no figure is struck through to contradict the runs.
     const reason = m.active
       ? markup`${m.reason}`
-      : markup`<span class="muted">Past evidence, not current:</span> <s class="muted">${m.reason}</s>`;
+      : markup`<span class="muted">Not triggered now. When it last changed, it saw:</span> ${m.reason}`;
     return markup`<tr><td><code>${m.id}</code></td><td>${flags}</td><td>${state}</td><td>${reason}</td><td>${time(m.changed_at, view.now)}</td></tr>
 `;
   });

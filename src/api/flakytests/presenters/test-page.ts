@@ -1,10 +1,29 @@
-import type { Clock } from "../../../lib/clock.js";
+import { isoTime, type Clock } from "../../../lib/clock.js";
+import { brokeAt } from "../../../testhealth/runs.js";
 import type { Principal } from "../../../organizations/service.js";
 import type { RepositoryHealthService } from "../../../testhealth/repository-health.js";
 import type { TestQueryService } from "../../../testhealth/test-queries.js";
 import type { TestPageLoader, TestPageView } from "../../../web/test-page/html.js";
 import { presentRun } from "./runs.js";
 import { presentationOf, presentTestDetails } from "./tests.js";
+
+/** Where a broken test broke, from the runs read (the commit of its first failure in a row). */
+function brokenSince(
+  status: string,
+  runs: Parameters<typeof brokeAt>[0],
+  monitors: Parameters<typeof brokeAt>[1],
+): Pick<TestPageView, "brokeAt"> {
+  if (status !== "broken") return {};
+  const found = brokeAt(runs, monitors);
+  if (!found) return {};
+  return {
+    brokeAt: {
+      commit_sha: found.commitSha,
+      at: isoTime(found.at),
+      last_passed_sha: found.lastPassedSha,
+    },
+  };
+}
 
 /** The latest runs the test page shows. */
 const PAGE_RUNS = 50;
@@ -33,6 +52,7 @@ export function testPageView(deps: {
       history: view.status_history,
       monitors: view.monitors,
       runs: runs.runs.map(presentRun),
+      ...brokenSince(view.test.status.value, runs.runs, scope.settings.monitors),
       totalRuns: runs.total,
       daily,
       firstSeenAt: details.row.firstSeenAt,
