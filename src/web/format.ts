@@ -62,18 +62,22 @@ export function clockTime(ms: number, now: number): SafeHtml {
 /** `in 4 min`, `3 min ago`, `now`: a moment relative to `now`, in a `<time>` like `clockTime`'s. */
 export function relativeTime(ms: number, now: number): SafeHtml {
   const delta = ms - now;
+  // Seconds count (a run of a few seconds ends "in 4 s", not "now"); under five is now.
   const shown =
-    Math.abs(delta) < 30_000
-      ? "now"
-      : delta > 0
-        ? `in ${formatSpan(delta)}`
-        : `${formatSpan(-delta)} ago`;
+    delta > 0 && delta < 5_000
+      ? "in a few seconds"
+      : Math.abs(delta) < 5_000
+        ? "now"
+        : delta > 0
+          ? `in ${formatSpan(delta)}`
+          : `${formatSpan(-delta)} ago`;
   return markup`<time datetime="${new Date(ms).toISOString()}" title="${fullTimestamp(ms)}">${shown}</time>`;
 }
 
-/** `4 min`, `1 h 10 min`, `12 s`, `3 days`. */
+/** `4 min`, `1 h 10 min`, `12 s`, `3 days`; `under 1 s` for a moment, `0 s` for none. */
 export function formatSpan(ms: number): string {
   const seconds = Math.max(0, Math.round(ms / 1000));
+  if (seconds === 0 && ms > 0) return "under 1 s";
   if (seconds < 60) return `${seconds} s`;
   const minutes = Math.round(seconds / 60);
   if (minutes < 60) return `${minutes} min`;

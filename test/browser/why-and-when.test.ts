@@ -14,6 +14,7 @@ import {
 import { PROJECT_FILES, mainlineYml, type LocalProject } from "../helpers/local-project.js";
 import {
   LOCAL,
+  QUEUE,
   createRepositoryAndQueue,
   ok,
   openPullRequest,
@@ -272,4 +273,69 @@ describe("why a pull request failed, in the browser", () => {
       await t.finish();
     }
   }, 60_000);
+});
+
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1280, height: 800 };
+
+/** The page at a phone's and a desktop's width: no horizontal overflow, a screenshot of each. */
+async function bothWidths(t: TestPage, name: string): Promise<void> {
+  for (const [label, viewport] of [
+    ["phone", PHONE],
+    ["desktop", DESKTOP],
+  ] as const) {
+    await t.page.setViewportSize(viewport);
+    const overflow = await t.page.evaluate(
+      "document.documentElement.scrollWidth - document.documentElement.clientWidth",
+    );
+    await screenshot(t.page, `${name}-${label}`);
+    expect(overflow, `${name} at ${label} width overflows`).toBeLessThanOrEqual(0);
+  }
+}
+
+describe("when a pull request will merge, in the browser", () => {
+  it("shows no estimate on a paused queue, and a run that overruns its expected time", async () => {
+    await ok(call, "updateQueue", { ...QUEUE, state: "paused" });
+    await project.syncMain();
+    const slow = await openPullRequest(call, project, 4, {
+      "numbers/p4.txt": "4\n",
+      "test.sh": `sleep 6\n${testScript({ checkout: "pass", numbers: "pass" })}`,
+    });
+    await submit(call, slow);
+    await waitFor(async () => (await stateOf(call, slow)) === "pending", "#4 to wait");
+    const t = await openSignedIn(queueUrl());
+    try {
+      const live = t.page.locator("#queue-live");
+      expect(await live.locator(".queue-state").textContent()).toContain("Paused: no estimate");
+      const row = live.locator(`tr[data-pr="${slow}"]`);
+      expect(await row.textContent()).toContain("paused: no estimate");
+      expect(await row.textContent()).toContain("held: the queue is paused");
+      await t.page.goto(`${server.url}${urls.pullRequest("acme", LOCAL, "main", slow)}`);
+      expect(await t.page.locator("p.place").textContent()).toContain("Paused: no estimate");
+
+      // Resumed: the slow run (6 s against runs of about a second) overruns, and says so.
+      await ok(call, "updateQueue", { ...QUEUE, state: "running" });
+      await waitFor(async () => (await stateOf(call, slow)) === "testing", "#4 to be tested");
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      await t.page.goto(queueUrl());
+      const card = t.page.locator("#queue-live li.run").first();
+      const text = (await card.textContent()) ?? "";
+      expect(text).toMatch(
+        /running \d+ s of (?:about \d+ s|under a second) expected — \d+ s over; should end in (?:\d+ s|a few seconds)/,
+      );
+      expect(await card.locator("strong.overrun").count()).toBe(1);
+      await checkAccessibility(t.page);
+      await bothWidths(t, "queue-overrun");
+      await t.page.goto(`${server.url}${urls.pullRequest("acme", LOCAL, "main", numbers.broken)}`);
+      await bothWidths(t, "pull-request-why");
+      await t.page.goto(`${server.url}${urls.repository("acme", LOCAL)}`);
+      await checkAccessibility(t.page);
+      await bothWidths(t, "repository-after-queue");
+      await waitFor(async () => (await stateOf(call, slow)) === "merged", "#4 to merge", {
+        timeoutMs: 30_000,
+      });
+    } finally {
+      await t.finish();
+    }
+  }, 90_000);
 });

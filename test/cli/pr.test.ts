@@ -95,8 +95,11 @@ describe("mainline pr", () => {
     expect(text).toMatch(new RegExp(`^pr +#${number} By branch$`, "m"));
     expect(text).toMatch(/^priority +medium \(100\), default$/m);
     expect(text).toContain("\ntimeline\n");
-    expect(text).toMatch(/^\S+ +- +not_ready +submitted +api-token:/m);
-    expect(text).toMatch(/^\S+ +not_ready +pending +ready +queue/m);
+    // Reasons in words, as the pages say them.
+    expect(text).toMatch(/^\S+ +- +not_ready +Submitted to the queue\. +api-token:/m);
+    expect(text).toMatch(
+      /^\S+ +not_ready +pending +Ready: it waits for its turn to be tested\. +queue/m,
+    );
   });
 
   it("status, list and queue get say what a waiting pull request waits for, in local time", async () => {

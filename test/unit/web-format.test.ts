@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../../src/lib/time.js";
-import { clockTime, relativeTime, timeAgo } from "../../src/web/format.js";
+import { clockTime, formatSpan, relativeTime, timeAgo } from "../../src/web/format.js";
 
 /** Times on the pages: the date unless it is today, the instant and the full timestamp always. */
 const NOW = Date.UTC(2026, 10, 27, 12, 0, 0);
@@ -23,7 +23,12 @@ describe("times on the pages", () => {
       '<time datetime="2026-11-27T11:56:00.000Z" title="2026-11-27 11:56:00 UTC">4 min ago</time>',
     );
     expect(String(relativeTime(NOW + 70 * MINUTE_MS, NOW))).toContain(">in 1 h 10 min</time>");
-    expect(String(relativeTime(NOW + 10_000, NOW))).toContain(">now</time>");
+    expect(String(relativeTime(NOW + 10_000, NOW))).toContain(">in 10 s</time>");
+    expect(String(relativeTime(NOW - 10_000, NOW))).toContain(">10 s ago</time>");
+    expect(String(relativeTime(NOW + 4_000, NOW))).toContain(">in a few seconds</time>");
+    expect(String(relativeTime(NOW - 4_000, NOW))).toContain(">now</time>");
+    expect(formatSpan(400)).toBe("under 1 s");
+    expect(formatSpan(0)).toBe("0 s");
   });
 
   it("timeAgo: its title is the full timestamp too", () => {

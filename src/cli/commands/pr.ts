@@ -8,6 +8,7 @@ import { serverOptions } from "./repo.js";
 import { repositoryName, type RepoRef } from "../../organizations/repositories.js";
 import { describeWaitingFor, type WaitingForBody } from "../waiting.js";
 import { formatFailure, type FailureBody } from "../failure.js";
+import { describeReason } from "../../mergequeue/reasons.js";
 
 /** A pull request number: digits (a leading `#` is allowed), at most 4294967295. */
 export function parsePrNumber(value: string): number {
@@ -113,7 +114,7 @@ export function formatPullRequest(pr: PullRequestDetails): string {
         t.at,
         t.fromState ?? "-",
         t.toState,
-        t.reason,
+        describeReason(t.reason),
         describeActor(t.actor),
         t.testRunId ?? "-",
         t.detail ?? "",

@@ -214,16 +214,21 @@ export function queueLive(board: QueueBoard, place: QueuePlace, links: QueueLink
   const table =
     board.entries.length === 0
       ? markup`<p class="muted">The queue is empty.</p>`
-      : markup`<table class="queue">
+      : scrollX(
+          "The queue",
+          markup`<table class="queue">
 <caption class="visually-hidden">Pull requests in the queue, in merge order</caption>
 <thead><tr><th scope="col" class="num">Position</th><th scope="col">Pull request</th><th scope="col">Author</th><th scope="col">State</th><th scope="col">Estimated merge</th></tr></thead>
 <tbody>
 ${board.entries.map((e) => queueRow(e, links, now))}</tbody>
-</table>`;
+</table>`,
+        );
   const concluded =
     board.concluded.length === 0
       ? markup`<p class="muted">None yet.</p>`
-      : markup`<table class="concluded">
+      : scrollX(
+          "Recently concluded",
+          markup`<table class="concluded">
 <caption class="visually-hidden">Pull requests that left the queue last, newest first</caption>
 <thead><tr><th scope="col">Pull request</th><th scope="col">Outcome</th><th scope="col">When</th><th scope="col">In queue</th></tr></thead>
 <tbody>
@@ -232,7 +237,8 @@ ${board.concluded.map(
     markup`<tr data-pr="${c.number}"><td><a href="${links.pullRequest(c.number)}">#${c.number}</a> ${c.title}</td><td>${badge(c.state, c.state)} <span class="muted">${describeReason(c.reason)}</span></td><td>${at(c.at, now)}</td><td>${span(c.tookMs)}</td></tr>
 `,
 )}</tbody>
-</table>`;
+</table>`,
+        );
   return markup`<p class="queue-state">State: ${badge(c.state, STATE_WORDS[c.state] ?? c.state)} <span class="muted">· ${plural(testing, "pull request")} testing, ${waiting} waiting · ${estimate}</span></p>
 ${hostLine(board, now)}
 ${batchSizeLine(board)}
@@ -381,12 +387,15 @@ ${
 ${history.failure ? failureSection(history.failure, { test: (id) => urls.test(place.org, id, place.repo), log: (run, check) => links.log(run, check) }) : ""}
 ${prForms(history, links, csrf)}
 <h2>Timeline</h2>
-<table>
+${scrollX(
+  "Timeline",
+  markup`<table>
 <caption class="visually-hidden">Every state change of #${entry.prNumber}, newest first</caption>
 <thead><tr><th scope="col">When</th><th scope="col">State</th><th scope="col">Reason</th><th scope="col">By</th><th scope="col">Run</th></tr></thead>
 <tbody>
 ${timeline}</tbody>
-</table>
+</table>`,
+)}
 <h2>Runs</h2>
 ${runs.length === 0 ? markup`<p class="muted">No run yet.</p>` : runs}`,
   };

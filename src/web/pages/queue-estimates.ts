@@ -95,7 +95,8 @@ export function runProgress(run: BoardRun, now: number): SafeHtml {
     run.overrunMs === null
       ? ""
       : markup` — <strong class="overrun">${span(run.overrunMs)} over</strong>`;
-  return markup`${started} · ${running} of about ${span(run.expectedMs)} expected${over}; should end ${relative(run.estimatedEndAt, now)} (about ${at(run.estimatedEndAt, now)})`;
+  const expected = run.expectedMs < 1000 ? "under a second" : `about ${span(run.expectedMs)}`;
+  return markup`${started} · ${running} of ${expected} expected${over}; should end ${relative(run.estimatedEndAt, now)} (about ${at(run.estimatedEndAt, now)})`;
 }
 
 /** The state line's words on estimates: paused, nothing to estimate from, or a run's duration. */
@@ -103,7 +104,7 @@ export function estimateSummary(board: QueueBoard): string {
   const typical =
     board.typicalRunMs === null
       ? "no finished run yet to estimate from"
-      : `a run takes about ${span(board.typicalRunMs)} (median of the last ${plural(board.estimateSample, "run")})`;
+      : `a run takes ${board.typicalRunMs < 1000 ? "under a second" : `about ${span(board.typicalRunMs)}`} (median of the last ${plural(board.estimateSample, "run")})`;
   if (board.queue.configuration.state !== "paused") return typical;
   return `Paused: no estimate (nothing merges and no run starts until it resumes) · ${typical}`;
 }
