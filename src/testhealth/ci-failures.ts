@@ -101,9 +101,15 @@ export class CiFailures {
    * not processed yet, so the list may still grow.
    */
   async failedTests(question: CommitFailureQuestion, limit: number): Promise<FailedTestsAnswer> {
+    const found = await this.commitFailures(question, limit);
+    return found ? found.answer : { waiting: false, uploads: 0, tests: [], truncated: false };
+  }
+
+  /** The commit's failed tests (at most `limit`) and the repository they are of. */
+  private async commitFailures(question: CommitFailureQuestion, limit: number) {
     const { repo } = question;
     const repository = await this.deps.repositories.find(repo.organizationId, repo);
-    if (!repository) return { waiting: false, uploads: 0, tests: [], truncated: false };
+    if (!repository) return undefined;
     const found = await this.deps.uploads.commitFailures(
       repository.id,
       question.sha,
@@ -111,12 +117,13 @@ export class CiFailures {
       question.since,
       limit,
     );
-    return {
+    const answer = {
       waiting: found.unfinished > 0,
       uploads: found.uploads,
       tests: found.failedTests.slice(0, limit),
       truncated: found.failedTests.length > limit,
     };
+    return { repositoryId: repository.id, answer };
   }
 
   /**
@@ -128,34 +135,21 @@ export class CiFailures {
     limit: number,
     newSince = question.since,
   ): Promise<ExplainedFailures> {
-    const { repo } = question;
-    const repository = await this.deps.repositories.find(repo.organizationId, repo);
-    if (!repository) return { waiting: false, uploads: 0, tests: [], truncated: false };
-    const found = await this.deps.uploads.commitFailures(
-      repository.id,
-      question.sha,
-      question.branch,
-      question.since,
-      limit,
-    );
-    const failed = found.failedTests.slice(0, limit);
+    const found = await this.commitFailures(question, limit);
+    if (!found) return { waiting: false, uploads: 0, tests: [], truncated: false };
+    const { repositoryId, answer } = found;
     const [standing, { quarantine }] = await Promise.all([
       this.deps.testCases.standing(
-        repository.id,
-        failed.map((test) => test.id),
+        repositoryId,
+        answer.tests.map((test) => test.id),
       ),
-      this.deps.settings.get(repository.id),
+      this.deps.settings.get(repositoryId),
     ]);
     const byId = new Map(standing.map((test) => [test.id, test]));
-    const tests = failed.map((test) => ({
+    const tests = answer.tests.map((test) => ({
       ...test,
       verdict: failureVerdict(byId.get(test.id), quarantine, newSince),
     }));
-    return {
-      waiting: found.unfinished > 0,
-      uploads: found.uploads,
-      tests: byVerdict(tests),
-      truncated: found.failedTests.length > limit,
-    };
+    return { ...answer, tests: byVerdict(tests) };
   }
 }
