@@ -156,7 +156,7 @@ describe("a failed batch localized, in Chromium", () => {
     const error = (await t.page.locator("p.error").textContent()) ?? "";
     expect(error).toMatch(
       new RegExp(
-        `^Failed\\. A required check failed\\. localization: run \\d+ \\(#${a}, #${b}\\) passed; run \\d+ \\(#${a}, #${b}, #${c}\\) failed test \\(run \\d+\\)$`,
+        `^A required check failed\\. localization: run \\d+ \\(#${a}, #${b}\\) passed; run \\d+ \\(#${a}, #${b}, #${c}\\) failed test \\(run \\d+\\)$`,
       ),
     );
     // The timeline has the localization's start, in words.

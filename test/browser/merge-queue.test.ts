@@ -162,7 +162,7 @@ describe("the merge queue in Chromium", () => {
     ]);
     expect(await t.page.locator("h1").textContent()).toBe(`#${failed} ${TITLES[2]}`);
     expect(await t.page.locator("p.error").textContent()).toContain(
-      "Failed. A required check failed. failed: test",
+      "A required check failed. failed: test",
     );
     await checkAccessibility(t.page);
     await screenshot(t.page, "pull-request");

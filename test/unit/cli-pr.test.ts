@@ -109,9 +109,12 @@ describe("human output", () => {
     expect(text).toMatch(/^inQueue +true$/m);
     expect(text).toMatch(/^gitHubMergeability +mergeable$/m);
     expect(text).toContain("\ntimeline\nAT ");
-    expect(text).toMatch(/^2026-11-25T20:59:00.000Z +- +pending +submitted +api-token:tok_1 +-$/m);
+    // Reasons in words, as the pages say them.
     expect(text).toMatch(
-      /^2026-11-25T21:00:00.000Z +pending +testing +test_run_started +queue +run-1$/m,
+      /^2026-11-25T20:59:00.000Z +- +pending +Submitted to the queue\. +api-token:tok_1 +-$/m,
+    );
+    expect(text).toMatch(
+      /^2026-11-25T21:00:00.000Z +pending +testing +Its tests started\. +queue +run-1$/m,
     );
     expect(formatPullRequest(ITEM)).not.toContain("timeline");
   });

@@ -191,8 +191,32 @@ export function renderCheckRun(view: PresenceView, beside = false): CheckRunFiel
 const digest = (value: unknown) =>
   createHash("sha256").update(JSON.stringify(value)).digest("hex").slice(0, 32);
 
+/**
+ * What the comment shows of a pull request still in the queue: queued, or being tested. Once
+ * tested, it says "Testing" until the pull request concludes, whatever it passes through (tests
+ * passed, failed behind the pull requests ahead, back to pending for a localization, tested
+ * again): each would be an edit, and GitHub's write budget is spent on what a reader acts on. The
+ * dashboard's page follows every state.
+ */
+export type CommentStage = "queued" | "testing";
+
+export function commentStage(state: PrState, shown: CommentStage | undefined): CommentStage | null {
+  if (isTerminal(state)) return null;
+  if (state === "testing" || state === "tests_passed" || state === "pending_failure") {
+    return "testing";
+  }
+  return state === "pending" && shown === "testing" ? "testing" : "queued";
+}
+
+/** The view the comment renders: a pull request being tested has no position to follow. */
+function commentView(view: PresenceView, stage: CommentStage | null): PresenceView {
+  return stage === "testing" ? { ...view, state: "testing", position: null } : view;
+}
+
 /** The digests of what was last shown, per part. */
 interface Presented {
+  /** The comment's stage as last shown (none once concluded). */
+  stage?: CommentStage;
   comment?: string;
   check?: string;
   /** The check run shown is completed: a new submission gets a check run of its own. */
@@ -428,7 +452,8 @@ export class PullRequestPresence {
     const shown: Presented = previous?.presented
       ? (JSON.parse(previous.presented) as Presented)
       : {};
-    const comment = commentsEnabled ? renderComment(view) : undefined;
+    const stage = commentStage(view.state, shown.stage);
+    const comment = commentsEnabled ? renderComment(commentView(view, stage)) : undefined;
     const check = statusCheckEnabled ? renderCheckRun(view, commentsEnabled) : undefined;
     const label = stateLabelsEnabled ? stateLabel(view.state) : (previous?.stateLabel ?? null);
     const want: Presented = {
@@ -491,6 +516,8 @@ export class PullRequestPresence {
         () => unsure({ commentUnsure: true }),
       );
       next.comment = digest(comment);
+      if (stage === null) delete next.stage;
+      else next.stage = stage;
       delete next.commentUnsure;
     }
     if (check !== undefined && want.check !== shown.check) {
