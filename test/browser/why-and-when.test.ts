@@ -298,7 +298,7 @@ describe("when a pull request will merge, in the browser", () => {
     await project.syncMain();
     const slow = await openPullRequest(call, project, 4, {
       "numbers/p4.txt": "4\n",
-      "test.sh": `sleep 6\n${testScript({ checkout: "pass", numbers: "pass" })}`,
+      "test.sh": `sleep 12\n${testScript({ checkout: "pass", numbers: "pass" })}`,
     });
     await submit(call, slow);
     await waitFor(async () => (await stateOf(call, slow)) === "pending", "#4 to wait");
@@ -312,10 +312,12 @@ describe("when a pull request will merge, in the browser", () => {
       await t.page.goto(`${server.url}${urls.pullRequest("acme", LOCAL, "main", slow)}`);
       expect(await t.page.locator("p.place").textContent()).toContain("Paused: no estimate");
 
-      // Resumed: the slow run (6 s against runs of about a second) overruns, and says so.
+      // Resumed: the slow run (12 s against runs of about a second) overruns, and says so.
       await ok(call, "updateQueue", { ...QUEUE, state: "running" });
       await waitFor(async () => (await stateOf(call, slow)) === "testing", "#4 to be tested");
       await new Promise((resolve) => setTimeout(resolve, 3_000));
+      // The page's timers run on a clock the test moves: the region's periodic refresh.
+      await t.page.clock.install();
       await t.page.goto(queueUrl());
       const card = t.page.locator("#queue-live li.run").first();
       const text = (await card.textContent()) ?? "";
@@ -323,6 +325,15 @@ describe("when a pull request will merge, in the browser", () => {
         /running \d+ s of (?:about \d+ s|under a second) expected — \d+ s over; should end in (?:\d+ s|a few seconds)/,
       );
       expect(await card.locator("strong.overrun").count()).toBe(1);
+      // Nothing happens to the queue meanwhile, yet its times move on: the live region is
+      // fetched again when its refresh is due (30 s), without a reload.
+      const elapsed = async () =>
+        Number(/running (\d+) s/.exec((await card.textContent()) ?? "")?.[1] ?? "0");
+      const before = await elapsed();
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      expect(await elapsed()).toBe(before);
+      await t.page.clock.runFor(31_000);
+      await expect.poll(elapsed, { timeout: 5_000 }).toBeGreaterThan(before);
       await checkAccessibility(t.page);
       await bothWidths(t, "queue-overrun");
       await t.page.goto(`${server.url}${urls.pullRequest("acme", LOCAL, "main", numbers.broken)}`);
