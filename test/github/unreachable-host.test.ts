@@ -5,9 +5,9 @@
  * answers 502 to everything, and one with no GitHub App at all. Targets are answered at once and
  * kept; the commands whose callers wait are refused at once, with a reason; the queue says once in
  * its log that GitHub does not answer, shows it in getQueue, and when GitHub answers again it
- * tests the pull request with the targets it kept. (GitHub's host retries each request, so the
- * queue's first attempt on a GitHub answering 502 takes about two minutes to fail: the requests
- * are answered long before.)
+ * tests the pull request with the targets it kept. (GitHub's client retries a request, then none
+ * while GitHub seems down, so the queue's first attempt on a GitHub answering 502 takes about 15 s
+ * to fail: the requests are answered long before.)
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, describe, expect, it } from "vitest";

@@ -13,6 +13,7 @@ import { ConditionalRequests, type ConditionalAnswer } from "./conditional.js";
 import { GitHubOctokit, type GitHubClient } from "./octokit.js";
 import { isUnsafeToRepeat, RequestGate, type RateLimitPause } from "./request-gate.js";
 import { BoundedMap, InstallationTokenCache } from "./token-cache.js";
+import { OutageBreaker } from "./outage.js";
 
 /** GitHub asks integrators to space content-creating requests a second apart. */
 const WRITE_INTERVAL_MS = SECOND_MS;
@@ -25,6 +26,8 @@ export type { GitHubClient } from "./octokit.js";
 const API_VERSION = "2022-11-28";
 /** A request that has not answered in this time is abandoned (and retried if it may be). */
 const REQUEST_TIMEOUT_MS = 30 * SECOND_MS;
+/** Octokit's retries of a failed request (a 5xx, no answer) that is safe to repeat. */
+const RETRIES = 3;
 /**
  * Statuses whose meaning is ours to decide (a merge race, a conflict, a rate limit the throttle
  * handles): never retried blindly. GitHub's 5xx are.
@@ -92,10 +95,11 @@ function fetchThrough(gate: RequestGate, timeoutMs: number): typeof fetch {
  * A write GitHub may carry out and still answer an error (a 5xx, a timeout) is never repeated by
  * Octokit: its caller reads what it meant to change first (docs/github.md, "Unknown outcomes").
  */
-function noBlindRepeats(client: GitHubClient): GitHubClient {
+function noBlindRepeats(client: GitHubClient, outage: OutageBreaker): GitHubClient {
   client.hook.before("request", (options) => {
     const url = new URL(options.url, "https://api.github.invalid");
-    if (isUnsafeToRepeat(options.method, url.pathname)) {
+    // While GitHub seems down (`outage.ts`), no request waits through retries either.
+    if (outage.open || isUnsafeToRepeat(options.method, url.pathname)) {
       options.request = { ...options.request, retries: 0 };
     }
   });
@@ -108,6 +112,8 @@ export class GitHubApp {
   private readonly tokens: InstallationTokenCache;
   private readonly clients: BoundedMap<number, GitHubClient>;
   private readonly conditional = new ConditionalRequests();
+  /** Whether GitHub answers at all: the App and every installation share it. */
+  private readonly outage = new OutageBreaker(RETRIES + 1);
   /** Octokit's own write and notification lanes, left open: the gates space writes. */
   private readonly open: Bottleneck.Group;
   /** Each installation's gate (and the App's): write lanes, rate-limit pauses. */
@@ -208,9 +214,11 @@ export class GitHubApp {
       headers: { "x-github-api-version": API_VERSION },
       log: octokitLog(logger),
       request: {
-        fetch: gated ? fetchThrough(this.gate(id), timeoutMs) : fetchWithTimeout(timeoutMs),
+        fetch: this.outage.wrap(
+          gated ? fetchThrough(this.gate(id), timeoutMs) : fetchWithTimeout(timeoutMs),
+        ),
       },
-      retry: { doNotRetry: DO_NOT_RETRY, retries: 3 },
+      retry: { doNotRetry: DO_NOT_RETRY, retries: RETRIES },
       throttle: {
         // Spacing and pauses are the gate's (per installation); Octokit's lanes are left open.
         id,
@@ -245,7 +253,7 @@ export class GitHubApp {
       },
       ...options,
     });
-    return noBlindRepeats(client);
+    return noBlindRepeats(client, this.outage);
   }
 }
 
