@@ -6,7 +6,7 @@
  * kept; the commands whose callers wait are refused at once, with a reason; the queue says once in
  * its log that GitHub does not answer, shows it in getQueue, and when GitHub answers again it
  * tests the pull request with the targets it kept. (GitHub's client retries a request, then none
- * while GitHub seems down, so the queue's first attempt on a GitHub answering 502 takes about 15 s
+ * while GitHub seems down, so the queue's first attempt on a GitHub answering 502 takes well under a minute
  * to fail: the requests are answered long before.)
  */
 import { randomBytes } from "node:crypto";
