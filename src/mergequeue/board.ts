@@ -5,7 +5,7 @@
  * the pull request page's place line and their live updates show.
  */
 import { MINUTE_MS } from "../lib/time.js";
-import type { PrState, QueueSnapshot, WaitingReason } from "./model.js";
+import type { Entry, PrState, QueueSnapshot, WaitingReason } from "./model.js";
 import { batchSizeChoice } from "./batch-size.js";
 import { localizationsOf, undecidedEntries, type LocalizationView } from "./localizations.js";
 
@@ -181,6 +181,16 @@ export function computeBoard(
   let pendingSeen = 0;
   let floor = now;
   const entries: BoardEntry[] = [];
+  /** What the board shows of every entry, queued or not ready. */
+  const shownOf = (id: string, entry: Entry) => ({
+    id,
+    number: entry.pr.number,
+    title: entry.pr.title,
+    author: entry.pr.author,
+    state: entry.state,
+    stateChangedAt: entry.stateChangedAt,
+    priorityValue: entry.priorityValue,
+  });
   snapshot.order.forEach((id, index) => {
     const entry = snapshot.entries[id];
     if (!entry) return;
@@ -213,13 +223,7 @@ export function computeBoard(
       }
     }
     entries.push({
-      id,
-      number: entry.pr.number,
-      title: entry.pr.title,
-      author: entry.pr.author,
-      state: entry.state,
-      stateChangedAt: entry.stateChangedAt,
-      priorityValue: entry.priorityValue,
+      ...shownOf(id, entry),
       position: index + 1,
       runId: entry.runId,
       waiting,
@@ -241,13 +245,7 @@ export function computeBoard(
     const entry = snapshot.entries[id];
     if (!entry) continue;
     entries.push({
-      id,
-      number: entry.pr.number,
-      title: entry.pr.title,
-      author: entry.pr.author,
-      state: entry.state,
-      stateChangedAt: entry.stateChangedAt,
-      priorityValue: entry.priorityValue,
+      ...shownOf(id, entry),
       position: null,
       runId: null,
       waiting: null,
