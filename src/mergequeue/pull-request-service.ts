@@ -17,7 +17,6 @@ import {
   priorityName,
   type Actor,
   type ImpactedTargets,
-  type Mergeability,
   type PrState,
   type QueueCommand,
   type QueueSnapshot,
@@ -43,7 +42,7 @@ import { batchSizeChoice } from "./batch-size.js";
 import { localizationsOf } from "./localizations.js";
 import { NO_VERDICTS } from "./speculation.js";
 import type { HostRateLimit } from "./providers.js";
-import type { FailureExplainer, PullRequestFailure } from "./failure-explanation.js";
+import type { FailureExplainer } from "./failure-explanation.js";
 import type {
   CommandResult,
   EntryListQuery,
@@ -69,6 +68,18 @@ import {
   withKeptTargets,
   type Acknowledged,
 } from "./acknowledged.js";
+import {
+  DEFAULT_TAKE,
+  MAX_TAKE,
+  decodeCursor,
+  encodeCursor,
+  type ListQuery,
+  type PullRequestPage,
+  type PullRequestView,
+  type TestRunStatus,
+  type TestingDetails,
+  type TimelineItem,
+} from "./pull-request-views.js";
 
 /** Hands a command to the queue's engine and answers once its driver has applied it. */
 export interface CommandBus {
@@ -98,100 +109,6 @@ export type StoredPullRequestLookup = (
   repo: OwnedRepoRef,
   number: number,
 ) => Promise<{ state: "open" | "closed" | "merged" } | undefined> | null;
-
-export interface PullRequestReadiness {
-  hasImpactedTargets: boolean;
-  requiresImpactedTargets: boolean;
-  doesBaseBranchMatch: boolean;
-  gitHubMergeability: Mergeability;
-}
-
-/** One recorded state change of a submission. */
-export interface TimelineItem {
-  at: number;
-  fromState: PrState | null;
-  toState: PrState;
-  reason: string;
-  actor: Actor;
-  testRunId: string | null;
-  detail: string | null;
-}
-
-/** getSubmittedPullRequest: the mergeItem plus readiness, and the timeline when asked for. */
-export interface PullRequestView extends EnqueuedPullRequest {
-  readiness: PullRequestReadiness;
-  /** Mainline has no forced submissions. */
-  forceEnqueued: boolean;
-  /** The submission has not concluded (merged, failed or cancelled). */
-  isCurrentlySubmittedToQueue: boolean;
-  timeline?: TimelineItem[];
-  /** Why it failed: failed, or failed behind pull requests ahead (`pending_failure`). */
-  failure?: PullRequestFailure;
-}
-
-export interface PullRequestPage {
-  pullRequests: EnqueuedPullRequest[];
-  /** Present when more pull requests follow. */
-  nextCursor?: string;
-}
-
-export type TestRunStatus = "in_progress" | "succeeded" | "failed" | "cancelled";
-
-/** getMergeQueueTestingDetails, before wire formatting. */
-export interface TestingDetails {
-  runId: string;
-  status: TestRunStatus;
-  createdAt: number;
-  requiredStatuses: string[];
-  /** Where the required statuses came from, in Trunk's words; null when not decided yet. */
-  requiredStatusesSource:
-    "merge_instance" | "trunk_config" | "repo_provider_branch_protection" | null;
-  testBranch: string | null;
-  testBranchSha: string | null;
-  checks: RunRecord["checks"];
-  /** The pull requests the run decides about. */
-  testedPullRequests: { prNumber: number; prUrl: string; title: string }[];
-  /** Pull requests merged into the test branch because they are ahead in the queue. */
-  dependentPrs: number[];
-}
-
-export interface ListQuery {
-  state?: PrState;
-  /** Only submissions that concluded at or after this time (epoch ms). */
-  since?: number;
-  /** From a previous page's `nextCursor`; `""` is the first page. */
-  cursor?: string;
-  /** 1..100, default 50. */
-  take?: number;
-  /** Every submission (a resubmitted pull request once per submission); default: each one's latest. */
-  history?: boolean;
-}
-
-export const DEFAULT_TAKE = 50;
-export const MAX_TAKE = 100;
-
-// ---- listing cursors ---------------------------------------------------------------------------
-
-/**
- * Trunk's cursors are UUIDs. Ours is a UUID-shaped encoding of the submission order (`seq`) of the
- * last item returned: `00000000-0000-4000-8000-` followed by 12 hex digits. Opaque to clients.
- */
-const CURSOR_PREFIX = "00000000-0000-4000-8000-";
-const CURSOR_PATTERN = /^00000000-0000-4000-8000-([0-9a-f]{12})$/i;
-const MAX_CURSOR_SEQ = 0xffff_ffff_ffff;
-
-export function encodeCursor(seq: number): string {
-  if (!Number.isSafeInteger(seq) || seq < 0 || seq > MAX_CURSOR_SEQ) {
-    throw new RangeError(`seq ${seq} cannot be encoded as a cursor`);
-  }
-  return CURSOR_PREFIX + seq.toString(16).padStart(12, "0");
-}
-
-/** The `seq` a cursor stands for, or undefined when it is not one of ours. */
-export function decodeCursor(cursor: string): number | undefined {
-  const match = CURSOR_PATTERN.exec(cursor);
-  return match?.[1] === undefined ? undefined : Number.parseInt(match[1], 16);
-}
 
 // ---- presentation helpers of the domain --------------------------------------------------------
 

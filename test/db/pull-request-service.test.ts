@@ -9,12 +9,11 @@ import type { PrState } from "../../src/mergequeue/model.js";
 import {
   PullRequestService,
   actorOf,
-  decodeCursor,
-  encodeCursor,
   normalizeImpactedTargets,
   pullRequestUrl,
   toEnqueuedPullRequest,
 } from "../../src/mergequeue/pull-request-service.js";
+import { decodeCursor, encodeCursor } from "../../src/mergequeue/pull-request-views.js";
 import { initialConfiguration, type QueueState } from "../../src/mergequeue/settings.js";
 import type { Principal } from "../../src/organizations/service.js";
 import { RecordingBus, StoredRecords, entryRecord, transition } from "../helpers/fake-engine.js";

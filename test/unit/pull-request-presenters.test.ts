@@ -13,11 +13,8 @@ import {
   PullRequestDetailsSchema,
   TestingDetailsResponse,
 } from "../../src/api/mergequeue/schemas.js";
-import {
-  toEnqueuedPullRequest,
-  type PullRequestView,
-  type TestingDetails,
-} from "../../src/mergequeue/pull-request-service.js";
+import { toEnqueuedPullRequest } from "../../src/mergequeue/pull-request-service.js";
+import type { PullRequestView, TestingDetails } from "../../src/mergequeue/pull-request-views.js";
 import { entryRecord } from "../helpers/fake-engine.js";
 
 const ajv = new Ajv({ strict: false, allErrors: true });

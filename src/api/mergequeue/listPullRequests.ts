@@ -1,10 +1,7 @@
 import { Type } from "typebox";
 import { PR_STATES, type PrState } from "../../mergequeue/model.js";
-import {
-  DEFAULT_TAKE,
-  MAX_TAKE,
-  type PullRequestService,
-} from "../../mergequeue/pull-request-service.js";
+import type { PullRequestService } from "../../mergequeue/pull-request-service.js";
+import { DEFAULT_TAKE, MAX_TAKE } from "../../mergequeue/pull-request-views.js";
 import { principalOf } from "../plugins/auth.js";
 import { COMMON_ERRORS, CaseInsensitiveEnum, errorResponses } from "../schemas.js";
 import type { ApiApp } from "../types.js";

@@ -9,7 +9,7 @@ import type {
   PullRequestView,
   TestingDetails,
   TimelineItem,
-} from "../../mergequeue/pull-request-service.js";
+} from "../../mergequeue/pull-request-views.js";
 import {
   CHECK_RUN_CONCLUSIONS,
   type GetQueueBody,
