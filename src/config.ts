@@ -33,6 +33,11 @@ export interface ServiceConfig {
    * built-in runner's checks, GitHub's webhook deliveries and cursor): how soon another takes over.
    */
   queueLeaseMs: number;
+  /**
+   * The longest any queue's batch waits to fill, whatever its `batchingMaxWaitTimeMinutes`
+   * (MAINLINE_BATCH_WAIT_LIMIT_SECONDS); undefined: each queue's own setting.
+   */
+  batchWaitLimitMs: number | undefined;
   bootstrap: { organization: string; token: string } | undefined;
   /** How long a dashboard session lasts idle, and at most. */
   sessionLifetimes: SessionLifetimes;
@@ -161,6 +166,11 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
   });
   const leaseSeconds = wholeNumber(env, "MAINLINE_INGEST_LEASE_SECONDS", LEASE_SECONDS);
   const queueLeaseSeconds = wholeNumber(env, "MAINLINE_QUEUE_LEASE_SECONDS", LEASE_SECONDS);
+  const batchWaitLimitSeconds = optionalWholeNumber(env, "MAINLINE_BATCH_WAIT_LIMIT_SECONDS", {
+    min: 0,
+    max: 86_400,
+    unit: "seconds",
+  });
   const databasePoolSize = wholeNumber(env, "MAINLINE_DATABASE_POOL_SIZE", {
     fallback: DEFAULT_DATABASE_POOL_SIZE,
     min: 1,
@@ -182,6 +192,8 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
     ciParallelism,
     ingestLeaseMs: leaseSeconds * 1000,
     queueLeaseMs: queueLeaseSeconds * 1000,
+    batchWaitLimitMs:
+      batchWaitLimitSeconds === undefined ? undefined : batchWaitLimitSeconds * 1000,
     bootstrap:
       bootstrapOrg && bootstrapToken
         ? { organization: bootstrapOrg, token: bootstrapToken }

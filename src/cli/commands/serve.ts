@@ -82,6 +82,7 @@ export function registerServe(program: Command, context: CliContext): void {
         sessionLifetimes: config.sessionLifetimes,
         worker: { retentionDays: config.retentionDays, leaseMs: config.ingestLeaseMs },
         leaseMs: config.queueLeaseMs,
+        engine: { batchWaitLimitMs: config.batchWaitLimitMs },
         ...(config.github ? { github: config.github } : {}),
         logger: {
           info: (fields, message) => log?.info(fields, message),
