@@ -78,6 +78,11 @@ export interface GitHubAppConfig {
    * 0 only against a stand-in of GitHub.
    */
   writeIntervalMs?: number | undefined;
+  /**
+   * The GitHub client's retries of a failed request wait this, 4× and 9× it
+   * (MAINLINE_GITHUB_RETRY_BASE_MS, default 1,000). 0 only against a stand-in of GitHub.
+   */
+  retryBaseMs?: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -279,6 +284,7 @@ const GITHUB_OPTIONAL = [
   "MAINLINE_GITHUB_CI_POLL_SECONDS",
   "MAINLINE_GITHUB_TEST_BRANCH_PREFIX",
   "MAINLINE_GITHUB_WRITE_INTERVAL_MS",
+  "MAINLINE_GITHUB_RETRY_BASE_MS",
 ] as const;
 const DEFAULT_GITHUB_API_URL = "https://api.github.com";
 
@@ -333,6 +339,11 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     max: 60_000,
     unit: "milliseconds",
   });
+  const retryBaseMs = optionalWholeNumber(env, "MAINLINE_GITHUB_RETRY_BASE_MS", {
+    min: 0,
+    max: 60_000,
+    unit: "milliseconds",
+  });
   return {
     appId,
     privateKey: githubPrivateKey(env.MAINLINE_GITHUB_PRIVATE_KEY ?? ""),
@@ -345,6 +356,7 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     ...(pollSeconds === undefined ? {} : { ciPollIntervalMs: pollSeconds * 1000 }),
     ...(testBranchPrefix === undefined ? {} : { testBranchPrefix }),
     ...(writeIntervalMs === undefined ? {} : { writeIntervalMs }),
+    ...(retryBaseMs === undefined ? {} : { retryBaseMs }),
   };
 }
 
