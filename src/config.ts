@@ -33,6 +33,11 @@ export interface ServiceConfig {
    * built-in runner's checks, GitHub's webhook deliveries and cursor): how soon another takes over.
    */
   queueLeaseMs: number;
+  /**
+   * The longest any queue's batch waits to fill, whatever its `batchingMaxWaitTimeMinutes`
+   * (MAINLINE_BATCH_WAIT_LIMIT_SECONDS); undefined: each queue's own setting.
+   */
+  batchWaitLimitMs: number | undefined;
   bootstrap: { organization: string; token: string } | undefined;
   /** How long a dashboard session lasts idle, and at most. */
   sessionLifetimes: SessionLifetimes;
@@ -73,6 +78,11 @@ export interface GitHubAppConfig {
    * 0 only against a stand-in of GitHub.
    */
   writeIntervalMs?: number | undefined;
+  /**
+   * The GitHub client's retries of a failed request wait this, 4× and 9× it
+   * (MAINLINE_GITHUB_RETRY_BASE_MS, default 1,000). 0 only against a stand-in of GitHub.
+   */
+  retryBaseMs?: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -161,6 +171,11 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
   });
   const leaseSeconds = wholeNumber(env, "MAINLINE_INGEST_LEASE_SECONDS", LEASE_SECONDS);
   const queueLeaseSeconds = wholeNumber(env, "MAINLINE_QUEUE_LEASE_SECONDS", LEASE_SECONDS);
+  const batchWaitLimitSeconds = optionalWholeNumber(env, "MAINLINE_BATCH_WAIT_LIMIT_SECONDS", {
+    min: 0,
+    max: 86_400,
+    unit: "seconds",
+  });
   const databasePoolSize = wholeNumber(env, "MAINLINE_DATABASE_POOL_SIZE", {
     fallback: DEFAULT_DATABASE_POOL_SIZE,
     min: 1,
@@ -182,6 +197,8 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
     ciParallelism,
     ingestLeaseMs: leaseSeconds * 1000,
     queueLeaseMs: queueLeaseSeconds * 1000,
+    batchWaitLimitMs:
+      batchWaitLimitSeconds === undefined ? undefined : batchWaitLimitSeconds * 1000,
     bootstrap:
       bootstrapOrg && bootstrapToken
         ? { organization: bootstrapOrg, token: bootstrapToken }
@@ -267,6 +284,7 @@ const GITHUB_OPTIONAL = [
   "MAINLINE_GITHUB_CI_POLL_SECONDS",
   "MAINLINE_GITHUB_TEST_BRANCH_PREFIX",
   "MAINLINE_GITHUB_WRITE_INTERVAL_MS",
+  "MAINLINE_GITHUB_RETRY_BASE_MS",
 ] as const;
 const DEFAULT_GITHUB_API_URL = "https://api.github.com";
 
@@ -321,6 +339,11 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     max: 60_000,
     unit: "milliseconds",
   });
+  const retryBaseMs = optionalWholeNumber(env, "MAINLINE_GITHUB_RETRY_BASE_MS", {
+    min: 0,
+    max: 60_000,
+    unit: "milliseconds",
+  });
   return {
     appId,
     privateKey: githubPrivateKey(env.MAINLINE_GITHUB_PRIVATE_KEY ?? ""),
@@ -333,6 +356,7 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubAppConfig | unde
     ...(pollSeconds === undefined ? {} : { ciPollIntervalMs: pollSeconds * 1000 }),
     ...(testBranchPrefix === undefined ? {} : { testBranchPrefix }),
     ...(writeIntervalMs === undefined ? {} : { writeIntervalMs }),
+    ...(retryBaseMs === undefined ? {} : { retryBaseMs }),
   };
 }
 

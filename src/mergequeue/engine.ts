@@ -42,6 +42,11 @@ export interface EngineOptions {
    * (another process drives the queue); later reads back off to a second.
    */
   answerPollMs: number;
+  /**
+   * The longest a batch waits to fill on this server, whatever a queue's
+   * `batchingMaxWaitTimeMinutes` says (MAINLINE_BATCH_WAIT_LIMIT_SECONDS); unset: the queue's.
+   */
+  batchWaitLimitMs?: number | undefined;
 }
 
 /** Ids a step records as issued at a time (`RuntimeRecords.issueIds`): one write per this many. */
@@ -508,7 +513,9 @@ export class MergeQueueEngine {
       let rejection: PlanResult["rejection"] = null;
       const pending = [first];
       for (let event = pending.shift(); event; event = pending.shift()) {
-        const result = plan(snapshot, event, clock.now());
+        const result = plan(snapshot, event, clock.now(), {
+          batchWaitMs: this.options.batchWaitLimitMs,
+        });
         if (event === first) rejection = result.rejection;
         snapshot = result.snapshot;
         wakeAt = result.wakeAt;

@@ -422,9 +422,11 @@ describe("the merge queue on GitHub, real processes", () => {
         gh.addFault(gh.fault.writesSucceedButError("git/update-ref", 502, { times: 2, skip: 3 })),
       ];
 
-      const a = await startServer(prepared.env);
+      // A batch that cannot fill starts after seconds, not the queue's minute (not what is tested).
+      const env = { ...prepared.env, MAINLINE_BATCH_WAIT_LIMIT_SECONDS: "5" };
+      const a = await startServer(env);
       servers.push(a);
-      const b = await startServer(prepared.env);
+      const b = await startServer(env);
       servers.push(b);
       prepared.uploads.url = b.url;
       // Batching: the breaking pull request's batch fails and is bisected.

@@ -1,5 +1,5 @@
 import { openPullRequestInfo } from "../../src/mergequeue/simulator/memory-host.js";
-import { initialSnapshot, plan } from "../../src/mergequeue/planner/index.js";
+import { initialSnapshot, plan, type PlanLimits } from "../../src/mergequeue/planner/index.js";
 import type {
   Decision,
   PlanResult,
@@ -42,7 +42,11 @@ export class PlannerHarness {
   autoMerge = true;
   private mergeCount = 0;
 
-  constructor(settings: Partial<QueueConfiguration> = {}) {
+  /** `limits`: what the server bounds, as `MergeQueueEngine` passes them to `plan`. */
+  constructor(
+    settings: Partial<QueueConfiguration> = {},
+    private readonly limits: PlanLimits = {},
+  ) {
     this.snapshot = initialSnapshot({
       queueId: "q",
       targetBranch: "main",
@@ -52,7 +56,7 @@ export class PlannerHarness {
   }
 
   send(event: QueueEvent): PlanResult {
-    const result = plan(this.snapshot, event, this.now);
+    const result = plan(this.snapshot, event, this.now, this.limits);
     this.snapshot = result.snapshot;
     this.last = result;
     this.log.push(...result.decisions);

@@ -236,6 +236,19 @@ describe("MAINLINE_GITHUB_*", () => {
     }
   });
 
+  it("takes the base of a failed request's retries in ms (default: unset, 1 s)", () => {
+    expect(loadGitHubConfig(BASE)?.retryBaseMs).toBeUndefined();
+    expect(loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_RETRY_BASE_MS: "0" })?.retryBaseMs).toBe(0);
+    expect(loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_RETRY_BASE_MS: "250" })?.retryBaseMs).toBe(
+      250,
+    );
+    for (const bad of ["-1", "1.5", "60001", "soon"]) {
+      expect(
+        refusal(() => loadGitHubConfig({ ...BASE, MAINLINE_GITHUB_RETRY_BASE_MS: bad })),
+      ).toContain("MAINLINE_GITHUB_RETRY_BASE_MS must be a whole number of milliseconds");
+    }
+  });
+
   it("takes the test branches' prefix (trunk-merge/ by default), refusing what is no prefix", () => {
     expect(loadGitHubConfig(BASE)?.testBranchPrefix).toBeUndefined();
     for (const prefix of ["mainline/merge/", "ci-queue/", "a.b_c-d/"]) {

@@ -26,13 +26,17 @@ Environment:
                             died while processing them (default 30)
   MAINLINE_QUEUE_LEASE_SECONDS  how soon another process takes over the merge queues, checks
                             and GitHub deliveries of one that died (default 30)
+  MAINLINE_BATCH_WAIT_LIMIT_SECONDS  the longest any queue's batch waits to fill (default:
+                            each queue's batchingMaxWaitTimeMinutes)
   MAINLINE_BOOTSTRAP_ORG    with MAINLINE_BOOTSTRAP_TOKEN (32+ characters): make sure that
   MAINLINE_BOOTSTRAP_TOKEN  organization exists and accepts that token
   MAINLINE_GITHUB_APP_ID, MAINLINE_GITHUB_PRIVATE_KEY (PEM text or a path),
   MAINLINE_GITHUB_WEBHOOK_SECRET  the GitHub App (all three, or none; see mainline github setup)
   MAINLINE_GITHUB_API_URL   GitHub's API (default https://api.github.com; GHES: https://HOST/api/v3)
   MAINLINE_GITHUB_HOST      the host repositories carry (default: from the API URL)
-  MAINLINE_GITHUB_WRITE_INTERVAL_MS  least ms between an installation's writes (default 1000)`;
+  MAINLINE_GITHUB_WRITE_INTERVAL_MS  least ms between an installation's writes (default 1000)
+  MAINLINE_GITHUB_RETRY_BASE_MS  a failed GitHub request is retried after 1, 4 and 9 times
+                            this (default 1000)`;
 
 /** Long-running, with the process's signals: only ever tested as a real process. */
 export function registerServe(program: Command, context: CliContext): void {
@@ -82,6 +86,7 @@ export function registerServe(program: Command, context: CliContext): void {
         sessionLifetimes: config.sessionLifetimes,
         worker: { retentionDays: config.retentionDays, leaseMs: config.ingestLeaseMs },
         leaseMs: config.queueLeaseMs,
+        engine: { batchWaitLimitMs: config.batchWaitLimitMs },
         ...(config.github ? { github: config.github } : {}),
         logger: {
           info: (fields, message) => log?.info(fields, message),

@@ -8,12 +8,12 @@ import type { PlanResult, QueueEvent, QueueSnapshot } from "../model.js";
 import type { QueueConfiguration } from "../settings.js";
 import { SNAPSHOT_VERSION } from "../snapshot.js";
 import { NO_VERDICTS } from "../speculation.js";
-import { startPlanning } from "./state.js";
+import { startPlanning, type PlanLimits } from "./state.js";
 import { apply } from "./events.js";
 import { settle } from "./settling.js";
 import { wakeAt } from "./housekeeping.js";
 
-export { targetsOverlap } from "./state.js";
+export { targetsOverlap, type PlanLimits } from "./state.js";
 
 export function initialSnapshot(input: {
   queueId: string;
@@ -42,8 +42,14 @@ export function initialSnapshot(input: {
   };
 }
 
-export function plan(snapshot: QueueSnapshot, event: QueueEvent, now: number): PlanResult {
-  const p = startPlanning(snapshot, now);
+/** `limits`: what the server bounds whatever the queue's settings (none by default). */
+export function plan(
+  snapshot: QueueSnapshot,
+  event: QueueEvent,
+  now: number,
+  limits: PlanLimits = {},
+): PlanResult {
+  const p = startPlanning(snapshot, now, limits);
   apply(p, event);
   if (!p.rejection) settle(p);
   return {

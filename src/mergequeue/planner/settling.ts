@@ -191,7 +191,11 @@ function formUnit(p: PlanningState, index: number): string[] | null {
   for (const id of unit) oldestReady = Math.min(oldestReady, entryOf(p, id).readyAt ?? p.now);
   if (unit.length >= size) return unit;
   const urgent = unit.some((id) => entryOf(p, id).priorityValue === URGENT_PRIORITY);
-  const deadline = oldestReady + config(p).batchingMaxWaitTimeMinutes * MINUTE;
+  const wait = Math.min(
+    config(p).batchingMaxWaitTimeMinutes * MINUTE,
+    p.limits.batchWaitMs ?? Infinity,
+  );
+  const deadline = oldestReady + wait;
   if (urgent || p.now >= deadline || config(p).state !== "running") return unit;
   p.batchDeadline = Math.min(p.batchDeadline ?? Infinity, deadline);
   for (const id of unit) {

@@ -16,11 +16,30 @@ export interface PlanningState {
   rejection: PlanResult["rejection"];
   /** Earliest time a batch that is filling up must start anyway. */
   batchDeadline: number | null;
+  readonly limits: PlanLimits;
+}
+
+/** What the server running the queue bounds, whatever the queue's own settings say. */
+export interface PlanLimits {
+  /** The longest a batch waits to fill (MAINLINE_BATCH_WAIT_LIMIT_SECONDS); unset: no bound. */
+  batchWaitMs?: number | undefined;
 }
 
 /** The state of a `plan` call on `snapshot` for an event at `now`. */
-export function startPlanning(snapshot: QueueSnapshot, now: number): PlanningState {
-  return { s: snapshot, now, decisions: [], concluded: [], rejection: null, batchDeadline: null };
+export function startPlanning(
+  snapshot: QueueSnapshot,
+  now: number,
+  limits: PlanLimits = {},
+): PlanningState {
+  return {
+    s: snapshot,
+    now,
+    decisions: [],
+    concluded: [],
+    rejection: null,
+    batchDeadline: null,
+    limits,
+  };
 }
 
 /** The configuration in force (an event or the end of a mode switch replaces it). */

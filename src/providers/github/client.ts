@@ -56,6 +56,8 @@ export interface GitHubAppSettings {
   requestTimeoutMs?: number;
   /** The least time between two writes of one installation (default 1,000 ms; 0: a stand-in). */
   writeIntervalMs?: number;
+  /** A failed request's retries wait this, 4× and 9× it (default 1,000 ms; 0: a stand-in). */
+  retryBaseMs?: number;
 }
 
 /** Octokit's log, into ours, redacted. Octokit's debug and info chatter is dropped. */
@@ -218,7 +220,11 @@ export class GitHubApp {
           gated ? fetchThrough(this.gate(id), timeoutMs) : fetchWithTimeout(timeoutMs),
         ),
       },
-      retry: { doNotRetry: DO_NOT_RETRY, retries: RETRIES },
+      retry: {
+        doNotRetry: DO_NOT_RETRY,
+        retries: RETRIES,
+        retryAfterBaseValue: this.settings.retryBaseMs ?? SECOND_MS,
+      },
       throttle: {
         // Spacing and pauses are the gate's (per installation); Octokit's lanes are left open.
         id,

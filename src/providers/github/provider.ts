@@ -67,6 +67,8 @@ export interface GitHubProviderSettings {
   testBranchPrefix?: string | undefined;
   /** The least time between two writes of one installation (default 1,000 ms). */
   writeIntervalMs?: number | undefined;
+  /** The client's retries wait this, 4× and 9× it (default 1,000 ms). */
+  retryBaseMs?: number | undefined;
 }
 
 export interface GitHubProviderDeps {
@@ -172,6 +174,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     ...(settings.writeIntervalMs === undefined
       ? {}
       : { writeIntervalMs: settings.writeIntervalMs }),
+    ...(settings.retryBaseMs === undefined ? {} : { retryBaseMs: settings.retryBaseMs }),
   });
   const installations = new GitHubInstallations({
     app,
