@@ -82,6 +82,13 @@ export function registerServe(program: Command, context: CliContext): void {
         sessionLifetimes: config.sessionLifetimes,
         worker: { retentionDays: config.retentionDays, leaseMs: config.ingestLeaseMs },
         leaseMs: config.queueLeaseMs,
+        webhooks: {
+          ...config.webhooks,
+          publicUrl: config.publicUrl,
+          listenOrigins: () => [
+            `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${String(config.port)}`,
+          ],
+        },
         ...(config.github ? { github: config.github } : {}),
         logger: {
           info: (fields, message) => log?.info(fields, message),
@@ -152,6 +159,8 @@ export function registerServe(program: Command, context: CliContext): void {
       // The hosts' work resumes: built-in CI runs a stop or crash interrupted, pushes are
       // watched, webhook deliveries stored before a crash or restart are handled.
       await startProviders(services.providers);
+      // Outbound webhooks stored before a crash or restart are delivered.
+      services.webhooks.dispatcher.start();
     });
 }
 
