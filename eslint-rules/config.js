@@ -20,6 +20,7 @@ export const LAYERS = [
   { name: "domain", pattern: "src/organizations/**" },
   { name: "domain", pattern: "src/testhealth/**" },
   { name: "domain", pattern: "src/mergequeue/**" },
+  { name: "domain", pattern: "src/notifications/**" },
   { name: "db", pattern: "src/db/**" },
   { name: "providers", pattern: "src/providers/**" },
   { name: "api", pattern: "src/api/**" },

@@ -5,7 +5,8 @@ import { MIN_SUPPLIED_TOKEN_LENGTH } from "./lib/tokens.js";
 import { webUrlOf } from "./providers/github/manifest.js";
 import { ORG_SLUG_PATTERN } from "./organizations/slug.js";
 import { DEFAULT_SESSION_LIFETIMES, type SessionLifetimes } from "./organizations/sessions.js";
-import { HOUR_MS, MINUTE_MS, SECOND_MS } from "./lib/time.js";
+import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "./lib/time.js";
+import { DEFAULT_RETRY_SCHEDULE, parseDuration, parseSchedule } from "./notifications/schedule.js";
 
 /** Everything `mainline serve` reads from its environment (README "Configuration"). */
 export interface ServiceConfig {
@@ -43,6 +44,15 @@ export interface ServiceConfig {
   sessionLifetimes: SessionLifetimes;
   /** The GitHub App; undefined when it is not configured. */
   github: GitHubAppConfig | undefined;
+  /** Outbound webhooks' delivery (MAINLINE_WEBHOOKS_*; docs/webhooks.md). */
+  webhooks: WebhookConfig;
+}
+
+export interface WebhookConfig {
+  schedule: number[];
+  timeoutMs: number;
+  disableAfterMs: number;
+  allowPrivate: boolean;
 }
 
 /** The GitHub App Mainline acts as (MAINLINE_GITHUB_*). */
@@ -204,7 +214,44 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
         ? { organization: bootstrapOrg, token: bootstrapToken }
         : undefined,
     github: loadGitHubConfig(env),
+    webhooks: loadWebhookConfig(env),
   };
+}
+
+/**
+ * MAINLINE_WEBHOOKS_RETRY_SCHEDULE (durations, default Svix's `0,5s,5m,30m,2h,5h,10h,10h`),
+ * MAINLINE_WEBHOOKS_TIMEOUT_MS (1 to 120000, default 15000), MAINLINE_WEBHOOKS_DISABLE_AFTER (a
+ * duration, default 5d), MAINLINE_WEBHOOKS_ALLOW_PRIVATE (1: endpoints may be internal addresses).
+ */
+export function loadWebhookConfig(env: NodeJS.ProcessEnv): WebhookConfig {
+  const scheduleText = nonEmpty(env.MAINLINE_WEBHOOKS_RETRY_SCHEDULE);
+  const schedule =
+    scheduleText === undefined ? [...DEFAULT_RETRY_SCHEDULE] : parseSchedule(scheduleText);
+  if (typeof schedule === "string") {
+    throw new ConfigError(
+      `MAINLINE_WEBHOOKS_RETRY_SCHEDULE ${schedule} (got "${(scheduleText ?? "").slice(0, 80)}"); e.g. 0,5s,5m,30m,2h,5h,10h,10h.`,
+    );
+  }
+  const timeoutMs = wholeNumber(env, "MAINLINE_WEBHOOKS_TIMEOUT_MS", {
+    fallback: 15_000,
+    min: 1,
+    max: 120_000,
+    unit: "milliseconds",
+  });
+  const disableText = nonEmpty(env.MAINLINE_WEBHOOKS_DISABLE_AFTER);
+  const disableAfterMs = disableText === undefined ? 5 * DAY_MS : parseDuration(disableText);
+  if (disableAfterMs === undefined) {
+    throw new ConfigError(
+      `MAINLINE_WEBHOOKS_DISABLE_AFTER must be a duration such as 5d, 12h or 30m (got "${(disableText ?? "").slice(0, 80)}").`,
+    );
+  }
+  const allowText = nonEmpty(env.MAINLINE_WEBHOOKS_ALLOW_PRIVATE) ?? "0";
+  if (allowText !== "0" && allowText !== "1") {
+    throw new ConfigError(
+      `MAINLINE_WEBHOOKS_ALLOW_PRIVATE must be 1 (endpoints may be internal addresses) or 0 (got "${allowText.slice(0, 80)}").`,
+    );
+  }
+  return { schedule, timeoutMs, disableAfterMs, allowPrivate: allowText === "1" };
 }
 
 const LEASE_SECONDS = { fallback: 30, min: 1, max: 3600, unit: "seconds" };

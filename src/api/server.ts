@@ -49,6 +49,7 @@ import type { SessionService } from "../organizations/sessions.js";
 import type { TestHealthOverview } from "../testhealth/overview.js";
 import type { RepositoryHealthService } from "../testhealth/repository-health.js";
 import { registerTestRoutes } from "./flakytests/tests.js";
+import { registerWebhookRoutes, type WebhookRouteDeps } from "./webhooks/routes.js";
 import type { ApiApp } from "./types.js";
 
 /** docs/contract.md §1: JSON bodies up to 20 MiB. */
@@ -93,6 +94,10 @@ export interface ServerDependencies {
   /** Where git hosts deliver webhooks (`/webhooks/github`): outside `/v1`, no API token (each
    * delivery is signed), each in a scope of its own (they read their bodies raw). */
   webhookRoutes?: readonly ((scope: ApiApp) => void)[];
+  /** Run when the server closes, after its requests (background work to stop). */
+  onClose?: (() => Promise<void>) | undefined;
+  /** Outbound webhooks' management (`/v1/webhooks/*`). */
+  webhooks?: WebhookRouteDeps | undefined;
   /** MAINLINE_PUBLIC_URL when set; otherwise links use the address each request came to. */
   publicUrl: string | undefined;
   logger: FastifyServerOptions["logger"];
@@ -157,6 +162,12 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
     for (const method of methods) known.add(method);
     routeMethods.set(route.url, known);
   });
+  if (deps.onClose) {
+    const onClose = deps.onClose;
+    app.addHook("onClose", async () => {
+      await onClose();
+    });
+  }
   installErrorHandling(app, routeMethods);
   installTextCheck(app);
 
@@ -332,6 +343,7 @@ async function registerApiScope(
     const flakyTests = { ...deps.testHealth, publicUrl: deps.publicUrl };
     registerListRoutes(scope, flakyTests);
     registerTestRoutes(scope, flakyTests);
+    if (deps.webhooks) registerWebhookRoutes(scope, deps.webhooks);
     done();
   });
 }

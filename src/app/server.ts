@@ -60,6 +60,7 @@ export function serverDependencies(
     },
     providerRoutes: providerRoutes(services),
     webhookRoutes: webhookRoutes(services.providers),
+    webhooks: { service: services.webhooks.service, pager: services.pager },
     publicUrl: services.publicUrl,
     githubSignIn: services.github?.signIn,
     logger,
@@ -71,5 +72,9 @@ export function createHttpServer(
   services: Services,
   logger: FastifyServerOptions["logger"],
 ): Promise<ApiApp> {
-  return buildServer(serverDependencies(services, logger));
+  // The webhook worker stops with the server: after the requests, before the database closes.
+  return buildServer({
+    ...serverDependencies(services, logger),
+    onClose: () => services.webhooks.stop(),
+  });
 }

@@ -27,6 +27,7 @@ import {
   type ProviderOptions,
 } from "./providers.js";
 import { createTestHealth, type TestHealth } from "./test-health.js";
+import { createWebhooks, type WebhookSettings, type Webhooks } from "./webhooks.js";
 
 /**
  * The services over one database. Each registered host's provider is there by its registry name
@@ -57,6 +58,8 @@ export interface Services extends HostProviders, Omit<TestHealth, "stores"> {
   providers: readonly HostProvider[];
   /** MAINLINE_PUBLIC_URL when set (upload URLs, test pages); else derived from each request. */
   publicUrl: string | undefined;
+  /** Outbound webhooks: the API's service and the delivery worker (started by `mainline serve`). */
+  webhooks: Webhooks;
 }
 
 export interface CoreServiceOptions {
@@ -83,6 +86,8 @@ export interface CoreServiceOptions {
   leaseMs?: number | undefined;
   /** Dashboard sessions: idle and absolute lifetimes (default: a day, a week). */
   sessionLifetimes?: SessionLifetimes | undefined;
+  /** Outbound webhooks' delivery settings (MAINLINE_WEBHOOKS_*). */
+  webhooks?: Partial<WebhookSettings> | undefined;
 }
 
 /** The service's options, with those of every registered host (`github`, `ciParallelism`…). */
@@ -163,7 +168,26 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     },
   });
   const { stores, ...testHealthServices } = testHealth;
+  const webhooks = createWebhooks(
+    database,
+    {
+      clock,
+      repositories,
+      testViews: stores.testViews,
+      testSettings: stores.testSettings,
+      organizationSlug: tenancy.readSlug,
+      leaseMs: options.leaseMs ?? 30_000,
+      logger: {
+        warn: (fields, message) => {
+          if (options.logger?.warn) options.logger.warn(fields, message);
+          else log.info(fields, message);
+        },
+      },
+    },
+    { publicUrl: options.publicUrl, ...options.webhooks },
+  );
   return {
+    webhooks,
     ...testHealthServices,
     ...providers.byName,
     database,

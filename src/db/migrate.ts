@@ -26,6 +26,7 @@ import { noParallelListScans } from "./migrations/0027_no_parallel_list_scans.js
 import { issuedIds } from "./migrations/0028_issued_ids.js";
 import { runFailFirst } from "./migrations/0029_run_fail_first.js";
 import { hostTrouble } from "./migrations/0030_host_trouble.js";
+import { outboundWebhooks } from "./migrations/0031_outbound_webhooks.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -56,6 +57,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0028_issued_ids": issuedIds,
   "0029_run_fail_first": runFailFirst,
   "0030_host_trouble": hostTrouble,
+  "0031_outbound_webhooks": outboundWebhooks,
 };
 
 export interface MigrationReport {

@@ -476,6 +476,73 @@ export interface GithubCiRunsTable {
   finishedAt: number | null;
 }
 
+/** An organization's outbound webhook endpoint (migration 0031). */
+export interface OutboundEndpointsTable {
+  id: string;
+  organizationId: string;
+  url: string;
+  /** `whsec_` + base64 of the key's bytes. */
+  secret: string;
+  /** JSON array of event types; empty: all. */
+  eventTypes: string;
+  /** JSON array of repository ids; empty: all. */
+  repositoryIds: string;
+  description: string;
+  enabled: DbBool;
+  disabledReason: string | null;
+  disabledAt: number | null;
+  /** The first failed attempt since the last success; null while deliveries succeed. */
+  failingSince: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** The outbox: one event per type and change (migration 0031). */
+export interface OutboundEventsTable {
+  seq: Generated<number>;
+  /** `msg_…`: the `webhook-id`. */
+  id: string;
+  organizationId: string;
+  repositoryId: string | null;
+  type: string;
+  /** What delivery order is kept per (endpoint, subject). */
+  subject: string;
+  /** JSON: what the change knew (the payload is built from it). */
+  facts: string;
+  /** JSON text of the body sent; null until prepared. */
+  payload: string | null;
+  createdAt: number;
+  preparedAt: number | null;
+}
+
+/** An event to one endpoint (migration 0031). */
+export interface OutboundDeliveriesTable {
+  id: string;
+  eventSeq: number;
+  endpointId: string;
+  subject: string;
+  /** `pending`, `succeeded` or `failed`. */
+  state: string;
+  attempts: number;
+  nextAttemptAt: number;
+  leaseOwner: string | null;
+  leaseUntil: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** One attempt of a delivery (migration 0031). */
+export interface OutboundAttemptsTable {
+  id: Generated<number>;
+  deliveryId: string;
+  at: number;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  /** The response body's first kilobyte. */
+  response: string | null;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   apiTokens: ApiTokensTable;
@@ -507,4 +574,8 @@ export interface Database {
   presenceCursors: PresenceCursorsTable;
   githubPrPresence: GithubPrPresenceTable;
   githubCiRuns: GithubCiRunsTable;
+  outboundEndpoints: OutboundEndpointsTable;
+  outboundEvents: OutboundEventsTable;
+  outboundDeliveries: OutboundDeliveriesTable;
+  outboundAttempts: OutboundAttemptsTable;
 }

@@ -19,6 +19,8 @@ const URL_PASSWORD = /([a-z][a-z0-9+.-]*:\/\/[^:/@\s"'<>]*):[^@/\s"'<>]*@/gi;
 const API_TOKEN = /\b(mlt|mls)_[A-Za-z0-9_-]{8,}/g;
 /** GitHub's tokens: installation (`ghs_`), personal (`ghp_`, `github_pat_`), OAuth, user, refresh. */
 const GITHUB_TOKEN = /\b(gh[psour]_|github_pat_)[A-Za-z0-9_]{8,}/g;
+/** Outbound webhook signing secrets (`whsec_` + base64). */
+const WEBHOOK_SECRET = /\bwhsec_[A-Za-z0-9+/=]{8,}/g;
 /** A JSON Web Token: three base64url parts, the first two JSON objects (`eyJ…`). */
 const JWT = /\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g;
 /** A PEM private key, whole or cut (`\n` escaped or not). */
@@ -31,6 +33,7 @@ export function redactSecrets(text: string): string {
     .replace(URL_PASSWORD, `$1:${REDACTED}@`)
     .replace(API_TOKEN, (_match, prefix: string) => `${prefix}_${REDACTED}`)
     .replace(GITHUB_TOKEN, `$1${REDACTED}`)
+    .replace(WEBHOOK_SECRET, `whsec_${REDACTED}`)
     .replace(JWT, REDACTED)
     .replace(PEM_KEY, REDACTED);
 }

@@ -92,6 +92,11 @@ const OWN_ORGANIZATION: Record<string, string> = {
     "with B's slug: the public id of B's own repository of that name (created if new)",
   "POST /v1/flaky-tests/rotate-public-repo-id":
     "with B's slug: a new public id for B's own repository of that name",
+  "POST /v1/webhooks/createEndpoint": "creates an endpoint of B's own organization",
+  "POST /v1/webhooks/listEndpoints": "lists B's own organization's endpoints (none of A's)",
+  "POST /v1/webhooks/listEvents": "lists B's own organization's events (none of A's)",
+  "POST /v1/webhooks/listDeliveries":
+    "B's own organization's deliveries; A's endpoint or event id matches none of them",
 };
 
 /**
@@ -119,6 +124,9 @@ const owned = {
   queueId: "",
   heads: [] as string[],
   installationId: 0,
+  /** A's webhook endpoint and its test event. */
+  endpointId: "",
+  eventId: "",
   /** GitHub tokens B may present: an owner's of A's GitHub organization, and a member's. */
   githubTokens: [] as string[],
 };
@@ -219,6 +227,14 @@ beforeAll(async () => {
   owned.queueId = (
     await server.database.handle.db.selectFrom("mergeQueues").select("id").executeTakeFirstOrThrow()
   ).id;
+  const endpoint = await aCall<{ endpoint: { id: string } }>("webhooks/createEndpoint", {
+    url: "https://hooks.example.com/acme",
+    description: CANARIES.testName,
+  });
+  owned.endpointId = endpoint.endpoint.id;
+  owned.eventId = (
+    await aCall<{ eventId: string }>("webhooks/sendTestEvent", { endpointId: owned.endpointId })
+  ).eventId;
 }, 120_000);
 
 afterAll(async () => {
@@ -379,12 +395,24 @@ const FIELD_VALUES: Record<string, (schema: SchemaObject) => unknown[]> = {
   deleteRequiredStatuses: () => [true],
   installationId: () => [owned.installationId],
   githubToken: () => owned.githubTokens,
+  endpointId: () => [owned.endpointId],
+  eventId: () => [owned.eventId],
+  url: () => ["https://stolen.example.com/"],
 };
 /**
  * Optional fields sent when an operation has them (besides every required one); `runId` names
  * A's run where an operation may take it instead of another field (getFailFirstTests).
  */
-const OPTIONAL_SENT = new Set(["concurrency", "org_url_slug", "orgUrlSlug", "title", "runId"]);
+const OPTIONAL_SENT = new Set([
+  "concurrency",
+  "org_url_slug",
+  "orgUrlSlug",
+  "title",
+  "runId",
+  "endpointId",
+  "eventId",
+  "url",
+]);
 
 interface Attack {
   key: string;

@@ -87,6 +87,13 @@ export function registerServe(program: Command, context: CliContext): void {
         worker: { retentionDays: config.retentionDays, leaseMs: config.ingestLeaseMs },
         leaseMs: config.queueLeaseMs,
         engine: { batchWaitLimitMs: config.batchWaitLimitMs },
+        webhooks: {
+          ...config.webhooks,
+          publicUrl: config.publicUrl,
+          listenOrigins: () => [
+            `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${String(config.port)}`,
+          ],
+        },
         ...(config.github ? { github: config.github } : {}),
         logger: {
           info: (fields, message) => log?.info(fields, message),
@@ -157,6 +164,8 @@ export function registerServe(program: Command, context: CliContext): void {
       // The hosts' work resumes: built-in CI runs a stop or crash interrupted, pushes are
       // watched, webhook deliveries stored before a crash or restart are handled.
       await startProviders(services.providers);
+      // Outbound webhooks stored before a crash or restart are delivered.
+      services.webhooks.dispatcher.start();
     });
 }
 

@@ -64,6 +64,10 @@ insert into "mq_entries" ("id", "queue_id", "seq", "pr_number", "pr_title", "pr_
   returning "id";
 insert into "mq_transitions" ("queue_id", "entry_id", "at", "from_state", "to_state", "reason", "actor", "run_id", "detail")
   values ($1, $2, $3, $4, $5, $6, $7, $8, $9);
+select "q"."repository_id", "r"."organization_id"
+  from "merge_queues" as "q"
+  inner join "repositories" as "r" on "r"."id" = "q"."repository_id"
+  where "q"."id" = $1 and exists (select "e"."id" from "outbound_endpoints" as "e" where "e"."organization_id" = "r"."organization_id");
 insert into "mq_runs" ("queue_id", "id", "kind", "status", "base_sha", "test_branch", "test_branch_sha", "prs", "unit", "required_statuses", "required_statuses_source", "checks", "started_at", "finished_at", "fail_first")
   values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
   on conflict ("queue_id", "id") do update set "kind" = "excluded"."kind", "status" = "excluded"."status", "base_sha" = "excluded"."base_sha", "test_branch" = "excluded"."test_branch", "test_branch_sha" = "excluded"."test_branch_sha", "prs" = "excluded"."prs", "unit" = "excluded"."unit", "required_statuses" = "excluded"."required_statuses", "required_statuses_source" = "excluded"."required_statuses_source", "checks" = "excluded"."checks", "started_at" = "excluded"."started_at", "finished_at" = "excluded"."finished_at", "fail_first" = "excluded"."fail_first";

@@ -23,12 +23,20 @@ select "at", "status", "reason", "kind", "actor"
 
 -- TestDetailsStore.setOverride(testKey, change, description)
 begin;
+select "quarantine_override"
+  from "test_cases"
+  where "key" = $1
+  for no key update;
 update "test_cases"
   set "quarantine_override" = $1, "override_actor" = $2, "override_reason" = $3, "override_at" = $4
   where "key" = $5
   returning *;
 insert into "test_status_history" ("test_key", "at", "status", "reason", "kind", "actor")
   values ($1, $2, $3, $4, $5, $6);
+select "t"."key", "t"."repository_id", "r"."organization_id"
+  from "test_cases" as "t"
+  inner join "repositories" as "r" on "r"."id" = "t"."repository_id"
+  where "t"."key" in ($1) and exists (select "e"."id" from "outbound_endpoints" as "e" where "e"."organization_id" = "r"."organization_id");
 commit;
 
 -- TestDetailsStore.setTicket(testKey, change, describe)

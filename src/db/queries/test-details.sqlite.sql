@@ -23,12 +23,19 @@ select "at", "status", "reason", "kind", "actor"
 
 -- TestDetailsStore.setOverride(testKey, change, description)
 begin;
+select "quarantine_override"
+  from "test_cases"
+  where "key" = ?;
 update "test_cases"
   set "quarantine_override" = ?, "override_actor" = ?, "override_reason" = ?, "override_at" = ?
   where "key" = ?
   returning *;
 insert into "test_status_history" ("test_key", "at", "status", "reason", "kind", "actor")
   values (?, ?, ?, ?, ?, ?);
+select "t"."key", "t"."repository_id", "r"."organization_id"
+  from "test_cases" as "t"
+  inner join "repositories" as "r" on "r"."id" = "t"."repository_id"
+  where "t"."key" in (?) and exists (select "e"."id" from "outbound_endpoints" as "e" where "e"."organization_id" = "r"."organization_id");
 commit;
 
 -- TestDetailsStore.setTicket(testKey, change, describe)

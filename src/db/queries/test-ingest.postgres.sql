@@ -297,6 +297,9 @@ select "key", "state", "commit_sha", "branch", "pr_number", "infrastructure_fail
   where "key" in ($1);
 
 -- TestIngestStore.applyClassifications(db, updates)
+select "key", "status"
+  from "test_cases"
+  where "key" in ($1);
 update "test_cases"
   set "status" = $1, "status_reason" = $2, "monitor_states" = $3, "monitors_active" = $4, "status_changed_at" = $5
   where "key" = $6;
@@ -305,6 +308,10 @@ update "test_cases"
   where "key" = $5;
 insert into "test_status_history" ("test_key", "at", "status", "reason", "kind", "actor")
   values ($1, $2, $3, $4, $5, $6);
+select "t"."key", "t"."repository_id", "r"."organization_id"
+  from "test_cases" as "t"
+  inner join "repositories" as "r" on "r"."id" = "t"."repository_id"
+  where "t"."key" in ($1) and exists (select "e"."id" from "outbound_endpoints" as "e" where "e"."organization_id" = "r"."organization_id");
 
 -- TestIngestStore.pruneRuns(before, batch)
 delete from test_runs where ctid in (

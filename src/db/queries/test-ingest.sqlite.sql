@@ -298,6 +298,9 @@ select "key", "state", "commit_sha", "branch", "pr_number", "infrastructure_fail
   where "key" in (?);
 
 -- TestIngestStore.applyClassifications(db, updates)
+select "key", "status"
+  from "test_cases"
+  where "key" in (?);
 update "test_cases"
   set "status" = ?, "status_reason" = ?, "monitor_states" = ?, "monitors_active" = ?, "status_changed_at" = ?
   where "key" = ?;
@@ -306,6 +309,10 @@ update "test_cases"
   where "key" = ?;
 insert into "test_status_history" ("test_key", "at", "status", "reason", "kind", "actor")
   values (?, ?, ?, ?, ?, ?);
+select "t"."key", "t"."repository_id", "r"."organization_id"
+  from "test_cases" as "t"
+  inner join "repositories" as "r" on "r"."id" = "t"."repository_id"
+  where "t"."key" in (?) and exists (select "e"."id" from "outbound_endpoints" as "e" where "e"."organization_id" = "r"."organization_id");
 
 -- TestIngestStore.pruneRuns(before, batch)
 delete from test_runs where rowid in (

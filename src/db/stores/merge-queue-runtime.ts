@@ -30,6 +30,7 @@ import type {
 } from "../../mergequeue/records.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
+import { emitQueueEvents } from "../outbound-emission.js";
 import {
   type SummaryRow,
   entryRow,
@@ -332,6 +333,13 @@ export class MergeQueueRuntimeStore implements RuntimeRecords, QueueDashboardRea
       for (const batch of chunks(step.transitions, ROWS_PER_INSERT)) {
         await trx.insertInto("mqTransitions").values(batch.map(transitionRow)).execute();
       }
+      await emitQueueEvents(
+        trx,
+        step.queueId,
+        step.transitions,
+        new Map(step.entries.map((entry) => [entry.id, entry.prNumber])),
+        step.now,
+      );
       await this.upsertRuns(trx, step.runs);
       // One statement per distinct answer (most commands share `{"ok":true}`).
       const byResult = new Map<string, number[]>();

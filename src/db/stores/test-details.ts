@@ -6,6 +6,7 @@ import { compileTemplate, type QueryTemplate } from "../precompiled.js";
 import type { Database } from "../schema.js";
 import { TEST_SETTINGS_KIND, TestSettingsStore } from "./test-settings.js";
 import { lookupsChanged } from "../lookup-cache.js";
+import { emitTestEvents } from "../outbound-emission.js";
 import type {
   HistoryRecord,
   OverrideChange,
@@ -111,6 +112,12 @@ export class TestDetailsStore implements TestDetailRecords {
     description: string,
   ): Promise<TestCaseRow | undefined> {
     return this.db.transaction().execute(async (trx) => {
+      const before = await trx
+        .selectFrom("testCases")
+        .select("quarantineOverride")
+        .where("key", "=", testKey)
+        .$call((qb) => sqlDialect(this.dialect).forNoKeyUpdate(qb))
+        .executeTakeFirst();
       const row = await trx
         .updateTable("testCases")
         .set({
@@ -134,6 +141,21 @@ export class TestDetailsStore implements TestDetailRecords {
           actor: change.actor,
         })
         .execute();
+      await emitTestEvents(
+        trx,
+        [
+          {
+            kind: "test_override",
+            testKey,
+            previous: before?.quarantineOverride ?? "UNSPECIFIED",
+            updated: change.override,
+            actor: change.actor,
+            reason: change.reason,
+            at: change.at,
+          },
+        ],
+        change.at,
+      );
       return row;
     });
   }

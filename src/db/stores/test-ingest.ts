@@ -4,6 +4,7 @@ import type { DatabaseHandle, DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
 import { computeFigures } from "../figures.js";
 import type { Database } from "../schema.js";
+import { emitTestEvents } from "../outbound-emission.js";
 import { QUEUE_RUNNER_CLIENT } from "../../testhealth/runs.js";
 import type {
   AggregatedUpload,
@@ -521,6 +522,21 @@ export class TestIngestStore implements IngestRecords {
   }
 
   async applyClassifications(db: Db, updates: readonly ClassificationUpdate[]): Promise<void> {
+    const changed = updates.filter((u) => u.changedAt !== null);
+    // The statuses before: what the outbound events say the tests changed from.
+    const previous = new Map<number, string>();
+    for (let at = 0; at < changed.length; at += KEY_CHUNK) {
+      const rows = await db
+        .selectFrom("testCases")
+        .select(["key", "status"])
+        .where(
+          "key",
+          "in",
+          changed.slice(at, at + KEY_CHUNK).map((u) => u.key),
+        )
+        .execute();
+      for (const row of rows) previous.set(row.key, row.status);
+    }
     for (const update of updates) {
       await db
         .updateTable("testCases")
@@ -550,6 +566,18 @@ export class TestIngestStore implements IngestRecords {
         )
         .execute();
     }
+    await emitTestEvents(
+      db,
+      changes.map((u) => ({
+        kind: "test_status" as const,
+        testKey: u.key,
+        previous: previous.get(u.key) ?? u.status,
+        current: u.status,
+        reason: u.reason,
+        at: u.changedAt ?? 0,
+      })),
+      Math.max(0, ...changes.map((u) => u.changedAt ?? 0)),
+    );
   }
 
   /** Retention: raw runs before `before` go; the aggregates keep what the API's windows need. */

@@ -6,6 +6,7 @@ import { localPullRequestsScenario } from "./local-pull-requests.js";
 import { mergeQueueRuntimeScenario } from "./merge-queue-runtime.js";
 import { mergeQueuesScenario } from "./merge-queues.js";
 import { organizationsScenario } from "./organizations.js";
+import { outboundDeliveriesScenario, outboundWebhooksScenario } from "./outbound-webhooks.js";
 import { repositoriesScenario } from "./repositories.js";
 import { repositoryHealthScenario } from "./repository-health.js";
 import { repositoryTableScenario } from "./repository-table.js";
@@ -37,6 +38,8 @@ export const SCENARIOS: StoreScenario[] = [
   mergeQueueRuntimeScenario,
   mergeQueuesScenario,
   organizationsScenario,
+  outboundWebhooksScenario,
+  outboundDeliveriesScenario,
   repositoriesScenario,
   serverSecretsScenario,
   testCasesScenario,

@@ -1,0 +1,161 @@
+/**
+ * Outbound webhooks wired: the API's service, the delivery worker (woken when this process stores
+ * events), and how events show a test or a pull request (the Flaky Tests API's presenter, the
+ * dashboard's links).
+ */
+import { presentFailingTest, presentationOf } from "../api/flakytests/presenters/tests.js";
+import type { DatabaseHandle } from "../db/connection.js";
+import { OutboundDeliveryStore } from "../db/stores/outbound-deliveries.js";
+import { OutboundWebhookStore } from "../db/stores/outbound-webhooks.js";
+import type { RepositoryStore } from "../db/stores/repositories.js";
+import type { TestSettingsStore } from "../db/stores/test-settings.js";
+import type { TestViewStore } from "../db/stores/test-views.js";
+import type { Clock } from "../lib/clock.js";
+import { onOutboxWritten } from "../lib/outbox-signal.js";
+import { DAY_MS, SECOND_MS } from "../lib/time.js";
+import { WebhookDispatcher, type EventViews } from "../notifications/dispatcher.js";
+import { DEFAULT_RETRY_SCHEDULE } from "../notifications/schedule.js";
+import { sendWebhook, type Send } from "../notifications/sender.js";
+import { WebhookService } from "../notifications/service.js";
+import { noFigures } from "../testhealth/test-queries.js";
+import { VERSION } from "../version.js";
+import { urls } from "../web/urls.js";
+
+export interface WebhookSettings {
+  /** Waits before each attempt (MAINLINE_WEBHOOKS_RETRY_SCHEDULE). */
+  schedule: readonly number[];
+  /** MAINLINE_WEBHOOKS_TIMEOUT_MS (default 15 s). */
+  timeoutMs: number;
+  /** MAINLINE_WEBHOOKS_DISABLE_AFTER (default 5 days). */
+  disableAfterMs: number;
+  /** MAINLINE_WEBHOOKS_ALLOW_PRIVATE=1. */
+  allowPrivate: boolean;
+  /** How often the worker looks for due deliveries when not woken (default 1 s). */
+  pollMs: number;
+  /** Links in events, and "this service" for the endpoints' address check. */
+  publicUrl: string | undefined;
+  /** The address the server listens on (not an endpoint either). */
+  listenOrigins: () => readonly string[];
+  /** The HTTP sender (tests may count requests; default the real one). */
+  send: Send;
+}
+
+export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = {
+  schedule: DEFAULT_RETRY_SCHEDULE,
+  timeoutMs: 15 * SECOND_MS,
+  disableAfterMs: 5 * DAY_MS,
+  allowPrivate: false,
+  pollMs: SECOND_MS,
+  publicUrl: undefined,
+  listenOrigins: () => [],
+  send: sendWebhook,
+};
+
+export interface Webhooks {
+  service: WebhookService;
+  dispatcher: WebhookDispatcher;
+  /** Stops the worker and its listening (at shutdown, before the database closes). */
+  stop(): Promise<void>;
+}
+
+export function createWebhooks(
+  database: DatabaseHandle,
+  deps: {
+    clock: Clock;
+    repositories: RepositoryStore;
+    testViews: TestViewStore;
+    testSettings: TestSettingsStore;
+    organizationSlug: (organizationId: string) => Promise<string>;
+    leaseMs: number;
+    logger: { warn(fields: object, message: string): void };
+  },
+  options: Partial<WebhookSettings> = {},
+): Webhooks {
+  const settings = { ...DEFAULT_WEBHOOK_SETTINGS, ...options };
+  const records = new OutboundWebhookStore(database.db);
+  const baseUrl = () => settings.publicUrl ?? settings.listenOrigins()[0] ?? "http://localhost";
+  const policy = {
+    allowPrivate: settings.allowPrivate,
+    selfOrigins: () => [
+      ...(settings.publicUrl === undefined ? [] : [settings.publicUrl]),
+      ...settings.listenOrigins(),
+    ],
+  };
+  const views: EventViews = {
+    async test(testKey) {
+      const row = (await deps.testViews.rowsByKey([testKey])).get(testKey);
+      if (!row) return undefined;
+      const repository = await deps.repositories.findById(row.repositoryId);
+      if (!repository) return undefined;
+      const [figures, testSettings, slug] = await Promise.all([
+        deps.testViews.figures([testKey], deps.clock.now()),
+        deps.testSettings.get(repository.id),
+        deps.organizationSlug(repository.organizationId),
+      ]);
+      const principal = {
+        organizationId: repository.organizationId,
+        organizationSlug: slug,
+        tokenId: "",
+      };
+      const context = presentationOf({ principal, repository, settings: testSettings }, baseUrl());
+      const testCase = presentFailingTest(row, figures.get(testKey) ?? noFigures(), context);
+      return { testCase, repositoryId: repository.id };
+    },
+    async pullRequest(facts) {
+      const found = await records.pullRequestContext(facts.entryId, facts.runId);
+      if (!found) return undefined;
+      const repo = { host: found.host, owner: found.owner, name: found.name };
+      return {
+        number: found.prNumber,
+        author: found.prAuthor,
+        targetBranch: found.targetBranch,
+        repository: repo,
+        htmlDetailsUrl: `${baseUrl()}${urls.pullRequest(found.organizationSlug, repo, found.targetBranch, found.prNumber)}`,
+        run: found.run
+          ? {
+              testBranch: found.run.testBranch,
+              testBranchSha: found.run.testBranchSha,
+              batched: found.run.prCount > 1,
+              bisection: found.run.kind === "bisection",
+            }
+          : null,
+      };
+    },
+  };
+  const dispatcher = new WebhookDispatcher(
+    {
+      records: new OutboundDeliveryStore(database.db, database.dialect),
+      views,
+      send: settings.send,
+      clock: deps.clock,
+      logger: deps.logger,
+    },
+    {
+      schedule: settings.schedule,
+      timeoutMs: settings.timeoutMs,
+      disableAfterMs: settings.disableAfterMs,
+      allowPrivate: settings.allowPrivate,
+      pollMs: settings.pollMs,
+      leaseMs: deps.leaseMs,
+      batchSize: 20,
+      userAgent: `Mainline/${VERSION}`,
+    },
+  );
+  const unlisten = onOutboxWritten(() => {
+    dispatcher.wake();
+  });
+  const service = new WebhookService({
+    records,
+    repositories: deps.repositories,
+    clock: deps.clock,
+    policy,
+  });
+  return {
+    service,
+    dispatcher,
+    stop: async () => {
+      unlisten();
+      await dispatcher.stop();
+    },
+  };
+}

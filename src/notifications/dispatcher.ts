@@ -1,0 +1,260 @@
+/**
+ * The delivery worker: on a background loop (woken when events are stored, else polling), it
+ * prepares new events (builds each body from its facts and fans it out to the endpoints that take
+ * it), then claims due deliveries under a lease and sends them, each the oldest pending one of its
+ * endpoint and subject, and records every attempt: 2xx succeeded; 410 disables the endpoint;
+ * anything else is tried again on the schedule (after `Retry-After` on 429/503), then failed; an
+ * endpoint failing for `disableAfterMs` is disabled with the reason.
+ */
+import { randomUUID } from "node:crypto";
+import { BackgroundLoop } from "../lib/background-loop.js";
+import type { Clock } from "../lib/clock.js";
+import { redactSecrets } from "../lib/redact.js";
+import { isoTime } from "../lib/clock.js";
+import {
+  pullRequestEvent,
+  quarantiningChanged,
+  statusChangedV1,
+  statusChangedV2,
+  type PullRequestView,
+  type TestCaseView,
+} from "./events.js";
+import type { PullRequestAction, QueueFacts } from "./facts.js";
+import type { ClaimedDelivery, DeliveryRecords, EventRecord } from "./records.js";
+import { nextDelay } from "./schedule.js";
+import type { Send, WebhookResponse } from "./sender.js";
+import { signature } from "./signing.js";
+
+export interface EventViews {
+  test(testKey: number): Promise<TestCaseView | undefined>;
+  pullRequest(facts: QueueFacts): Promise<PullRequestView | undefined>;
+}
+
+export interface DispatcherOptions {
+  /** Waits before each attempt; the first is the wait before the first attempt. */
+  schedule: readonly number[];
+  timeoutMs: number;
+  /** An endpoint whose deliveries fail this long is disabled. */
+  disableAfterMs: number;
+  allowPrivate: boolean;
+  pollMs: number;
+  leaseMs: number;
+  /** Deliveries sent at once per pass. */
+  batchSize: number;
+  userAgent: string;
+}
+
+export interface DispatcherDeps {
+  records: DeliveryRecords;
+  views: EventViews;
+  send: Send;
+  clock: Clock;
+  logger: { warn(fields: object, message: string): void };
+}
+
+export class WebhookDispatcher {
+  private readonly loop: BackgroundLoop;
+  private readonly owner = `webhooks-${randomUUID()}`;
+
+  constructor(
+    private readonly deps: DispatcherDeps,
+    private readonly options: DispatcherOptions,
+  ) {
+    this.loop = new BackgroundLoop({
+      pass: async () => {
+        await this.pass();
+      },
+      intervalMs: options.pollMs,
+      onError: (error) => {
+        deps.logger.warn({ err: error }, "webhooks: delivery pass failed; will retry");
+      },
+    });
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  wake(): void {
+    this.loop.wake();
+  }
+
+  /** Runs passes until no event is left to prepare and no delivery is due (tests). */
+  async drain(): Promise<void> {
+    while (await this.pass()) {
+      // more was done: look again
+    }
+  }
+
+  /** One pass; true when it did something (more may be waiting). */
+  async pass(): Promise<boolean> {
+    const prepared = await this.prepareEvents();
+    const sent = await this.sendDue();
+    if (prepared + sent > 0) this.loop.wake();
+    return prepared + sent > 0;
+  }
+
+  private async prepareEvents(): Promise<number> {
+    const events = await this.deps.records.unpreparedEvents(100);
+    for (const event of events) {
+      const payload = await this.body(event);
+      await this.deps.records.prepareEvent(
+        event.seq,
+        payload === undefined ? null : JSON.stringify(payload),
+        this.deps.clock.now(),
+      );
+    }
+    return events.length;
+  }
+
+  /** The event's body; undefined when what it is about is gone. */
+  private async body(event: EventRecord): Promise<Record<string, unknown> | undefined> {
+    const facts = event.facts;
+    switch (facts.kind) {
+      case "test_status": {
+        const test = await this.deps.views.test(facts.testKey);
+        if (!test) return undefined;
+        return event.type === "v2.test_case.status_changed"
+          ? statusChangedV2(facts, test)
+          : statusChangedV1(facts, test);
+      }
+      case "test_override": {
+        const test = await this.deps.views.test(facts.testKey);
+        return test && quarantiningChanged(facts, test);
+      }
+      case "queue_transition": {
+        const pr = await this.deps.views.pullRequest(facts);
+        const action = event.type.slice("pull_request.".length) as PullRequestAction;
+        return pr && pullRequestEvent(action, facts, pr);
+      }
+      case "ping":
+        return undefined;
+    }
+  }
+
+  private async sendDue(): Promise<number> {
+    const now = this.deps.clock.now();
+    const lease = this.options.leaseMs + this.options.timeoutMs;
+    const claimed = await this.deps.records.claimDeliveries(
+      this.owner,
+      now,
+      now + lease,
+      this.options.batchSize,
+    );
+    await Promise.all(claimed.map((delivery) => this.deliver(delivery)));
+    return claimed.length;
+  }
+
+  private async deliver(delivery: ClaimedDelivery): Promise<void> {
+    const at = this.deps.clock.now();
+    const timestamp = Math.floor(at / 1000);
+    const response = await this.deps.send({
+      url: delivery.url,
+      headers: {
+        "content-type": "application/json",
+        "user-agent": this.options.userAgent,
+        "webhook-id": delivery.eventId,
+        "webhook-timestamp": String(timestamp),
+        "webhook-signature": signature(
+          delivery.secret,
+          delivery.eventId,
+          timestamp,
+          delivery.payload,
+        ),
+      },
+      body: delivery.payload,
+      timeoutMs: this.options.timeoutMs,
+      allowPrivate: this.options.allowPrivate,
+    });
+    const after = this.deps.clock.now();
+    const ok =
+      response.statusCode !== null && response.statusCode >= 200 && response.statusCode < 300;
+    const gone = response.statusCode === 410;
+    const attempts = delivery.attempts + 1;
+    const delay = ok || gone ? undefined : this.retryDelay(attempts, response);
+    await this.deps.records.recordAttempt(
+      delivery.id,
+      this.owner,
+      {
+        at,
+        statusCode: response.statusCode,
+        error: response.error === null ? null : redactSecrets(response.error),
+        durationMs: response.durationMs,
+        response: response.excerpt,
+      },
+      {
+        state: ok ? "succeeded" : delay === undefined ? "failed" : "pending",
+        attempts,
+        nextAttemptAt: delay === undefined ? after : after + delay,
+      },
+    );
+    await this.endpointHealth(delivery, ok, gone, response, after);
+  }
+
+  private retryDelay(attempts: number, response: WebhookResponse): number | undefined {
+    const scheduled = nextDelay(this.options.schedule, attempts);
+    if (scheduled === undefined) return undefined;
+    const throttled = response.statusCode === 429 || response.statusCode === 503;
+    return throttled && response.retryAfterMs !== null
+      ? Math.max(scheduled, response.retryAfterMs)
+      : scheduled;
+  }
+
+  private async endpointHealth(
+    delivery: ClaimedDelivery,
+    ok: boolean,
+    gone: boolean,
+    response: WebhookResponse,
+    now: number,
+  ): Promise<void> {
+    const { records } = this.deps;
+    if (ok) {
+      if (delivery.failingSince !== null) {
+        await records.updateEndpointHealth(delivery.endpointId, { failingSince: null }, now);
+      }
+      return;
+    }
+    if (gone) {
+      await records.updateEndpointHealth(
+        delivery.endpointId,
+        {
+          enabled: false,
+          disabledAt: now,
+          disabledReason: "The endpoint answered 410 Gone: it asked for no more deliveries.",
+        },
+        now,
+      );
+      this.deps.logger.warn(
+        { endpointId: delivery.endpointId },
+        "webhooks: endpoint gone (410), disabled",
+      );
+      return;
+    }
+    const since = delivery.failingSince ?? now;
+    if (now - since >= this.options.disableAfterMs) {
+      const last =
+        response.statusCode === null ? response.error : `HTTP ${String(response.statusCode)}`;
+      await records.updateEndpointHealth(
+        delivery.endpointId,
+        {
+          enabled: false,
+          disabledAt: now,
+          disabledReason: `Deliveries kept failing since ${isoTime(since)} (last: ${last ?? "error"}).`,
+        },
+        now,
+      );
+      this.deps.logger.warn(
+        { endpointId: delivery.endpointId },
+        "webhooks: endpoint kept failing, disabled",
+      );
+      return;
+    }
+    if (delivery.failingSince === null) {
+      await records.updateEndpointHealth(delivery.endpointId, { failingSince: now }, now);
+    }
+  }
+}
