@@ -4,6 +4,7 @@ import { CiRunStore } from "../db/stores/ci-runs.js";
 import { GitHubCiRunStore } from "../db/stores/github-ci-runs.js";
 import { GitHubInstallationStore } from "../db/stores/github-installations.js";
 import { GitHubPresenceStore } from "../db/stores/github-presence.js";
+import { PullRequestReportStore } from "../db/stores/pull-request-reports.js";
 import { LocalPullRequestStore } from "../db/stores/local-pull-requests.js";
 import { WebhookDeliveryStore } from "../db/stores/webhook-deliveries.js";
 import { isDatabaseUnavailable } from "../lib/faults.js";
@@ -44,6 +45,7 @@ export function providerContext(
       webhookDeliveries: new WebhookDeliveryStore(db, dialect),
       githubCiRuns: new GitHubCiRunStore(db),
       githubPresence: new GitHubPresenceStore(db),
+      pullRequestReports: new PullRequestReportStore(db),
     },
     testHealth: {
       reports: {
@@ -61,6 +63,12 @@ export function providerContext(
       if (!organization) return undefined;
       const path = urls.pullRequest(organization.slug, repository, branch, number);
       return `${publicUrl.replace(/\/+$/, "")}${path}`;
+    },
+    testPage: async (repository, testId) => {
+      if (publicUrl === undefined) return undefined;
+      const organization = await records.organizations.findById(repository.organizationId);
+      if (!organization) return undefined;
+      return `${publicUrl.replace(/\/+$/, "")}${urls.test(organization.slug, testId, repository)}`;
     },
     isStorageUnavailable: isDatabaseUnavailable,
   };

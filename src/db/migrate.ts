@@ -27,6 +27,7 @@ import { issuedIds } from "./migrations/0028_issued_ids.js";
 import { runFailFirst } from "./migrations/0029_run_fail_first.js";
 import { hostTrouble } from "./migrations/0030_host_trouble.js";
 import { outboundWebhooks } from "./migrations/0031_outbound_webhooks.js";
+import { prTestReports } from "./migrations/0032_pr_test_reports.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -58,6 +59,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0029_run_fail_first": runFailFirst,
   "0030_host_trouble": hostTrouble,
   "0031_outbound_webhooks": outboundWebhooks,
+  "0032_pr_test_reports": prTestReports,
 };
 
 export interface MigrationReport {

@@ -92,6 +92,8 @@ export interface RepositoryTestSettingsTable {
   /** The latest CODEOWNERS text an upload carried. */
   codeowners: string | null;
   codeownersUpdatedAt: number | null;
+  /** Test results commented on the repository's pull requests (migration 0032). */
+  pullRequestComments: ColumnType<boolean | number, number | undefined, number>;
   updatedAt: number;
   version: Generated<number>;
 }
@@ -431,6 +433,20 @@ export interface GithubPrPresenceTable {
   updatedAt: number;
 }
 
+/** The test-results comment on a GitHub pull request (migration 0032). */
+export interface GithubPrTestReportsTable {
+  repositoryId: string;
+  prNumber: number;
+  commentId: number | null;
+  /** The commit whose results the comment shows. */
+  headSha: string | null;
+  /** A digest of the comment's body as last written. */
+  presented: string | null;
+  /** A creation whose outcome is unknown: the comment is looked for before it is made again. */
+  unsure: ColumnType<boolean | number, number | undefined, number>;
+  updatedAt: number;
+}
+
 /** The inbox of webhook deliveries. */
 export interface WebhookDeliveriesTable {
   key: Generated<number>;
@@ -573,6 +589,7 @@ export interface Database {
   webhookPayloads: WebhookPayloadsTable;
   presenceCursors: PresenceCursorsTable;
   githubPrPresence: GithubPrPresenceTable;
+  githubPrTestReports: GithubPrTestReportsTable;
   githubCiRuns: GithubCiRunsTable;
   outboundEndpoints: OutboundEndpointsTable;
   outboundEvents: OutboundEventsTable;

@@ -9,6 +9,7 @@ import type { RepoConfigSource } from "../mergequeue/config-check.js";
 import type { HostChanges } from "../mergequeue/host-changes.js";
 import type { LocalPullRequestStorage } from "../mergequeue/local-pull-request-records.js";
 import type { CiProvider, GitHost } from "../mergequeue/providers.js";
+import type { PullRequestReportRecords } from "../testhealth/pull-request-report-records.js";
 import type { PresenceRecords } from "../mergequeue/pull-request-presence-records.js";
 import type {
   PullRequestService,
@@ -85,6 +86,7 @@ export interface ProviderContext {
     webhookDeliveries: DeliveryRecords;
     githubCiRuns: WatchedCiRunRecords;
     githubPresence: PresenceRecords;
+    pullRequestReports: PullRequestReportRecords;
   };
   testHealth: {
     /** Where a built-in CI's JUnit reports go, and what it asks of known flaky tests. */
@@ -92,13 +94,17 @@ export interface ProviderContext {
       organizationSlug(organizationId: string): Promise<string | undefined>;
       uploads: Pick<UploadService, "submitBundle">;
       testCases: Pick<TestCaseRecords, "flakyOrQuarantined">;
-      settings: { get(repositoryId: string): Promise<{ quarantine: QuarantineSettings }> };
+      settings: {
+        get(
+          repositoryId: string,
+        ): Promise<{ quarantine: QuarantineSettings; pullRequestComments: boolean }>;
+      };
     };
     /**
      * What test health knows of a tested commit's failures: a CI's flaky-only retry, and the
      * failed tests a localization run runs first.
      */
-    failures: Pick<CiFailures, "ofCommit" | "failedTests">;
+    failures: Pick<CiFailures, "ofCommit" | "failedTests" | "explain">;
     /** Why a pull request failed in the queue (its failing tests), as its page says it. */
     explainer: Pick<FailureExplainer, "explainEntry">;
   };
@@ -110,6 +116,8 @@ export interface ProviderContext {
     branch: string,
     number: number,
   ): Promise<string | undefined>;
+  /** A test's page on the dashboard, when the server knows its public address. */
+  testPage(repository: Repository, testId: string): Promise<string | undefined>;
   /** Whether an error means the storage is away for now (work then resumes later). */
   isStorageUnavailable: (error: unknown) => boolean;
   /**

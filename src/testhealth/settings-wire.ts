@@ -63,6 +63,7 @@ export interface WireTestSettings {
   quarantining_enabled: boolean;
   auto_quarantine: boolean;
   ticket_base_url: string | null;
+  pull_request_comments: boolean;
 }
 
 /** What update-test-settings takes: any subset; `pass_on_retry` may itself be partial. */
@@ -75,6 +76,7 @@ export interface WireTestSettingsPatch {
   quarantining_enabled?: boolean;
   auto_quarantine?: boolean;
   ticket_base_url?: string | null;
+  pull_request_comments?: boolean;
 }
 
 export const SETTINGS_FIELDS = [
@@ -86,6 +88,7 @@ export const SETTINGS_FIELDS = [
   "quarantining_enabled",
   "auto_quarantine",
   "ticket_base_url",
+  "pull_request_comments",
 ] as const satisfies readonly (keyof WireTestSettings)[];
 
 function scopeToWire(scope: BranchScope): WireScope {
@@ -124,6 +127,7 @@ export function toWireSettings(settings: RepositoryTestSettings): WireTestSettin
     quarantining_enabled: settings.quarantine.quarantiningEnabled,
     auto_quarantine: settings.quarantine.autoQuarantine,
     ticket_base_url: settings.ticketBaseUrl,
+    pull_request_comments: settings.pullRequestComments,
   };
 }
 
@@ -388,6 +392,7 @@ export function applySettingsPatch(
       autoQuarantine: patch.auto_quarantine ?? current.quarantine.autoQuarantine,
     },
     ticketBaseUrl,
+    pullRequestComments: patch.pull_request_comments ?? current.pullRequestComments,
   };
 }
 

@@ -7,6 +7,11 @@ export interface RepositoryTestSettings {
   quarantine: QuarantineSettings;
   /** Prefix for ticket ids that are not URLs, e.g. `https://linear.app/acme/issue/`. */
   ticketBaseUrl: string | null;
+  /**
+   * A comment on each pull request (GitHub) whose CI uploaded failing tests, saying of each
+   * whether it is known flaky, quarantined, broken on the stable branch or new. Off by default.
+   */
+  pullRequestComments: boolean;
 }
 
 export function defaultTestSettings(): RepositoryTestSettings {
@@ -14,5 +19,6 @@ export function defaultTestSettings(): RepositoryTestSettings {
     monitors: structuredClone(DEFAULT_MONITOR_SETTINGS),
     quarantine: { quarantiningEnabled: true, autoQuarantine: true },
     ticketBaseUrl: null,
+    pullRequestComments: false,
   };
 }

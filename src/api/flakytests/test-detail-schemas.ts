@@ -276,6 +276,12 @@ export const UpdateTestSettingsBody = Type.Object({
       }),
     ),
   ),
+  pull_request_comments: Type.Optional(
+    Type.Boolean({
+      description:
+        "Comment the failing tests on GitHub pull requests, each marked known flaky, quarantined, broken or new.",
+    }),
+  ),
 });
 PATTERN_MESSAGES.set("^[hH][tT][tT][pP][sS]?://", "must be an http(s) URL");
 
@@ -314,6 +320,7 @@ export const TestSettingsResponse = Type.Object({
   quarantining_enabled: Type.Boolean(),
   auto_quarantine: Type.Boolean(),
   ticket_base_url: Nullable(Type.String()),
+  pull_request_comments: Type.Boolean(),
   updated_at: Nullable(DateTime("When the settings were last written; null: the defaults.")),
 });
 

@@ -1,5 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../schema.js";
+import { leasedCursors } from "./cursors.js";
 import type {
   PresenceRecord,
   PresenceRecords,
@@ -13,61 +14,28 @@ import type {
 export class GitHubPresenceStore implements PresenceRecords {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async claimCursor(
+  claimCursor(
     name: string,
     owner: string,
     now: number,
     leaseUntil: number,
   ): Promise<number | undefined> {
     // A new cursor starts after what is stored now: history is not presented again.
-    const latest = await this.db
-      .selectFrom("mqTransitions")
-      .select((eb) => eb.fn.max("id").as("maxId"))
-      .executeTakeFirst();
-    await this.db
-      .insertInto("presenceCursors")
-      .values({
-        name,
-        lastId: latest?.maxId ?? 0,
-        leaseOwner: null,
-        leaseUntil: null,
-        updatedAt: now,
-      })
-      .onConflict((oc) => oc.column("name").doNothing())
-      .execute();
-    const claimed = await this.db
-      .updateTable("presenceCursors")
-      .set({ leaseOwner: owner, leaseUntil })
-      .where("name", "=", name)
-      .where((eb) =>
-        eb.or([
-          eb("leaseOwner", "is", null),
-          eb("leaseOwner", "=", owner),
-          eb("leaseUntil", "<", now),
-        ]),
-      )
-      .returning("lastId")
-      .executeTakeFirst();
-    return claimed?.lastId;
+    return leasedCursors.claim(this.db, name, owner, now, leaseUntil, async () => {
+      const latest = await this.db
+        .selectFrom("mqTransitions")
+        .select((eb) => eb.fn.max("id").as("maxId"))
+        .executeTakeFirst();
+      return latest?.maxId ?? 0;
+    });
   }
 
-  async advanceCursor(name: string, owner: string, lastId: number, now: number): Promise<boolean> {
-    const result = await this.db
-      .updateTable("presenceCursors")
-      .set({ lastId, updatedAt: now })
-      .where("name", "=", name)
-      .where("leaseOwner", "=", owner)
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+  advanceCursor(name: string, owner: string, lastId: number, now: number): Promise<boolean> {
+    return leasedCursors.advance(this.db, name, owner, lastId, now);
   }
 
-  async releaseCursor(name: string, owner: string): Promise<void> {
-    await this.db
-      .updateTable("presenceCursors")
-      .set({ leaseOwner: null, leaseUntil: null })
-      .where("name", "=", name)
-      .where("leaseOwner", "=", owner)
-      .execute();
+  releaseCursor(name: string, owner: string): Promise<void> {
+    return leasedCursors.release(this.db, name, owner);
   }
 
   async transitionsAfter(afterId: number, limit: number): Promise<TransitionMark[]> {

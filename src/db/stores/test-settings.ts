@@ -45,6 +45,7 @@ export class TestSettingsStore implements TestSettingsRecords {
         autoQuarantine: Boolean(row.autoQuarantine),
       },
       ticketBaseUrl: row.ticketBaseUrl,
+      pullRequestComments: Boolean(row.pullRequestComments),
       codeowners: row.codeowners,
       codeownersUpdatedAt: row.codeownersUpdatedAt,
       updatedAt: row.updatedAt,
@@ -58,6 +59,7 @@ export class TestSettingsStore implements TestSettingsRecords {
       quarantiningEnabled: bit(settings.quarantine.quarantiningEnabled),
       autoQuarantine: bit(settings.quarantine.autoQuarantine),
       ticketBaseUrl: settings.ticketBaseUrl,
+      pullRequestComments: bit(settings.pullRequestComments),
       updatedAt: now,
     };
     await this.db

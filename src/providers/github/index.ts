@@ -6,6 +6,7 @@
 import { VERSION } from "../../version.js";
 import type { ProviderContext, ProviderRegistration } from "../host-provider.js";
 import type { InboxOptions } from "./webhooks/inbox.js";
+import type { TestResultsOptions } from "./pull-request-test-results.js";
 import type { PresenceOptions } from "./pull-request-presence.js";
 import {
   createGitHubProvider,
@@ -61,6 +62,8 @@ export interface GitHubProviderOptions {
   githubInbox?: Partial<InboxOptions>;
   /** The worker that shows the queue on GitHub's pull requests (tests poll it faster). */
   githubPresence?: Partial<PresenceOptions>;
+  /** The worker that comments test results on pull requests (tests poll it faster). */
+  githubTestResults?: Partial<TestResultsOptions>;
   /** How often the App's installations are read again (default hourly; 0: only at start). */
   githubSyncIntervalMs?: number;
   /** Between GitHub reconcile passes (default: the configuration's; 0: only when asked). */
@@ -111,6 +114,13 @@ export const githubProvider: ProviderRegistration<
         : { ciPollIntervalMs: options.githubCiPollIntervalMs }),
       ciFailures: context.testHealth.failures,
       failureExplainer: context.testHealth.explainer,
+      testResults: {
+        store: hostRecords.pullRequestReports,
+        settings: context.testHealth.reports.settings,
+        failures: context.testHealth.failures,
+        testPage: (repository, testId) => context.testPage(repository, testId),
+        options: { ...leaseOf(context), ...options.githubTestResults },
+      },
     });
     // Comment commands and the enqueueing label, through the same service as the API.
     registerPullRequestCommands(github.webhooks, {

@@ -35,6 +35,11 @@ import { GitHubReconciler } from "./reconcile.js";
 import { GitHubGitHost, type GitHubGitHostOptions } from "./host.js";
 import { GitHubRepositories } from "./repositories.js";
 import {
+  PullRequestTestResults,
+  type TestResultsDeps,
+  type TestResultsOptions,
+} from "./pull-request-test-results.js";
+import {
   PullRequestPresence,
   type PresenceDeps,
   type PresenceOptions,
@@ -117,6 +122,13 @@ export interface GitHubProviderDeps {
   ciFailures?: GitHubCiDeps["failures"];
   /** Why a pull request failed (its failing tests), for the comment; absent: the reason only. */
   failureExplainer?: PresenceDeps["failures"];
+  /**
+   * Test results on pull requests (the repositories' `pull_request_comments`): their records,
+   * settings and failing tests; absent: no such comments.
+   */
+  testResults?: Pick<TestResultsDeps, "store" | "settings" | "failures" | "testPage"> & {
+    options?: Partial<TestResultsOptions>;
+  };
 }
 
 export interface GitHubProvider extends HostProvider {
@@ -140,6 +152,8 @@ export interface GitHubProvider extends HostProvider {
   appId(): Promise<number>;
   /** The comment, check run and labels the App keeps on pull requests (docs/github.md). */
   presence: PullRequestPresence;
+  /** The comment of test results on pull requests, when test health is wired in. */
+  testResults: PullRequestTestResults | undefined;
   /** "Sign in with GitHub", when the App's OAuth credentials are configured. */
   signIn: GitHubSignIn | undefined;
   /** The organization's repository on GitHub, if an installation grants it (createQueue). */
@@ -227,6 +241,21 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     },
     deps.presence,
   );
+  const testResults =
+    deps.testResults &&
+    new PullRequestTestResults(
+      {
+        ...deps.testResults,
+        repositories: stores.repositories,
+        github: repositories,
+        host: settings.host,
+        appId,
+        clock,
+        logger,
+        owner: leaseOwner(),
+      },
+      deps.testResults.options,
+    );
   const ci = createCi(deps, app, repositories, gitHost);
   registerCiHandlers(webhooks, ci);
   const { inbox, writer } = createInbox(deps, webhooks, app, installations);
@@ -261,6 +290,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     inbox,
     reconciler,
     presence,
+    testResults,
     appId,
     existingRepository: (principal, ref) => repositories.existing(principal, ref),
     // One read of GitHub: a submission is answered once stored, not after the queue's step.
@@ -282,6 +312,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     start() {
       inbox.start();
       presence.start();
+      testResults?.start();
       ci.startWatching();
       // In the background: a server whose GitHub is slow or away still starts.
       sync.start();
@@ -294,6 +325,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
       await ci.stopWatching();
       await inbox.stop();
       await presence.stop();
+      await testResults?.stop();
       await sync.synced();
     },
     synced: () => sync.synced(),

@@ -23,9 +23,10 @@ import type {
   RuntimeRecords,
 } from "../../mergequeue/records.js";
 import type { Repository } from "../../organizations/repositories.js";
-import { paginate, type GitHubClient, type GitHubLogger } from "./client.js";
+import type { GitHubClient, GitHubLogger } from "./client.js";
 import { statusOf } from "./conditional.js";
 import type { GitHubRepositories } from "./repositories.js";
+import { NO_RETRY, outcomeUnknown, upsertStickyComment } from "./sticky-comment.js";
 import type { FailureExplainer } from "../../mergequeue/failure-explanation.js";
 import { VERDICT_WORDS, type FailureVerdict } from "../../testhealth/failure-verdicts.js";
 
@@ -229,14 +230,6 @@ interface Presented {
   checkUnsure?: string;
 }
 
-/** Whether a failed request may have been carried out all the same (GitHub's 5xx, no answer). */
-function outcomeUnknown(error: unknown): boolean {
-  const status = statusOf(error);
-  return status === undefined || status >= 500;
-}
-
-/** Creations are never retried blindly: an unknown outcome is looked for before a new attempt. */
-const NO_RETRY = { retries: 0 } as const;
 
 /** The queue's rough order (as `PullRequestService` lists it): in flight, waiting, not ready. */
 function positionOf(entries: readonly EntrySummary[], entryId: string): number | null {
@@ -506,15 +499,16 @@ export class PullRequestPresence {
       });
     };
     if (comment !== undefined && want.comment !== shown.comment) {
-      record.commentId = await this.upsertComment(
-        client,
+      record.commentId = await upsertStickyComment(client, {
         repo,
         prNumber,
-        shown.commentUnsure === true ? null : record.commentId,
-        comment,
-        search || shown.commentUnsure === true,
-        () => unsure({ commentUnsure: true }),
-      );
+        known: shown.commentUnsure === true ? null : record.commentId,
+        marker: COMMENT_MARKER,
+        body: comment,
+        search: search || shown.commentUnsure === true,
+        appId: deps.appId,
+        onUnknown: () => unsure({ commentUnsure: true }),
+      });
       next.comment = digest(comment);
       if (stage === null) delete next.stage;
       else next.stage = stage;
@@ -604,65 +598,6 @@ export class PullRequestPresence {
   }
 
   /** Edits the sticky comment, finding or creating it first; its id. */
-  private async upsertComment(
-    client: GitHubClient,
-    repo: { owner: string; repo: string },
-    prNumber: number,
-    known: number | null,
-    body: string,
-    /** Whether an earlier attempt may have made it: look among the comments first. */
-    search: boolean,
-    /** The creation failed with an unknown outcome (stored before the error goes on). */
-    onUnknown: () => Promise<void>,
-  ): Promise<number> {
-    let id = known;
-    if (id === null && search) {
-      const appId = await this.deps.appId();
-      const ours = await paginate(
-        client,
-        "GET /repos/{owner}/{repo}/issues/{issue_number}/comments",
-        { ...repo, issue_number: prNumber },
-        (data) =>
-          (
-            data as {
-              id: number;
-              body?: string;
-              performed_via_github_app?: { id: number } | null;
-            }[]
-          )
-            .filter(
-              (c) =>
-                c.performed_via_github_app?.id === appId &&
-                (c.body ?? "").startsWith(COMMENT_MARKER),
-            )
-            .map((c) => c.id),
-      );
-      id = ours[0] ?? null;
-    }
-    if (id !== null) {
-      try {
-        await client.request("PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}", {
-          ...repo,
-          comment_id: id,
-          body,
-        });
-        return id;
-      } catch (error) {
-        if (statusOf(error) !== 404) throw error; // deleted by someone: made again
-      }
-    }
-    try {
-      const { data } = await client.request(
-        "POST /repos/{owner}/{repo}/issues/{issue_number}/comments",
-        { ...repo, issue_number: prNumber, body, request: NO_RETRY },
-      );
-      return Number(data.id);
-    } catch (error) {
-      if (outcomeUnknown(error)) await onUnknown();
-      throw error;
-    }
-  }
-
   /** Updates the check run on the head commit, creating it for a new head; its id. */
   private async upsertCheckRun(
     client: GitHubClient,

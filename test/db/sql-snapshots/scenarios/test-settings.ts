@@ -23,6 +23,7 @@ export const testSettingsScenario = scenario({
             monitors: {} as never,
             quarantine: QUARANTINE,
             ticketBaseUrl: "https://tickets.example/",
+            pullRequestComments: true,
           },
           NOW,
         ),
