@@ -603,6 +603,7 @@ describe("test settings", () => {
       quarantining_enabled: true,
       auto_quarantine: true,
       ticket_base_url: null,
+      pull_request_comments: false,
       updated_at: null,
     });
   });

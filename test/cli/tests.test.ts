@@ -221,6 +221,8 @@ describe("mainline tests settings", () => {
         "https://linear.app/acme/issue/",
         "--stable-branches",
         "main, release/*",
+        "--pull-request-comments",
+        "true",
         "--json",
       ),
     );
@@ -230,6 +232,7 @@ describe("mainline tests settings", () => {
       auto_quarantine: false,
       ticket_base_url: "https://linear.app/acme/issue/",
       stable_branches: ["main", "release/*"],
+      pull_request_comments: true,
     });
     const linked = succeeded(await cli("ticket", flakyId, "ABC-1", ...at));
     expect(linked.stdout).toBe("Linked https://linear.app/acme/issue/ABC-1\n");

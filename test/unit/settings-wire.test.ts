@@ -61,6 +61,7 @@ describe("settings on the wire", () => {
       quarantining_enabled: true,
       auto_quarantine: true,
       ticket_base_url: null,
+      pull_request_comments: false,
     });
     expect(wire.failure_rate_monitors.map((m) => [m.id, m.classification, m.scope])).toEqual([
       ["broken-on-stable", "broken", "stable"],
@@ -317,6 +318,7 @@ describe("settings on the wire", () => {
       quarantining: fc.boolean(),
       auto: fc.boolean(),
       ticket: fc.option(fc.constantFrom("https://linear.app/acme/issue/", "http://jira/browse/")),
+      comments: fc.boolean(),
     })
     .map((s): WireTestSettingsPatch => {
       const ids = [...s.ids];
@@ -348,6 +350,7 @@ describe("settings on the wire", () => {
         quarantining_enabled: s.quarantining,
         auto_quarantine: s.auto,
         ticket_base_url: s.ticket,
+        pull_request_comments: s.comments,
       };
     });
 

@@ -511,6 +511,11 @@ function registerSettings(tests: Command, out: Printer): void {
     .option("--merge-queue-branches <globs>", "comma-separated", parseList)
     .option("--ticket-base-url <url>", "ticket ids are appended to it")
     .option("--no-ticket-base-url", "remove the ticket base URL")
+    .option(
+      "--pull-request-comments <bool>",
+      "comment failing tests on GitHub pull requests: true | false",
+      parseBoolean,
+    )
     .action(async (o: TestsOptions & Record<string, unknown>) => {
       const patch: Record<string, unknown> = {};
       if (o.quarantiningEnabled !== undefined) patch.quarantining_enabled = o.quarantiningEnabled;
@@ -525,6 +530,9 @@ function registerSettings(tests: Command, out: Printer): void {
       if (o.mergeQueueBranches !== undefined) patch.merge_queue_branches = o.mergeQueueBranches;
       if (typeof o.ticketBaseUrl === "string") patch.ticket_base_url = o.ticketBaseUrl;
       if (o.ticketBaseUrl === false) patch.ticket_base_url = null;
+      if (o.pullRequestComments !== undefined) {
+        patch.pull_request_comments = o.pullRequestComments;
+      }
       if (Object.keys(patch).length === 0) {
         throw new CliError("Name at least one setting to change (see --help).");
       }

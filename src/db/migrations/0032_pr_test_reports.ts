@@ -37,6 +37,9 @@ export const prTestReports: DialectMigration = {
   async down(db) {
     await db.schema.dropIndex("uploads_pr_processed_idx").execute();
     await db.schema.dropTable("github_pr_test_reports").execute();
-    await db.schema.alterTable("repository_test_settings").dropColumn("pull_request_comments").execute();
+    await db.schema
+      .alterTable("repository_test_settings")
+      .dropColumn("pull_request_comments")
+      .execute();
   },
 };

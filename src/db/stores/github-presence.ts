@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../schema.js";
-import { leasedCursors } from "./cursors.js";
+import { leasedCursors } from "../cursors.js";
 import type {
   PresenceRecord,
   PresenceRecords,

@@ -6,7 +6,7 @@ import type {
   PullRequestReportRecords,
   PullRequestUploadMark,
 } from "../../testhealth/pull-request-report-records.js";
-import { leasedCursors } from "./cursors.js";
+import { leasedCursors } from "../cursors.js";
 
 /**
  * Test results on pull requests (migration 0032): the cursor over processed uploads that name a
@@ -46,7 +46,13 @@ export class PullRequestReportStore implements PullRequestReportRecords {
     return rows.flatMap((row) =>
       row.prNumber === null || row.processedAt === null
         ? []
-        : [{ repositoryId: row.repositoryId, prNumber: row.prNumber, processedAt: row.processedAt }],
+        : [
+            {
+              repositoryId: row.repositoryId,
+              prNumber: row.prNumber,
+              processedAt: row.processedAt,
+            },
+          ],
     );
   }
 

@@ -230,7 +230,6 @@ interface Presented {
   checkUnsure?: string;
 }
 
-
 /** The queue's rough order (as `PullRequestService` lists it): in flight, waiting, not ready. */
 function positionOf(entries: readonly EntrySummary[], entryId: string): number | null {
   const inFlight = new Set<PrState>(["testing", "tests_passed", "pending_failure"]);

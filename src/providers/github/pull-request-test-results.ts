@@ -12,7 +12,7 @@ import { ApiError } from "../../lib/errors.js";
 import { MINUTE_MS, SECOND_MS } from "../../lib/time.js";
 import type { Repository } from "../../organizations/repositories.js";
 import type { CiFailures, ExplainedTest } from "../../testhealth/ci-failures.js";
-import { VERDICT_ORDER, VERDICT_WORDS, type FailureVerdict } from "../../testhealth/failure-verdicts.js";
+import { VERDICT_ORDER, type FailureVerdict } from "../../testhealth/failure-verdicts.js";
 import type {
   PullRequestReport,
   PullRequestReportRecords,
@@ -79,11 +79,11 @@ function testName(test: ExplainedTest): string {
 }
 
 const HEADINGS: Record<FailureVerdict, string> = {
-  failing: "Failing here",
+  failing: "Failing here, not known flaky or broken",
   new: "New in this pull request",
   broken: "Broken on the stable branch too",
   flaky: "Known flaky",
-  quarantined: "Quarantined (do not fail the build)",
+  quarantined: "Known flaky, quarantined",
 };
 
 /** The comment's body (pure). */
@@ -106,7 +106,7 @@ export function renderTestResults(view: TestResultsView): string {
   for (const verdict of VERDICT_ORDER) {
     const tests = view.tests.filter((t) => t.verdict === verdict);
     if (tests.length === 0) continue;
-    lines.push(`**${HEADINGS[verdict]}** — ${VERDICT_WORDS[verdict]}:`);
+    lines.push(`**${HEADINGS[verdict]}**`);
     for (const test of tests) {
       const name = test.url ? `[${code(testName(test))}](${test.url})` : code(testName(test));
       const summary = test.summary ? ` — ${code(test.summary.slice(0, SUMMARY_CHARS))}` : "";

@@ -44,13 +44,10 @@ export async function upsertStickyComment(
       "GET /repos/{owner}/{repo}/issues/{issue_number}/comments",
       { ...repo, issue_number: prNumber },
       (data) =>
-        (
-          data as { id: number; body?: string; performed_via_github_app?: { id: number } | null }[]
-        )
+        (data as { id: number; body?: string; performed_via_github_app?: { id: number } | null }[])
           .filter(
             (c) =>
-              c.performed_via_github_app?.id === appId &&
-              (c.body ?? "").startsWith(comment.marker),
+              c.performed_via_github_app?.id === appId && (c.body ?? "").startsWith(comment.marker),
           )
           .map((c) => c.id),
     );

@@ -2,6 +2,7 @@ import { ciRunsScenario } from "./ci-runs.js";
 import { githubCiRunsScenario } from "./github-ci-runs.js";
 import { githubInstallationsScenario } from "./github-installations.js";
 import { githubPresenceScenario } from "./github-presence.js";
+import { pullRequestReportsScenario } from "./pull-request-reports.js";
 import { localPullRequestsScenario } from "./local-pull-requests.js";
 import { mergeQueueRuntimeScenario } from "./merge-queue-runtime.js";
 import { mergeQueuesScenario } from "./merge-queues.js";
@@ -32,6 +33,7 @@ export const SCENARIOS: StoreScenario[] = [
   githubInstallationsScenario,
   githubCiRunsScenario,
   githubPresenceScenario,
+  pullRequestReportsScenario,
   webhookDeliveriesScenario,
   ciRunsScenario,
   localPullRequestsScenario,

@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import type { Database } from "../schema.js";
+import type { Database } from "./schema.js";
 
 /**
  * A worker's position in a durable log (`presence_cursors`), under a lease: one worker at a time
@@ -27,7 +27,13 @@ export const leasedCursors = {
     if (!exists) {
       await db
         .insertInto("presenceCursors")
-        .values({ name, lastId: await initial(), leaseOwner: null, leaseUntil: null, updatedAt: now })
+        .values({
+          name,
+          lastId: await initial(),
+          leaseOwner: null,
+          leaseUntil: null,
+          updatedAt: now,
+        })
         .onConflict((oc) => oc.column("name").doNothing())
         .execute();
     }
