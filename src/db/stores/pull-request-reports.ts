@@ -77,7 +77,7 @@ export class PullRequestReportStore implements PullRequestReportRecords {
         .executeTakeFirst(),
     ]);
     if (!latest?.commitSha) return undefined;
-    return { sha: latest.commitSha, firstUploadAt: Number(first?.firstAt ?? 0) };
+    return { sha: latest.commitSha, firstUploadAt: first?.firstAt ?? 0 };
   }
 
   async find(repositoryId: string, prNumber: number): Promise<PullRequestReport | undefined> {

@@ -224,38 +224,7 @@ export function createGitHubProvider(deps: GitHubProviderDeps): GitHubProvider {
     changes: deps.changes,
   });
   const appId = appIdReader(settings, app);
-  const presence = new PullRequestPresence(
-    {
-      store: stores.presence,
-      queues: stores.queues,
-      repositories: stores.repositories,
-      runtime: stores.runtime,
-      github: repositories,
-      host: settings.host,
-      appId,
-      pageUrl: deps.pullRequestPage,
-      failures: deps.failureExplainer,
-      clock,
-      logger,
-      owner: leaseOwner(),
-    },
-    deps.presence,
-  );
-  const testResults =
-    deps.testResults &&
-    new PullRequestTestResults(
-      {
-        ...deps.testResults,
-        repositories: stores.repositories,
-        github: repositories,
-        host: settings.host,
-        appId,
-        clock,
-        logger,
-        owner: leaseOwner(),
-      },
-      deps.testResults.options,
-    );
+  const { presence, testResults } = pullRequestWorkers(deps, repositories, appId);
   const ci = createCi(deps, app, repositories, gitHost);
   registerCiHandlers(webhooks, ci);
   const { inbox, writer } = createInbox(deps, webhooks, app, installations);
@@ -504,4 +473,46 @@ function ciPollLease(
     claim: async (now, until) => (await store.claimCursor(name, owner, now, until)) !== undefined,
     release: () => store.releaseCursor(name, owner),
   };
+}
+
+/** The workers that show things on pull requests: the queue's presence, the test results. */
+function pullRequestWorkers(
+  deps: GitHubProviderDeps,
+  repositories: GitHubRepositories,
+  appId: () => Promise<number>,
+) {
+  const { settings, stores, clock, logger } = deps;
+  const presence = new PullRequestPresence(
+    {
+      store: stores.presence,
+      queues: stores.queues,
+      repositories: stores.repositories,
+      runtime: stores.runtime,
+      github: repositories,
+      host: settings.host,
+      appId,
+      pageUrl: deps.pullRequestPage,
+      failures: deps.failureExplainer,
+      clock,
+      logger,
+      owner: leaseOwner(),
+    },
+    deps.presence,
+  );
+  const testResults =
+    deps.testResults &&
+    new PullRequestTestResults(
+      {
+        ...deps.testResults,
+        repositories: stores.repositories,
+        github: repositories,
+        host: settings.host,
+        appId,
+        clock,
+        logger,
+        owner: leaseOwner(),
+      },
+      deps.testResults.options,
+    );
+  return { presence, testResults };
 }
