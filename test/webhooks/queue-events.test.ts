@@ -18,6 +18,7 @@ import {
 } from "../helpers/local-queue.js";
 import { waitFor } from "../helpers/process.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
+import { check } from "../helpers/webhook-schemas.js";
 import { startReceiver, type Received, type Receiver } from "./receiver.js";
 
 /** Trunk's `failure_reason` values (openapi.json @ de8b223, research notifications.md §1.3). */
@@ -115,6 +116,8 @@ describe("merge-queue webhooks", () => {
 
     expect(receiver.requests.length).toBeGreaterThan(0);
     expect(receiver.requests.every((r) => r.verified)).toBe(true);
+    // Every payload matches its type's schema (Trunk's fields, types and enums).
+    expect(receiver.requests.map((r) => check(r.body))).toEqual(receiver.requests.map(() => ""));
     // Each event once (delivered at least once, and here nothing failed).
     expect(new Set(receiver.requests.map((r) => r.id)).size).toBe(receiver.requests.length);
 
