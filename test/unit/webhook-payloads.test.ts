@@ -210,8 +210,9 @@ describe("webhook payloads against Trunk's schemas", () => {
     expect(check({ ...good, failure_reason: null })).toMatch(/failure_reason/);
     expect(check({ ...good, pr_number: "12" })).toMatch(/pr_number/);
     expect(check({ ...good, timestamp: "yesterday" })).toMatch(/timestamp/);
-    const { target_branch: _dropped, ...missing } = good;
-    expect(check(missing)).not.toBe("");
+    const missing = { ...good };
+    delete missing.target_branch;
+    expect(check(missing)).toMatch(/target_branch/);
     const v1 = statusChangedV1(
       {
         kind: "test_status",
