@@ -56,6 +56,11 @@ const CASES: { command: string[]; mentions: string[] }[] = [
     ],
   },
   { command: ["migrate"], mentions: ["Apply pending database migrations"] },
+  { command: ["webhooks"], mentions: ["add", "list", "remove", "test", "deliveries", "resend"] },
+  {
+    command: ["webhooks", "add"],
+    mentions: ["<url>", "--event <type>", "--repo <host/owner/name>"],
+  },
   { command: ["org"], mentions: ["create", "list"] },
   { command: ["org", "create"], mentions: ["<slug>", "--name <name>"] },
   { command: ["org", "list"], mentions: ["--json"] },
