@@ -221,7 +221,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
 /**
  * MAINLINE_WEBHOOKS_RETRY_SCHEDULE (durations, default Svix's `0,5s,5m,30m,2h,5h,10h,10h`),
  * MAINLINE_WEBHOOKS_TIMEOUT_MS (1 to 120000, default 15000), MAINLINE_WEBHOOKS_DISABLE_AFTER (a
- * duration, default 5d), MAINLINE_WEBHOOKS_ALLOW_PRIVATE (1: endpoints may be internal addresses).
+ * duration from 1m to 365d, default 5d), MAINLINE_WEBHOOKS_ALLOW_PRIVATE (1: endpoints may be internal addresses).
  */
 export function loadWebhookConfig(env: NodeJS.ProcessEnv): WebhookConfig {
   const scheduleText = nonEmpty(env.MAINLINE_WEBHOOKS_RETRY_SCHEDULE);
@@ -240,9 +240,9 @@ export function loadWebhookConfig(env: NodeJS.ProcessEnv): WebhookConfig {
   });
   const disableText = nonEmpty(env.MAINLINE_WEBHOOKS_DISABLE_AFTER);
   const disableAfterMs = disableText === undefined ? 5 * DAY_MS : parseDuration(disableText);
-  if (disableAfterMs === undefined) {
+  if (disableAfterMs === undefined || disableAfterMs < MINUTE_MS || disableAfterMs > 365 * DAY_MS) {
     throw new ConfigError(
-      `MAINLINE_WEBHOOKS_DISABLE_AFTER must be a duration such as 5d, 12h or 30m (got "${(disableText ?? "").slice(0, 80)}").`,
+      `MAINLINE_WEBHOOKS_DISABLE_AFTER must be a duration from 1m to 365d such as 5d, 12h or 30m (got "${(disableText ?? "").slice(0, 80)}").`,
     );
   }
   const allowText = nonEmpty(env.MAINLINE_WEBHOOKS_ALLOW_PRIVATE) ?? "0";

@@ -13,6 +13,7 @@ import { registerSimulate } from "./commands/simulate.js";
 import { registerTest } from "./commands/test.js";
 import { registerTestsCommands } from "./commands/tests.js";
 import { registerUpload } from "./commands/upload.js";
+import { registerWebhookCommands } from "./commands/webhooks.js";
 import { registerWhoAmI } from "./commands/whoami.js";
 import { contextProgram, type CliContext } from "./context.js";
 import { runProgram, type CliOutcome } from "./run.js";
@@ -31,6 +32,7 @@ export function buildProgram(context: CliContext): Command {
   registerWhoAmI(program, context);
   registerPullRequestCommands(program, context);
   registerCiCommands(program, context);
+  registerWebhookCommands(program, context);
   registerUpload(program, context);
   registerTest(program, context);
   registerTestsCommands(program, context);

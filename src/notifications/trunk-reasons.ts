@@ -1,7 +1,7 @@
 /**
  * Mainline's transition reasons as Trunk's webhook enums (research notifications.md §1.3): the
  * reason field each `pull_request.*` action carries. A reason Trunk has no word for maps to none
- * of its values; `mainline_reason` always says ours.
+ * of its values (the field is left out); `mainline_reason` always says ours.
  */
 import type { PullRequestAction, QueueFacts } from "./facts.js";
 
@@ -52,28 +52,34 @@ export const TRUNK_ENUMS = {
   submitted_reason: ["USER_REQUESTED", "API_REQUESTED"],
 };
 
-/** The reason fields (and `is_bisection`) of one action, Trunk's way. */
+/**
+ * The reason fields (and `is_bisection`) of one action, Trunk's way. A reason Trunk has no value
+ * for leaves its field out (Trunk's schema has it optional, never null).
+ */
 export function trunkReasonFields(
   action: PullRequestAction,
   facts: QueueFacts,
   bisection: boolean,
 ): Record<string, unknown> {
   const isBisection = bisection || facts.reason.startsWith("bisection");
-  const known = (table: Record<string, string>) => table[facts.reason] ?? null;
+  const known = (field: string, table: Record<string, string>) => {
+    const value = table[facts.reason];
+    return value === undefined ? {} : { [field]: value };
+  };
   switch (action) {
     case "submitted":
       return { submitted_reason: facts.actorKind === "user" ? "API_REQUESTED" : "USER_REQUESTED" };
     case "queued":
-      return { queued_reason: known(QUEUED) };
+      return known("queued_reason", QUEUED);
     case "testing":
       return { is_bisection: isBisection };
     case "pending_failure":
-      return { failure_reason: known(FAILURE) };
+      return known("failure_reason", FAILURE);
     case "failed":
-      return { failure_reason: known(FAILURE), is_bisection: isBisection };
+      return { ...known("failure_reason", FAILURE), is_bisection: isBisection };
     case "canceled":
-      return { cancellation_reason: known(CANCELLATION), is_bisection: isBisection };
+      return { ...known("cancellation_reason", CANCELLATION), is_bisection: isBisection };
     case "merged":
-      return { merged_reason: known(MERGED) };
+      return known("merged_reason", MERGED);
   }
 }

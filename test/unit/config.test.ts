@@ -21,6 +21,13 @@ describe("service configuration", () => {
       queueLeaseMs: 30_000,
       bootstrap: undefined,
       sessionLifetimes: { idleMs: 24 * 3_600_000, absoluteMs: 7 * 24 * 3_600_000 },
+      webhooks: {
+        // Svix's schedule: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
+        schedule: [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
+        timeoutMs: 15_000,
+        disableAfterMs: 5 * 24 * 3_600_000,
+        allowPrivate: false,
+      },
     });
   });
 
@@ -60,6 +67,10 @@ describe("service configuration", () => {
       MAINLINE_SESSION_MAX_HOURS: "12",
       MAINLINE_BOOTSTRAP_ORG: "ci",
       MAINLINE_BOOTSTRAP_TOKEN: "t".repeat(32),
+      MAINLINE_WEBHOOKS_RETRY_SCHEDULE: "0, 250ms,5s,2m,1h,1d",
+      MAINLINE_WEBHOOKS_TIMEOUT_MS: "3000",
+      MAINLINE_WEBHOOKS_DISABLE_AFTER: "12h",
+      MAINLINE_WEBHOOKS_ALLOW_PRIVATE: "1",
     });
     expect(config).toEqual({
       host: "0.0.0.0",
@@ -77,6 +88,12 @@ describe("service configuration", () => {
       queueLeaseMs: 7_000,
       bootstrap: { organization: "ci", token: "t".repeat(32) },
       sessionLifetimes: { idleMs: 30 * 60_000, absoluteMs: 12 * 3_600_000 },
+      webhooks: {
+        schedule: [0, 250, 5_000, 120_000, 3_600_000, 86_400_000],
+        timeoutMs: 3_000,
+        disableAfterMs: 12 * 3_600_000,
+        allowPrivate: true,
+      },
     });
   });
 
@@ -104,6 +121,24 @@ describe("service configuration", () => {
       { MAINLINE_BOOTSTRAP_ORG: "Not_A_Slug", MAINLINE_BOOTSTRAP_TOKEN: "x".repeat(40) },
       /MAINLINE_BOOTSTRAP_ORG must be/,
     ],
+    [
+      { MAINLINE_WEBHOOKS_RETRY_SCHEDULE: "0,5s,soon" },
+      /MAINLINE_WEBHOOKS_RETRY_SCHEDULE has "soon"/,
+    ],
+    [{ MAINLINE_WEBHOOKS_RETRY_SCHEDULE: "0,5" }, /MAINLINE_WEBHOOKS_RETRY_SCHEDULE has "5"/],
+    [{ MAINLINE_WEBHOOKS_RETRY_SCHEDULE: "0,8d" }, /at most 7d/],
+    [{ MAINLINE_WEBHOOKS_RETRY_SCHEDULE: "0,-5s" }, /MAINLINE_WEBHOOKS_RETRY_SCHEDULE/],
+    [{ MAINLINE_WEBHOOKS_RETRY_SCHEDULE: "0,,5s" }, /MAINLINE_WEBHOOKS_RETRY_SCHEDULE has ""/],
+    [{ MAINLINE_WEBHOOKS_RETRY_SCHEDULE: Array(21).fill("1s").join(",") }, /1 to 20 durations/],
+    [{ MAINLINE_WEBHOOKS_TIMEOUT_MS: "0" }, /MAINLINE_WEBHOOKS_TIMEOUT_MS .*1 to 120000/],
+    [{ MAINLINE_WEBHOOKS_TIMEOUT_MS: "120001" }, /MAINLINE_WEBHOOKS_TIMEOUT_MS/],
+    [{ MAINLINE_WEBHOOKS_TIMEOUT_MS: "15s" }, /MAINLINE_WEBHOOKS_TIMEOUT_MS .*whole number/],
+    [{ MAINLINE_WEBHOOKS_DISABLE_AFTER: "forever" }, /MAINLINE_WEBHOOKS_DISABLE_AFTER must be/],
+    [{ MAINLINE_WEBHOOKS_DISABLE_AFTER: "5" }, /MAINLINE_WEBHOOKS_DISABLE_AFTER must be/],
+    [{ MAINLINE_WEBHOOKS_DISABLE_AFTER: "0" }, /MAINLINE_WEBHOOKS_DISABLE_AFTER .*1m to 365d/],
+    [{ MAINLINE_WEBHOOKS_DISABLE_AFTER: "366d" }, /MAINLINE_WEBHOOKS_DISABLE_AFTER .*1m to 365d/],
+    [{ MAINLINE_WEBHOOKS_ALLOW_PRIVATE: "yes" }, /MAINLINE_WEBHOOKS_ALLOW_PRIVATE must be 1/],
+    [{ MAINLINE_WEBHOOKS_ALLOW_PRIVATE: "true" }, /MAINLINE_WEBHOOKS_ALLOW_PRIVATE must be 1/],
   ])("refuses %j", (env, message) => {
     expect(() => loadServiceConfig(env)).toThrow(ConfigError);
     expect(() => loadServiceConfig(env)).toThrow(message);

@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, REPO, type TestServer } from "../helpers/server.js";
 import { waitFor } from "../helpers/process.js";
 import { insertTestCase } from "../helpers/test-cases.js";
+import { check } from "../helpers/webhook-schemas.js";
 import { startReceiver, type Receiver } from "./receiver.js";
 
 let server: TestServer;
@@ -96,6 +97,7 @@ describe("outbound webhooks", () => {
     await server.services.webhooks.dispatcher.drain();
     const got = receiver.requests;
     expect(got.every((r) => r.verified)).toBe(true);
+    expect(got.map((r) => check(r.body))).toEqual(got.map(() => ""));
     expect(got.every((r) => r.userAgent?.startsWith("Mainline/"))).toBe(true);
     expect(new Set(got.map((r) => r.id)).size).toBe(got.length);
     const types = got.map((r) => r.body.type);

@@ -14,8 +14,11 @@ export interface Received {
   verified: boolean;
 }
 
-/** What to answer a request: a status, or `hang` (never answer within the timeout). */
-export type Answer = number | "hang";
+/**
+ * What to answer a request: a status, `hang` (never answer), or `{ holdMs }` (204 after that
+ * long: a delivery held open).
+ */
+export type Answer = number | "hang" | { holdMs: number };
 
 export interface Receiver {
   url: string;
@@ -28,6 +31,8 @@ export interface Receiver {
   /** Headers of the next error answers (e.g. retry-after). */
   headers: Record<string, string>;
   secret: string;
+  /** Requests being held open (`{ holdMs }`) right now. */
+  holding: number;
   close(): Promise<void>;
 }
 
@@ -39,6 +44,7 @@ export async function startReceiver(): Promise<Receiver> {
     answers: [],
     headers: {},
     secret: "",
+    holding: 0,
     close: () => Promise.resolve(),
   };
   const accepted: Received[] = [];
@@ -69,6 +75,16 @@ export async function startReceiver(): Promise<Receiver> {
       state.requests.push(received);
       const answer = state.answers.shift() ?? 204;
       if (answer === "hang") return;
+      if (typeof answer === "object") {
+        state.holding += 1;
+        setTimeout(() => {
+          state.holding -= 1;
+          if (res.destroyed) return;
+          accepted.push(received);
+          res.writeHead(204).end();
+        }, answer.holdMs);
+        return;
+      }
       if (answer >= 200 && answer < 300) accepted.push(received);
       res.writeHead(answer, answer >= 300 ? state.headers : {});
       res.end(answer >= 300 ? "nope" : "");

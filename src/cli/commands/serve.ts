@@ -36,7 +36,12 @@ Environment:
   MAINLINE_GITHUB_HOST      the host repositories carry (default: from the API URL)
   MAINLINE_GITHUB_WRITE_INTERVAL_MS  least ms between an installation's writes (default 1000)
   MAINLINE_GITHUB_RETRY_BASE_MS  a failed GitHub request is retried after 1, 4 and 9 times
-                            this (default 1000)`;
+                            this (default 1000)
+  MAINLINE_WEBHOOKS_RETRY_SCHEDULE  outbound webhooks: waits before each attempt
+                            (default 0,5s,5m,30m,2h,5h,10h,10h; see docs/webhooks.md)
+  MAINLINE_WEBHOOKS_TIMEOUT_MS  how long a delivery waits for an answer (default 15000)
+  MAINLINE_WEBHOOKS_DISABLE_AFTER  an endpoint failing this long is disabled (default 5d)
+  MAINLINE_WEBHOOKS_ALLOW_PRIVATE  1: endpoints may be loopback or private addresses (default 0)`;
 
 /** Long-running, with the process's signals: only ever tested as a real process. */
 export function registerServe(program: Command, context: CliContext): void {

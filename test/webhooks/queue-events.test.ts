@@ -1,0 +1,183 @@
+/**
+ * Merge-queue events end to end on both databases: a queue on the local git host with the
+ * built-in CI, an endpoint subscribed to every `pull_request.*` type, a real receiver verifying
+ * each delivery with `standardwebhooks`. A pull request that merges is seen submitted, queued,
+ * testing and merged, in that order, with Trunk's fields; one that breaks the tests gets
+ * `pull_request.failed` with a `failure_reason` of Trunk's enum.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  LOCAL,
+  QUEUE,
+  allConcluded,
+  createRepositoryAndQueue,
+  ok,
+  openPullRequest,
+  submit,
+  type Call,
+} from "../helpers/local-queue.js";
+import { waitFor } from "../helpers/process.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+import { check } from "../helpers/webhook-schemas.js";
+import { startReceiver, type Received, type Receiver } from "./receiver.js";
+
+/** Trunk's `failure_reason` values (openapi.json @ de8b223, research notifications.md §1.3). */
+const TRUNK_FAILURE_REASONS = [
+  "START_TEST_RUN_INVALID_EVENT",
+  "START_TEST_RUN_MERGE_CONFLICT",
+  "START_TEST_RUN_CONFIG_NOT_FOUND",
+  "START_TEST_RUN_CONFIG_PARSING_FAILURE",
+  "START_TEST_RUN_CONFIG_MISSING_REQUIRED_STATUSES",
+  "START_TEST_RUN_CONFIG_BAD_REQUIRED_STATUSES",
+  "START_TEST_RUN_CONFIG_BAD_VERSION",
+  "START_TEST_RUN_NO_REQUIRED_STATUSES",
+  "START_TEST_RUN_RETRY_EXHAUSTED",
+  "START_TEST_RUN_DRAFT_PRS_NOT_ALLOWED",
+  "TEST_RUN_REQUIRED_STATUS_FAILED",
+  "TEST_RUN_TIMEOUT",
+  "TEST_RUN_FAILED_BY_OPTIMIZATION",
+  "GITHUB_API_MERGE_PR_FAILED",
+  "GITHUB_API_DIRECT_MERGE_PR_FAILED",
+  "PR_UPDATED_AT_MERGE_TIME",
+];
+
+const PULL_REQUEST_TYPES = [
+  "submitted",
+  "queued",
+  "testing",
+  "pending_failure",
+  "failed",
+  "canceled",
+  "merged",
+].map((action) => `pull_request.${action}`);
+
+let server: TestServer;
+let receiver: Receiver;
+let call: Call;
+
+beforeAll(async () => {
+  server = await startTestServer({
+    startWorker: false,
+    engine: { pollMs: 100 },
+    webhooks: { allowPrivate: true, schedule: [0, 100, 100], timeoutMs: 2000, pollMs: 50 },
+  });
+  server.services.webhooks.dispatcher.start();
+  call = (operation, body) => server.call(operation, body);
+  receiver = await startReceiver();
+});
+
+afterAll(async () => {
+  await receiver.close();
+  await server.close();
+});
+
+function eventsOf(number: number): Received[] {
+  return receiver.requests.filter((r) => r.body.pr_number === number);
+}
+
+describe("merge-queue webhooks", () => {
+  it("tells a receiver each step of a merged and a failed pull request, with Trunk's fields", async () => {
+    // Another organization's endpoint must hear nothing of acme's queue.
+    const other = await server.services.organizations.createOrganizationWithToken("other");
+    const stranger = await startReceiver();
+    const elsewhere = await server.call<{ secret: string }>(
+      "webhooks/createEndpoint",
+      { url: stranger.url },
+      { token: other.token },
+    );
+    expect(elsewhere.status, elsewhere.text).toBe(200);
+
+    const project = await createRepositoryAndQueue(call, {
+      testingTimeoutMinutes: 0,
+      concurrency: 1,
+      batch: false,
+    });
+    const created = await ok<{ secret: string }>(call, "webhooks/createEndpoint", {
+      url: receiver.url,
+      eventTypes: PULL_REQUEST_TYPES,
+      repositories: [LOCAL],
+    });
+    receiver.secret = created.secret;
+    const good = await openPullRequest(call, project, 1, { "numbers/p1.txt": "1\n" });
+    const bad = await openPullRequest(call, project, 2, { "numbers/p2.txt": "two\n" });
+    await submit(call, good);
+    await submit(call, bad);
+    await waitFor(() => allConcluded(call, [good, bad]), "both pull requests to conclude", {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+    });
+    await waitFor(
+      () =>
+        eventsOf(good).some((r) => r.body.type === "pull_request.merged") &&
+        eventsOf(bad).some((r) => r.body.type === "pull_request.failed"),
+      "the merged and failed events",
+    );
+    await server.services.webhooks.dispatcher.drain();
+
+    expect(receiver.requests.length).toBeGreaterThan(0);
+    expect(receiver.requests.every((r) => r.verified)).toBe(true);
+    // Every payload matches its type's schema (Trunk's fields, types and enums).
+    expect(receiver.requests.map((r) => check(r.body))).toEqual(receiver.requests.map(() => ""));
+    // Each event once (delivered at least once, and here nothing failed).
+    expect(new Set(receiver.requests.map((r) => r.id)).size).toBe(receiver.requests.length);
+
+    const merged = eventsOf(good);
+    expect(merged.map((r) => r.body.type)).toEqual([
+      "pull_request.submitted",
+      "pull_request.queued",
+      "pull_request.testing",
+      "pull_request.merged",
+    ]);
+    for (const event of merged) {
+      const action = String(event.body.type).slice("pull_request.".length);
+      expect(event.body).toMatchObject({
+        action,
+        status: action,
+        pr_number: good,
+        repository: LOCAL,
+        target_branch: QUEUE.targetBranch,
+        author: "dev",
+      });
+      expect(typeof event.body.timestamp).toBe("string");
+      expect(Number.isNaN(Date.parse(String(event.body.timestamp)))).toBe(false);
+      expect(String(event.body.http_details_url)).toMatch(/^https?:\/\//);
+    }
+    const times = merged.map((r) => Date.parse(String(r.body.timestamp)));
+    expect([...times].sort((a, b) => a - b)).toEqual(times);
+    const [submitted, queued, testing, done] = merged.map((r) => r.body);
+    expect(submitted?.submitted_reason).toMatch(/^(USER_REQUESTED|API_REQUESTED)$/);
+    expect(submitted).not.toHaveProperty("test_branch");
+    expect(queued?.queued_reason).toBe("MERGE_ITEM_NOW_READY");
+    expect(testing?.is_bisection).toBe(false);
+    expect(testing?.batched).toBe(false);
+    expect(String(testing?.test_branch)).toMatch(/^mainline-merge\//);
+    expect(String(testing?.test_branch_sha)).toMatch(/^[0-9a-f]{40}$/);
+    expect(done?.merged_reason).toBe("MERGE_GRAPH_MERGE");
+    expect(done?.test_branch).toBe(testing?.test_branch);
+
+    // The queue's default pending-failure depth holds a failed PR a moment (Trunk's
+    // `pending_failure`) before it is evicted.
+    const failedEvents = eventsOf(bad);
+    expect(failedEvents.map((r) => r.body.type)).toEqual([
+      "pull_request.submitted",
+      "pull_request.queued",
+      "pull_request.testing",
+      "pull_request.pending_failure",
+      "pull_request.failed",
+    ]);
+    expect(failedEvents[3]?.body.failure_reason).toBe("TEST_RUN_REQUIRED_STATUS_FAILED");
+    const failed = failedEvents.at(-1)?.body;
+    expect(TRUNK_FAILURE_REASONS).toContain(failed?.failure_reason);
+    expect(failed).toMatchObject({
+      failure_reason: "TEST_RUN_REQUIRED_STATUS_FAILED",
+      mainline_reason: "failing_required_check",
+      is_bisection: false,
+      pr_number: bad,
+      repository: LOCAL,
+    });
+    expect(String(failed?.test_branch)).toMatch(/^mainline-merge\//);
+
+    expect(stranger.requests).toEqual([]);
+    await stranger.close();
+  }, 90_000);
+});
