@@ -18,28 +18,8 @@ import {
 } from "../helpers/local-queue.js";
 import { waitFor } from "../helpers/process.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
-import { check } from "../helpers/webhook-schemas.js";
+import { TRUNK_REASONS, check } from "../helpers/webhook-schemas.js";
 import { startReceiver, type Received, type Receiver } from "./receiver.js";
-
-/** Trunk's `failure_reason` values (openapi.json @ de8b223, research notifications.md §1.3). */
-const TRUNK_FAILURE_REASONS = [
-  "START_TEST_RUN_INVALID_EVENT",
-  "START_TEST_RUN_MERGE_CONFLICT",
-  "START_TEST_RUN_CONFIG_NOT_FOUND",
-  "START_TEST_RUN_CONFIG_PARSING_FAILURE",
-  "START_TEST_RUN_CONFIG_MISSING_REQUIRED_STATUSES",
-  "START_TEST_RUN_CONFIG_BAD_REQUIRED_STATUSES",
-  "START_TEST_RUN_CONFIG_BAD_VERSION",
-  "START_TEST_RUN_NO_REQUIRED_STATUSES",
-  "START_TEST_RUN_RETRY_EXHAUSTED",
-  "START_TEST_RUN_DRAFT_PRS_NOT_ALLOWED",
-  "TEST_RUN_REQUIRED_STATUS_FAILED",
-  "TEST_RUN_TIMEOUT",
-  "TEST_RUN_FAILED_BY_OPTIMIZATION",
-  "GITHUB_API_MERGE_PR_FAILED",
-  "GITHUB_API_DIRECT_MERGE_PR_FAILED",
-  "PR_UPDATED_AT_MERGE_TIME",
-];
 
 const PULL_REQUEST_TYPES = [
   "submitted",
@@ -167,7 +147,7 @@ describe("merge-queue webhooks", () => {
     ]);
     expect(failedEvents[3]?.body.failure_reason).toBe("TEST_RUN_REQUIRED_STATUS_FAILED");
     const failed = failedEvents.at(-1)?.body;
-    expect(TRUNK_FAILURE_REASONS).toContain(failed?.failure_reason);
+    expect(TRUNK_REASONS.failure_reason).toContain(failed?.failure_reason);
     expect(failed).toMatchObject({
       failure_reason: "TEST_RUN_REQUIRED_STATUS_FAILED",
       mainline_reason: "failing_required_check",
