@@ -154,6 +154,14 @@ describe("test results on pull requests", () => {
     expect(world.gh.requests.count({ since, method: "PATCH" })).toBe(0);
     expect(world.gh.requests.count({ since, method: "POST" })).toBe(0);
 
+    // Another CI job of the repository started an upload and never sent it: nothing waits for it.
+    const dangling = await server.call("metrics/createBundleUpload", {
+      repo: SHOP,
+      orgUrlSlug: "acme",
+      clientVersion: "test",
+      remoteUrls: [],
+    });
+    expect(dangling.status).toBe(200);
     // A new commit whose tests all pass: the same comment says so.
     await upload({ commit: sha(2, pr), branch, pr }, [
       { name: "totals", classname: "cart" },

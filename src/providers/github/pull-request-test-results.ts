@@ -190,13 +190,14 @@ export class PullRequestTestResults {
     if (!(await deps.settings.get(repositoryId)).pullRequestComments) return;
     const head = await deps.store.head(repositoryId, prNumber);
     if (!head) return;
+    // What is processed now: each further upload of the commit, once processed, brings this pull
+    // request back (so nothing waits for the repository's other uploads). A test first seen
+    // since the pull request's first upload is new in it.
     const explained = await deps.failures.explain(
-      { repo: repository, sha: head.sha, since: head.firstUploadAt },
+      { repo: repository, sha: head.sha, since: deps.clock.now() },
       LISTED_TESTS + 1,
       head.firstUploadAt,
     );
-    // Uploads still being processed: their processing brings this pull request back.
-    if (explained.waiting) return;
     const previous = await deps.store.find(repositoryId, prNumber);
     // Nothing failed and nothing was said: no comment.
     if (explained.tests.length === 0 && previous?.presented == null) return;
