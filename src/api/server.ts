@@ -49,6 +49,7 @@ import type { SessionService } from "../organizations/sessions.js";
 import type { TestHealthOverview } from "../testhealth/overview.js";
 import type { RepositoryHealthService } from "../testhealth/repository-health.js";
 import { registerTestRoutes } from "./flakytests/tests.js";
+import { EVENT_TYPES, PING_EVENT_TYPE } from "../notifications/events.js";
 import { registerWebhookRoutes, type WebhookRouteDeps } from "./webhooks/routes.js";
 import type { ApiApp } from "./types.js";
 
@@ -303,6 +304,12 @@ async function registerDashboardScope(app: ApiApp, deps: ServerDependencies): Pr
               configuration: deps.configCheck,
             }
           : undefined,
+      webhooks: deps.webhooks
+        ? {
+            service: deps.webhooks.service,
+            eventTypes: EVENT_TYPES.filter((type) => type !== PING_EVENT_TYPE),
+          }
+        : undefined,
       repositoryHealth: deps.testHealth.repositoryHealth,
       testManagement: deps.testHealth.management,
       publicUrl: deps.publicUrl,

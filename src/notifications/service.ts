@@ -90,7 +90,13 @@ export class WebhookService {
     return this.view(await this.endpoint(principal, id));
   }
 
-  async update(principal: Principal, id: string, input: EndpointInput): Promise<EndpointView> {
+  /** `via` says where a pause came from, in its `disabledReason` ("the API", "the dashboard"). */
+  async update(
+    principal: Principal,
+    id: string,
+    input: EndpointInput,
+    via = "the API",
+  ): Promise<EndpointView> {
     const current = await this.endpoint(principal, id);
     if (input.url !== undefined) this.checkUrl(input.url);
     const now = this.deps.clock.now();
@@ -114,7 +120,7 @@ export class WebhookService {
     } else if (input.enabled === false && current.enabled) {
       Object.assign(change, {
         enabled: false,
-        disabledReason: "Disabled through the API.",
+        disabledReason: `Disabled through ${via}.`,
         disabledAt: now,
       });
     }

@@ -1,7 +1,7 @@
 /**
  * The page around every view: landmarks (`header`, `nav`, `main`, `footer`), a skip link, the
  * page title, breadcrumbs, the organization and sign-out in the header, and the navigation to
- * Tests, Merge queues and Uploads. Views give a `PageView`; this adds the rest.
+ * Tests, Merge queues, Uploads and Webhooks. Views give a `PageView`; this adds the rest.
  */
 import type { IslandName } from "./assets/build.js";
 import type { AssetCatalog } from "./assets/catalog.js";
@@ -9,7 +9,7 @@ import { markup, type SafeHtml } from "./html.js";
 import { urls } from "./urls.js";
 
 /** The navigation's sections; a page names the one it belongs to. */
-export type Section = "home" | "tests" | "queues" | "uploads";
+export type Section = "home" | "tests" | "queues" | "uploads" | "webhooks";
 
 export interface Crumb {
   label: string;
@@ -42,6 +42,7 @@ const SECTIONS: readonly { section: Section; label: string; href: (org: string) 
   { section: "tests", label: "Tests", href: urls.tests },
   { section: "queues", label: "Merge queues", href: urls.queues },
   { section: "uploads", label: "Uploads", href: (org) => urls.uploads(org) },
+  { section: "webhooks", label: "Webhooks", href: (org) => urls.webhooks(org) },
 ];
 
 function header(view: PageView, chrome: Chrome): SafeHtml {

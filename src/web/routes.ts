@@ -41,6 +41,7 @@ import { renderSignIn } from "./pages/sign-in.js";
 import { presentUploads, renderUploads, renderUploadsIndex } from "./pages/uploads.js";
 import { redirect } from "./respond.js";
 import { renderTestPage, type TestPageLoader } from "./test-page/html.js";
+import { registerWebhookPages, type WebhookPageDependencies } from "./webhook-routes.js";
 import { CSRF_FIELD, webScope, type PageContext, type Viewer, type Web } from "./toolkit.js";
 import type { WebApp } from "./types.js";
 import { urls } from "./urls.js";
@@ -66,6 +67,8 @@ export interface DashboardDependencies {
   clock: Clock;
   /** The merge queue's pages (queue, pull request, health, live stream); placeholders without. */
   mergeQueue?: MergeQueuePageDependencies | undefined;
+  /** Webhooks' pages (the endpoints, their deliveries); placeholders without. */
+  webhooks?: WebhookPageDependencies | undefined;
   /** The static files; default: built from `src/` (running from source) or `dist/assets/`. */
   assets?: (() => Promise<AssetCatalog>) | undefined;
 }
@@ -371,7 +374,8 @@ function registerPages(web: Web, deps: DashboardDependencies): void {
   registerRepositoryPage(web, deps);
   registerUploadsPage(web, deps);
   if (deps.mergeQueue) registerMergeQueuePages(web, deps.mergeQueue);
-  registerPlaceholders(web, deps.mergeQueue !== undefined);
+  if (deps.webhooks) registerWebhookPages(web, deps.webhooks);
+  registerPlaceholders(web, deps.mergeQueue !== undefined, deps.webhooks !== undefined);
 }
 
 /** The organization's home at `/:org` (`/v1` is the API's). */
@@ -578,14 +582,21 @@ function registerUploadsPage(web: Web, deps: DashboardDependencies): void {
 
 /**
  * PLACEHOLDER pages: the queue page of a server without the merge queue's pages (no engine, as in
- * some tests) answers at its URL (src/web/urls.ts), so that the home page's links still work, and
- * says that it is not available.
+ * some tests), and Webhooks without the webhook service, answer at their URL (src/web/urls.ts), so
+ * that links still work, and say that they are not available.
  */
-function registerPlaceholders(web: Web, queuePagesBuilt: boolean): void {
+function registerPlaceholders(
+  web: Web,
+  queuePagesBuilt: boolean,
+  webhookPagesBuilt: boolean,
+): void {
   const pending = [
     ...(queuePagesBuilt
       ? []
       : [{ path: "/:org/merge-queue/queue", title: "Merge queue", section: "queues" as const }]),
+    ...(webhookPagesBuilt
+      ? []
+      : [{ path: "/:org/webhooks", title: "Webhooks", section: "webhooks" as const }]),
   ];
   for (const { path, title, section } of pending) {
     web.page(
@@ -602,7 +613,7 @@ function registerPlaceholders(web: Web, queuePagesBuilt: boolean): void {
             title,
             section,
             breadcrumbs: [{ label: about ? `${title}: ${about}` : title }],
-            main: markup`<h1>${title}${about ? markup` <span class="muted">${about}</span>` : ""}</h1><p class="notice">This server does not run the merge queue's pages. The API has its data: see <a href="/docs">/docs</a>.</p>`,
+            main: markup`<h1>${title}${about ? markup` <span class="muted">${about}</span>` : ""}</h1><p class="notice">This server does not run the ${title} pages. The API has its data: see <a href="/docs">/docs</a>.</p>`,
           },
         });
       },

@@ -63,4 +63,15 @@ export const urls = {
   /** A queue's health over a range (`7d`, `30d`, `90d`). */
   queueHealth: (slug: string, repo: RepoRef, branch: string, range?: string) =>
     pathWithQuery(`${org(slug)}/merge-queue/health`, { ...repoQuery(repo), branch, range }),
+  /** Webhooks: the endpoints and the form to add one (which it posts to); `note`: what was done. */
+  webhooks: (slug: string, note?: string) => pathWithQuery(`${org(slug)}/webhooks`, { note }),
+  /** A webhook endpoint: its settings, actions and recent deliveries. */
+  webhook: (slug: string, endpointId: string, note?: string) =>
+    pathWithQuery(`${org(slug)}/webhooks/${segment(endpointId)}`, { note }),
+  /** A webhook endpoint's forms. */
+  webhookForm: (
+    slug: string,
+    endpointId: string,
+    form: "test" | "enable" | "disable" | "delete" | "resend",
+  ) => `${org(slug)}/webhooks/${segment(endpointId)}/${form}`,
 };
