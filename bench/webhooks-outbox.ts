@@ -11,9 +11,9 @@
  *    20 endpoints subscribed to the status events against none, alternated (A B A B), each phase
  *    a fresh server; the ratio of medians against the ≤ 5 % slower target.
  *
- * Usage: npm run bench:webhooks-outbox   (BENCH_DATABASES "sqlite,postgresql", BENCH_EVENTS 500,
- *   BENCH_CHANGES 300, BENCH_RATE 10, BENCH_INGEST_ROUNDS 2, BENCH_INGEST_UPLOADS 120,
- *   BENCH_INGEST_TESTS 1000, BENCH_PARTS "delivery,ingest")
+ * Usage: npm run bench:webhooks-outbox   (BENCH_DATABASES "sqlite,postgresql", BENCH_EVENTS 200,
+ *   BENCH_CHANGES 240, BENCH_RATE 3, BENCH_INGEST_ROUNDS 2, BENCH_INGEST_UPLOADS 60,
+ *   BENCH_INGEST_TESTS 500, BENCH_PARTS "delivery,ingest")
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -43,9 +43,9 @@ const DATABASES = listFromEnv("BENCH_DATABASES", "sqlite,postgresql").map((name)
 });
 const PARTS = listFromEnv("BENCH_PARTS", "delivery,ingest");
 const ENDPOINTS = 20;
-const EVENTS = integerFromEnv("BENCH_EVENTS", 500, 10, 10_000);
-const CHANGES = integerFromEnv("BENCH_CHANGES", 300, 10, 10_000);
-const RATE = integerFromEnv("BENCH_RATE", 10, 1, 1000);
+const EVENTS = integerFromEnv("BENCH_EVENTS", 200, 10, 10_000);
+const CHANGES = integerFromEnv("BENCH_CHANGES", 240, 10, 10_000);
+const RATE = integerFromEnv("BENCH_RATE", 3, 1, 1000);
 const BURST_CLIENTS = 8;
 const WARM_UP = 10;
 const DELIVERY_TIMEOUT_MS = 180_000;

@@ -16,14 +16,16 @@ import { processStats, showServerOutput, startServer } from "./server.js";
 import { startBenchReceiver } from "./webhook-receiver.js";
 
 const ROUNDS = integerFromEnv("BENCH_INGEST_ROUNDS", 2, 1, 10);
-const UPLOADS = integerFromEnv("BENCH_INGEST_UPLOADS", 120, 10, 10_000);
-const TESTS = integerFromEnv("BENCH_INGEST_TESTS", 1000, 10, 100_000);
+const UPLOADS = integerFromEnv("BENCH_INGEST_UPLOADS", 60, 10, 10_000);
+const TESTS = integerFromEnv("BENCH_INGEST_TESTS", 500, 10, 100_000);
 const CLIENTS = 4;
 const ENDPOINTS = 20;
 const SEED = 36;
 const ORG = "bench";
 const REPO = { host: "github.com", owner: "bench", name: "app" };
 const STATUS_EVENTS = ["test_case.status_changed", "v2.test_case.status_changed"];
+/** Options of the servers' node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (a profile each). */
+const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter(Boolean);
 
 interface Phase {
   endpoints: number;
@@ -135,6 +137,7 @@ async function phase(endpoints: number, databaseUrl: string | undefined): Promis
       dataDir,
       databaseUrl,
       env: { MAINLINE_WEBHOOKS_ALLOW_PRIVATE: "1" },
+      nodeArgs: SERVER_NODE_ARGS,
     });
     try {
       const api = new Api(server.baseUrl, token);
