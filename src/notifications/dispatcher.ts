@@ -20,7 +20,7 @@ import {
   type TestCaseView,
 } from "./events.js";
 import type { PullRequestAction, QueueFacts } from "./facts.js";
-import type { ClaimedDelivery, DeliveryRecords, EventRecord } from "./records.js";
+import type { ClaimedDelivery, DeliveryRecords, EventRecord, RecordedAttempt } from "./records.js";
 import { nextDelay } from "./schedule.js";
 import type { Send, WebhookResponse } from "./sender.js";
 import { signature } from "./signing.js";
@@ -145,11 +145,19 @@ export class WebhookDispatcher {
       now + lease,
       this.options.batchSize,
     );
-    await Promise.all(claimed.map((delivery) => this.deliver(delivery)));
+    const done = await Promise.all(claimed.map((delivery) => this.deliver(delivery)));
+    await this.deps.records.recordAttempts(
+      this.owner,
+      done.map(({ recorded }) => recorded),
+    );
+    for (const { delivery, ok, gone, response, after } of done) {
+      await this.endpointHealth(delivery, ok, gone, response, after);
+    }
     return claimed.length;
   }
 
-  private async deliver(delivery: ClaimedDelivery): Promise<void> {
+  /** Sends one delivery; what its attempt was, recorded with the pass's others. */
+  private async deliver(delivery: ClaimedDelivery) {
     const at = this.deps.clock.now();
     const timestamp = Math.floor(at / 1000);
     const response = await this.deps.send({
@@ -176,23 +184,22 @@ export class WebhookDispatcher {
     const gone = response.statusCode === 410;
     const attempts = delivery.attempts + 1;
     const delay = ok || gone ? undefined : this.retryDelay(attempts, response);
-    await this.deps.records.recordAttempt(
-      delivery.id,
-      this.owner,
-      {
+    const recorded: RecordedAttempt = {
+      deliveryId: delivery.id,
+      attempt: {
         at,
         statusCode: response.statusCode,
         error: response.error === null ? null : redactSecrets(response.error),
         durationMs: response.durationMs,
         response: response.excerpt,
       },
-      {
+      outcome: {
         state: ok ? "succeeded" : delay === undefined ? "failed" : "pending",
         attempts,
         nextAttemptAt: delay === undefined ? after : after + delay,
       },
-    );
-    await this.endpointHealth(delivery, ok, gone, response, after);
+    };
+    return { delivery, ok, gone, response, after, recorded };
   }
 
   private retryDelay(attempts: number, response: WebhookResponse): number | undefined {

@@ -136,6 +136,13 @@ export interface EndpointRecords {
   ): Promise<string>;
 }
 
+/** One attempt of a pass, for `recordAttempts`. */
+export interface RecordedAttempt {
+  deliveryId: string;
+  attempt: AttemptRecord;
+  outcome: AttemptOutcome;
+}
+
 export interface DeliveryRecords {
   /** Events not prepared yet, oldest first. */
   unpreparedEvents(limit: number): Promise<EventRecord[]>;
@@ -154,13 +161,12 @@ export interface DeliveryRecords {
     leaseUntil: number,
     limit: number,
   ): Promise<ClaimedDelivery[]>;
-  /** Records an attempt and its outcome (the outcome only while `owner` holds the delivery). */
-  recordAttempt(
-    deliveryId: string,
-    owner: string,
-    attempt: AttemptRecord,
-    outcome: AttemptOutcome,
-  ): Promise<void>;
+  /**
+   * Records a pass's attempts and their outcomes at once (each outcome only while `owner` holds
+   * its delivery). Redone from what is durable if lost: a delivery whose attempt was not
+   * recorded is sent again, with the same `webhook-id`, once its lease runs out.
+   */
+  recordAttempts(owner: string, attempts: readonly RecordedAttempt[]): Promise<void>;
   /** After an attempt: the endpoint's failing time, or its disabling (with why). */
   updateEndpointHealth(endpointId: string, change: EndpointHealth, now: number): Promise<void>;
   /** When the earliest pending delivery is due (to sleep until then); undefined: none. */

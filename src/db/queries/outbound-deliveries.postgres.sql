@@ -10,6 +10,7 @@ select *
 
 -- OutboundDeliveryStore.prepareEvent(seq, payload, now)
 begin;
+set local synchronous_commit = off;
 update "outbound_events"
   set "payload" = $1, "prepared_at" = $2
   where "seq" = $3 and "prepared_at" is null
@@ -33,8 +34,9 @@ select "d"."id", "e"."id" as "event_id", "d"."endpoint_id", "p"."url", "p"."secr
   where "d"."id" in ($1) and "d"."lease_owner" = $2
   order by "d"."event_seq";
 
--- OutboundDeliveryStore.recordAttempt(deliveryId, owner, attempt, outcome)
+-- OutboundDeliveryStore.recordAttempts(owner, attempts)
 begin;
+set local synchronous_commit = off;
 insert into "outbound_attempts" ("delivery_id", "at", "status_code", "error", "duration_ms", "response")
   values ($1, $2, $3, $4, $5, $6);
 update "outbound_deliveries"

@@ -9,6 +9,7 @@ select *
   limit ?;
 
 -- OutboundDeliveryStore.prepareEvent(seq, payload, now)
+pragma synchronous = NORMAL;
 begin;
 update "outbound_events"
   set "payload" = ?, "prepared_at" = ?
@@ -20,6 +21,7 @@ select *
 insert into "outbound_deliveries" ("id", "event_seq", "endpoint_id", "subject", "state", "attempts", "next_attempt_at", "lease_owner", "lease_until", "created_at", "updated_at")
   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 commit;
+pragma synchronous = FULL;
 
 -- OutboundDeliveryStore.claimDeliveries(owner, now, leaseUntil, limit)
 update "outbound_deliveries"
@@ -33,7 +35,8 @@ select "d"."id", "e"."id" as "event_id", "d"."endpoint_id", "p"."url", "p"."secr
   where "d"."id" in (?) and "d"."lease_owner" = ?
   order by "d"."event_seq";
 
--- OutboundDeliveryStore.recordAttempt(deliveryId, owner, attempt, outcome)
+-- OutboundDeliveryStore.recordAttempts(owner, attempts)
+pragma synchronous = NORMAL;
 begin;
 insert into "outbound_attempts" ("delivery_id", "at", "status_code", "error", "duration_ms", "response")
   values (?, ?, ?, ?, ?, ?);
@@ -41,6 +44,7 @@ update "outbound_deliveries"
   set "state" = ?, "attempts" = ?, "next_attempt_at" = ?, "lease_owner" = ?, "lease_until" = ?, "updated_at" = ?
   where "id" = ? and "lease_owner" = ?;
 commit;
+pragma synchronous = FULL;
 
 -- OutboundDeliveryStore.updateEndpointHealth(endpointId, change, now)
 update "outbound_endpoints"

@@ -1,13 +1,13 @@
 import type { Kysely } from "kysely";
 import { publicId } from "../../lib/tokens.js";
 import type {
-  AttemptOutcome,
-  AttemptRecord,
   ClaimedDelivery,
   DeliveryRecords,
   EndpointHealth,
   EventRecord,
+  RecordedAttempt,
 } from "../../notifications/records.js";
+import { sqlDialect } from "../dialect.js";
 import type { DialectName } from "../connection.js";
 import type { Database } from "../schema.js";
 import { newDelivery, toEndpoint, toEvent } from "./outbound-webhooks.js";
@@ -35,7 +35,8 @@ export class OutboundDeliveryStore implements DeliveryRecords {
   }
 
   async prepareEvent(seq: number, payload: string | null, now: number): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
+    // Redone from the stored event if lost: its commit need not wait for the disk.
+    return sqlDialect(this.dialect).relaxedTransaction(this.db, async (trx) => {
       // The guard takes the row: a second process waits here, then finds it prepared.
       const event = await trx
         .updateTable("outboundEvents")
@@ -144,23 +145,22 @@ export class OutboundDeliveryStore implements DeliveryRecords {
     return rows.map(({ eventSeq: _seq, payload, ...row }) => ({ ...row, payload: payload ?? "" }));
   }
 
-  async recordAttempt(
-    deliveryId: string,
-    owner: string,
-    attempt: AttemptRecord,
-    outcome: AttemptOutcome,
-  ): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+  async recordAttempts(owner: string, attempts: readonly RecordedAttempt[]): Promise<void> {
+    if (attempts.length === 0) return;
+    // One commit a pass, not waiting for the disk: a lost record means a resend (same id).
+    await sqlDialect(this.dialect).relaxedTransaction(this.db, async (trx) => {
       await trx
         .insertInto("outboundAttempts")
-        .values({ deliveryId, ...attempt })
+        .values(attempts.map(({ deliveryId, attempt }) => ({ deliveryId, ...attempt })))
         .execute();
-      await trx
-        .updateTable("outboundDeliveries")
-        .set({ ...outcome, leaseOwner: null, leaseUntil: null, updatedAt: attempt.at })
-        .where("id", "=", deliveryId)
-        .where("leaseOwner", "=", owner)
-        .execute();
+      for (const { deliveryId, attempt, outcome } of attempts) {
+        await trx
+          .updateTable("outboundDeliveries")
+          .set({ ...outcome, leaseOwner: null, leaseUntil: null, updatedAt: attempt.at })
+          .where("id", "=", deliveryId)
+          .where("leaseOwner", "=", owner)
+          .execute();
+      }
     });
   }
 

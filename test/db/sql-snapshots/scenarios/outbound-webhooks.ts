@@ -103,14 +103,15 @@ export const outboundDeliveriesScenario = scenario({
       run: (s) => s.claimDeliveries("worker-1", NOW, NOW + 30_000, 20),
     },
     {
-      method: "recordAttempt",
+      method: "recordAttempts",
       run: (s) =>
-        s.recordAttempt(
-          "dlv_1",
-          "worker-1",
-          { at: NOW, statusCode: 500, error: null, durationMs: 12, response: "nope" },
-          { state: "pending", attempts: 1, nextAttemptAt: NOW + 5_000 },
-        ),
+        s.recordAttempts("worker-1", [
+          {
+            deliveryId: "dlv_1",
+            attempt: { at: NOW, statusCode: 500, error: null, durationMs: 12, response: "nope" },
+            outcome: { state: "pending", attempts: 1, nextAttemptAt: NOW + 5_000 },
+          },
+        ]),
     },
     {
       method: "updateEndpointHealth",
