@@ -177,6 +177,7 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
       testSettings: stores.testSettings,
       organizationSlug: tenancy.readSlug,
       leaseMs: options.leaseMs ?? 30_000,
+      ingesting: () => testHealth.worker.busy,
       logger: {
         warn: (fields, message) => {
           if (options.logger?.warn) options.logger.warn(fields, message);

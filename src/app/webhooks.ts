@@ -38,6 +38,11 @@ export interface WebhookSettings {
   listenOrigins: () => readonly string[];
   /** The HTTP sender (tests may count requests; default the real one). */
   send: Send;
+  /**
+   * How long deliveries may wait for uploads being processed (default 5 s; 0: never): ingestion
+   * keeps its pace, and a delivery is late by at most this.
+   */
+  maxYieldMs: number;
 }
 
 export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = {
@@ -49,6 +54,7 @@ export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = {
   publicUrl: undefined,
   listenOrigins: () => [],
   send: sendWebhook,
+  maxYieldMs: 5 * SECOND_MS,
 };
 
 export interface Webhooks {
@@ -68,6 +74,8 @@ export function createWebhooks(
     organizationSlug: (organizationId: string) => Promise<string>;
     leaseMs: number;
     logger: { warn(fields: object, message: string): void };
+    /** Test-health ingestion at work: deliveries wait for it (up to `maxYieldMs`). */
+    ingesting?: () => boolean;
   },
   options: Partial<WebhookSettings> = {},
 ): Webhooks {
@@ -129,6 +137,7 @@ export function createWebhooks(
       send: settings.send,
       clock: deps.clock,
       logger: deps.logger,
+      yieldTo: deps.ingesting,
     },
     {
       schedule: settings.schedule,
@@ -138,6 +147,7 @@ export function createWebhooks(
       pollMs: settings.pollMs,
       leaseMs: deps.leaseMs,
       batchSize: 20,
+      maxYieldMs: settings.maxYieldMs,
       userAgent: `Mainline/${VERSION}`,
     },
   );

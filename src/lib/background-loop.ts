@@ -47,6 +47,11 @@ export class BackgroundLoop {
     return this.started;
   }
 
+  /** Whether a pass is running now. */
+  get busy(): boolean {
+    return this.inPass;
+  }
+
   start(): void {
     if (this.started) return;
     this.started = true;

@@ -41,6 +41,11 @@ export interface DispatcherOptions {
   leaseMs: number;
   /** Deliveries sent at once per pass. */
   batchSize: number;
+  /**
+   * While `DispatcherDeps.yieldTo` says so (ingestion at work), sends wait, at most this long;
+   * then every due delivery goes out before sends wait again. 0: never wait.
+   */
+  maxYieldMs: number;
   userAgent: string;
 }
 
@@ -50,11 +55,17 @@ export interface DispatcherDeps {
   send: Send;
   clock: Clock;
   logger: { warn(fields: object, message: string): void };
+  /** Work of the same process that comes first (test-health ingestion): sends wait for it. */
+  yieldTo?: (() => boolean) | undefined;
 }
 
 export class WebhookDispatcher {
   private readonly loop: BackgroundLoop;
   private readonly owner = `webhooks-${randomUUID()}`;
+  /** Since when sends have waited for `yieldTo`; null: not waiting. */
+  private yieldingSince: number | null = null;
+  /** The wait ran out: every due delivery goes out before sends wait again. */
+  private catchingUp = false;
 
   constructor(
     private readonly deps: DispatcherDeps,
@@ -93,9 +104,25 @@ export class WebhookDispatcher {
   /** One pass; true when it did something (more may be waiting). */
   async pass(): Promise<boolean> {
     const prepared = await this.prepareEvents();
+    if (this.yielding()) return prepared > 0;
     const sent = await this.sendDue();
+    if (sent === 0) this.catchingUp = false;
     if (prepared + sent > 0) this.loop.wake();
     return prepared + sent > 0;
+  }
+
+  /** Whether sends wait for the work that comes first, now. */
+  private yielding(): boolean {
+    const now = this.deps.clock.now();
+    if (this.catchingUp || this.options.maxYieldMs === 0 || !this.deps.yieldTo?.()) {
+      this.yieldingSince = null;
+      return false;
+    }
+    this.yieldingSince ??= now;
+    if (now - this.yieldingSince < this.options.maxYieldMs) return true;
+    this.yieldingSince = null;
+    this.catchingUp = true;
+    return false;
   }
 
   private async prepareEvents(): Promise<number> {

@@ -117,6 +117,11 @@ export class IngestWorker {
     this.wake();
   }
 
+  /** Whether uploads are being processed now. */
+  get busy(): boolean {
+    return this.loop.busy;
+  }
+
   /** Waits until every stored bundle has been processed. */
   idle(): Promise<void> {
     return this.loop.idle();

@@ -1,0 +1,96 @@
+/**
+ * Deliveries give way to test-health ingestion in the same process (the outbox must not slow it):
+ * while ingestion works, sends wait, at most `maxYieldMs`; then every due delivery goes out
+ * before sends wait again. On both databases, with the real store, sender and a real receiver.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OutboundDeliveryStore } from "../../src/db/stores/outbound-deliveries.js";
+import { WebhookDispatcher } from "../../src/notifications/dispatcher.js";
+import { sendWebhook } from "../../src/notifications/sender.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+import { startReceiver, type Receiver } from "./receiver.js";
+
+let server: TestServer;
+let receiver: Receiver;
+let endpointId: string;
+
+beforeAll(async () => {
+  server = await startTestServer({ webhooks: { allowPrivate: true } });
+  // The server's own worker stays stopped: the test drives a dispatcher of its own.
+  await server.services.webhooks.dispatcher.stop();
+  receiver = await startReceiver();
+  const created = await server.call<{ endpoint: { id: string }; secret: string }>(
+    "webhooks/createEndpoint",
+    { url: receiver.url },
+  );
+  expect(created.status, created.text).toBe(200);
+  receiver.secret = created.body.secret;
+  endpointId = created.body.endpoint.id;
+});
+
+afterAll(async () => {
+  await receiver.close();
+  await server.close();
+});
+
+describe("deliveries and ingestion", () => {
+  it("wait while ingestion works, at most maxYieldMs, then all go out", async () => {
+    let now = 1_000_000;
+    let ingesting = true;
+    const dispatcher = new WebhookDispatcher(
+      {
+        records: new OutboundDeliveryStore(
+          server.database.handle.db,
+          server.database.handle.dialect,
+        ),
+        views: {
+          test: () => Promise.resolve(undefined),
+          pullRequest: () => Promise.resolve(undefined),
+        },
+        send: sendWebhook,
+        clock: { now: () => now },
+        logger: { warn: () => undefined },
+        yieldTo: () => ingesting,
+      },
+      {
+        schedule: [0],
+        timeoutMs: 5_000,
+        disableAfterMs: 60_000,
+        allowPrivate: true,
+        pollMs: 50,
+        leaseMs: 30_000,
+        batchSize: 1,
+        maxYieldMs: 5_000,
+        userAgent: "test",
+      },
+    );
+    for (let i = 0; i < 3; i++) {
+      const sent = await server.call("webhooks/sendTestEvent", { endpointId });
+      expect(sent.status, sent.text).toBe(200);
+    }
+    // Due now, but ingestion works: nothing goes out for up to 5 s.
+    now = Date.now();
+    await dispatcher.pass();
+    now += 4_999;
+    await dispatcher.pass();
+    expect(receiver.requests).toHaveLength(0);
+    // The wait ran out: every due delivery goes out (one a pass here), ingestion or not.
+    now += 1;
+    await dispatcher.pass();
+    await dispatcher.pass();
+    await dispatcher.pass();
+    expect(receiver.accepted()).toHaveLength(3);
+    expect(receiver.requests.every((r) => r.verified)).toBe(true);
+
+    // Caught up (a pass found nothing due), sends wait again while ingestion works; without it
+    // they go at once.
+    await dispatcher.pass();
+    await server.call("webhooks/sendTestEvent", { endpointId });
+    await dispatcher.pass();
+    await dispatcher.pass();
+    expect(receiver.accepted()).toHaveLength(3);
+    ingesting = false;
+    await dispatcher.pass();
+    expect(receiver.accepted()).toHaveLength(4);
+  });
+});
