@@ -26,7 +26,7 @@ import type { Repository } from "../../organizations/repositories.js";
 import type { GitHubClient, GitHubLogger } from "./client.js";
 import { statusOf } from "./conditional.js";
 import type { GitHubRepositories } from "./repositories.js";
-import { NO_RETRY, outcomeUnknown, upsertStickyComment } from "./sticky-comment.js";
+import { NO_RETRY, inlineCode, outcomeUnknown, upsertStickyComment } from "./sticky-comment.js";
 import type { FailureExplainer } from "../../mergequeue/failure-explanation.js";
 import { VERDICT_WORDS, type FailureVerdict } from "../../testhealth/failure-verdicts.js";
 
@@ -91,23 +91,14 @@ export interface PresenceView {
 /** At most this many failing tests are named in the comment (the page names them all). */
 export const COMMENT_TESTS = 10;
 
-/**
- * A Markdown inline code span of one line. A text holding a backtick is fenced by two, with a
- * space inside each fence (CommonMark strips one), so that it may start or end with one.
- */
-const code = (text: string) => {
-  const line = text.replace(/\s+/g, " ").replace(/``+/g, "`");
-  return line.includes("`") ? `\`\` ${line} \`\`` : `\`${line}\``;
-};
-
 function failedTestLines(view: PresenceView): string[] {
   const tests = view.failedTests ?? [];
   if (tests.length === 0) return [];
   const more = view.moreFailedTests ?? 0;
   const lines = ["", "Failing tests:"];
   for (const test of tests) {
-    const summary = test.summary ? ` — ${code(test.summary.slice(0, 200))}` : "";
-    lines.push(`- ${code(test.name)}: ${VERDICT_WORDS[test.verdict]}${summary}`);
+    const summary = test.summary ? ` — ${inlineCode(test.summary.slice(0, 200))}` : "";
+    lines.push(`- ${inlineCode(test.name)}: ${VERDICT_WORDS[test.verdict]}${summary}`);
   }
   if (view.moreThanListed) lines.push(`- …and more than ${String(more)} more`);
   else if (more > 0) lines.push(`- …and ${String(more)} more`);

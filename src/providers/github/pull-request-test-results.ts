@@ -16,10 +16,11 @@ import { VERDICT_ORDER, type FailureVerdict } from "../../testhealth/failure-ver
 import type {
   PullRequestReport,
   PullRequestReportRecords,
+  PullRequestUploadMark,
 } from "../../testhealth/pull-request-report-records.js";
 import type { GitHubLogger } from "./client.js";
 import type { GitHubRepositories } from "./repositories.js";
-import { upsertStickyComment } from "./sticky-comment.js";
+import { inlineCode, upsertStickyComment } from "./sticky-comment.js";
 
 /** The hidden marker of the test-results comment. */
 export const TEST_RESULTS_MARKER = "<!-- mainline:test-results -->";
@@ -67,13 +68,6 @@ export interface TestResultsView {
   more: number;
 }
 
-function code(text: string): string {
-  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
-  const fence = "`".repeat(longest + 1);
-  const pad = text.startsWith("`") || text.endsWith("`") ? " " : "";
-  return `${fence}${pad}${text}${pad}${fence}`;
-}
-
 function testName(test: ExplainedTest): string {
   return test.classname === "" ? test.name : `${test.classname}.${test.name}`;
 }
@@ -108,8 +102,10 @@ export function renderTestResults(view: TestResultsView): string {
     if (tests.length === 0) continue;
     lines.push(`**${HEADINGS[verdict]}**`);
     for (const test of tests) {
-      const name = test.url ? `[${code(testName(test))}](${test.url})` : code(testName(test));
-      const summary = test.summary ? ` — ${code(test.summary.slice(0, SUMMARY_CHARS))}` : "";
+      const name = test.url
+        ? `[${inlineCode(testName(test))}](${test.url})`
+        : inlineCode(testName(test));
+      const summary = test.summary ? ` — ${inlineCode(test.summary.slice(0, SUMMARY_CHARS))}` : "";
       lines.push(`- ${name}${summary}`);
     }
     lines.push("");
@@ -125,6 +121,8 @@ function digest(text: string): string {
 export class PullRequestTestResults {
   private readonly options: TestResultsOptions;
   private readonly loop: BackgroundLoop;
+  /** Per pull request, the processing time of the latest upload it was shown for. */
+  private readonly shownUpTo = new Map<string, number>();
 
   constructor(
     private readonly deps: TestResultsDeps,
@@ -162,12 +160,18 @@ export class PullRequestTestResults {
     const cursor = await store.claimCursor(CURSOR, owner, now, now + leaseMs, now);
     if (cursor === undefined) return;
     const marks = await store.processedAfter(cursor - overlapMs, batchSize);
-    const latest = new Map<string, { repositoryId: string; prNumber: number }>();
+    for (const [key, upTo] of this.shownUpTo) {
+      if (upTo <= cursor - overlapMs) this.shownUpTo.delete(key);
+    }
+    const latest = new Map<string, PullRequestUploadMark>();
     for (const mark of marks) latest.set(`${mark.repositoryId}#${String(mark.prNumber)}`, mark);
     let failed = false;
-    for (const { repositoryId, prNumber } of latest.values()) {
+    for (const [key, { repositoryId, prNumber, processedAt }] of latest) {
+      // Read again in the overlap, already shown: nothing new for it.
+      if ((this.shownUpTo.get(key) ?? -1) >= processedAt) continue;
       try {
         await this.show(repositoryId, prNumber);
+        this.shownUpTo.set(key, processedAt);
       } catch (error) {
         failed = true;
         this.deps.logger.warn(

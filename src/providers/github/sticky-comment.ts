@@ -12,6 +12,15 @@ export function outcomeUnknown(error: unknown): boolean {
   return status === undefined || status >= 500;
 }
 
+/**
+ * A Markdown inline code span of one line. A text holding a backtick is fenced by two, with a
+ * space inside each fence (CommonMark strips one), so that it may start or end with one.
+ */
+export function inlineCode(text: string): string {
+  const line = text.replace(/\s+/g, " ").replace(/``+/g, "`");
+  return line.includes("`") ? `\`\` ${line} \`\`` : `\`${line}\``;
+}
+
 /** Creations are never retried blindly: an unknown outcome is looked for before a new attempt. */
 export const NO_RETRY = { retries: 0 } as const;
 
