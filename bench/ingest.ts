@@ -38,7 +38,7 @@ import os from "node:os";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { setTimeout as delay } from "node:timers/promises";
-import { writeBundle, writeBundleBuffer } from "../src/testhealth/bundle/index.js";
+import { writeBundle } from "../src/testhealth/bundle/index.js";
 import { parseJunit } from "../src/testhealth/junit/index.js";
 import { DEFAULT_WORKLOAD, generateWorkload, renderJunit } from "../src/testhealth/workload.js";
 import {
@@ -52,6 +52,7 @@ import {
 } from "./support/server.js";
 import { integerFromEnv } from "./support/env.js";
 import { formatTable } from "./support/table.js";
+import { workloadBundle } from "./support/workload-bundle.js";
 import { seededRandom } from "../src/lib/seeded-random.js";
 
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "ingest.json");
@@ -197,20 +198,7 @@ async function prepareWorkload(): Promise<{
   for (const upload of workload.uploads()) {
     if (prepared.length >= UPLOADS) break;
     const junit = Buffer.from(renderJunit(workload.tests, upload), "utf8");
-    const envs: Record<string, string> = { JOB_NAME: upload.job };
-    if (upload.prNumber !== null) envs.TRUNK_PR_NUMBER = String(upload.prNumber);
-    const bundle = await writeBundleBuffer({
-      meta: {
-        orgSlug: ORG,
-        repo: REPO,
-        commitSha: upload.commit,
-        cliVersion: "0.7.8",
-        uploadTimeEpochSeconds: Math.floor(upload.at / 1000),
-        branch: upload.branch,
-        envs,
-      },
-      junitFiles: [{ originalPath: "reports/junit.xml", data: junit }],
-    });
+    const bundle = await workloadBundle(ORG, REPO, upload, junit);
     prepared.push({ runs: upload.results.length, junit, bundle });
     branches.add(upload.branch);
     if (upload.prNumber !== null) pullRequests.add(upload.prNumber);

@@ -8,12 +8,12 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { writeBundleBuffer } from "../../src/testhealth/bundle/index.js";
 import { DEFAULT_WORKLOAD, generateWorkload, renderJunit } from "../../src/testhealth/workload.js";
 import { Api } from "./api.js";
 import { integerFromEnv } from "./env.js";
 import { processStats, showServerOutput, startServer } from "./server.js";
 import { startBenchReceiver } from "./webhook-receiver.js";
+import { workloadBundle } from "./workload-bundle.js";
 
 const ROUNDS = integerFromEnv("BENCH_INGEST_ROUNDS", 2, 1, 10);
 const UPLOADS = integerFromEnv("BENCH_INGEST_UPLOADS", 60, 10, 10_000);
@@ -64,23 +64,8 @@ async function workload(): Promise<{ bundles: Buffer[]; runs: number }> {
   let runs = 0;
   for (const upload of generated.uploads()) {
     if (bundles.length >= UPLOADS) break;
-    const envs: Record<string, string> = { JOB_NAME: upload.job };
-    if (upload.prNumber !== null) envs.TRUNK_PR_NUMBER = String(upload.prNumber);
     const junit = Buffer.from(renderJunit(generated.tests, upload), "utf8");
-    bundles.push(
-      await writeBundleBuffer({
-        meta: {
-          orgSlug: ORG,
-          repo: REPO,
-          commitSha: upload.commit,
-          cliVersion: "0.7.8",
-          uploadTimeEpochSeconds: Math.floor(upload.at / 1000),
-          branch: upload.branch,
-          envs,
-        },
-        junitFiles: [{ originalPath: "reports/junit.xml", data: junit }],
-      }),
-    );
+    bundles.push(await workloadBundle(ORG, REPO, upload, junit));
     runs += upload.results.length;
   }
   prepared = { bundles, runs };
