@@ -42,6 +42,8 @@ export interface MergeQueue {
   failFirst: FailFirstService;
   /** The configuration a queue's runs will use, checked before they run (built-in runner). */
   configCheck: ConfigCheckService;
+  /** Why a pull request failed (the events' `failure`). */
+  failures: FailureExplainer;
 }
 
 export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
@@ -98,6 +100,7 @@ export function createMergeQueue(deps: MergeQueueDeps): MergeQueue {
   });
   return {
     engine,
+    failures,
     pullRequests,
     queues: new MergeQueueService({
       repositories,

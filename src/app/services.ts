@@ -178,6 +178,10 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
       organizationSlug: tenancy.readSlug,
       leaseMs: options.leaseMs ?? 30_000,
       ingesting: () => testHealth.worker.busy,
+      failures: {
+        explainer: mergeQueue.failures,
+        run: (queueId, runId) => runtime.run(queueId, runId),
+      },
       logger: {
         warn: (fields, message) => {
           if (options.logger?.warn) options.logger.warn(fields, message);

@@ -11,6 +11,9 @@ import type { RepositoryStore } from "../db/stores/repositories.js";
 import type { TestSettingsStore } from "../db/stores/test-settings.js";
 import type { TestViewStore } from "../db/stores/test-views.js";
 import type { Clock } from "../lib/clock.js";
+import type { FailureExplainer, PullRequestFailure } from "../mergequeue/failure-explanation.js";
+import type { RunRecord } from "../mergequeue/records.js";
+import type { FailureView } from "../notifications/events.js";
 import { onOutboxWritten } from "../lib/outbox-signal.js";
 import { DAY_MS, SECOND_MS } from "../lib/time.js";
 import { WebhookDispatcher, type EventViews } from "../notifications/dispatcher.js";
@@ -76,6 +79,11 @@ export function createWebhooks(
     logger: { warn(fields: object, message: string): void };
     /** Test-health ingestion at work: deliveries wait for it (up to `maxYieldMs`). */
     ingesting?: () => boolean;
+    /** Why a pull request failed, for the `failure` of its events; absent: not said. */
+    failures?: {
+      explainer: Pick<FailureExplainer, "explainTransition">;
+      run(queueId: string, runId: string): Promise<RunRecord | undefined>;
+    };
   },
   options: Partial<WebhookSettings> = {},
 ): Webhooks {
@@ -89,7 +97,30 @@ export function createWebhooks(
       ...settings.listenOrigins(),
     ],
   };
+  const queueView = async (queueId: string, runId?: string) => {
+    const found = await records.queueContext(queueId, runId);
+    if (!found) return undefined;
+    const repository = { host: found.host, owner: found.owner, name: found.name };
+    const page = urls.queue(found.organizationSlug, repository, found.targetBranch);
+    return {
+      found,
+      view: { targetBranch: found.targetBranch, repository, htmlDetailsUrl: `${baseUrl()}${page}` },
+    };
+  };
+  const batchView = async (queueId: string, runId: string) => {
+    const queue = await queueView(queueId, runId);
+    if (!queue) return undefined;
+    const run = queue.found.run;
+    return {
+      ...queue.view,
+      testBranch: run?.testBranch ?? null,
+      testBranchSha: run?.testBranchSha ?? null,
+      bisection: run?.kind === "bisection",
+    };
+  };
   const views: EventViews = {
+    queue: async (queueId) => (await queueView(queueId))?.view,
+    batch: batchView,
     async test(testKey) {
       const row = (await deps.testViews.rowsByKey([testKey])).get(testKey);
       if (!row) return undefined;
@@ -113,7 +144,19 @@ export function createWebhooks(
       const found = await records.pullRequestContext(facts.entryId, facts.runId);
       if (!found) return undefined;
       const repo = { host: found.host, owner: found.owner, name: found.name };
+      const explained =
+        deps.failures && (facts.to === "failed" || facts.to === "pending_failure")
+          ? await deps.failures.explainer.explainTransition(
+              { organizationId: found.organizationId, ...repo },
+              facts,
+              facts.runId === null
+                ? undefined
+                : await deps.failures.run(facts.queueId, facts.runId),
+              found.submittedAt,
+            )
+          : null;
       return {
+        failure: explained && failureView(explained),
         number: found.prNumber,
         author: found.prAuthor,
         targetBranch: found.targetBranch,
@@ -167,5 +210,20 @@ export function createWebhooks(
       unlisten();
       await dispatcher.stop();
     },
+  };
+}
+
+/** A failure as the events show it. */
+function failureView(failure: PullRequestFailure): FailureView {
+  return {
+    summary: failure.detail === null ? failure.message : `${failure.message} ${failure.detail}`,
+    failedChecks: failure.failedChecks,
+    tests: failure.tests.map((test) => ({
+      name: test.classname === "" ? test.name : `${test.classname} ${test.name}`,
+      verdict: test.verdict,
+      summary: test.summary,
+    })),
+    testsTruncated: failure.testsTruncated,
+    testsPending: failure.testsPending,
   };
 }

@@ -9,9 +9,12 @@ import type { Insertable, Kysely } from "kysely";
 import { publicId } from "../lib/tokens.js";
 import { outboxWritten } from "../lib/outbox-signal.js";
 import {
+  batchAction,
   pullRequestActions,
   STATUS_EVENT_TYPES,
+  type BatchFacts,
   type QueueFacts,
+  type QueueStateFacts,
   type TestFacts,
 } from "../notifications/events.js";
 import type { TransitionRecord } from "../mergequeue/records.js";
@@ -69,16 +72,9 @@ export async function emitTestEvents(
   return insertEvents(db, events);
 }
 
-/** A queue step's transitions: `pull_request.*` events, one per action each reaches. */
-export async function emitQueueEvents(
-  db: Kysely<Database>,
-  queueId: string,
-  transitions: readonly TransitionRecord[],
-  prNumbers: ReadonlyMap<string, number>,
-  now: number,
-): Promise<number> {
-  if (transitions.every((t) => pullRequestActions(t.from, t.to).length === 0)) return 0;
-  const queue = await db
+/** The queue's repository and organization, when the organization has an endpoint. */
+async function queueWithEndpoints(db: Kysely<Database>, queueId: string) {
+  return db
     .selectFrom("mergeQueues as q")
     .innerJoin("repositories as r", "r.id", "q.repositoryId")
     .select(["q.repositoryId", "r.organizationId"])
@@ -92,6 +88,30 @@ export async function emitQueueEvents(
       ),
     )
     .executeTakeFirst();
+}
+
+/** A run as the batch events need it: the entries it decides about, with their numbers. */
+export interface EmittedRun {
+  id: string;
+  unit: readonly string[];
+  prs: readonly { entryId: string; number: number }[];
+}
+
+/**
+ * A queue step's transitions: `pull_request.*` events, one per action each reaches, and for a
+ * batch (a run deciding about several pull requests) one `pull_request_batch.*` event per state
+ * its members reach in the step. `runs` are the step's; others named are read.
+ */
+export async function emitQueueEvents(
+  db: Kysely<Database>,
+  queueId: string,
+  transitions: readonly TransitionRecord[],
+  prNumbers: ReadonlyMap<string, number>,
+  now: number,
+  runs: readonly EmittedRun[] = [],
+): Promise<number> {
+  if (transitions.every((t) => pullRequestActions(t.from, t.to).length === 0)) return 0;
+  const queue = await queueWithEndpoints(db, queueId);
   if (!queue) return 0;
   const missing = transitions.filter((t) => !prNumbers.has(t.entryId)).map((t) => t.entryId);
   const numbers = new Map(prNumbers);
@@ -103,6 +123,17 @@ export async function emitQueueEvents(
       .execute();
     for (const entry of entries) numbers.set(entry.id, entry.prNumber);
   }
+  const event = (type: string, subject: string, facts: object) => ({
+    id: publicId("msg"),
+    organizationId: queue.organizationId,
+    repositoryId: queue.repositoryId,
+    type,
+    subject,
+    facts: JSON.stringify(facts),
+    payload: null,
+    createdAt: now,
+    preparedAt: null,
+  });
   const events = transitions.flatMap((transition) => {
     const prNumber = numbers.get(transition.entryId);
     if (prNumber === undefined) return [];
@@ -119,19 +150,103 @@ export async function emitQueueEvents(
       actorKind: transition.actor.kind,
       at: transition.at,
     };
-    return pullRequestActions(transition.from, transition.to).map((action) => ({
+    return pullRequestActions(transition.from, transition.to).map((action) =>
+      event(`pull_request.${action}`, `pr:${queueId}:${String(prNumber)}`, facts),
+    );
+  });
+  const batches = await batchFacts(db, queueId, transitions, numbers, runs);
+  events.push(
+    ...batches.map((facts) =>
+      event(
+        `pull_request_batch.${batchAction(facts.to) ?? "testing"}`,
+        `batch:${queueId}:${facts.runId}`,
+        facts,
+      ),
+    ),
+  );
+  return insertEvents(db, events);
+}
+
+/** One `BatchFacts` per batch run and state its members reach in these transitions. */
+async function batchFacts(
+  db: Kysely<Database>,
+  queueId: string,
+  transitions: readonly TransitionRecord[],
+  numbers: ReadonlyMap<string, number>,
+  stepRuns: readonly EmittedRun[],
+): Promise<BatchFacts[]> {
+  const named = transitions.filter(
+    (t) => t.runId !== null && t.from !== t.to && batchAction(t.to) !== undefined,
+  );
+  if (named.length === 0) return [];
+  const runs = new Map(stepRuns.map((run) => [run.id, run]));
+  const unread = [...new Set(named.map((t) => t.runId as string))].filter((id) => !runs.has(id));
+  if (unread.length > 0) {
+    const rows = await db
+      .selectFrom("mqRuns")
+      .select(["id", "unit", "prs"])
+      .where("queueId", "=", queueId)
+      .where("id", "in", unread)
+      .execute();
+    for (const row of rows) {
+      runs.set(row.id, {
+        id: row.id,
+        unit: JSON.parse(row.unit) as string[],
+        prs: JSON.parse(row.prs) as { entryId: string; number: number }[],
+      });
+    }
+  }
+  const groups = new Map<string, BatchFacts>();
+  for (const transition of named) {
+    const run = runs.get(transition.runId as string);
+    if (!run || run.unit.length < 2 || !run.unit.includes(transition.entryId)) continue;
+    const number = numbers.get(transition.entryId);
+    if (number === undefined) continue;
+    const key = `${run.id}:${transition.to}`;
+    const group = groups.get(key) ?? {
+      kind: "batch_transition" as const,
+      queueId,
+      runId: run.id,
+      prNumbers: [],
+      batchPrNumbers: run.prs.filter((pr) => run.unit.includes(pr.entryId)).map((pr) => pr.number),
+      to: transition.to,
+      reason: transition.reason,
+      at: transition.at,
+    };
+    if (!group.prNumbers.includes(number)) group.prNumbers.push(number);
+    groups.set(key, group);
+  }
+  return [...groups.values()];
+}
+
+/** A queue's state or host change: one `mainline.queue.*` event. */
+export async function emitQueueStateEvent(
+  db: Kysely<Database>,
+  queueId: string,
+  facts: QueueStateFacts,
+  now: number,
+): Promise<number> {
+  const queue = await queueWithEndpoints(db, queueId);
+  if (!queue) return 0;
+  const type =
+    facts.kind === "queue_state"
+      ? "mainline.queue.state_changed"
+      : facts.blocked
+        ? "mainline.queue.blocked"
+        : "mainline.queue.unblocked";
+  return insertEvents(db, [
+    {
       id: publicId("msg"),
       organizationId: queue.organizationId,
       repositoryId: queue.repositoryId,
-      type: `pull_request.${action}`,
-      subject: `pr:${queueId}:${String(prNumber)}`,
+      type,
+      subject: `queue:${queueId}`,
       facts: JSON.stringify(facts),
       payload: null,
       createdAt: now,
       preparedAt: null,
-    }));
-  });
-  return insertEvents(db, events);
+    },
+  ]);
 }
 
 async function insertEvents(

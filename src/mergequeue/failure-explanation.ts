@@ -99,11 +99,21 @@ export class FailureExplainer {
       .find((t) => t.entryId === entry.id && t.to === entry.state);
     if (!last) return null;
     const run = last.runId === null ? undefined : runs.find((r) => r.id === last.runId);
+    return this.explainTransition(repo, last, run, entry.submittedAt);
+  }
+
+  /** Why one transition to failed or pending_failure happened, with the run it names. */
+  async explainTransition(
+    repo: OwnedRepoRef,
+    last: Pick<TransitionRecord, "reason" | "detail" | "at" | "runId">,
+    run: RunRecord | undefined,
+    submittedAt: number,
+  ): Promise<PullRequestFailure> {
     const failedChecks = (run?.checks ?? [])
       .filter((check) => !passed(check.conclusion))
       .map((check) => ({ name: check.name, conclusion: check.conclusion ?? "", url: check.url }));
     const [tests, log] = await Promise.all([
-      this.tests(repo, entry, run),
+      this.tests(repo, submittedAt, run),
       this.log(run, failedChecks),
     ]);
     return {
@@ -128,14 +138,14 @@ export class FailureExplainer {
     return this.explain(repo, entry, transitions, run ? [run] : []);
   }
 
-  private async tests(repo: OwnedRepoRef, entry: EntryRecord, run: RunRecord | undefined) {
+  private async tests(repo: OwnedRepoRef, submittedAt: number, run: RunRecord | undefined) {
     const none = { tests: [], testsTruncated: false, testsPending: false, uploads: 0 };
     const { failures } = this.deps;
     if (!failures || !run?.testBranchSha) return none;
     const answer = await failures.explain(
       { repo, sha: run.testBranchSha, since: run.startedAt - UPLOAD_SLACK_MS },
       EXPLAINED_TEST_LIMIT,
-      entry.submittedAt,
+      submittedAt,
     );
     return {
       tests: answer.tests,

@@ -13,7 +13,7 @@ import type {
   QueueOverview,
   RepositoryRecords,
 } from "./records.js";
-import type { Principal } from "../organizations/service.js";
+import { tokenActor, type Principal } from "../organizations/service.js";
 import type { PrState, PriorityName } from "./model.js";
 import type { WaitingFor } from "./waiting.js";
 import type { BatchSizeChoice } from "./batch-size.js";
@@ -205,6 +205,7 @@ export class MergeQueueService {
           `The merge queue for ${describeQueue(address)} is switching modes; its settings can change once it has drained.`,
         );
       },
+      tokenActor(principal),
     );
     if (!updated) throw new ApiError("not_found", `No merge queue for ${describeQueue(address)}.`);
     this.deps.settingsChanged?.(updated.id);

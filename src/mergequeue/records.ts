@@ -70,6 +70,8 @@ export interface MergeQueueRecords {
     targetBranch: string,
     now: number,
     decide: (current: MergeQueueRecord) => QueueConfiguration,
+    /** Who changes it (a state change's event names them). */
+    actor?: string | null,
   ): Promise<MergeQueueRecord | undefined>;
   findById(id: string): Promise<MergeQueueRecord | undefined>;
   /** The engine's own settings changes (a mode switch that finished). */

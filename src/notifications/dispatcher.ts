@@ -12,11 +12,15 @@ import type { Clock } from "../lib/clock.js";
 import { redactSecrets } from "../lib/redact.js";
 import { isoTime } from "../lib/clock.js";
 import {
+  batchEvent,
   pullRequestEvent,
+  queueStateEvent,
   quarantiningChanged,
   statusChangedV1,
   statusChangedV2,
+  type BatchView,
   type PullRequestView,
+  type QueueView,
   type TestCaseView,
 } from "./events.js";
 import type { PullRequestAction, QueueFacts } from "./facts.js";
@@ -28,6 +32,8 @@ import { signature } from "./signing.js";
 export interface EventViews {
   test(testKey: number): Promise<TestCaseView | undefined>;
   pullRequest(facts: QueueFacts): Promise<PullRequestView | undefined>;
+  queue(queueId: string): Promise<QueueView | undefined>;
+  batch(queueId: string, runId: string): Promise<BatchView | undefined>;
 }
 
 export interface DispatcherOptions {
@@ -157,6 +163,15 @@ export class WebhookDispatcher {
         const pr = await this.deps.views.pullRequest(facts);
         const action = event.type.slice("pull_request.".length) as PullRequestAction;
         return pr && pullRequestEvent(action, facts, pr);
+      }
+      case "batch_transition": {
+        const batch = await this.deps.views.batch(facts.queueId, facts.runId);
+        return batch && batchEvent(facts, batch);
+      }
+      case "queue_state":
+      case "queue_host": {
+        const queue = await this.deps.views.queue(facts.queueId);
+        return queue && queueStateEvent(facts, queue);
       }
       case "ping":
         return undefined;

@@ -5,15 +5,22 @@
  */
 import { isoTime } from "../lib/clock.js";
 import {
+  BATCH_ACTIONS,
   PULL_REQUEST_ACTIONS,
+  type BatchFacts,
   type PullRequestAction,
   type QueueFacts,
+  type QueueStateFacts,
   type TestFacts,
 } from "./facts.js";
 import { trunkReasonFields } from "./trunk-reasons.js";
 
 export {
+  BATCH_ACTIONS,
   PULL_REQUEST_ACTIONS,
+  type BatchAction,
+  type BatchFacts,
+  type QueueStateFacts,
   type EventFacts,
   type PullRequestAction,
   type QueueFacts,
@@ -29,9 +36,18 @@ export const TEST_EVENT_TYPES = [
 /** Sent only by "send a test event": never emitted by a change. */
 export const PING_EVENT_TYPE = "mainline.ping";
 
+/** Mainline's own queue events, in Trunk's style: a queue paused or resumed, its host down or back. */
+export const QUEUE_EVENT_TYPES = [
+  "mainline.queue.state_changed",
+  "mainline.queue.blocked",
+  "mainline.queue.unblocked",
+] as const;
+
 export const EVENT_TYPES: readonly string[] = [
   ...TEST_EVENT_TYPES,
   ...PULL_REQUEST_ACTIONS.map((action) => `pull_request.${action}`),
+  ...BATCH_ACTIONS.map((action) => `pull_request_batch.${action}`),
+  ...QUEUE_EVENT_TYPES,
   PING_EVENT_TYPE,
 ];
 
@@ -165,6 +181,35 @@ export interface PullRequestView {
     batched: boolean;
     bisection: boolean;
   } | null;
+  /** Why it failed (failed and pending_failure), as the pull request's page explains it. */
+  failure?: FailureView | null | undefined;
+}
+
+/** A failure as the events show it (Mainline's `failure` field). */
+export interface FailureView {
+  /** The reason in words, with its detail. */
+  summary: string;
+  failedChecks: { name: string; conclusion: string; url: string | null }[];
+  /** The failing tests, the pull request's own likely first; `verdict` says whose red it is. */
+  tests: { name: string; verdict: string; summary: string | null }[];
+  testsTruncated: boolean;
+  /** Test results of the run were still being processed when the event was prepared. */
+  testsPending: boolean;
+}
+
+/** `failure` in an event body: the first failing check and its link, then everything. */
+function failureField(failure: FailureView): Record<string, unknown> {
+  const first = failure.failedChecks[0];
+  return {
+    check: first?.name ?? null,
+    url: first?.url ?? null,
+    summary: failure.summary,
+    tests: failure.tests.map((test) => test.name),
+    failed_checks: failure.failedChecks,
+    failing_tests: failure.tests,
+    tests_truncated: failure.testsTruncated,
+    tests_pending: failure.testsPending,
+  };
 }
 
 /** `pull_request.<action>` with Trunk's fields, Mainline's reason and detail beside them. */
@@ -190,7 +235,84 @@ export function pullRequestEvent(
     ...trunkReasonFields(action, facts, pr.run?.bisection ?? false),
     mainline_reason: facts.reason,
     detail: facts.detail,
+    ...(pr.failure ? { failure: failureField(pr.failure) } : {}),
   };
+}
+
+/** A queue as its events show it, read when the event is prepared. */
+export interface QueueView {
+  targetBranch: string;
+  repository: { host: string; owner: string; name: string };
+  htmlDetailsUrl: string;
+}
+
+/** A batch's run as its events show it. */
+export interface BatchView extends QueueView {
+  testBranch: string | null;
+  testBranchSha: string | null;
+  bisection: boolean;
+}
+
+/** `pull_request_batch.<action>`: Trunk's batch event, when a batch's run reaches a state. */
+export function batchEvent(facts: BatchFacts, batch: BatchView): Record<string, unknown> {
+  const action = BATCH_STATE_ACTIONS[facts.to] ?? "testing";
+  const reasons = trunkReasonFields(action, { reason: facts.reason }, batch.bisection);
+  return {
+    type: `pull_request_batch.${action}`,
+    action,
+    status: action,
+    pr_numbers: facts.prNumbers,
+    pr_numbers_in_batch: facts.batchPrNumbers,
+    repository: batch.repository,
+    target_branch: batch.targetBranch,
+    test_branch: batch.testBranch ?? "",
+    test_branch_sha: batch.testBranchSha ?? "",
+    timestamp: isoTime(facts.at),
+    http_details_url: batch.htmlDetailsUrl,
+    ...reasons,
+    mainline_reason: facts.reason,
+  };
+}
+
+const BATCH_STATE_ACTIONS: Record<string, (typeof BATCH_ACTIONS)[number] | undefined> = {
+  testing: "testing",
+  pending_failure: "pending_failure",
+  failed: "failed",
+  cancelled: "canceled",
+  merged: "merged",
+};
+
+/** The batch action a pull request state reaches, if any. */
+export function batchAction(to: string): (typeof BATCH_ACTIONS)[number] | undefined {
+  return BATCH_STATE_ACTIONS[to];
+}
+
+/** `mainline.queue.*`: a queue's state changed, or its host stopped or started answering. */
+export function queueStateEvent(facts: QueueStateFacts, queue: QueueView): Record<string, unknown> {
+  const common = {
+    timestamp: isoTime(facts.at),
+    repository: queue.repository,
+    target_branch: queue.targetBranch,
+    http_details_url: queue.htmlDetailsUrl,
+  };
+  if (facts.kind === "queue_state") {
+    return {
+      type: "mainline.queue.state_changed",
+      ...common,
+      previous_state: facts.previous.toUpperCase(),
+      state: facts.state.toUpperCase(),
+      actor: facts.actor,
+    };
+  }
+  return facts.blocked
+    ? {
+        type: "mainline.queue.blocked",
+        ...common,
+        cause: facts.cause,
+        message: facts.message,
+        since: isoTime(facts.since),
+      }
+    : { type: "mainline.queue.unblocked", ...common, since: isoTime(facts.since) };
 }
 
 /** The body of "send a test event". */

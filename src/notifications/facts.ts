@@ -46,4 +46,50 @@ export interface QueueFacts {
   at: number;
 }
 
-export type EventFacts = TestFacts | QueueFacts | { kind: "ping"; at: number };
+/** The batch actions: Trunk's `pull_request_batch.*` that a batch's run reaches. */
+export const BATCH_ACTIONS = [
+  "testing",
+  "pending_failure",
+  "failed",
+  "canceled",
+  "merged",
+] as const;
+export type BatchAction = (typeof BATCH_ACTIONS)[number];
+
+/** What a step knew of a batch (a run deciding about several pull requests) reaching a state. */
+export interface BatchFacts {
+  kind: "batch_transition";
+  queueId: string;
+  runId: string;
+  /** The pull requests of this step that reached the state (Trunk's `pr_numbers`). */
+  prNumbers: number[];
+  /** Every pull request the run decides about (`pr_numbers_in_batch`). */
+  batchPrNumbers: number[];
+  to: string;
+  reason: string;
+  at: number;
+}
+
+/** A queue's own state: paused, drained, running again; its host down or back. */
+export type QueueStateFacts =
+  | {
+      kind: "queue_state";
+      queueId: string;
+      previous: string;
+      state: string;
+      actor: string | null;
+      at: number;
+    }
+  | {
+      kind: "queue_host";
+      queueId: string;
+      blocked: boolean;
+      /** Why (`host_not_connected`, `unavailable`, `rate_limited`); null when unblocked. */
+      cause: string | null;
+      message: string | null;
+      since: number;
+      at: number;
+    };
+
+export type EventFacts =
+  TestFacts | QueueFacts | BatchFacts | QueueStateFacts | { kind: "ping"; at: number };

@@ -58,7 +58,7 @@ export const TRUNK_ENUMS = {
  */
 export function trunkReasonFields(
   action: PullRequestAction,
-  facts: QueueFacts,
+  facts: Pick<QueueFacts, "reason"> & Partial<Pick<QueueFacts, "actorKind">>,
   bisection: boolean,
 ): Record<string, unknown> {
   const isBisection = bisection || facts.reason.startsWith("bisection");

@@ -25,6 +25,14 @@ export interface Principal {
   tokenId: string;
 }
 
+/**
+ * Who a change is recorded as when the caller names no one: the token that made it, or the GitHub
+ * user of a session signed in with GitHub (`github:<login>`).
+ */
+export function tokenActor(principal: Principal): string {
+  return principal.tokenId.startsWith("github:") ? principal.tokenId : `token:${principal.tokenId}`;
+}
+
 export interface IssuedToken {
   organization: Organization;
   organizationCreated: boolean;

@@ -4,7 +4,7 @@
  */
 import type { Clock } from "../lib/clock.js";
 import { ApiError } from "../lib/errors.js";
-import type { Principal } from "../organizations/service.js";
+import { tokenActor, type Principal } from "../organizations/service.js";
 import type { TestDetailRecords } from "./ports.js";
 import type { QuarantineOverride } from "./quarantine.js";
 import type { StoredTestSettings, TestCaseRow } from "./records.js";
@@ -25,14 +25,6 @@ export function ticketHistoryWords(ticket: string | null, previous: string | nul
   return previous === null
     ? `Linked ticket ${ticket}`
     : `Linked ticket ${ticket} (replacing ${previous})`;
-}
-
-/**
- * Who a change is recorded as when the caller names no one: the token that made it, or the GitHub
- * user of a session signed in with GitHub (`github:<login>`).
- */
-export function tokenActor(principal: Principal): string {
-  return principal.tokenId.startsWith("github:") ? principal.tokenId : `token:${principal.tokenId}`;
 }
 
 export interface TestManagementDependencies {

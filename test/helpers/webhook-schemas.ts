@@ -83,6 +83,33 @@ function pullRequestSchema(action: string, extra: Record<string, TSchema>, withR
   });
 }
 
+/** Fields of every `pull_request_batch.*` event (Trunk marks all but `test_pr_number` required). */
+function batchSchema(action: string, extra: Record<string, TSchema>) {
+  return Type.Object({
+    type: Type.Literal(`pull_request_batch.${action}`),
+    action: Type.Literal(action),
+    status: Type.Literal(action),
+    pr_numbers: Type.Array(Type.Integer({ minimum: 1 }), { minItems: 1 }),
+    pr_numbers_in_batch: Type.Array(Type.Integer({ minimum: 1 }), { minItems: 2 }),
+    repository: Type.Object({ host: str, owner: str, name: str }),
+    target_branch: str,
+    test_branch: str,
+    test_branch_sha: Type.String({ pattern: "^([0-9a-f]{40})?$" }),
+    test_pr_number: Type.Optional(Type.Integer()),
+    timestamp: isoTime,
+    ...extra,
+  });
+}
+
+/** Mainline's own queue events: the queue they are about. */
+const queueFields = {
+  timestamp: isoTime,
+  repository: Type.Object({ host: str, owner: str, name: str }),
+  target_branch: str,
+  http_details_url: url,
+};
+const QUEUE_STATE = oneOf(["RUNNING", "PAUSED", "DRAINING", "SWITCHING_MODES"]);
+
 const reason = (name: keyof typeof TRUNK_REASONS) => Type.Optional(oneOf(TRUNK_REASONS[name]));
 const isBisection = Type.Boolean();
 
@@ -191,6 +218,36 @@ export const PAYLOAD_SCHEMAS: Record<string, TSchema> = {
     { merged_reason: reason("merged_reason") },
     true,
   ),
+  ...Object.fromEntries(
+    (
+      [
+        ["testing", { is_bisection: isBisection }],
+        ["pending_failure", { failure_reason: reason("failure_reason") }],
+        ["failed", { failure_reason: reason("failure_reason"), is_bisection: isBisection }],
+        ["canceled", { cancellation_reason: reason("cancellation_reason") }],
+        ["merged", { merged_reason: reason("merged_reason") }],
+      ] as const
+    ).map(([action, extra]) => [`pull_request_batch.${action}`, batchSchema(action, extra)]),
+  ),
+  "mainline.queue.state_changed": Type.Object({
+    type: Type.Literal("mainline.queue.state_changed"),
+    ...queueFields,
+    previous_state: QUEUE_STATE,
+    state: QUEUE_STATE,
+    actor: Type.Union([str, Type.Null()]),
+  }),
+  "mainline.queue.blocked": Type.Object({
+    type: Type.Literal("mainline.queue.blocked"),
+    ...queueFields,
+    cause: oneOf(["host_not_connected", "unavailable", "rate_limited"]),
+    message: str,
+    since: isoTime,
+  }),
+  "mainline.queue.unblocked": Type.Object({
+    type: Type.Literal("mainline.queue.unblocked"),
+    ...queueFields,
+    since: isoTime,
+  }),
   "mainline.ping": Type.Object({
     type: Type.Literal("mainline.ping"),
     timestamp: isoTime,

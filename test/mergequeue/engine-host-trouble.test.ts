@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MergeQueueRuntimeStore } from "../../src/db/stores/merge-queue-runtime.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { OrganizationStore } from "../../src/db/stores/organizations.js";
+import { OutboundWebhookStore } from "../../src/db/stores/outbound-webhooks.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import { MergeQueueEngine } from "../../src/mergequeue/engine.js";
 import { GitHostRouter } from "../../src/mergequeue/host-router.js";
@@ -224,4 +225,84 @@ describe("the engine when the queue's git host does not answer", () => {
     expect(log.filter((l) => l.level === "warn")).toHaveLength(1);
     expect(log.filter((l) => l.level === "error")).toEqual([]);
   });
+
+  it("tells the organization's endpoints once when the host stops and starts answering, and when the queue pauses", async () => {
+    const { db, dialect } = database.handle;
+    const events = async () =>
+      (
+        await db.selectFrom("outboundEvents").select(["type", "facts"]).orderBy("seq").execute()
+      ).map((row) => ({ type: row.type, facts: JSON.parse(row.facts) as Record<string, unknown> }));
+    await new OutboundWebhookStore(db).createEndpoint({
+      id: "ep1",
+      organizationId: "o1",
+      url: "https://hooks.example.com/mainline",
+      secret: "whsec_dGVzdA==",
+      eventTypes: [],
+      repositoryIds: [],
+      description: "",
+      enabled: true,
+      disabledReason: null,
+      disabledAt: null,
+      failingSince: null,
+      createdAt: 1,
+      updatedAt: 1,
+    });
+    const memory = new MemoryGitHost();
+    memory.repository(repo, "base0");
+    memory.addPullRequest(repo, { number: 1 });
+    const { host, state } = switchable(memory);
+    state.down = true;
+    const e = engine(host, new MemoryCi());
+    expect(await e.execute(queueId, submit(1))).toMatchObject({ ok: false, code: "unavailable" });
+    // Retried with a backoff (1 s, then 2 s): still one event for the whole outage.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await events()).toEqual([
+      {
+        type: "mainline.queue.blocked",
+        facts: expect.objectContaining({
+          kind: "queue_host",
+          queueId,
+          blocked: true,
+          cause: "unavailable",
+          message: "it answered HTTP 502",
+        }) as unknown,
+      },
+    ]);
+    state.down = false;
+    await until(async () => (await e.hostTrouble(queueId)) === null, "the host answers again");
+    const [blocked, unblocked] = await events();
+    expect(unblocked).toEqual({
+      type: "mainline.queue.unblocked",
+      facts: expect.objectContaining({
+        blocked: false,
+        cause: null,
+        since: blocked?.facts.since,
+      }) as unknown,
+    });
+
+    const queues = new MergeQueueStore(db, dialect);
+    await queues.modify(
+      "o1",
+      repo,
+      "main",
+      Date.now(),
+      (current) => ({ ...current.configuration, state: "paused" }),
+      "token:t1",
+    );
+    // A change that leaves the state as it was says nothing.
+    await queues.modify("o1", repo, "main", Date.now(), (current) => ({
+      ...current.configuration,
+      state: "paused",
+    }));
+    expect((await events()).slice(2)).toEqual([
+      {
+        type: "mainline.queue.state_changed",
+        facts: expect.objectContaining({
+          previous: "running",
+          state: "paused",
+          actor: "token:t1",
+        }) as unknown,
+      },
+    ]);
+  }, 30_000);
 });

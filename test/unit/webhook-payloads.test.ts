@@ -9,8 +9,11 @@ import { TRANSITION_REASONS } from "../../src/mergequeue/model.js";
 import {
   EVENT_TYPES,
   PULL_REQUEST_ACTIONS,
+  BATCH_ACTIONS,
+  batchEvent,
   pingEvent,
   pullRequestEvent,
+  queueStateEvent,
   quarantiningChanged,
   statusChangedV1,
   statusChangedV2,
@@ -197,6 +200,58 @@ describe("webhook payloads against Trunk's schemas", () => {
     // Mainline's own reason, which Trunk has no word for, is said beside.
     const stacked = pullRequestEvent("queued", queueFacts("stacked_pr_ahead"), PR);
     expect(stacked.mainline_reason).toBe("stacked_pr_ahead");
+  });
+
+  it("every batch action, in and out of a bisection, and the queue's own events", () => {
+    const queue = {
+      targetBranch: "main",
+      repository: { host: "github.com", owner: "acme", name: "web" },
+      htmlDetailsUrl: "https://mainline.example/acme/merge-queue/github.com/acme/web/main",
+    };
+    const states = ["testing", "pending_failure", "failed", "cancelled", "merged"];
+    for (const [i, to] of states.entries()) {
+      for (const bisection of [false, true]) {
+        const body = batchEvent(
+          {
+            kind: "batch_transition",
+            queueId: "q1",
+            runId: "r1",
+            prNumbers: [1, 2],
+            batchPrNumbers: [1, 2, 3],
+            to,
+            reason: to === "merged" ? "merged_by_queue" : "failing_required_check",
+            at: AT,
+          },
+          { ...queue, testBranch: "trunk-merge/main/1", testBranchSha: "a".repeat(40), bisection },
+        );
+        expect(body.type).toBe(`pull_request_batch.${BATCH_ACTIONS[i] ?? ""}`);
+        expectValid(body);
+      }
+    }
+    const blocked = {
+      kind: "queue_host" as const,
+      queueId: "q1",
+      blocked: true,
+      cause: "unavailable",
+      message: "it answered HTTP 502",
+      since: AT,
+      at: AT,
+    };
+    expectValid(queueStateEvent(blocked, queue));
+    expectValid(queueStateEvent({ ...blocked, blocked: false, cause: null, message: null }, queue));
+    const paused = queueStateEvent(
+      {
+        kind: "queue_state",
+        queueId: "q1",
+        previous: "running",
+        state: "paused",
+        actor: null,
+        at: AT,
+      },
+      queue,
+    );
+    expectValid(paused);
+    expect(paused).toMatchObject({ previous_state: "RUNNING", state: "PAUSED" });
   });
 
   it("the test event", () => {

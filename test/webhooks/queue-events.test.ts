@@ -156,8 +156,78 @@ describe("merge-queue webhooks", () => {
       repository: LOCAL,
     });
     expect(String(failed?.test_branch)).toMatch(/^mainline-merge\//);
+    // Why, as the pull request's page says it: the check that failed, with its link.
+    expect(failed?.failure).toMatchObject({
+      check: expect.any(String) as unknown,
+      summary: expect.stringMatching(/required check/i) as unknown,
+      failed_checks: [expect.objectContaining({ conclusion: "failure" })],
+    });
+
+    // Batches: Trunk's `pull_request_batch.*`, and the queue's own pause and resume.
+    const batches = await startReceiver();
+    batches.secret = (
+      await ok<{ secret: string }>(call, "webhooks/createEndpoint", {
+        url: batches.url,
+        eventTypes: [
+          ...["testing", "pending_failure", "failed", "canceled", "merged"].map(
+            (action) => `pull_request_batch.${action}`,
+          ),
+          "mainline.queue.state_changed",
+        ],
+      })
+    ).secret;
+    await project.syncMain();
+    await ok(call, "updateQueue", {
+      ...QUEUE,
+      batch: true,
+      batchingMinSize: 3,
+      batchingMaxWaitTimeMinutes: 1,
+      state: "paused",
+    });
+    const trio = [
+      await openPullRequest(call, project, 3, { "numbers/p3.txt": "3\n" }),
+      await openPullRequest(call, project, 4, { "numbers/p4.txt": "4\n" }),
+      await openPullRequest(call, project, 5, { "numbers/p5.txt": "five\n" }),
+    ];
+    for (const number of trio) await submit(call, number);
+    await ok(call, "updateQueue", { ...QUEUE, state: "running" });
+    await waitFor(() => allConcluded(call, trio), "the batch to conclude", {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+    });
+    await server.services.webhooks.dispatcher.drain();
+    const batchEvents = batches.requests.map((r) => r.body);
+    expect(batches.requests.every((r) => r.verified)).toBe(true);
+    expect(batchEvents.map((body) => check(body))).toEqual(batchEvents.map(() => ""));
+    const states = batchEvents.filter((body) => body.type === "mainline.queue.state_changed");
+    expect(states.map((body) => [body.previous_state, body.state])).toEqual([
+      ["RUNNING", "PAUSED"],
+      ["PAUSED", "RUNNING"],
+    ]);
+    expect(String(states[0]?.actor)).toMatch(/^token:/);
+    const ofBatch = batchEvents.filter((body) =>
+      String(body.type).startsWith("pull_request_batch."),
+    );
+    expect(ofBatch[0]).toMatchObject({
+      type: "pull_request_batch.testing",
+      pr_numbers_in_batch: trio,
+      is_bisection: false,
+    });
+    expect([...(ofBatch[0]?.pr_numbers as number[])].sort()).toEqual(trio);
+    // The batch failed as a whole (each member once), then its good prefix merged as a batch.
+    expect(ofBatch[1]).toMatchObject({
+      type: "pull_request_batch.pending_failure",
+      pr_numbers: trio,
+      failure_reason: "TEST_RUN_REQUIRED_STATUS_FAILED",
+    });
+    const mergedBatches = ofBatch.filter((body) => body.type === "pull_request_batch.merged");
+    expect(mergedBatches.flatMap((body) => body.pr_numbers as number[]).sort()).toEqual(
+      trio.slice(0, 2),
+    );
+    expect(eventsOf(trio[2] ?? 0).at(-1)?.body.type).toBe("pull_request.failed");
 
     expect(stranger.requests).toEqual([]);
     await stranger.close();
-  }, 90_000);
+    await batches.close();
+  }, 120_000);
 });

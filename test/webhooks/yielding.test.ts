@@ -46,6 +46,8 @@ describe("deliveries and ingestion", () => {
         views: {
           test: () => Promise.resolve(undefined),
           pullRequest: () => Promise.resolve(undefined),
+          queue: () => Promise.resolve(undefined),
+          batch: () => Promise.resolve(undefined),
         },
         send: sendWebhook,
         clock: { now: () => now },

@@ -35,9 +35,17 @@ select snapshot as "snapshot"
 
 -- MergeQueueRuntimeStore.recordHostTrouble(queueId, epoch, trouble, refused, now)
 begin;
+select "host_trouble"
+  from "mq_runtime"
+  where "queue_id" = $1 and "lease_epoch" = $2
+  for update of "mq_runtime";
 update "mq_runtime"
   set "host_trouble" = $1
   where "queue_id" = $2 and "lease_epoch" = $3;
+select "q"."repository_id", "r"."organization_id"
+  from "merge_queues" as "q"
+  inner join "repositories" as "r" on "r"."id" = "q"."repository_id"
+  where "q"."id" = $1 and exists (select "e"."id" from "outbound_endpoints" as "e" where "e"."organization_id" = "r"."organization_id");
 update "mq_commands"
   set "applied_at" = $1, "result" = $2
   where "id" = $3 and "queue_id" = $4 and "applied_at" is null;

@@ -35,9 +35,16 @@ select snapshot as "snapshot"
 
 -- MergeQueueRuntimeStore.recordHostTrouble(queueId, epoch, trouble, refused, now)
 begin;
+select "host_trouble"
+  from "mq_runtime"
+  where "queue_id" = ? and "lease_epoch" = ?;
 update "mq_runtime"
   set "host_trouble" = ?
   where "queue_id" = ? and "lease_epoch" = ?;
+select "q"."repository_id", "r"."organization_id"
+  from "merge_queues" as "q"
+  inner join "repositories" as "r" on "r"."id" = "q"."repository_id"
+  where "q"."id" = ? and exists (select "e"."id" from "outbound_endpoints" as "e" where "e"."organization_id" = "r"."organization_id");
 update "mq_commands"
   set "applied_at" = ?, "result" = ?
   where "id" = ? and "queue_id" = ? and "applied_at" is null;

@@ -57,7 +57,7 @@ insert into "merge_queues" ("id", "repository_id", "target_branch", "created_at"
   on conflict ("repository_id", "target_branch") do nothing
   returning "id";
 
--- MergeQueueStore.modify(organizationId, repo, targetBranch, now, decide)
+-- MergeQueueStore.modify(organizationId, repo, targetBranch, now, decide, actor)
 begin;
 select "merge_queues".*
   from "merge_queues"
@@ -76,9 +76,15 @@ select *
   where "id" = $1;
 
 -- MergeQueueStore.setConfiguration(id, configuration, now)
+begin;
+select "state"
+  from "merge_queues"
+  where "id" = $1
+  for update of "merge_queues";
 update "merge_queues"
   set "state" = $1, "mode" = $2, "pending_mode" = $3, "concurrency" = $4, "bisection_concurrency" = $5, "testing_timeout_minutes" = $6, "pending_failure_depth" = $7, "can_optimistically_merge" = $8, "batch" = $9, "batching_max_wait_time_minutes" = $10, "batching_min_size" = $11, "merge_method" = $12, "comments_enabled" = $13, "commands_enabled" = $14, "create_prs_for_testing_branches" = $15, "status_check_enabled" = $16, "direct_merge_mode" = $17, "optimization_mode" = $18, "required_statuses" = $19, "extension_enabled" = $20, "enqueueing_label" = $21, "label_commands_enabled" = $22, "state_labels_enabled" = $23, "not_ready_timeout_hours" = $24, "speculation_threshold_percent" = $25, "updated_at" = $26, "version" = "version" + $27
   where "id" = $28;
+commit;
 
 -- MergeQueueStore.delete(id)
 delete

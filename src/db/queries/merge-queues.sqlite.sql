@@ -57,7 +57,7 @@ insert into "merge_queues" ("id", "repository_id", "target_branch", "created_at"
   on conflict ("repository_id", "target_branch") do nothing
   returning "id";
 
--- MergeQueueStore.modify(organizationId, repo, targetBranch, now, decide)
+-- MergeQueueStore.modify(organizationId, repo, targetBranch, now, decide, actor)
 begin;
 select "merge_queues".*
   from "merge_queues"
@@ -75,9 +75,14 @@ select *
   where "id" = ?;
 
 -- MergeQueueStore.setConfiguration(id, configuration, now)
+begin;
+select "state"
+  from "merge_queues"
+  where "id" = ?;
 update "merge_queues"
   set "state" = ?, "mode" = ?, "pending_mode" = ?, "concurrency" = ?, "bisection_concurrency" = ?, "testing_timeout_minutes" = ?, "pending_failure_depth" = ?, "can_optimistically_merge" = ?, "batch" = ?, "batching_max_wait_time_minutes" = ?, "batching_min_size" = ?, "merge_method" = ?, "comments_enabled" = ?, "commands_enabled" = ?, "create_prs_for_testing_branches" = ?, "status_check_enabled" = ?, "direct_merge_mode" = ?, "optimization_mode" = ?, "required_statuses" = ?, "extension_enabled" = ?, "enqueueing_label" = ?, "label_commands_enabled" = ?, "state_labels_enabled" = ?, "not_ready_timeout_hours" = ?, "speculation_threshold_percent" = ?, "updated_at" = ?, "version" = "version" + ?
   where "id" = ?;
+commit;
 
 -- MergeQueueStore.delete(id)
 delete

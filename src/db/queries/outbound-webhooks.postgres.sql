@@ -61,7 +61,7 @@ select "delivery_id", "at", "status_code", "error", "duration_ms", "response"
   order by "delivery_id", "id";
 
 -- OutboundWebhookStore.pullRequestContext(entryId, runId)
-select "e"."pr_number", "e"."pr_author", "q"."target_branch", "r"."host", "r"."owner", "r"."name", "o"."slug" as "organization_slug"
+select "e"."pr_number", "e"."pr_author", "e"."submitted_at", "r"."organization_id", "q"."target_branch", "r"."host", "r"."owner", "r"."name", "o"."slug" as "organization_slug"
   from "mq_entries" as "e"
   inner join "merge_queues" as "q" on "q"."id" = "e"."queue_id"
   inner join "repositories" as "r" on "r"."id" = "q"."repository_id"
@@ -70,6 +70,16 @@ select "e"."pr_number", "e"."pr_author", "q"."target_branch", "r"."host", "r"."o
 select "kind", "test_branch", "test_branch_sha", "prs"
   from "mq_runs"
   where "id" = $1;
+
+-- OutboundWebhookStore.queueContext(queueId, runId)
+select "q"."id" as "queue_id", "r"."organization_id", "q"."target_branch", "r"."host", "r"."owner", "r"."name", "o"."slug" as "organization_slug"
+  from "merge_queues" as "q"
+  inner join "repositories" as "r" on "r"."id" = "q"."repository_id"
+  inner join "organizations" as "o" on "o"."id" = "r"."organization_id"
+  where "q"."id" = $1;
+select "kind", "test_branch", "test_branch_sha"
+  from "mq_runs"
+  where "queue_id" = $1 and "id" = $2;
 
 -- OutboundWebhookStore.addDelivery(eventSeq, endpointId, subject, now)
 insert into "outbound_deliveries" ("id", "event_seq", "endpoint_id", "subject", "state", "attempts", "next_attempt_at", "lease_owner", "lease_until", "created_at", "updated_at")

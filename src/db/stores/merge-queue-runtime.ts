@@ -30,7 +30,7 @@ import type {
 } from "../../mergequeue/records.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
-import { emitQueueEvents } from "../outbound-emission.js";
+import { emitQueueEvents, emitQueueStateEvent } from "../outbound-emission.js";
 import {
   type SummaryRow,
   entryRow,
@@ -77,6 +77,11 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 /** The last version of each record by key (one statement may not upsert a row twice). */
 function lastByKey<T>(items: readonly T[], key: (item: T) => string): T[] {
   return [...new Map(items.map((item) => [key(item), item])).values()];
+}
+
+/** Why a queue is blocked, in one word for its events. */
+function troubleCause(trouble: HostTrouble): string {
+  return trouble.state === "rate_limited" ? "rate_limited" : trouble.code;
 }
 
 /** The stored host trouble; null when none (only ever written from `HostTrouble`). */
@@ -250,6 +255,14 @@ export class MergeQueueRuntimeStore implements RuntimeRecords, QueueDashboardRea
     now: number,
   ): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
+      const before = await trx
+        .selectFrom("mqRuntime")
+        .select("hostTrouble")
+        .where("queueId", "=", queueId)
+        .where("leaseEpoch", "=", epoch)
+        .$call((qb) => sqlDialect(this.dialect).forUpdate(qb, "mqRuntime"))
+        .executeTakeFirst();
+      if (!before) return false;
       const result = await trx
         .updateTable("mqRuntime")
         .set({ hostTrouble: trouble === null ? null : JSON.stringify(trouble) })
@@ -257,6 +270,24 @@ export class MergeQueueRuntimeStore implements RuntimeRecords, QueueDashboardRea
         .where("leaseEpoch", "=", epoch)
         .executeTakeFirst();
       if (result.numUpdatedRows === 0n) return false;
+      const previous = parseHostTrouble(before.hostTrouble);
+      if ((previous === null) !== (trouble === null)) {
+        const outage = trouble ?? previous;
+        await emitQueueStateEvent(
+          trx,
+          queueId,
+          {
+            kind: "queue_host",
+            queueId,
+            blocked: trouble !== null,
+            cause: trouble === null ? null : troubleCause(trouble),
+            message: trouble?.message ?? null,
+            since: outage?.since ?? now,
+            at: now,
+          },
+          now,
+        );
+      }
       for (const { id, result: answer } of refused) {
         await trx
           .updateTable("mqCommands")
@@ -339,6 +370,7 @@ export class MergeQueueRuntimeStore implements RuntimeRecords, QueueDashboardRea
         step.transitions,
         new Map(step.entries.map((entry) => [entry.id, entry.prNumber])),
         step.now,
+        step.runs,
       );
       await this.upsertRuns(trx, step.runs);
       // One statement per distinct answer (most commands share `{"ok":true}`).

@@ -17,6 +17,7 @@ import type { PrState } from "../../mergequeue/model.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
 import { cachedLookup, lookupsChanged } from "../lookup-cache.js";
+import { emitQueueStateEvent } from "../outbound-emission.js";
 import { precompile, type PrecompiledQuery } from "../precompiled.js";
 import type { Database, MergeQueuesTable } from "../schema.js";
 import { type RepoRef, repositoryLookupKey } from "../../organizations/repositories.js";
@@ -329,9 +330,10 @@ export class MergeQueueStore implements MergeQueueRecords {
     targetBranch: string,
     now: number,
     decide: (current: MergeQueueRecord) => QueueConfiguration,
+    actor: string | null = null,
   ): Promise<MergeQueueRecord | undefined> {
     try {
-      return await this.modifyInTransaction(organizationId, repo, targetBranch, now, decide);
+      return await this.modifyInTransaction(organizationId, repo, targetBranch, now, decide, actor);
     } finally {
       lookupsChanged(this.db);
     }
@@ -343,6 +345,7 @@ export class MergeQueueStore implements MergeQueueRecords {
     targetBranch: string,
     now: number,
     decide: (current: MergeQueueRecord) => QueueConfiguration,
+    actor: string | null,
   ): Promise<MergeQueueRecord | undefined> {
     return this.db.transaction().execute(async (trx) => {
       const row = await this.selectByAddress(
@@ -361,7 +364,19 @@ export class MergeQueueStore implements MergeQueueRecords {
         .where("id", "=", current.id)
         .returningAll()
         .executeTakeFirstOrThrow();
-      return toRecord(updated);
+      const record = toRecord(updated);
+      if (record.configuration.state !== current.configuration.state) {
+        const facts = {
+          kind: "queue_state" as const,
+          queueId: current.id,
+          previous: current.configuration.state,
+          state: record.configuration.state,
+          actor,
+          at: now,
+        };
+        await emitQueueStateEvent(trx, current.id, facts, now);
+      }
+      return record;
     });
   }
 
@@ -380,15 +395,34 @@ export class MergeQueueStore implements MergeQueueRecords {
     configuration: QueueConfiguration,
     now: number,
   ): Promise<void> {
-    await this.db
-      .updateTable("mergeQueues")
-      .set((eb) => ({
-        ...toColumns(configuration),
-        updatedAt: now,
-        version: eb("version", "+", 1),
-      }))
-      .where("id", "=", id)
-      .execute();
+    await this.db.transaction().execute(async (trx) => {
+      const before = await trx
+        .selectFrom("mergeQueues")
+        .select("state")
+        .where("id", "=", id)
+        .$call((qb) => sqlDialect(this.dialect).forUpdate(qb, "mergeQueues"))
+        .executeTakeFirst();
+      await trx
+        .updateTable("mergeQueues")
+        .set((eb) => ({
+          ...toColumns(configuration),
+          updatedAt: now,
+          version: eb("version", "+", 1),
+        }))
+        .where("id", "=", id)
+        .execute();
+      if (before && before.state !== configuration.state) {
+        const facts = {
+          kind: "queue_state" as const,
+          queueId: id,
+          previous: before.state,
+          state: configuration.state,
+          actor: null,
+          at: now,
+        };
+        await emitQueueStateEvent(trx, id, facts, now);
+      }
+    });
     lookupsChanged(this.db);
   }
 

@@ -13,9 +13,23 @@ import type {
 import type { Database, OutboundEndpointsTable, OutboundEventsTable } from "../schema.js";
 
 /** A pull request's event context: the entry, its queue and repository, the run if any. */
+/** A queue (and one of its runs) as its events show it. */
+export interface QueueContext {
+  queueId: string;
+  organizationId: string;
+  targetBranch: string;
+  host: string;
+  owner: string;
+  name: string;
+  organizationSlug: string;
+  run: { kind: string; testBranch: string | null; testBranchSha: string | null } | undefined;
+}
+
 export interface PullRequestContext {
   prNumber: number;
   prAuthor: string;
+  submittedAt: number;
+  organizationId: string;
   targetBranch: string;
   host: string;
   owner: string;
@@ -190,6 +204,8 @@ export class OutboundWebhookStore implements EndpointRecords {
       .select([
         "e.prNumber",
         "e.prAuthor",
+        "e.submittedAt",
+        "r.organizationId",
         "q.targetBranch",
         "r.host",
         "r.owner",
@@ -216,6 +232,35 @@ export class OutboundWebhookStore implements EndpointRecords {
         prCount: (JSON.parse(run.prs) as unknown[]).length,
       },
     };
+  }
+
+  async queueContext(queueId: string, runId?: string): Promise<QueueContext | undefined> {
+    const row = await this.db
+      .selectFrom("mergeQueues as q")
+      .innerJoin("repositories as r", "r.id", "q.repositoryId")
+      .innerJoin("organizations as o", "o.id", "r.organizationId")
+      .select([
+        "q.id as queueId",
+        "r.organizationId",
+        "q.targetBranch",
+        "r.host",
+        "r.owner",
+        "r.name",
+        "o.slug as organizationSlug",
+      ])
+      .where("q.id", "=", queueId)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const run =
+      runId === undefined
+        ? undefined
+        : await this.db
+            .selectFrom("mqRuns")
+            .select(["kind", "testBranch", "testBranchSha"])
+            .where("queueId", "=", queueId)
+            .where("id", "=", runId)
+            .executeTakeFirst();
+    return { ...row, run };
   }
 
   async addDelivery(

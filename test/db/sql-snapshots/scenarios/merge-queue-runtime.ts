@@ -47,6 +47,8 @@ export const mergeQueueRuntimeScenario = scenario({
     { method: "sharedSnapshot", run: (s) => s.sharedSnapshot(QUEUE_ID) },
     {
       method: "recordHostTrouble",
+      // The queue's host answered before: its trouble starts, an event for endpoints.
+      answer: when([/^select "host_trouble"/, [{ host_trouble: null }]]),
       run: (s) =>
         s.recordHostTrouble(
           QUEUE_ID,
