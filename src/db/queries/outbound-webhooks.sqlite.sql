@@ -61,15 +61,17 @@ select "delivery_id", "at", "status_code", "error", "duration_ms", "response"
   order by "delivery_id", "id";
 
 -- OutboundWebhookStore.pullRequestContext(entryId, runId)
-select "e"."pr_number", "e"."pr_author", "e"."submitted_at", "r"."organization_id", "q"."target_branch", "r"."host", "r"."owner", "r"."name", "o"."slug" as "organization_slug"
-  from "mq_entries" as "e"
-  inner join "merge_queues" as "q" on "q"."id" = "e"."queue_id"
+select "queue_id", "pr_number", "pr_author", "submitted_at"
+  from "mq_entries"
+  where "id" = ?;
+select "q"."id" as "queue_id", "r"."organization_id", "q"."target_branch", "r"."host", "r"."owner", "r"."name", "o"."slug" as "organization_slug"
+  from "merge_queues" as "q"
   inner join "repositories" as "r" on "r"."id" = "q"."repository_id"
   inner join "organizations" as "o" on "o"."id" = "r"."organization_id"
-  where "e"."id" = ?;
+  where "q"."id" = ?;
 select "kind", "test_branch", "test_branch_sha", "prs"
   from "mq_runs"
-  where "id" = ?;
+  where "queue_id" = ? and "id" = ?;
 
 -- OutboundWebhookStore.queueContext(queueId, runId)
 select "q"."id" as "queue_id", "r"."organization_id", "q"."target_branch", "r"."host", "r"."owner", "r"."name", "o"."slug" as "organization_slug"
@@ -77,7 +79,7 @@ select "q"."id" as "queue_id", "r"."organization_id", "q"."target_branch", "r"."
   inner join "repositories" as "r" on "r"."id" = "q"."repository_id"
   inner join "organizations" as "o" on "o"."id" = "r"."organization_id"
   where "q"."id" = ?;
-select "kind", "test_branch", "test_branch_sha"
+select "kind", "test_branch", "test_branch_sha", "prs"
   from "mq_runs"
   where "queue_id" = ? and "id" = ?;
 

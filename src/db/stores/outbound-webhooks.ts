@@ -12,7 +12,6 @@ import type {
 } from "../../notifications/records.js";
 import type { Database, OutboundEndpointsTable, OutboundEventsTable } from "../schema.js";
 
-/** A pull request's event context: the entry, its queue and repository, the run if any. */
 /** A queue (and one of its runs) as its events show it. */
 export interface QueueContext {
   queueId: string;
@@ -22,22 +21,16 @@ export interface QueueContext {
   owner: string;
   name: string;
   organizationSlug: string;
-  run: { kind: string; testBranch: string | null; testBranchSha: string | null } | undefined;
-}
-
-export interface PullRequestContext {
-  prNumber: number;
-  prAuthor: string;
-  submittedAt: number;
-  organizationId: string;
-  targetBranch: string;
-  host: string;
-  owner: string;
-  name: string;
-  organizationSlug: string;
   run:
     | { kind: string; testBranch: string | null; testBranchSha: string | null; prCount: number }
     | undefined;
+}
+
+/** A pull request's event context: the entry, its queue and repository, the run if any. */
+export interface PullRequestContext extends Omit<QueueContext, "queueId"> {
+  prNumber: number;
+  prAuthor: string;
+  submittedAt: number;
 }
 
 /**
@@ -196,44 +189,28 @@ export class OutboundWebhookStore implements EndpointRecords {
     entryId: string,
     runId: string | null,
   ): Promise<PullRequestContext | undefined> {
-    const row = await this.db
-      .selectFrom("mqEntries as e")
-      .innerJoin("mergeQueues as q", "q.id", "e.queueId")
-      .innerJoin("repositories as r", "r.id", "q.repositoryId")
-      .innerJoin("organizations as o", "o.id", "r.organizationId")
-      .select([
-        "e.prNumber",
-        "e.prAuthor",
-        "e.submittedAt",
-        "r.organizationId",
-        "q.targetBranch",
-        "r.host",
-        "r.owner",
-        "r.name",
-        "o.slug as organizationSlug",
-      ])
-      .where("e.id", "=", entryId)
+    const entry = await this.db
+      .selectFrom("mqEntries")
+      .select(["queueId", "prNumber", "prAuthor", "submittedAt"])
+      .where("id", "=", entryId)
       .executeTakeFirst();
-    if (!row) return undefined;
-    const run =
-      runId === null
-        ? undefined
-        : await this.db
-            .selectFrom("mqRuns")
-            .select(["kind", "testBranch", "testBranchSha", "prs"])
-            .where("id", "=", runId)
-            .executeTakeFirst();
+    const queue = entry && (await this.queueContext(entry.queueId, runId ?? undefined));
+    if (!entry || !queue) return undefined;
     return {
-      ...row,
-      run: run && {
-        kind: run.kind,
-        testBranch: run.testBranch,
-        testBranchSha: run.testBranchSha,
-        prCount: (JSON.parse(run.prs) as unknown[]).length,
-      },
+      prNumber: entry.prNumber,
+      prAuthor: entry.prAuthor,
+      submittedAt: entry.submittedAt,
+      organizationId: queue.organizationId,
+      targetBranch: queue.targetBranch,
+      host: queue.host,
+      owner: queue.owner,
+      name: queue.name,
+      organizationSlug: queue.organizationSlug,
+      run: queue.run,
     };
   }
 
+  /** What a queue's events show of it (and of one of its runs). */
   async queueContext(queueId: string, runId?: string): Promise<QueueContext | undefined> {
     const row = await this.db
       .selectFrom("mergeQueues as q")
@@ -256,11 +233,19 @@ export class OutboundWebhookStore implements EndpointRecords {
         ? undefined
         : await this.db
             .selectFrom("mqRuns")
-            .select(["kind", "testBranch", "testBranchSha"])
+            .select(["kind", "testBranch", "testBranchSha", "prs"])
             .where("queueId", "=", queueId)
             .where("id", "=", runId)
             .executeTakeFirst();
-    return { ...row, run };
+    return {
+      ...row,
+      run: run && {
+        kind: run.kind,
+        testBranch: run.testBranch,
+        testBranchSha: run.testBranchSha,
+        prCount: (JSON.parse(run.prs) as unknown[]).length,
+      },
+    };
   }
 
   async addDelivery(

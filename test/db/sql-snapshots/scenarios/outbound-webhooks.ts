@@ -55,12 +55,19 @@ export const outboundWebhooksScenario = scenario({
     },
     {
       method: "pullRequestContext",
-      answer: when([/from "mq_entries"/, [{ pr_number: 7 }]], [/from "mq_runs"/, [{ prs: "[]" }]]),
+      answer: when(
+        [/from "mq_entries"/, [{ queue_id: "q1", pr_number: 7 }]],
+        [/from "merge_queues"/, [{ queue_id: "q1" }]],
+        [/from "mq_runs"/, [{ prs: "[]" }]],
+      ),
       run: (s) => s.pullRequestContext("entry-1", "run-1"),
     },
     {
       method: "queueContext",
-      answer: when([/from "merge_queues"/, [{ queue_id: "q1" }]]),
+      answer: when(
+        [/from "merge_queues"/, [{ queue_id: "q1" }]],
+        [/from "mq_runs"/, [{ prs: "[]" }]],
+      ),
       run: (s) => s.queueContext("q1", "run-1"),
     },
     { method: "addDelivery", run: (s) => s.addDelivery(1, "we_1", "test:1", NOW) },
