@@ -209,7 +209,8 @@ export class Issues {
     return { reaction, created: true };
   }
 
-  private labelNamed(repo: Repository, name: string, actor: Actor): Label {
+  /** The repository's label of that name (any letter case), created when missing (GitHub does). */
+  labelNamed(repo: Repository, name: string, actor: Actor): Label {
     const found = repo.labels.get(name.toLowerCase());
     if (found !== undefined) return found;
     const id = this.world.nextId("label");
@@ -280,20 +281,6 @@ export class Issues {
       if (actor.kind === "app" && comment.app?.id !== actor.app.id)
         throw new GitHubError(403, "Resource not accessible by integration");
     };
-
-    server.add({
-      method: "GET",
-      path: "/repos/{owner}/{repo}/issues/{issue_number}",
-      operationId: "issues/get",
-      auth: "token",
-      handler: (ctx) => {
-        const { repo } = access(ctx, "read");
-        return {
-          status: 200,
-          body: this.issueObject(this.pulls.pull(repo, ctx.params.issue_number)),
-        };
-      },
-    });
 
     server.add({
       method: "GET",
