@@ -295,6 +295,7 @@ export class PlainIssues {
       auth: "token",
       handler: (ctx) => {
         const { repo } = access(ctx, "read");
+        this.checkRequest(ctx, undefined);
         const plain = repo.issues.get(Number(ctx.params.issue_number));
         if (plain !== undefined) {
           if (!repo.settings.hasIssues) throw new GitHubError(410, DISABLED);
