@@ -1,15 +1,17 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GitHubTicketClient, GITHUB_BODY_MAX } from "../../src/notifications/tickets/github.js";
 import { renderTicketMarkdown } from "../../src/notifications/tickets/markdown.js";
-import type {
-  TicketConnection,
-  TicketDraft,
-  TicketError,
-  TicketResult,
-} from "../../src/notifications/tickets/types.js";
+import type { TicketConnection } from "../../src/notifications/tickets/types.js";
 import { FakeGitHub } from "../helpers/fake-github/index.js";
+import {
+  deadAddress,
+  ErrorMessages,
+  NASTY_TEXT,
+  startRedirector,
+  ticketConnection,
+  ticketDraft as draft,
+  valueOf as value,
+} from "../helpers/ticket-clients.js";
 
 /**
  * The GitHub Issues ticket client against the fake GitHub (real HTTP; every request checked
@@ -19,55 +21,17 @@ import { FakeGitHub } from "../helpers/fake-github/index.js";
 let gh: FakeGitHub;
 let token: string;
 let readerToken: string;
-let redirector: Server;
-let redirectorUrl: string;
+let redirector: { url: string; close: () => Promise<void> };
 const client = new GitHubTicketClient();
 const NAME = "acme/tracker";
-/** Every error message the client gave, to check that none holds a credential. */
-const messages: string[] = [];
+const errors = new ErrorMessages();
+const failure = errors.failure.bind(errors);
 
 function connection(overrides: Partial<TicketConnection> = {}): TicketConnection {
-  return {
-    id: "conn_1",
-    kind: "github",
-    baseUrl: gh.url,
-    target: NAME,
-    issueType: null,
-    email: null,
-    credential: token,
-    timeoutMs: 5_000,
-    allowPrivate: true,
-    ...overrides,
-  };
-}
-
-let drafts = 0;
-function draft(overrides: Partial<TicketDraft> = {}): TicketDraft {
-  drafts++;
-  return {
-    testId: `test_${String(drafts)}`,
-    marker: `t${String(drafts)}:conn_1`,
-    title: `Flaky test: checkout ${String(drafts)}`,
-    blocks: [
-      { kind: "heading", text: "Flaky test" },
-      { kind: "paragraph", spans: [{ text: "Fails " }, { text: "12%", strong: true }] },
-      { kind: "code", text: "Error: boom" },
-    ],
-    labels: ["flaky-test"],
-    owners: [],
-    ...overrides,
-  };
-}
-
-function failure<T>(result: TicketResult<T>): TicketError {
-  if (result.ok) throw new Error(`expected a failure, got ${JSON.stringify(result.value)}`);
-  messages.push(result.error.message);
-  return result.error;
-}
-
-function value<T>(result: TicketResult<T>): T {
-  if (!result.ok) throw new Error(`${result.error.kind}: ${result.error.message}`);
-  return result.value;
+  return ticketConnection(
+    { kind: "github", baseUrl: gh.url, target: NAME, credential: token },
+    overrides,
+  );
 }
 
 beforeAll(async () => {
@@ -85,22 +49,14 @@ beforeAll(async () => {
     permissions: { issues: "read", metadata: "read" },
   });
   readerToken = gh.installationToken(gh.installApp(reader.id, { account: "acme" }).id);
-  redirector = createServer((_req, res) => {
-    res.writeHead(301, { location: "https://elsewhere.example/api?token=secret" }).end();
-  });
-  await new Promise<void>((resolve) => redirector.listen(0, "127.0.0.1", resolve));
-  redirectorUrl = `http://127.0.0.1:${String((redirector.address() as AddressInfo).port)}`;
+  redirector = await startRedirector(301, "https://elsewhere.example/api?token=secret");
 });
 
 afterAll(async () => {
   await gh.close();
-  await new Promise((resolve) => redirector.close(resolve));
+  await redirector.close();
   gh.schema.assertValid();
-  for (const message of messages) {
-    expect(message).not.toContain(token);
-    expect(message).not.toContain(readerToken);
-    expect(message).not.toContain("secret");
-  }
+  expect(errors.leaking([token, readerToken, "secret"])).toEqual([]);
 });
 
 describe("GitHub Issues ticket client", () => {
@@ -126,7 +82,7 @@ describe("GitHub Issues ticket client", () => {
   });
 
   it("sends titles and bodies byte for byte, whatever quotes, backslashes or markup they hold", async () => {
-    const nasty = 'He said "hi" \\ """triple""" `tick` ``double`` <!-- not a comment --> ${x}';
+    const nasty = NASTY_TEXT;
     const ticket = draft({
       title: nasty,
       blocks: [
@@ -281,19 +237,15 @@ describe("GitHub's failures as ticket errors", () => {
   });
 
   it("nothing listening: unavailable", async () => {
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise((resolve) => closed.close(resolve));
     const error = failure(
-      await client.create(connection({ baseUrl: `http://127.0.0.1:${String(port)}` }), draft()),
+      await client.create(connection({ baseUrl: await deadAddress() }), draft()),
     );
     expect(error).toMatchObject({ kind: "unavailable", status: null });
     expect(error.message).toContain("ECONNREFUSED");
   });
 
   it("a redirect is not followed", async () => {
-    const error = failure(await client.create(connection({ baseUrl: redirectorUrl }), draft()));
+    const error = failure(await client.create(connection({ baseUrl: redirector.url }), draft()));
     expect(error).toMatchObject({ kind: "invalid", status: 301 });
     expect(error.message).toContain("does not follow");
     expect(error.message).toContain("https://elsewhere.example/api");

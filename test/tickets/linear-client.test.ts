@@ -1,15 +1,17 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LinearTicketClient } from "../../src/notifications/tickets/linear.js";
 import { renderTicketMarkdown } from "../../src/notifications/tickets/markdown.js";
-import type {
-  TicketConnection,
-  TicketDraft,
-  TicketError,
-  TicketResult,
-} from "../../src/notifications/tickets/types.js";
+import type { TicketConnection } from "../../src/notifications/tickets/types.js";
 import { FakeLinear, type LinearProject, type LinearTeam } from "../helpers/fake-linear.js";
+import {
+  deadAddress,
+  ErrorMessages,
+  NASTY_TEXT,
+  startRedirector,
+  ticketConnection,
+  ticketDraft as draft,
+  valueOf as value,
+} from "../helpers/ticket-clients.js";
 
 /**
  * The Linear ticket client against the fake Linear (real HTTP; every request validated against
@@ -21,53 +23,17 @@ let key: string;
 let team: LinearTeam;
 let otherTeam: LinearTeam;
 let project: LinearProject;
-let redirector: Server;
-let redirectorUrl: string;
+let redirector: { url: string; close: () => Promise<void> };
 const client = new LinearTicketClient();
-const messages: string[] = [];
+const errors = new ErrorMessages();
+const failure = errors.failure.bind(errors);
 const credentials: string[] = [];
 
 function connection(overrides: Partial<TicketConnection> = {}): TicketConnection {
-  return {
-    id: "conn_1",
-    kind: "linear",
-    baseUrl: linear.url,
-    target: team.id,
-    issueType: null,
-    email: null,
-    credential: key,
-    timeoutMs: 5_000,
-    allowPrivate: true,
-    ...overrides,
-  };
-}
-
-let drafts = 0;
-function draft(overrides: Partial<TicketDraft> = {}): TicketDraft {
-  drafts++;
-  return {
-    testId: `test_${String(drafts)}`,
-    marker: `t${String(drafts)}:conn_1`,
-    title: `Flaky test: checkout ${String(drafts)}`,
-    blocks: [
-      { kind: "heading", text: "Flaky test" },
-      { kind: "paragraph", spans: [{ text: "Fails " }, { text: "12%", strong: true }] },
-    ],
-    labels: ["flaky-test"],
-    owners: ["@acme/payments"],
-    ...overrides,
-  };
-}
-
-function failure<T>(result: TicketResult<T>): TicketError {
-  if (result.ok) throw new Error(`expected a failure, got ${JSON.stringify(result.value)}`);
-  messages.push(result.error.message);
-  return result.error;
-}
-
-function value<T>(result: TicketResult<T>): T {
-  if (!result.ok) throw new Error(`${result.error.kind}: ${result.error.message}`);
-  return result.value;
+  return ticketConnection(
+    { kind: "linear", baseUrl: linear.url, target: team.id, credential: key },
+    overrides,
+  );
 }
 
 async function post(body: unknown): Promise<{ status: number; json: unknown }> {
@@ -86,21 +52,15 @@ beforeAll(async () => {
   team = linear.createTeam("ENG", "Engineering");
   otherTeam = linear.createTeam("OPS", "Operations");
   project = linear.createProject("Flaky tests", [team]);
-  redirector = createServer((_req, res) => {
-    res.writeHead(308, { location: "https://api.linear.app/graphql" }).end();
-  });
-  await new Promise<void>((resolve) => redirector.listen(0, "127.0.0.1", resolve));
-  redirectorUrl = `http://127.0.0.1:${String((redirector.address() as AddressInfo).port)}/graphql`;
+  redirector = await startRedirector(308, "https://api.linear.app/graphql");
 });
 
 afterAll(async () => {
   await linear.close();
-  await new Promise((resolve) => redirector.close(resolve));
+  await redirector.close();
   // Every request the client sent was valid against Linear's schema.
   expect(linear.rejected).toEqual([]);
-  for (const message of messages) {
-    for (const credential of credentials) expect(message).not.toContain(credential);
-  }
+  expect(errors.leaking(credentials)).toEqual([]);
 });
 
 describe("Linear ticket client", () => {
@@ -110,7 +70,7 @@ describe("Linear ticket client", () => {
     const issue = linear.issue(created.externalId);
     expect(created).toEqual({
       key: issue.identifier,
-      url: `https://linear.app/acme/issue/${issue.identifier}/flaky-test-checkout-${String(drafts)}`,
+      url: `https://linear.app/acme/issue/${issue.identifier}/${issue.title.toLowerCase().replace(/[^a-z0-9]+/g, "-")}`,
       externalId: issue.id,
     });
     expect(issue.identifier).toMatch(/^ENG-\d+$/);
@@ -149,7 +109,7 @@ describe("Linear ticket client", () => {
   });
 
   it("keeps titles and descriptions byte for byte, whatever quotes, backslashes or markup they hold", async () => {
-    const nasty = 'He said "hi" \\ """triple""" `tick` ``double`` <!-- not a comment --> ${x} }{';
+    const nasty = NASTY_TEXT;
     const ticket = draft({
       title: nasty,
       blocks: [
@@ -176,7 +136,7 @@ describe("Linear ticket client", () => {
     const found = value(await client.find(connection(), ticket.marker));
     expect(found).toEqual({
       key: made?.identifier,
-      url: `https://linear.app/acme/issue/${String(made?.identifier)}/flaky-test-checkout-${String(drafts)}`,
+      url: `https://linear.app/acme/issue/${String(made?.identifier)}/${ticket.title.toLowerCase().replace(/[^a-z0-9]+/g, "-")}`,
       externalId: made?.id,
     });
     expect(linear.issues).toHaveLength(before + 1);
@@ -287,7 +247,9 @@ describe("Linear's failures as ticket errors", () => {
   });
 
   it("a redirect is not followed; a private address is refused unless allowed", async () => {
-    const redirect = failure(await client.create(connection({ baseUrl: redirectorUrl }), draft()));
+    const redirect = failure(
+      await client.create(connection({ baseUrl: `${redirector.url}/graphql` }), draft()),
+    );
     expect(redirect).toMatchObject({ kind: "invalid", status: 308 });
     expect(redirect.message).toContain("does not follow");
     const count = linear.requests.length;
@@ -298,13 +260,8 @@ describe("Linear's failures as ticket errors", () => {
   });
 
   it("nothing listening: unavailable", async () => {
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise((resolve) => closed.close(resolve));
-    const error = failure(
-      await client.find(connection({ baseUrl: `http://127.0.0.1:${String(port)}/graphql` }), "x"),
-    );
+    const baseUrl = `${await deadAddress()}/graphql`;
+    const error = failure(await client.find(connection({ baseUrl }), "x"));
     expect(error).toMatchObject({ kind: "unavailable", status: null });
   });
 });

@@ -7,11 +7,13 @@
  */
 import { markerLine, renderTicketMarkdown } from "./markdown.js";
 import {
+  noAnswerError,
   redirectMessage,
   retryAfterMs,
   scrub,
   ticketError,
   ticketRequest,
+  troubleError,
   type TicketHttpOutcome,
 } from "./transport.js";
 import type {
@@ -195,19 +197,8 @@ export class GitHubTicketClient implements TicketClient {
     operation: Operation,
     ok: number[],
   ): TicketResult<unknown> {
-    if (outcome.kind === "not_sent") {
-      return {
-        ok: false,
-        error: ticketError("unavailable", null, `GitHub could not be reached: ${outcome.message}`),
-      };
-    }
-    if (outcome.kind === "lost") {
-      const kind = operation === "create" ? "unknown_outcome" : "unavailable";
-      const maybe = operation === "create" ? "; the issue may have been created" : "";
-      return {
-        ok: false,
-        error: ticketError(kind, null, `GitHub did not answer: ${outcome.message}${maybe}`),
-      };
+    if (outcome.kind !== "answered") {
+      return { ok: false, error: noAnswerError("GitHub", outcome, operation === "create") };
     }
     let json: unknown;
     try {
@@ -336,17 +327,10 @@ function githubError(
     );
   }
   if (status === 400 || status === 422) return ticketError("invalid", status, what);
-  if (status >= 500) {
-    return operation === "create"
-      ? ticketError("unknown_outcome", status, `${what}; the issue may have been created`)
-      : ticketError("unavailable", status, what);
-  }
+  if (status >= 500) return troubleError(status, what, operation === "create");
   if (status >= 200 && status < 300) {
-    return ticketError(
-      operation === "create" ? "unknown_outcome" : "unavailable",
-      status,
-      `GitHub answered ${String(status)} without the expected JSON`,
-    );
+    const unread = `GitHub answered ${String(status)} without the expected JSON`;
+    return troubleError(status, unread, operation === "create");
   }
   return ticketError("invalid", status, what);
 }

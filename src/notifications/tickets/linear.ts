@@ -9,11 +9,13 @@
  */
 import { markerText, renderTicketMarkdown } from "./markdown.js";
 import {
+  noAnswerError,
   redirectMessage,
   retryAfterMs,
   scrub,
   ticketError,
   ticketRequest,
+  troubleError,
   type TicketHttpOutcome,
 } from "./transport.js";
 import type {
@@ -180,22 +182,8 @@ function readAnswer(
   outcome: TicketHttpOutcome,
   operation: Operation,
 ): TicketResult<unknown> {
-  if (outcome.kind === "not_sent") {
-    return {
-      ok: false,
-      error: ticketError("unavailable", null, `Linear could not be reached: ${outcome.message}`),
-    };
-  }
-  if (outcome.kind === "lost") {
-    const create = operation === "create";
-    return {
-      ok: false,
-      error: ticketError(
-        create ? "unknown_outcome" : "unavailable",
-        null,
-        `Linear did not answer: ${outcome.message}${create ? "; the issue may have been created" : ""}`,
-      ),
-    };
+  if (outcome.kind !== "answered") {
+    return { ok: false, error: noAnswerError("Linear", outcome, operation === "create") };
   }
   let json: { data?: unknown; errors?: unknown } | undefined;
   try {
@@ -289,9 +277,7 @@ function linearError(
   if (status === 400) return ticketError("invalid", status, what);
   // A 5xx, an error Linear did not classify, or a 200 without data: on a create, it may have
   // happened (the issue is looked for before another is made).
-  return create
-    ? ticketError("unknown_outcome", status, `${what}; the issue may have been created`)
-    : ticketError("unavailable", status, what);
+  return troubleError(status, what, create);
 }
 
 /** How long to wait after a rate limit: `Retry-After`, else the spent budget's reset (epoch ms). */

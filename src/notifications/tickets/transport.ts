@@ -140,6 +140,34 @@ export function ticketError(
   return { kind, status, message, retryAfterMs: retryAfter };
 }
 
+/**
+ * The error of a call that had no answer: nothing was sent (`unavailable`), or it was sent and the
+ * answer was lost, which on a create means it may have been carried out (`unknown_outcome`).
+ */
+export function noAnswerError(
+  provider: string,
+  outcome: Exclude<TicketHttpOutcome, { kind: "answered" }>,
+  create: boolean,
+): TicketError {
+  if (outcome.kind === "not_sent") {
+    return ticketError("unavailable", null, `${provider} could not be reached: ${outcome.message}`);
+  }
+  return create
+    ? ticketError(
+        "unknown_outcome",
+        null,
+        `${provider} did not answer: ${outcome.message}; the issue may have been created`,
+      )
+    : ticketError("unavailable", null, `${provider} did not answer: ${outcome.message}`);
+}
+
+/** A 5xx, or an answer that cannot be read: on a create it may have happened. */
+export function troubleError(status: number, what: string, create: boolean): TicketError {
+  return create
+    ? ticketError("unknown_outcome", status, `${what}; the issue may have been created`)
+    : ticketError("unavailable", status, what);
+}
+
 /** A redirect is never followed (the credential would go along): it is the connection's mistake. */
 export function redirectMessage(provider: string, status: number, headers: Headers): string {
   const location = headers.get("location");

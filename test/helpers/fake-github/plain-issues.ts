@@ -42,55 +42,7 @@ export class PlainIssues {
   ) {}
 
   issueObject(issue: Issue): Schema<"issue"> {
-    const urls = this.world.urls;
-    const repo = issue.repo;
-    const api = `${urls.repo(repo)}/issues/${issue.number}`;
-    const comments = [...repo.comments.values()].filter(
-      (c) => c.issueNumber === issue.number,
-    ).length;
-    return {
-      id: issue.id,
-      node_id: issue.nodeId,
-      url: api,
-      repository_url: urls.repo(repo),
-      labels_url: `${api}/labels{/name}`,
-      comments_url: `${api}/comments`,
-      events_url: `${api}/events`,
-      html_url: `${urls.repoHtml(repo)}/issues/${issue.number}`,
-      number: issue.number,
-      state: issue.state,
-      state_reason: issue.stateReason,
-      title: issue.title,
-      body: issue.body,
-      user: objects.simpleUser(urls, issue.user),
-      labels: issue.labels.map((l) => this.issues.labelObject(repo, l)),
-      assignee:
-        issue.assignees[0] === undefined ? null : objects.simpleUser(urls, issue.assignees[0]),
-      assignees: issue.assignees.map((a) => objects.simpleUser(urls, a)),
-      milestone: null,
-      locked: false,
-      active_lock_reason: null,
-      comments,
-      closed_at: issue.closedAt,
-      created_at: issue.createdAt,
-      updated_at: issue.updatedAt,
-      closed_by: issue.closedBy === null ? null : objects.simpleUser(urls, issue.closedBy),
-      author_association: this.pulls.authorAssociation(repo, issue.user),
-      reactions: {
-        url: `${api}/reactions`,
-        total_count: 0,
-        "+1": 0,
-        "-1": 0,
-        laugh: 0,
-        confused: 0,
-        heart: 0,
-        hooray: 0,
-        eyes: 0,
-        rocket: 0,
-      },
-      timeline_url: `${api}/timeline`,
-      performed_via_github_app: issue.app === null ? null : objects.integration(urls, issue.app),
-    };
+    return this.issues.issueObject(issue);
   }
 
   // ---- operations -------------------------------------------------------------------------------
@@ -281,9 +233,7 @@ export class PlainIssues {
         return {
           status: 200,
           headers: page.headers,
-          body: page.items.map((item) =>
-            "headRef" in item ? this.issues.issueObject(item) : this.issueObject(item),
-          ),
+          body: page.items.map((item) => this.issues.issueObject(item)),
         };
       },
     });
