@@ -77,7 +77,7 @@ function errorCode(error: unknown): string | undefined {
   return undefined;
 }
 
-/** One call; `secret` is kept out of every message. */
+/** One call; the connection's credential is kept out of every message. */
 export async function ticketRequest(
   connection: Pick<TicketConnection, "timeoutMs" | "allowPrivate" | "credential">,
   request: TicketHttpRequest,
