@@ -30,6 +30,8 @@ const DATABASE_FREE = [
   "test/mergequeue/planner-indexes.property.test.ts",
   "test/mergequeue/snapshot.test.ts",
   "test/mergequeue/submission-check.test.ts",
+  "test/tickets/github-client.test.ts",
+  "test/tickets/linear-client.test.ts",
 ];
 
 /**

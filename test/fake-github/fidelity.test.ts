@@ -298,6 +298,18 @@ describe("every endpoint, against GitHub's OpenAPI description", () => {
       ...R,
       issue_number: pr.number,
     });
+    const { data: ticket } = await client.request("POST /repos/{owner}/{repo}/issues", {
+      ...R,
+      title: "Flaky test",
+      body: "<!-- mainline:ticket t -->",
+      labels: ["flaky-test"],
+      assignees: ["bob"],
+    });
+    await client.request("GET /repos/{owner}/{repo}/issues/{issue_number}", {
+      ...R,
+      issue_number: ticket.number,
+    });
+    await client.request("GET /repos/{owner}/{repo}/issues", { ...R, state: "all" });
     const { data: comment } = await client.request(
       "POST /repos/{owner}/{repo}/issues/{issue_number}/comments",
       { ...R, issue_number: pr.number, body: "Queued" },

@@ -25,6 +25,12 @@ describe("redactSecrets", () => {
     expect(redactSecrets("client_id=Iv1&client_secret=f00ba4")).toBe(
       "client_id=Iv1&client_secret=[redacted]",
     );
+    expect(redactSecrets("key lin_api_0123456789abcdefABCDEF0123456789abcdefAB refused")).toBe(
+      "key lin_api_[redacted] refused",
+    );
+    expect(redactSecrets("Bearer lin_oauth_8f3a9c0b1d2e3f405162738495a6b7c8")).toBe(
+      "Bearer lin_oauth_[redacted]",
+    );
     const harmless = "No operation GET /v1/nowhere. Expires in 5 minutes; key names: a, b.";
     expect(redactSecrets(harmless)).toBe(harmless);
   });

@@ -28,6 +28,7 @@ import type {
   CommitStatus,
   FakeApp,
   Installation,
+  Issue,
   IssueComment,
   PermissionSet,
   PullRequest,
@@ -42,6 +43,7 @@ import * as objects from "./objects.js";
 import * as protection from "./protection.js";
 import { Issues } from "./issues.js";
 import { OAuthFlow } from "./oauth.js";
+import { PlainIssues } from "./plain-issues.js";
 import { SchemaGuard } from "./openapi-guard.js";
 import { Pulls } from "./pulls.js";
 import { RefService } from "./refs.js";
@@ -117,6 +119,8 @@ export class FakeGitHub {
   readonly checks: Checks;
   readonly pulls: Pulls;
   readonly issues: Issues;
+  /** Issues that are not pull requests (tickets). */
+  readonly plainIssues: PlainIssues;
   readonly ci: Ci;
   /** GitHub Actions' workflow runs (`GET …/actions/runs/{id}`). */
   readonly actions: Actions;
@@ -170,6 +174,14 @@ export class FakeGitHub {
     this.checks = new Checks(world, this.auth, this.webhooks);
     this.pulls = new Pulls(world, this.auth, this.refs, this.webhooks);
     this.issues = new Issues(world, this.auth, this.pulls, this.webhooks);
+    this.plainIssues = new PlainIssues(
+      world,
+      this.auth,
+      this.pulls,
+      this.issues,
+      this.webhooks,
+      validate ? this.schema : null,
+    );
     this.actions = new Actions(world, this.auth);
     this.ci = new Ci(world, this.checks, this.webhooks, GITHUB_ACTIONS_APP_ID, this.actions);
     this.auth.register(this.http);
@@ -179,6 +191,7 @@ export class FakeGitHub {
     this.checks.register(this.http);
     this.pulls.register(this.http);
     this.issues.register(this.http);
+    this.plainIssues.register(this.http);
     this.actions.register(this.http);
     this.createGitHubActionsApp();
   }
@@ -469,6 +482,7 @@ export class FakeGitHub {
         allowUpdateBranch: false,
         deleteBranchOnMerge: false,
         draftPullRequests: true,
+        hasIssues: true,
         ...init.settings,
       },
       parent: null,
@@ -476,6 +490,7 @@ export class FakeGitHub {
       labels: new Map(),
       nextIssueNumber: 1,
       pulls: new Map(),
+      issues: new Map(),
       comments: new Map(),
       checkSuites: new Map(),
       checkRuns: new Map(),
@@ -847,6 +862,60 @@ export class FakeGitHub {
   }
 
   /** The comments on a pull request, oldest first. */
+  // ---- issues (not pull requests) ------------------------------------------------------------
+
+  /** Opens an issue as `by` (default: the owner or an admin), as from the web page. */
+  createIssue(
+    repoName: string,
+    input: { title: string; body?: string; labels?: string[]; assignees?: string[]; by?: string },
+  ): number {
+    const repo = this.world.repo(repoName);
+    const by = input.by ?? this.defaultPusher(repo);
+    const issue = this.plainIssues.create(repo, this.actor(by, repoName), {
+      title: input.title,
+      body: input.body ?? null,
+      labels: input.labels ?? [],
+      assignees: input.assignees ?? [],
+    });
+    return issue.number;
+  }
+
+  /** The issue's record (title, body, state, stateReason, labels, assignees…). */
+  issue(repoName: string, number: number): Issue {
+    return this.plainIssues.issue(this.world.repo(repoName), number);
+  }
+
+  /** Every issue of a repository that is not a pull request, by number. */
+  issuesOf(repoName: string): Issue[] {
+    return [...this.world.repo(repoName).issues.values()].sort((a, b) => a.number - b.number);
+  }
+
+  /** Closes an issue from the web page (`issues.closed`); reason `completed` or `not_planned`. */
+  closeIssue(
+    repoName: string,
+    number: number,
+    options: { by?: string; reason?: "completed" | "not_planned" } = {},
+  ): void {
+    const repo = this.world.repo(repoName);
+    const by = options.by ?? this.defaultPusher(repo);
+    this.plainIssues.close(
+      this.issue(repoName, number),
+      this.actor(by, repoName),
+      options.reason ?? "completed",
+    );
+  }
+
+  reopenIssue(repoName: string, number: number, options: { by?: string } = {}): void {
+    const repo = this.world.repo(repoName);
+    const by = options.by ?? this.defaultPusher(repo);
+    this.plainIssues.reopen(this.issue(repoName, number), this.actor(by, repoName));
+  }
+
+  /** Turns a repository's issues off (the issues API answers 410) or on. */
+  setIssuesEnabled(repoName: string, enabled: boolean): void {
+    this.world.repo(repoName).settings.hasIssues = enabled;
+  }
+
   comments(repoName: string, number: number): IssueComment[] {
     return [...this.world.repo(repoName).comments.values()]
       .filter((c) => c.issueNumber === number)

@@ -8,7 +8,15 @@ import {
   type HttpServer,
   type RequestContext,
 } from "./http.js";
-import type { Account, IssueComment, Label, PullRequest, Reaction, Repository } from "./model.js";
+import type {
+  Account,
+  Issue,
+  IssueComment,
+  Label,
+  PullRequest,
+  Reaction,
+  Repository,
+} from "./model.js";
 import * as objects from "./objects.js";
 import type { Schema } from "./objects.js";
 import type { Pulls } from "./pulls.js";
@@ -81,48 +89,60 @@ export class Issues {
     };
   }
 
-  /** The pull request as an issue (what `issue_comment` payloads and `issues/{n}` carry). */
-  issueObject(pr: PullRequest): Schema<"issue"> {
+  /**
+   * An issue, or a pull request as an issue (what `issue_comment` payloads, `issues/{n}` and the
+   * issue list carry): a pull request has `pull_request` and `draft`, an issue neither.
+   */
+  issueObject(item: PullRequest | Issue): Schema<"issue"> {
     const urls = this.world.urls;
-    const repo = pr.repo;
-    const api = `${urls.repo(repo)}/issues/${pr.number}`;
-    const html = `${urls.repoHtml(repo)}/pull/${pr.number}`;
-    const comments = [...repo.comments.values()].filter((c) => c.issueNumber === pr.number).length;
+    const repo = item.repo;
+    const pull = "headRef" in item ? item : null;
+    const api = `${urls.repo(repo)}/issues/${item.number}`;
+    const html = `${urls.repoHtml(repo)}/${pull === null ? "issues" : "pull"}/${item.number}`;
+    const comments = [...repo.comments.values()].filter(
+      (c) => c.issueNumber === item.number,
+    ).length;
+    const assignees = pull === null ? (item as Issue).assignees : [];
+    const plain = pull === null ? (item as Issue) : null;
     return {
-      id: pr.id + 1,
-      node_id: objects.nodeId("Issue", pr.id + 1),
+      id: pull === null ? item.id : pull.id + 1,
+      node_id: pull === null ? item.nodeId : objects.nodeId("Issue", pull.id + 1),
       url: api,
       repository_url: urls.repo(repo),
       labels_url: `${api}/labels{/name}`,
       comments_url: `${api}/comments`,
       events_url: `${api}/events`,
       html_url: html,
-      number: pr.number,
-      state: pr.state,
-      state_reason: null,
-      title: pr.title,
-      body: pr.body,
-      user: objects.simpleUser(urls, pr.user),
-      labels: pr.labels.map((l) => this.labelObject(repo, l)),
-      assignee: null,
-      assignees: [],
+      number: item.number,
+      state: item.state,
+      state_reason: plain?.stateReason ?? null,
+      title: item.title,
+      body: item.body,
+      user: objects.simpleUser(urls, item.user),
+      labels: item.labels.map((l) => this.labelObject(repo, l)),
+      assignee: assignees[0] === undefined ? null : objects.simpleUser(urls, assignees[0]),
+      assignees: assignees.map((a) => objects.simpleUser(urls, a)),
       milestone: null,
-      locked: pr.locked,
+      locked: pull?.locked ?? false,
       active_lock_reason: null,
       comments,
-      pull_request: {
-        url: `${urls.repo(repo)}/pulls/${pr.number}`,
-        html_url: html,
-        diff_url: `${html}.diff`,
-        patch_url: `${html}.patch`,
-        merged_at: pr.mergedAt,
-      },
-      closed_at: pr.closedAt,
-      created_at: pr.createdAt,
-      updated_at: pr.updatedAt,
-      draft: pr.draft,
-      closed_by: null,
-      author_association: this.pulls.authorAssociation(repo, pr.user),
+      ...(pull === null
+        ? {}
+        : {
+            pull_request: {
+              url: `${urls.repo(repo)}/pulls/${pull.number}`,
+              html_url: html,
+              diff_url: `${html}.diff`,
+              patch_url: `${html}.patch`,
+              merged_at: pull.mergedAt,
+            },
+            draft: pull.draft,
+          }),
+      closed_at: item.closedAt,
+      created_at: item.createdAt,
+      updated_at: item.updatedAt,
+      closed_by: plain?.closedBy == null ? null : objects.simpleUser(urls, plain.closedBy),
+      author_association: this.pulls.authorAssociation(repo, item.user),
       reactions: {
         url: `${api}/reactions`,
         total_count: 0,
@@ -136,7 +156,7 @@ export class Issues {
         rocket: 0,
       },
       timeline_url: `${api}/timeline`,
-      performed_via_github_app: null,
+      performed_via_github_app: plain?.app == null ? null : objects.integration(urls, plain.app),
     };
   }
 
@@ -209,7 +229,8 @@ export class Issues {
     return { reaction, created: true };
   }
 
-  private labelNamed(repo: Repository, name: string, actor: Actor): Label {
+  /** The repository's label of that name (any letter case), created when missing (GitHub does). */
+  labelNamed(repo: Repository, name: string, actor: Actor): Label {
     const found = repo.labels.get(name.toLowerCase());
     if (found !== undefined) return found;
     const id = this.world.nextId("label");
@@ -280,20 +301,6 @@ export class Issues {
       if (actor.kind === "app" && comment.app?.id !== actor.app.id)
         throw new GitHubError(403, "Resource not accessible by integration");
     };
-
-    server.add({
-      method: "GET",
-      path: "/repos/{owner}/{repo}/issues/{issue_number}",
-      operationId: "issues/get",
-      auth: "token",
-      handler: (ctx) => {
-        const { repo } = access(ctx, "read");
-        return {
-          status: 200,
-          body: this.issueObject(this.pulls.pull(repo, ctx.params.issue_number)),
-        };
-      },
-    });
 
     server.add({
       method: "GET",

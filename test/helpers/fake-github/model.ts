@@ -98,6 +98,27 @@ export interface IssueComment {
   reactions: Reaction[];
 }
 
+/** An issue that is not a pull request (pull requests are issues too; they live in `pulls`). */
+export interface Issue {
+  id: number;
+  nodeId: string;
+  number: number;
+  repo: Repository;
+  user: Account;
+  /** The App that opened it, when an installation token did. */
+  app: FakeApp | null;
+  title: string;
+  body: string | null;
+  state: "open" | "closed";
+  stateReason: "completed" | "not_planned" | "reopened" | null;
+  labels: Label[];
+  assignees: Account[];
+  createdAt: string;
+  updatedAt: string;
+  closedAt: string | null;
+  closedBy: Account | null;
+}
+
 export interface Review {
   id: number;
   nodeId: string;
@@ -269,6 +290,8 @@ export interface RepositorySettings {
   deleteBranchOnMerge: boolean;
   /** Draft pull requests (GitHub: only on public repositories or paid plans). */
   draftPullRequests: boolean;
+  /** Issues turned on (off: the issues API answers 410 `Issues are disabled for this repo`). */
+  hasIssues: boolean;
 }
 
 export interface Repository {
@@ -290,6 +313,8 @@ export interface Repository {
   labels: Map<string, Label>;
   nextIssueNumber: number;
   pulls: Map<number, PullRequest>;
+  /** Issues that are not pull requests; numbers are shared with `pulls`. */
+  issues: Map<number, Issue>;
   comments: Map<number, IssueComment>;
   checkSuites: Map<number, CheckSuite>;
   checkRuns: Map<number, CheckRun>;

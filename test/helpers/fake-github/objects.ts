@@ -194,7 +194,10 @@ export function repository(
   const api = urls.repo(repo);
   const html = urls.repoHtml(repo);
   const name = fullName(repo);
-  const openIssues = [...repo.pulls.values()].filter((p) => p.state === "open").length;
+  // GitHub counts open issues and pull requests together.
+  const openIssues = [...repo.pulls.values(), ...repo.issues.values()].filter(
+    (p) => p.state === "open",
+  ).length;
   return {
     id: repo.id,
     node_id: repo.nodeId,
@@ -260,7 +263,7 @@ export function repository(
     open_issues: openIssues,
     is_template: false,
     topics: [],
-    has_issues: true,
+    has_issues: repo.settings.hasIssues,
     has_projects: true,
     has_wiki: false,
     has_pages: false,

@@ -1,16 +1,22 @@
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
-import { restDescription, webhooksDescription } from "./spec.js";
+import {
+  restDescription,
+  webhooksDescription,
+  type OpenApiOperation,
+  type OpenApiParameter,
+} from "./spec.js";
 
 /**
  * Validates what the fake sends against GitHub's own descriptions: every response body against
  * the operation's schema in `@octokit/openapi` (OpenAPI 3.0, whose `nullable` is rewritten for Ajv
- * first), every webhook payload against `@octokit/openapi-webhooks`. Violations are recorded; a
- * test asserts there are none.
+ * first), every webhook payload against `@octokit/openapi-webhooks`, and the requests of the routes
+ * that ask for it (`checkRequest`: query parameters and JSON body against the operation's
+ * parameters and request body). Violations are recorded; a test asserts there are none.
  */
 
 export interface SchemaViolation {
-  kind: "response" | "webhook";
+  kind: "response" | "webhook" | "request";
   /** operationId (responses) or `event.action` (webhooks). */
   name: string;
   status: number | null;
@@ -65,6 +71,7 @@ function rewrite(node: unknown, root: string): unknown {
 const shared = {
   ajv: null as Ajv | null,
   operations: new Map<string, Record<string, unknown>>(),
+  requests: new Map<string, OpenApiOperation>(),
   validators: new Map<string, ValidateFunction | null>(),
 };
 
@@ -103,6 +110,7 @@ export class SchemaGuard {
       for (const op of Object.values(methods)) {
         if (typeof op === "object" && typeof op.operationId === "string") {
           this.operations.set(op.operationId, op.responses ?? {});
+          shared.requests.set(op.operationId, op);
         }
       }
     }
@@ -156,6 +164,63 @@ export class SchemaGuard {
         });
       }
     }
+  }
+
+  /**
+   * Checks a request against the operation's description: each query parameter it describes (an
+   * array parameter, such as `labels`, is one comma-separated string on the wire) and the JSON
+   * body. Returns the problems (also recorded as violations: a client sent what GitHub refuses).
+   */
+  checkRequest(operationId: string, query: URLSearchParams, body: unknown): string[] {
+    const ajv = this.setup();
+    const op = shared.requests.get(operationId);
+    if (op === undefined) return [`no description of ${operationId}`];
+    const problems: string[] = [];
+    const rest = restDescription();
+    for (const raw of op.parameters ?? []) {
+      const parameter: OpenApiParameter | undefined =
+        "$ref" in raw ? rest.components.parameters[raw.$ref.split("/").pop() ?? ""] : raw;
+      if (parameter?.in !== "query" || parameter.schema === undefined) continue;
+      const value = query.get(parameter.name);
+      if (value === null) continue;
+      const schema = rewrite(parameter.schema, "rest") as Json;
+      const typed =
+        schema.type === "integer" || schema.type === "number"
+          ? Number(value)
+          : schema.type === "boolean"
+            ? value === "true"
+              ? true
+              : value === "false"
+                ? false
+                : value
+            : value;
+      const key = `request ${operationId} ${parameter.name}`;
+      let validate = this.validators.get(key);
+      if (validate === undefined) {
+        validate = ajv.compile(schema);
+        this.validators.set(key, validate);
+      }
+      if (validate !== null && !validate(typed)) {
+        problems.push(...describe(validate.errors ?? []).map((e) => `?${parameter.name}: ${e}`));
+      }
+    }
+    const bodySchema = op.requestBody?.content?.["application/json"]?.schema;
+    if (bodySchema !== undefined) {
+      const key = `request ${operationId} body`;
+      let validate = this.validators.get(key);
+      if (validate === undefined) {
+        validate = ajv.compile(rewrite(bodySchema, "rest") as Json);
+        this.validators.set(key, validate);
+      }
+      if (validate !== null && !validate(body)) {
+        problems.push(...describe(validate.errors ?? []).map((e) => `body ${e}`));
+      }
+    }
+    this.checked++;
+    if (problems.length > 0) {
+      this.violations.push({ kind: "request", name: operationId, status: null, errors: problems });
+    }
+    return problems;
   }
 
   checkWebhook(event: string, action: string | null, payload: unknown): void {

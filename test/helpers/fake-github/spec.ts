@@ -10,15 +10,27 @@ import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 
+export interface OpenApiParameter {
+  name: string;
+  in: string;
+  required?: boolean;
+  schema?: unknown;
+}
+
+export interface OpenApiOperation {
+  operationId?: string;
+  responses?: Record<string, unknown>;
+  parameters?: (OpenApiParameter | { $ref: string })[];
+  requestBody?: { required?: boolean; content?: Record<string, { schema?: unknown }> };
+}
+
 export interface OpenApiDocument {
-  paths: Record<
-    string,
-    Record<string, { operationId?: string; responses?: Record<string, unknown> }>
-  >;
+  paths: Record<string, Record<string, OpenApiOperation>>;
   components: {
     schemas: Record<string, unknown>;
     examples: Record<string, { value: unknown }>;
     responses: Record<string, unknown>;
+    parameters: Record<string, OpenApiParameter>;
   };
 }
 

@@ -56,6 +56,7 @@ const ID_BASES: Record<string, number> = {
   installation: 40_000_000,
   repo: 500_000_000,
   pull: 1_800_000_000,
+  issue: 2_900_000_000,
   comment: 2_100_000_000,
   label: 6_000_000_000,
   review: 2_200_000_000,
