@@ -77,7 +77,9 @@ describe("Linear ticket client", () => {
     expect(issue.team.id).toBe(team.id);
     expect(issue.project).toBeNull();
     expect(issue.title).toBe(ticket.title);
-    expect(issue.description).toBe(renderTicketMarkdown(ticket.blocks, ticket.marker));
+    expect(issue.description).toBe(
+      renderTicketMarkdown(ticket.blocks, ticket.marker, { visibleMarker: true }),
+    );
     const request = linear.requests.at(-1);
     expect(request?.authorization).toBe(key);
     expect(request?.operationName).toBeNull();
@@ -119,7 +121,9 @@ describe("Linear ticket client", () => {
     });
     const issue = linear.issue(value(await client.create(connection(), ticket)).externalId);
     expect(issue.title).toBe(nasty);
-    expect(issue.description).toBe(renderTicketMarkdown(ticket.blocks, ticket.marker));
+    expect(issue.description).toBe(
+      renderTicketMarkdown(ticket.blocks, ticket.marker, { visibleMarker: true }),
+    );
     expect(issue.description).toContain(`\`\`\`\n${nasty}\n\`\`\``);
   });
 

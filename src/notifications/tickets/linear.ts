@@ -75,7 +75,8 @@ export class LinearTicketClient implements TicketClient {
     const input: Record<string, unknown> = {
       teamId: connection.target,
       title: draft.title.replace(/\s+/g, " ").trim() || "Test needs attention",
-      description: renderTicketMarkdown(draft.blocks, draft.marker),
+      // Visible: Linear's editor may drop an HTML comment, and `find` looks for the marker.
+      description: renderTicketMarkdown(draft.blocks, draft.marker, { visibleMarker: true }),
     };
     const project = connection.issueType?.trim();
     if (project !== undefined && project !== "") input.projectId = project;

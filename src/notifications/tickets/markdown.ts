@@ -149,9 +149,14 @@ export function markerText(marker: string): string {
   return `mainline:ticket ${safe}`;
 }
 
-/** The hidden last line of a ticket's body. */
-export function markerLine(marker: string): string {
-  return `<!-- ${markerText(marker)} -->`;
+/**
+ * The last line of a ticket's body: hidden (an HTML comment) where the tracker keeps Markdown as
+ * written (GitHub); shown as inline code where it may rewrite it (Linear's editor drops HTML).
+ */
+export function markerLine(marker: string, visible = false): string {
+  return visible
+    ? `Tracked by Mainline: \`${markerText(marker)}\``
+    : `<!-- ${markerText(marker)} -->`;
 }
 
 export const TRUNCATED_NOTICE = "_(cut short: the full text was longer than the tracker allows)_";
@@ -176,9 +181,9 @@ function prefixWithin(text: string, units: number): string {
 export function renderTicketMarkdown(
   blocks: readonly TicketBlock[],
   marker: string,
-  options: { maxLength?: number } = {},
+  options: { maxLength?: number; visibleMarker?: boolean } = {},
 ): string {
-  const tail = markerLine(marker);
+  const tail = markerLine(marker, options.visibleMarker);
   // What always fits after the blocks: the notice and the marker, each after a blank line.
   const budget = (options.maxLength ?? Infinity) - tail.length - TRUNCATED_NOTICE.length - 4;
   const parts: string[] = [];
