@@ -127,6 +127,13 @@ interface Checked {
   texts: { text: string; mrkdwn: boolean }[];
 }
 
+/** A block's list (`fields`, `elements`) of 1 to `max` items; a problem when it is not. */
+function itemsOf(value: unknown, max: number, at: string, out: Checked): unknown[] {
+  const items: unknown[] = Array.isArray(value) ? value : [];
+  if (items.length === 0 || items.length > max) out.problems.push(`${at}: 1 to ${String(max)}`);
+  return items;
+}
+
 function checkBlock(block: unknown, index: number, out: Checked): void {
   const where = `blocks[${String(index)}]`;
   const text = (value: unknown, max: number, at: string) => {
@@ -150,10 +157,7 @@ function checkBlock(block: unknown, index: number, out: Checked): void {
       }
       if (block.text !== undefined) text(block.text, BLOCK_LIMITS.section, `${where}.text`);
       if (block.fields !== undefined) {
-        const fields = Array.isArray(block.fields) ? block.fields : [];
-        if (fields.length === 0 || fields.length > BLOCK_LIMITS.fields) {
-          out.problems.push(`${where}.fields: 1 to ${String(BLOCK_LIMITS.fields)}`);
-        }
+        const fields = itemsOf(block.fields, BLOCK_LIMITS.fields, `${where}.fields`, out);
         fields.forEach((f, i) => {
           text(f, BLOCK_LIMITS.field, `${where}.fields[${String(i)}]`);
         });
@@ -161,21 +165,25 @@ function checkBlock(block: unknown, index: number, out: Checked): void {
       return;
     }
     case "context": {
-      const elements = Array.isArray(block.elements) ? block.elements : [];
-      if (elements.length === 0 || elements.length > BLOCK_LIMITS.contextElements) {
-        out.problems.push(`${where}.elements: 1 to ${String(BLOCK_LIMITS.contextElements)}`);
-      }
+      const elements = itemsOf(
+        block.elements,
+        BLOCK_LIMITS.contextElements,
+        `${where}.elements`,
+        out,
+      );
       elements.forEach((e, i) => {
         text(e, BLOCK_LIMITS.section, `${where}.elements[${String(i)}]`);
       });
       return;
     }
     case "actions": {
-      const elements = Array.isArray(block.elements) ? block.elements : [];
-      if (elements.length === 0 || elements.length > BLOCK_LIMITS.actionsElements) {
-        out.problems.push(`${where}.elements: 1 to ${String(BLOCK_LIMITS.actionsElements)}`);
-      }
-      elements.forEach((e: unknown, i) => {
+      const elements = itemsOf(
+        block.elements,
+        BLOCK_LIMITS.actionsElements,
+        `${where}.elements`,
+        out,
+      );
+      elements.forEach((e, i) => {
         const at = `${where}.elements[${String(i)}]`;
         if (!isObject(e) || e.type !== "button") {
           out.problems.push(`${at}: only buttons here`);

@@ -287,49 +287,42 @@ describe("merge-queue messages", () => {
   });
 
   it("renders the queue's own events and a failed batch", () => {
-    const state = both("mainline.queue.state_changed", {
-      type: "mainline.queue.state_changed",
-      timestamp: "2026-12-07T03:00:00.000Z",
-      repository: REPOSITORY,
-      target_branch: "main",
+    /** A queue event's body (the lead's sample shapes): its common fields and `extra`. */
+    const queue = (type: string, extra: Record<string, unknown> = {}) =>
+      both(type, {
+        type,
+        timestamp: "2026-12-07T03:00:00.000Z",
+        repository: REPOSITORY,
+        target_branch: "main",
+        http_details_url: `${PUBLIC}/acme/merge-queue/x`,
+        ...extra,
+      });
+    const state = queue("mainline.queue.state_changed", {
       previous_state: "RUNNING",
       state: "PAUSED",
       actor: "alice@acme.test",
       reason: "release freeze",
-      http_details_url: `${PUBLIC}/acme/merge-queue/x`,
     });
     expect(state.slack.text).toBe(
       "The main queue of acme/web is paused: alice@acme.test changed it from running to paused: release freeze",
     );
     expect(state.slackText).toContain("*By*\nalice@acme.test");
-    const blocked = both("mainline.queue.blocked", {
-      type: "mainline.queue.blocked",
-      repository: REPOSITORY,
-      target_branch: "main",
+    const blocked = queue("mainline.queue.blocked", {
       cause: "host_unreachable",
       message: "GitHub answered 502 to every request since 03:00",
-      http_details_url: `${PUBLIC}/acme/merge-queue/x`,
     });
     expect(blocked.slack.text).toBe(
       "The main queue of acme/web is blocked: host unreachable: GitHub answered 502 to every request since 03:00",
     );
-    const unblocked = both("mainline.queue.unblocked", {
-      type: "mainline.queue.unblocked",
-      repository: REPOSITORY,
-      target_branch: "main",
-    });
+    const unblocked = queue("mainline.queue.unblocked");
     expect(unblocked.slack.text).toBe("The main queue of acme/web is unblocked");
-    const batch = both("pull_request_batch.failed", {
-      type: "pull_request_batch.failed",
+    const batch = queue("pull_request_batch.failed", {
       action: "failed",
       status: "failed",
       pr_numbers: [1, 2],
       pr_numbers_in_batch: [1, 2, 3],
-      repository: REPOSITORY,
-      target_branch: "main",
       test_branch: "trunk-merge/main/1",
       test_branch_sha: "abc",
-      timestamp: "x",
       failure_reason: "TEST_RUN_REQUIRED_STATUS_FAILED",
       is_bisection: false,
     });

@@ -426,10 +426,26 @@ describe("what a chat endpoint needs", () => {
     });
     expect(good.status, good.text).toBe(200);
     expect(good.body.endpoint.url).toBe("https://hooks.slack.example/…");
-    const kindChange = await strict.call("webhooks/updateEndpoint", {
-      endpointId: good.body.endpoint.id,
-      channel: "C0ABC",
+    const endpointId = good.body.endpoint.id;
+    for (const change of [
+      { channel: "C0ABC" },
+      { kind: "teams" },
+      { url: "http://hooks.slack.example/services/T0/B0/other" },
+      { secret: "xoxb-1-2-abcdefgh" },
+    ]) {
+      const refused = await strict.call("webhooks/updateEndpoint", { endpointId, ...change });
+      expect(refused.status, JSON.stringify(change)).toBe(400);
+    }
+    const moved = await strict.call<{ endpoint: Endpoint }>("webhooks/updateEndpoint", {
+      endpointId,
+      url: "https://hooks.slack.example/services/T0/B1/newsecretpart",
+      codeOwners: ["@acme/search"],
     });
-    expect(kindChange.status).toBe(400);
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.body.endpoint).toMatchObject({
+      url: "https://hooks.slack.example/…",
+      codeOwners: ["@acme/search"],
+    });
+    expect(moved.text).not.toContain("newsecretpart");
   });
 });

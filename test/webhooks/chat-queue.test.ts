@@ -9,11 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeSlack, type FakeSlack } from "../helpers/fake-slack.js";
 import { startFakeTeams, type FakeTeams } from "../helpers/fake-teams.js";
 import {
-  allConcluded,
   createRepositoryAndQueue,
   ok,
-  openPullRequest,
-  submit,
+  oneMergedOneFailed,
   type Call,
 } from "../helpers/local-queue.js";
 import { waitFor } from "../helpers/process.js";
@@ -56,14 +54,7 @@ describe("merge-queue events in chat", () => {
       codeOwners: ["@acme/payments"],
     });
     await ok(call, "webhooks/createEndpoint", { kind: "teams", url: teams.addWorkflow() });
-    const good = await openPullRequest(call, project, 1, { "numbers/p1.txt": "1\n" });
-    const bad = await openPullRequest(call, project, 2, { "numbers/p2.txt": "two\n" });
-    await submit(call, good);
-    await submit(call, bad);
-    await waitFor(() => allConcluded(call, [good, bad]), "both pull requests to conclude", {
-      timeoutMs: 60_000,
-      intervalMs: 200,
-    });
+    const { good, bad } = await oneMergedOneFailed(call, project);
     await waitFor(() => slack.posts.length >= 1 && teams.posts.length >= 1, "the failure posted");
     await server.services.webhooks.dispatcher.drain();
 

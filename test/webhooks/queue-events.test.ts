@@ -9,11 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   LOCAL,
   QUEUE,
-  allConcluded,
   createRepositoryAndQueue,
   ok,
-  openPullRequest,
-  submit,
+  oneMergedOneFailed,
   type Call,
 } from "../helpers/local-queue.js";
 import { waitFor } from "../helpers/process.js";
@@ -78,14 +76,7 @@ describe("merge-queue webhooks", () => {
       repositories: [LOCAL],
     });
     receiver.secret = created.secret;
-    const good = await openPullRequest(call, project, 1, { "numbers/p1.txt": "1\n" });
-    const bad = await openPullRequest(call, project, 2, { "numbers/p2.txt": "two\n" });
-    await submit(call, good);
-    await submit(call, bad);
-    await waitFor(() => allConcluded(call, [good, bad]), "both pull requests to conclude", {
-      timeoutMs: 60_000,
-      intervalMs: 200,
-    });
+    const { good, bad } = await oneMergedOneFailed(call, project);
     await waitFor(
       () =>
         eventsOf(good).some((r) => r.body.type === "pull_request.merged") &&
