@@ -7,6 +7,7 @@ import {
   type SignedIn,
 } from "../helpers/dashboard.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
+import type { EndpointJson } from "../helpers/webhook-schemas.js";
 
 /**
  * Webhooks' pages and forms through `app.inject`, on both databases (the worker does not run, so
@@ -20,16 +21,7 @@ let server: TestServer;
 let acme: SignedIn;
 let endpointId = "";
 
-interface Endpoint {
-  id: string;
-  kind: string;
-  url: string;
-  channel: string | null;
-  codeOwners: string[];
-  enabled: boolean;
-  eventTypes: string[];
-  description: string;
-}
+type Endpoint = EndpointJson;
 const endpoints = async () =>
   (await server.call<{ endpoints: Endpoint[] }>("webhooks/listEndpoints", {})).body.endpoints;
 

@@ -15,6 +15,7 @@ import { startFakeTeams, type FakeTeams } from "../helpers/fake-teams.js";
 import { waitFor } from "../helpers/process.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { bundle, ingest, junit } from "../helpers/uploads.js";
+import type { EndpointJson } from "../helpers/webhook-schemas.js";
 
 const CODEOWNERS = "/payments/ @acme/payments\n/search/ @alice\n";
 const PAY = { name: "charges the card", classname: "PayTest", file: "payments/pay.test.ts" };
@@ -39,16 +40,7 @@ interface Delivery {
   state: string;
   attempts: Attempt[];
 }
-interface Endpoint {
-  id: string;
-  kind: string;
-  url: string;
-  channel: string | null;
-  codeOwners: string[];
-  eventTypes: string[];
-  enabled: boolean;
-  disabledReason: string | null;
-}
+type Endpoint = EndpointJson;
 
 beforeAll(async () => {
   slack = await startFakeSlack();
