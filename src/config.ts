@@ -7,6 +7,7 @@ import { ORG_SLUG_PATTERN } from "./organizations/slug.js";
 import { DEFAULT_SESSION_LIFETIMES, type SessionLifetimes } from "./organizations/sessions.js";
 import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "./lib/time.js";
 import { DEFAULT_RETRY_SCHEDULE, parseDuration, parseSchedule } from "./notifications/schedule.js";
+import { DEFAULT_SLACK_API_URL } from "./notifications/kinds.js";
 
 /** Everything `mainline serve` reads from its environment (README "Configuration"). */
 export interface ServiceConfig {
@@ -53,6 +54,8 @@ export interface WebhookConfig {
   timeoutMs: number;
   disableAfterMs: number;
   allowPrivate: boolean;
+  /** Slack's Web API base for Slack bot endpoints (MAINLINE_SLACK_API_URL). */
+  slackApiUrl: string;
 }
 
 /** The GitHub App Mainline acts as (MAINLINE_GITHUB_*). */
@@ -221,7 +224,8 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
 /**
  * MAINLINE_WEBHOOKS_RETRY_SCHEDULE (durations, default Svix's `0,5s,5m,30m,2h,5h,10h,10h`),
  * MAINLINE_WEBHOOKS_TIMEOUT_MS (1 to 120000, default 15000), MAINLINE_WEBHOOKS_DISABLE_AFTER (a
- * duration from 1m to 365d, default 5d), MAINLINE_WEBHOOKS_ALLOW_PRIVATE (1: endpoints may be internal addresses).
+ * duration from 1m to 365d, default 5d), MAINLINE_WEBHOOKS_ALLOW_PRIVATE (1: endpoints may be internal addresses),
+ * MAINLINE_SLACK_API_URL (an http(s) URL, default https://slack.com/api).
  */
 export function loadWebhookConfig(env: NodeJS.ProcessEnv): WebhookConfig {
   const scheduleText = nonEmpty(env.MAINLINE_WEBHOOKS_RETRY_SCHEDULE);
@@ -251,7 +255,19 @@ export function loadWebhookConfig(env: NodeJS.ProcessEnv): WebhookConfig {
       `MAINLINE_WEBHOOKS_ALLOW_PRIVATE must be 1 (endpoints may be internal addresses) or 0 (got "${allowText.slice(0, 80)}").`,
     );
   }
-  return { schedule, timeoutMs, disableAfterMs, allowPrivate: allowText === "1" };
+  const slackApiUrl = nonEmpty(env.MAINLINE_SLACK_API_URL) ?? DEFAULT_SLACK_API_URL;
+  if (!/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/i.test(slackApiUrl)) {
+    throw new ConfigError(
+      `MAINLINE_SLACK_API_URL must be an http(s) URL such as https://slack.com/api (got "${slackApiUrl.slice(0, 80)}").`,
+    );
+  }
+  return {
+    schedule,
+    timeoutMs,
+    disableAfterMs,
+    allowPrivate: allowText === "1",
+    slackApiUrl: slackApiUrl.replace(/\/+$/, ""),
+  };
 }
 
 const LEASE_SECONDS = { fallback: 30, min: 1, max: 3600, unit: "seconds" };

@@ -17,6 +17,7 @@ import type { FailureView } from "../notifications/events.js";
 import { onOutboxWritten } from "../lib/outbox-signal.js";
 import { DAY_MS, SECOND_MS } from "../lib/time.js";
 import { WebhookDispatcher, type EventViews } from "../notifications/dispatcher.js";
+import { DEFAULT_SLACK_API_URL } from "../notifications/kinds.js";
 import { DEFAULT_RETRY_SCHEDULE } from "../notifications/schedule.js";
 import { sendWebhook, type Send } from "../notifications/sender.js";
 import { WebhookService } from "../notifications/service.js";
@@ -46,6 +47,8 @@ export interface WebhookSettings {
    * keeps its pace, and a delivery is late by at most this.
    */
   maxYieldMs: number;
+  /** Slack's Web API base, where Slack bot endpoints post (MAINLINE_SLACK_API_URL). */
+  slackApiUrl: string;
 }
 
 export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = {
@@ -58,6 +61,7 @@ export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = {
   listenOrigins: () => [],
   send: sendWebhook,
   maxYieldMs: 5 * SECOND_MS,
+  slackApiUrl: DEFAULT_SLACK_API_URL,
 };
 
 export interface Webhooks {
@@ -192,6 +196,8 @@ export function createWebhooks(
       batchSize: 20,
       maxYieldMs: settings.maxYieldMs,
       userAgent: `Mainline/${VERSION}`,
+      publicUrl: baseUrl,
+      slackApiUrl: settings.slackApiUrl.replace(/\/+$/, ""),
     },
   );
   const unlisten = onOutboxWritten(() => {

@@ -496,13 +496,20 @@ export interface GithubCiRunsTable {
 export interface OutboundEndpointsTable {
   id: string;
   organizationId: string;
+  /** `webhook`, `slack`, `slack_bot` or `teams` (migration 0033). */
+  kind: string;
+  /** Empty for `slack_bot`. */
   url: string;
-  /** `whsec_` + base64 of the key's bytes. */
+  /** `webhook`: `whsec_` + base64 of the key's bytes; `slack_bot`: the bot token; else empty. */
   secret: string;
+  /** `slack_bot`: the channel (migration 0033). */
+  channel: string | null;
   /** JSON array of event types; empty: all. */
   eventTypes: string;
   /** JSON array of repository ids; empty: all. */
   repositoryIds: string;
+  /** JSON array of code owners; empty: every test (migration 0033). */
+  codeOwners: string;
   description: string;
   enabled: DbBool;
   disabledReason: string | null;

@@ -1,7 +1,7 @@
 /**
  * Keeping secrets out of log lines and messages: each pattern below is one kind of secret (our
- * tokens and session ids, credential query values, URL passwords, GitHub tokens, Linear keys, JWTs,
- * PEM keys).
+ * tokens and session ids, credential query values, URL passwords, GitHub and Slack tokens, Slack
+ * incoming-webhook paths, Linear keys, JWTs, PEM keys).
  * Applied to text that may echo input (URLs, error messages, stacks); a new kind of secret the
  * service handles needs its pattern here. Fields we log on purpose never carry a secret.
  */
@@ -24,6 +24,10 @@ const GITHUB_TOKEN = /\b(gh[psour]_|github_pat_)[A-Za-z0-9_]{8,}/g;
 const LINEAR_KEY = /\b(lin_api_|lin_oauth_)[A-Za-z0-9]{8,}/g;
 /** Outbound webhook signing secrets (`whsec_` + base64). */
 const WEBHOOK_SECRET = /\bwhsec_[A-Za-z0-9+/=]{8,}/g;
+/** Slack's tokens: bot (`xoxb-`), user (`xoxp-`), app (`xapp-`), refresh, legacy. */
+const SLACK_TOKEN = /\b(xox[abposre]-|xapp-)[A-Za-z0-9-]{8,}/g;
+/** A Slack incoming webhook's path (`/services/T…/B…/<secret>`): the URL is the credential. */
+const SLACK_WEBHOOK = /(\/services\/T[A-Z0-9]+\/B[A-Z0-9]+\/)[A-Za-z0-9]+/g;
 /** A JSON Web Token: three base64url parts, the first two JSON objects (`eyJ…`). */
 const JWT = /\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g;
 /** A PEM private key, whole or cut (`\n` escaped or not). */
@@ -38,6 +42,8 @@ export function redactSecrets(text: string): string {
     .replace(GITHUB_TOKEN, `$1${REDACTED}`)
     .replace(LINEAR_KEY, `$1${REDACTED}`)
     .replace(WEBHOOK_SECRET, `whsec_${REDACTED}`)
+    .replace(SLACK_TOKEN, `$1${REDACTED}`)
+    .replace(SLACK_WEBHOOK, `$1${REDACTED}`)
     .replace(JWT, REDACTED)
     .replace(PEM_KEY, REDACTED);
 }

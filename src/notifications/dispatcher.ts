@@ -2,9 +2,11 @@
  * The delivery worker: on a background loop (woken when events are stored, else polling), it
  * prepares new events (builds each body from its facts and fans it out to the endpoints that take
  * it), then claims due deliveries under a lease and sends them, each the oldest pending one of its
- * endpoint and subject, and records every attempt: 2xx succeeded; 410 disables the endpoint;
- * anything else is tried again on the schedule (after `Retry-After` on 429/503), then failed; an
- * endpoint failing for `disableAfterMs` is disabled with the reason.
+ * endpoint and subject, as its endpoint's kind asks (`requests.ts`: signed JSON, or a Slack or
+ * Teams message), and records every attempt; what an answer means is `judgeAnswer`'s (2xx
+ * succeeded; 410 disables; a refused Slack token disables; a refused message fails; anything else
+ * is tried again on the schedule, after `Retry-After` on 429/503, then failed); an endpoint
+ * failing for `disableAfterMs` is disabled with the reason.
  */
 import { randomUUID } from "node:crypto";
 import { BackgroundLoop } from "../lib/background-loop.js";
@@ -24,10 +26,12 @@ import {
   type TestCaseView,
 } from "./events.js";
 import type { PullRequestAction, QueueFacts } from "./facts.js";
+import { judgeAnswer, type Verdict } from "./answers.js";
 import type { ClaimedDelivery, DeliveryRecords, EventRecord, RecordedAttempt } from "./records.js";
+import { deliveryRequest } from "./requests.js";
+import { eventOwners } from "./routing.js";
 import { nextDelay } from "./schedule.js";
 import type { Send, WebhookResponse } from "./sender.js";
-import { signature } from "./signing.js";
 
 export interface EventViews {
   test(testKey: number): Promise<TestCaseView | undefined>;
@@ -53,6 +57,10 @@ export interface DispatcherOptions {
    */
   maxYieldMs: number;
   userAgent: string;
+  /** This service's address, for links in chat messages. */
+  publicUrl: () => string;
+  /** Slack's Web API base, where `slack_bot` endpoints post. */
+  slackApiUrl: string;
 }
 
 export interface DispatcherDeps {
@@ -139,6 +147,7 @@ export class WebhookDispatcher {
         event.seq,
         payload === undefined ? null : JSON.stringify(payload),
         this.deps.clock.now(),
+        eventOwners(payload),
       );
     }
     return events.length;
@@ -192,8 +201,8 @@ export class WebhookDispatcher {
       this.owner,
       done.map(({ recorded }) => recorded),
     );
-    for (const { delivery, ok, gone, response, after } of done) {
-      await this.endpointHealth(delivery, ok, gone, response, after);
+    for (const { delivery, verdict, response, after } of done) {
+      await this.endpointHealth(delivery, verdict, response, after);
     }
     return claimed.length;
   }
@@ -201,85 +210,83 @@ export class WebhookDispatcher {
   /** Sends one delivery; what its attempt was, recorded with the pass's others. */
   private async deliver(delivery: ClaimedDelivery) {
     const at = this.deps.clock.now();
-    const timestamp = Math.floor(at / 1000);
+    const request = deliveryRequest(delivery, {
+      userAgent: this.options.userAgent,
+      publicUrl: this.options.publicUrl(),
+      slackApiUrl: this.options.slackApiUrl,
+      at,
+    });
     const response = await this.deps.send({
-      url: delivery.url,
-      headers: {
-        "content-type": "application/json",
-        "user-agent": this.options.userAgent,
-        "webhook-id": delivery.eventId,
-        "webhook-timestamp": String(timestamp),
-        "webhook-signature": signature(
-          delivery.secret,
-          delivery.eventId,
-          timestamp,
-          delivery.payload,
-        ),
-      },
-      body: delivery.payload,
+      url: request.url,
+      headers: request.headers,
+      body: request.body,
       timeoutMs: this.options.timeoutMs,
-      allowPrivate: this.options.allowPrivate,
+      allowPrivate: this.options.allowPrivate || request.trusted,
     });
     const after = this.deps.clock.now();
-    const ok =
-      response.statusCode !== null && response.statusCode >= 200 && response.statusCode < 300;
-    const gone = response.statusCode === 410;
+    const verdict = judgeAnswer(delivery.kind, response);
     const attempts = delivery.attempts + 1;
-    const delay = ok || gone ? undefined : this.retryDelay(attempts, response);
+    const delay =
+      verdict.outcome === "retry" ? this.retryDelay(attempts, verdict, response) : undefined;
+    const problem = verdict.outcome === "succeeded" ? null : verdict.problem;
+    const error = response.error ?? problem;
     const recorded: RecordedAttempt = {
       deliveryId: delivery.id,
       attempt: {
         at,
         statusCode: response.statusCode,
-        error: response.error === null ? null : redactSecrets(response.error),
+        error: error === null ? null : redactSecrets(error),
         durationMs: response.durationMs,
         response: response.excerpt,
       },
       outcome: {
-        state: ok ? "succeeded" : delay === undefined ? "failed" : "pending",
+        state:
+          verdict.outcome === "succeeded"
+            ? "succeeded"
+            : delay === undefined
+              ? "failed"
+              : "pending",
         attempts,
         nextAttemptAt: delay === undefined ? after : after + delay,
       },
     };
-    return { delivery, ok, gone, response, after, recorded };
+    return { delivery, verdict, response, after, recorded };
   }
 
-  private retryDelay(attempts: number, response: WebhookResponse): number | undefined {
+  private retryDelay(
+    attempts: number,
+    verdict: Extract<Verdict, { outcome: "retry" }>,
+    response: WebhookResponse,
+  ): number | undefined {
     const scheduled = nextDelay(this.options.schedule, attempts);
     if (scheduled === undefined) return undefined;
-    const throttled = response.statusCode === 429 || response.statusCode === 503;
-    return throttled && response.retryAfterMs !== null
+    return verdict.throttled && response.retryAfterMs !== null
       ? Math.max(scheduled, response.retryAfterMs)
       : scheduled;
   }
 
   private async endpointHealth(
     delivery: ClaimedDelivery,
-    ok: boolean,
-    gone: boolean,
+    verdict: Verdict,
     response: WebhookResponse,
     now: number,
   ): Promise<void> {
     const { records } = this.deps;
-    if (ok) {
+    if (verdict.outcome === "succeeded") {
       if (delivery.failingSince !== null) {
         await records.updateEndpointHealth(delivery.endpointId, { failingSince: null }, now);
       }
       return;
     }
-    if (gone) {
+    if (verdict.outcome === "disable") {
       await records.updateEndpointHealth(
         delivery.endpointId,
-        {
-          enabled: false,
-          disabledAt: now,
-          disabledReason: "The endpoint answered 410 Gone: it asked for no more deliveries.",
-        },
+        { enabled: false, disabledAt: now, disabledReason: verdict.reason },
         now,
       );
       this.deps.logger.warn(
-        { endpointId: delivery.endpointId },
-        "webhooks: endpoint gone (410), disabled",
+        { endpointId: delivery.endpointId, status: response.statusCode },
+        "webhooks: endpoint gone or its credential refused, disabled",
       );
       return;
     }

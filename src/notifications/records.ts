@@ -3,16 +3,25 @@
  * `db/stores/outbound-webhooks.ts` and `db/stores/outbound-deliveries.ts`.
  */
 import type { EventFacts } from "./facts.js";
+import type { EndpointKind } from "./kinds.js";
 
 export interface EndpointRecord {
   id: string;
   organizationId: string;
+  /** Since migration 0033; `webhook` before. */
+  kind: EndpointKind;
+  /** Where it POSTs; empty for `slack_bot` (Slack's API, from the settings). */
   url: string;
+  /** `webhook`: the signing secret (`whsec_…`); `slack_bot`: the bot token; else empty. */
   secret: string;
+  /** `slack_bot`: the channel posted to; else null. */
+  channel: string | null;
   /** Empty: every event type. */
   eventTypes: string[];
   /** Empty: every repository. */
   repositoryIds: string[];
+  /** A test's events only when one of its code owners is listed; empty: every test. */
+  codeOwners: string[];
   description: string;
   enabled: boolean;
   disabledReason: string | null;
@@ -27,8 +36,10 @@ export type EndpointChange = Partial<
     EndpointRecord,
     | "url"
     | "secret"
+    | "channel"
     | "eventTypes"
     | "repositoryIds"
+    | "codeOwners"
     | "description"
     | "enabled"
     | "disabledReason"
@@ -88,9 +99,12 @@ export interface DeliveryWithAttempts extends DeliveryRecord {
 export interface ClaimedDelivery {
   id: string;
   eventId: string;
+  eventType: string;
   endpointId: string;
+  kind: EndpointKind;
   url: string;
   secret: string;
+  channel: string | null;
   payload: string;
   attempts: number;
   /** The endpoint's first failure since its last success. */
@@ -148,9 +162,15 @@ export interface DeliveryRecords {
   unpreparedEvents(limit: number): Promise<EventRecord[]>;
   /**
    * Stores an event's body and creates its deliveries to the organization's enabled endpoints
-   * that take its type and repository, at once; false when another process prepared it first.
+   * that take it (`takesEvent`: its type, repository and, for a test, one of its code `owners`),
+   * at once; false when another process prepared it first.
    */
-  prepareEvent(seq: number, payload: string | null, now: number): Promise<boolean>;
+  prepareEvent(
+    seq: number,
+    payload: string | null,
+    now: number,
+    owners?: readonly string[],
+  ): Promise<boolean>;
   /**
    * Claims due pending deliveries for `owner` until `leaseUntil`, each the oldest pending one of
    * its endpoint and subject, of enabled endpoints; never one another process holds.

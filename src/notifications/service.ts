@@ -1,8 +1,9 @@
 /**
  * Outbound webhooks as the API and CLI manage them, always within the caller's organization
- * (another organization's endpoint or event is not found): endpoints (the secret shown when
- * created, revealed or rotated, never in lists), events, deliveries with their attempts, resend
- * and test events.
+ * (another organization's endpoint or event is not found): endpoints of every kind (webhook,
+ * Slack, Slack bot, Teams; their credential shown when created, revealed or rotated, never in
+ * lists, where a Slack or Teams URL is shown redacted), events, deliveries with their attempts,
+ * resend and test events.
  */
 import { ApiError } from "../lib/errors.js";
 import type { Clock } from "../lib/clock.js";
@@ -10,10 +11,18 @@ import { outboxWritten } from "../lib/outbox-signal.js";
 import { publicId } from "../lib/tokens.js";
 import type { Principal } from "../organizations/service.js";
 import type { RepoRef, Repository } from "../organizations/repositories.js";
-import { urlRefusal, type AddressPolicy } from "./addresses.js";
+import type { AddressPolicy } from "./addresses.js";
+import { checkOwners, destinationChange, newDestination } from "./destinations.js";
 import { EVENT_TYPES, PING_EVENT_TYPE, pingEvent } from "./events.js";
+import {
+  CHAT_DEFAULT_EVENT_TYPES,
+  KIND_LABELS,
+  isChatKind,
+  redactedUrl,
+  urlIsCredential,
+} from "./kinds.js";
 import type { EndpointChange, EndpointRecord, EndpointRecords } from "./records.js";
-import { generateSecret, isValidSecret } from "./signing.js";
+import { generateSecret } from "./signing.js";
 
 export interface WebhookServiceDeps {
   records: EndpointRecords;
@@ -26,15 +35,21 @@ export interface WebhookServiceDeps {
 }
 
 export interface EndpointInput {
+  /** `webhook` (default), `slack`, `slack_bot` or `teams`; never changed. */
+  kind?: string | undefined;
   url?: string | undefined;
   description?: string | undefined;
   eventTypes?: string[] | undefined;
   repositories?: RepoRef[] | undefined;
+  codeOwners?: string[] | undefined;
   enabled?: boolean | undefined;
+  /** A webhook's `whsec_` secret, or a Slack bot's token. */
   secret?: string | undefined;
+  /** A Slack bot's channel. */
+  channel?: string | undefined;
 }
 
-/** An endpoint as shown: its repositories named, never its secret. */
+/** An endpoint as shown: its repositories named, never its secret, a credential URL redacted. */
 export interface EndpointView extends Omit<EndpointRecord, "secret" | "repositoryIds"> {
   repositories: RepoRef[];
 }
@@ -44,16 +59,14 @@ export const MAX_ENDPOINTS = 50;
 export class WebhookService {
   constructor(private readonly deps: WebhookServiceDeps) {}
 
+  /** The answer's `secret`: a webhook's signing secret; empty for the other kinds. */
   async create(
     principal: Principal,
     input: EndpointInput,
   ): Promise<{ endpoint: EndpointView; secret: string }> {
     const { organizationId } = principal;
-    if (input.url === undefined) throw ApiError.invalid("url", "is required");
-    this.checkUrl(input.url);
-    if (input.secret !== undefined && !isValidSecret(input.secret)) {
-      throw ApiError.invalid("secret", "must be whsec_ followed by base64 of 24 to 64 bytes");
-    }
+    const destination = newDestination(input, this.deps.policy);
+    const codeOwners = checkOwners(input.codeOwners ?? []);
     const existing = await this.deps.records.listEndpoints(organizationId);
     if (existing.length >= MAX_ENDPOINTS) {
       throw new ApiError(
@@ -62,13 +75,14 @@ export class WebhookService {
       );
     }
     const now = this.deps.clock.now();
+    const defaultTypes = isChatKind(destination.kind) ? [...CHAT_DEFAULT_EVENT_TYPES] : [];
     const record: EndpointRecord = {
       id: publicId("we"),
       organizationId,
-      url: input.url,
-      secret: input.secret ?? generateSecret(),
-      eventTypes: checkTypes(input.eventTypes ?? []),
+      ...destination,
+      eventTypes: checkTypes(input.eventTypes ?? defaultTypes),
       repositoryIds: await this.repositoryIds(organizationId, input.repositories ?? []),
+      codeOwners,
       description: input.description ?? "",
       enabled: input.enabled ?? true,
       disabledReason: null,
@@ -78,7 +92,10 @@ export class WebhookService {
       updatedAt: now,
     };
     await this.deps.records.createEndpoint(record);
-    return { endpoint: await this.view(record), secret: record.secret };
+    return {
+      endpoint: await this.view(record),
+      secret: record.kind === "webhook" ? record.secret : "",
+    };
   }
 
   async list(principal: Principal): Promise<EndpointView[]> {
@@ -98,10 +115,10 @@ export class WebhookService {
     via = "the API",
   ): Promise<EndpointView> {
     const current = await this.endpoint(principal, id);
-    if (input.url !== undefined) this.checkUrl(input.url);
     const now = this.deps.clock.now();
     const change: EndpointChange = {
-      ...(input.url === undefined ? {} : { url: input.url }),
+      ...destinationChange(current, input, this.deps.policy),
+      ...(input.codeOwners === undefined ? {} : { codeOwners: checkOwners(input.codeOwners) }),
       ...(input.description === undefined ? {} : { description: input.description }),
       ...(input.eventTypes === undefined ? {} : { eventTypes: checkTypes(input.eventTypes) }),
       ...(input.repositories === undefined
@@ -139,10 +156,19 @@ export class WebhookService {
     if (!(await this.deps.records.deleteEndpoint(principal.organizationId, id))) throw notFound(id);
   }
 
-  /** The endpoint's secret; with `rotate`, a new one first (the old one stops signing at once). */
+  /**
+   * The endpoint's credential: a webhook's signing secret (with `rotate`, a new one first: the
+   * old one stops signing at once), a Slack bot's token, a Slack or Teams URL.
+   */
   async secret(principal: Principal, id: string, rotate: boolean): Promise<string> {
     const current = await this.endpoint(principal, id);
-    if (!rotate) return current.secret;
+    if (rotate && current.kind !== "webhook") {
+      throw new ApiError(
+        "conflict",
+        `Only a webhook's signing secret rotates; a ${KIND_LABELS[current.kind]}'s credential is replaced with updateEndpoint (${current.kind === "slack_bot" ? "secret" : "url"}).`,
+      );
+    }
+    if (!rotate) return urlIsCredential(current.kind) ? current.url : current.secret;
     const secret = generateSecret();
     await this.deps.records.updateEndpoint(
       principal.organizationId,
@@ -217,11 +243,6 @@ export class WebhookService {
     return found;
   }
 
-  private checkUrl(url: string): void {
-    const refusal = urlRefusal(url, this.deps.policy);
-    if (refusal !== undefined) throw ApiError.invalid("url", refusal);
-  }
-
   private async repositoryIds(organizationId: string, refs: readonly RepoRef[]): Promise<string[]> {
     const ids: string[] = [];
     for (const [index, ref] of refs.entries()) {
@@ -254,7 +275,8 @@ export class WebhookService {
         });
       }
     }
-    return { ...rest, repositories };
+    const url = urlIsCredential(endpoint.kind) ? redactedUrl(endpoint.url) : endpoint.url;
+    return { ...rest, url, repositories };
   }
 }
 

@@ -74,27 +74,42 @@ function registerList(web: Web, deps: WebhookPageDependencies): void {
   );
 
   // The add form: checkboxes are `event:<type>` fields, since a form's repeated names would merge.
+  // Fields of other kinds than the one chosen come empty (or as typed before a change of kind):
+  // only the chosen kind's are sent on. The bot token is never shown back.
   web.action(
     "/:org/webhooks",
     {
       params: OrgParams,
       body: Type.Object({
-        url: Type.String({ maxLength: 2000 }),
+        kind: Type.Optional(Type.String({ maxLength: 20 })),
+        url: Type.Optional(Type.String({ maxLength: 2000 })),
+        botToken: Type.Optional(Type.String({ maxLength: 300 })),
+        channel: Type.Optional(Type.String({ maxLength: 81 })),
+        owners: Type.Optional(Type.String({ maxLength: 2000 })),
         description: Type.Optional(Type.String({ maxLength: 500 })),
       }),
     },
     async (request, context) => {
       const body = request.body as Record<string, unknown>;
+      const given = (text: string | undefined) => (text?.trim() ? text.trim() : undefined);
       const draft: EndpointDraft = {
-        url: request.body.url.trim(),
+        kind: given(request.body.kind) ?? "webhook",
+        url: request.body.url?.trim() ?? "",
+        channel: request.body.channel?.trim() ?? "",
+        codeOwners: request.body.owners?.trim() ?? "",
         description: request.body.description?.trim() ?? "",
         eventTypes: deps.eventTypes.filter((type) => body[eventField(type)] === "on"),
       };
+      const bot = draft.kind === "slack_bot";
       try {
         const created = await deps.service.create(context.viewer.principal, {
-          url: draft.url,
+          kind: draft.kind,
+          url: bot ? undefined : given(draft.url),
+          secret: bot ? given(request.body.botToken) : undefined,
+          channel: bot ? given(draft.channel) : undefined,
+          codeOwners: draft.codeOwners.split(/[\s,]+/).filter((owner) => owner !== ""),
           description: draft.description,
-          eventTypes: [...draft.eventTypes],
+          eventTypes: draft.eventTypes.length === 0 ? undefined : [...draft.eventTypes],
         });
         // Shown here, once: a redirect would have to carry the secret in its address.
         return {

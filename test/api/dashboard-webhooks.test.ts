@@ -7,6 +7,7 @@ import {
   type SignedIn,
 } from "../helpers/dashboard.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
+import type { EndpointJson } from "../helpers/webhook-schemas.js";
 
 /**
  * Webhooks' pages and forms through `app.inject`, on both databases (the worker does not run, so
@@ -20,12 +21,7 @@ let server: TestServer;
 let acme: SignedIn;
 let endpointId = "";
 
-interface Endpoint {
-  id: string;
-  enabled: boolean;
-  eventTypes: string[];
-  description: string;
-}
+type Endpoint = EndpointJson;
 const endpoints = async () =>
   (await server.call<{ endpoints: Endpoint[] }>("webhooks/listEndpoints", {})).body.endpoints;
 
@@ -184,5 +180,69 @@ describe("the webhooks pages", () => {
       cookie: acme.cookie,
     });
     expect(gone.status).toBe(404);
+  });
+
+  it("adds Slack and Slack bot destinations: the URL shown as its host, the token never shown", async () => {
+    const hook = "https://hooks.slack.example/services/T0A/B0B/hooksecretpart";
+    const slack = await post("/acme/webhooks", {
+      csrf: acme.csrf,
+      kind: "slack",
+      url: hook,
+      botToken: "",
+      channel: "",
+      owners: "@acme/payments, alice",
+      description: "payments alerts",
+    });
+    expect(slack.status).toBe(201);
+    expect(slack.body).toContain("Slack incoming webhook added");
+    expect(slack.body).not.toContain("hooksecretpart");
+    expect(slack.body).not.toContain("whsec_");
+    const [added] = await endpoints();
+    expect(added).toMatchObject({
+      kind: "slack",
+      url: "https://hooks.slack.example/…",
+      codeOwners: ["@acme/payments", "@alice"],
+      eventTypes: ["test_case.status_changed", "pull_request.failed", "pull_request.canceled"],
+    });
+    const list = await inject(server.app, { path: "/acme/webhooks", cookie: acme.cookie });
+    expect(list.body).toContain("<td>Slack incoming webhook</td>");
+    expect(list.body).toContain("<code>@acme/payments</code>");
+    expect(list.body).not.toContain("hooksecretpart");
+    const page = await inject(server.app, {
+      path: `/acme/webhooks/${added?.id ?? ""}`,
+      cookie: acme.cookie,
+    });
+    expect(page.body).toContain("<h1>Slack incoming webhook</h1>");
+    expect(page.body).toContain("https://hooks.slack.example/…");
+
+    // A bot without its channel: refused, what was typed kept, but never the token.
+    const token = "xoxb-1234-5678-formtokensecret";
+    const refused = await post("/acme/webhooks", {
+      csrf: acme.csrf,
+      kind: "slack_bot",
+      url: "https://left.over/from-another-kind",
+      botToken: token,
+      channel: "",
+      owners: "",
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatch(/Not added: channel is required for a Slack bot/);
+    expect(refused.body).toMatch(/<option value="slack_bot" selected>/);
+    expect(refused.body).not.toContain(token);
+    const bot = await post("/acme/webhooks", {
+      csrf: acme.csrf,
+      kind: "slack_bot",
+      url: "https://left.over/from-another-kind",
+      botToken: token,
+      channel: "C0PAY",
+      owners: "",
+    });
+    expect(bot.status).toBe(201);
+    expect(bot.body).toContain("Slack channel C0PAY");
+    expect(bot.body).not.toContain(token);
+    expect((await endpoints()).map((e) => [e.kind, e.url, e.channel])).toEqual([
+      ["slack", "https://hooks.slack.example/…", null],
+      ["slack_bot", "", "C0PAY"],
+    ]);
   });
 });

@@ -2,7 +2,9 @@
  * Webhooks in the dashboard, in Chromium, against a real receiver of the test's own: an endpoint
  * added through the form (its secret shown once, its URL's query never), a test event sent from
  * its page and delivered, resent with the same webhook-id; disable, enable, delete; a refused URL;
- * another organization's session sees the 404 page. axe and no sideways scroll on every page.
+ * another organization's session sees the 404 page. Slack destinations: an incoming webhook and
+ * a bot added through the form (each kind showing its own fields), listed with their kind, a test
+ * message reaching the fake Slack. axe and no sideways scroll on every page.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
@@ -15,6 +17,7 @@ import {
   statusNote,
   type Launched,
 } from "../helpers/browser.js";
+import { startFakeSlack, type FakeSlack } from "../helpers/fake-slack.js";
 import { waitFor } from "../helpers/process.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { startReceiver, type Receiver } from "../webhooks/receiver.js";
@@ -22,11 +25,19 @@ import { startReceiver, type Receiver } from "../webhooks/receiver.js";
 let launched: Launched;
 let server: TestServer;
 let receiver: Receiver;
+let slack: FakeSlack;
 
 beforeAll(async () => {
   launched = await launchBrowser();
+  slack = await startFakeSlack();
   server = await startTestServer({
-    webhooks: { allowPrivate: true, schedule: [0, 100, 100], timeoutMs: 2_000, pollMs: 50 },
+    webhooks: {
+      allowPrivate: true,
+      schedule: [0, 100, 100],
+      timeoutMs: 2_000,
+      pollMs: 50,
+      slackApiUrl: slack.apiUrl,
+    },
   });
   server.services.webhooks.dispatcher.start();
   receiver = await startReceiver();
@@ -35,6 +46,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await launched.close();
   await receiver.close();
+  await slack.close();
   await server.close();
 });
 
@@ -234,4 +246,63 @@ describe("webhooks in the dashboard", () => {
       await t.finish();
     }
   }, 60_000);
+
+  it("adds a Slack incoming webhook and a Slack bot through the form; a test message arrives", async () => {
+    const t = await openPage(launched, server.url);
+    try {
+      const { page } = t;
+      await signInAt(t, `${server.url}/acme/webhooks`, server.token);
+      const hook = slack.addWebhook("C0WEB");
+      const token = "xoxb-2468-1357-browsertokensecret";
+      slack.addBot(token, ["C0BOT"]);
+
+      // Each kind shows the fields it needs.
+      expect(await page.getByLabel("URL").isVisible()).toBe(true);
+      expect(await page.getByLabel("Slack bot token").isVisible()).toBe(false);
+      await page.getByLabel("Kind").selectOption("slack");
+      await page.getByLabel("URL").fill(hook);
+      await page.getByLabel("Code owners (optional)").fill("@acme/payments");
+      await page.getByRole("button", { name: "Add endpoint" }).click();
+      await page.waitForLoadState();
+      const created = page.locator("section.created");
+      expect(await created.getByRole("heading").textContent()).toBe("Slack incoming webhook added");
+      expect(await created.locator("code.secret").count()).toBe(0);
+      const rows = page.locator("table.endpoints tbody tr");
+      expect(await rows.count()).toBe(1);
+      const row = (await rows.first().textContent()) ?? "";
+      expect(row).toContain("Slack incoming webhook");
+      expect(row).toMatch(/http:\/\/127\.0\.0\.1:\d+\/…/);
+      expect(row).toContain("@acme/payments");
+      expect(await page.content()).not.toContain(new URL(hook).pathname);
+      await checkPage(page, "slack-added");
+
+      await page.getByLabel("Kind").selectOption("slack_bot");
+      expect(await page.getByLabel("URL").isVisible()).toBe(false);
+      await page.getByLabel("Slack bot token").fill(token);
+      await page.getByLabel("Slack channel").fill("C0BOT");
+      await checkPage(page, "slack-bot-form");
+      await page.getByRole("button", { name: "Add endpoint" }).click();
+      await page.waitForLoadState();
+      expect(await page.locator("section.created").getByRole("heading").textContent()).toBe(
+        "Slack bot added",
+      );
+      expect(await rows.count()).toBe(2);
+      expect(await rows.nth(1).textContent()).toContain("Slack channel C0BOT");
+      expect(await page.content()).not.toContain(token);
+
+      // Its page: a test message, delivered to the channel.
+      await rows.nth(1).getByRole("link").click();
+      await page.waitForURL((url) => /^\/acme\/webhooks\/we_/.test(url.pathname));
+      expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Slack bot");
+      await page.getByRole("button", { name: "Send test event" }).click();
+      await page.waitForURL((url) => url.searchParams.get("note") === "test-sent");
+      await deliveriesUntil(page, ["succeeded"]);
+      await waitFor(() => slack.posts.length === 1, "the test message in Slack");
+      expect(slack.posts[0]).toMatchObject({ via: "api", channel: "C0BOT" });
+      expect(slack.posts[0]?.text).toMatch(/^Mainline is connected/);
+      await checkPage(page, "slack-bot-endpoint");
+    } finally {
+      await t.finish();
+    }
+  }, 90_000);
 });

@@ -124,10 +124,13 @@ export interface BootstrappedServer {
 }
 
 /** `mainline serve` on a fresh database, its organization `acme` bootstrapped with a token. */
-export async function serveBootstrapped(): Promise<BootstrappedServer> {
+export async function serveBootstrapped(
+  env: Record<string, string> = {},
+): Promise<BootstrappedServer> {
   const database = await createTestDatabase();
   const token = randomBytes(32).toString("hex");
   const server = await startServer({
+    ...env,
     ...database.env,
     MAINLINE_BOOTSTRAP_ORG: "acme",
     MAINLINE_BOOTSTRAP_TOKEN: token,

@@ -1,9 +1,13 @@
 /**
  * `mainline webhooks` against a real `mainline serve`: add (the secret printed once), list, test,
- * deliveries with their attempts, resend, remove; a refused URL is a clear error.
+ * deliveries with their attempts, resend, remove; a refused URL is a clear error. Slack and
+ * Teams destinations: added by kind, a Slack bot with its token and channel, owners; listed with
+ * their URL redacted; a test message reaches the fake Slack; no token in the server's log.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCliInProcess, type RunningServer } from "../helpers/process.js";
+import { startFakeSlack, type FakeSlack } from "../helpers/fake-slack.js";
+import { startFakeTeams, type FakeTeams } from "../helpers/fake-teams.js";
+import { runCliInProcess, waitFor, type RunningServer } from "../helpers/process.js";
 import { failed, serveBootstrapped, succeeded, type BootstrappedServer } from "./support.js";
 
 let running: BootstrappedServer;
@@ -63,5 +67,77 @@ describe("mainline webhooks", () => {
   it("refuses an internal address with the API's reason", async () => {
     const message = failed(await cli("add", "http://10.0.0.1/hook"));
     expect(message).toMatch(/loopback, private or link-local/);
+  });
+});
+
+describe("mainline webhooks for Slack and Teams", () => {
+  let chat: BootstrappedServer;
+  let slack: FakeSlack;
+  let teams: FakeTeams;
+  let chatAuth: string[];
+  const BOT = "xoxb-7777-8888-clitokensecret";
+  beforeAll(async () => {
+    slack = await startFakeSlack();
+    teams = await startFakeTeams();
+    chat = await serveBootstrapped({
+      MAINLINE_WEBHOOKS_ALLOW_PRIVATE: "1",
+      MAINLINE_SLACK_API_URL: slack.apiUrl,
+      // Every line, to see that none shows a credential.
+      LOG_LEVEL: "trace",
+    });
+    chatAuth = ["--url", chat.server.url, "--token", chat.token];
+  });
+  afterAll(async () => {
+    await chat.close();
+    await slack.close();
+    await teams.close();
+  });
+  const run = (args: string[], env: Record<string, string> = {}) =>
+    runCliInProcess(["webhooks", ...args, ...chatAuth], env);
+
+  it("adds Slack, Slack bot and Teams endpoints, lists them redacted, sends a test message", async () => {
+    const hook = slack.addWebhook("C0CLI");
+    slack.addBot(BOT, ["C0BOT"]);
+    const slackId = succeeded(
+      await run(["add", hook, "--kind", "slack", "--owner", "@acme/payments", "--owner", "alice"]),
+    ).stdout.trim();
+    expect(slackId).toMatch(/^we_[^\s]+$/);
+    const botId = succeeded(
+      await run(["add-slack-bot", "--bot-token", BOT, "--channel", "C0BOT"]),
+    ).stdout.trim();
+    // The token may come from the environment instead of the command line.
+    const envBot = succeeded(
+      await run(["add", "--kind", "slack_bot", "--channel", "C0BOT"], {
+        MAINLINE_SLACK_BOT_TOKEN: BOT,
+      }),
+    ).stdout.trim();
+    expect(envBot).toMatch(/^we_/);
+    succeeded(await run(["add", teams.addWorkflow(), "--kind", "teams"]));
+
+    const listed = succeeded(await run(["list"])).stdout;
+    const row = (id: string) => listed.split("\n").find((line) => line.startsWith(id)) ?? "";
+    expect(row(slackId)).toMatch(/ slack +http:\/\/127\.0\.0\.1:\d+\/… +test_case\.status_changed/);
+    expect(row(slackId)).toContain("@acme/payments @alice");
+    expect(row(botId)).toMatch(/ slack_bot +C0BOT /);
+    expect(listed).toMatch(/ teams +http:\/\/127\.0\.0\.1:\d+\/… /);
+    expect(listed).not.toContain(new URL(hook).pathname);
+    expect(listed).not.toContain(BOT);
+
+    succeeded(await run(["test", botId]));
+    succeeded(await run(["test", slackId]));
+    await waitFor(() => slack.posts.length === 2, "the two test messages");
+    expect(slack.posts.map((p) => [p.via, p.channel])).toEqual([
+      ["api", "C0BOT"],
+      ["webhook", "C0CLI"],
+    ]);
+    expect(slack.posts[0]?.text).toMatch(/^Mainline is connected/);
+    expect(chat.server.stdout).toContain("webhooks/createEndpoint");
+    expect(chat.server.stdout).not.toContain(BOT);
+    expect(chat.server.stdout).not.toContain(new URL(hook).pathname);
+
+    expect(
+      failed(await run(["add-slack-bot", "--bot-token", "nope", "--channel", "C0BOT"])),
+    ).toMatch(/xoxb-/);
+    expect(failed(await run(["add", hook, "--kind", "discord"]))).toMatch(/discord/);
   });
 });

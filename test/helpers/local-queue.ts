@@ -4,6 +4,7 @@
  * that check the outcome.
  */
 import { createLocalProject, type LocalProject } from "./local-project.js";
+import { waitFor } from "./process.js";
 
 export const LOCAL = { host: "local", owner: "acme", name: "shop" };
 export const QUEUE = { repo: LOCAL, targetBranch: "main" };
@@ -84,6 +85,25 @@ export async function allConcluded(call: Call, numbers: Iterable<number>): Promi
     if (!TERMINAL.has(await stateOf(call, number))) return false;
   }
   return true;
+}
+
+/**
+ * Two pull requests submitted one after the other, once both concluded: `good` adds a number
+ * (merges), `bad` adds a word where the built-in CI wants numbers (fails).
+ */
+export async function oneMergedOneFailed(
+  call: Call,
+  project: LocalProject,
+): Promise<{ good: number; bad: number }> {
+  const good = await openPullRequest(call, project, 1, { "numbers/p1.txt": "1\n" });
+  const bad = await openPullRequest(call, project, 2, { "numbers/p2.txt": "two\n" });
+  await submit(call, good);
+  await submit(call, bad);
+  await waitFor(() => allConcluded(call, [good, bad]), "both pull requests to conclude", {
+    timeoutMs: 60_000,
+    intervalMs: 200,
+  });
+  return { good, bad };
 }
 
 export async function timeline(call: Call, number: number): Promise<TimelineEntry[]> {

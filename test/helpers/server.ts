@@ -1,4 +1,5 @@
 import type { AddressInfo } from "node:net";
+import type { Writable } from "node:stream";
 import {
   createHttpServer,
   createServices,
@@ -63,19 +64,42 @@ export function callInit(
   return { method: "POST", headers, body: JSON.stringify(body) };
 }
 
-/** A real HTTP server on a loopback port, over a fresh database of the dialect under test. */
+/**
+ * A real HTTP server on a loopback port, over a fresh database of the dialect under test. With
+ * `log`, the server's log (every level, JSON lines, the background parts' too, as `mainline
+ * serve` writes it) goes there.
+ */
 export async function startTestServer(
-  options: Omit<ServiceOptions, "dataDir"> & { startWorker?: boolean; org?: string } = {},
+  options: Omit<ServiceOptions, "dataDir"> & {
+    startWorker?: boolean;
+    org?: string;
+    log?: Writable;
+  } = {},
 ): Promise<TestServer> {
   const database = await createTestDatabase();
-  const { startWorker = true, org = "acme", ...serviceOptions } = options;
+  const { startWorker = true, org = "acme", log, ...serviceOptions } = options;
+  // The background parts log through the HTTP server's logger, made after them (as `serve` does).
+  const logTo: { app?: ApiApp } = {};
   const services = createServices(database.handle, {
     ...serviceOptions,
+    ...(log === undefined
+      ? {}
+      : {
+          logger: {
+            info: (fields, message) => logTo.app?.log.info(fields, message),
+            warn: (fields, message) => logTo.app?.log.warn(fields, message),
+            error: (fields, message) => logTo.app?.log.error(fields, message),
+          },
+        }),
     dataDir: database.dataDir,
     worker: { pollIntervalMs: 200, ...serviceOptions.worker },
   });
   const { token, organization } = await services.organizations.createOrganizationWithToken(org);
-  const app = await createHttpServer(services, false);
+  const app = await createHttpServer(
+    services,
+    log === undefined ? false : { level: "trace", stream: log },
+  );
+  logTo.app = app;
   await app.listen({ host: "127.0.0.1", port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   if (startWorker) services.worker.start();

@@ -265,3 +265,16 @@ export function check(payload: Record<string, unknown>): string {
     .map((error) => `${error.instancePath || "/"} ${error.message}`)
     .join("; ");
 }
+
+/** An endpoint as `listEndpoints` shows it (the fields the tests read). */
+export interface EndpointJson {
+  id: string;
+  kind: string;
+  url: string;
+  channel: string | null;
+  codeOwners: string[];
+  eventTypes: string[];
+  description: string;
+  enabled: boolean;
+  disabledReason: string | null;
+}

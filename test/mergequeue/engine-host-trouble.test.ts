@@ -235,6 +235,9 @@ describe("the engine when the queue's git host does not answer", () => {
     await new OutboundWebhookStore(db).createEndpoint({
       id: "ep1",
       organizationId: "o1",
+      kind: "webhook",
+      channel: null,
+      codeOwners: [],
       url: "https://hooks.example.com/mainline",
       secret: "whsec_dGVzdA==",
       eventTypes: [],

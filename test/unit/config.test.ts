@@ -27,6 +27,7 @@ describe("service configuration", () => {
         timeoutMs: 15_000,
         disableAfterMs: 5 * 24 * 3_600_000,
         allowPrivate: false,
+        slackApiUrl: "https://slack.com/api",
       },
     });
   });
@@ -71,6 +72,7 @@ describe("service configuration", () => {
       MAINLINE_WEBHOOKS_TIMEOUT_MS: "3000",
       MAINLINE_WEBHOOKS_DISABLE_AFTER: "12h",
       MAINLINE_WEBHOOKS_ALLOW_PRIVATE: "1",
+      MAINLINE_SLACK_API_URL: "https://slack-proxy.example.com/api/",
     });
     expect(config).toEqual({
       host: "0.0.0.0",
@@ -93,6 +95,7 @@ describe("service configuration", () => {
         timeoutMs: 3_000,
         disableAfterMs: 12 * 3_600_000,
         allowPrivate: true,
+        slackApiUrl: "https://slack-proxy.example.com/api",
       },
     });
   });
@@ -139,6 +142,11 @@ describe("service configuration", () => {
     [{ MAINLINE_WEBHOOKS_DISABLE_AFTER: "366d" }, /MAINLINE_WEBHOOKS_DISABLE_AFTER .*1m to 365d/],
     [{ MAINLINE_WEBHOOKS_ALLOW_PRIVATE: "yes" }, /MAINLINE_WEBHOOKS_ALLOW_PRIVATE must be 1/],
     [{ MAINLINE_WEBHOOKS_ALLOW_PRIVATE: "true" }, /MAINLINE_WEBHOOKS_ALLOW_PRIVATE must be 1/],
+    [
+      { MAINLINE_SLACK_API_URL: "slack.com/api" },
+      /MAINLINE_SLACK_API_URL must be an http\(s\) URL/,
+    ],
+    [{ MAINLINE_SLACK_API_URL: "ftp://slack.com/api" }, /MAINLINE_SLACK_API_URL/],
   ])("refuses %j", (env, message) => {
     expect(() => loadServiceConfig(env)).toThrow(ConfigError);
     expect(() => loadServiceConfig(env)).toThrow(message);

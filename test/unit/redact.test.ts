@@ -31,6 +31,16 @@ describe("redactSecrets", () => {
     expect(redactSecrets("Bearer lin_oauth_8f3a9c0b1d2e3f405162738495a6b7c8")).toBe(
       "Bearer lin_oauth_[redacted]",
     );
+    expect(redactSecrets("Bearer xoxb-1111-2222-AbCdEfGh refused")).toBe(
+      "Bearer xoxb-[redacted] refused",
+    );
+    expect(redactSecrets("POST https://hooks.slack.com/services/T0A1/B0B2/XyZ123abc failed")).toBe(
+      "POST https://hooks.slack.com/services/T0A1/B0B2/[redacted] failed",
+    );
+    // Teams Workflows URLs carry their credential in `sig`.
+    expect(redactSecrets("https://x.logic.azure.com/workflows/1/invoke?sp=%2F&sig=AbC-12_")).toBe(
+      "https://x.logic.azure.com/workflows/1/invoke?sp=%2F&sig=[redacted]",
+    );
     const harmless = "No operation GET /v1/nowhere. Expires in 5 minutes; key names: a, b.";
     expect(redactSecrets(harmless)).toBe(harmless);
   });

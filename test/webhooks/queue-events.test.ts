@@ -12,6 +12,7 @@ import {
   allConcluded,
   createRepositoryAndQueue,
   ok,
+  oneMergedOneFailed,
   openPullRequest,
   submit,
   type Call,
@@ -78,14 +79,7 @@ describe("merge-queue webhooks", () => {
       repositories: [LOCAL],
     });
     receiver.secret = created.secret;
-    const good = await openPullRequest(call, project, 1, { "numbers/p1.txt": "1\n" });
-    const bad = await openPullRequest(call, project, 2, { "numbers/p2.txt": "two\n" });
-    await submit(call, good);
-    await submit(call, bad);
-    await waitFor(() => allConcluded(call, [good, bad]), "both pull requests to conclude", {
-      timeoutMs: 60_000,
-      intervalMs: 200,
-    });
+    const { good, bad } = await oneMergedOneFailed(call, project);
     await waitFor(
       () =>
         eventsOf(good).some((r) => r.body.type === "pull_request.merged") &&

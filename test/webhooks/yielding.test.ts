@@ -64,6 +64,8 @@ describe("deliveries and ingestion", () => {
         batchSize: 1,
         maxYieldMs: 5_000,
         userAgent: "test",
+        publicUrl: () => "http://localhost",
+        slackApiUrl: "https://slack.com/api",
       },
     );
     for (let i = 0; i < 3; i++) {

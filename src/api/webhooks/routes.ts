@@ -8,6 +8,7 @@ import { isoTime } from "../../lib/clock.js";
 import type { PageInfo } from "../../lib/page-tokens.js";
 import type { EndpointView, WebhookService } from "../../notifications/service.js";
 import { EVENT_TYPES } from "../../notifications/events.js";
+import { ENDPOINT_KINDS } from "../../notifications/kinds.js";
 import type { Pager } from "../../testhealth/pager.js";
 import { PageQuerySchema, PageSchema } from "../flakytests/schemas.js";
 import { principalOf } from "../plugins/auth.js";
@@ -25,11 +26,37 @@ const EventId = Type.String({ minLength: 1, maxLength: 100, description: "`msg_�
 const Time = Type.Union([Type.String({ format: "date-time" }), Type.Null()]);
 
 const EndpointFields = {
-  url: Type.String({ minLength: 1, maxLength: 2000, description: "http(s) URL receiving POSTs." }),
+  kind: Type.String({
+    enum: [...ENDPOINT_KINDS],
+    description:
+      "`webhook` (default): signed JSON POSTs to `url`; `slack`: a Slack incoming-webhook `url`; `slack_bot`: a Slack bot token in `secret` and a `channel`; `teams`: a Teams Workflows trigger `url`. Never changes.",
+  }),
+  url: Type.String({
+    minLength: 1,
+    maxLength: 2000,
+    description:
+      "http(s) URL receiving POSTs (https for `slack` and `teams`, whose URL is the credential); none for `slack_bot`.",
+  }),
+  channel: Type.String({
+    minLength: 1,
+    maxLength: 81,
+    description: "`slack_bot` only: the channel id (`C…`, `G…`, `D…`) or `#name`.",
+  }),
+  codeOwners: Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
+    maxItems: 50,
+    description:
+      "Only test events of tests one of these owns (CODEOWNERS: `@user`, `@org/team`, an email; case-insensitive, `@` optional); empty: every test. Queue events are not owner-scoped.",
+  }),
+  secret: Type.String({
+    maxLength: 300,
+    description:
+      "`webhook`: its signing secret (`whsec_…`); `slack_bot`: the bot token (`xoxb-…`).",
+  }),
   description: Type.String({ maxLength: 500 }),
   eventTypes: Type.Array(Type.String({ enum: [...EVENT_TYPES] }), {
     maxItems: EVENT_TYPES.length,
-    description: "Event types sent; empty: all.",
+    description:
+      "Event types sent; empty: all. Left out when creating a Slack or Teams endpoint: a test's status (v1), pull requests failed or canceled, the queues' state.",
   }),
   repositories: Type.Array(RepoRefSchema, {
     maxItems: 100,
@@ -39,10 +66,16 @@ const EndpointFields = {
 
 const EndpointSchema = Type.Object({
   id: Type.String(),
-  url: Type.String(),
+  kind: Type.String({ enum: [...ENDPOINT_KINDS] }),
+  url: Type.String({
+    description:
+      "Slack and Teams URLs redacted (`https://hooks.slack.com/…`); empty for `slack_bot`.",
+  }),
+  channel: Type.Union([Type.String(), Type.Null()]),
   description: Type.String(),
   eventTypes: Type.Array(Type.String()),
   repositories: Type.Array(RepoRefSchema),
+  codeOwners: Type.Array(Type.String()),
   enabled: Type.Boolean(),
   disabledReason: Type.Union([Type.String(), Type.Null()]),
   disabledAt: Time,
@@ -84,10 +117,13 @@ const time = (at: number | null) => (at === null ? null : isoTime(at));
 function presentEndpoint(endpoint: EndpointView): Static<typeof EndpointSchema> {
   return {
     id: endpoint.id,
+    kind: endpoint.kind,
     url: endpoint.url,
+    channel: endpoint.channel,
     description: endpoint.description,
     eventTypes: endpoint.eventTypes,
     repositories: endpoint.repositories,
+    codeOwners: endpoint.codeOwners,
     enabled: endpoint.enabled,
     disabledReason: endpoint.disabledReason,
     disabledAt: time(endpoint.disabledAt),
@@ -110,16 +146,19 @@ function registerEndpointRoutes(app: ApiApp, service: WebhookService): void {
     {
       schema: {
         tags: TAGS,
-        summary: "Create a webhook endpoint",
+        summary: "Create a webhook, Slack or Teams endpoint",
         description:
-          "Its secret (`whsec_…`, generated unless given) is in this answer; later only through revealSecret or rotateSecret.",
+          "A webhook's secret (`whsec_…`, generated unless given) is in this answer (empty for the other kinds); later only through revealSecret or rotateSecret.",
         body: Type.Object({
-          url: EndpointFields.url,
+          kind: Type.Optional(EndpointFields.kind),
+          url: Type.Optional(EndpointFields.url),
+          channel: Type.Optional(EndpointFields.channel),
           description: Type.Optional(EndpointFields.description),
           eventTypes: Type.Optional(EndpointFields.eventTypes),
           repositories: Type.Optional(EndpointFields.repositories),
+          codeOwners: Type.Optional(EndpointFields.codeOwners),
           enabled: Type.Optional(Type.Boolean()),
-          secret: Type.Optional(Type.String({ maxLength: 200 })),
+          secret: Type.Optional(EndpointFields.secret),
         }),
         response: {
           200: Type.Object({ endpoint: EndpointSchema, secret: Type.String() }),
@@ -152,13 +191,17 @@ function registerEndpointRoutes(app: ApiApp, service: WebhookService): void {
       schema: {
         tags: TAGS,
         summary: "Change a webhook endpoint",
-        description: "Fields left out are kept. `enabled: true` re-enables a disabled endpoint.",
+        description:
+          "Fields left out are kept; the kind never changes. `enabled: true` re-enables a disabled endpoint. `secret` replaces a Slack bot's token (or sets a webhook's).",
         body: Type.Object({
           endpointId: EndpointId,
           url: Type.Optional(EndpointFields.url),
+          channel: Type.Optional(EndpointFields.channel),
+          secret: Type.Optional(EndpointFields.secret),
           description: Type.Optional(EndpointFields.description),
           eventTypes: Type.Optional(EndpointFields.eventTypes),
           repositories: Type.Optional(EndpointFields.repositories),
+          codeOwners: Type.Optional(EndpointFields.codeOwners),
           enabled: Type.Optional(Type.Boolean()),
         }),
         response: { 200: Type.Object({ endpoint: EndpointSchema }), ...ERRORS },
@@ -196,7 +239,10 @@ function registerEndpointRoutes(app: ApiApp, service: WebhookService): void {
       {
         schema: {
           tags: TAGS,
-          summary: rotate ? "Rotate an endpoint's secret" : "Show an endpoint's secret",
+          summary: rotate ? "Rotate an endpoint's secret" : "Show an endpoint's credential",
+          description: rotate
+            ? "Webhooks only (409 for the other kinds): a new signing secret; the old one stops signing at once."
+            : "A webhook's signing secret, a Slack bot's token, or a Slack or Teams URL (listed redacted).",
           body: Type.Object({ endpointId: EndpointId }),
           response: { 200: Type.Object({ secret: Type.String() }), ...ERRORS },
         },

@@ -41,7 +41,8 @@ Environment:
                             (default 0,5s,5m,30m,2h,5h,10h,10h; see docs/webhooks.md)
   MAINLINE_WEBHOOKS_TIMEOUT_MS  how long a delivery waits for an answer (default 15000)
   MAINLINE_WEBHOOKS_DISABLE_AFTER  an endpoint failing this long is disabled (default 5d)
-  MAINLINE_WEBHOOKS_ALLOW_PRIVATE  1: endpoints may be loopback or private addresses (default 0)`;
+  MAINLINE_WEBHOOKS_ALLOW_PRIVATE  1: endpoints may be loopback or private addresses (default 0)
+  MAINLINE_SLACK_API_URL    where Slack bot endpoints post (default https://slack.com/api)`;
 
 /** Long-running, with the process's signals: only ever tested as a real process. */
 export function registerServe(program: Command, context: CliContext): void {

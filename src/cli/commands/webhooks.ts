@@ -1,8 +1,9 @@
 /**
- * `mainline webhooks add|list|remove|test|deliveries|resend`: the organization's outbound webhook
- * endpoints through the HTTP API (docs/webhooks.md). The secret is printed once, by `add`.
+ * `mainline webhooks add|add-slack-bot|list|remove|test|deliveries|resend`: the organization's
+ * outbound webhook, Slack and Teams endpoints through the HTTP API (docs/webhooks.md). A
+ * webhook's secret is printed once, by `add`; a Slack or Teams URL is listed redacted.
  */
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import type { RepoRef } from "../../organizations/repositories.js";
 import { callApi, type ClientOptions } from "../client.js";
 import type { CliContext } from "../context.js";
@@ -12,13 +13,18 @@ import { serverOptions } from "./repo.js";
 
 interface EndpointView {
   id: string;
+  kind: string;
   url: string;
+  channel: string | null;
   description: string;
   eventTypes: string[];
   repositories: RepoRef[];
+  codeOwners: string[];
   enabled: boolean;
   disabledReason: string | null;
 }
+
+const KINDS = ["webhook", "slack", "slack_bot", "teams"];
 
 interface DeliveryView {
   id: string;
@@ -38,18 +44,70 @@ const collect = <T>(parse: (value: string) => T) => {
 
 export function formatEndpoints(endpoints: EndpointView[]): string {
   return formatTable([
-    ["ID", "URL", "EVENTS", "REPOSITORIES", "STATE"],
+    ["ID", "KIND", "DESTINATION", "EVENTS", "REPOSITORIES", "OWNERS", "STATE"],
     ...endpoints.map((e) => [
       e.id,
-      e.url,
+      e.kind,
+      e.kind === "slack_bot" ? (e.channel ?? "") : e.url,
       e.eventTypes.length === 0 ? "all" : e.eventTypes.join(" "),
       e.repositories.length === 0
         ? "all"
         : e.repositories.map((r) => `${r.host}/${r.owner}/${r.name}`).join(" "),
+      e.codeOwners.length === 0 ? "all" : e.codeOwners.join(" "),
       e.enabled ? "enabled" : `disabled: ${e.disabledReason ?? ""}`,
     ]),
   ]);
 }
+
+interface AddOptions extends Options {
+  kind?: string;
+  botToken?: string;
+  channel?: string;
+  owner?: string[];
+  event?: string[];
+  repo?: RepoRef[];
+  description?: string;
+}
+
+/** What an endpoint is sent and where from: the options `add` and `add-slack-bot` share. */
+function filterOptions(command: Command): Command {
+  return command
+    .option(
+      "--event <type>",
+      "an event type to send (repeatable; default: all, or for Slack and Teams the failures)",
+      collect(String),
+    )
+    .option(
+      "--repo <host/owner/name>",
+      "only this repository's events (repeatable; default: all)",
+      collect(parseRepoArg),
+    )
+    .option(
+      "--owner <owner>",
+      "only tests this code owner owns, e.g. @acme/payments (repeatable; default: every test)",
+      collect(String),
+    )
+    .option("--description <text>", "what the endpoint is for")
+    .option("--json", "print the API's JSON");
+}
+
+function createBody(url: string | undefined, o: AddOptions): Record<string, unknown> {
+  return {
+    ...(o.kind === undefined ? {} : { kind: o.kind }),
+    ...(url === undefined ? {} : { url }),
+    ...(o.botToken === undefined ? {} : { secret: o.botToken }),
+    ...(o.channel === undefined ? {} : { channel: o.channel }),
+    ...(o.event ? { eventTypes: o.event } : {}),
+    ...(o.repo ? { repositories: o.repo } : {}),
+    ...(o.owner ? { codeOwners: o.owner } : {}),
+    ...(o.description === undefined ? {} : { description: o.description }),
+  };
+}
+
+const botTokenOption = () =>
+  new Option("--bot-token <xoxb-…>", "the Slack bot's token (chat:write)").env(
+    "MAINLINE_SLACK_BOT_TOKEN",
+  );
 
 export function formatDeliveries(deliveries: DeliveryView[]): string {
   return formatTable([
@@ -78,34 +136,55 @@ export function registerWebhookCommands(program: Command, context: CliContext): 
     context.stdout.write(o.json ? `${JSON.stringify(body, null, 2)}\n` : text());
   };
 
-  serverOptions(webhooks.command("add").description("Add an endpoint; prints its secret once"))
-    .argument("<url>", "where events are POSTed (http or https)")
-    .option("--event <type>", "an event type to send (repeatable; default: all)", collect(String))
-    .option(
-      "--repo <host/owner/name>",
-      "only this repository's events (repeatable; default: all)",
-      collect(parseRepoArg),
-    )
-    .option("--description <text>", "what the endpoint is for")
-    .option("--json", "print the API's JSON")
-    .action(
-      async (
-        url: string,
-        o: Options & { event?: string[]; repo?: RepoRef[]; description?: string },
-      ) => {
-        const body = await callApi<{ endpoint: EndpointView; secret: string }>(
-          o,
-          "webhooks/createEndpoint",
-          {
-            url,
-            ...(o.event ? { eventTypes: o.event } : {}),
-            ...(o.repo ? { repositories: o.repo } : {}),
-            ...(o.description === undefined ? {} : { description: o.description }),
-          },
-        );
-        print(o, body, () => `${body.endpoint.id}\nsecret: ${body.secret}\n`);
-      },
+  const added = (o: AddOptions, body: { endpoint: EndpointView; secret: string }) => {
+    print(o, body, () =>
+      body.secret === ""
+        ? `${body.endpoint.id}\n`
+        : `${body.endpoint.id}\nsecret: ${body.secret}\n`,
     );
+  };
+
+  filterOptions(
+    serverOptions(
+      webhooks.command("add").description("Add an endpoint (a webhook's secret is printed once)"),
+    )
+      .argument("[url]", "where events are POSTed (http or https); none for a Slack bot")
+      .addOption(
+        new Option("--kind <kind>", "webhook (signed JSON), slack, slack_bot or teams")
+          .choices(KINDS)
+          .default("webhook"),
+      )
+      .addOption(botTokenOption())
+      .option("--channel <id>", "slack_bot: the channel id (C…) or #name"),
+  ).action(async (url: string | undefined, o: AddOptions) => {
+    added(
+      o,
+      await callApi<{ endpoint: EndpointView; secret: string }>(
+        o,
+        "webhooks/createEndpoint",
+        createBody(url, o),
+      ),
+    );
+  });
+
+  filterOptions(
+    serverOptions(
+      webhooks
+        .command("add-slack-bot")
+        .description("Add a Slack bot endpoint: posts to a channel with chat.postMessage"),
+    )
+      .addOption(botTokenOption().makeOptionMandatory())
+      .requiredOption("--channel <id>", "the channel id (C…) or #name; invite the bot there"),
+  ).action(async (o: AddOptions) => {
+    added(
+      o,
+      await callApi<{ endpoint: EndpointView; secret: string }>(
+        o,
+        "webhooks/createEndpoint",
+        createBody(undefined, { ...o, kind: "slack_bot" }),
+      ),
+    );
+  });
 
   serverOptions(webhooks.command("list").description("List the endpoints"))
     .option("--json", "print the API's JSON")

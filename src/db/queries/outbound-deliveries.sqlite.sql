@@ -8,7 +8,7 @@ select *
   order by "seq"
   limit ?;
 
--- OutboundDeliveryStore.prepareEvent(seq, payload, now)
+-- OutboundDeliveryStore.prepareEvent(seq, payload, now, owners)
 pragma synchronous = NORMAL;
 begin;
 update "outbound_events"
@@ -28,7 +28,7 @@ update "outbound_deliveries"
   set "lease_owner" = ?, "lease_until" = ?
   where "id" in (select "d"."id" from "outbound_deliveries" as "d" inner join "outbound_endpoints" as "p" on "p"."id" = "d"."endpoint_id" where "d"."state" = ? and "d"."next_attempt_at" <= ? and ("d"."lease_until" is null or "d"."lease_until" < ?) and "p"."enabled" = ? and not exists (select "o"."id" from "outbound_deliveries" as "o" where "o"."endpoint_id" = "d"."endpoint_id" and "o"."subject" = "d"."subject" and "o"."state" = ? and ("o"."event_seq" < "d"."event_seq" or ("o"."event_seq" = "d"."event_seq" and "o"."id" < "d"."id"))) order by "d"."event_seq" limit ?)
   returning "id";
-select "d"."id", "e"."id" as "event_id", "d"."endpoint_id", "p"."url", "p"."secret", "e"."payload", "d"."attempts", "d"."event_seq", "p"."failing_since"
+select "d"."id", "e"."id" as "event_id", "e"."type" as "event_type", "d"."endpoint_id", "p"."kind", "p"."url", "p"."secret", "p"."channel", "e"."payload", "d"."attempts", "d"."event_seq", "p"."failing_since"
   from "outbound_deliveries" as "d"
   inner join "outbound_endpoints" as "p" on "p"."id" = "d"."endpoint_id"
   inner join "outbound_events" as "e" on "e"."seq" = "d"."event_seq"

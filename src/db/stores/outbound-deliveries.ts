@@ -7,6 +7,8 @@ import type {
   EventRecord,
   RecordedAttempt,
 } from "../../notifications/records.js";
+import { isEndpointKind } from "../../notifications/kinds.js";
+import { takesEvent } from "../../notifications/routing.js";
 import { sqlDialect } from "../dialect.js";
 import type { DialectName } from "../connection.js";
 import type { Database } from "../schema.js";
@@ -34,7 +36,12 @@ export class OutboundDeliveryStore implements DeliveryRecords {
     return rows.map(toEvent);
   }
 
-  async prepareEvent(seq: number, payload: string | null, now: number): Promise<boolean> {
+  async prepareEvent(
+    seq: number,
+    payload: string | null,
+    now: number,
+    owners: readonly string[] = [],
+  ): Promise<boolean> {
     // Redone from the stored event if lost: its commit need not wait for the disk.
     return sqlDialect(this.dialect).relaxedTransaction(this.db, async (trx) => {
       // The guard takes the row: a second process waits here, then finds it prepared.
@@ -53,13 +60,8 @@ export class OutboundDeliveryStore implements DeliveryRecords {
         .where("organizationId", "=", event.organizationId)
         .where("enabled", "=", 1)
         .execute();
-      const wanted = endpoints.map(toEndpoint).filter((endpoint) => {
-        const typeOk = endpoint.eventTypes.length === 0 || endpoint.eventTypes.includes(event.type);
-        const repositoryOk =
-          endpoint.repositoryIds.length === 0 ||
-          (event.repositoryId !== null && endpoint.repositoryIds.includes(event.repositoryId));
-        return typeOk && repositoryOk;
-      });
+      const route = { type: event.type, repositoryId: event.repositoryId, owners };
+      const wanted = endpoints.map(toEndpoint).filter((endpoint) => takesEvent(endpoint, route));
       if (wanted.length > 0) {
         await trx
           .insertInto("outboundDeliveries")
@@ -126,9 +128,12 @@ export class OutboundDeliveryStore implements DeliveryRecords {
       .select([
         "d.id",
         "e.id as eventId",
+        "e.type as eventType",
         "d.endpointId",
+        "p.kind",
         "p.url",
         "p.secret",
+        "p.channel",
         "e.payload",
         "d.attempts",
         "d.eventSeq",
@@ -142,7 +147,11 @@ export class OutboundDeliveryStore implements DeliveryRecords {
       .where("d.leaseOwner", "=", owner)
       .orderBy("d.eventSeq")
       .execute();
-    return rows.map(({ eventSeq: _seq, payload, ...row }) => ({ ...row, payload: payload ?? "" }));
+    return rows.map(({ eventSeq: _seq, payload, kind, ...row }) => ({
+      ...row,
+      kind: isEndpointKind(kind) ? kind : "webhook",
+      payload: payload ?? "",
+    }));
   }
 
   async recordAttempts(owner: string, attempts: readonly RecordedAttempt[]): Promise<void> {

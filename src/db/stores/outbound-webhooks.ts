@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from "kysely";
 import { publicId } from "../../lib/tokens.js";
 import type { EventFacts } from "../../notifications/facts.js";
+import { isEndpointKind } from "../../notifications/kinds.js";
 import type {
   AttemptRecord,
   DeliveryWithAttempts,
@@ -320,16 +321,18 @@ function endpointRow(endpoint: EndpointRecord) {
     ...endpoint,
     eventTypes: JSON.stringify(endpoint.eventTypes),
     repositoryIds: JSON.stringify(endpoint.repositoryIds),
+    codeOwners: JSON.stringify(endpoint.codeOwners),
     enabled: endpoint.enabled ? 1 : 0,
   };
 }
 
 function changeRow(change: EndpointChange) {
-  const { eventTypes, repositoryIds, enabled, ...rest } = change;
+  const { eventTypes, repositoryIds, codeOwners, enabled, ...rest } = change;
   return {
     ...rest,
     ...(eventTypes === undefined ? {} : { eventTypes: JSON.stringify(eventTypes) }),
     ...(repositoryIds === undefined ? {} : { repositoryIds: JSON.stringify(repositoryIds) }),
+    ...(codeOwners === undefined ? {} : { codeOwners: JSON.stringify(codeOwners) }),
     ...(enabled === undefined ? {} : { enabled: enabled ? 1 : 0 }),
   };
 }
@@ -337,8 +340,10 @@ function changeRow(change: EndpointChange) {
 export function toEndpoint(row: Selectable<OutboundEndpointsTable>): EndpointRecord {
   return {
     ...row,
+    kind: isEndpointKind(row.kind) ? row.kind : "webhook",
     eventTypes: JSON.parse(row.eventTypes) as string[],
     repositoryIds: JSON.parse(row.repositoryIds) as string[],
+    codeOwners: JSON.parse(row.codeOwners) as string[],
     enabled: Boolean(row.enabled),
   };
 }

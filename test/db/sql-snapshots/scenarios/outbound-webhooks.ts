@@ -12,10 +12,13 @@ import { scenario, when } from "./types.js";
 const ENDPOINT: EndpointRecord = {
   id: "we_1",
   organizationId: ORG,
+  kind: "webhook",
   url: "https://hooks.example.com/x",
   secret: "whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2Vj",
+  channel: null,
   eventTypes: [],
   repositoryIds: [],
+  codeOwners: [],
   description: "",
   enabled: true,
   disabledReason: null,
@@ -24,7 +27,13 @@ const ENDPOINT: EndpointRecord = {
   createdAt: NOW,
   updatedAt: NOW,
 };
-const ENDPOINT_ROW = { ...ENDPOINT, event_types: "[]", repository_ids: "[]", enabled: 1 };
+const ENDPOINT_ROW = {
+  ...ENDPOINT,
+  event_types: "[]",
+  repository_ids: "[]",
+  code_owners: "[]",
+  enabled: 1,
+};
 const EVENT_ROW = { seq: 1, id: "msg_1", facts: '{"kind":"ping","at":1}', payload: "{}" };
 
 export const outboundWebhooksScenario = scenario({
@@ -107,7 +116,7 @@ export const outboundDeliveriesScenario = scenario({
         ],
         [/from "outbound_endpoints"/, [ENDPOINT_ROW]],
       ),
-      run: (s) => s.prepareEvent(1, "{}", NOW),
+      run: (s) => s.prepareEvent(1, "{}", NOW, ["@acme/payments"]),
     },
     {
       method: "claimDeliveries",
