@@ -183,7 +183,7 @@ ${destinationFields(draft)}
 <label for="webhook-description">Description <span class="muted">(optional)</span></label>
 <input type="text" id="webhook-description" name="description" maxlength="500" value="${draft?.description ?? ""}">
 <fieldset class="event-types">
-<legend>Event types <span class="muted">(none checked: every type for a webhook; for Slack and Teams, a test's status and failed or canceled pull requests)</span></legend>
+<legend>Event types <span class="muted">(none checked: every type for a webhook; for Slack and Teams, a test's status, failed or canceled pull requests, and the queue paused or cut off)</span></legend>
 <ul class="plain">${boxes}</ul>
 </fieldset>
 <div><button type="submit" class="primary">Add endpoint</button></div>
