@@ -72,9 +72,13 @@ export function createHttpServer(
   services: Services,
   logger: FastifyServerOptions["logger"],
 ): Promise<ApiApp> {
-  // The webhook worker stops with the server: after the requests, before the database closes.
+  // The webhook worker and the tickets' loop stop with the server: after the requests, before
+  // the database closes.
   return buildServer({
     ...serverDependencies(services, logger),
-    onClose: () => services.webhooks.stop(),
+    onClose: async () => {
+      await services.webhooks.stop();
+      await services.tickets.stop();
+    },
   });
 }

@@ -28,6 +28,7 @@ import { runFailFirst } from "./migrations/0029_run_fail_first.js";
 import { hostTrouble } from "./migrations/0030_host_trouble.js";
 import { outboundWebhooks } from "./migrations/0031_outbound_webhooks.js";
 import { prTestReports } from "./migrations/0032_pr_test_reports.js";
+import { tickets } from "./migrations/0034_tickets.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -60,6 +61,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0030_host_trouble": hostTrouble,
   "0031_outbound_webhooks": outboundWebhooks,
   "0032_pr_test_reports": prTestReports,
+  "0034_tickets": tickets,
 };
 
 export interface MigrationReport {
