@@ -50,6 +50,7 @@ import type { TestHealthOverview } from "../testhealth/overview.js";
 import type { RepositoryHealthService } from "../testhealth/repository-health.js";
 import { registerTestRoutes } from "./flakytests/tests.js";
 import { EVENT_TYPES, PING_EVENT_TYPE } from "../notifications/events.js";
+import { registerTicketRoutes, type TicketRouteDeps } from "./tickets/routes.js";
 import { registerWebhookRoutes, type WebhookRouteDeps } from "./webhooks/routes.js";
 import type { ApiApp } from "./types.js";
 
@@ -99,6 +100,8 @@ export interface ServerDependencies {
   onClose?: (() => Promise<void>) | undefined;
   /** Outbound webhooks' management (`/v1/webhooks/*`). */
   webhooks?: WebhookRouteDeps | undefined;
+  /** Ticket connections (`/v1/tickets/*`) and creating a test's ticket. */
+  tickets?: Omit<TicketRouteDeps, "publicUrl"> | undefined;
   /** MAINLINE_PUBLIC_URL when set; otherwise links use the address each request came to. */
   publicUrl: string | undefined;
   logger: FastifyServerOptions["logger"];
@@ -351,6 +354,7 @@ async function registerApiScope(
     registerListRoutes(scope, flakyTests);
     registerTestRoutes(scope, flakyTests);
     if (deps.webhooks) registerWebhookRoutes(scope, deps.webhooks);
+    if (deps.tickets) registerTicketRoutes(scope, { ...deps.tickets, publicUrl: deps.publicUrl });
     done();
   });
 }

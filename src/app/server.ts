@@ -61,6 +61,7 @@ export function serverDependencies(
     providerRoutes: providerRoutes(services),
     webhookRoutes: webhookRoutes(services.providers),
     webhooks: { service: services.webhooks.service, pager: services.pager },
+    tickets: { connections: services.tickets.connections, service: services.tickets.service },
     publicUrl: services.publicUrl,
     githubSignIn: services.github?.signIn,
     logger,

@@ -41,7 +41,8 @@ export interface LinkedTicketView {
 }
 
 export type AttemptOutcome =
-  | { kind: "linked"; ticket: LinkedTicketView }
+  /** `created`: by this attempt's create (false: found, made by an earlier one). */
+  | { kind: "linked"; ticket: LinkedTicketView; created: boolean }
   /** The test keeps its ticket: open, or its state unknown. */
   | { kind: "exists"; ticket: LinkedTicketView }
   /** Another caller is creating this test's ticket now. */
@@ -142,7 +143,7 @@ export class TicketService {
     principal: Principal,
     query: RepositoryQuery & { testId: string },
     baseUrl: string,
-  ): Promise<LinkedTicketView> {
+  ): Promise<{ testId: string; ticket: LinkedTicketView; created: boolean }> {
     const scope = await this.deps.queries.scope(principal, query);
     const row = await this.deps.queries.test(scope, query.testId);
     const connection = await this.repositoryConnection(
@@ -162,7 +163,7 @@ export class TicketService {
     );
     switch (outcome.kind) {
       case "linked":
-        return outcome.ticket;
+        return { testId: row.id, ticket: outcome.ticket, created: outcome.created };
       case "exists":
         throw new TicketExistsError(outcome.ticket);
       case "busy":
@@ -316,8 +317,9 @@ export class TicketService {
         await links.releaseIntent(intent.testKey, found.error.message, intent.attempts);
         return this.failed(connection, found.error);
       }
-      if (found.value)
-        return this.complete(context, connection, resolved.value, intent, found.value);
+      if (found.value) {
+        return this.complete(context, connection, resolved.value, intent, found.value, false);
+      }
     }
     const subject = await this.deps.subjects.subject(intent.testKey, context.baseUrl);
     if (!subject) {
@@ -328,8 +330,9 @@ export class TicketService {
       resolved.value,
       ticketDraft(subject, intent.marker, connection.labels),
     );
-    if (created.ok)
-      return this.complete(context, connection, resolved.value, intent, created.value);
+    if (created.ok) {
+      return this.complete(context, connection, resolved.value, intent, created.value, true);
+    }
     if (created.error.kind === "unknown_outcome") {
       await links.releaseIntent(intent.testKey, created.error.message, intent.attempts + 1);
     } else {
@@ -344,6 +347,7 @@ export class TicketService {
     resolved: TicketConnection,
     intent: TicketIntentRecord,
     ticket: CreatedTicket,
+    createdNow: boolean,
   ): Promise<AttemptOutcome> {
     await this.recordHealth(connection, null);
     const client = this.deps.clients[connection.kind];
@@ -370,6 +374,7 @@ export class TicketService {
     return {
       kind: "linked",
       ticket: { htmlUrl: ticket.url, key: ticket.key, state: stateOf(record) },
+      created: createdNow,
     };
   }
 
