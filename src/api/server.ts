@@ -289,6 +289,7 @@ function registerDocs(app: ApiApp): void {
 }
 
 async function registerDashboardScope(app: ApiApp, deps: ServerDependencies): Promise<void> {
+  const connections = deps.tickets?.connections;
   // The dashboard: HTML pages with sessions of their own (src/web; docs/dashboard.md).
   await app.register((scope: ApiApp, _options, done) => {
     registerDashboard(scope, {
@@ -296,7 +297,12 @@ async function registerDashboardScope(app: ApiApp, deps: ServerDependencies): Pr
       authenticate: (token) => deps.organizations.authenticate(token),
       overview: deps.testHealth.overview,
       queues: deps.queues,
-      testPage: testPageView(deps.testHealth),
+      testPage: testPageView({
+        ...deps.testHealth,
+        ticketConnection: connections
+          ? (principal, id) => connections.get(principal, id).catch(() => undefined)
+          : undefined,
+      }),
       mergeQueue:
         deps.queueDashboard && deps.pullRequests
           ? {
@@ -313,6 +319,7 @@ async function registerDashboardScope(app: ApiApp, deps: ServerDependencies): Pr
             eventTypes: EVENT_TYPES.filter((type) => type !== PING_EVENT_TYPE),
           }
         : undefined,
+      tickets: deps.tickets,
       repositoryHealth: deps.testHealth.repositoryHealth,
       testManagement: deps.testHealth.management,
       publicUrl: deps.publicUrl,

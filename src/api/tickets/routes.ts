@@ -31,7 +31,7 @@ import {
 import type { ApiApp } from "../types.js";
 
 export interface TicketRouteDeps {
-  connections: Pick<TicketConnectionService, "create" | "list" | "update" | "remove">;
+  connections: Pick<TicketConnectionService, "create" | "list" | "get" | "update" | "remove">;
   service: Pick<TicketService, "createForTest">;
   publicUrl: string | undefined;
 }

@@ -143,7 +143,7 @@ export class TicketService {
     principal: Principal,
     query: RepositoryQuery & { testId: string },
     baseUrl: string,
-  ): Promise<{ testId: string; ticket: LinkedTicketView; created: boolean }> {
+  ): Promise<{ testId: string; repositoryId: string; ticket: LinkedTicketView; created: boolean }> {
     const scope = await this.deps.queries.scope(principal, query);
     const row = await this.deps.queries.test(scope, query.testId);
     const connection = await this.repositoryConnection(
@@ -163,7 +163,12 @@ export class TicketService {
     );
     switch (outcome.kind) {
       case "linked":
-        return { testId: row.id, ticket: outcome.ticket, created: outcome.created };
+        return {
+          testId: row.id,
+          repositoryId: scope.repository.id,
+          ticket: outcome.ticket,
+          created: outcome.created,
+        };
       case "exists":
         throw new TicketExistsError(outcome.ticket);
       case "busy":
