@@ -1,6 +1,7 @@
 /**
  * Keeping secrets out of log lines and messages: each pattern below is one kind of secret (our
- * tokens and session ids, credential query values, URL passwords, GitHub tokens, JWTs, PEM keys).
+ * tokens and session ids, credential query values, URL passwords, GitHub tokens, Atlassian API
+ * tokens, JWTs, PEM keys).
  * Applied to text that may echo input (URLs, error messages, stacks); a new kind of secret the
  * service handles needs its pattern here. Fields we log on purpose never carry a secret.
  */
@@ -19,6 +20,8 @@ const URL_PASSWORD = /([a-z][a-z0-9+.-]*:\/\/[^:/@\s"'<>]*):[^@/\s"'<>]*@/gi;
 const API_TOKEN = /\b(mlt|mls)_[A-Za-z0-9_-]{8,}/g;
 /** GitHub's tokens: installation (`ghs_`), personal (`ghp_`, `github_pat_`), OAuth, user, refresh. */
 const GITHUB_TOKEN = /\b(gh[psour]_|github_pat_)[A-Za-z0-9_]{8,}/g;
+/** Atlassian API tokens (Jira Cloud ticket connections): `ATATT` + base64url-ish text. */
+const ATLASSIAN_TOKEN = /\bATATT[A-Za-z0-9_=-]{8,}/g;
 /** Outbound webhook signing secrets (`whsec_` + base64). */
 const WEBHOOK_SECRET = /\bwhsec_[A-Za-z0-9+/=]{8,}/g;
 /** A JSON Web Token: three base64url parts, the first two JSON objects (`eyJ…`). */
@@ -34,6 +37,7 @@ export function redactSecrets(text: string): string {
     .replace(API_TOKEN, (_match, prefix: string) => `${prefix}_${REDACTED}`)
     .replace(GITHUB_TOKEN, `$1${REDACTED}`)
     .replace(WEBHOOK_SECRET, `whsec_${REDACTED}`)
+    .replace(ATLASSIAN_TOKEN, `ATATT${REDACTED}`)
     .replace(JWT, REDACTED)
     .replace(PEM_KEY, REDACTED);
 }

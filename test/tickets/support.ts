@@ -13,11 +13,20 @@ export const JIRA_EMAIL = "bot@acme.example";
 export const JIRA_PAT = "NjM0NTY3ODkwMTIzOpersonal-access-token-xyz";
 export const HOUR = 3_600_000;
 
+/** The servers' clock runs this far ahead of the wall clock (`advance` moves it on). */
+let skewMs = 0;
+
+/** Moves the servers' clock on: a connection's pause (a backoff, a Retry-After) ends sooner. */
+export function advance(ms: number): void {
+  skewMs += ms;
+}
+
 export function startTicketServer(
   tickets: { pollMs?: number; refreshMs?: number; timeoutMs?: number } = {},
 ): Promise<TestServer> {
   return startTestServer({
     startWorker: false,
+    clock: { now: () => Date.now() + skewMs },
     webhooks: { allowPrivate: true },
     tickets: { pollMs: 60_000, refreshMs: 60_000, timeoutMs: 1000, ...tickets },
   });
@@ -116,7 +125,11 @@ export function createTicket(
 
 export interface Details {
   test: {
-    ticket?: { html_url: string; key?: string; state?: { name: string; open: boolean } | null };
+    ticket?: {
+      html_url: string;
+      key?: string;
+      state?: { name: string; open: boolean; checked_at: string } | null;
+    };
   };
   status_history: { kind: string; reason: string; actor: string | null }[];
 }

@@ -25,6 +25,9 @@ describe("redactSecrets", () => {
     expect(redactSecrets("client_id=Iv1&client_secret=f00ba4")).toBe(
       "client_id=Iv1&client_secret=[redacted]",
     );
+    expect(redactSecrets("Jira token ATATT3xFfGF0T4nKq-_=abc123 was refused")).toBe(
+      "Jira token ATATT[redacted] was refused",
+    );
     const harmless = "No operation GET /v1/nowhere. Expires in 5 minutes; key names: a, b.";
     expect(redactSecrets(harmless)).toBe(harmless);
   });

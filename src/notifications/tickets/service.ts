@@ -130,9 +130,12 @@ function historyWords(created: CreatedTicket, kind: TicketProviderKind, previous
 export class TicketService {
   constructor(private readonly deps: TicketServiceDeps) {}
 
-  /** How long a caller holds a test's intent: the longest its provider calls may take. */
+  /**
+   * How long a caller holds a test's intent: its provider calls (a search, a create, a read) at
+   * their longest, and time to store what they answered.
+   */
   get leaseMs(): number {
-    return this.deps.options.timeoutMs * 4 + 10_000;
+    return this.deps.options.timeoutMs * 3 + 5_000;
   }
 
   /**
