@@ -24,6 +24,7 @@ import { TicketService, type TicketSubjects } from "../notifications/tickets/ser
 import type { TicketClient, TicketProviderKind } from "../notifications/tickets/types.js";
 import { LOCAL_HOST, repositoryName } from "../organizations/repositories.js";
 import { noFigures } from "../testhealth/test-queries.js";
+import { outboundAddresses } from "./webhooks.js";
 
 /**
  * Each kind's client. Linear and GitHub Issues come in their own change: until then a
@@ -94,14 +95,7 @@ export function createTickets(
   options: Partial<TicketSettings> = {},
 ): Tickets {
   const settings = { ...DEFAULT_TICKET_SETTINGS, ...options };
-  const baseUrl = () => settings.publicUrl ?? settings.listenOrigins()[0] ?? "http://localhost";
-  const policy = {
-    allowPrivate: settings.allowPrivate,
-    selfOrigins: () => [
-      ...(settings.publicUrl === undefined ? [] : [settings.publicUrl]),
-      ...settings.listenOrigins(),
-    ],
-  };
+  const { baseUrl, policy } = outboundAddresses(settings);
   const subjects = ticketSubjects(database, deps);
   const connections = new TicketConnectionService({
     records: deps.store,

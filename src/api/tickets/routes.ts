@@ -4,7 +4,7 @@
  * shown), and `/v1/flaky-tests/create-ticket-for-test-case`, a Mainline extension of the Flaky
  * Tests API that creates a test's ticket through its repository's connection.
  */
-import { Type, type Static } from "typebox";
+import { Type, type Static, type TOptional } from "typebox";
 import { isoTime } from "../../lib/clock.js";
 import {
   LIMITS,
@@ -76,6 +76,11 @@ const ConnectionFields = {
     "Jira Cloud API token, Jira Data Center personal access token, Linear API key, GitHub token (GitHub: null uses the GitHub App's installation token). Never shown back.",
   ),
 };
+
+/** Every field but `kind`, each optional (a kind needs some of them: 400 naming the missing). */
+const OptionalFields = Object.fromEntries(
+  Object.entries(ConnectionFields).map(([name, schema]) => [name, Type.Optional(schema)]),
+) as { [K in keyof typeof ConnectionFields]: TOptional<(typeof ConnectionFields)[K]> };
 
 const ConnectionSchema = Type.Object({
   id: Type.String(),
@@ -151,13 +156,7 @@ function registerConnectionRoutes(app: ApiApp, connections: TicketRouteDeps["con
           "Jira Cloud (`jira_cloud`: baseUrl, target, email, credential), Jira Data Center (`jira_dc`: baseUrl, target, credential), Linear (`linear`: target, credential) or GitHub Issues (`github`). The credential is kept and never shown back. A repository names its connection in its test settings (`ticket_connection_id`).",
         body: Type.Object({
           kind: Type.String({ enum: [...TICKET_PROVIDER_KINDS] }),
-          name: Type.Optional(ConnectionFields.name),
-          baseUrl: Type.Optional(ConnectionFields.baseUrl),
-          target: Type.Optional(ConnectionFields.target),
-          issueType: Type.Optional(ConnectionFields.issueType),
-          labels: Type.Optional(ConnectionFields.labels),
-          email: Type.Optional(ConnectionFields.email),
-          credential: Type.Optional(ConnectionFields.credential),
+          ...OptionalFields,
         }),
         response: { 200: Type.Object({ connection: ConnectionSchema }), ...ERRORS },
       },
@@ -191,13 +190,7 @@ function registerConnectionRoutes(app: ApiApp, connections: TicketRouteDeps["con
           "Fields left out are kept; the kind cannot change. A new credential replaces the old one.",
         body: Type.Object({
           connectionId: ConnectionId,
-          name: Type.Optional(ConnectionFields.name),
-          baseUrl: Type.Optional(ConnectionFields.baseUrl),
-          target: Type.Optional(ConnectionFields.target),
-          issueType: Type.Optional(ConnectionFields.issueType),
-          labels: Type.Optional(ConnectionFields.labels),
-          email: Type.Optional(ConnectionFields.email),
-          credential: Type.Optional(ConnectionFields.credential),
+          ...OptionalFields,
         }),
         response: { 200: Type.Object({ connection: ConnectionSchema }), ...ERRORS },
       },
