@@ -58,6 +58,8 @@ export interface FakeJira {
   /** The next `call` (or any call) meets this fault, once. */
   fault(fault: JiraFault, call?: JiraCall): void;
   setStatus(key: string, status: FakeIssue["status"]): void;
+  /** Deletes an issue (searches and reads no longer find it). */
+  remove(key: string): void;
   close(): Promise<void>;
 }
 
@@ -194,6 +196,9 @@ export async function startFakeJira(options: FakeJiraOptions): Promise<FakeJira>
   const projects = options.projects ?? { ENG: ["Bug", "Task"] };
   const faults: { fault: JiraFault; call: JiraCall | undefined }[] = [];
   const hanging = new Set<http.ServerResponse>();
+  /** Issues made so far, in all and per project (ids and keys are never reused). */
+  const counters = new Map<string, number>();
+  let issueCount = 0;
   const fake: FakeJira = {
     url: "",
     flavour,
@@ -207,6 +212,11 @@ export async function startFakeJira(options: FakeJiraOptions): Promise<FakeJira>
       const issue = fake.issues.find((i) => i.key === key);
       if (!issue) throw new Error(`no issue ${key}`);
       issue.status = status;
+    },
+    remove(key) {
+      const at = fake.issues.findIndex((i) => i.key === key);
+      if (at === -1) throw new Error(`no issue ${key}`);
+      fake.issues.splice(at, 1);
     },
     close: () => Promise.resolve(),
   };
@@ -301,9 +311,11 @@ export async function startFakeJira(options: FakeJiraOptions): Promise<FakeJira>
       errors.description = "Operation value must be a string";
     }
     if (Object.keys(errors).length > 0) return { status: 400, body: { errorMessages: [], errors } };
-    const number = fake.issues.filter((i) => i.project === project).length + 1;
+    const number = (counters.get(String(project)) ?? 0) + 1;
+    counters.set(String(project), number);
+    issueCount += 1;
     const issue: FakeIssue = {
-      id: String(10000 + fake.issues.length),
+      id: String(10000 + issueCount),
       key: `${String(project)}-${number}`,
       project: String(project),
       issueType: String(issueType),

@@ -181,4 +181,83 @@ describe("creates left unfinished", () => {
     expect(jira.issues.length).toBe(before + 1);
     expect((await details(server, repo, testId)).test.ticket?.key).toBe(jira.issues.at(-1)?.key);
   });
+
+  it("drops an unfinished create when someone linked a ticket by hand meanwhile", async () => {
+    const repo = await repository(server, "relinked-app");
+    await useConnection(
+      server,
+      repo,
+      await jiraConnection(server, jira, { name: "Jira relinked" }),
+    );
+    const testId = await addTest(server, repo);
+    jira.fault({ kind: "hang", created: false }, "create");
+    expect((await createTicket(server, repo, testId)).status).toBe(502);
+    const linked = await server.call("flaky-tests/link-ticket-to-test-case", {
+      org_url_slug: "acme",
+      repo: repo.ref,
+      test_case_id: testId,
+      external_ticket_id: "https://tracker.example/T-9",
+    });
+    expect(linked.status, linked.text).toBe(200);
+    const before = jira.issues.length;
+    advance(2 * 60_000);
+    await pass();
+    expect(jira.issues.length).toBe(before);
+    expect((await details(server, repo, testId)).test.ticket?.html_url).toBe(
+      "https://tracker.example/T-9",
+    );
+    const intents = await server.database.handle.db
+      .selectFrom("ticketIntents")
+      .selectAll()
+      .execute();
+    expect(intents).toEqual([]);
+  });
+});
+
+describe("tickets the provider no longer finds", () => {
+  it("count as closed, without pausing the connection: a new one may be made", async () => {
+    const repo = await repository(server, "deleted-issue-app");
+    const connection = await jiraConnection(server, jira, { name: "Jira deleted" });
+    await useConnection(server, repo, connection);
+    const testId = await addTest(server, repo);
+    const created = await createTicket(server, repo, testId);
+    expect(created.status, created.text).toBe(200);
+    jira.remove(created.body.ticket.key ?? "");
+    advance(2000);
+    await pass();
+    expect((await details(server, repo, testId)).test.ticket?.state).toMatchObject({
+      name: "Not found",
+      open: false,
+    });
+    const listed = await server.call<{ connections: { id: string; pausedUntil: string | null }[] }>(
+      "tickets/listConnections",
+      {},
+    );
+    expect(listed.body.connections.find((c) => c.id === connection)?.pausedUntil).toBeNull();
+    const next = await createTicket(server, repo, testId);
+    expect(next.status, next.text).toBe(200);
+    expect(next.body.ticket.key).not.toBe(created.body.ticket.key);
+  });
+});
+
+describe("the rule among many tests it skips", () => {
+  it("still reaches a test with an owner behind more ownerless ones than a page holds", async () => {
+    const repo = await repository(server, "crowded-app");
+    await useConnection(
+      server,
+      repo,
+      await jiraConnection(server, jira, { name: "Jira crowded" }),
+      {
+        flaky: true,
+      },
+    );
+    for (let i = 0; i < 60; i++) {
+      await addTest(server, repo, { hoursAgo: 100, file: `lib/unowned_${i}.rb` });
+    }
+    const owned = await addTest(server, repo, { hoursAgo: 30 });
+    const before = jira.issues.length;
+    await pass();
+    expect(jira.issues.length).toBe(before + 1);
+    expect((await details(server, repo, owned)).test.ticket?.key).toBe(jira.issues.at(-1)?.key);
+  });
 });

@@ -117,12 +117,13 @@ select "s"."repository_id", "r"."organization_id", "s"."ticket_connection_id", "
   where "s"."ticket_connection_id" is not null and "s"."ticket_rule" is not null
   order by "s"."repository_id";
 
--- TicketStore.ruleCandidates(repositoryId, statuses, changedBefore, limit)
+-- TicketStore.ruleCandidates(repositoryId, statuses, changedBefore, page)
 select "c".*
   from "test_cases" as "c"
   where "c"."repository_id" = $1 and "c"."status" in ($2) and "c"."status_changed_at" <= $3 and "c"."ticket" is null and not exists (select "i"."test_key" from "ticket_intents" as "i" where "i"."test_key" = "c"."key")
   order by "c"."status_changed_at", "c"."key"
-  limit $4;
+  limit $4
+  offset $5;
 
 -- TicketStore.staleTickets(before, limit)
 select "k"."test_key", "t"."organization_id", "t"."id" as "connection_id", "k"."url", "k"."key", "k"."external_id"

@@ -114,12 +114,13 @@ select "s"."repository_id", "r"."organization_id", "s"."ticket_connection_id", "
   where "s"."ticket_connection_id" is not null and "s"."ticket_rule" is not null
   order by "s"."repository_id";
 
--- TicketStore.ruleCandidates(repositoryId, statuses, changedBefore, limit)
+-- TicketStore.ruleCandidates(repositoryId, statuses, changedBefore, page)
 select "c".*
   from "test_cases" as "c"
   where "c"."repository_id" = ? and "c"."status" in (?) and "c"."status_changed_at" <= ? and "c"."ticket" is null and not exists (select "i"."test_key" from "ticket_intents" as "i" where "i"."test_key" = "c"."key")
   order by "c"."status_changed_at", "c"."key"
-  limit ?;
+  limit ?
+  offset ?;
 
 -- TicketStore.staleTickets(before, limit)
 select "k"."test_key", "t"."organization_id", "t"."id" as "connection_id", "k"."url", "k"."key", "k"."external_id"

@@ -238,7 +238,7 @@ export class TicketStore
     repositoryId: string,
     statuses: readonly string[],
     changedBefore: number,
-    limit: number,
+    page: { offset: number; limit: number },
   ): Promise<TestCaseRow[]> {
     if (statuses.length === 0) return [];
     return this.db
@@ -260,7 +260,8 @@ export class TicketStore
       )
       .orderBy("c.statusChangedAt")
       .orderBy("c.key")
-      .limit(limit)
+      .limit(page.limit)
+      .offset(page.offset)
       .execute();
   }
 

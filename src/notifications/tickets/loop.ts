@@ -11,6 +11,7 @@ import type { Repository } from "../../organizations/repositories.js";
 import { parseCodeowners } from "../../testhealth/codeowners.js";
 import type { TestSettingsRecords, TestViewRecords } from "../../testhealth/ports.js";
 import type { TestCaseRow } from "../../testhealth/records.js";
+import { ticketUrl } from "../../testhealth/tickets.js";
 import type {
   RuleRepository,
   TicketConnectionRecord,
@@ -19,6 +20,9 @@ import type {
   TicketLinkRecords,
 } from "./records.js";
 import type { TicketService } from "./service.js";
+
+/** How many of a repository's candidates a pass reads at most (the rule skips some). */
+const CANDIDATES_READ = 1000;
 
 /** Who the automatic rule's tickets are recorded as. */
 export const RULE_ACTOR = "mainline:auto-ticket";
@@ -130,6 +134,18 @@ export class TicketLoop {
     connection: TicketConnectionRecord,
     found: NonNullable<Awaited<ReturnType<TicketLoop["context"]>>>,
   ): Promise<void> {
+    const { row, settings } = found;
+    const current =
+      row.ticket === null ? null : (ticketUrl(row.ticket, settings.ticketBaseUrl) ?? row.ticket);
+    if (current !== intent.previousTicket) {
+      // Someone linked (or unlinked) a ticket since: theirs stands; the unfinished create ends.
+      await this.deps.links.abandonIntent(intent.testKey);
+      this.deps.logger.warn(
+        { connection: connection.id, test: row.id },
+        "tickets: an unfinished create was dropped: the test's ticket changed since",
+      );
+      return;
+    }
     const now = this.deps.clock.now();
     const begun = await this.deps.links.beginIntent(
       { ...intent, leaseUntil: now + this.deps.service.leaseMs },
@@ -161,46 +177,53 @@ export class TicketLoop {
     connection: TicketConnectionRecord | undefined,
   ): Promise<void> {
     if (!connection || this.paused(connection)) return;
-    const statuses = [
-      ...(rule.rule.flaky ? ["flaky"] : []),
-      ...(rule.rule.broken ? ["broken"] : []),
-    ];
-    const now = this.deps.clock.now();
-    const candidates = await this.deps.links.ruleCandidates(
-      rule.repositoryId,
-      statuses,
-      now - rule.rule.afterHours * HOUR_MS,
-      this.options.createsPerPass * 5,
-    );
-    if (candidates.length === 0) return;
     const repository = await this.deps.repositories.findById(rule.repositoryId);
     if (!repository) return;
     const settings = await this.deps.settings.get(repository.id);
     const owners = settings.codeowners === null ? null : parseCodeowners(settings.codeowners);
     const owned = (row: TestCaseRow) =>
       row.file !== null && owners !== null && owners.ownersOf(row.file).length > 0;
+    const statuses = [
+      ...(rule.rule.flaky ? ["flaky"] : []),
+      ...(rule.rule.broken ? ["broken"] : []),
+    ];
+    const changedBefore = this.deps.clock.now() - rule.rule.afterHours * HOUR_MS;
+    const limit = this.options.createsPerPass * 5;
     let created = 0;
-    for (const row of candidates) {
-      if (created >= this.options.createsPerPass || this.paused(connection)) return;
-      if (rule.rule.requireOwner && !owned(row)) continue;
-      const outcome = await this.deps.service.attempt(
+    // Pages of candidates, so that tests the rule skips (no owner) never hide the others.
+    for (let offset = 0; offset < CANDIDATES_READ; offset += limit) {
+      const candidates = await this.deps.links.ruleCandidates(
+        rule.repositoryId,
+        statuses,
+        changedBefore,
         {
-          row,
-          repository,
-          settings,
-          source: "rule",
-          actor: RULE_ACTOR,
-          baseUrl: this.options.baseUrl(),
+          offset,
+          limit,
         },
-        connection,
       );
-      if (outcome.kind === "linked") created += 1;
-      if (outcome.kind === "failed") {
-        this.deps.logger.warn(
-          { connection: connection.id, test: row.id, error: outcome.error.message },
-          "tickets: the automatic rule could not create a ticket",
+      for (const row of candidates) {
+        if (created >= this.options.createsPerPass || this.paused(connection)) return;
+        if (rule.rule.requireOwner && !owned(row)) continue;
+        const outcome = await this.deps.service.attempt(
+          {
+            row,
+            repository,
+            settings,
+            source: "rule",
+            actor: RULE_ACTOR,
+            baseUrl: this.options.baseUrl(),
+          },
+          connection,
         );
+        if (outcome.kind === "linked") created += 1;
+        if (outcome.kind === "failed") {
+          this.deps.logger.warn(
+            { connection: connection.id, test: row.id, error: outcome.error.message },
+            "tickets: the automatic rule could not create a ticket",
+          );
+        }
       }
+      if (candidates.length < limit) return;
     }
   }
 

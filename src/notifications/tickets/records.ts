@@ -156,13 +156,13 @@ export interface TicketLinkRecords {
   ruleRepositories(): Promise<RuleRepository[]>;
   /**
    * Tests of the repository with one of `statuses` since `changedBefore` or earlier, no ticket
-   * linked and no create under way; longest in that status first.
+   * linked and no create under way; longest in that status first, a page of them.
    */
   ruleCandidates(
     repositoryId: string,
     statuses: readonly string[],
     changedBefore: number,
-    limit: number,
+    page: { offset: number; limit: number },
   ): Promise<TestCaseRow[]>;
   /** Linked created tickets whose state was last read before `before` (or never). */
   staleTickets(before: number, limit: number): Promise<StaleTicket[]>;

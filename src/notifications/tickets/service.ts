@@ -262,9 +262,7 @@ export class TicketService {
     const created = await this.deps.links.createdTicket(row.key);
     if (!created) return { htmlUrl: link, key: null, state: null };
     const state = await this.readState(context.repository, created);
-    if (state === null) {
-      return { htmlUrl: created.url, key: created.key, state: stateOf(created) };
-    }
+    if (state === null) return { htmlUrl: created.url, key: created.key, state: null };
     return state.open ? { htmlUrl: created.url, key: created.key, state } : undefined;
   }
 
@@ -285,16 +283,15 @@ export class TicketService {
       await this.recordHealth(connection, resolved.error);
       return null;
     }
-    const state = await client.state(resolved.value, created);
-    await this.recordHealth(connection, state.ok ? null : state.error);
-    if (!state.ok) return null;
-    await this.deps.links.recordState(
-      created.testKey,
-      created.url,
-      state.value,
-      this.deps.clock.now(),
-    );
-    return state.value;
+    const read = await client.state(resolved.value, created);
+    // A ticket the provider no longer finds (deleted, moved out of sight) counts as closed: it
+    // says nothing of the connection, which other tickets keep using.
+    const gone = !read.ok && read.error.kind === "not_found";
+    await this.recordHealth(connection, read.ok || gone ? null : read.error);
+    if (!read.ok && !gone) return null;
+    const state = read.ok ? read.value : { name: "Not found", open: false };
+    await this.deps.links.recordState(created.testKey, created.url, state, this.deps.clock.now());
+    return state;
   }
 
   /** With the intent held: look for an earlier create's ticket if any, else create it. */
@@ -307,8 +304,8 @@ export class TicketService {
     const { links } = this.deps;
     const client = this.deps.clients[connection.kind];
     const resolved = await this.resolve(connection, context.repository);
+    const earlier = resumed || intent.attempts > 0;
     if (!client || !resolved.ok) {
-      await links.abandonIntent(intent.testKey);
       const error: TicketError = resolved.ok
         ? {
             kind: "invalid",
@@ -317,9 +314,12 @@ export class TicketService {
             retryAfterMs: null,
           }
         : resolved.error;
+      // An earlier call may have made the ticket: its marker is kept to be looked for later.
+      if (earlier) await links.releaseIntent(intent.testKey, error.message, intent.attempts);
+      else await links.abandonIntent(intent.testKey);
       return this.failed(connection, error);
     }
-    if (resumed || intent.attempts > 0) {
+    if (earlier) {
       const found = await client.find(resolved.value, intent.marker);
       if (!found.ok) {
         await links.releaseIntent(intent.testKey, found.error.message, intent.attempts);

@@ -104,7 +104,10 @@ export const ticketsScenario = scenario({
     { method: "abandonIntent", run: (s) => s.abandonIntent(1) },
     { method: "expiredIntents", run: (s) => s.expiredIntents(NOW, 10) },
     { method: "ruleRepositories", run: (s) => s.ruleRepositories() },
-    { method: "ruleCandidates", run: (s) => s.ruleCandidates(REPO_ID, ["flaky"], NOW, 50) },
+    {
+      method: "ruleCandidates",
+      run: (s) => s.ruleCandidates(REPO_ID, ["flaky"], NOW, { offset: 0, limit: 50 }),
+    },
     { method: "staleTickets", run: (s) => s.staleTickets(NOW, 50) },
     {
       method: "recordState",
