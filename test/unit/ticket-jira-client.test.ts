@@ -203,7 +203,11 @@ describe("the Jira clients' network rules", () => {
       }
       expect(reached).toBe(0);
     } finally {
-      await new Promise<void>((resolve) => server.close(() => { resolve(); }));
+      await new Promise<void>((resolve) =>
+        server.close(() => {
+          resolve();
+        }),
+      );
     }
   });
 
@@ -222,7 +226,11 @@ describe("the Jira clients' network rules", () => {
       expect(redirected).toMatchObject({ ok: false, error: { kind: "unavailable", status: 302 } });
       expect(redirected.ok ? "" : redirected.error.message).toContain("does not follow");
     } finally {
-      await new Promise<void>((resolve) => server.close(() => { resolve(); }));
+      await new Promise<void>((resolve) =>
+        server.close(() => {
+          resolve();
+        }),
+      );
     }
     const refused = await jiraDataCenterClient.create(
       { ...base, baseUrl: `http://127.0.0.1:${port}`, allowPrivate: true },

@@ -214,13 +214,13 @@ export class TicketService {
     connection: TicketConnectionRecord,
   ): Promise<AttemptOutcome> {
     const { row } = context;
-    const now = this.deps.clock.now();
     let previous: string | null = null;
     if (row.ticket !== null) {
       const kept = await this.keptTicket(context);
       if (kept) return { kind: "exists", ticket: kept };
       previous = ticketUrl(row.ticket, context.settings.ticketBaseUrl) ?? row.ticket;
     }
+    const now = this.deps.clock.now();
     const begun = await this.deps.links.beginIntent(
       {
         testKey: row.key,
