@@ -55,6 +55,7 @@ const POSTGRES_END_TO_END = [
   "test/cli/sessions.test.ts",
   "test/e2e/read-after-write.test.ts",
   "test/e2e/restart.test.ts",
+  "test/e2e/tickets-restart.test.ts",
   "test/e2e/webhooks-restart.test.ts",
   "test/github/ci-judge.test.ts",
   "test/github/linking.test.ts",

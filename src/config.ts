@@ -47,6 +47,15 @@ export interface ServiceConfig {
   github: GitHubAppConfig | undefined;
   /** Outbound webhooks' delivery (MAINLINE_WEBHOOKS_*; docs/webhooks.md). */
   webhooks: WebhookConfig;
+  /** Tickets (MAINLINE_TICKETS_*, MAINLINE_LINEAR_API_URL; docs/tickets.md). */
+  tickets: TicketConfig;
+}
+
+export interface TicketConfig {
+  pollMs: number;
+  refreshMs: number;
+  timeoutMs: number;
+  linearApiUrl: string;
 }
 
 export interface WebhookConfig {
@@ -218,7 +227,48 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
         : undefined,
     github: loadGitHubConfig(env),
     webhooks: loadWebhookConfig(env),
+    tickets: loadTicketConfig(env),
   };
+}
+
+/**
+ * MAINLINE_TICKETS_POLL_MS (the loop's pause between passes, 100 ms to a day, default 5 min),
+ * MAINLINE_TICKETS_REFRESH_MS (how old a linked ticket's state may get, 1 s to a week, default
+ * 15 min), MAINLINE_TICKETS_TIMEOUT_MS (a provider request's timeout, 1 to 120000, default 15000),
+ * MAINLINE_LINEAR_API_URL (default https://api.linear.app/graphql).
+ */
+export function loadTicketConfig(env: NodeJS.ProcessEnv): TicketConfig {
+  const pollMs = wholeNumber(env, "MAINLINE_TICKETS_POLL_MS", {
+    fallback: 5 * MINUTE_MS,
+    min: 100,
+    max: DAY_MS,
+    unit: "milliseconds",
+  });
+  const refreshMs = wholeNumber(env, "MAINLINE_TICKETS_REFRESH_MS", {
+    fallback: 15 * MINUTE_MS,
+    min: SECOND_MS,
+    max: 7 * DAY_MS,
+    unit: "milliseconds",
+  });
+  const timeoutMs = wholeNumber(env, "MAINLINE_TICKETS_TIMEOUT_MS", {
+    fallback: 15 * SECOND_MS,
+    min: 1,
+    max: 120_000,
+    unit: "milliseconds",
+  });
+  const linearText = nonEmpty(env.MAINLINE_LINEAR_API_URL) ?? "https://api.linear.app/graphql";
+  let linear: URL | undefined;
+  try {
+    linear = new URL(linearText);
+  } catch {
+    linear = undefined;
+  }
+  if (!linear || !/^https?:$/.test(linear.protocol) || linear.hash !== "") {
+    throw new ConfigError(
+      `MAINLINE_LINEAR_API_URL must be an absolute http(s) URL such as https://api.linear.app/graphql (got "${linearText.slice(0, 200)}").`,
+    );
+  }
+  return { pollMs, refreshMs, timeoutMs, linearApiUrl: linear.href };
 }
 
 /**

@@ -129,6 +129,7 @@ const ERROR_DESCRIPTIONS: Partial<Record<number, string>> = {
   414: "A path parameter is longer than any valid id (`uri_too_long`).",
   415: "The body is not `application/json` (`unsupported_media_type`).",
   500: "Unexpected server failure (`internal`).",
+  502: "A ticket provider refused or failed the call (`ticket_provider_error`); the message names the provider and what it answered.",
   503: "Temporarily unavailable (`unavailable`): the database is away or the server is stopping; retry after `Retry-After` seconds.",
   507: "The server's disk is full; nothing was stored, retry later (`insufficient_storage`).",
 };

@@ -50,6 +50,7 @@ import type { TestHealthOverview } from "../testhealth/overview.js";
 import type { RepositoryHealthService } from "../testhealth/repository-health.js";
 import { registerTestRoutes } from "./flakytests/tests.js";
 import { EVENT_TYPES, PING_EVENT_TYPE } from "../notifications/events.js";
+import { registerTicketRoutes, type TicketRouteDeps } from "./tickets/routes.js";
 import { registerWebhookRoutes, type WebhookRouteDeps } from "./webhooks/routes.js";
 import type { ApiApp } from "./types.js";
 
@@ -99,6 +100,8 @@ export interface ServerDependencies {
   onClose?: (() => Promise<void>) | undefined;
   /** Outbound webhooks' management (`/v1/webhooks/*`). */
   webhooks?: WebhookRouteDeps | undefined;
+  /** Ticket connections (`/v1/tickets/*`) and creating a test's ticket. */
+  tickets?: Omit<TicketRouteDeps, "publicUrl"> | undefined;
   /** MAINLINE_PUBLIC_URL when set; otherwise links use the address each request came to. */
   publicUrl: string | undefined;
   logger: FastifyServerOptions["logger"];
@@ -286,6 +289,7 @@ function registerDocs(app: ApiApp): void {
 }
 
 async function registerDashboardScope(app: ApiApp, deps: ServerDependencies): Promise<void> {
+  const connections = deps.tickets?.connections;
   // The dashboard: HTML pages with sessions of their own (src/web; docs/dashboard.md).
   await app.register((scope: ApiApp, _options, done) => {
     registerDashboard(scope, {
@@ -293,7 +297,12 @@ async function registerDashboardScope(app: ApiApp, deps: ServerDependencies): Pr
       authenticate: (token) => deps.organizations.authenticate(token),
       overview: deps.testHealth.overview,
       queues: deps.queues,
-      testPage: testPageView(deps.testHealth),
+      testPage: testPageView({
+        ...deps.testHealth,
+        ticketConnection: connections
+          ? (principal, id) => connections.get(principal, id).catch(() => undefined)
+          : undefined,
+      }),
       mergeQueue:
         deps.queueDashboard && deps.pullRequests
           ? {
@@ -310,6 +319,7 @@ async function registerDashboardScope(app: ApiApp, deps: ServerDependencies): Pr
             eventTypes: EVENT_TYPES.filter((type) => type !== PING_EVENT_TYPE),
           }
         : undefined,
+      tickets: deps.tickets,
       repositoryHealth: deps.testHealth.repositoryHealth,
       testManagement: deps.testHealth.management,
       publicUrl: deps.publicUrl,
@@ -351,6 +361,7 @@ async function registerApiScope(
     registerListRoutes(scope, flakyTests);
     registerTestRoutes(scope, flakyTests);
     if (deps.webhooks) registerWebhookRoutes(scope, deps.webhooks);
+    if (deps.tickets) registerTicketRoutes(scope, { ...deps.tickets, publicUrl: deps.publicUrl });
     done();
   });
 }

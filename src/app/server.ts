@@ -61,6 +61,7 @@ export function serverDependencies(
     providerRoutes: providerRoutes(services),
     webhookRoutes: webhookRoutes(services.providers),
     webhooks: { service: services.webhooks.service, pager: services.pager },
+    tickets: { connections: services.tickets.connections, service: services.tickets.service },
     publicUrl: services.publicUrl,
     githubSignIn: services.github?.signIn,
     logger,
@@ -72,9 +73,13 @@ export function createHttpServer(
   services: Services,
   logger: FastifyServerOptions["logger"],
 ): Promise<ApiApp> {
-  // The webhook worker stops with the server: after the requests, before the database closes.
+  // The webhook worker and the tickets' loop stop with the server: after the requests, before
+  // the database closes.
   return buildServer({
     ...serverDependencies(services, logger),
-    onClose: () => services.webhooks.stop(),
+    onClose: async () => {
+      await services.webhooks.stop();
+      await services.tickets.stop();
+    },
   });
 }

@@ -27,6 +27,7 @@ import {
   type ProviderOptions,
 } from "./providers.js";
 import { createTestHealth, type TestHealth } from "./test-health.js";
+import { createTickets, type TicketSettings, type Tickets } from "./tickets.js";
 import { createWebhooks, type WebhookSettings, type Webhooks } from "./webhooks.js";
 
 /**
@@ -60,6 +61,8 @@ export interface Services extends HostProviders, Omit<TestHealth, "stores"> {
   publicUrl: string | undefined;
   /** Outbound webhooks: the API's service and the delivery worker (started by `mainline serve`). */
   webhooks: Webhooks;
+  /** Tickets: connections, creating tickets, the rules' and states' loop (started by serve). */
+  tickets: Tickets;
 }
 
 export interface CoreServiceOptions {
@@ -88,6 +91,8 @@ export interface CoreServiceOptions {
   sessionLifetimes?: SessionLifetimes | undefined;
   /** Outbound webhooks' delivery settings (MAINLINE_WEBHOOKS_*). */
   webhooks?: Partial<WebhookSettings> | undefined;
+  /** Tickets' settings (MAINLINE_TICKETS_*, MAINLINE_LINEAR_API_URL). */
+  tickets?: Partial<TicketSettings> | undefined;
 }
 
 /** The service's options, with those of every registered host (`github`, `ciParallelism`…). */
@@ -168,6 +173,10 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
     },
   });
   const { stores, ...testHealthServices } = testHealth;
+  const warn = (fields: object, message: string) => {
+    if (options.logger?.warn) options.logger.warn(fields, message);
+    else log.info(fields, message);
+  };
   const webhooks = createWebhooks(
     database,
     {
@@ -182,17 +191,55 @@ export function createServices(database: DatabaseHandle, options: ServiceOptions
         explainer: mergeQueue.failures,
         run: (queueId, runId) => runtime.run(queueId, runId),
       },
-      logger: {
-        warn: (fields, message) => {
-          if (options.logger?.warn) options.logger.warn(fields, message);
-          else log.info(fields, message);
-        },
-      },
+      logger: { warn },
     },
     { publicUrl: options.publicUrl, ...options.webhooks },
   );
+  const github = providers.byName.github;
+  const tickets = createTickets(
+    database,
+    {
+      clock,
+      store: stores.tickets,
+      repositories,
+      testViews: stores.testViews,
+      testSettings: stores.testSettings,
+      testQueries: testHealth.testQueries,
+      organizationSlug: tenancy.readSlug,
+      installationToken: github
+        ? async (organizationId, repo) => {
+            try {
+              const access = await github.repositories.resolve({
+                organizationId,
+                host: github.hostName,
+                ...repo,
+              });
+              const auth = (await access.client.auth({ type: "installation" })) as {
+                token?: unknown;
+              };
+              return typeof auth.token === "string" ? auth.token : undefined;
+            } catch {
+              return undefined;
+            }
+          }
+        : undefined,
+      logger: { warn },
+    },
+    {
+      publicUrl: options.publicUrl,
+      ...(options.webhooks?.allowPrivate === undefined
+        ? {}
+        : { allowPrivate: options.webhooks.allowPrivate }),
+      ...(options.webhooks?.listenOrigins === undefined
+        ? {}
+        : { listenOrigins: options.webhooks.listenOrigins }),
+      ...(options.github?.apiUrl === undefined ? {} : { githubApiUrl: options.github.apiUrl }),
+      ...options.tickets,
+    },
+  );
   return {
     webhooks,
+    tickets,
     ...testHealthServices,
     ...providers.byName,
     database,

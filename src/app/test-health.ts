@@ -10,6 +10,7 @@ import { TestIngestStore } from "../db/stores/test-ingest.js";
 import { TestListStore } from "../db/stores/test-lists.js";
 import { TestOverviewStore } from "../db/stores/test-overview.js";
 import { TestSettingsStore } from "../db/stores/test-settings.js";
+import { TicketStore } from "../db/stores/tickets.js";
 import { TestViewStore } from "../db/stores/test-views.js";
 import { UploadStore } from "../db/stores/uploads.js";
 import type { Clock } from "../lib/clock.js";
@@ -56,6 +57,7 @@ export interface TestHealth {
     uploads: UploadStore;
     testViews: TestViewStore;
     bundles: BundleStorage;
+    tickets: TicketStore;
   };
 }
 
@@ -123,6 +125,7 @@ export function createTestHealth(
   const pager = new Pager(secrets, clock);
   const testViews = new TestViewStore(db, dialect);
   const testDetails = new TestDetailsStore(db, dialect);
+  const tickets = new TicketStore(db, dialect);
   const testQueries = new TestQueryService({
     access,
     settings: testSettings,
@@ -130,6 +133,7 @@ export function createTestHealth(
     lists: new TestListStore(db, dialect),
     details: testDetails,
     uploads: uploadStore,
+    tickets,
     pager,
     clock,
   });
@@ -140,6 +144,8 @@ export function createTestHealth(
     reclassify: (repositoryId) => {
       worker.reclassify(repositoryId);
     },
+    ticketConnectionExists: async (organizationId, connectionId) =>
+      (await tickets.findConnection(organizationId, connectionId)) !== undefined,
   });
   const testOverview = new TestHealthOverview({ overview: new TestOverviewStore(db), clock });
   const repositoryHealth = new RepositoryHealthService({
@@ -161,6 +167,14 @@ export function createTestHealth(
     testOverview,
     repositoryHealth,
     worker,
-    stores: { testCases, testSettings, ingest, uploads: uploadStore, testViews, bundles },
+    stores: {
+      testCases,
+      testSettings,
+      ingest,
+      uploads: uploadStore,
+      testViews,
+      bundles,
+      tickets,
+    },
   };
 }

@@ -16,6 +16,7 @@ import type { RunRecord } from "../mergequeue/records.js";
 import type { FailureView } from "../notifications/events.js";
 import { onOutboxWritten } from "../lib/outbox-signal.js";
 import { DAY_MS, SECOND_MS } from "../lib/time.js";
+import type { AddressPolicy } from "../notifications/addresses.js";
 import { WebhookDispatcher, type EventViews } from "../notifications/dispatcher.js";
 import { DEFAULT_SLACK_API_URL } from "../notifications/kinds.js";
 import { DEFAULT_RETRY_SCHEDULE } from "../notifications/schedule.js";
@@ -64,6 +65,27 @@ export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = {
   slackApiUrl: DEFAULT_SLACK_API_URL,
 };
 
+/**
+ * Where outbound calls may go and what links in them start with: the public URL, else the
+ * address the server listens on; this service itself is never a destination.
+ */
+export function outboundAddresses(settings: {
+  publicUrl: string | undefined;
+  listenOrigins: () => readonly string[];
+  allowPrivate: boolean;
+}): { baseUrl: () => string; policy: AddressPolicy } {
+  return {
+    baseUrl: () => settings.publicUrl ?? settings.listenOrigins()[0] ?? "http://localhost",
+    policy: {
+      allowPrivate: settings.allowPrivate,
+      selfOrigins: () => [
+        ...(settings.publicUrl === undefined ? [] : [settings.publicUrl]),
+        ...settings.listenOrigins(),
+      ],
+    },
+  };
+}
+
 export interface Webhooks {
   service: WebhookService;
   dispatcher: WebhookDispatcher;
@@ -93,14 +115,7 @@ export function createWebhooks(
 ): Webhooks {
   const settings = { ...DEFAULT_WEBHOOK_SETTINGS, ...options };
   const records = new OutboundWebhookStore(database.db);
-  const baseUrl = () => settings.publicUrl ?? settings.listenOrigins()[0] ?? "http://localhost";
-  const policy = {
-    allowPrivate: settings.allowPrivate,
-    selfOrigins: () => [
-      ...(settings.publicUrl === undefined ? [] : [settings.publicUrl]),
-      ...settings.listenOrigins(),
-    ],
-  };
+  const { baseUrl, policy } = outboundAddresses(settings);
   const queueView = async (queueId: string, runId?: string) => {
     const found = await records.queueContext(queueId, runId);
     if (!found) return undefined;

@@ -12,6 +12,7 @@ import { registerServe } from "./commands/serve.js";
 import { registerSimulate } from "./commands/simulate.js";
 import { registerTest } from "./commands/test.js";
 import { registerTestsCommands } from "./commands/tests.js";
+import { registerTicketCommands } from "./commands/tickets.js";
 import { registerUpload } from "./commands/upload.js";
 import { registerWebhookCommands } from "./commands/webhooks.js";
 import { registerWhoAmI } from "./commands/whoami.js";
@@ -33,6 +34,7 @@ export function buildProgram(context: CliContext): Command {
   registerPullRequestCommands(program, context);
   registerCiCommands(program, context);
   registerWebhookCommands(program, context);
+  registerTicketCommands(program, context);
   registerUpload(program, context);
   registerTest(program, context);
   registerTestsCommands(program, context);

@@ -29,6 +29,7 @@ import { hostTrouble } from "./migrations/0030_host_trouble.js";
 import { outboundWebhooks } from "./migrations/0031_outbound_webhooks.js";
 import { prTestReports } from "./migrations/0032_pr_test_reports.js";
 import { chatDestinations } from "./migrations/0033_chat_destinations.js";
+import { tickets } from "./migrations/0034_tickets.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -62,6 +63,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0031_outbound_webhooks": outboundWebhooks,
   "0032_pr_test_reports": prTestReports,
   "0033_chat_destinations": chatDestinations,
+  "0034_tickets": tickets,
 };
 
 export interface MigrationReport {

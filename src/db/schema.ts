@@ -94,6 +94,10 @@ export interface RepositoryTestSettingsTable {
   codeownersUpdatedAt: number | null;
   /** Test results commented on the repository's pull requests (migration 0032). */
   pullRequestComments: ColumnType<boolean | number, number | undefined, number>;
+  /** The repository's ticket connection (migration 0034). */
+  ticketConnectionId: ColumnType<string | null, string | null | undefined, string | null>;
+  /** JSON of the automatic ticket rule; null: the defaults. */
+  ticketRule: ColumnType<string | null, string | null | undefined, string | null>;
   updatedAt: number;
   version: Generated<number>;
 }
@@ -520,6 +524,57 @@ export interface OutboundEndpointsTable {
   updatedAt: number;
 }
 
+/** An organization's ticket connections (migration 0034). */
+export interface TicketConnectionsTable {
+  id: string;
+  organizationId: string;
+  /** `jira_cloud`, `jira_dc`, `linear`, `github`. */
+  kind: string;
+  name: string;
+  baseUrl: string | null;
+  target: string | null;
+  issueType: string | null;
+  /** JSON array of labels. */
+  labels: string;
+  email: string | null;
+  credential: string | null;
+  lastError: string | null;
+  lastErrorAt: number | null;
+  lastSuccessAt: number | null;
+  failures: ColumnType<number, number | undefined, number>;
+  pausedUntil: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** Tickets created through a connection, per test, with their state as last read (0034). */
+export interface TestTicketsTable {
+  testKey: number;
+  connectionId: string | null;
+  url: string;
+  key: string;
+  externalId: string;
+  stateName: string | null;
+  stateOpen: ColumnType<boolean | number | null, number | null, number | null>;
+  stateCheckedAt: number | null;
+  createdAt: number;
+}
+
+/** Creates under way, one per test at most (0034). */
+export interface TicketIntentsTable {
+  testKey: number;
+  connectionId: string;
+  marker: string;
+  previousTicket: string | null;
+  /** `manual` or `rule`. */
+  source: string;
+  actor: string;
+  attempts: number;
+  leaseUntil: number;
+  lastError: string | null;
+  createdAt: number;
+}
+
 /** The outbox: one event per type and change (migration 0031). */
 export interface OutboundEventsTable {
   seq: Generated<number>;
@@ -599,6 +654,9 @@ export interface Database {
   githubPrTestReports: GithubPrTestReportsTable;
   githubCiRuns: GithubCiRunsTable;
   outboundEndpoints: OutboundEndpointsTable;
+  ticketConnections: TicketConnectionsTable;
+  testTickets: TestTicketsTable;
+  ticketIntents: TicketIntentsTable;
   outboundEvents: OutboundEventsTable;
   outboundDeliveries: OutboundDeliveriesTable;
   outboundAttempts: OutboundAttemptsTable;

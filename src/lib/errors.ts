@@ -21,6 +21,8 @@ export const ERROR_STATUS = {
   headers_too_large: 431,
   rate_limited: 429,
   internal: 500,
+  /** A ticket provider (Jira, Linear, GitHub) refused or failed a call; the message says what. */
+  ticket_provider_error: 502,
   unavailable: 503,
   insufficient_storage: 507,
 } as const;

@@ -1,7 +1,7 @@
 /**
  * Keeping secrets out of log lines and messages: each pattern below is one kind of secret (our
- * tokens and session ids, credential query values, URL passwords, GitHub and Slack tokens, Slack
- * incoming-webhook paths, Linear keys, JWTs, PEM keys).
+ * tokens and session ids, credential query values, URL passwords, GitHub, Slack and Atlassian
+ * tokens, Slack incoming-webhook paths, Linear keys, JWTs, PEM keys).
  * Applied to text that may echo input (URLs, error messages, stacks); a new kind of secret the
  * service handles needs its pattern here. Fields we log on purpose never carry a secret.
  */
@@ -22,6 +22,8 @@ const API_TOKEN = /\b(mlt|mls)_[A-Za-z0-9_-]{8,}/g;
 const GITHUB_TOKEN = /\b(gh[psour]_|github_pat_)[A-Za-z0-9_]{8,}/g;
 /** Linear's personal API keys (`lin_api_`) and OAuth access tokens (`lin_oauth_`). */
 const LINEAR_KEY = /\b(lin_api_|lin_oauth_)[A-Za-z0-9]{8,}/g;
+/** Atlassian API tokens (Jira Cloud ticket connections): `ATATT` + base64url-ish text. */
+const ATLASSIAN_TOKEN = /\bATATT[A-Za-z0-9_=-]{8,}/g;
 /** Outbound webhook signing secrets (`whsec_` + base64). */
 const WEBHOOK_SECRET = /\bwhsec_[A-Za-z0-9+/=]{8,}/g;
 /** Slack's tokens: bot (`xoxb-`), user (`xoxp-`), app (`xapp-`), refresh, legacy. */
@@ -44,6 +46,7 @@ export function redactSecrets(text: string): string {
     .replace(WEBHOOK_SECRET, `whsec_${REDACTED}`)
     .replace(SLACK_TOKEN, `$1${REDACTED}`)
     .replace(SLACK_WEBHOOK, `$1${REDACTED}`)
+    .replace(ATLASSIAN_TOKEN, `ATATT${REDACTED}`)
     .replace(JWT, REDACTED)
     .replace(PEM_KEY, REDACTED);
 }

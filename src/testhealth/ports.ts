@@ -16,6 +16,7 @@ import type {
   FailingEntry,
   HistoryRecord,
   IngestTransaction,
+  LinkedTicketState,
   ListedPage,
   NewTestCase,
   OverrideChange,
@@ -117,6 +118,12 @@ export interface TestListRecords {
     offset: number,
     limit: number,
   ): Promise<ListedPage<QuarantinedEntry>>;
+}
+
+/** Tickets created through a ticket connection, as the test's page shows them. */
+export interface LinkedTicketRecords {
+  /** The created ticket that is the test's link now (not one a person linked by hand). */
+  createdTicket(testKey: number): Promise<LinkedTicketState | undefined>;
 }
 
 /** A test's run and status history, and the writes on one test or a repository's settings. */

@@ -86,6 +86,18 @@ export interface OverrideChange {
   at: number;
 }
 
+/**
+ * A linked ticket that was created through a ticket connection: its key and its state as last
+ * read back from the provider (null until read).
+ */
+export interface LinkedTicketState {
+  url: string;
+  key: string;
+  stateName: string | null;
+  stateOpen: boolean | null;
+  stateCheckedAt: number | null;
+}
+
 export interface TicketChange {
   /** The linked id or URL; null unlinks. */
   ticket: string | null;

@@ -13,7 +13,7 @@ import type {
   MonitorClassification,
   MonitorSettings,
 } from "./monitors.js";
-import type { RepositoryTestSettings } from "./settings.js";
+import type { RepositoryTestSettings, TicketSettings } from "./settings.js";
 
 /** The bounds the request schema publishes and `applySettingsPatch` enforces. */
 export const SETTINGS_LIMITS = {
@@ -26,6 +26,9 @@ export const SETTINGS_LIMITS = {
   windowHours: { min: 1, max: 720 },
   count: { min: 1, max: 10_000 },
   ticketBaseUrlLength: 2000,
+  ticketAfterHours: { min: 0, max: 720 },
+  /** A ticket connection's id (`tc_…`). */
+  connectionId: /^[A-Za-z0-9_-]{1,100}$/,
 } as const;
 
 export const CLASSIFICATIONS = ["flaky", "broken"] as const;
@@ -64,6 +67,15 @@ export interface WireTestSettings {
   auto_quarantine: boolean;
   ticket_base_url: string | null;
   pull_request_comments: boolean;
+  ticket_connection_id: string | null;
+  auto_ticket: WireTicketRule;
+}
+
+export interface WireTicketRule {
+  flaky: boolean;
+  broken: boolean;
+  after_hours: number;
+  require_owner: boolean;
 }
 
 /** What update-test-settings takes: any subset; `pass_on_retry` may itself be partial. */
@@ -77,6 +89,8 @@ export interface WireTestSettingsPatch {
   auto_quarantine?: boolean;
   ticket_base_url?: string | null;
   pull_request_comments?: boolean;
+  ticket_connection_id?: string | null;
+  auto_ticket?: Partial<WireTicketRule>;
 }
 
 export const SETTINGS_FIELDS = [
@@ -89,6 +103,8 @@ export const SETTINGS_FIELDS = [
   "auto_quarantine",
   "ticket_base_url",
   "pull_request_comments",
+  "ticket_connection_id",
+  "auto_ticket",
 ] as const satisfies readonly (keyof WireTestSettings)[];
 
 function scopeToWire(scope: BranchScope): WireScope {
@@ -128,6 +144,13 @@ export function toWireSettings(settings: RepositoryTestSettings): WireTestSettin
     auto_quarantine: settings.quarantine.autoQuarantine,
     ticket_base_url: settings.ticketBaseUrl,
     pull_request_comments: settings.pullRequestComments,
+    ticket_connection_id: settings.tickets.connectionId,
+    auto_ticket: {
+      flaky: settings.tickets.rule.flaky,
+      broken: settings.tickets.rule.broken,
+      after_hours: settings.tickets.rule.afterHours,
+      require_owner: settings.tickets.rule.requireOwner,
+    },
   };
 }
 
@@ -374,6 +397,8 @@ export function applySettingsPatch(
       ? ticketBaseUrlOf(problems, patch.ticket_base_url)
       : current.ticketBaseUrl;
 
+  const tickets = ticketSettingsOf(problems, current.tickets, patch);
+
   if (problems.details.length > 0) {
     const [first] = problems.details;
     const more = problems.details.length - 1;
@@ -393,7 +418,46 @@ export function applySettingsPatch(
     },
     ticketBaseUrl,
     pullRequestComments: patch.pull_request_comments ?? current.pullRequestComments,
+    tickets,
   };
+}
+
+/** `ticket_connection_id` replaces; `auto_ticket` merges field by field. */
+function ticketSettingsOf(
+  problems: Problems,
+  current: TicketSettings,
+  patch: WireTestSettingsPatch,
+): TicketSettings {
+  let connectionId = current.connectionId;
+  if (patch.ticket_connection_id !== undefined) {
+    connectionId = patch.ticket_connection_id;
+    if (connectionId !== null && !SETTINGS_LIMITS.connectionId.test(connectionId)) {
+      problems.add("ticket_connection_id", "must be a ticket connection's id (tc_…) or null");
+    }
+  }
+  const rule = { ...current.rule };
+  const wire = patch.auto_ticket;
+  if (wire !== undefined) {
+    if (wire.flaky !== undefined) rule.flaky = wire.flaky;
+    if (wire.broken !== undefined) rule.broken = wire.broken;
+    if (wire.require_owner !== undefined) rule.requireOwner = wire.require_owner;
+    if (wire.after_hours !== undefined) {
+      problems.integer(
+        "auto_ticket.after_hours",
+        wire.after_hours,
+        SETTINGS_LIMITS.ticketAfterHours,
+      );
+      rule.afterHours = wire.after_hours;
+    }
+  }
+  const touched = wire !== undefined || patch.ticket_connection_id !== undefined;
+  if (touched && (rule.flaky || rule.broken) && connectionId === null) {
+    problems.add(
+      "auto_ticket",
+      "needs a ticket connection: set ticket_connection_id too (mainline tickets list shows them)",
+    );
+  }
+  return { connectionId, rule };
 }
 
 /** Whether a patch names any setting at all (an empty one changes nothing and writes nothing). */

@@ -33,6 +33,8 @@ export interface TestManagementDependencies {
   clock: Clock;
   /** New monitor settings apply to the repository's tests at once, not at their next upload. */
   reclassify(repositoryId: string): void;
+  /** Whether the organization has this ticket connection (settings may name only its own). */
+  ticketConnectionExists(organizationId: string, connectionId: string): Promise<boolean>;
 }
 
 export class TestManagementService {
@@ -100,6 +102,16 @@ export class TestManagementService {
   ): Promise<StoredTestSettings> {
     const scope = await this.deps.queries.scope(principal, request);
     if (isEmptyPatch(request.patch)) return scope.settings;
+    const connectionId = request.patch.ticket_connection_id;
+    if (
+      typeof connectionId === "string" &&
+      !(await this.deps.ticketConnectionExists(principal.organizationId, connectionId))
+    ) {
+      throw ApiError.invalid(
+        "ticket_connection_id",
+        `names no ticket connection of this organization (${connectionId}); mainline tickets list shows them`,
+      );
+    }
     const updated = await this.deps.details.modifySettings(
       scope.repository.id,
       this.deps.clock.now(),

@@ -10,6 +10,7 @@ import type { RepoRef, Repository } from "../organizations/repositories.js";
 import type { Principal } from "../organizations/service.js";
 import type { Pager } from "./pager.js";
 import type {
+  LinkedTicketRecords,
   TestDetailRecords,
   TestListRecords,
   TestSettingsRecords,
@@ -18,6 +19,7 @@ import type {
 } from "./ports.js";
 import type {
   HistoryRecord,
+  LinkedTicketState,
   RunRecord,
   StoredTestSettings,
   TestCaseRow,
@@ -80,6 +82,8 @@ export interface QuarantinedTest {
 /** Everything get-test-details answers (also what the test's page shows). */
 export interface TestDetails extends TestWithFigures {
   history: HistoryRecord[];
+  /** The linked ticket's key and state, when it was created through a ticket connection. */
+  ticket: LinkedTicketState | undefined;
 }
 
 export interface TestPageData {
@@ -95,6 +99,7 @@ export interface TestQueryDependencies {
   lists: TestListRecords;
   details: Pick<TestDetailRecords, "runsPage" | "statusHistory" | "findTestByRepositoryName">;
   uploads: Pick<UploadRecords, "find" | "list">;
+  tickets: LinkedTicketRecords;
   pager: Pick<Pager, "offset" | "page">;
   clock: Clock;
 }
@@ -287,11 +292,12 @@ export class TestQueryService {
   }
 
   private async loadDetails(row: TestCaseRow): Promise<TestDetails> {
-    const [figures, history] = await Promise.all([
+    const [figures, history, ticket] = await Promise.all([
       this.deps.views.figures([row.key], this.deps.clock.now()),
       this.deps.details.statusHistory(row.key, HISTORY_LIMIT),
+      row.ticket === null ? undefined : this.deps.tickets.createdTicket(row.key),
     ]);
-    return { row, figures: figures.get(row.key) ?? noFigures(), history };
+    return { row, figures: figures.get(row.key) ?? noFigures(), history, ticket };
   }
 
   private pageScope(endpoint: string, scope: RepositoryScope, filters: string): PageQueryScope {

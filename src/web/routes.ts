@@ -9,7 +9,6 @@ import { Type } from "typebox";
 import { ApiError } from "../lib/errors.js";
 import type { Clock } from "../lib/clock.js";
 import type { MergeQueueService } from "../mergequeue/queue-service.js";
-import type { RepoRef } from "../organizations/repositories.js";
 import type { Principal } from "../organizations/service.js";
 import type { SessionService } from "../organizations/sessions.js";
 import type { TestHealthOverview } from "../testhealth/overview.js";
@@ -40,7 +39,10 @@ import { presentRepository, renderRepository } from "./pages/repository.js";
 import { renderSignIn } from "./pages/sign-in.js";
 import { presentUploads, renderUploads, renderUploadsIndex } from "./pages/uploads.js";
 import { redirect } from "./respond.js";
+import { parseRepo, repoRef } from "./repo-param.js";
+import { testPageForms } from "./test-page/forms.js";
 import { renderTestPage, type TestPageLoader } from "./test-page/html.js";
+import { registerTicketPages, type TicketPageDependencies } from "./ticket-routes.js";
 import { registerWebhookPages, type WebhookPageDependencies } from "./webhook-routes.js";
 import { CSRF_FIELD, webScope, type PageContext, type Viewer, type Web } from "./toolkit.js";
 import type { WebApp } from "./types.js";
@@ -69,6 +71,8 @@ export interface DashboardDependencies {
   mergeQueue?: MergeQueuePageDependencies | undefined;
   /** Webhooks' pages (the endpoints, their deliveries); placeholders without. */
   webhooks?: WebhookPageDependencies | undefined;
+  /** Tickets: the test page's "Create ticket" and the connections' page; none without. */
+  tickets?: Omit<TicketPageDependencies, "testPage" | "invalidate"> | undefined;
   /** The static files; default: built from `src/` (running from source) or `dist/assets/`. */
   assets?: (() => Promise<AssetCatalog>) | undefined;
 }
@@ -149,31 +153,6 @@ const UploadsQuery = Type.Object({
 });
 const OrgParams = Type.Object({ org: Type.String({ maxLength: 63 }) });
 
-/** `owner/name` (GitLab owners may hold slashes: the name is after the last one). */
-function parseRepo(repo: string | undefined): { owner: string; name: string } | undefined {
-  if (repo === undefined) return undefined;
-  const at = repo.lastIndexOf("/");
-  if (at <= 0 || at === repo.length - 1) return undefined;
-  return { owner: repo.slice(0, at), name: repo.slice(at + 1) };
-}
-
-/** `repo=owner/name` and `host=` as a repository reference (GitHub unless `host` says). */
-function repoRef(query: {
-  repo?: string | undefined;
-  host?: string | undefined;
-}): RepoRef | undefined {
-  const repo = parseRepo(query.repo);
-  return repo ? { ...repo, host: query.host || "github.com" } : undefined;
-}
-
-/** The notes a test page shows after its forms (the address carries the word, not the text). */
-const TEST_NOTES: Record<string, string> = {
-  "quarantine-always": "Saved: this test is always quarantined.",
-  "quarantine-never": "Saved: this test is never quarantined.",
-  "quarantine-rule": "Saved: the repository's quarantine rule applies to this test again.",
-  "ticket-linked": "Saved: the ticket is linked.",
-  "ticket-unlinked": "Saved: the ticket is unlinked.",
-};
 const OVERRIDE_NOTES = {
   ALWAYS_QUARANTINE: "quarantine-always",
   NEVER_QUARANTINE: "quarantine-never",
@@ -375,6 +354,15 @@ function registerPages(web: Web, deps: DashboardDependencies): void {
   registerUploadsPage(web, deps);
   if (deps.mergeQueue) registerMergeQueuePages(web, deps.mergeQueue);
   if (deps.webhooks) registerWebhookPages(web, deps.webhooks);
+  if (deps.tickets) {
+    registerTicketPages(web, {
+      ...deps.tickets,
+      testPage: deps.testPage,
+      invalidate: (repositoryId) => {
+        deps.repositoryHealth.invalidate(repositoryId);
+      },
+    });
+  }
   registerPlaceholders(web, deps.mergeQueue !== undefined, deps.webhooks !== undefined);
 }
 
@@ -464,15 +452,10 @@ function registerTestPage(web: Web, deps: DashboardDependencies): void {
       }
       const ref = { ...repo, host: request.query.host || "github.com" };
       return {
-        view: renderTestPage(view, {
-          csrf: context.viewer.csrf,
-          overrideAction: urls.testForm(context.org, request.params.id, ref, "quarantine"),
-          ticketAction: urls.testForm(context.org, request.params.id, ref, "ticket"),
-          note:
-            request.query.note !== undefined && Object.hasOwn(TEST_NOTES, request.query.note)
-              ? TEST_NOTES[request.query.note]
-              : undefined,
-        }),
+        view: renderTestPage(
+          view,
+          testPageForms(context, request.params.id, ref, { note: request.query.note }),
+        ),
       };
     },
   );

@@ -46,9 +46,13 @@ export const urls = {
       ...repoQuery(repo),
       note,
     }),
-  /** A form of the test page: its quarantine override or its ticket. */
-  testForm: (slug: string, testId: string, repo: RepoRef, form: "quarantine" | "ticket") =>
-    pathWithQuery(`${org(slug)}/flaky-tests/test/${segment(testId)}/${form}`, repoQuery(repo)),
+  /** A form of the test page: its quarantine override, its ticket, creating its ticket. */
+  testForm: (
+    slug: string,
+    testId: string,
+    repo: RepoRef,
+    form: "quarantine" | "ticket" | "create-ticket",
+  ) => pathWithQuery(`${org(slug)}/flaky-tests/test/${segment(testId)}/${form}`, repoQuery(repo)),
   /** Uploads: of one repository, or the repositories to choose from. */
   uploads: (slug: string, repo?: RepoRef, page?: number) =>
     pathWithQuery(`${org(slug)}/flaky-tests/uploads`, { ...(repo ? repoQuery(repo) : {}), page }),
@@ -74,4 +78,9 @@ export const urls = {
     endpointId: string,
     form: "test" | "enable" | "disable" | "delete" | "resend",
   ) => `${org(slug)}/webhooks/${segment(endpointId)}/${form}`,
+  /** Ticket connections: the list and the form to add one; `note`: what was done. */
+  tickets: (slug: string, note?: string) => pathWithQuery(`${org(slug)}/tickets`, { note }),
+  /** A ticket connection's forms. */
+  ticketForm: (slug: string, connectionId: string, form: "delete") =>
+    `${org(slug)}/tickets/${segment(connectionId)}/${form}`,
 };

@@ -604,6 +604,8 @@ describe("test settings", () => {
       auto_quarantine: true,
       ticket_base_url: null,
       pull_request_comments: false,
+      ticket_connection_id: null,
+      auto_ticket: { flaky: false, broken: false, after_hours: 24, require_owner: true },
       updated_at: null,
     });
   });

@@ -70,6 +70,10 @@ describe("the OpenAPI document", () => {
       "POST /v1/webhooks/rotateSecret": true,
       "POST /v1/webhooks/sendTestEvent": true,
       "POST /v1/webhooks/updateEndpoint": true,
+      "POST /v1/tickets/createConnection": true,
+      "POST /v1/tickets/listConnections": true,
+      "POST /v1/tickets/updateConnection": true,
+      "POST /v1/tickets/deleteConnection": true,
       "POST /v1/deleteQueue": true,
       "POST /v1/submitPullRequest": true,
       "POST /v1/queuePullRequest": true,
@@ -110,6 +114,7 @@ describe("the OpenAPI document", () => {
       "POST /v1/flaky-tests/set-quarantine-override": true,
       "POST /v1/flaky-tests/get-test-settings": true,
       "POST /v1/flaky-tests/update-test-settings": true,
+      "POST /v1/flaky-tests/create-ticket-for-test-case": true,
     });
   });
 

@@ -61,6 +61,8 @@ const CANARIES = {
   testName: "acmeCanaryTest",
   log: "acme-canary-log",
   githubRepository: "acme-canary-gh-repo",
+  ticketConnection: "acme-canary-jira",
+  ticketCredential: "acme-canary-jira-personal-access-token",
 };
 
 /** Why an operation cannot be aimed at A's data (it is still called, and must change nothing). */
@@ -97,6 +99,9 @@ const OWN_ORGANIZATION: Record<string, string> = {
   "POST /v1/webhooks/listEvents": "lists B's own organization's events (none of A's)",
   "POST /v1/webhooks/listDeliveries":
     "B's own organization's deliveries; A's endpoint or event id matches none of them",
+  "POST /v1/tickets/createConnection":
+    "adds a connection of B's own organization (here refused: a kind alone is not enough)",
+  "POST /v1/tickets/listConnections": "lists B's own organization's connections (none of A's)",
 };
 
 /**
@@ -126,6 +131,8 @@ const owned = {
   installationId: 0,
   /** A's webhook endpoint and its test event. */
   endpointId: "",
+  /** A's ticket connection (named by A's repository's settings). */
+  connectionId: "",
   eventId: "",
   /** GitHub tokens B may present: an owner's of A's GitHub organization, and a member's. */
   githubTokens: [] as string[],
@@ -235,6 +242,19 @@ beforeAll(async () => {
   owned.eventId = (
     await aCall<{ eventId: string }>("webhooks/sendTestEvent", { endpointId: owned.endpointId })
   ).eventId;
+  const connection = await aCall<{ connection: { id: string } }>("tickets/createConnection", {
+    kind: "jira_dc",
+    name: CANARIES.ticketConnection,
+    baseUrl: "https://jira.example.com",
+    target: "ENG",
+    credential: CANARIES.ticketCredential,
+  });
+  owned.connectionId = connection.connection.id;
+  await aCall("flaky-tests/update-test-settings", {
+    repo: REPO,
+    org_url_slug: "acme",
+    ticket_connection_id: owned.connectionId,
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -397,6 +417,8 @@ const FIELD_VALUES: Record<string, (schema: SchemaObject) => unknown[]> = {
   githubToken: () => owned.githubTokens,
   endpointId: () => [owned.endpointId],
   eventId: () => [owned.eventId],
+  connectionId: () => [owned.connectionId],
+  kind: () => ["jira_dc"],
   url: () => ["https://stolen.example.com/"],
 };
 /**
@@ -411,6 +433,7 @@ const OPTIONAL_SENT = new Set([
   "runId",
   "endpointId",
   "eventId",
+  "connectionId",
   "url",
 ]);
 

@@ -29,6 +29,12 @@ describe("service configuration", () => {
         allowPrivate: false,
         slackApiUrl: "https://slack.com/api",
       },
+      tickets: {
+        pollMs: 300_000,
+        refreshMs: 900_000,
+        timeoutMs: 15_000,
+        linearApiUrl: "https://api.linear.app/graphql",
+      },
     });
   });
 
@@ -48,6 +54,13 @@ describe("service configuration", () => {
     expect(() => loadServiceConfig({ MAINLINE_SESSION_MAX_HOURS: "a day" })).toThrow(/1 to 8760/);
     expect(() => loadServiceConfig({ MAINLINE_DATABASE_POOL_SIZE: "0" })).toThrow(/1 to 1000/);
     expect(() => loadServiceConfig({ MAINLINE_DATABASE_POOL_SIZE: "ten" })).toThrow(/whole/);
+    expect(() => loadServiceConfig({ MAINLINE_TICKETS_POLL_MS: "10" })).toThrow(
+      /MAINLINE_TICKETS_POLL_MS must be a whole number of milliseconds from 100 to 86400000/,
+    );
+    expect(() => loadServiceConfig({ MAINLINE_TICKETS_TIMEOUT_MS: "0" })).toThrow(/1 to 120000/);
+    expect(() => loadServiceConfig({ MAINLINE_LINEAR_API_URL: "linear" })).toThrow(
+      /MAINLINE_LINEAR_API_URL must be an absolute http\(s\) URL/,
+    );
   });
 
   it("reads every variable", () => {
@@ -73,6 +86,10 @@ describe("service configuration", () => {
       MAINLINE_WEBHOOKS_DISABLE_AFTER: "12h",
       MAINLINE_WEBHOOKS_ALLOW_PRIVATE: "1",
       MAINLINE_SLACK_API_URL: "https://slack-proxy.example.com/api/",
+      MAINLINE_TICKETS_POLL_MS: "250",
+      MAINLINE_TICKETS_REFRESH_MS: "60000",
+      MAINLINE_TICKETS_TIMEOUT_MS: "2000",
+      MAINLINE_LINEAR_API_URL: "https://linear.example.com/graphql",
     });
     expect(config).toEqual({
       host: "0.0.0.0",
@@ -96,6 +113,12 @@ describe("service configuration", () => {
         disableAfterMs: 12 * 3_600_000,
         allowPrivate: true,
         slackApiUrl: "https://slack-proxy.example.com/api",
+      },
+      tickets: {
+        pollMs: 250,
+        refreshMs: 60_000,
+        timeoutMs: 2_000,
+        linearApiUrl: "https://linear.example.com/graphql",
       },
     });
   });

@@ -41,6 +41,9 @@ describe("redactSecrets", () => {
     expect(redactSecrets("https://x.logic.azure.com/workflows/1/invoke?sp=%2F&sig=AbC-12_")).toBe(
       "https://x.logic.azure.com/workflows/1/invoke?sp=%2F&sig=[redacted]",
     );
+    expect(redactSecrets("Jira token ATATT3xFfGF0T4nKq-_=abc123 was refused")).toBe(
+      "Jira token ATATT[redacted] was refused",
+    );
     const harmless = "No operation GET /v1/nowhere. Expires in 5 minutes; key names: a, b.";
     expect(redactSecrets(harmless)).toBe(harmless);
   });

@@ -319,6 +319,13 @@ describe("settings on the wire", () => {
       auto: fc.boolean(),
       ticket: fc.option(fc.constantFrom("https://linear.app/acme/issue/", "http://jira/browse/")),
       comments: fc.boolean(),
+      connection: fc.option(fc.constantFrom("tc_abc", "tc_def")),
+      rule: fc.record({
+        flaky: fc.boolean(),
+        broken: fc.boolean(),
+        after_hours: fc.integer({ min: 0, max: 720 }),
+        require_owner: fc.boolean(),
+      }),
     })
     .map((s): WireTestSettingsPatch => {
       const ids = [...s.ids];
@@ -351,6 +358,9 @@ describe("settings on the wire", () => {
         auto_quarantine: s.auto,
         ticket_base_url: s.ticket,
         pull_request_comments: s.comments,
+        ticket_connection_id: s.connection,
+        // A rule needs a connection.
+        auto_ticket: s.connection === null ? { ...s.rule, flaky: false, broken: false } : s.rule,
       };
     });
 
@@ -363,6 +373,38 @@ describe("settings on the wire", () => {
         expect(applySettingsPatch(applied, toWireSettings(applied))).toEqual(applied);
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("takes the automatic ticket rule field by field, and refuses it without a connection", () => {
+    const connected = applySettingsPatch(defaultTestSettings(), {
+      ticket_connection_id: "tc_1",
+      auto_ticket: { flaky: true },
+    });
+    expect(connected.tickets).toEqual({
+      connectionId: "tc_1",
+      rule: { flaky: true, broken: false, afterHours: 24, requireOwner: true },
+    });
+    const merged = applySettingsPatch(connected, { auto_ticket: { after_hours: 48 } });
+    expect(merged.tickets.rule).toEqual({
+      flaky: true,
+      broken: false,
+      afterHours: 48,
+      requireOwner: true,
+    });
+    expect(() => applySettingsPatch(connected, { ticket_connection_id: null })).toThrow(
+      /auto_ticket needs a ticket connection/,
+    );
+    expect(() => applySettingsPatch(connected, { auto_ticket: { after_hours: 721 } })).toThrow(
+      /auto_ticket.after_hours must be a whole number from 0 to 720/,
+    );
+    expect(() => applySettingsPatch(connected, { ticket_connection_id: "has spaces" })).toThrow(
+      /ticket_connection_id/,
+    );
+    // A patch of something else still applies while a deleted connection left the rule on.
+    const dangling = { ...connected, tickets: { ...connected.tickets, connectionId: null } };
+    expect(applySettingsPatch(dangling, { auto_quarantine: false }).quarantine.autoQuarantine).toBe(
+      false,
     );
   });
 });

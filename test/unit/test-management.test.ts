@@ -90,6 +90,8 @@ function harness(options: { ticketBaseUrl?: string | null; previousTicket?: stri
     reclassify: (repositoryId) => {
       reclassified.push(repositoryId);
     },
+    ticketConnectionExists: (_organizationId, connectionId) =>
+      Promise.resolve(connectionId === "tc_known"),
   });
   return { service, written, reclassified };
 }

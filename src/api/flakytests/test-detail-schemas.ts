@@ -282,8 +282,45 @@ export const UpdateTestSettingsBody = Type.Object({
         "Comment the failing tests on GitHub pull requests, each marked known flaky, quarantined, broken or new.",
     }),
   ),
+  ticket_connection_id: Type.Optional(
+    Nullable(
+      Type.String({
+        pattern: SETTINGS_LIMITS.connectionId.source,
+        description:
+          "The ticket connection (`tc_…`, see `/v1/tickets/listConnections`) tickets of this repository go to; null: none.",
+      }),
+    ),
+  ),
+  auto_ticket: Type.Optional(
+    Type.Object(
+      {
+        flaky: Type.Optional(
+          Type.Boolean({ description: "Create a ticket for each test flaky long enough." }),
+        ),
+        broken: Type.Optional(
+          Type.Boolean({ description: "Create a ticket for each test broken long enough." }),
+        ),
+        after_hours: Type.Optional(
+          Whole(
+            SETTINGS_LIMITS.ticketAfterHours,
+            "How long a test has been flaky (or broken) first, in hours (default 24).",
+          ),
+        ),
+        require_owner: Type.Optional(
+          Type.Boolean({
+            description: "Only tests with an owner in CODEOWNERS (default true).",
+          }),
+        ),
+      },
+      {
+        description:
+          "The automatic rule (off by default), merged field by field; needs `ticket_connection_id`. Never for a test with a ticket linked.",
+      },
+    ),
+  ),
 });
 PATTERN_MESSAGES.set("^[hH][tT][tT][pP][sS]?://", "must be an http(s) URL");
+PATTERN_MESSAGES.set(SETTINGS_LIMITS.connectionId.source, "must be a ticket connection's id");
 
 const ScopeOutput = Type.Union([
   Type.String({ enum: [...NAMED_SCOPES] }),
@@ -321,6 +358,13 @@ export const TestSettingsResponse = Type.Object({
   auto_quarantine: Type.Boolean(),
   ticket_base_url: Nullable(Type.String()),
   pull_request_comments: Type.Boolean(),
+  ticket_connection_id: Nullable(Type.String()),
+  auto_ticket: Type.Object({
+    flaky: Type.Boolean(),
+    broken: Type.Boolean(),
+    after_hours: Type.Integer(),
+    require_owner: Type.Boolean(),
+  }),
   updated_at: Nullable(DateTime("When the settings were last written; null: the defaults.")),
 });
 

@@ -23,7 +23,34 @@ const TestFields = {
   parent: Type.String(),
   classname: Type.String(),
   ticket: Type.Optional(
-    Type.Object({ html_url: Type.String() }, { description: "Present only when linked." }),
+    Type.Object(
+      {
+        html_url: Type.String(),
+        key: Type.Optional(
+          Type.String({
+            description:
+              "Mainline extension, get-test-details only: the ticket's key (`ENG-42`) when it was created through a ticket connection.",
+          }),
+        ),
+        state: Type.Optional(
+          Type.Union(
+            [
+              Type.Object({
+                name: Type.String({ description: "The provider's name of it (`In Progress`)." }),
+                open: Type.Boolean(),
+                checked_at: DateTime("When it was read back from the provider."),
+              }),
+              Type.Null(),
+            ],
+            {
+              description:
+                "Mainline extension, get-test-details only: the ticket's state as last read back (null until read), for a ticket created through a ticket connection.",
+            },
+          ),
+        ),
+      },
+      { description: "Present only when linked." },
+    ),
   ),
 };
 

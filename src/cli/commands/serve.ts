@@ -41,7 +41,13 @@ Environment:
                             (default 0,5s,5m,30m,2h,5h,10h,10h; see docs/webhooks.md)
   MAINLINE_WEBHOOKS_TIMEOUT_MS  how long a delivery waits for an answer (default 15000)
   MAINLINE_WEBHOOKS_DISABLE_AFTER  an endpoint failing this long is disabled (default 5d)
-  MAINLINE_WEBHOOKS_ALLOW_PRIVATE  1: endpoints may be loopback or private addresses (default 0)
+  MAINLINE_WEBHOOKS_ALLOW_PRIVATE  1: endpoints may be loopback or private addresses (default 0);
+                            also ticket connections (an intranet Jira)
+  MAINLINE_TICKETS_POLL_MS  tickets: the automatic rules' and state reads' loop runs this often
+                            (default 300000; see docs/tickets.md)
+  MAINLINE_TICKETS_REFRESH_MS  a linked ticket's state is read again after this (default 900000)
+  MAINLINE_TICKETS_TIMEOUT_MS  a ticket provider's request times out after this (default 15000)
+  MAINLINE_LINEAR_API_URL   Linear's GraphQL API (default https://api.linear.app/graphql)
   MAINLINE_SLACK_API_URL    where Slack bot endpoints post (default https://slack.com/api)`;
 
 /** Long-running, with the process's signals: only ever tested as a real process. */
@@ -99,6 +105,10 @@ export function registerServe(program: Command, context: CliContext): void {
           listenOrigins: () => [
             `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${String(config.port)}`,
           ],
+        },
+        tickets: {
+          ...config.tickets,
+          githubApiUrl: config.github?.apiUrl ?? "https://api.github.com",
         },
         ...(config.github ? { github: config.github } : {}),
         logger: {
@@ -172,6 +182,8 @@ export function registerServe(program: Command, context: CliContext): void {
       await startProviders(services.providers);
       // Outbound webhooks stored before a crash or restart are delivered.
       services.webhooks.dispatcher.start();
+      // Tickets: creates a crash interrupted are resumed, rules applied, states read back.
+      services.tickets.loop.start();
     });
 }
 

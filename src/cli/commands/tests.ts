@@ -117,6 +117,11 @@ function parsePageSize(value: string): number {
   return Number(value);
 }
 
+function parseWhole(value: string): number {
+  if (!/^\d{1,6}$/.test(value)) throw new InvalidArgumentError("expected a whole number");
+  return Number(value);
+}
+
 function parseBoolean(value: string): boolean {
   if (value !== "true" && value !== "false")
     throw new InvalidArgumentError("expected true or false");
@@ -440,21 +445,43 @@ function registerTestCommands(tests: Command, out: Printer): void {
   testsOptions(
     tests
       .command("ticket")
-      .description("Link a ticket to a test (a URL, or an id after the ticket base URL)")
+      .description(
+        "Link a ticket to a test (a URL, or an id after the ticket base URL), or create one (--create)",
+      )
       .argument("<test-id>", "the test's id")
       .argument("[ticket]", "the ticket's URL or id"),
   )
     .option("--unlink", "remove the linked ticket")
+    .option("--create", "create the ticket through the repository's ticket connection")
     .action(
       async (
         testId: string,
         ticket: string | undefined,
-        o: TestsOptions & { unlink?: boolean },
+        o: TestsOptions & { unlink?: boolean; create?: boolean },
       ) => {
-        if ((ticket === undefined) === (o.unlink !== true)) {
-          throw new CliError("Give a ticket (URL or id), or --unlink.");
+        const choices = [ticket !== undefined, o.unlink === true, o.create === true];
+        if (choices.filter(Boolean).length !== 1) {
+          throw new CliError("Give a ticket (URL or id), or --unlink, or --create.");
         }
         const { repo, org_url_slug } = await scope(o);
+        if (o.create) {
+          const created = await callApi<{
+            ticket: { html_url: string; key: string | null; state: { name: string } | null };
+            created: boolean;
+          }>(clientOf(o), "flaky-tests/create-ticket-for-test-case", {
+            repo,
+            org_url_slug,
+            test_id: testId,
+          });
+          if (o.json) {
+            printJson(out, created);
+            return;
+          }
+          const { key, html_url, state } = created.ticket;
+          const what = created.created ? "Created" : "Linked (created by an earlier try)";
+          out.write(`${what} ${key ?? ""} ${html_url}${state ? ` · ${state.name}` : ""}\n`);
+          return;
+        }
         const body = await callApi<{ ticket: { html_url: string } | null }>(
           clientOf(o),
           "flaky-tests/link-ticket-to-test-case",
@@ -516,6 +543,27 @@ function registerSettings(tests: Command, out: Printer): void {
       "comment failing tests on GitHub pull requests: true | false",
       parseBoolean,
     )
+    .option(
+      "--ticket-connection <id>",
+      "the ticket connection tickets go to (mainline tickets list)",
+    )
+    .option("--no-ticket-connection", "no ticket connection")
+    .option(
+      "--auto-ticket-flaky <bool>",
+      "a ticket for tests flaky long enough: true | false",
+      parseBoolean,
+    )
+    .option(
+      "--auto-ticket-broken <bool>",
+      "a ticket for tests broken long enough: true | false",
+      parseBoolean,
+    )
+    .option("--auto-ticket-after-hours <n>", "how long first (hours, 0 to 720)", parseWhole)
+    .option(
+      "--auto-ticket-require-owner <bool>",
+      "only tests with an owner in CODEOWNERS: true | false",
+      parseBoolean,
+    )
     .action(async (o: TestsOptions & Record<string, unknown>) => {
       const patch: Record<string, unknown> = {};
       if (o.quarantiningEnabled !== undefined) patch.quarantining_enabled = o.quarantiningEnabled;
@@ -533,6 +581,17 @@ function registerSettings(tests: Command, out: Printer): void {
       if (o.pullRequestComments !== undefined) {
         patch.pull_request_comments = o.pullRequestComments;
       }
+      if (typeof o.ticketConnection === "string") patch.ticket_connection_id = o.ticketConnection;
+      if (o.ticketConnection === false) patch.ticket_connection_id = null;
+      const rule = {
+        ...(o.autoTicketFlaky === undefined ? {} : { flaky: o.autoTicketFlaky }),
+        ...(o.autoTicketBroken === undefined ? {} : { broken: o.autoTicketBroken }),
+        ...(o.autoTicketAfterHours === undefined ? {} : { after_hours: o.autoTicketAfterHours }),
+        ...(o.autoTicketRequireOwner === undefined
+          ? {}
+          : { require_owner: o.autoTicketRequireOwner }),
+      };
+      if (Object.keys(rule).length > 0) patch.auto_ticket = rule;
       if (Object.keys(patch).length === 0) {
         throw new CliError("Name at least one setting to change (see --help).");
       }

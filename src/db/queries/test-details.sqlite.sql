@@ -56,9 +56,9 @@ begin;
 select *
   from "repository_test_settings"
   where "repository_id" = ?;
-insert into "repository_test_settings" ("repository_id", "monitors", "quarantining_enabled", "auto_quarantine", "ticket_base_url", "pull_request_comments", "updated_at", "codeowners", "codeowners_updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?)
-  on conflict ("repository_id") do update set "monitors" = ?, "quarantining_enabled" = ?, "auto_quarantine" = ?, "ticket_base_url" = ?, "pull_request_comments" = ?, "updated_at" = ?;
+insert into "repository_test_settings" ("repository_id", "monitors", "quarantining_enabled", "auto_quarantine", "ticket_base_url", "pull_request_comments", "ticket_connection_id", "ticket_rule", "updated_at", "codeowners", "codeowners_updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  on conflict ("repository_id") do update set "monitors" = ?, "quarantining_enabled" = ?, "auto_quarantine" = ?, "ticket_base_url" = ?, "pull_request_comments" = ?, "ticket_connection_id" = ?, "ticket_rule" = ?, "updated_at" = ?;
 commit;
 
 -- TestDetailsStore.findTestByRepositoryName(organizationId, testId, repo)

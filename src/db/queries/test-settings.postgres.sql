@@ -7,9 +7,9 @@ select *
   where "repository_id" = $1;
 
 -- TestSettingsStore.put(repositoryId, settings, now)
-insert into "repository_test_settings" ("repository_id", "monitors", "quarantining_enabled", "auto_quarantine", "ticket_base_url", "pull_request_comments", "updated_at", "codeowners", "codeowners_updated_at")
-  values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-  on conflict ("repository_id") do update set "monitors" = $10, "quarantining_enabled" = $11, "auto_quarantine" = $12, "ticket_base_url" = $13, "pull_request_comments" = $14, "updated_at" = $15;
+insert into "repository_test_settings" ("repository_id", "monitors", "quarantining_enabled", "auto_quarantine", "ticket_base_url", "pull_request_comments", "ticket_connection_id", "ticket_rule", "updated_at", "codeowners", "codeowners_updated_at")
+  values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+  on conflict ("repository_id") do update set "monitors" = $12, "quarantining_enabled" = $13, "auto_quarantine" = $14, "ticket_base_url" = $15, "pull_request_comments" = $16, "ticket_connection_id" = $17, "ticket_rule" = $18, "updated_at" = $19;
 
 -- TestSettingsStore.putCodeowners(repositoryId, text, at)
 insert into "repository_test_settings" ("repository_id", "monitors", "quarantining_enabled", "auto_quarantine", "ticket_base_url", "codeowners", "codeowners_updated_at", "updated_at")

@@ -7,9 +7,9 @@ select *
   where "repository_id" = ?;
 
 -- TestSettingsStore.put(repositoryId, settings, now)
-insert into "repository_test_settings" ("repository_id", "monitors", "quarantining_enabled", "auto_quarantine", "ticket_base_url", "pull_request_comments", "updated_at", "codeowners", "codeowners_updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?)
-  on conflict ("repository_id") do update set "monitors" = ?, "quarantining_enabled" = ?, "auto_quarantine" = ?, "ticket_base_url" = ?, "pull_request_comments" = ?, "updated_at" = ?;
+insert into "repository_test_settings" ("repository_id", "monitors", "quarantining_enabled", "auto_quarantine", "ticket_base_url", "pull_request_comments", "ticket_connection_id", "ticket_rule", "updated_at", "codeowners", "codeowners_updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  on conflict ("repository_id") do update set "monitors" = ?, "quarantining_enabled" = ?, "auto_quarantine" = ?, "ticket_base_url" = ?, "pull_request_comments" = ?, "ticket_connection_id" = ?, "ticket_rule" = ?, "updated_at" = ?;
 
 -- TestSettingsStore.putCodeowners(repositoryId, text, at)
 insert into "repository_test_settings" ("repository_id", "monitors", "quarantining_enabled", "auto_quarantine", "ticket_base_url", "codeowners", "codeowners_updated_at", "updated_at")

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from "kysely";
+import { sql, type Kysely, type Transaction } from "kysely";
 import type { RepositoryTestSettings } from "../../testhealth/settings.js";
 import type { DialectName } from "../connection.js";
 import { sqlDialect } from "../dialect.js";
@@ -169,34 +169,9 @@ export class TestDetailsStore implements TestDetailRecords {
     change: TicketChange,
     describe: (previous: string | null) => string,
   ): Promise<TestCaseRow | undefined> {
-    return this.db.transaction().execute(async (trx) => {
-      const current = await trx
-        .selectFrom("testCases")
-        .selectAll()
-        .where("key", "=", testKey)
-        .$call((qb) => sqlDialect(this.dialect).forNoKeyUpdate(qb))
-        .executeTakeFirst();
-      if (!current) return undefined;
-      if (current.ticket === change.ticket) return current;
-      const row = await trx
-        .updateTable("testCases")
-        .set({ ticket: change.ticket, ticketLinkedAt: change.ticket === null ? null : change.at })
-        .where("key", "=", testKey)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await trx
-        .insertInto("testStatusHistory")
-        .values({
-          testKey,
-          at: change.at,
-          status: row.status,
-          reason: describe(current.ticket),
-          kind: "ticket",
-          actor: change.actor,
-        })
-        .execute();
-      return row;
-    });
+    return this.db
+      .transaction()
+      .execute((trx) => writeTicketLink(trx, this.dialect, testKey, change, describe));
   }
 
   /**
@@ -258,4 +233,44 @@ export class TestDetailsStore implements TestDetailRecords {
     }
     return undefined;
   }
+}
+
+/**
+ * Inside the caller's transaction: links (or with null, unlinks) a ticket and records it in the
+ * test's history. Linking the ticket already linked (or unlinking when none is) changes and
+ * records nothing. Undefined when there is no such test.
+ */
+export async function writeTicketLink(
+  trx: Transaction<Database>,
+  dialect: DialectName,
+  testKey: number,
+  change: TicketChange,
+  describe: (previous: string | null) => string,
+): Promise<TestCaseRow | undefined> {
+  const current = await trx
+    .selectFrom("testCases")
+    .selectAll()
+    .where("key", "=", testKey)
+    .$call((qb) => sqlDialect(dialect).forNoKeyUpdate(qb))
+    .executeTakeFirst();
+  if (!current) return undefined;
+  if (current.ticket === change.ticket) return current;
+  const row = await trx
+    .updateTable("testCases")
+    .set({ ticket: change.ticket, ticketLinkedAt: change.ticket === null ? null : change.at })
+    .where("key", "=", testKey)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await trx
+    .insertInto("testStatusHistory")
+    .values({
+      testKey,
+      at: change.at,
+      status: row.status,
+      reason: describe(current.ticket),
+      kind: "ticket",
+      actor: change.actor,
+    })
+    .execute();
+  return row;
 }

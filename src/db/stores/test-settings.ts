@@ -1,6 +1,11 @@
 import type { Kysely } from "kysely";
 import type { MonitorSettings } from "../../testhealth/monitors.js";
-import { defaultTestSettings, type RepositoryTestSettings } from "../../testhealth/settings.js";
+import {
+  defaultTestSettings,
+  defaultTicketRule,
+  type RepositoryTestSettings,
+  type TicketRule,
+} from "../../testhealth/settings.js";
 import type { Database } from "../schema.js";
 import type { StoredTestSettings } from "../../testhealth/records.js";
 import type { TestSettingsRecords } from "../../testhealth/ports.js";
@@ -46,6 +51,10 @@ export class TestSettingsStore implements TestSettingsRecords {
       },
       ticketBaseUrl: row.ticketBaseUrl,
       pullRequestComments: Boolean(row.pullRequestComments),
+      tickets: {
+        connectionId: row.ticketConnectionId,
+        rule: ticketRuleOf(row.ticketRule),
+      },
       codeowners: row.codeowners,
       codeownersUpdatedAt: row.codeownersUpdatedAt,
       updatedAt: row.updatedAt,
@@ -60,6 +69,8 @@ export class TestSettingsStore implements TestSettingsRecords {
       autoQuarantine: bit(settings.quarantine.autoQuarantine),
       ticketBaseUrl: settings.ticketBaseUrl,
       pullRequestComments: bit(settings.pullRequestComments),
+      ticketConnectionId: settings.tickets.connectionId,
+      ticketRule: JSON.stringify(settings.tickets.rule),
       updatedAt: now,
     };
     await this.db
@@ -98,5 +109,16 @@ export class TestSettingsStore implements TestSettingsRecords {
       )
       .execute();
     lookupsChanged(this.db, [TEST_SETTINGS_KIND]);
+  }
+}
+
+/** The stored rule over the defaults (a rule stored before a field existed gets its default). */
+export function ticketRuleOf(text: string | null): TicketRule {
+  const rule = defaultTicketRule();
+  if (text === null) return rule;
+  try {
+    return { ...rule, ...(JSON.parse(text) as Partial<TicketRule>) };
+  } catch {
+    return rule;
   }
 }

@@ -45,7 +45,11 @@ export interface PageTest {
   file_path: string;
   parent: string;
   classname: string;
-  ticket?: { html_url: string };
+  ticket?: {
+    html_url: string;
+    key?: string;
+    state?: { name: string; open: boolean; checked_at: string } | null;
+  };
   most_common_failures: { summary: string; occurrence_count: number; last_occurrence: string }[];
   failure_rate_last_7d: number;
   failure_rate_last_24h: number;
@@ -108,6 +112,11 @@ export interface TestPageView {
   daily?: readonly { day: number; passed: number; failed: number }[];
   /** When the test was first seen (epoch ms): its chart begins then, within the 30 days. */
   firstSeenAt?: number;
+  /**
+   * The repository's ticket connection (its name for the "Create ticket in …" button, and what it
+   * last failed with), when its settings name one.
+   */
+  ticketConnection?: { name: string; lastError: string | null } | undefined;
   /** Epoch ms, for "3 h ago". */
   now: number;
 }
@@ -123,9 +132,7 @@ function overview(view: TestPageView): SafeHtml {
       ? markup`<code>${inferred}</code> ${none("(from the class name; the report names no file)")}`
       : none("not in the report");
   const owners = test.codeowners.length > 0 ? test.codeowners.join(", ") : none("unknown");
-  const ticket = test.ticket
-    ? link(test.ticket.html_url, test.ticket.html_url)
-    : none("none linked");
+  const ticket = test.ticket ? ticketLink(test.ticket) : none("none linked");
   return markup`<dl>
   <dt>Suite</dt><dd>${test.parent || none("none")}</dd>
   <dt>Class</dt><dd>${test.classname || none("none")}</dd>
@@ -135,6 +142,15 @@ function overview(view: TestPageView): SafeHtml {
   <dt>Ticket</dt><dd>${ticket}</dd>
   <dt>Test id</dt><dd><code>${test.id}</code></dd>
 </dl>`;
+}
+
+/** `ENG-42 · In Progress` for a created ticket (its state as last read), else the link itself. */
+function ticketLink(ticket: NonNullable<PageTest["ticket"]>): SafeHtml {
+  if (ticket.key === undefined) return link(ticket.html_url, ticket.html_url);
+  const state = ticket.state
+    ? markup` · <span class="ticket-state">${ticket.state.name}</span>`
+    : markup` <span class="muted">(state not read yet)</span>`;
+  return markup`${link(ticket.html_url, ticket.key)}${state}`;
 }
 
 function statusSection(view: TestPageView): SafeHtml {
@@ -169,8 +185,12 @@ export interface TestPageForms {
   csrf: string | undefined;
   overrideAction: string;
   ticketAction: string;
+  /** Creates the test's ticket through the repository's ticket connection. */
+  createTicketAction: string;
   /** What the last form did. */
   note?: string | undefined;
+  /** Why the last form could not do it (a provider's refusal, a ticket already open). */
+  problem?: string | undefined;
 }
 
 const OVERRIDE_CHOICES = [
@@ -191,6 +211,30 @@ function overrideForm(view: TestPageView, forms: TestPageForms | undefined): Saf
 <label>Reason <input type="text" name="reason" maxlength="500" placeholder="why (optional)"></label>
 <button type="submit">Save override</button>
 </form>`;
+}
+
+/**
+ * "Create ticket in <connection>": while the repository has a connection and the test has no
+ * ticket, or one that is closed.
+ */
+function createTicketForm(view: TestPageView, forms: TestPageForms | undefined): SafeHtml | string {
+  const connection = view.ticketConnection;
+  if (!forms?.csrf) return "";
+  if (!connection) {
+    return view.test.ticket
+      ? ""
+      : markup`<p class="muted small">No ticket connection for this repository: <a href="${urls.tickets(view.orgSlug)}">ticket connections</a>.</p>`;
+  }
+  const ticket = view.test.ticket;
+  if (ticket && ticket.state?.open !== false) return "";
+  const failing = connection.lastError
+    ? markup`<p class="muted small">Its last call failed: ${connection.lastError}</p>`
+    : "";
+  return markup`<form class="inline-form" method="post" action="${forms.createTicketAction}" aria-label="Create ticket">
+<input type="hidden" name="csrf" value="${forms.csrf}">
+<button type="submit">Create ticket in ${connection.name}</button>
+</form>
+${failing}`;
 }
 
 function ticketForm(view: TestPageView, forms: TestPageForms | undefined): SafeHtml | string {
@@ -355,7 +399,9 @@ export function renderTestPage(view: TestPageView, forms?: TestPageForms): PageV
   const body = markup`<h1>${test.name}</h1>
 <p>${badge(test.status.value, test.status.value)}${quarantined} <span class="muted">in</span> ${link(test.repository.html_url, name)}</p>
 ${forms?.note ? markup`<p class="notice" role="status">${forms.note}</p>` : ""}
+${forms?.problem ? markup`<p class="notice problem" role="alert">${forms.problem}</p>` : ""}
 ${overview(view)}
+${createTicketForm(view, forms)}
 ${ticketForm(view, forms)}
 ${statusSection(view)}
 ${quarantineSection(view)}

@@ -36,12 +36,23 @@ export function testPageView(deps: {
   queries: Pick<TestQueryService, "testPage">;
   repositoryHealth: Pick<RepositoryHealthService, "testDaily">;
   clock: Clock;
+  /** The repository's ticket connection by id (its name and last error), if it is the caller's. */
+  ticketConnection?:
+    | ((
+        principal: Principal,
+        id: string,
+      ) => Promise<{ name: string; lastError: string | null } | undefined>)
+    | undefined;
 }): TestPageLoader {
   return async (principal: Principal, query, baseUrl): Promise<TestPageView | undefined> => {
     const found = await deps.queries.testPage(principal, query, PAGE_RUNS);
     if (!found) return undefined;
     const { scope, details, runs } = found;
-    const daily = await deps.repositoryHealth.testDaily(details.row.key);
+    const connectionId = scope.settings.tickets.connectionId;
+    const [daily, ticketConnection] = await Promise.all([
+      deps.repositoryHealth.testDaily(details.row.key),
+      connectionId === null ? undefined : deps.ticketConnection?.(principal, connectionId),
+    ]);
     const view = presentTestDetails(details, scope.settings, presentationOf(scope, baseUrl));
     const { repository } = scope;
     return {
@@ -56,6 +67,7 @@ export function testPageView(deps: {
       totalRuns: runs.total,
       daily,
       firstSeenAt: details.row.firstSeenAt,
+      ticketConnection,
       now: deps.clock.now(),
     };
   };

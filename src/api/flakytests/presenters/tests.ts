@@ -55,7 +55,14 @@ export interface PresentedTest {
   file_path: string;
   parent: string;
   classname: string;
-  ticket?: { html_url: string };
+  ticket?: PresentedTicket;
+}
+
+/** A linked ticket: its link; with get-test-details, the key and state of a created one. */
+export interface PresentedTicket {
+  html_url: string;
+  key?: string;
+  state?: { name: string; open: boolean; checked_at: string } | null;
 }
 
 export interface PresentedFailingTest extends PresentedTest {
@@ -206,11 +213,20 @@ export function presentTestDetails(
   context: PresentationContext,
 ): PresentedTestDetails {
   const { row, figures, history } = details;
+  const test = presentFailingTest(row, figures, context);
+  if (test.ticket && details.ticket) {
+    const { key, stateName, stateOpen, stateCheckedAt } = details.ticket;
+    test.ticket = {
+      html_url: details.ticket.url,
+      key,
+      state:
+        stateName === null || stateOpen === null || stateCheckedAt === null
+          ? null
+          : { name: stateName, open: stateOpen, checked_at: isoTime(stateCheckedAt) },
+    };
+  }
   return {
-    test: {
-      ...presentFailingTest(row, figures, context),
-      quarantine: presentQuarantine(row, settings.quarantine),
-    },
+    test: { ...test, quarantine: presentQuarantine(row, settings.quarantine) },
     status_history: history.map(presentHistoryEntry),
     monitors: presentMonitorStates(row, settings.monitors),
   };

@@ -20,6 +20,7 @@ import { testListsScenario } from "./test-lists.js";
 import { testOverviewScenario } from "./test-overview.js";
 import { testSettingsScenario } from "./test-settings.js";
 import { testViewsScenario } from "./test-views.js";
+import { ticketsScenario } from "./tickets.js";
 import { uploadsScenario } from "./uploads.js";
 import { webhookDeliveriesScenario } from "./webhook-deliveries.js";
 import type { StoreScenario } from "./types.js";
@@ -54,5 +55,6 @@ export const SCENARIOS: StoreScenario[] = [
   repositoryHealthScenario,
   repositoryTableScenario,
   testViewsScenario,
+  ticketsScenario,
   uploadsScenario,
 ];

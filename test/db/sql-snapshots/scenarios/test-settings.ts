@@ -24,6 +24,10 @@ export const testSettingsScenario = scenario({
             quarantine: QUARANTINE,
             ticketBaseUrl: "https://tickets.example/",
             pullRequestComments: true,
+            tickets: {
+              connectionId: "tc_1",
+              rule: { flaky: true, broken: false, afterHours: 24, requireOwner: true },
+            },
           },
           NOW,
         ),
