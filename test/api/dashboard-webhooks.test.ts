@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHAT_DEFAULT_EVENT_TYPES } from "../../src/notifications/kinds.js";
 import {
   expectLandmarks,
   expectPageHeaders,
@@ -202,7 +203,7 @@ describe("the webhooks pages", () => {
       kind: "slack",
       url: "https://hooks.slack.example/…",
       codeOwners: ["@acme/payments", "@alice"],
-      eventTypes: ["test_case.status_changed", "pull_request.failed", "pull_request.canceled"],
+      eventTypes: [...CHAT_DEFAULT_EVENT_TYPES],
     });
     const list = await inject(server.app, { path: "/acme/webhooks", cookie: acme.cookie });
     expect(list.body).toContain("<td>Slack incoming webhook</td>");
