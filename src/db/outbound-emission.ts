@@ -123,17 +123,8 @@ export async function emitQueueEvents(
       .execute();
     for (const entry of entries) numbers.set(entry.id, entry.prNumber);
   }
-  const event = (type: string, subject: string, facts: object) => ({
-    id: publicId("msg"),
-    organizationId: queue.organizationId,
-    repositoryId: queue.repositoryId,
-    type,
-    subject,
-    facts: JSON.stringify(facts),
-    payload: null,
-    createdAt: now,
-    preparedAt: null,
-  });
+  const event = (type: string, subject: string, facts: object) =>
+    queueEvent(queue, type, subject, facts, now);
   const events = transitions.flatMap((transition) => {
     const prNumber = numbers.get(transition.entryId);
     if (prNumber === undefined) return [];
@@ -234,19 +225,28 @@ export async function emitQueueStateEvent(
       : facts.blocked
         ? "mainline.queue.blocked"
         : "mainline.queue.unblocked";
-  return insertEvents(db, [
-    {
-      id: publicId("msg"),
-      organizationId: queue.organizationId,
-      repositoryId: queue.repositoryId,
-      type,
-      subject: `queue:${queueId}`,
-      facts: JSON.stringify(facts),
-      payload: null,
-      createdAt: now,
-      preparedAt: null,
-    },
-  ]);
+  return insertEvents(db, [queueEvent(queue, type, `queue:${queueId}`, facts, now)]);
+}
+
+/** An event of a queue's organization and repository, its body built when it is prepared. */
+function queueEvent(
+  queue: { organizationId: string; repositoryId: string },
+  type: string,
+  subject: string,
+  facts: object,
+  now: number,
+): Insertable<OutboundEventsTable> {
+  return {
+    id: publicId("msg"),
+    organizationId: queue.organizationId,
+    repositoryId: queue.repositoryId,
+    type,
+    subject,
+    facts: JSON.stringify(facts),
+    payload: null,
+    createdAt: now,
+    preparedAt: null,
+  };
 }
 
 async function insertEvents(
