@@ -64,7 +64,8 @@ export function urlRefusal(text: string, policy: AddressPolicy): string | undefi
   if (policy.selfOrigins().some((origin) => sameOrigin(origin, url))) {
     return "may not point at this Mainline service";
   }
-  const host = url.hostname.toLowerCase();
+  // "localhost." is localhost: a fully qualified name's final dot is dropped first.
+  const host = url.hostname.toLowerCase().replace(/\.$/, "");
   const internal =
     host === "localhost" || host.endsWith(".localhost") || isInternalAddress(url.hostname);
   if (internal && !policy.allowPrivate) {

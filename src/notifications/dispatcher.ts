@@ -108,17 +108,20 @@ export class WebhookDispatcher {
     this.loop.wake();
   }
 
-  /** Runs passes until no event is left to prepare and no delivery is due (tests). */
+  /**
+   * Runs passes until no event is left to prepare and no delivery is due (tests). Sends do not
+   * wait for ingestion here: a drain means "deliver what is due now".
+   */
   async drain(): Promise<void> {
-    while (await this.pass()) {
+    while (await this.pass({ yielding: false })) {
       // more was done: look again
     }
   }
 
   /** One pass; true when it did something (more may be waiting). */
-  async pass(): Promise<boolean> {
+  async pass(options: { yielding?: boolean } = {}): Promise<boolean> {
     const prepared = await this.prepareEvents();
-    if (this.yielding()) return prepared > 0;
+    if (options.yielding !== false && this.yielding()) return prepared > 0;
     const sent = await this.sendDue();
     if (sent === 0) this.catchingUp = false;
     if (prepared + sent > 0) this.loop.wake();

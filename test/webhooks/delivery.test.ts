@@ -249,6 +249,8 @@ describe("address policy", () => {
     for (const url of [
       "http://127.0.0.1:9/x",
       "http://localhost:9/x",
+      "http://localhost.:9/x",
+      "http://api.localhost./x",
       "http://10.1.2.3/x",
       "http://192.168.0.1/x",
       "http://169.254.169.254/latest",

@@ -96,5 +96,13 @@ describe("deliveries and ingestion", () => {
     ingesting = false;
     await dispatcher.pass();
     expect(receiver.accepted()).toHaveLength(4);
+
+    // A drain delivers what is due now, ingestion or not.
+    ingesting = true;
+    await server.call("webhooks/sendTestEvent", { endpointId });
+    await dispatcher.pass();
+    expect(receiver.accepted()).toHaveLength(4);
+    await dispatcher.drain();
+    expect(receiver.accepted()).toHaveLength(5);
   });
 });
