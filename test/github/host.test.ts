@@ -6,6 +6,8 @@
  * (repeated calls, ghost merges, a base GitHub says was modified), and the check that what lands
  * is the tree that was tested.
  */
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { Octokit } from "@octokit/core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { OwnedRepoRef } from "../../src/organizations/repositories.js";
@@ -18,6 +20,7 @@ import {
   type GitHubWorld,
 } from "../helpers/github.js";
 
+const execFileAsync = promisify(execFile);
 const NAME = "acme-gh/widgets";
 let world: GitHubWorld;
 let server: TestServer;
@@ -345,12 +348,13 @@ describe("test branches", () => {
     // The base did not move.
     expect(await main()).toBe(base);
 
-    // A repeated call returns the branch made (assembled again on the scratch branch, which
-    // it moves back to the base first: no new ref).
+    // A repeated call returns the branch made (its merges were made here already: none is made
+    // again, and the scratch branch stays).
     const mark = world.gh.requests.mark();
     expect(await host.createTestBranch(request)).toEqual(made);
+    expect(world.gh.requests.count({ operationId: "repos/merge", since: mark })).toBe(0);
     expect(world.gh.requests.count({ operationId: "git/create-ref", since: mark })).toBe(1);
-    expect(world.gh.requests.count({ operationId: "git/update-ref", since: mark })).toBe(1);
+    expect(world.gh.requests.count({ operationId: "git/update-ref", since: mark })).toBe(0);
     expect(world.gh.requests.count({ operationId: "git/delete-ref", since: mark })).toBe(0);
     expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/run-ok")).toBe(made.sha);
 
@@ -409,6 +413,70 @@ describe("test branches", () => {
     expect(await main()).toBe(base);
   });
 
+  it("starts a run from the merges made for an earlier one that began the same (bisection, retries)", async () => {
+    const [a, b, c, d] = await Promise.all(
+      ["a", "b", "c", "d"].map((x) => openPr({ [`bisect-${x}.txt`]: `${x}\n` })),
+    );
+    if (!a || !b || !c || !d) return;
+    const base = await main();
+    const run = (runId: string, prs: (typeof a)[]) =>
+      host.createTestBranch({
+        repo,
+        targetBranch: "main",
+        runId,
+        baseSha: base,
+        prs: prs.map(({ number, headSha }) => ({ number, headSha })),
+        slot: 5,
+      });
+    const merges = (since: number) =>
+      world.gh.requests.count({ operationId: "repos/merge", since });
+    const batch = await run("bisect-1", [a, b, c]);
+    if (!batch.ok) throw new Error("the batch did not assemble");
+
+    // Its first half: the commit made after b's merge, published; nothing merged again.
+    let mark = world.gh.requests.mark();
+    const half = await run("bisect-2", [a, b]);
+    if (!half.ok) throw new Error("the half did not assemble");
+    expect(merges(mark)).toBe(0);
+    expect(world.gh.requests.count({ operationId: "git/update-ref", since: mark })).toBe(1);
+    expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/slot-5")).toBe(half.sha);
+    expect(await fileAt(half.sha, "bisect-b.txt")).toBe("b\n");
+    expect(await fileAt(half.sha, "bisect-c.txt")).toBeUndefined();
+
+    // Without c, with d: a and b's commit, then d merged onto it.
+    mark = world.gh.requests.mark();
+    const other = await run("bisect-3", [a, b, d]);
+    if (!other.ok) throw new Error("the other run did not assemble");
+    expect(merges(mark)).toBe(1);
+    const { data: commit } = await appClient().request(
+      "GET /repos/{owner}/{repo}/git/commits/{commit_sha}",
+      { owner: "acme-gh", repo: "widgets", commit_sha: other.sha },
+    );
+    expect(commit.parents[0]?.sha).toBe(half.sha);
+    expect(await fileAt(other.sha, "bisect-d.txt")).toBe("d\n");
+    expect(await fileAt(other.sha, "bisect-c.txt")).toBeUndefined();
+
+    // A commit GitHub no longer has (collected): assembled from the base again.
+    const gitDir = world.gh.gitDir(NAME);
+    await host.createTestBranch({
+      repo,
+      targetBranch: "main",
+      runId: "bisect-4",
+      baseSha: base,
+      prs: [{ number: d.number, headSha: d.headSha }],
+      slot: 5,
+    });
+    await execFileAsync("git", ["-C", gitDir, "reflog", "expire", "--expire=now", "--all"]);
+    await execFileAsync("git", ["-C", gitDir, "gc", "--prune=now", "--quiet"]);
+    expect(await treeOf(half.sha).catch(() => "gone")).toBe("gone");
+    mark = world.gh.requests.mark();
+    const again = await run("bisect-5", [a, b]);
+    if (!again.ok) throw new Error("the half did not assemble again");
+    expect(merges(mark)).toBe(2);
+    expect(await fileAt(again.sha, "bisect-b.txt")).toBe("b\n");
+    expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/slot-5")).toBe(again.sha);
+  });
+
   it("names the pull request that conflicts, whom it conflicts with and the files", async () => {
     const a = await openPr({ "clash.txt": "from a\n" });
     const b = await openPr({ "other-b.txt": "b\n" });
@@ -428,14 +496,14 @@ describe("test branches", () => {
       conflictsWith: [a.number],
       files: ["clash.txt"],
     });
-    // Nothing is left behind but the queue's scratch branch (and the slot branch of the test
+    // Nothing is left behind but the queue's scratch branch (and the slot branches of the tests
     // before): no test branch, no probe branch.
     const refs = await appClient().request("GET /repos/{owner}/{repo}/git/matching-refs/{ref}", {
       owner: "acme-gh",
       repo: "widgets",
       ref: "heads/trunk-",
     });
-    expect(refs.data.map((ref) => ref.ref).filter((ref) => !ref.endsWith("/slot-3"))).toEqual([
+    expect(refs.data.map((ref) => ref.ref).filter((ref) => !/\/slot-\d+$/.test(ref))).toEqual([
       "refs/heads/trunk-temp/main/queue",
     ]);
   });

@@ -70,6 +70,12 @@ export class GitHubTestBranches {
   private readonly scratchHeads = new BoundedMap<string, string>(1024);
   /** Assemblies on a queue's scratch branch, one at a time per queue. */
   private readonly assemblies = new SerialPerKey();
+  /**
+   * Merge commits made here, by what they hold: base + the heads merged onto it in order. A run
+   * whose pull requests start with a chain made before (a batch's first half, tested again while
+   * it is bisected; a run retried) starts from that commit instead of merging the same again.
+   */
+  private readonly chains = new BoundedMap<string, string>(4096);
 
   constructor(private readonly deps: GitHubTestBranchesDeps) {}
 
@@ -106,36 +112,54 @@ export class GitHubTestBranches {
 
   private async assemble(request: TestBranchRequest): Promise<TestBranchResult> {
     const access = await this.deps.repositories.resolve(request.repo);
-    const branch = this.testBranchName(request.targetBranch, request.runId);
     const scratch = this.scratchBranchName(request.targetBranch);
-    if (request.slot !== undefined && request.prs.length === 1) {
+    const known = `${access.owner}/${access.name}:${scratch}`.toLowerCase();
+    const chain = (length: number) =>
+      [known, request.baseSha, ...request.prs.slice(0, length).map((pr) => pr.headSha)].join(" ");
+    let made = this.madeBefore(request.prs.length, chain);
+    if (made === undefined && request.slot !== undefined && request.prs.length === 1) {
       const onSlot = await this.ontoSlot(access, request, request.slot, scratch);
+      if (onSlot?.ok) this.chains.set(chain(1), onSlot.sha);
       if (onSlot !== undefined) return onSlot;
     }
-    // Known here to exist: moved; else created (moved when it exists after all). Left where it
-    // is when it holds the base's very merge already (below).
-    const known = `${access.owner}/${access.name}:${scratch}`.toLowerCase();
-    const start = this.sameMerge(this.scratchHeads.get(known), request.baseSha);
-    this.scratchHeads.delete(known);
-    if (start !== undefined && start !== request.baseSha) this.sameAs.set(start, request.baseSha);
-    if (start === undefined) {
-      if (this.scratchKnown.has(known)) {
-        await this.deps.api.moveRef(access, scratch, request.baseSha);
-      } else await this.deps.api.putRef(access, scratch, request.baseSha);
-    }
-    this.scratchKnown.add(known);
-    let current = start ?? request.baseSha;
-    for (const [index, pr] of request.prs.entries()) {
-      const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
-      const merged = await this.mergeOnto(access, scratch, current, pr.headSha, message, {
-        base: start ?? request.baseSha,
-      });
-      if (merged === null) {
-        return await this.conflict(access, request, index, scratch);
+    if (made !== undefined && made.length < request.prs.length) {
+      // Part of it: the rest is merged onto that commit, on the scratch branch moved there.
+      try {
+        const wasAt = this.scratchHeads.get(known);
+        this.scratchHeads.delete(known);
+        if (wasAt !== made.sha) await this.deps.api.moveRef(access, scratch, made.sha);
+      } catch (error) {
+        // GitHub no longer has the commit (422): assembled from the base as if never made.
+        if (statusOf(error) !== 422) throw error;
+        this.forgetChains(request.prs.length, chain);
+        made = undefined;
       }
-      current = merged;
     }
-    this.scratchHeads.set(known, current);
+    if (made !== undefined && made.length === request.prs.length) {
+      try {
+        return await this.publish(access, request, made.sha);
+      } catch (error) {
+        // GitHub no longer has the commit (422): assembled again from the base.
+        if (statusOf(error) !== 422) throw error;
+        this.forgetChains(request.prs.length, chain);
+        return await this.assemble(request);
+      }
+    }
+    const assembled = await this.assembleOnScratch(access, request, scratch, known, made, chain);
+    if (typeof assembled !== "string") return assembled;
+    return await this.publish(access, request, assembled);
+  }
+
+  /**
+   * Publishes the assembled commit as the branch CI tests: the slot's branch when the run has a
+   * slot, else the run's own (create-only: one published already answers a repeated call).
+   */
+  private async publish(
+    access: GitHubRepositoryAccess,
+    request: TestBranchRequest,
+    current: string,
+  ): Promise<TestBranchResult> {
+    const branch = this.testBranchName(request.targetBranch, request.runId);
     if (request.slot !== undefined) {
       const slotBranch = this.slotBranchName(request.targetBranch, request.slot);
       const slotKey = `${access.owner}/${access.name}:${slotBranch}`.toLowerCase();
@@ -163,6 +187,80 @@ export class GitHubTestBranches {
       return { ok: true, branch, sha: made };
     }
     return { ok: true, branch, sha: current };
+  }
+
+  /** The longest start of the run's chain made here before: its commit and its length. */
+  private madeBefore(
+    length: number,
+    chain: (length: number) => string,
+  ): { sha: string; length: number } | undefined {
+    for (let k = length; k >= 1; k--) {
+      const sha = this.chains.get(chain(k));
+      if (sha !== undefined) return { sha, length: k };
+    }
+    return undefined;
+  }
+
+  private forgetChains(length: number, chain: (length: number) => string): void {
+    for (let k = 1; k <= length; k++) this.chains.delete(chain(k));
+  }
+
+  /**
+   * Merges the run's pull requests on the scratch branch, from the base (or from the start of
+   * the chain `made` before, where the branch is already): the last merge's commit, or the
+   * conflict.
+   */
+  private async assembleOnScratch(
+    access: GitHubRepositoryAccess,
+    request: TestBranchRequest,
+    scratch: string,
+    known: string,
+    made: { sha: string; length: number } | undefined,
+    chain: (length: number) => string,
+  ): Promise<string | Conflict> {
+    const start =
+      made === undefined ? await this.scratchStart(access, request, scratch, known) : undefined;
+    let current = made?.sha ?? start ?? request.baseSha;
+    for (const [index, pr] of request.prs.entries()) {
+      if (index < (made?.length ?? 0)) continue;
+      const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
+      const merged = await this.mergeOnto(access, scratch, current, pr.headSha, message, {
+        base: start ?? request.baseSha,
+      });
+      if (merged === null) {
+        // The branch stays where it was: the next assembly may start there.
+        this.scratchHeads.set(known, current);
+        return await this.conflict(access, request, index, scratch);
+      }
+      current = merged;
+      this.chains.set(chain(index + 1), current);
+    }
+    this.scratchHeads.set(known, current);
+    return current;
+  }
+
+  /**
+   * Where the scratch branch's assembly starts when nothing of the chain was made before: the
+   * base's very merge where the branch holds it (left there: undefined is answered), else the
+   * base (the branch moved there, or made).
+   */
+  private async scratchStart(
+    access: GitHubRepositoryAccess,
+    request: TestBranchRequest,
+    scratch: string,
+    known: string,
+  ): Promise<string | undefined> {
+    // Known here to exist: moved; else created (moved when it exists after all).
+    const start = this.sameMerge(this.scratchHeads.get(known), request.baseSha);
+    this.scratchHeads.delete(known);
+    if (start !== undefined && start !== request.baseSha) this.sameAs.set(start, request.baseSha);
+    if (start === undefined) {
+      if (this.scratchKnown.has(known)) {
+        await this.deps.api.moveRef(access, scratch, request.baseSha);
+      } else await this.deps.api.putRef(access, scratch, request.baseSha);
+    }
+    this.scratchKnown.add(known);
+    return start;
   }
 
   /**
