@@ -363,15 +363,14 @@ describe("what the App shows on the pull request", () => {
     const [testing] = stickies(pr.number);
     expect(testing?.body).toContain("**Testing**");
     expect(testing?.body).toContain(`${PUBLIC_URL}/acme/merge-queue/pr/${pr.number}?`);
-    expect(checkRuns(pr.headSha).map((r) => [r.status, r.conclusion])).toEqual([
-      ["in_progress", null],
-    ]);
+    // Beside the comment, the check run waits for the conclusion: one write, not two.
+    expect(checkRuns(pr.headSha)).toEqual([]);
     expect(labels(pr.number)).toEqual(["trunk:testing"]);
 
     await finishRun(pr.number, "success");
     await expect.poll(async () => (await item(pr.number))?.state, LONG).toBe("merged");
     await settled();
-    // The same comment, edited; the same check run, completed; no state label once merged.
+    // The same comment, edited; the check run, made completed; no state label once merged.
     expect(stickies(pr.number).map((c) => c.id)).toEqual([testing?.id]);
     expect(stickies(pr.number)[0]?.body).toContain("**Merged**");
     expect(checkRuns(pr.headSha).map((r) => [r.status, r.conclusion])).toEqual([
@@ -486,9 +485,17 @@ describe("what the App shows on the pull request", () => {
     await settled();
     expect(stickies(pr.number)).toHaveLength(1);
     expect(stickies(pr.number)[0]?.body).toContain("**Queued**");
+    // Its check run comes when it concludes: a new one, the last one staying as it was.
     expect(checkRuns(pr.headSha).map((r) => [r.status, r.conclusion])).toEqual([
       ["completed", "neutral"],
-      ["in_progress", null],
+    ]);
+    world.gh.comment(REPO_NAME, pr.number, "/trunk cancel", { by: "bob" });
+    await settled();
+    await expect.poll(async () => (await item(pr.number))?.state, LONG).toBe("cancelled");
+    await settled();
+    expect(checkRuns(pr.headSha).map((r) => [r.status, r.conclusion])).toEqual([
+      ["completed", "neutral"],
+      ["completed", "neutral"],
     ]);
   });
   it("never makes its comment or check run twice when GitHub made them but answered a 5xx", async () => {
@@ -511,11 +518,21 @@ describe("what the App shows on the pull request", () => {
     ).toBe(200);
     await settled();
     await settled();
+    expect(world.gh.faults.fired(ghost)).toBe(1);
+    // The check run is made when the pull request concludes.
+    world.gh.comment(REPO_NAME, pr.number, "/trunk cancel", { by: "bob" });
+    await settled();
+    await expect.poll(async () => (await item(pr.number))?.state, LONG).toBe("cancelled");
+    await settled();
+    await settled();
     expect(world.gh.faults.fired(ghost)).toBe(2);
     // One comment and one check run: each creation sent once (no retry after a 502), then
     // found (the comment by its marker, the check run on the head) and edited.
     expect(stickies(pr.number)).toHaveLength(1);
-    expect(checkRuns(pr.headSha).map((r) => r.status)).toEqual(["in_progress"]);
+    expect(stickies(pr.number)[0]?.body).toContain("**Cancelled**");
+    expect(checkRuns(pr.headSha).map((r) => [r.status, r.conclusion])).toEqual([
+      ["completed", "neutral"],
+    ]);
     const sent = world.gh.requests.filter({ since: mark }).map((r) => r.operationId);
     expect(sent.filter((op) => op === "issues/create-comment")).toHaveLength(1);
     expect(sent.filter((op) => op === "checks/create")).toHaveLength(1);

@@ -409,6 +409,11 @@ describe("the queue on GitHub", () => {
         ref: pr.head,
       });
       for (const r of runs.data.check_runs) ours.add(`check-runs/${String(r.id)}`);
+      // Each shows its end: the comment says merged, the queue's check run is made completed.
+      const queueRuns = runs.data.check_runs.filter((r) => r.name === "Trunk Merge Queue (main)");
+      expect(queueRuns.map((r) => [r.status, r.conclusion])).toEqual([["completed", "success"]]);
+      const sticky = comments.data.find((c) => c.body?.includes("<!-- mainline:queue -->"));
+      expect(sticky?.body).toContain("**Merged**");
     }
     const edits = new Set(["issues/update-comment", "checks/update"]);
     const edited = new Set<string>();

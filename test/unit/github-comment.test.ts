@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   commentStage,
+  renderCheckRun,
   renderComment,
   type PresenceView,
 } from "../../src/providers/github/pull-request-presence.js";
@@ -31,6 +32,33 @@ describe("the queue's comment on a GitHub pull request", () => {
     expect(commentStage("not_ready", "testing")).toBe("queued");
     expect(commentStage("merged", "testing")).toBeNull();
     expect(commentStage("failed", "testing")).toBeNull();
+  });
+
+  it("shows no position (an edit each time one ahead moves): the dashboard shows it live", () => {
+    const page = "https://mainline.example.com/acme/merge-queue/pr/7";
+    const third = renderComment(view({ position: 3, pageUrl: page }));
+    expect(third).toContain("**Queued** (priority medium)");
+    expect(third).not.toMatch(/position|of 5/);
+    expect(third).toContain(`[Its place in the queue and when it should merge: `);
+    // Moved up: the same comment, nothing to edit.
+    expect(renderComment(view({ position: 1, queueLength: 2, pageUrl: page }))).toBe(third);
+    expect(renderComment(view({ state: "merged", position: null, pageUrl: page }))).toContain(
+      `[See it on the merge queue's dashboard](${page})`,
+    );
+  });
+
+  it("beside the comment, has the check run written once, when the pull request concludes", () => {
+    expect(renderCheckRun(view({ state: "pending" }), true)).toBeUndefined();
+    expect(renderCheckRun(view({ state: "testing", position: null }), true)).toBeUndefined();
+    expect(renderCheckRun(view({ state: "merged", position: null }), true)).toMatchObject({
+      status: "completed",
+      conclusion: "success",
+    });
+    // Alone, it follows the pull request, with its position.
+    expect(renderCheckRun(view({ state: "pending" }))).toMatchObject({
+      status: "in_progress",
+      title: "Queued (position 3 of 5)",
+    });
   });
 
   it("names the failing tests of a failed pull request, ten at most", () => {

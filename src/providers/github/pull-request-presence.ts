@@ -109,10 +109,10 @@ const words = (reason: string) => reason.replace(/_/g, " ");
 
 export function renderComment(view: PresenceView): string {
   const lines = [COMMENT_MARKER, `### Merge queue (\`${view.queueBranch}\`)`, ""];
+  // No position: it changes whenever a pull request ahead moves, and an edit each time would
+  // spend GitHub's write budget on what the dashboard's page shows live (with the expected time).
   let status = `**${STATE_WORDS[view.state]}**`;
-  if (view.position !== null) {
-    status += ` — position ${view.position} of ${view.queueLength} (priority ${view.priority})`;
-  }
+  if (view.position !== null) status += ` (priority ${view.priority})`;
   lines.push(status);
   // Why it is held back, once the queue knows (a review to give, a conflict to resolve…).
   const held = view.state === "not_ready" && view.reason !== "submitted";
@@ -125,7 +125,14 @@ export function renderComment(view: PresenceView): string {
     lines.push("", `Reason: ${words(view.reason)}${view.detail ? ` — ${view.detail}` : ""}`);
     lines.push(...failedTestLines(view));
   }
-  if (view.pageUrl) lines.push("", `[See it on the merge queue's dashboard](${view.pageUrl})`);
+  if (view.pageUrl) {
+    lines.push(
+      "",
+      isTerminal(view.state)
+        ? `[See it on the merge queue's dashboard](${view.pageUrl})`
+        : `[Its place in the queue and when it should merge: the merge queue's dashboard](${view.pageUrl})`,
+    );
+  }
   lines.push(
     "",
     isTerminal(view.state)
@@ -143,22 +150,13 @@ interface CheckRunFields {
 }
 
 /**
- * The queue's check run on a pull request. With the queue's comment on (`beside`), a check run in
- * progress says only that the pull request is in the queue, and points to the comment: it is
- * written when it starts and when it concludes, while the comment follows every change (GitHub's
- * write budget is spent once on each). Alone, it tells where the pull request stands itself.
+ * The queue's check run on a pull request; undefined: none is shown yet. With the queue's comment
+ * on (`beside`), the comment tells where the pull request stands, and the check run is written
+ * once, when the pull request concludes (GitHub's write budget is spent once on each). Alone, the
+ * check run follows the pull request from its submission and tells where it stands itself.
  */
-export function renderCheckRun(view: PresenceView, beside = false): CheckRunFields {
-  if (beside && !isTerminal(view.state)) {
-    return {
-      status: "in_progress",
-      title: "In the merge queue",
-      summary: [
-        "Where it stands and why: the merge queue's comment on this pull request.",
-        ...(view.pageUrl ? [`[The pull request on the dashboard](${view.pageUrl})`] : []),
-      ].join("\n\n"),
-    };
-  }
+export function renderCheckRun(view: PresenceView, beside = false): CheckRunFields | undefined {
+  if (beside && !isTerminal(view.state)) return undefined;
   const title =
     view.position !== null
       ? `${STATE_WORDS[view.state]} (position ${view.position} of ${view.queueLength})`
@@ -213,6 +211,8 @@ interface Presented {
   check?: string;
   /** The check run shown is completed: a new submission gets a check run of its own. */
   checkCompleted?: boolean;
+  /** The submission (queue entry) whose check run is shown. */
+  checkFor?: string;
   /**
    * A creation GitHub may or may not have done (it failed with a 5xx or no answer): the comment
    * is looked for by its marker, the check run by name on this head, before making it again.
@@ -441,7 +441,12 @@ export class PullRequestPresence {
     const label = stateLabelsEnabled ? stateLabel(view.state) : (previous?.stateLabel ?? null);
     const want: Presented = {
       ...(comment ? { comment: digest(comment) } : {}),
-      ...(check ? { check: digest([check, view.headSha]) } : {}),
+      // No check run to show yet (the comment stands for it): what was shown stays.
+      ...(check
+        ? { check: digest([check, view.headSha, entry.id]) }
+        : shown.check === undefined
+          ? {}
+          : { check: shown.check }),
     };
     if (
       want.comment === shown.comment &&
@@ -505,15 +510,26 @@ export class PullRequestPresence {
       delete next.commentUnsure;
     }
     if (check !== undefined && want.check !== shown.check) {
-      const fresh = shown.checkCompleted === true && check.status !== "completed";
+      // None of this submission yet: a new one (the first; or after an earlier submission's,
+      // which stays as it concluded). Beside the comment, that is when the submission concludes.
+      const earlierSubmission =
+        shown.checkFor === undefined
+          ? shown.checkCompleted === true && check.status !== "completed"
+          : shown.checkFor !== entry.id;
+      const create = !search || shown.check === undefined || earlierSubmission;
+      // Marked before it is made, so that a crash in between makes the next attempt look for it.
+      if (create && search && shown.checkUnsure !== view.headSha) {
+        await unsure({ checkUnsure: view.headSha });
+      }
       record.checkRunId = await this.upsertCheckRun(client, repo, queue, view, record, check, {
-        create: fresh || !search,
+        create,
         unsure: shown.checkUnsure === view.headSha,
         onUnknown: () => unsure({ checkUnsure: view.headSha }),
       });
       record.checkSha = view.headSha;
-      next.check = digest([check, view.headSha]);
+      next.check = digest([check, view.headSha, entry.id]);
       next.checkCompleted = check.status === "completed";
+      next.checkFor = entry.id;
       delete next.checkUnsure;
     }
     if (stateLabelsEnabled && label !== record.stateLabel) {
