@@ -247,19 +247,24 @@ export async function runBudgetScenario(options: {
 
 /**
  * Every request Mainline made to GitHub since `mark`, counted once GitHub has heard nothing more
- * for 3 s (the last comment and check updates follow the last merge; a minute at most): `304`s
+ * for 5 s and `shown` holds (the last comment and check updates follow the last merge, and may
+ * wait for GitHub's budget of writes a minute; two minutes at most): `304`s
  * (free of rate limit) apart, by operation, and one line each.
  */
 export async function countRequests(
   gh: FakeGitHub,
   mark: number,
+  /** What must have been sent too (a pause of GitHub's write budget is no end either). */
+  shown: () => boolean = () => true,
 ): Promise<Pick<BudgetOutcome, "requests" | "notModified" | "byOperation" | "lines">> {
   const quietSince = Date.now();
   let heard = -1;
-  while (gh.requests.entries.length !== heard && Date.now() - quietSince < 60_000) {
+  while ((gh.requests.entries.length !== heard || !shown()) && Date.now() - quietSince < 120_000) {
     heard = gh.requests.entries.length;
     await gh.settleWebhooks();
-    await delay(3000);
+    // Longer than the client's spacing of notifying writes (3 s): a pause between two is not
+    // the end.
+    await delay(5000);
   }
   const made = gh.requests.entries.filter(
     (entry) => entry.seq >= mark && entry.installationId !== null,
