@@ -103,6 +103,9 @@ export default defineConfig({
           name: "unit",
           env: { MAINLINE_TEST_PROJECT: "unit" },
           include: DATABASE_FREE.map(asTestFiles),
+          // Pure files: a worker's modules are imported once for all the files it runs (a third
+          // less CPU for this project). A file that changes process state restores it.
+          isolate: false,
         },
       },
       {
