@@ -348,13 +348,14 @@ describe("test branches", () => {
     // The base did not move.
     expect(await main()).toBe(base);
 
-    // A repeated call returns the branch made (its merges were made here already: none is made
-    // again, and the scratch branch stays).
+    // A repeated call returns the branch made. Its commit was published, so it is not published
+    // again: the last merge is made afresh on the first's commit (the scratch branch moved back
+    // there), and the run's branch, made already, is the answer.
     const mark = world.gh.requests.mark();
     expect(await host.createTestBranch(request)).toEqual(made);
-    expect(world.gh.requests.count({ operationId: "repos/merge", since: mark })).toBe(0);
+    expect(world.gh.requests.count({ operationId: "repos/merge", since: mark })).toBe(1);
     expect(world.gh.requests.count({ operationId: "git/create-ref", since: mark })).toBe(1);
-    expect(world.gh.requests.count({ operationId: "git/update-ref", since: mark })).toBe(0);
+    expect(world.gh.requests.count({ operationId: "git/update-ref", since: mark })).toBe(1);
     expect(world.gh.requests.count({ operationId: "git/delete-ref", since: mark })).toBe(0);
     expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/run-ok")).toBe(made.sha);
 
@@ -426,7 +427,7 @@ describe("test branches", () => {
         runId,
         baseSha: base,
         prs: prs.map(({ number, headSha }) => ({ number, headSha })),
-        slot: 5,
+        slot: 7,
       });
     const merges = (since: number) =>
       world.gh.requests.count({ operationId: "repos/merge", since });
@@ -439,9 +440,19 @@ describe("test branches", () => {
     if (!half.ok) throw new Error("the half did not assemble");
     expect(merges(mark)).toBe(0);
     expect(world.gh.requests.count({ operationId: "git/update-ref", since: mark })).toBe(1);
-    expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/slot-5")).toBe(half.sha);
+    expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/slot-7")).toBe(half.sha);
     expect(await fileAt(half.sha, "bisect-b.txt")).toBe("b\n");
     expect(await fileAt(half.sha, "bisect-c.txt")).toBeUndefined();
+
+    // Tried again, its commit (published, CI's results on it) is not published again: its last
+    // merge is made afresh, a new commit with the same tree.
+    mark = world.gh.requests.mark();
+    const retried = await run("bisect-2b", [a, b]);
+    if (!retried.ok) throw new Error("the retry did not assemble");
+    expect(merges(mark)).toBe(1);
+    expect(retried.sha).not.toBe(half.sha);
+    expect(await treeOf(retried.sha)).toBe(await treeOf(half.sha));
+    expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/slot-7")).toBe(retried.sha);
 
     // Without c, with d: a and b's commit, then d merged onto it.
     mark = world.gh.requests.mark();
@@ -452,7 +463,7 @@ describe("test branches", () => {
       "GET /repos/{owner}/{repo}/git/commits/{commit_sha}",
       { owner: "acme-gh", repo: "widgets", commit_sha: other.sha },
     );
-    expect(commit.parents[0]?.sha).toBe(half.sha);
+    expect(commit.parents[0]?.sha).toBe(retried.sha);
     expect(await fileAt(other.sha, "bisect-d.txt")).toBe("d\n");
     expect(await fileAt(other.sha, "bisect-c.txt")).toBeUndefined();
 
@@ -464,7 +475,7 @@ describe("test branches", () => {
       runId: "bisect-4",
       baseSha: base,
       prs: [{ number: d.number, headSha: d.headSha }],
-      slot: 5,
+      slot: 7,
     });
     await execFileAsync("git", ["-C", gitDir, "reflog", "expire", "--expire=now", "--all"]);
     await execFileAsync("git", ["-C", gitDir, "gc", "--prune=now", "--quiet"]);
@@ -474,7 +485,7 @@ describe("test branches", () => {
     if (!again.ok) throw new Error("the half did not assemble again");
     expect(merges(mark)).toBe(2);
     expect(await fileAt(again.sha, "bisect-b.txt")).toBe("b\n");
-    expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/slot-5")).toBe(again.sha);
+    expect(await world.gh.readRef(NAME, "heads/trunk-merge/main/slot-7")).toBe(again.sha);
   });
 
   it("names the pull request that conflicts, whom it conflicts with and the files", async () => {

@@ -76,6 +76,13 @@ export class GitHubTestBranches {
    * it is bisected; a run retried) starts from that commit instead of merging the same again.
    */
   private readonly chains = new BoundedMap<string, string>(4096);
+  /**
+   * Those commits published for CI, by scratch branch and commit. One is never published again
+   * for another run: CI's results of the first are on that very commit, and would be read as the
+   * new run's (a run tried again merges its last pull request afresh: a new commit, whose message names
+   * the run).
+   */
+  private readonly published = new BoundedMap<string, true>(4096);
 
   constructor(private readonly deps: GitHubTestBranchesDeps) {}
 
@@ -116,10 +123,17 @@ export class GitHubTestBranches {
     const known = `${access.owner}/${access.name}:${scratch}`.toLowerCase();
     const chain = (length: number) =>
       [known, request.baseSha, ...request.prs.slice(0, length).map((pr) => pr.headSha)].join(" ");
-    let made = this.madeBefore(request.prs.length, chain);
+    let made = this.madeBefore(
+      request.prs.length,
+      chain,
+      (sha) => this.published.get(`${known} ${sha}`) === true,
+    );
     if (made === undefined && request.slot !== undefined && request.prs.length === 1) {
       const onSlot = await this.ontoSlot(access, request, request.slot, scratch);
-      if (onSlot?.ok) this.chains.set(chain(1), onSlot.sha);
+      if (onSlot?.ok) {
+        this.chains.set(chain(1), onSlot.sha);
+        this.published.set(`${known} ${onSlot.sha}`, true);
+      }
       if (onSlot !== undefined) return onSlot;
     }
     if (made !== undefined && made.length < request.prs.length) {
@@ -137,7 +151,7 @@ export class GitHubTestBranches {
     }
     if (made !== undefined && made.length === request.prs.length) {
       try {
-        return await this.publish(access, request, made.sha);
+        return await this.publish(access, request, made.sha, known);
       } catch (error) {
         // GitHub no longer has the commit (422): assembled again from the base.
         if (statusOf(error) !== 422) throw error;
@@ -147,7 +161,7 @@ export class GitHubTestBranches {
     }
     const assembled = await this.assembleOnScratch(access, request, scratch, known, made, chain);
     if (typeof assembled !== "string") return assembled;
-    return await this.publish(access, request, assembled);
+    return await this.publish(access, request, assembled, known);
   }
 
   /**
@@ -158,8 +172,10 @@ export class GitHubTestBranches {
     access: GitHubRepositoryAccess,
     request: TestBranchRequest,
     current: string,
+    known: string,
   ): Promise<TestBranchResult> {
     const branch = this.testBranchName(request.targetBranch, request.runId);
+    this.published.set(`${known} ${current}`, true);
     if (request.slot !== undefined) {
       const slotBranch = this.slotBranchName(request.targetBranch, request.slot);
       const slotKey = `${access.owner}/${access.name}:${slotBranch}`.toLowerCase();
@@ -189,14 +205,18 @@ export class GitHubTestBranches {
     return { ok: true, branch, sha: current };
   }
 
-  /** The longest start of the run's chain made here before: its commit and its length. */
+  /**
+   * The longest start of the run's chain made here before: its commit and its length. The whole
+   * chain only when its commit was never published (a batch's first half): else it is a start.
+   */
   private madeBefore(
     length: number,
     chain: (length: number) => string,
+    published: (sha: string) => boolean,
   ): { sha: string; length: number } | undefined {
     for (let k = length; k >= 1; k--) {
       const sha = this.chains.get(chain(k));
-      if (sha !== undefined) return { sha, length: k };
+      if (sha !== undefined && !(k === length && published(sha))) return { sha, length: k };
     }
     return undefined;
   }
@@ -223,7 +243,7 @@ export class GitHubTestBranches {
     let current = made?.sha ?? start ?? request.baseSha;
     for (const [index, pr] of request.prs.entries()) {
       if (index < (made?.length ?? 0)) continue;
-      const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
+      const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch} (run ${request.runId})`;
       const merged = await this.mergeOnto(access, scratch, current, pr.headSha, message, {
         base: start ?? request.baseSha,
       });
@@ -283,7 +303,7 @@ export class GitHubTestBranches {
     if (start !== request.baseSha) this.sameAs.set(start, request.baseSha);
     // Not known until the merge answers: a failure leaves the next run to move the branch.
     this.slotHeads.delete(slotKey);
-    const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch}`;
+    const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch} (run ${request.runId})`;
     const merged = await this.mergeOnto(access, slotBranch, start, pr.headSha, message, {
       base: start,
     });
