@@ -73,16 +73,36 @@ interface Result {
   perMinute: number;
 }
 
-/** Builds `rev` in a temporary worktree (this checkout's node_modules); its built entry. */
+/**
+ * Builds `rev` in a temporary worktree, on this checkout's node_modules, or on its own (`npm ci`)
+ * when its dependencies differ from today's; its built entry.
+ */
 function buildAt(rev: string): { entry: string; cleanup: () => void } {
   const dir = path.join(os.tmpdir(), `mainline-baseline-${randomBytes(4).toString("hex")}`);
   execFileSync("git", ["worktree", "add", "--detach", "--quiet", dir, rev], { cwd: ROOT });
   const cleanup = () => {
     execFileSync("git", ["worktree", "remove", "--force", dir], { cwd: ROOT });
   };
-  try {
-    execFileSync("ln", ["-s", path.join(ROOT, "node_modules"), path.join(dir, "node_modules")]);
+  const build = () =>
     execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: dir, stdio: "ignore" });
+  try {
+    const modules = path.join(dir, "node_modules");
+    execFileSync("ln", ["-s", path.join(ROOT, "node_modules"), modules]);
+    try {
+      build();
+    } catch {
+      execFileSync("rm", [modules]);
+      execFileSync("npm", ["ci", "--no-audit", "--no-fund"], {
+        cwd: dir,
+        stdio: "ignore",
+        env: {
+          ...process.env,
+          PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ""}`,
+          npm_config_nodedir: path.resolve(path.dirname(process.execPath), ".."),
+        },
+      });
+      build();
+    }
     return { entry: path.join(dir, "dist", "cli", "main.js"), cleanup };
   } catch (error) {
     cleanup();
