@@ -36,6 +36,11 @@ interface MergeCommitPayload {
   files?: { filename: string; previous_filename?: string }[];
 }
 
+/** A test merge's message: the pull request, and the run (a run's merges are its own commits). */
+function mergeMessage(request: TestBranchRequest, pr: { number: number }): string {
+  return `Merge #${String(pr.number)} into a test branch of ${request.targetBranch} (run ${request.runId})`;
+}
+
 /** GitHub lists at most 300 files of a commit: a list that long may be cut. */
 const COMMIT_FILES_LIMIT = 300;
 
@@ -72,15 +77,15 @@ export class GitHubTestBranches {
   private readonly assemblies = new SerialPerKey();
   /**
    * Merge commits made here, by what they hold: base + the heads merged onto it in order. A run
-   * whose pull requests start with a chain made before (a batch's first half, tested again while
-   * it is bisected; a run retried) starts from that commit instead of merging the same again.
+   * whose pull requests start with a chain made before (a batch's first half, tested while it is
+   * bisected) starts from that commit instead of merging the same again.
    */
   private readonly chains = new BoundedMap<string, string>(4096);
   /**
    * Those commits published for CI, by scratch branch and commit. One is never published again
    * for another run: CI's results of the first are on that very commit, and would be read as the
-   * new run's (a run tried again merges its last pull request afresh: a new commit, whose message names
-   * the run).
+   * new run's (a run tried again merges its last pull request afresh: a new commit, whose message
+   * names the run).
    */
   private readonly published = new BoundedMap<string, true>(4096);
 
@@ -123,11 +128,7 @@ export class GitHubTestBranches {
     const known = `${access.owner}/${access.name}:${scratch}`.toLowerCase();
     const chain = (length: number) =>
       [known, request.baseSha, ...request.prs.slice(0, length).map((pr) => pr.headSha)].join(" ");
-    let made = this.madeBefore(
-      request.prs.length,
-      chain,
-      (sha) => this.published.get(`${known} ${sha}`) === true,
-    );
+    const made = this.madeBefore(request.prs.length, chain, known);
     if (made === undefined && request.slot !== undefined && request.prs.length === 1) {
       const onSlot = await this.ontoSlot(access, request, request.slot, scratch);
       if (onSlot?.ok) {
@@ -136,24 +137,17 @@ export class GitHubTestBranches {
       }
       if (onSlot !== undefined) return onSlot;
     }
-    if (made !== undefined && made.length < request.prs.length) {
-      // Part of it: the rest is merged onto that commit, on the scratch branch moved there.
+    if (made !== undefined) {
       try {
+        if (made.length === request.prs.length) {
+          return await this.publish(access, request, made.sha, known);
+        }
+        // Part of it: the rest is merged onto that commit, on the scratch branch moved there.
         const wasAt = this.scratchHeads.get(known);
         this.scratchHeads.delete(known);
         if (wasAt !== made.sha) await this.deps.api.moveRef(access, scratch, made.sha);
       } catch (error) {
-        // GitHub no longer has the commit (422): assembled from the base as if never made.
-        if (statusOf(error) !== 422) throw error;
-        this.forgetChains(request.prs.length, chain);
-        made = undefined;
-      }
-    }
-    if (made !== undefined && made.length === request.prs.length) {
-      try {
-        return await this.publish(access, request, made.sha, known);
-      } catch (error) {
-        // GitHub no longer has the commit (422): assembled again from the base.
+        // GitHub no longer has the commit (422): assembled again, from the base.
         if (statusOf(error) !== 422) throw error;
         this.forgetChains(request.prs.length, chain);
         return await this.assemble(request);
@@ -212,11 +206,12 @@ export class GitHubTestBranches {
   private madeBefore(
     length: number,
     chain: (length: number) => string,
-    published: (sha: string) => boolean,
+    known: string,
   ): { sha: string; length: number } | undefined {
     for (let k = length; k >= 1; k--) {
       const sha = this.chains.get(chain(k));
-      if (sha !== undefined && !(k === length && published(sha))) return { sha, length: k };
+      if (sha === undefined) continue;
+      if (k < length || this.published.get(`${known} ${sha}`) !== true) return { sha, length: k };
     }
     return undefined;
   }
@@ -243,10 +238,16 @@ export class GitHubTestBranches {
     let current = made?.sha ?? start ?? request.baseSha;
     for (const [index, pr] of request.prs.entries()) {
       if (index < (made?.length ?? 0)) continue;
-      const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch} (run ${request.runId})`;
-      const merged = await this.mergeOnto(access, scratch, current, pr.headSha, message, {
-        base: start ?? request.baseSha,
-      });
+      const merged = await this.mergeOnto(
+        access,
+        scratch,
+        current,
+        pr.headSha,
+        mergeMessage(request, pr),
+        {
+          base: start ?? request.baseSha,
+        },
+      );
       if (merged === null) {
         // The branch stays where it was: the next assembly may start there.
         this.scratchHeads.set(known, current);
@@ -303,10 +304,16 @@ export class GitHubTestBranches {
     if (start !== request.baseSha) this.sameAs.set(start, request.baseSha);
     // Not known until the merge answers: a failure leaves the next run to move the branch.
     this.slotHeads.delete(slotKey);
-    const message = `Merge #${String(pr.number)} into a test branch of ${request.targetBranch} (run ${request.runId})`;
-    const merged = await this.mergeOnto(access, slotBranch, start, pr.headSha, message, {
-      base: start,
-    });
+    const merged = await this.mergeOnto(
+      access,
+      slotBranch,
+      start,
+      pr.headSha,
+      mergeMessage(request, pr),
+      {
+        base: start,
+      },
+    );
     if (merged === null) {
       this.slotHeads.set(slotKey, start);
       return await this.conflict(access, request, 0, scratch);
