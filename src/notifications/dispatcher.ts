@@ -80,6 +80,10 @@ export class WebhookDispatcher {
   private yieldingSince: number | null = null;
   /** The wait ran out: every due delivery goes out before sends wait again. */
   private catchingUp = false;
+  /** Drains under way: the loop's passes then send without yielding. */
+  private draining = 0;
+  /** The loop's passes that did something, so far. */
+  private passesThatDid = 0;
 
   constructor(
     private readonly deps: DispatcherDeps,
@@ -87,7 +91,7 @@ export class WebhookDispatcher {
   ) {
     this.loop = new BackgroundLoop({
       pass: async () => {
-        await this.pass();
+        if (await this.pass({ yielding: this.draining === 0 })) this.passesThatDid += 1;
       },
       intervalMs: options.pollMs,
       onError: (error) => {
@@ -110,11 +114,19 @@ export class WebhookDispatcher {
 
   /**
    * Runs passes until no event is left to prepare and no delivery is due (tests). Sends do not
-   * wait for ingestion here: a drain means "deliver what is due now".
+   * wait for ingestion here: a drain means "deliver what is due now". The passes are the loop's,
+   * so none runs beside one of the loop's own (whose send in flight a drain would not see).
    */
   async drain(): Promise<void> {
-    while (await this.pass({ yielding: false })) {
-      // more was done: look again
+    this.draining += 1;
+    try {
+      for (;;) {
+        const before = this.passesThatDid;
+        await this.loop.runNow();
+        if (this.passesThatDid === before) break;
+      }
+    } finally {
+      this.draining -= 1;
     }
   }
 
