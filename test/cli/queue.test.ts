@@ -8,6 +8,7 @@ import {
   stopAllProcesses,
   type CliResult,
   type RunningServer,
+  waitFor,
 } from "../helpers/process.js";
 import { QUEUE_DEFAULTS } from "../helpers/contract.js";
 import { failed, post, succeeded } from "./support.js";
@@ -342,6 +343,8 @@ describe("a queue on a host this server has no provider for (github.com without 
     );
     // The queue is there, and works as far as it can: its settings.
     expect((await httpQueue("main", { ...REPO, name: "unconnected" })).status).toBe(200);
+    // The server's output reaches this process a moment after the answer.
+    await waitFor(() => noProvider(logSince(offset)).length > 0, "the server's warning");
     expect(noProvider(logSince(offset)).map((line) => line.level)).toEqual([40]);
 
     // Work for its driver: impacted targets are kept; each attempt on the host fails.

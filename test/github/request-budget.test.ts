@@ -98,6 +98,7 @@ async function budget(settings: Record<string, unknown>) {
     testingTimeoutMinutes: 0,
     ...settings,
   });
+  const before = gh.requests.mark();
   const outcome = await runBudgetScenario({
     gh,
     repo: { owner: OWNER, name: NAME },
@@ -106,6 +107,12 @@ async function budget(settings: Record<string, unknown>) {
     call,
     // Batching: the last pull request may wait for a batch to fill (5 s here).
     timeoutMs: 110_000,
+    // Counted once every pull request's check run is made (when its submission concludes) and
+    // GitHub then heard nothing for 1.5 s: the server's writes are not spaced here (the fake).
+    settled: {
+      shown: () => gh.requests.count({ operationId: "checks/create", since: before }) >= PRS.length,
+      quietMs: 1500,
+    },
   });
   const state = (kind: string) => outcome.states.filter((s) => s.kind === kind).map((s) => s.state);
   // What the scenario is: the breaking and the second of the conflicting pair fail, the stacked

@@ -1,12 +1,11 @@
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { KyselyPlugin } from "kysely";
-import pg from "pg";
 import { inject } from "vitest";
 import { openMigratedDatabase } from "../../src/app.js";
 import type { DatabaseHandle } from "../../src/db/connection.js";
+import { giveBackSchema, takeSchema } from "./postgres-schemas.js";
 
 export const TEST_DIALECT = inject("testDatabase").dialect;
 
@@ -21,11 +20,12 @@ export interface TestDatabase {
 }
 
 /**
- * A fresh, migrated database of the dialect under test: a SQLite file in a temporary directory,
- * or a new schema in the run's throwaway PostgreSQL database.
+ * A fresh, migrated database of the dialect under test: a SQLite file in a temporary directory
+ * (a copy of the run's migrated one), or a schema of the run's throwaway PostgreSQL database
+ * (postgres-schemas.ts).
  */
 export async function createTestDatabase(): Promise<TestDatabase> {
-  const { dialect, postgresUrl } = inject("testDatabase");
+  const { dialect, postgresUrl, template } = inject("testDatabase");
   // The project a file runs in (vitest.config.ts) says which database it must get.
   const project = process.env.MAINLINE_TEST_PROJECT;
   const expected = project?.startsWith("postgres") ? "postgres" : "sqlite";
@@ -39,6 +39,10 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   }
   const dataDir = mkdtempSync(path.join(tmpdir(), "mainline-test-"));
   if (dialect === "sqlite") {
+    // A copy of the run's migrated file (global-setup.ts); opening it finds nothing to migrate.
+    if (template && "sqliteFile" in template) {
+      copyFileSync(template.sqliteFile, path.join(dataDir, "mainline.db"));
+    }
     const handle = await openMigratedDatabase({ url: undefined, dataDir });
     return {
       handle,
@@ -51,11 +55,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     };
   }
   if (!postgresUrl) throw new Error("no PostgreSQL test database was provided");
-  const schema = `s_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: postgresUrl });
-  await admin.connect();
-  await admin.query(`create schema ${schema}`);
-  await admin.end();
+  const schema = await takeSchema(postgresUrl, template && "script" in template ? template : null);
   const childUrl = `${postgresUrl}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
   const handle = await openMigratedDatabase({
     url: postgresUrl,
@@ -63,14 +63,20 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     searchPath: schema,
     poolSize: 4,
   });
+  // Given to another process, the schema is never used again: that process may outlive the test.
+  let shared = false;
   return {
     handle,
     dataDir,
     schema,
-    env: { DATABASE_URL: childUrl, MAINLINE_DATA_DIR: dataDir },
+    get env() {
+      shared = true;
+      return { DATABASE_URL: childUrl, MAINLINE_DATA_DIR: dataDir };
+    },
     cleanup: async () => {
       await handle.close();
       rmSync(dataDir, { recursive: true, force: true });
+      if (!shared) await giveBackSchema(postgresUrl, schema);
     },
   };
 }

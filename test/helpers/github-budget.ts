@@ -178,6 +178,11 @@ export async function runBudgetScenario(options: {
   numbers: readonly number[];
   call: CallApi;
   timeoutMs: number;
+  /**
+   * When the counting ends: once `shown` holds and GitHub heard nothing for `quietMs`
+   * (`countRequests`; by default 5 s, longer than the client's spacing of notifying writes).
+   */
+  settled?: { shown: () => boolean; quietMs: number };
 }): Promise<BudgetOutcome> {
   const { gh, repo, prs, numbers, call } = options;
   const full = `${repo.owner}/${repo.name}`;
@@ -227,7 +232,7 @@ export async function runBudgetScenario(options: {
     await delay(250);
   }
   const wallMs = Date.now() - started;
-  const counted = await countRequests(gh, mark);
+  const counted = await countRequests(gh, mark, options.settled?.shown, options.settled?.quietMs);
   const finalStates = prs.map((pr, index) => {
     const number = numbers[index] as number;
     return { number, kind: pr.kind, state: states.get(number) ?? "unknown" };
@@ -247,8 +252,8 @@ export async function runBudgetScenario(options: {
 
 /**
  * Every request Mainline made to GitHub since `mark`, counted once GitHub has heard nothing more
- * for 5 s and `shown` holds (the last comment and check updates follow the last merge, and may
- * wait for GitHub's budget of writes a minute; two minutes at most): `304`s
+ * for `quietMs` and `shown` holds (the last comment and check updates follow the last merge, and
+ * may wait for GitHub's budget of writes a minute; two minutes at most): `304`s
  * (free of rate limit) apart, by operation, and one line each.
  */
 export async function countRequests(
@@ -256,15 +261,15 @@ export async function countRequests(
   mark: number,
   /** What must have been sent too (a pause of GitHub's write budget is no end either). */
   shown: () => boolean = () => true,
+  /** Longer than the client's spacing of notifying writes (3 s): a pause between two is no end. */
+  quietMs = 5000,
 ): Promise<Pick<BudgetOutcome, "requests" | "notModified" | "byOperation" | "lines">> {
   const quietSince = Date.now();
   let heard = -1;
   while ((gh.requests.entries.length !== heard || !shown()) && Date.now() - quietSince < 120_000) {
     heard = gh.requests.entries.length;
     await gh.settleWebhooks();
-    // Longer than the client's spacing of notifying writes (3 s): a pause between two is not
-    // the end.
-    await delay(5000);
+    await delay(quietMs);
   }
   const made = gh.requests.entries.filter(
     (entry) => entry.seq >= mark && entry.installationId !== null,

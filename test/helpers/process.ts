@@ -3,11 +3,15 @@ import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { inject } from "vitest";
 import { SERVE_NODE_ARGS } from "../../src/lib/node-support.js";
 
 /** The repository root: every child process runs there, so `--import tsx` resolves. */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const CLI_ENTRY = "src/cli/main.ts";
+
+/** `mainline` as a child process: the built one when it is up to date (global-setup.ts). */
+const CLI =
+  inject("cliEntry") === "dist" ? ["dist/cli/main.js"] : ["--import", "tsx", "src/cli/main.ts"];
 
 /** Variables of the test runner's environment that must never leak into a child process. */
 const HERMETIC = /^(MAINLINE_|DATABASE_URL$|PORT$|HOST$|LOG_LEVEL$|NODE_OPTIONS$)/;
@@ -44,15 +48,11 @@ interface Spawned {
 
 function spawnCli(args: string[], env: ChildEnv): Spawned {
   // As bin/mainline.js and `npm start` run it: Node 20's young generation (ADR 0033).
-  const child = spawn(
-    process.execPath,
-    [...SERVE_NODE_ARGS, "--import", "tsx", CLI_ENTRY, ...args],
-    {
-      cwd: REPO_ROOT,
-      env: childEnv(env),
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+  const child = spawn(process.execPath, [...SERVE_NODE_ARGS, ...CLI, ...args], {
+    cwd: REPO_ROOT,
+    env: childEnv(env),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   live.add(child);
   let stdout = "";
   let stderr = "";

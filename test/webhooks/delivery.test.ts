@@ -137,7 +137,7 @@ describe("outbound webhooks", () => {
   });
 
   it("retries after errors and timeouts, losing nothing and keeping the order", async () => {
-    await endpointFor();
+    const endpointId = await endpointFor();
     receiver.answers = [500, "hang", 503, 500];
     receiver.headers = { "retry-after": "0" };
     for (const override of ["ALWAYS_QUARANTINE", "NEVER_QUARANTINE", "UNSPECIFIED"]) {
@@ -160,7 +160,9 @@ describe("outbound webhooks", () => {
         state: string;
         attempts: { statusCode: number | null; error: string | null }[];
       }[];
-    }>("webhooks/listDeliveries", { page_query: { page_size: 10 } });
+    }>("webhooks/listDeliveries", { endpointId, page_query: { page_size: 10 } });
+    // This endpoint's (the earlier tests' endpoints hear these events too).
+    expect(deliveries.body.deliveries).toHaveLength(3);
     const oldest = deliveries.body.deliveries.at(-1);
     expect(oldest?.state).toBe("succeeded");
     expect(oldest?.attempts.map((a) => a.statusCode)).toEqual([500, null, 503, 500, 204]);
