@@ -33,6 +33,8 @@ beforeEach(async () => {
     ...world.env,
     MAINLINE_BOOTSTRAP_ORG: "acme",
     MAINLINE_BOOTSTRAP_TOKEN: token,
+    // A killed server's deliveries are taken over 5 s after its last renewal, not 30.
+    MAINLINE_QUEUE_LEASE_SECONDS: "5",
   };
   world.gh.createOrganization("acme-gh");
   world.gh.createUser("alice");
