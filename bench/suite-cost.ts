@@ -3,9 +3,13 @@
  * the sum of vitest's per-file durations (every project, both databases), the machine's busy CPU
  * seconds, the wall time and the tests that ran. Each checkout must have its dependencies
  * installed; its own `scripts/test.sh` runs it, with its own `node_modules/.bin` first on PATH.
+ * For each later checkout, also the cost of the test files the first one has (`sameFiles`): the
+ * suite the first checkout had, without the files added since (their tests added since to those
+ * files are counted).
  *
  *   BENCH_CHECKOUTS   comma-separated checkout directories (default: this one)
  *   BENCH_RESULTS     where the JSON goes (bench/results/suite-cost.json)
+ *   BENCH_REPORT_ONLY 1: run nothing, report the checkouts' last runs (.test-results/)
  */
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -20,7 +24,7 @@ const RESULTS = process.env.BENCH_RESULTS ?? path.join(ROOT, "bench", "results",
 interface VitestReport {
   numPassedTests: number;
   numFailedTests: number;
-  testResults: { startTime: number; endTime: number; assertionResults: unknown[] }[];
+  testResults: { name: string; startTime: number; endTime: number; assertionResults: unknown[] }[];
 }
 
 interface Pass {
@@ -67,33 +71,51 @@ function runSuite(dir: string): Promise<number> {
   });
 }
 
-function readPasses(dir: string): Pass[] {
+function readReports(dir: string): { name: string; report: VitestReport }[] {
   const resultsDir = path.join(dir, ".test-results");
   return readdirSync(resultsDir)
     .filter((name) => name.endsWith(".json"))
-    .map((name) => {
-      const report = JSON.parse(readFileSync(path.join(resultsDir, name), "utf8")) as VitestReport;
-      return {
-        report: name.replace(/\.json$/, ""),
-        files: report.testResults.length,
-        tests: report.numPassedTests + report.numFailedTests,
-        failed: report.numFailedTests,
-        perFileSeconds:
-          Math.round(report.testResults.reduce((s, f) => s + (f.endTime - f.startTime), 0)) / 1000,
-      };
-    });
+    .map((name) => ({
+      name,
+      report: JSON.parse(readFileSync(path.join(resultsDir, name), "utf8")) as VitestReport,
+    }));
+}
+
+/** Each test file's runs (one per project it ran in): its path in the checkout and its cost. */
+function fileRuns(dir: string): { file: string; seconds: number; tests: number }[] {
+  return readReports(dir).flatMap(({ report }) =>
+    report.testResults.map((f) => ({
+      file: path.relative(dir, f.name),
+      seconds: (f.endTime - f.startTime) / 1000,
+      tests: f.assertionResults.length,
+    })),
+  );
+}
+
+function readPasses(dir: string): Pass[] {
+  return readReports(dir).map(({ name, report }) => ({
+    report: name.replace(/\.json$/, ""),
+    files: report.testResults.length,
+    tests: report.numPassedTests + report.numFailedTests,
+    failed: report.numFailedTests,
+    perFileSeconds:
+      Math.round(report.testResults.reduce((s, f) => s + (f.endTime - f.startTime), 0)) / 1000,
+  }));
 }
 
 const loadBefore = os.loadavg()[0] ?? 0;
 const runs = [];
 for (const dir of checkouts) {
   const commit = await git(dir, "rev-parse", "--short", "HEAD");
-  console.log(`${dir} at ${commit}: running its suite`);
+  console.log(
+    `${dir} at ${commit}: ${process.env.BENCH_REPORT_ONLY === "1" ? "its last run" : "running its suite"}`,
+  );
   const cpuBefore = await machineCpuSeconds();
   const started = performance.now();
-  const exitCode = await runSuite(dir);
-  const wallSeconds = Math.round(performance.now() - started) / 1000;
-  const cpuAfter = await machineCpuSeconds();
+  const ran = process.env.BENCH_REPORT_ONLY !== "1";
+  const exitCode = ran ? await runSuite(dir) : null;
+  const wallSeconds = ran ? Math.round(performance.now() - started) / 1000 : null;
+  const cpuAfter = ran ? await machineCpuSeconds() : null;
   const passes = readPasses(dir);
   const run = {
     checkout: dir,
@@ -116,7 +138,18 @@ for (const dir of checkouts) {
 
 const first = runs[0];
 if (first) {
+  const firstFiles = new Set(fileRuns(first.checkout).map((r) => r.file));
   for (const run of runs.slice(1)) {
+    const same = fileRuns(run.checkout).filter((r) => firstFiles.has(r.file));
+    const sameFiles = {
+      perFileSeconds: Math.round(same.reduce((s, r) => s + r.seconds, 0) * 10) / 10,
+      tests: same.reduce((s, r) => s + r.tests, 0),
+    };
+    Object.assign(run, { sameFiles });
+    console.log(
+      `${run.commit}, the files ${first.commit} has: per-file ${String(sameFiles.perFileSeconds)} s ` +
+        `(${(sameFiles.perFileSeconds / first.perFileSeconds).toFixed(2)}×), ${String(sameFiles.tests)} tests`,
+    );
     const ratio = (a: number | null, b: number | null) =>
       a === null || b === null || b === 0 ? "–" : (a / b).toFixed(2);
     console.log(
