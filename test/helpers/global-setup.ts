@@ -1,12 +1,13 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { openMigratedDatabase } from "../../src/app.js";
+import type { SchemaTemplate } from "./postgres-schemas.js";
 
 /**
  * The project (vitest.config.ts) chooses the database its storage and HTTP tests run on: none for
@@ -24,7 +25,7 @@ declare module "vitest" {
       dialect: "sqlite" | "postgres" | "none";
       postgresUrl: string | null;
       /** A migrated SQLite file to copy, or a PostgreSQL schema's script and the name in it. */
-      template: { sqliteFile: string } | { schema: string; script: string } | null;
+      template: { sqliteFile: string } | SchemaTemplate | null;
     };
     /** What child processes run: the built `dist/` when it is up to date, else the sources. */
     cliEntry: "dist" | "sources";
@@ -51,8 +52,7 @@ export default async function setup(
     const dir = mkdtempSync(path.join(tmpdir(), "mainline-template-"));
     // Closed, its log is folded into the file: the file alone is the whole database.
     await (await openMigratedDatabase({ url: undefined, dataDir: dir })).close();
-    const sqliteFile = path.join(dir, "template.db");
-    copyFileSync(path.join(dir, "mainline.db"), sqliteFile);
+    const sqliteFile = path.join(dir, "mainline.db");
     project.provide("testDatabase", { dialect, postgresUrl: null, template: { sqliteFile } });
     return () => {
       rmSync(dir, { recursive: true, force: true });
@@ -70,8 +70,6 @@ export default async function setup(
     );
   }
   await admin.query(`create database ${name}`);
-  // A commit here need not wait for the disk: the run's database is thrown away after it.
-  await admin.query(`alter database ${name} set synchronous_commit = off`);
   await admin.end();
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
@@ -89,9 +87,7 @@ export default async function setup(
  * A schema migrated once in the run's database, as the script `pg_dump` writes of it (its
  * structure and its rows: the migrations' own); null when `pg_dump` cannot be run.
  */
-async function postgresTemplate(
-  postgresUrl: string,
-): Promise<{ schema: string; script: string } | null> {
+async function postgresTemplate(postgresUrl: string): Promise<SchemaTemplate | null> {
   const schema = `mainline_template_${randomBytes(6).toString("hex")}`;
   const admin = new pg.Client({ connectionString: postgresUrl });
   await admin.connect();

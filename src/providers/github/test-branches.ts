@@ -238,16 +238,10 @@ export class GitHubTestBranches {
     let current = made?.sha ?? start ?? request.baseSha;
     for (const [index, pr] of request.prs.entries()) {
       if (index < (made?.length ?? 0)) continue;
-      const merged = await this.mergeOnto(
-        access,
-        scratch,
-        current,
-        pr.headSha,
-        mergeMessage(request, pr),
-        {
-          base: start ?? request.baseSha,
-        },
-      );
+      const message = mergeMessage(request, pr);
+      const merged = await this.mergeOnto(access, scratch, current, pr.headSha, message, {
+        base: start ?? request.baseSha,
+      });
       if (merged === null) {
         // The branch stays where it was: the next assembly may start there.
         this.scratchHeads.set(known, current);
@@ -304,16 +298,10 @@ export class GitHubTestBranches {
     if (start !== request.baseSha) this.sameAs.set(start, request.baseSha);
     // Not known until the merge answers: a failure leaves the next run to move the branch.
     this.slotHeads.delete(slotKey);
-    const merged = await this.mergeOnto(
-      access,
-      slotBranch,
-      start,
-      pr.headSha,
-      mergeMessage(request, pr),
-      {
-        base: start,
-      },
-    );
+    const message = mergeMessage(request, pr);
+    const merged = await this.mergeOnto(access, slotBranch, start, pr.headSha, message, {
+      base: start,
+    });
     if (merged === null) {
       this.slotHeads.set(slotKey, start);
       return await this.conflict(access, request, 0, scratch);
