@@ -30,6 +30,7 @@ import { outboundWebhooks } from "./migrations/0031_outbound_webhooks.js";
 import { prTestReports } from "./migrations/0032_pr_test_reports.js";
 import { chatDestinations } from "./migrations/0033_chat_destinations.js";
 import { tickets } from "./migrations/0034_tickets.js";
+import { gitlabConnections } from "./migrations/0035_gitlab_connections.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -64,6 +65,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0032_pr_test_reports": prTestReports,
   "0033_chat_destinations": chatDestinations,
   "0034_tickets": tickets,
+  "0035_gitlab_connections": gitlabConnections,
 };
 
 export interface MigrationReport {

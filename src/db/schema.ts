@@ -547,6 +547,22 @@ export interface TicketConnectionsTable {
   updatedAt: number;
 }
 
+/** Organizations' connections to the configured GitLab instance (0035). */
+export interface GitlabConnectionsTable {
+  organizationId: string;
+  hookKey: string;
+  instanceUrl: string;
+  token: string;
+  userId: number;
+  username: string;
+  /** JSON array of scopes. */
+  scopes: string;
+  expiresAt: number | null;
+  webhookSecret: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
 /** Tickets created through a connection, per test, with their state as last read (0034). */
 export interface TestTicketsTable {
   testKey: number;
@@ -657,6 +673,7 @@ export interface Database {
   ticketConnections: TicketConnectionsTable;
   testTickets: TestTicketsTable;
   ticketIntents: TicketIntentsTable;
+  gitlabConnections: GitlabConnectionsTable;
   outboundEvents: OutboundEventsTable;
   outboundDeliveries: OutboundDeliveriesTable;
   outboundAttempts: OutboundAttemptsTable;

@@ -1,7 +1,8 @@
 /**
  * The durable inbox of a git host's webhook deliveries (ADR 0021): a delivery is stored before it
  * is acknowledged, then claimed by one worker at a time under a fenced lease and dispatched to
- * its handlers. Storage implements the port; the GitHub provider uses it.
+ * its handlers. Storage implements the port; the GitHub and GitLab providers use it, each
+ * claiming its own `source`.
  */
 
 /** `pending` waits for a worker (again, after a failed attempt, from `nextAttemptAt`);
@@ -49,11 +50,17 @@ export interface DeliveryRecords {
    */
   storeMany(deliveries: readonly NewDelivery[]): Promise<Set<string>>;
   /**
-   * Claims up to `limit` of the oldest deliveries ready for work (pending and due, or processing
-   * under a lease that ran out) for `owner` until `leaseUntil`, in one transaction, with their
-   * payloads; oldest first, none when none is ready.
+   * Claims up to `limit` of the oldest deliveries from `source` ready for work (pending and due,
+   * or processing under a lease that ran out) for `owner` until `leaseUntil`, in one transaction,
+   * with their payloads; oldest first, none when none is ready.
    */
-  claim(now: number, leaseUntil: number, owner: string, limit: number): Promise<ClaimedDelivery[]>;
+  claim(
+    source: string,
+    now: number,
+    leaseUntil: number,
+    owner: string,
+    limit: number,
+  ): Promise<ClaimedDelivery[]>;
   /** Renews the claim's lease; false when the claim is no longer this worker's. */
   renew(claim: ClaimedDelivery, leaseUntil: number): Promise<boolean>;
   /**

@@ -49,6 +49,17 @@ async function payloads(): Promise<Record<string, string>> {
 }
 
 describe(`the webhook inbox's storage on ${TEST_DIALECT}`, () => {
+  it("claims only the deliveries of the host that asks (each host's worker has its own)", async () => {
+    const fromGitLab = { ...delivery("g"), source: "gitlab", installationId: null };
+    await store.storeMany([delivery("a"), fromGitLab, delivery("b", T + 1)]);
+    const github = await store.claim("github", T + 10, T + 10 + LEASE, "github-worker", 10);
+    expect(github.map((d) => d.deliveryId)).toEqual(["a", "b"]);
+    const gitlab = await store.claim("gitlab", T + 10, T + 10 + LEASE, "gitlab-worker", 10);
+    expect(gitlab.map((d) => [d.source, d.deliveryId, d.payload])).toEqual([
+      ["gitlab", "g", fromGitLab.payload],
+    ]);
+  });
+
   it("keeps a payload in its own row until its delivery is handled", async () => {
     const [a, b, c] = [delivery("a"), delivery("b", T + 1), delivery("c", T + 2)];
     expect(await store.storeMany([a, b, c])).toEqual(new Set(["a", "b", "c"]));
@@ -61,15 +72,15 @@ describe(`the webhook inbox's storage on ${TEST_DIALECT}`, () => {
     expect(Object.keys(await payloads()).sort()).toEqual(["a", "b", "c"]);
 
     // Several at once, oldest first, each with its payload.
-    const claimed = await store.claim(T + 10, T + 10 + LEASE, "worker-1", 2);
+    const claimed = await store.claim("github", T + 10, T + 10 + LEASE, "worker-1", 2);
     expect(claimed.map((d) => [d.deliveryId, d.state, d.attempts, d.leaseOwner])).toEqual([
       ["a", "processing", 1, "worker-1"],
       ["b", "processing", 1, "worker-1"],
     ]);
     expect(claimed.map((d) => d.payload)).toEqual([a.payload, b.payload]);
-    const rest = await store.claim(T + 10, T + 10 + LEASE, "worker-2", 5);
+    const rest = await store.claim("github", T + 10, T + 10 + LEASE, "worker-2", 5);
     expect(rest.map((d) => [d.deliveryId, d.payload])).toEqual([["c", c.payload]]);
-    expect(await store.claim(T + 10, T + 10 + LEASE, "worker-2", 5)).toEqual([]);
+    expect(await store.claim("github", T + 10, T + 10 + LEASE, "worker-2", 5)).toEqual([]);
 
     // Completed together: each handled delivery's payload goes, the others' stay.
     const [first] = claimed;
@@ -89,12 +100,12 @@ describe(`the webhook inbox's storage on ${TEST_DIALECT}`, () => {
   it("hands a claim that was never completed to another worker once its lease ends, payload included", async () => {
     const a = delivery("a");
     await store.storeMany([a]);
-    const [lost] = await store.claim(T, T + LEASE, "crashed", 4);
+    const [lost] = await store.claim("github", T, T + LEASE, "crashed", 4);
     if (!lost) throw new Error("nothing claimed");
     // Its worker's process died here. Another process, with its own connection, looks for work.
     const other = new WebhookDeliveryStore(database.handle.db, database.handle.dialect);
-    expect(await other.claim(T + LEASE - 1, T + 2 * LEASE, "next", 4)).toEqual([]);
-    const [again] = await other.claim(T + LEASE + 1, T + 2 * LEASE, "next", 4);
+    expect(await other.claim("github", T + LEASE - 1, T + 2 * LEASE, "next", 4)).toEqual([]);
+    const [again] = await other.claim("github", T + LEASE + 1, T + 2 * LEASE, "next", 4);
     expect(again).toMatchObject({ deliveryId: "a", attempts: 2, leaseOwner: "next" });
     expect(again?.payload).toBe(a.payload);
     if (!again) throw new Error("not claimed again");
@@ -110,28 +121,28 @@ describe(`the webhook inbox's storage on ${TEST_DIALECT}`, () => {
     const a = delivery("a");
     expect(await store.storeMany([a])).toEqual(new Set(["a"]));
     expect(await store.storeMany([{ ...a, receivedAt: T + 5 }])).toEqual(new Set());
-    const [claim] = await store.claim(T + 10, T + 10 + LEASE, "w", 4);
+    const [claim] = await store.claim("github", T + 10, T + 10 + LEASE, "w", 4);
     if (!claim) throw new Error("nothing claimed");
     expect(await store.complete([claim], T + 11)).toEqual(new Set([claim.key]));
     // Redelivered after its handling: still once, and its payload is not stored again.
     expect(await store.storeMany([a, delivery("b")])).toEqual(new Set(["b"]));
     expect(Object.keys(await payloads())).toEqual(["b"]);
 
-    const [b] = await store.claim(T + 20, T + 20 + LEASE, "w", 4);
+    const [b] = await store.claim("github", T + 20, T + 20 + LEASE, "w", 4);
     if (!b) throw new Error("b not claimed");
     expect(await store.fail(b, "GitHub answered 502", T + 21)).toBe(true);
     // A failed delivery keeps its payload; someone presses "Redeliver": pending again.
     expect(await store.storeMany([{ ...delivery("b"), receivedAt: T + 30 }])).toEqual(
       new Set(["b"]),
     );
-    const [retried] = await store.claim(T + 30, T + 30 + LEASE, "w", 4);
+    const [retried] = await store.claim("github", T + 30, T + 30 + LEASE, "w", 4);
     expect(retried).toMatchObject({ deliveryId: "b", attempts: 2 });
     expect(retried?.payload).toBe(delivery("b").payload);
   });
 
   it("prunes old deliveries with their payloads", async () => {
     await store.storeMany([delivery("a"), delivery("b")]);
-    const claims = await store.claim(T, T + LEASE, "w", 4);
+    const claims = await store.claim("github", T, T + LEASE, "w", 4);
     const [a, b] = claims;
     if (!a || !b) throw new Error("not claimed");
     await store.complete([a], T + 1);
@@ -160,7 +171,7 @@ describe(`the webhook inbox's storage on ${TEST_DIALECT}`, () => {
     }
     await webhookPayloads.up(db, types);
     expect(await payloads()).toEqual({ a: '{"id":"a"}', b: '{"id":"b"}', c: '{"id":"c"}' });
-    const [claim] = await store.claim(T, T + LEASE, "w", 4);
+    const [claim] = await store.claim("github", T, T + LEASE, "w", 4);
     expect(claim).toMatchObject({ deliveryId: "b", payload: '{"id":"b"}' });
     if (!claim) throw new Error("not claimed");
     await store.complete([claim], T + 1);

@@ -24,7 +24,7 @@ import {
   InstallationTokenCache,
   TOKEN_REFRESH_MARGIN_MS,
 } from "../../src/providers/github/token-cache.js";
-import { WebhookInbox, retryDelay } from "../../src/providers/github/webhooks/inbox.js";
+import { WebhookInbox, retryDelay } from "../../src/providers/webhook-inbox.js";
 import { WebhookHandlers } from "../../src/providers/github/webhooks/registry.js";
 import { signBody, verifySignature } from "../../src/providers/github/webhooks/signature.js";
 import { DeliveryWriter } from "../../src/providers/github/webhooks/writer.js";
@@ -395,7 +395,7 @@ describe("the webhook inbox's worker", () => {
     const claims: number[][] = [];
     const completions: number[][] = [];
     const deliveries: Omit<DeliveryRecords, "storeMany" | "find"> = {
-      claim: (_now, _lease, _owner, limit) => {
+      claim: (_source, _now, _lease, _owner, limit) => {
         const taken = ready.slice(0, limit);
         ready = ready.slice(limit);
         claims.push(taken);
@@ -426,6 +426,7 @@ describe("the webhook inbox's worker", () => {
         clock: { now: () => 0 },
         logger: { ...quiet, warn: (fields) => warnings.push(fields) },
         owner: "w",
+        source: "github",
       },
       { concurrency: 4, pollIntervalMs: 10_000 },
     );

@@ -7,12 +7,12 @@ join (values ($30, $31, $32), ($33, $34, $35)) as given (source, delivery_id, pa
 on given.source = stored.source and given.delivery_id = stored.delivery_id
   on conflict ("delivery_key") do nothing) select "delivery_id" from "stored";
 
--- WebhookDeliveryStore.claim(now, leaseUntil, owner, limit)
+-- WebhookDeliveryStore.claim(source, now, leaseUntil, owner, limit)
 begin;
 set local synchronous_commit = off;
 update "webhook_deliveries"
   set "state" = $1, "lease_until" = $2, "lease_owner" = $3, "attempts" = "attempts" + $4
-  where "key" in (select "key" from "webhook_deliveries" where (("state" = $5 and "next_attempt_at" <= $6) or ("state" = $7 and "lease_until" < $8)) order by "key" limit $9 for update skip locked)
+  where "key" in (select "key" from "webhook_deliveries" where "source" = $5 and (("state" = $6 and "next_attempt_at" <= $7) or ("state" = $8 and "lease_until" < $9)) order by "key" limit $10 for update skip locked)
   returning *;
 select "delivery_key", "payload"
   from "webhook_payloads"

@@ -13,12 +13,12 @@ insert into "webhook_payloads" ("delivery_key", "payload")
   on conflict ("delivery_key") do nothing;
 commit;
 
--- WebhookDeliveryStore.claim(now, leaseUntil, owner, limit)
+-- WebhookDeliveryStore.claim(source, now, leaseUntil, owner, limit)
 pragma synchronous = NORMAL;
 begin;
 update "webhook_deliveries"
   set "state" = ?, "lease_until" = ?, "lease_owner" = ?, "attempts" = "attempts" + ?
-  where "key" in (select "key" from "webhook_deliveries" where (("state" = ? and "next_attempt_at" <= ?) or ("state" = ? and "lease_until" < ?)) order by "key" limit ?)
+  where "key" in (select "key" from "webhook_deliveries" where "source" = ? and (("state" = ? and "next_attempt_at" <= ?) or ("state" = ? and "lease_until" < ?)) order by "key" limit ?)
   returning *;
 select "delivery_key", "payload"
   from "webhook_payloads"

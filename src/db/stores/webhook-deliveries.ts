@@ -111,11 +111,18 @@ function insertPayloads(db: Kysely<Database>, size: number) {
 
 /** Takes up to `limit` ready deliveries, oldest first, under a lease. */
 function claimReady(db: Kysely<Database>, dialect: DialectName) {
-  const [now, leaseUntil, owner, limit] = markers(4) as [string, string, string, string];
+  const [source, now, leaseUntil, owner, limit] = markers(5) as [
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   const selectReady = sqlDialect(dialect).forUpdateSkipLocked(
     db
       .selectFrom("webhookDeliveries")
       .select("key")
+      .where("source", "=", source)
       .where((eb) =>
         eb.or([
           eb.and([
@@ -139,7 +146,7 @@ function claimReady(db: Kysely<Database>, dialect: DialectName) {
     .where("key", "in", selectReady)
     .returningAll()
     .compile();
-  return new QueryTemplate(query, [now, leaseUntil, owner, limit]);
+  return new QueryTemplate(query, [source, now, leaseUntil, owner, limit]);
 }
 
 function payloadsOf(db: Kysely<Database>, size: number) {
@@ -256,6 +263,7 @@ export class WebhookDeliveryStore implements DeliveryRecords {
   }
 
   async claim(
+    source: string,
     now: number,
     leaseUntil: number,
     owner: string,
@@ -266,7 +274,7 @@ export class WebhookDeliveryStore implements DeliveryRecords {
     const { rows, payloads } = await sqlDialect(this.dialect).relaxedTransaction(
       this.db,
       async (trx) => {
-        const rows = await this.claimReady.run(trx, [now, leaseUntil, owner, limit]);
+        const rows = await this.claimReady.run(trx, [source, now, leaseUntil, owner, limit]);
         const payloads =
           rows.length === 0
             ? []

@@ -5,7 +5,7 @@
  */
 import { VERSION } from "../../version.js";
 import type { ProviderContext, ProviderRegistration } from "../host-provider.js";
-import type { InboxOptions } from "./webhooks/inbox.js";
+import type { InboxOptions } from "../webhook-inbox.js";
 import type { TestResultsOptions } from "./pull-request-test-results.js";
 import type { PresenceOptions } from "./pull-request-presence.js";
 import {

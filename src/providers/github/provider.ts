@@ -48,7 +48,7 @@ import { GitHubSignIn } from "./sign-in.js";
 import { registerGitHubRoutes } from "./routes.js";
 import { WebhookDispatcher } from "./webhooks/dispatch.js";
 import { registerConnectionHandlers } from "./webhooks/handlers.js";
-import { WebhookInbox, type InboxOptions } from "./webhooks/inbox.js";
+import { WebhookInbox, type InboxOptions } from "../webhook-inbox.js";
 import { registerWebhookRoute } from "./webhooks/receiver.js";
 import { DeliveryWriter } from "./webhooks/writer.js";
 import { WebhookHandlers } from "./webhooks/registry.js";
@@ -403,6 +403,7 @@ function createInbox(
       clock: deps.clock,
       logger: deps.logger,
       owner: leaseOwner(),
+      source: GITHUB_SOURCE,
     },
     deps.inbox,
   );

@@ -10,8 +10,8 @@ import type { OwnedRepoRef } from "../../../organizations/repositories.js";
 import type { GitHubApp } from "../client.js";
 import type { GitHubInstallations } from "../installations.js";
 import type { RawDelivery, WebhookHandlers } from "./registry.js";
+import type { DispatchOutcome } from "../../webhook-inbox.js";
 
-export type DispatchOutcome = "done" | "parked";
 
 export interface DispatchDeps {
   handlers: WebhookHandlers;

@@ -1,6 +1,7 @@
 import { ciRunsScenario } from "./ci-runs.js";
 import { githubCiRunsScenario } from "./github-ci-runs.js";
 import { githubInstallationsScenario } from "./github-installations.js";
+import { gitlabConnectionsScenario } from "./gitlab-connections.js";
 import { githubPresenceScenario } from "./github-presence.js";
 import { pullRequestReportsScenario } from "./pull-request-reports.js";
 import { localPullRequestsScenario } from "./local-pull-requests.js";
@@ -34,6 +35,7 @@ export const SCENARIOS: StoreScenario[] = [
   githubInstallationsScenario,
   githubCiRunsScenario,
   githubPresenceScenario,
+  gitlabConnectionsScenario,
   pullRequestReportsScenario,
   webhookDeliveriesScenario,
   ciRunsScenario,

@@ -64,7 +64,7 @@ export const webhookDeliveriesScenario = scenario({
     {
       method: "claim",
       answer: when([/^update/, [DELIVERY_ROW]], [/^select/, [{ delivery_key: 5, payload: "{}" }]]),
-      run: (s) => s.claim(NOW, NOW + 30_000, "worker-1", 4),
+      run: (s) => s.claim("github", NOW, NOW + 30_000, "worker-1", 4),
     },
     { method: "renew", run: (s) => s.renew(CLAIMED, NOW + 30_000) },
     {

@@ -2,19 +2,19 @@
  * The worker behind the webhook inbox: claims stored deliveries under leases fenced by attempt
  * number, so that any number of processes on one database handle each delivery once and a crashed
  * process's claims are taken over; lets the receiver's answers go first; retries failures with
- * growing waits, then keeps them as failed (docs/github.md, "Webhooks").
+ * growing waits, then keeps them as failed (docs/github.md, "Webhooks"). Each host runs its own
+ * worker over its own `source` of the one inbox table.
  */
-import { BackgroundLoop, keepLease } from "../../../lib/background-loop.js";
-import type { Clock } from "../../../lib/clock.js";
-import { isDatabaseUnavailable } from "../../../lib/faults.js";
-import { redactSecrets } from "../../../lib/redact.js";
-import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "../../../lib/time.js";
-import type {
-  ClaimedDelivery,
-  DeliveryRecords,
-} from "../../../mergequeue/webhook-delivery-records.js";
-import type { GitHubLogger } from "../client.js";
-import type { DispatchOutcome } from "./dispatch.js";
+import { BackgroundLoop, keepLease } from "../lib/background-loop.js";
+import type { Clock } from "../lib/clock.js";
+import { isDatabaseUnavailable } from "../lib/faults.js";
+import { redactSecrets } from "../lib/redact.js";
+import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "../lib/time.js";
+import type { ClaimedDelivery, DeliveryRecords } from "../mergequeue/webhook-delivery-records.js";
+import type { ProviderLogger } from "./host-provider.js";
+
+/** What handling a delivery came to: done, or waiting for its installation to be linked. */
+export type DispatchOutcome = "done" | "parked";
 
 export interface InboxOptions {
   /** How long a claim stays this worker's without renewal (renewed every third of it). */
@@ -67,7 +67,9 @@ export interface InboxDeps {
   /** After a delivery was parked: whether its installation is linked by now (a link raced it). */
   linkedNow: (installationId: number) => Promise<boolean>;
   clock: Clock;
-  logger: GitHubLogger;
+  logger: ProviderLogger;
+  /** The host whose deliveries it claims (`github`, `gitlab`); also its log lines' prefix. */
+  source: string;
   /** This worker's name in the claims it takes. */
   owner: string;
 }
@@ -100,7 +102,7 @@ export class WebhookInbox {
       intervalMs: this.options.pollIntervalMs,
       pass: () => this.pass(),
       onError: (error) => {
-        this.deps.logger.error({ err: error }, "github: webhook inbox step failed");
+        this.deps.logger.error({ err: error }, `${this.deps.source}: webhook inbox step failed`);
       },
       isIdle: () => this.exhausted && this.active.size === 0,
       drain: () => Promise.all([...this.active]),
@@ -142,7 +144,13 @@ export class WebhookInbox {
 
   private claim(limit: number): Promise<ClaimedDelivery[]> {
     const now = this.deps.clock.now();
-    return this.deps.deliveries.claim(now, now + this.options.leaseMs, this.deps.owner, limit);
+    return this.deps.deliveries.claim(
+      this.deps.source,
+      now,
+      now + this.options.leaseMs,
+      this.deps.owner,
+      limit,
+    );
   }
 
   /** Completes a claim with the others completed in the same turn (one transaction). */
@@ -195,21 +203,27 @@ export class WebhookInbox {
       const outcome = await this.deps.dispatch(claim);
       if (outcome === "parked") {
         await deliveries.park(claim, clock.now());
-        logger.info(fields, "github: delivery waits for its installation to be linked");
+        logger.info(
+          fields,
+          `${this.deps.source}: delivery waits for its installation to be linked`,
+        );
         // A link that came while this delivery was being handled found nothing parked yet.
         if (claim.installationId !== null && (await this.deps.linkedNow(claim.installationId))) {
           await deliveries.unpark(claim.source, claim.installationId, clock.now());
           this.wake();
         }
       } else if (!(await this.complete(claim))) {
-        logger.warn(fields, "github: delivery was taken over by another worker while handled");
+        logger.warn(
+          fields,
+          `${this.deps.source}: delivery was taken over by another worker while handled`,
+        );
       }
     } catch (error) {
       if (isDatabaseUnavailable(error)) {
         // Not the delivery's fault: its lease runs out and it is taken again.
         logger.warn(
           { ...fields, err: error },
-          "github: delivery interrupted: database unavailable",
+          `${this.deps.source}: delivery interrupted: database unavailable`,
         );
         return;
       }
@@ -220,17 +234,23 @@ export class WebhookInbox {
       try {
         if (claim.attempts >= this.options.maxAttempts) {
           await deliveries.fail(claim, message, clock.now());
-          logger.error({ ...fields, err: error }, "github: delivery failed; kept with its error");
+          logger.error(
+            { ...fields, err: error },
+            `${this.deps.source}: delivery failed; kept with its error`,
+          );
         } else {
           const at = clock.now() + retryDelay(claim.attempts, this.options);
           await deliveries.retryLater(claim, at, message);
           logger.warn(
             { ...fields, err: error, retryAt: new Date(at).toISOString() },
-            "github: delivery failed; will retry",
+            `${this.deps.source}: delivery failed; will retry`,
           );
         }
       } catch (recording) {
-        logger.error({ ...fields, err: recording }, "github: could not record a failed delivery");
+        logger.error(
+          { ...fields, err: recording },
+          `${this.deps.source}: could not record a failed delivery`,
+        );
       }
     } finally {
       release();
@@ -245,6 +265,7 @@ export class WebhookInbox {
       now - this.options.processedRetentionMs,
       now - this.options.keptRetentionMs,
     );
-    if (pruned > 0) this.deps.logger.info({ pruned }, "github: old webhook deliveries pruned");
+    if (pruned > 0)
+      this.deps.logger.info({ pruned }, `${this.deps.source}: old webhook deliveries pruned`);
   }
 }
