@@ -8,6 +8,10 @@ import { DEFAULT_SESSION_LIFETIMES, type SessionLifetimes } from "./organization
 import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "./lib/time.js";
 import { DEFAULT_RETRY_SCHEDULE, parseDuration, parseSchedule } from "./notifications/schedule.js";
 import { DEFAULT_SLACK_API_URL } from "./notifications/kinds.js";
+import { ConfigError, nonEmpty, optionalWholeNumber, wholeNumber } from "./app/config-values.js";
+import { loadGitLabConfig, type GitLabConfig } from "./app/gitlab-config.js";
+
+export { ConfigError } from "./app/config-values.js";
 
 /** Everything `mainline serve` reads from its environment (README "Configuration"). */
 export interface ServiceConfig {
@@ -45,6 +49,8 @@ export interface ServiceConfig {
   sessionLifetimes: SessionLifetimes;
   /** The GitHub App; undefined when it is not configured. */
   github: GitHubAppConfig | undefined;
+  /** The GitLab instance organizations connect to (MAINLINE_GITLAB_*), when set. */
+  gitlab: GitLabConfig | undefined;
   /** Outbound webhooks' delivery (MAINLINE_WEBHOOKS_*; docs/webhooks.md). */
   webhooks: WebhookConfig;
   /** Tickets (MAINLINE_TICKETS_*, MAINLINE_LINEAR_API_URL; docs/tickets.md). */
@@ -107,8 +113,6 @@ export interface GitHubAppConfig {
   retryBaseMs?: number | undefined;
 }
 
-export class ConfigError extends Error {}
-
 /**
  * PostgreSQL connections per process. A connection stays taken until the event loop has read its
  * answer, so under load the pool is busier than the database is: at 50 concurrent clients on two
@@ -119,11 +123,6 @@ export class ConfigError extends Error {}
 export const DEFAULT_DATABASE_POOL_SIZE = 20;
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
-
-function nonEmpty(value: string | undefined): string | undefined {
-  const trimmed = value?.trim();
-  return trimmed ? trimmed : undefined;
-}
 
 export function dataDirFrom(env: NodeJS.ProcessEnv): string {
   return path.resolve(nonEmpty(env.MAINLINE_DATA_DIR) ?? "./mainline-data");
@@ -226,6 +225,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv): ServiceConfig {
         ? { organization: bootstrapOrg, token: bootstrapToken }
         : undefined,
     github: loadGitHubConfig(env),
+    gitlab: loadGitLabConfig(env),
     webhooks: loadWebhookConfig(env),
     tickets: loadTicketConfig(env),
   };
@@ -321,47 +321,6 @@ export function loadWebhookConfig(env: NodeJS.ProcessEnv): WebhookConfig {
 }
 
 const LEASE_SECONDS = { fallback: 30, min: 1, max: 3600, unit: "seconds" };
-
-/**
- * A setting that is a whole number within bounds (`fallback` when unset); anything else is a
- * ConfigError that names the setting, its unit and bounds, and what was given.
- */
-function wholeNumber(
-  env: NodeJS.ProcessEnv,
-  name: string,
-  rule: WholeNumberRule & { fallback: number },
-): number {
-  return optionalWholeNumber(env, name, rule) ?? rule.fallback;
-}
-
-interface WholeNumberRule {
-  min: number;
-  max?: number;
-  unit: string;
-  why?: string;
-}
-
-/** The same, undefined when the setting is not set. */
-function optionalWholeNumber(
-  env: NodeJS.ProcessEnv,
-  name: string,
-  rule: WholeNumberRule,
-): number | undefined {
-  const text = nonEmpty(env[name]);
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (/^\d+$/.test(text) && value >= rule.min && (rule.max === undefined || value <= rule.max)) {
-    return value;
-  }
-  const range =
-    rule.max === undefined
-      ? `, at least ${String(rule.min)}`
-      : ` from ${String(rule.min)} to ${String(rule.max)}`;
-  const why = rule.why === undefined ? "" : `; ${rule.why}`;
-  throw new ConfigError(
-    `${name} must be a whole number of ${rule.unit}${range} (got "${text.slice(0, 80)}")${why}.`,
-  );
-}
 
 /**
  * `MAINLINE_SESSION_IDLE_MINUTES` (default 1440: a day) and `MAINLINE_SESSION_MAX_HOURS`

@@ -4,6 +4,7 @@ import { CiRunStore } from "../db/stores/ci-runs.js";
 import { GitHubCiRunStore } from "../db/stores/github-ci-runs.js";
 import { GitHubInstallationStore } from "../db/stores/github-installations.js";
 import { GitHubPresenceStore } from "../db/stores/github-presence.js";
+import { GitLabConnectionStore } from "../db/stores/gitlab-connections.js";
 import { PullRequestReportStore } from "../db/stores/pull-request-reports.js";
 import { LocalPullRequestStore } from "../db/stores/local-pull-requests.js";
 import { WebhookDeliveryStore } from "../db/stores/webhook-deliveries.js";
@@ -38,6 +39,7 @@ export function providerContext(
   });
   return {
     ...shared,
+    publicUrl,
     hostRecords: {
       localPullRequests: new LocalPullRequestStore(db),
       ciRuns: new CiRunStore(db),
@@ -46,6 +48,7 @@ export function providerContext(
       githubCiRuns: new GitHubCiRunStore(db),
       githubPresence: new GitHubPresenceStore(db),
       pullRequestReports: new PullRequestReportStore(db),
+      gitlabConnections: new GitLabConnectionStore(db),
     },
     testHealth: {
       reports: {

@@ -16,12 +16,14 @@ import type {
   ProviderRegistration,
 } from "../providers/host-provider.js";
 import { githubProvider } from "../providers/github/index.js";
+import { gitlabProvider } from "../providers/gitlab/index.js";
 import { localProvider } from "../providers/local/index.js";
 
 /** The registered hosts, in start order (stopped in reverse). A new host is one line here. */
 export const PROVIDERS = {
   local: localProvider,
   github: githubProvider,
+  gitlab: gitlabProvider,
 } satisfies Record<string, ProviderRegistration<never, HostProvider | undefined>>;
 
 type Registry = typeof PROVIDERS;

@@ -23,6 +23,7 @@ import type {
 import type { WatchedCiRunRecords } from "../mergequeue/watched-ci-runs.js";
 import type { DeliveryRecords } from "../mergequeue/webhook-delivery-records.js";
 import type { GitHubInstallationRecords } from "../organizations/github-installations.js";
+import type { GitLabConnectionRecords } from "../organizations/gitlab-connections.js";
 import type { OrganizationRecords } from "../organizations/records.js";
 import type { RepoRef, Repository } from "../organizations/repositories.js";
 import type { Principal } from "../organizations/service.js";
@@ -68,6 +69,8 @@ export interface ProviderLogger {
 export interface ProviderContext {
   /** Where a host keeps files (the local host's repositories, the runner's checkouts). */
   dataDir: string;
+  /** The server's public address (where hosts deliver webhooks), when known. */
+  publicUrl: string | undefined;
   clock: Clock;
   logger: ProviderLogger;
   /** Pushes and pull-request changes, as host-neutral events, to the queues. */
@@ -87,6 +90,7 @@ export interface ProviderContext {
     githubCiRuns: WatchedCiRunRecords;
     githubPresence: PresenceRecords;
     pullRequestReports: PullRequestReportRecords;
+    gitlabConnections: GitLabConnectionRecords;
   };
   testHealth: {
     /** Where a built-in CI's JUnit reports go, and what it asks of known flaky tests. */

@@ -95,6 +95,9 @@ describe("the OpenAPI document", () => {
       "POST /v1/github/linkInstallation": true,
       "POST /v1/github/unlinkInstallation": true,
       "POST /v1/github/listInstallations": true,
+      "POST /v1/gitlab/connect": true,
+      "POST /v1/gitlab/getConnection": true,
+      "POST /v1/gitlab/disconnect": true,
       "POST /v1/metrics/createBundleUpload": true,
       "POST /v1/metrics/getQuarantineConfig": true,
       // The signed URL is the credential; telemetry is accepted and discarded.

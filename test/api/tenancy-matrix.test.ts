@@ -72,6 +72,12 @@ const NOT_AIMABLE: Record<string, string> = {
   "POST /v1/whoami": "answers the caller's own organization; takes no address of another's",
   "POST /v1/github/listInstallations":
     "answers the caller's own organization's installations; takes no address of another's",
+  "POST /v1/gitlab/connect":
+    "connects the caller's own organization (its token alone); takes no address of another's",
+  "POST /v1/gitlab/getConnection":
+    "answers the caller's own organization's connection; takes no address of another's",
+  "POST /v1/gitlab/disconnect":
+    "disconnects the caller's own organization; takes no address of another's",
   "POST /v1/flakytests-cli/upload-metrics":
     "the uploader's telemetry: accepted and discarded, keyed by nothing",
   "POST /v1/flakytests-uploader/upload-metrics":
@@ -420,6 +426,8 @@ const FIELD_VALUES: Record<string, (schema: SchemaObject) => unknown[]> = {
   connectionId: () => [owned.connectionId],
   kind: () => ["jira_dc"],
   url: () => ["https://stolen.example.com/"],
+  // A GitLab token names no organization: B's call connects (or would connect) B's own.
+  token: () => ["glpat-stolen"],
 };
 /**
  * Optional fields sent when an operation has them (besides every required one); `runId` names

@@ -27,7 +27,7 @@ import {
 import { WebhookInbox, retryDelay } from "../../src/providers/webhook-inbox.js";
 import { WebhookHandlers } from "../../src/providers/github/webhooks/registry.js";
 import { signBody, verifySignature } from "../../src/providers/github/webhooks/signature.js";
-import { DeliveryWriter } from "../../src/providers/github/webhooks/writer.js";
+import { DeliveryWriter } from "../../src/providers/webhook-writer.js";
 import type {
   ClaimedDelivery,
   DeliveryRecords,

@@ -111,6 +111,7 @@ export function registerServe(program: Command, context: CliContext): void {
           githubApiUrl: config.github?.apiUrl ?? "https://api.github.com",
         },
         ...(config.github ? { github: config.github } : {}),
+        ...(config.gitlab ? { gitlab: config.gitlab } : {}),
         logger: {
           info: (fields, message) => log?.info(fields, message),
           warn: (fields, message) => log?.warn(fields, message),

@@ -50,7 +50,7 @@ import { WebhookDispatcher } from "./webhooks/dispatch.js";
 import { registerConnectionHandlers } from "./webhooks/handlers.js";
 import { WebhookInbox, type InboxOptions } from "../webhook-inbox.js";
 import { registerWebhookRoute } from "./webhooks/receiver.js";
-import { DeliveryWriter } from "./webhooks/writer.js";
+import { DeliveryWriter } from "../webhook-writer.js";
 import { WebhookHandlers } from "./webhooks/registry.js";
 
 export interface GitHubProviderSettings {

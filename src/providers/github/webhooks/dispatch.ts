@@ -12,7 +12,6 @@ import type { GitHubInstallations } from "../installations.js";
 import type { RawDelivery, WebhookHandlers } from "./registry.js";
 import type { DispatchOutcome } from "../../webhook-inbox.js";
 
-
 export interface DispatchDeps {
   handlers: WebhookHandlers;
   app: Pick<GitHubApp, "installation">;

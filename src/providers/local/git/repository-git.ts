@@ -62,6 +62,14 @@ export class RepositoryGit {
     return stdout.trim();
   }
 
+  /** A commit's parents, first parent first. */
+  async parents(commit: string): Promise<string[]> {
+    const { stdout } = await git(["rev-list", "--parents", "-n", "1", commit], {
+      gitDir: this.gitDir,
+    });
+    return stdout.trim().split(" ").slice(1);
+  }
+
   /** Whether `ancestor` is reachable from `descendant` (a commit is its own ancestor). */
   async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
     const { code } = await git(

@@ -4,8 +4,8 @@
  * as fast as one. Each caller resumes once its delivery is durable, learning whether it was new or
  * a redelivery.
  */
-import { GroupWriter } from "../../../lib/group-writer.js";
-import type { DeliveryRecords, NewDelivery } from "../../../mergequeue/webhook-delivery-records.js";
+import { GroupWriter } from "../lib/group-writer.js";
+import type { DeliveryRecords, NewDelivery } from "../mergequeue/webhook-delivery-records.js";
 
 /** A batch stops growing past this many payload bytes (a few large deliveries go alone). */
 const MAX_BATCH_BYTES = 8 * 1024 * 1024;

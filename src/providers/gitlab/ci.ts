@@ -1,0 +1,283 @@
+/**
+ * The merge queue's CI on GitLab: a run is the pipeline GitLab starts for the pushed test branch.
+ * Its jobs (and any external commit statuses) are the run's checks, read from the commit's
+ * statuses when a Pipeline Hook names the commit and every poll interval otherwise. The required
+ * checks come from the queue's setting or the repository's config at the tested commit; with
+ * none named, every job not allowed to fail is required, as GitLab's "pipelines must succeed"
+ * reads a pipeline (docs/gitlab.md, "CI").
+ */
+import { BackgroundLoop } from "../../lib/background-loop.js";
+import type { Clock } from "../../lib/clock.js";
+import { MINUTE_MS, SECOND_MS } from "../../lib/time.js";
+import { SerialPerKey } from "../../lib/serial-per-key.js";
+import {
+  judgeChecks,
+  type CheckConclusion,
+  type CiProvider,
+  type CiResultListener,
+  type CiRunRequest,
+  type CiRunResult,
+} from "../../mergequeue/providers.js";
+import {
+  MAINLINE_FILE,
+  TRUNK_FILE,
+  parseMainlineConfig,
+  parseTrunkRequiredStatuses,
+  type MainlineConfig,
+} from "../../mergequeue/repo-config.js";
+import { consultsSource, resolveRequiredStatuses } from "../../mergequeue/required-statuses.js";
+import type {
+  WatchedCiRun,
+  WatchedCiRunRecords,
+  WatchedRequired,
+  WatchedRunStatus,
+} from "../../mergequeue/watched-ci-runs.js";
+import type { OwnedRepoRef } from "../../organizations/repositories.js";
+import type { ProviderLogger } from "../host-provider.js";
+import { projectId } from "./client.js";
+import type { GitLabConnections } from "./connections.js";
+import type { GitLabMirrors } from "./mirror.js";
+
+export const DEFAULT_GITLAB_CI_POLL_INTERVAL_MS = 15 * SECOND_MS;
+
+export interface GitLabCiDeps {
+  hostName: string;
+  connections: Pick<GitLabConnections, "access">;
+  mirrors: Pick<GitLabMirrors, "repository">;
+  runs: WatchedCiRunRecords;
+  clock: Clock;
+  logger: ProviderLogger;
+  pollIntervalMs?: number;
+  /** How long a run waits for GitLab to start a pipeline on its commit (default 10 minutes). */
+  noPipelineMs?: number;
+}
+
+/** A commit status as `GET /projects/:id/repository/commits/:sha/statuses` lists it. */
+interface CommitStatusJson {
+  name: string;
+  status: string;
+  allow_failure?: boolean;
+  target_url?: string | null;
+  pipeline_id?: number;
+}
+
+/** The name the queue's own commit status goes by (never one of a run's checks). */
+export const QUEUE_STATUS_PREFIX = "Mainline merge queue";
+
+const CONCLUSIONS: Record<string, CheckConclusion> = {
+  success: "success",
+  failed: "failure",
+  canceled: "cancelled",
+  canceling: "cancelled",
+  skipped: "skipped",
+};
+
+export class GitLabCi implements CiProvider {
+  private readonly listeners = new Set<CiResultListener>();
+  /** Each run's reads, one at a time. */
+  private readonly line = new SerialPerKey();
+  private readonly loop: BackgroundLoop;
+
+  constructor(private readonly deps: GitLabCiDeps) {
+    this.loop = new BackgroundLoop({
+      pass: () => this.pollAll(),
+      intervalMs: deps.pollIntervalMs ?? DEFAULT_GITLAB_CI_POLL_INTERVAL_MS,
+      onError: (error) => {
+        deps.logger.error({ err: error }, "gitlab ci: could not read the watched runs");
+      },
+      firstPassAfterInterval: true,
+    });
+  }
+
+  onResult(listener: CiResultListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async start(request: CiRunRequest): Promise<void> {
+    if (!this.ours(request.repo)) {
+      throw new Error(
+        `the GitLab CI cannot test ${request.repo.host}/${request.repo.owner}/${request.repo.name}: not a repository of ${this.deps.hostName}`,
+      );
+    }
+    await this.deps.runs.create({
+      queueId: request.queueId,
+      runId: request.runId,
+      request,
+      status: "watching",
+      required: null,
+      result: null,
+      testPrNumber: null,
+      createdAt: this.deps.clock.now(),
+      finishedAt: null,
+    });
+    await this.read(request.queueId, request.runId).catch((error: unknown) => {
+      this.deps.logger.warn(
+        { err: error, queueId: request.queueId, runId: request.runId },
+        "gitlab ci: could not read a new run's pipeline; will retry",
+      );
+    });
+  }
+
+  async cancel(queueId: string, runId: string): Promise<void> {
+    await this.deps.runs.finish(queueId, runId, "cancelled", null, this.deps.clock.now());
+  }
+
+  /** A Pipeline Hook: the runs testing its commit are read now. */
+  async pipelineChanged(sha: string): Promise<void> {
+    for (const run of await this.deps.runs.watchingSha(sha)) {
+      if (this.ours(run.request.repo)) await this.read(run.queueId, run.runId);
+    }
+  }
+
+  /** Reads every run still watched (the loop's pass; tests call it). */
+  async pollAll(): Promise<void> {
+    for (const run of await this.deps.runs.watching()) {
+      if (!this.ours(run.request.repo)) continue;
+      await this.read(run.queueId, run.runId).catch((error: unknown) => {
+        this.deps.logger.warn(
+          { err: error, queueId: run.queueId, runId: run.runId },
+          "gitlab ci: could not read a run's pipeline; will retry",
+        );
+      });
+    }
+  }
+
+  startPolling(): void {
+    this.loop.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.loop.stop();
+  }
+
+  private read(queueId: string, runId: string): Promise<void> {
+    return this.line.run(`${queueId}/${runId}`, async () => {
+      const found = await this.deps.runs.get(queueId, runId);
+      if (!found || found.status !== "watching") return;
+      const run = found.required ? found : await this.prepare(found);
+      if (run) await this.evaluate(run);
+    });
+  }
+
+  /** The run's required checks, from the queue or the config at the tested commit. */
+  private async prepare(run: WatchedCiRun): Promise<WatchedCiRun | undefined> {
+    const { request } = run;
+    const override = request.requiredStatuses;
+    const git = this.deps.mirrors.repository(request.repo);
+    const fail = async (
+      reason: "config_parsing_failure" | "no_required_statuses",
+      message: string,
+    ) => {
+      await this.conclude(run, "error", {
+        queueId: run.queueId,
+        runId: run.runId,
+        checks: [],
+        error: { reason, message },
+      });
+      return undefined;
+    };
+    let mainline: MainlineConfig | undefined;
+    if (consultsSource({ override }, "mainline_config")) {
+      const text = await git.readFile(request.sha, MAINLINE_FILE);
+      if (text !== undefined) {
+        const parsed = parseMainlineConfig(text, { checksOptional: true });
+        if (!parsed.ok) return fail("config_parsing_failure", parsed.message);
+        mainline = parsed.config;
+      }
+    }
+    let trunk: string[] | undefined;
+    if (consultsSource({ override, mainline }, "trunk_config")) {
+      const text = await git.readFile(request.sha, TRUNK_FILE);
+      const parsed = text === undefined ? undefined : parseTrunkRequiredStatuses(text);
+      if (parsed?.ok === false) return fail("config_parsing_failure", parsed.message);
+      trunk = parsed?.requiredStatuses;
+    }
+    const resolved = resolveRequiredStatuses({ override, mainline, trunk });
+    let required: WatchedRequired;
+    if (resolved.ok && resolved.source !== "mainline_checks") {
+      required = {
+        source: resolved.source,
+        checks: resolved.statuses.map((context) => ({ context, appId: null })),
+      };
+    } else if (!resolved.ok && resolved.message.endsWith("an empty list")) {
+      return fail(resolved.reason, resolved.message);
+    } else {
+      // None named: the pipeline's jobs that may not fail, as GitLab's own merge check reads them.
+      required = { source: "branch_protection", checks: [] };
+    }
+    await this.deps.runs.prepared(run.queueId, run.runId, { required });
+    return { ...run, required };
+  }
+
+  private async evaluate(run: WatchedCiRun): Promise<void> {
+    const { request } = run;
+    const { client } = await this.deps.connections.access(request.repo.organizationId);
+    const statuses = (
+      await client.get<CommitStatusJson[]>(
+        `/projects/${projectId(request.repo.owner, request.repo.name)}/repository/commits/${request.sha}/statuses`,
+        { ref: request.testBranch, per_page: 100 },
+      )
+    ).data.filter((status) => !status.name.startsWith(QUEUE_STATUS_PREFIX));
+    const checks = statuses.map((status) => ({
+      name: status.name,
+      conclusion: CONCLUSIONS[status.status] ?? ("pending" as const),
+      ...(status.target_url ? { url: status.target_url } : {}),
+    }));
+    const wholePipeline = run.required?.checks.length === 0;
+    const required = wholePipeline
+      ? statuses.filter((status) => status.allow_failure !== true).map((status) => status.name)
+      : (run.required?.checks.map((check) => check.context) ?? []);
+    if (wholePipeline && statuses.length === 0) {
+      const waited = this.deps.clock.now() - run.createdAt;
+      if (waited < (this.deps.noPipelineMs ?? 10 * MINUTE_MS)) return;
+      await this.conclude(run, "error", {
+        queueId: run.queueId,
+        runId: run.runId,
+        checks: [],
+        error: {
+          reason: "no_required_statuses",
+          message: `GitLab ran no pipeline for ${request.testBranch} in ${String(Math.round(waited / SECOND_MS))} s: its .gitlab-ci.yml must run on the queue's test branches (docs/gitlab.md, "CI")`,
+        },
+      });
+      return;
+    }
+    const finished = checks.filter((check) => check.conclusion !== "pending");
+    const judged = judgeChecks(required, finished as CiRunResult["checks"]);
+    const anyFailed = required.some((name) =>
+      finished.some(
+        (check) =>
+          check.name === name &&
+          (check.conclusion === "failure" || check.conclusion === "timed_out"),
+      ),
+    );
+    const allDone = required.every((name) => finished.some((check) => check.name === name));
+    if (!anyFailed && !allDone) return;
+    await this.conclude(run, judged.passed ? "passed" : "failed", {
+      queueId: run.queueId,
+      runId: run.runId,
+      checks: finished as CiRunResult["checks"],
+      ...(run.required
+        ? {
+            requiredStatuses: {
+              statuses: required,
+              source: run.required.source,
+            },
+          }
+        : {}),
+    });
+  }
+
+  private async conclude(
+    run: WatchedCiRun,
+    status: Exclude<WatchedRunStatus, "watching" | "cancelled">,
+    result: CiRunResult,
+  ): Promise<void> {
+    for (const listener of [...this.listeners]) await listener(result);
+    await this.deps.runs.finish(run.queueId, run.runId, status, result, this.deps.clock.now());
+  }
+
+  private ours(repo: OwnedRepoRef): boolean {
+    return repo.host.toLowerCase() === this.deps.hostName.toLowerCase();
+  }
+}
