@@ -10,6 +10,8 @@ export interface GitLabConfig {
   testBranchPrefix?: string | undefined;
   /** How often the queue reads its test pipelines again (MAINLINE_GITLAB_CI_POLL_SECONDS, 15). */
   ciPollIntervalMs?: number | undefined;
+  /** Between reconcile passes (MAINLINE_GITLAB_RECONCILE_SECONDS, 60; 0: off). */
+  reconcileIntervalMs?: number | undefined;
   /** The client's retries wait this, 4× and 9× it (MAINLINE_GITLAB_RETRY_BASE_MS, 1,000). */
   retryBaseMs?: number | undefined;
 }
@@ -56,6 +58,11 @@ export function loadGitLabConfig(env: NodeJS.ProcessEnv): GitLabConfig | undefin
     max: 3600,
     unit: "seconds",
   });
+  const reconcileSeconds = optionalWholeNumber(env, "MAINLINE_GITLAB_RECONCILE_SECONDS", {
+    min: 0,
+    max: 86_400,
+    unit: "seconds",
+  });
   const retryBaseMs = optionalWholeNumber(env, "MAINLINE_GITLAB_RETRY_BASE_MS", {
     min: 0,
     max: 60_000,
@@ -66,6 +73,7 @@ export function loadGitLabConfig(env: NodeJS.ProcessEnv): GitLabConfig | undefin
     host: explicitHost ?? new URL(url).host.toLowerCase(),
     ...(testBranchPrefix === undefined ? {} : { testBranchPrefix }),
     ...(pollSeconds === undefined ? {} : { ciPollIntervalMs: pollSeconds * 1000 }),
+    ...(reconcileSeconds === undefined ? {} : { reconcileIntervalMs: reconcileSeconds * 1000 }),
     ...(retryBaseMs === undefined ? {} : { retryBaseMs }),
   };
 }

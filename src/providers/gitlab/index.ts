@@ -44,6 +44,8 @@ export const gitlabProvider: ProviderRegistration<
         connections: hostRecords.gitlabConnections,
         deliveries: hostRecords.webhookDeliveries,
         repositories: records.repositories,
+        queues: records.queues,
+        entries: records.runtime,
         ciRuns: hostRecords.githubCiRuns,
       },
       changes: context.changes,

@@ -8,7 +8,11 @@ import { hostname } from "node:os";
 import type { Clock } from "../../lib/clock.js";
 import { ApiError } from "../../lib/errors.js";
 import type { HostChanges } from "../../mergequeue/host-changes.js";
-import type { RepositoryRecords } from "../../mergequeue/records.js";
+import type {
+  MergeQueueRecords,
+  RepositoryRecords,
+  RuntimeRecords,
+} from "../../mergequeue/records.js";
 import type { WatchedCiRunRecords } from "../../mergequeue/watched-ci-runs.js";
 import type { DeliveryRecords } from "../../mergequeue/webhook-delivery-records.js";
 import type { GitLabConnectionRecords } from "../../organizations/gitlab-connections.js";
@@ -23,6 +27,7 @@ import { GitLabConnections, asApiError } from "./connections.js";
 import { GitLabEvents } from "./events.js";
 import { GitLabGitHost, type GitLabGitHostOptions } from "./host.js";
 import { GitLabMirrors } from "./mirror.js";
+import { DEFAULT_GITLAB_RECONCILE_INTERVAL_MS, GitLabReconciler } from "./reconcile.js";
 import { HOOK_EVENTS, registerGitLabRoutes } from "./routes.js";
 import { GITLAB_SOURCE, gitlabWebhookUrl, registerGitLabWebhookRoute } from "./webhooks.js";
 
@@ -33,6 +38,8 @@ export interface GitLabProviderSettings {
   testBranchPrefix?: string | undefined;
   ciPollIntervalMs?: number | undefined;
   retryBaseMs?: number | undefined;
+  /** Between reconcile passes (default 60 s; 0: only when asked, `reconciler.pass()`). */
+  reconcileIntervalMs?: number | undefined;
 }
 
 export interface GitLabProviderDeps {
@@ -45,6 +52,8 @@ export interface GitLabProviderDeps {
     connections: GitLabConnectionRecords;
     deliveries: DeliveryRecords;
     repositories: Pick<RepositoryRecords, "ensure">;
+    queues: Pick<MergeQueueRecords, "listForHost">;
+    entries: Pick<RuntimeRecords, "activeSummaries">;
     ciRuns: WatchedCiRunRecords;
   };
   changes: Pick<HostChanges, "apply">;
@@ -62,6 +71,7 @@ export interface GitLabProvider extends HostProvider {
   gitHost: GitLabGitHost;
   ci: GitLabCi;
   inbox: WebhookInbox;
+  reconciler: GitLabReconciler;
 }
 
 export const DEFAULT_TEST_BRANCH_PREFIX = "trunk-merge/";
@@ -117,6 +127,16 @@ export function createGitLabProvider(deps: GitLabProviderDeps): GitLabProvider {
     deps.inbox,
   );
   const writer = new DeliveryWriter(stores.deliveries);
+  const reconciler = new GitLabReconciler({
+    host: settings.host,
+    connections,
+    queues: stores.queues,
+    entries: stores.entries,
+    changes: deps.changes,
+    clock,
+    logger,
+    intervalMs: settings.reconcileIntervalMs ?? DEFAULT_GITLAB_RECONCILE_INTERVAL_MS,
+  });
   const publicUrl = () => deps.publicUrl;
 
   async function existingRepository(principal: Principal, ref: RepoRef): Promise<Repository> {
@@ -167,6 +187,7 @@ export function createGitLabProvider(deps: GitLabProviderDeps): GitLabProvider {
     gitHost,
     ci,
     inbox,
+    reconciler,
     existingRepository,
     storedPullRequest: (repo, number) =>
       gitHost.mergeRequestState(repo, number).catch((error: unknown) => {
@@ -188,9 +209,11 @@ export function createGitLabProvider(deps: GitLabProviderDeps): GitLabProvider {
     start() {
       inbox.start();
       ci.startPolling();
+      reconciler.start();
       return Promise.resolve();
     },
     async stop() {
+      await reconciler.stop();
       await ci.stop();
       await inbox.stop();
     },

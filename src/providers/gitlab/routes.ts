@@ -12,7 +12,7 @@ import { isoTime } from "../../lib/clock.js";
 import { ApiError } from "../../lib/errors.js";
 import type { GitLabConnectionRecord } from "../../organizations/gitlab-connections.js";
 import type { GitLabConnections } from "./connections.js";
-import { gitlabWebhookUrl } from "./webhooks.js";
+import { GITLAB_WEBHOOK_PATH, gitlabWebhookUrl } from "./webhooks.js";
 
 const TOKEN_PATTERN = "^[\\x21-\\x7e]+$";
 PATTERN_MESSAGES.set(TOKEN_PATTERN, "must be a GitLab token: visible ASCII characters, no spaces");
@@ -37,6 +37,10 @@ const Connection = Type.Object({
       url: Type.Union([Type.String(), Type.Null()], {
         description:
           "Where each project's webhook delivers (null until the server knows its public address, MAINLINE_PUBLIC_URL).",
+      }),
+      path: Type.String({
+        description:
+          "The webhook's path on this server (`/webhooks/gitlab/{key}`), behind any proxy.",
       }),
       secret: Type.String({ description: "The hook's secret token (`X-Gitlab-Token`)." }),
       events: Type.Array(Type.String(), { description: "The events to turn on." }),
@@ -68,6 +72,7 @@ export function presentConnection(
     connectedAt: isoTime(record.createdAt),
     webhook: {
       url: publicUrl === undefined ? null : gitlabWebhookUrl(publicUrl, record.hookKey),
+      path: `${GITLAB_WEBHOOK_PATH}/${record.hookKey}`,
       secret: record.webhookSecret,
       events: HOOK_EVENTS,
     },
