@@ -3,7 +3,7 @@
  * and the reason a malformed one is refused.
  */
 import { describe, expect, it } from "vitest";
-import { parseCommand } from "../../src/providers/github/pull-request-commands.js";
+import { parseCommand } from "../../src/mergequeue/pull-request-commands.js";
 
 describe("parseCommand", () => {
   it("ignores comments that are not addressed to the queue", () => {

@@ -6,19 +6,12 @@
 import { paginate, type GitHubClient } from "./client.js";
 import { statusOf } from "./conditional.js";
 
+export { inlineCode } from "../presence/view.js";
+
 /** Whether a failed request may have been carried out all the same (GitHub's 5xx, no answer). */
 export function outcomeUnknown(error: unknown): boolean {
   const status = statusOf(error);
   return status === undefined || status >= 500;
-}
-
-/**
- * A Markdown inline code span of one line. A text holding a backtick is fenced by two, with a
- * space inside each fence (CommonMark strips one), so that it may start or end with one.
- */
-export function inlineCode(text: string): string {
-  const line = text.replace(/\s+/g, " ").replace(/``+/g, "`");
-  return line.includes("`") ? `\`\` ${line} \`\`` : `\`${line}\``;
 }
 
 /** Creations are never retried blindly: an unknown outcome is looked for before a new attempt. */
