@@ -32,6 +32,7 @@ import type {
   WatchedRequired,
   WatchedRunStatus,
 } from "../../mergequeue/watched-ci-runs.js";
+import type { MergeQueueRecords } from "../../mergequeue/records.js";
 import type { OwnedRepoRef } from "../../organizations/repositories.js";
 import type { ProviderLogger } from "../host-provider.js";
 import { projectId } from "./client.js";
@@ -45,6 +46,8 @@ export interface GitLabCiDeps {
   connections: Pick<GitLabConnections, "access">;
   mirrors: Pick<GitLabMirrors, "repository">;
   runs: WatchedCiRunRecords;
+  /** The queues' settings: `statusCheckEnabled` posts the queue's commit status. */
+  queues: Pick<MergeQueueRecords, "findById">;
   clock: Clock;
   logger: ProviderLogger;
   pollIntervalMs?: number;
@@ -274,7 +277,51 @@ export class GitLabCi implements CiProvider {
     result: CiRunResult,
   ): Promise<void> {
     for (const listener of [...this.listeners]) await listener(result);
-    await this.deps.runs.finish(run.queueId, run.runId, status, result, this.deps.clock.now());
+    if (
+      await this.deps.runs.finish(run.queueId, run.runId, status, result, this.deps.clock.now())
+    ) {
+      await this.postStatus(run, status, result).catch((error: unknown) => {
+        this.deps.logger.warn(
+          { err: error, queueId: run.queueId, runId: run.runId },
+          "gitlab ci: could not post the queue's commit status",
+        );
+      });
+    }
+  }
+
+  /**
+   * The queue's verdict on the commit it tested, as a commit status on its test branch, where the
+   * queue's settings ask for one. Never on the merge request's head: GitLab folds statuses into
+   * the head's pipeline, and one still running there would stop GitLab merging it.
+   */
+  private async postStatus(
+    run: WatchedCiRun,
+    status: Exclude<WatchedRunStatus, "watching" | "cancelled">,
+    result: CiRunResult,
+  ): Promise<void> {
+    const { request } = run;
+    const queue = await this.deps.queues.findById(run.queueId);
+    if (!queue?.configuration.statusCheckEnabled) return;
+    const failing = result.checks
+      .filter((check) => check.conclusion === "failure" || check.conclusion === "timed_out")
+      .map((check) => check.name);
+    const description =
+      status === "passed"
+        ? "Passed: the merge requests tested here may merge"
+        : (result.error?.message ?? `Failed: ${failing.join(", ") || "a required check"}`);
+    const { client } = await this.deps.connections.access(request.repo.organizationId);
+    await client.request(
+      "POST",
+      `/projects/${projectId(request.repo.owner, request.repo.name)}/statuses/${request.sha}`,
+      {
+        body: {
+          state: status === "passed" ? "success" : "failed",
+          name: `${QUEUE_STATUS_PREFIX} (${request.targetBranch})`,
+          ref: request.testBranch,
+          description: description.slice(0, 255),
+        },
+      },
+    );
   }
 
   private ours(repo: OwnedRepoRef): boolean {

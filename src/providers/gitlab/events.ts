@@ -8,6 +8,7 @@ import type { HostChange, HostChanges } from "../../mergequeue/host-changes.js";
 import type { ClaimedDelivery } from "../../mergequeue/webhook-delivery-records.js";
 import type { OwnedRepoRef } from "../../organizations/repositories.js";
 import type { DispatchOutcome } from "../webhook-inbox.js";
+import type { GitLabCommands, NotePayload } from "./commands.js";
 import type { GitLabConnections } from "./connections.js";
 import { hookKeyOf } from "./webhooks.js";
 
@@ -20,15 +21,18 @@ export interface GitLabEventDeps {
   changes: Pick<HostChanges, "apply">;
   /** A pipeline changed on this commit. */
   pipelineChanged(sha: string): Promise<void>;
+  /** Commands in merge request notes. */
+  commands: Pick<GitLabCommands, "handle">;
+  /** The queue's note and labels are brought up to date soon. */
+  presenceWake(): void;
 }
 
-interface Payload {
+interface Payload extends NotePayload {
   object_kind?: string;
   ref?: string;
   after?: string;
   project?: { path_with_namespace?: string };
-  object_attributes?: { iid?: number; sha?: string; action?: string };
-  merge_request?: { iid?: number };
+  object_attributes?: NotePayload["object_attributes"] & { iid?: number; sha?: string };
 }
 
 export class GitLabEvents {
@@ -47,8 +51,13 @@ export class GitLabEvents {
       return "done";
     }
     if (!repo) return "done";
+    if (payload.object_kind === "note") {
+      await this.deps.commands.handle(connection, repo, payload);
+      return "done";
+    }
     const change = this.changeOf(repo, payload);
     if (change) await this.deps.changes.apply(change);
+    if (change?.type === "pull_request_changed") this.deps.presenceWake();
     return "done";
   }
 

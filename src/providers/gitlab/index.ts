@@ -5,6 +5,7 @@
  */
 import { VERSION } from "../../version.js";
 import type { ProviderRegistration } from "../host-provider.js";
+import type { PresenceOptions } from "../presence/driver.js";
 import type { InboxOptions } from "../webhook-inbox.js";
 import {
   createGitLabProvider,
@@ -21,6 +22,8 @@ export interface GitLabProviderOptions {
   gitlab?: Omit<GitLabProviderSettings, "userAgent">;
   /** The GitLab webhook inbox's worker (tests shorten its polling). */
   gitlabInbox?: Partial<InboxOptions>;
+  /** The worker that shows the queue on merge requests (tests poll it faster). */
+  gitlabPresence?: Partial<PresenceOptions>;
   /** The GitLab git host's retries and waits (tests shorten them). */
   gitlabGitHost?: GitLabProviderDeps["gitHost"];
   /** Every REST request to GitLab (tests and benchmarks count them). */
@@ -46,9 +49,20 @@ export const gitlabProvider: ProviderRegistration<
         repositories: records.repositories,
         queues: records.queues,
         entries: records.runtime,
+        organizations: records.organizations,
+        repositoryById: records.repositories,
+        presence: hostRecords.githubPresence,
         ciRuns: hostRecords.githubCiRuns,
       },
       changes: context.changes,
+      pullRequests: context.pullRequests,
+      pullRequestPage: (repository, branch, number) =>
+        context.pullRequestPage(repository, branch, number),
+      failureExplainer: context.testHealth.explainer,
+      presence: {
+        ...(context.leaseMs === undefined ? {} : { leaseMs: context.leaseMs }),
+        ...options.gitlabPresence,
+      },
       inbox: {
         ...(context.leaseMs === undefined ? {} : { leaseMs: context.leaseMs }),
         ...options.gitlabInbox,

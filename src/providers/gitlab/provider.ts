@@ -6,7 +6,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Clock } from "../../lib/clock.js";
-import { ApiError } from "../../lib/errors.js";
 import type { HostChanges } from "../../mergequeue/host-changes.js";
 import type {
   MergeQueueRecords,
@@ -16,20 +15,27 @@ import type {
 import type { WatchedCiRunRecords } from "../../mergequeue/watched-ci-runs.js";
 import type { DeliveryRecords } from "../../mergequeue/webhook-delivery-records.js";
 import type { GitLabConnectionRecords } from "../../organizations/gitlab-connections.js";
-import type { RepoRef, Repository } from "../../organizations/repositories.js";
-import type { Principal } from "../../organizations/service.js";
+import type { Repository } from "../../organizations/repositories.js";
 import type { HostProvider, ProviderLogger } from "../host-provider.js";
+import type { PresenceOptions } from "../presence/driver.js";
+import type { FailureExplainer } from "../../mergequeue/failure-explanation.js";
+import type { PresenceRecords } from "../../mergequeue/pull-request-presence-records.js";
+import type { PullRequestService } from "../../mergequeue/pull-request-service.js";
+import type { OrganizationRecords } from "../../organizations/records.js";
 import { WebhookInbox, type InboxOptions } from "../webhook-inbox.js";
 import { DeliveryWriter } from "../webhook-writer.js";
 import { GitLabCi } from "./ci.js";
-import { projectId, type GitLabClientOptions } from "./client.js";
+import type { GitLabClientOptions } from "./client.js";
 import { GitLabConnections, asApiError } from "./connections.js";
 import { GitLabEvents } from "./events.js";
 import { GitLabGitHost, type GitLabGitHostOptions } from "./host.js";
 import { GitLabMirrors } from "./mirror.js";
+import { GitLabCommands } from "./commands.js";
+import { GitLabPresence } from "./presence.js";
 import { DEFAULT_GITLAB_RECONCILE_INTERVAL_MS, GitLabReconciler } from "./reconcile.js";
-import { HOOK_EVENTS, registerGitLabRoutes } from "./routes.js";
-import { GITLAB_SOURCE, gitlabWebhookUrl, registerGitLabWebhookRoute } from "./webhooks.js";
+import { GitLabRepositories } from "./repositories.js";
+import { registerGitLabRoutes } from "./routes.js";
+import { GITLAB_SOURCE, registerGitLabWebhookRoute } from "./webhooks.js";
 
 export interface GitLabProviderSettings {
   url: string;
@@ -52,11 +58,25 @@ export interface GitLabProviderDeps {
     connections: GitLabConnectionRecords;
     deliveries: DeliveryRecords;
     repositories: Pick<RepositoryRecords, "ensure">;
-    queues: Pick<MergeQueueRecords, "listForHost">;
-    entries: Pick<RuntimeRecords, "activeSummaries">;
+    queues: Pick<MergeQueueRecords, "listForHost" | "find" | "listForOrganization" | "findById">;
+    entries: Pick<RuntimeRecords, "activeSummaries" | "latestEntry" | "transitions">;
+    organizations: Pick<OrganizationRecords, "findById">;
+    repositoryById: Pick<RepositoryRecords, "findById">;
+    presence: PresenceRecords;
     ciRuns: WatchedCiRunRecords;
   };
   changes: Pick<HostChanges, "apply">;
+  /** The merge queue's submissions, for commands in notes. */
+  pullRequests: Pick<PullRequestService, "submit" | "cancel">;
+  /** A merge request's page on the dashboard (the note links it). */
+  pullRequestPage?: (
+    repository: Repository,
+    branch: string,
+    number: number,
+  ) => Promise<string | undefined>;
+  /** Why a merge request failed (its failing tests), for the note. */
+  failureExplainer?: Pick<FailureExplainer, "explainEntry">;
+  presence?: Partial<PresenceOptions>;
   inbox?: Partial<InboxOptions>;
   gitHost?: Pick<
     GitLabGitHostOptions,
@@ -72,6 +92,7 @@ export interface GitLabProvider extends HostProvider {
   ci: GitLabCi;
   inbox: WebhookInbox;
   reconciler: GitLabReconciler;
+  presence: GitLabPresence;
 }
 
 export const DEFAULT_TEST_BRANCH_PREFIX = "trunk-merge/";
@@ -101,11 +122,35 @@ export function createGitLabProvider(deps: GitLabProviderDeps): GitLabProvider {
     connections,
     mirrors,
     runs: stores.ciRuns,
+    queues: stores.queues,
     clock,
     logger,
     ...(settings.ciPollIntervalMs === undefined
       ? {}
       : { pollIntervalMs: settings.ciPollIntervalMs }),
+  });
+  const owner = `${hostname()}:${String(process.pid)}:${randomUUID().slice(0, 8)}`;
+  const presence = new GitLabPresence(
+    {
+      store: stores.presence,
+      queues: stores.queues,
+      repositories: stores.repositoryById,
+      runtime: stores.entries,
+      host: settings.host,
+      pageUrl: deps.pullRequestPage,
+      failures: deps.failureExplainer,
+      clock,
+      logger,
+      owner,
+      connections,
+    },
+    deps.presence,
+  );
+  const commands = new GitLabCommands({
+    connections,
+    queues: stores.queues,
+    organizations: stores.organizations,
+    pullRequests: deps.pullRequests,
   });
   const events = new GitLabEvents({
     hostName: settings.host,
@@ -113,6 +158,10 @@ export function createGitLabProvider(deps: GitLabProviderDeps): GitLabProvider {
     connections,
     changes: deps.changes,
     pipelineChanged: (sha) => ci.pipelineChanged(sha),
+    commands,
+    presenceWake: () => {
+      presence.wake();
+    },
   });
   const inbox = new WebhookInbox(
     {
@@ -121,7 +170,7 @@ export function createGitLabProvider(deps: GitLabProviderDeps): GitLabProvider {
       linkedNow: () => Promise.resolve(true),
       clock,
       logger,
-      owner: `${hostname()}:${String(process.pid)}:${randomUUID().slice(0, 8)}`,
+      owner,
       source: GITLAB_SOURCE,
     },
     deps.inbox,
@@ -139,47 +188,13 @@ export function createGitLabProvider(deps: GitLabProviderDeps): GitLabProvider {
   });
   const publicUrl = () => deps.publicUrl;
 
-  async function existingRepository(principal: Principal, ref: RepoRef): Promise<Repository> {
-    const { client, connection } = await connections.access(principal.organizationId);
-    const project = await client
-      .find<{ path_with_namespace: string }>(`/projects/${projectId(ref.owner, ref.name)}`)
-      .catch((error: unknown) => {
-        throw asApiError(error);
-      });
-    if (!project) {
-      throw new ApiError(
-        "not_found",
-        `GitLab has no project ${ref.owner}/${ref.name} that ${connection.username} can see.`,
-      );
-    }
-    const repository = await stores.repositories.ensure(principal.organizationId, ref, clock.now());
-    await ensureHook(principal.organizationId, ref).catch((error: unknown) => {
-      logger.warn(
-        { err: error, repo: `${ref.owner}/${ref.name}` },
-        "gitlab: could not register the project's webhook; a Maintainer adds it (docs/gitlab.md)",
-      );
-    });
-    return repository;
-  }
-
-  /** The project's webhook to this server, registered unless it is there already. */
-  async function ensureHook(organizationId: string, ref: RepoRef): Promise<void> {
-    const base = deps.publicUrl;
-    if (base === undefined) return;
-    const { client, connection } = await connections.access(organizationId);
-    const url = gitlabWebhookUrl(base, connection.hookKey);
-    const path = `/projects/${projectId(ref.owner, ref.name)}/hooks`;
-    const hooks = (await client.get<{ url: string }[]>(path, { per_page: 100 })).data;
-    if (hooks.some((hook) => hook.url === url)) return;
-    await client.request("POST", path, {
-      body: {
-        url,
-        token: connection.webhookSecret,
-        enable_ssl_verification: url.startsWith("https:"),
-        ...Object.fromEntries(HOOK_EVENTS.map((event) => [event, true])),
-      },
-    });
-  }
+  const repositories = new GitLabRepositories({
+    connections,
+    repositories: stores.repositories,
+    clock,
+    logger,
+    publicUrl: deps.publicUrl,
+  });
 
   return {
     hostName: settings.host,
@@ -188,7 +203,8 @@ export function createGitLabProvider(deps: GitLabProviderDeps): GitLabProvider {
     ci,
     inbox,
     reconciler,
-    existingRepository,
+    presence,
+    existingRepository: (principal, ref) => repositories.existing(principal, ref),
     storedPullRequest: (repo, number) =>
       gitHost.mergeRequestState(repo, number).catch((error: unknown) => {
         throw asApiError(error);
@@ -210,9 +226,11 @@ export function createGitLabProvider(deps: GitLabProviderDeps): GitLabProvider {
       inbox.start();
       ci.startPolling();
       reconciler.start();
+      presence.start();
       return Promise.resolve();
     },
     async stop() {
+      await presence.stop();
       await reconciler.stop();
       await ci.stop();
       await inbox.stop();
