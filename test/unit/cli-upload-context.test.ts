@@ -44,6 +44,56 @@ describe("resolveContext", () => {
     });
   });
 
+  it("GitLab CI on a merge request: the target project, the MR's head and source branch, job", () => {
+    // GitLab checks the commit out detached, from a clone whose remote carries the job token.
+    const git = {
+      ...GIT,
+      remoteUrl: "https://gitlab-ci-token:glcbt-secret@gitlab.example.com/forker/app.git",
+      headBranch: "HEAD",
+    };
+    const env = {
+      GITLAB_CI: "true",
+      CI_SERVER_HOST: "gitlab.example.com",
+      CI_SERVER_PORT: "443",
+      CI_SERVER_URL: "https://gitlab.example.com",
+      // A fork's merge request: its pipeline runs in the fork, for the target project.
+      CI_PROJECT_PATH: "forker/app",
+      CI_MERGE_REQUEST_PROJECT_PATH: "platform/web/app",
+      CI_MERGE_REQUEST_IID: "17",
+      CI_MERGE_REQUEST_SOURCE_BRANCH_NAME: "feature/login",
+      CI_COMMIT_REF_NAME: "feature/login",
+      CI_COMMIT_SHA: HEAD,
+      CI_JOB_NAME: "unit",
+      CI_JOB_URL: "https://gitlab.example.com/forker/app/-/jobs/99",
+    };
+    expect(resolveContext({}, env, git)).toEqual({
+      repo: { host: "gitlab.example.com", owner: "platform/web", name: "app" },
+      remoteUrl: "https://gitlab.example.com/forker/app.git",
+      commitSha: HEAD,
+      branch: "feature/login",
+      prNumber: 17,
+      jobName: "unit",
+      jobUrl: "https://gitlab.example.com/forker/app/-/jobs/99",
+      variant: "",
+    });
+    // A merged results pipeline tests GitLab's merge commit: the results are the MR head's.
+    const merged = resolveContext(
+      {},
+      {
+        ...env,
+        CI_MERGE_REQUEST_EVENT_TYPE: "merged_result",
+        CI_MERGE_REQUEST_SOURCE_BRANCH_SHA: PR_HEAD,
+      },
+      git,
+    );
+    expect(merged.commitSha).toBe(PR_HEAD);
+    // A self-managed instance on another port keeps it in the host; --repo still wins.
+    expect(resolveContext({}, { ...env, CI_SERVER_PORT: "8443" }, git).repo.host).toBe(
+      "gitlab.example.com:8443",
+    );
+    expect(resolveContext({ repo: ACME }, env, git).repo).toEqual(ACME);
+  });
+
   it("GitHub Actions on a pull request: the PR's head commit and branch, PR number, job", () => {
     const env = {
       GITHUB_ACTIONS: "true",

@@ -75,6 +75,39 @@ export function githubMergeHead(subject: string | null): string | null {
 }
 
 /**
+ * GitLab's merged results pipelines (Premium) test a merge commit GitLab made; the results belong
+ * to the merge request's head, which GitLab names.
+ */
+export function gitlabMergedResultHead(env: CiEnv): string | null {
+  if (env.CI_MERGE_REQUEST_EVENT_TYPE !== "merged_result") return null;
+  const head = env.CI_MERGE_REQUEST_SOURCE_BRANCH_SHA?.trim() ?? "";
+  return SHA.test(head) ? head : null;
+}
+
+/**
+ * The project a GitLab CI job tests, as `host/group/…/project`: a merge request's target project
+ * (a fork's merge request runs in the fork, whose clone is the fork), else the job's own. The
+ * host is the instance's (`CI_SERVER_HOST`, with `CI_SERVER_PORT` when not the default).
+ */
+export function gitlabProject(env: CiEnv): RepoRef | null {
+  if (env.GITLAB_CI !== "true") return null;
+  const path = (env.CI_MERGE_REQUEST_PROJECT_PATH ?? env.CI_PROJECT_PATH ?? "").trim();
+  let host = env.CI_SERVER_HOST?.trim() ?? "";
+  if (host === "" && env.CI_SERVER_URL) {
+    try {
+      host = new URL(env.CI_SERVER_URL).host;
+    } catch {
+      host = "";
+    }
+  } else if (host !== "" && env.CI_SERVER_PORT && !["80", "443"].includes(env.CI_SERVER_PORT)) {
+    host = `${host}:${env.CI_SERVER_PORT}`;
+  }
+  const cut = path.lastIndexOf("/");
+  if (host === "" || cut <= 0) return null;
+  return { host: host.toLowerCase(), owner: path.slice(0, cut), name: path.slice(cut + 1) };
+}
+
+/**
  * The context of an upload. Outside a git checkout the branch must be told (a flag or a CI
  * variable) unless `branchOptional`: fail-first's lookup, which finds its run by id without one.
  */
@@ -85,14 +118,15 @@ export function resolveContext(
   { branchOptional = false }: { branchOptional?: boolean } = {},
 ): UploadContext {
   const remoteUrl = git.remoteUrl === null ? null : withoutCredentials(git.remoteUrl);
-  const commitSha = flags.commit ?? githubMergeHead(git.headSubject) ?? git.headSha;
+  const commitSha =
+    flags.commit ?? githubMergeHead(git.headSubject) ?? gitlabMergedResultHead(env) ?? git.headSha;
   const gitBranch = git.headBranch === "HEAD" ? null : git.headBranch; // detached
   const branch =
     cleanBranch(flags.branch ?? null) ?? branchFromEnv(env) ?? cleanBranch(gitBranch ?? null);
   if (git.topLevel === null) {
     requireFlagsOutsideGit(flags, commitSha, branch === null && !branchOptional);
   }
-  const repo = flags.repo ?? repoFromRemote(remoteUrl);
+  const repo = flags.repo ?? gitlabProject(env) ?? repoFromRemote(remoteUrl);
   if (commitSha === null) {
     throw new CliError(
       "Cannot tell the commit: this git checkout has no commit yet; pass --commit <sha>.",
