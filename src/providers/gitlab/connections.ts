@@ -125,7 +125,7 @@ export class GitLabConnections {
     if (!connection) {
       throw new ApiError(
         "host_not_connected",
-        `This organization is not connected to GitLab at ${this.deps.url}: connect it with an access token (POST /v1/gitlab/connection, or \`mainline gitlab connect\`; docs/gitlab.md).`,
+        `This organization is not connected to GitLab at ${this.deps.url}: connect it with an access token (POST /v1/gitlab/connect; docs/gitlab.md).`,
       );
     }
     const cached = this.clients.get(organizationId);
