@@ -12,6 +12,7 @@ import { configDefaults, defineConfig } from "vitest/config";
 const DATABASE_FREE = [
   "test/unit/**",
   "test/fake-github/**",
+  "test/fake-gitlab/**",
   "test/githost/git.test.ts",
   "test/githost/history-between.test.ts",
   "test/githost/local-host-conflicts.test.ts",

@@ -1,0 +1,80 @@
+/**
+ * Mainline against the fake GitLab (test/helpers/fake-gitlab/): the fake, the instance's
+ * configuration as `mainline serve` reads it from its environment, a server (in-process) whose
+ * organization is connected with a project access token, and the project's webhook pointed at it.
+ */
+import { loadGitLabConfig, type GitLabConfig } from "../../src/app/gitlab-config.js";
+import type { ServiceOptions } from "../../src/app.js";
+import { FakeGitLab } from "./fake-gitlab/index.js";
+import { startTestServer, type TestServer } from "./server.js";
+
+/** The host GitLab repositories carry in tests (the fake listens on 127.0.0.1). */
+export const GITLAB_HOST = "gitlab.example.com";
+
+export interface GitLabWorld {
+  gl: FakeGitLab;
+  /** What `mainline serve` is given (MAINLINE_GITLAB_*), pointing at the fake. */
+  env: Record<string, string>;
+  config: GitLabConfig;
+}
+
+export async function startGitLabWorld(
+  options: Parameters<typeof FakeGitLab.start>[0] = {},
+): Promise<GitLabWorld> {
+  const gl = await FakeGitLab.start({ seed: 7, ...options });
+  const env = {
+    MAINLINE_GITLAB_URL: gl.url,
+    MAINLINE_GITLAB_HOST: GITLAB_HOST,
+    // Retries spaced for GitLab.com are for GitLab.com; the fake needs none.
+    MAINLINE_GITLAB_RETRY_BASE_MS: "0",
+    MAINLINE_GITLAB_CI_POLL_SECONDS: "1",
+  };
+  const config = loadGitLabConfig(env);
+  if (!config) throw new Error("the GitLab configuration did not load");
+  return { gl, env, config };
+}
+
+export async function startGitLabServer(
+  world: GitLabWorld,
+  options: Omit<ServiceOptions, "dataDir" | "gitlab"> & { org?: string } = {},
+): Promise<TestServer> {
+  return startTestServer({
+    ...options,
+    // Reconcile passes only when a test asks (they would add reads to what tests count).
+    gitlab: { ...world.config, reconcileIntervalMs: 0 },
+    gitlabInbox: { pollIntervalMs: 50, ...options.gitlabInbox },
+    gitlabGitHost: { mergeabilityWaitMs: 20, retryDelayMs: 10, ...options.gitlabGitHost },
+  });
+}
+
+interface ConnectionAnswer {
+  connection: { webhook: { path: string; secret: string } };
+}
+
+/**
+ * Connects the server's organization with `token` and adds the project's webhook to the server
+ * by hand, as a Maintainer does when Mainline has no public address.
+ */
+export async function connectProject(
+  world: GitLabWorld,
+  server: TestServer,
+  project: string,
+  token: string,
+): Promise<{ hookId: number; secret: string }> {
+  const answer = await server.call<ConnectionAnswer>("gitlab/connect", { token });
+  if (answer.status !== 200) throw new Error(`connect: ${String(answer.status)} ${answer.text}`);
+  const { path, secret } = answer.body.connection.webhook;
+  const hookId = world.gl.addHook(project, {
+    url: `${server.url}${path}`,
+    token: secret,
+    events: ["push", "merge_requests", "note", "pipeline"],
+  });
+  return { hookId, secret };
+}
+
+/** Waits until the fake's pushes, pipelines and deliveries are done and the server handled them. */
+export async function settleGitLab(world: GitLabWorld, server: TestServer): Promise<void> {
+  await world.gl.settle();
+  await server.services.gitlab?.inbox.idle();
+  await server.services.engine.idle();
+}
