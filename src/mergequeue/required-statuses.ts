@@ -4,7 +4,13 @@
  * someone wrote down, and falling through to a looser source would ignore it.
  */
 import type { RequiredStatusesSource } from "./providers.js";
-import type { MainlineConfig } from "./repo-config.js";
+import {
+  MAINLINE_FILE,
+  TRUNK_FILE,
+  parseMainlineConfig,
+  parseTrunkRequiredStatuses,
+  type MainlineConfig,
+} from "./repo-config.js";
 
 export interface RequiredStatusesInput {
   /** The queue's `requiredStatuses` setting; null when not overridden. */
@@ -87,4 +93,38 @@ export function resolveRequiredStatuses(input: RequiredStatusesInput): RequiredS
       "no required statuses: none in the queue's settings, .mainline.yml, .trunk/trunk.yaml " +
       "or branch protection",
   };
+}
+
+/**
+ * The repository's own sources at a tested commit (`.mainline.yml`, then `.trunk/trunk.yaml`),
+ * each read only where the precedence consults it; a file that does not parse fails the run.
+ * `read` answers a file's text at the commit (undefined: no such file).
+ */
+export async function readConfigSources(
+  override: string[] | null,
+  read: (path: string) => Promise<string | undefined>,
+): Promise<
+  | { ok: true; mainline: MainlineConfig | undefined; trunk: string[] | undefined }
+  | { ok: false; reason: "config_parsing_failure"; message: string }
+> {
+  let mainline: MainlineConfig | undefined;
+  if (consultsSource({ override }, "mainline_config")) {
+    const text = await read(MAINLINE_FILE);
+    if (text !== undefined) {
+      const parsed = parseMainlineConfig(text, { checksOptional: true });
+      if (!parsed.ok)
+        return { ok: false, reason: "config_parsing_failure", message: parsed.message };
+      mainline = parsed.config;
+    }
+  }
+  let trunk: string[] | undefined;
+  if (consultsSource({ override, mainline }, "trunk_config")) {
+    const text = await read(TRUNK_FILE);
+    const parsed = text === undefined ? undefined : parseTrunkRequiredStatuses(text);
+    if (parsed?.ok === false) {
+      return { ok: false, reason: "config_parsing_failure", message: parsed.message };
+    }
+    trunk = parsed?.requiredStatuses;
+  }
+  return { ok: true, mainline, trunk };
 }

@@ -59,3 +59,18 @@ export interface WatchedCiRunRecords {
   /** Runs still `watching` that test this commit. */
   watchingSha(sha: string): Promise<WatchedCiRun[]>;
 }
+
+/** A run just started, watched until its checks conclude. */
+export function newWatchedRun(request: CiRunRequest, now: number): WatchedCiRun {
+  return {
+    queueId: request.queueId,
+    runId: request.runId,
+    request,
+    status: "watching",
+    required: null,
+    result: null,
+    testPrNumber: null,
+    createdAt: now,
+    finishedAt: null,
+  };
+}

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   GITLAB_HOST,
   connectProject,
+  mergeRequestsOf,
   startGitLabServer,
   startGitLabWorld,
   type GitLabWorld,
@@ -48,35 +49,14 @@ afterAll(async () => {
   await world.gl.close();
 });
 
-let branches = 0;
+const mrs = mergeRequestsOf(() => ({ world, server }), PROJECT, QUEUE, "fault");
 async function submitMr(files: Record<string, string>): Promise<number> {
-  const branch = `fault-${String((branches += 1))}`;
-  await world.gl.commit(PROJECT, branch, files, { author: "alice", from: "main" });
-  const { iid } = await world.gl.createMergeRequest({
-    project: PROJECT,
-    sourceBranch: branch,
-    title: `Fault ${String(branches)}`,
-    author: "alice",
-  });
-  const answer = await server.call("submitPullRequest", { ...QUEUE, pr: { number: iid } });
-  expect(answer.status, answer.text).toBe(200);
+  const iid = await mrs.open(files);
+  await mrs.submit(iid);
   return iid;
 }
-
-async function state(number: number): Promise<string> {
-  const answer = await server.call<{ state: string }>("getSubmittedPullRequest", {
-    ...QUEUE,
-    pr: { number },
-  });
-  return answer.body.state;
-}
-
-async function settled(number: number): Promise<string> {
-  await expect
-    .poll(() => state(number), { timeout: 90_000, interval: 250 })
-    .toMatch(/^(merged|failed|cancelled)$/);
-  return state(number);
-}
+const state = (number: number) => mrs.state(number);
+const settled = async (number: number) => (await mrs.settled(number)).state;
 
 const mergeCalls = (iid: number) =>
   world.gl.requestLog.filter(

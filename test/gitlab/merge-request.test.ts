@@ -9,6 +9,7 @@ import { COMMENT_MARKER } from "../../src/providers/presence/view.js";
 import {
   GITLAB_HOST,
   connectProject,
+  mergeRequestsOf,
   settleGitLab,
   startGitLabServer,
   startGitLabWorld,
@@ -57,26 +58,9 @@ afterAll(async () => {
   await world.gl.close();
 });
 
-let branches = 0;
-async function openMr(files: Record<string, string>): Promise<number> {
-  const branch = `topic-${String((branches += 1))}`;
-  await world.gl.commit(PROJECT, branch, files, { author: "alice", from: "main" });
-  const { iid } = await world.gl.createMergeRequest({
-    project: PROJECT,
-    sourceBranch: branch,
-    title: `Topic ${String(branches)}`,
-    author: "alice",
-  });
-  return iid;
-}
-
-async function state(number: number): Promise<string | undefined> {
-  const answer = await server.call<{ state: string }>("getSubmittedPullRequest", {
-    ...QUEUE,
-    pr: { number },
-  });
-  return answer.status === 200 ? answer.body.state : undefined;
-}
+const mrs = mergeRequestsOf(() => ({ world, server }), PROJECT, QUEUE, "topic");
+const openMr = (files: Record<string, string>) => mrs.open(files);
+const state = (number: number) => mrs.state(number);
 
 const queueNotes = (iid: number) =>
   world.gl
@@ -170,8 +154,7 @@ describe("the queue on a GitLab merge request", () => {
       }),
     );
     const iid = await openMr({ "note-once.txt": "once\n" });
-    const answer = await server.call("submitPullRequest", { ...QUEUE, pr: { number: iid } });
-    expect(answer.status, answer.text).toBe(200);
+    await mrs.submit(iid);
     await expect.poll(() => state(iid), { timeout: 60_000, interval: 200 }).toBe("merged");
     await shown();
     expect(gl.faults.fired(rule)).toBe(1);

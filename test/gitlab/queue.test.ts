@@ -11,10 +11,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   GITLAB_HOST,
   connectProject,
+  mergeRequestsOf,
   settleGitLab,
   startGitLabServer,
   startGitLabWorld,
   type GitLabWorld,
+  type SubmittedItem,
 } from "../helpers/gitlab.js";
 import type { TestServer } from "../helpers/server.js";
 
@@ -33,11 +35,6 @@ test:
 
 let world: GitLabWorld;
 let server: TestServer;
-
-interface Item {
-  state: string;
-  timeline?: { reason: string; toState?: string; detail?: string | null }[];
-}
 
 vi.setConfig({ testTimeout: 120_000 });
 
@@ -68,35 +65,9 @@ afterAll(async () => {
   await world.gl.close();
 });
 
-let branches = 0;
-async function openMr(files: Record<string, string>): Promise<number> {
-  const branch = `change-${String((branches += 1))}`;
-  await world.gl.commit(PROJECT, branch, files, { author: "alice", from: "main" });
-  const { iid } = await world.gl.createMergeRequest({
-    project: PROJECT,
-    sourceBranch: branch,
-    title: `Change ${String(branches)}`,
-    author: "alice",
-  });
-  return iid;
-}
-
-async function item(number: number): Promise<Item> {
-  const answer = await server.call<Item>("getSubmittedPullRequest", {
-    ...QUEUE,
-    pr: { number },
-    includeTimeline: true,
-  });
-  expect(answer.status, answer.text).toBe(200);
-  return answer.body;
-}
-
-async function settled(number: number, timeout = 90_000): Promise<Item> {
-  await expect
-    .poll(async () => (await item(number)).state, { timeout, interval: 250 })
-    .toMatch(/^(merged|failed|cancelled)$/);
-  return item(number);
-}
+const mrs = mergeRequestsOf(() => ({ world, server }), PROJECT, QUEUE);
+const openMr = (files: Record<string, string>) => mrs.open(files);
+const settled = (number: number) => mrs.settled(number);
 
 async function fileOnMain(path: string): Promise<string | undefined> {
   const head = (await world.gl.branchHead(PROJECT, "main")) ?? "";
@@ -165,7 +136,7 @@ describe("the queue on GitLab", () => {
     }
     // Someone pushes to main while the queue works: what lands is on top of it.
     await gl.commit(PROJECT, "main", { "hotfix.txt": "hotfix\n" }, { author: "alice" });
-    const states = new Map<number, Item>();
+    const states = new Map<number, SubmittedItem>();
     for (const number of order) states.set(number, await settled(number));
     expect(Object.fromEntries([...states].map(([n, i]) => [n, i.state]))).toEqual({
       [first]: "merged",

@@ -78,3 +78,63 @@ export async function settleGitLab(world: GitLabWorld, server: TestServer): Prom
   await server.services.gitlab?.inbox.idle();
   await server.services.engine.idle();
 }
+
+/** A submission as getSubmittedPullRequest shows it (with its timeline). */
+export interface SubmittedItem {
+  state: string;
+  timeline?: { reason: string; toState?: string; detail?: string | null }[];
+}
+
+/**
+ * Merge requests of one project and its queue: open one on a new branch off the target, and read
+ * what the queue says of it.
+ */
+export function mergeRequestsOf(
+  get: () => { world: GitLabWorld; server: TestServer },
+  project: string,
+  queue: { repo: { host: string; owner: string; name: string }; targetBranch: string },
+  prefix = "change",
+) {
+  let branches = 0;
+  const item = async (number: number): Promise<SubmittedItem | undefined> => {
+    const answer = await get().server.call<SubmittedItem>("getSubmittedPullRequest", {
+      ...queue,
+      pr: { number },
+      includeTimeline: true,
+    });
+    return answer.status === 200 ? answer.body : undefined;
+  };
+  return {
+    async open(files: Record<string, string>, author = "alice"): Promise<number> {
+      const branch = `${prefix}-${String((branches += 1))}`;
+      const { gl } = get().world;
+      await gl.commit(project, branch, files, { author, from: queue.targetBranch });
+      const { iid } = await gl.createMergeRequest({
+        project,
+        sourceBranch: branch,
+        targetBranch: queue.targetBranch,
+        title: `${prefix} ${String(branches)}`,
+        author,
+      });
+      return iid;
+    },
+    async submit(number: number): Promise<void> {
+      const answer = await get().server.call("submitPullRequest", { ...queue, pr: { number } });
+      if (answer.status !== 200) throw new Error(`submit: ${String(answer.status)} ${answer.text}`);
+    },
+    item,
+    async state(number: number): Promise<string | undefined> {
+      return (await item(number))?.state;
+    },
+    /** The submission once it concluded (merged, failed or cancelled). */
+    async settled(number: number, timeout = 90_000): Promise<SubmittedItem> {
+      const deadline = Date.now() + timeout;
+      for (;;) {
+        const now = await item(number);
+        if (now && /^(merged|failed|cancelled)$/.test(now.state)) return now;
+        if (Date.now() > deadline) throw new Error(`!${String(number)} is still ${now?.state}`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    },
+  };
+}

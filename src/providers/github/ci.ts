@@ -14,14 +14,17 @@ import type {
   CiRunResult,
 } from "../../mergequeue/providers.js";
 import type { MergeQueueRecords } from "../../mergequeue/records.js";
-import { parseMainlineConfig, parseTrunkRequiredStatuses } from "../../mergequeue/repo-config.js";
-import type { MainlineConfig } from "../../mergequeue/repo-config.js";
-import { consultsSource, resolveRequiredStatuses } from "../../mergequeue/required-statuses.js";
-import type {
-  WatchedCiRun,
-  WatchedCiRunRecords,
-  WatchedRequired,
-  WatchedRunStatus,
+import {
+  consultsSource,
+  readConfigSources,
+  resolveRequiredStatuses,
+} from "../../mergequeue/required-statuses.js";
+import {
+  newWatchedRun,
+  type WatchedCiRun,
+  type WatchedCiRunRecords,
+  type WatchedRequired,
+  type WatchedRunStatus,
 } from "../../mergequeue/watched-ci-runs.js";
 import type { OwnedRepoRef } from "../../organizations/repositories.js";
 import type { GitHubApp, GitHubLogger } from "./client.js";
@@ -47,9 +50,6 @@ export const DEFAULT_CI_POLL_INTERVAL_MS = 15 * SECOND_MS;
 export const DEFAULT_FAILURE_UPLOAD_WAIT_MS = 2 * 60 * SECOND_MS;
 /** Uploads created this long before a run was stored may still be its own. */
 const UPLOAD_SLACK_MS = 60 * SECOND_MS;
-
-const MAINLINE_FILE = ".mainline.yml";
-const TRUNK_FILE = ".trunk/trunk.yaml";
 
 export interface GitHubCiDeps {
   /** The host name of the provider's repositories: runs of other hosts are refused. */
@@ -167,17 +167,7 @@ export class GitHubCi implements CiProvider {
         `the GitHub CI cannot test ${request.repo.host}/${request.repo.owner}/${request.repo.name}: not a repository of ${this.deps.hostName}`,
       );
     }
-    await this.deps.runs.create({
-      queueId: request.queueId,
-      runId: request.runId,
-      request,
-      status: "watching",
-      required: null,
-      result: null,
-      testPrNumber: null,
-      createdAt: this.deps.clock.now(),
-      finishedAt: null,
-    });
+    await this.deps.runs.create(newWatchedRun(request, this.deps.clock.now()));
     // Resolving and the first read may fail (GitHub away): the run is stored, the poll retries.
     await this.schedule(request.queueId, request.runId, "start").catch((error: unknown) => {
       this.deps.logger.warn(
@@ -437,29 +427,13 @@ export class GitHubCi implements CiProvider {
       });
       return undefined;
     };
-    let mainline: MainlineConfig | undefined;
     // The sources are the target branch's, kept until they change, unless the run's pull
     // requests change a file: then it is read at the tested commit (required-sources.ts).
-    if (consultsSource({ override }, "mainline_config")) {
-      const text = await this.sources.fileAt(
-        access,
-        request.targetBranch,
-        request.sha,
-        MAINLINE_FILE,
-      );
-      if (text !== undefined) {
-        const parsed = parseMainlineConfig(text, { checksOptional: true });
-        if (!parsed.ok) return fail("config_parsing_failure", parsed.message);
-        mainline = parsed.config;
-      }
-    }
-    let trunk: string[] | undefined;
-    if (consultsSource({ override, mainline }, "trunk_config")) {
-      const text = await this.sources.fileAt(access, request.targetBranch, request.sha, TRUNK_FILE);
-      const parsed = text === undefined ? undefined : parseTrunkRequiredStatuses(text);
-      if (parsed?.ok === false) return fail("config_parsing_failure", parsed.message);
-      trunk = parsed?.requiredStatuses;
-    }
+    const sources = await readConfigSources(override, (file) =>
+      this.sources.fileAt(access, request.targetBranch, request.sha, file),
+    );
+    if (!sources.ok) return fail(sources.reason, sources.message);
+    const { mainline, trunk } = sources;
     let protection: RequiredCheck[] | undefined;
     if (consultsSource({ override, mainline, trunk }, "branch_protection")) {
       const union = await this.sources.requiredChecks(access, request.targetBranch);

@@ -18,19 +18,13 @@ import {
   type CiRunRequest,
   type CiRunResult,
 } from "../../mergequeue/providers.js";
+import { readConfigSources, resolveRequiredStatuses } from "../../mergequeue/required-statuses.js";
 import {
-  MAINLINE_FILE,
-  TRUNK_FILE,
-  parseMainlineConfig,
-  parseTrunkRequiredStatuses,
-  type MainlineConfig,
-} from "../../mergequeue/repo-config.js";
-import { consultsSource, resolveRequiredStatuses } from "../../mergequeue/required-statuses.js";
-import type {
-  WatchedCiRun,
-  WatchedCiRunRecords,
-  WatchedRequired,
-  WatchedRunStatus,
+  newWatchedRun,
+  type WatchedCiRun,
+  type WatchedCiRunRecords,
+  type WatchedRequired,
+  type WatchedRunStatus,
 } from "../../mergequeue/watched-ci-runs.js";
 import type { MergeQueueRecords } from "../../mergequeue/records.js";
 import type { OwnedRepoRef } from "../../organizations/repositories.js";
@@ -103,17 +97,7 @@ export class GitLabCi implements CiProvider {
         `the GitLab CI cannot test ${request.repo.host}/${request.repo.owner}/${request.repo.name}: not a repository of ${this.deps.hostName}`,
       );
     }
-    await this.deps.runs.create({
-      queueId: request.queueId,
-      runId: request.runId,
-      request,
-      status: "watching",
-      required: null,
-      result: null,
-      testPrNumber: null,
-      createdAt: this.deps.clock.now(),
-      finishedAt: null,
-    });
+    await this.deps.runs.create(newWatchedRun(request, this.deps.clock.now()));
     await this.read(request.queueId, request.runId).catch((error: unknown) => {
       this.deps.logger.warn(
         { err: error, queueId: request.queueId, runId: request.runId },
@@ -180,22 +164,9 @@ export class GitLabCi implements CiProvider {
       });
       return undefined;
     };
-    let mainline: MainlineConfig | undefined;
-    if (consultsSource({ override }, "mainline_config")) {
-      const text = await git.readFile(request.sha, MAINLINE_FILE);
-      if (text !== undefined) {
-        const parsed = parseMainlineConfig(text, { checksOptional: true });
-        if (!parsed.ok) return fail("config_parsing_failure", parsed.message);
-        mainline = parsed.config;
-      }
-    }
-    let trunk: string[] | undefined;
-    if (consultsSource({ override, mainline }, "trunk_config")) {
-      const text = await git.readFile(request.sha, TRUNK_FILE);
-      const parsed = text === undefined ? undefined : parseTrunkRequiredStatuses(text);
-      if (parsed?.ok === false) return fail("config_parsing_failure", parsed.message);
-      trunk = parsed?.requiredStatuses;
-    }
+    const sources = await readConfigSources(override, (file) => git.readFile(request.sha, file));
+    if (!sources.ok) return fail(sources.reason, sources.message);
+    const { mainline, trunk } = sources;
     const resolved = resolveRequiredStatuses({ override, mainline, trunk });
     let required: WatchedRequired;
     if (resolved.ok && resolved.source !== "mainline_checks") {

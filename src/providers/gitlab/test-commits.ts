@@ -9,7 +9,7 @@ import type {
   TestBranchRequest,
   TestBranchResult,
 } from "../../mergequeue/providers.js";
-import { assertObjectId, type RepositoryGit } from "../local/git/repository-git.js";
+import { assertObjectId, conflictsAhead, type RepositoryGit } from "../local/git/repository-git.js";
 
 /** How far back a test branch's first-parent chain is searched for a merge request's merge. */
 const MAX_TEST_BRANCH_DEPTH = 256;
@@ -26,18 +26,8 @@ export async function buildTestCommit(
     assertObjectId(pr.headSha, `head of !${String(pr.number)}`);
     const merged = await git.mergeTree(current, pr.headSha);
     if (!merged.clean) {
-      // Which of those ahead it conflicts with: none when it conflicts with the base itself,
-      // else each one it does not merge with pairwise (all of them if only the mix conflicts).
       const ahead = request.prs.slice(0, index);
-      let conflictsWith: number[] = [];
-      if ((await git.mergeTree(request.baseSha, pr.headSha)).clean) {
-        for (const other of ahead) {
-          if (!(await git.mergeTree(other.headSha, pr.headSha)).clean) {
-            conflictsWith.push(other.number);
-          }
-        }
-        if (conflictsWith.length === 0) conflictsWith = ahead.map((other) => other.number);
-      }
+      const conflictsWith = await conflictsAhead(git, request.baseSha, ahead, pr.headSha);
       return {
         ok: false,
         reason: "merge_conflict",

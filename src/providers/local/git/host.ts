@@ -26,6 +26,7 @@ import {
   RepositoryGit,
   ZERO_OID,
   assertObjectId,
+  conflictsAhead,
   type CommitSummary,
   type TreeMerge,
 } from "./repository-git.js";
@@ -175,18 +176,8 @@ export class LocalGitHost implements GitHost {
       assertObjectId(pr.headSha, `head of #${String(pr.number)}`);
       const { merged, onto } = await mergeStacked(git, current, pr.headSha, date);
       if (!merged.clean) {
-        // Which of those ahead it conflicts with: none when it conflicts with the base itself,
-        // else each one it does not merge with pairwise (all of them if only the mix conflicts).
         const ahead = request.prs.slice(0, index);
-        let conflictsWith: number[] = [];
-        if ((await git.mergeTree(request.baseSha, pr.headSha)).clean) {
-          for (const other of ahead) {
-            if (!(await git.mergeTree(other.headSha, pr.headSha)).clean) {
-              conflictsWith.push(other.number);
-            }
-          }
-          if (conflictsWith.length === 0) conflictsWith = ahead.map((other) => other.number);
-        }
+        const conflictsWith = await conflictsAhead(git, request.baseSha, ahead, pr.headSha);
         const landedConflicts =
           conflictsWith.length === 0
             ? await this.landedConflicts(

@@ -255,3 +255,22 @@ export class RepositoryGit {
     return code === 0 ? stdout : undefined;
   }
 }
+
+/**
+ * Which of the pull requests ahead a head that does not merge onto them conflicts with: none
+ * when it conflicts with the base itself, else each one it does not merge with pairwise (all of
+ * them if only the mix conflicts).
+ */
+export async function conflictsAhead(
+  git: RepositoryGit,
+  base: string,
+  ahead: readonly { number: number; headSha: string }[],
+  head: string,
+): Promise<number[]> {
+  if (!(await git.mergeTree(base, head)).clean) return [];
+  const conflicting: number[] = [];
+  for (const other of ahead) {
+    if (!(await git.mergeTree(other.headSha, head)).clean) conflicting.push(other.number);
+  }
+  return conflicting.length === 0 ? ahead.map((other) => other.number) : conflicting;
+}
