@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { inject } from "vitest";
 import { SERVE_NODE_ARGS } from "../../src/lib/node-support.js";
 
@@ -12,6 +12,19 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 /** `mainline` as a child process: the built one when it is up to date (global-setup.ts). */
 const CLI =
   inject("cliEntry") === "dist" ? ["dist/cli/main.js"] : ["--import", "tsx", "src/cli/main.ts"];
+
+/**
+ * `mainline` as node's arguments that work from any directory (a CI job's checkout): absolute
+ * paths, the loader of tsx included.
+ */
+export const CLI_ANYWHERE =
+  inject("cliEntry") === "dist"
+    ? [path.join(REPO_ROOT, "dist/cli/main.js")]
+    : [
+        "--import",
+        pathToFileURL(path.join(REPO_ROOT, "node_modules/tsx/dist/loader.mjs")).href,
+        path.join(REPO_ROOT, "src/cli/main.ts"),
+      ];
 
 /** Variables of the test runner's environment that must never leak into a child process. */
 const HERMETIC = /^(MAINLINE_|DATABASE_URL$|PORT$|HOST$|LOG_LEVEL$|NODE_OPTIONS$)/;
