@@ -47,7 +47,21 @@ export interface GitLabCiDeps {
   pollIntervalMs?: number;
   /** How long a run waits for GitLab to start a pipeline on its commit (default 10 minutes). */
   noPipelineMs?: number;
+  /** Test health's view of a failed run's commit; absent: no run is ever `flakyOnly`. */
+  failures?: {
+    ofCommit(question: {
+      repo: OwnedRepoRef;
+      sha: string;
+      branch?: string;
+      since: number;
+    }): Promise<{ flakyOnly: boolean; waiting: boolean }>;
+  };
+  /** How long a failed run waits for its uploads to be processed (default 2 min). */
+  failureUploadWaitMs?: number;
 }
+
+/** Uploads created this long before a run was stored may still be its own. */
+const UPLOAD_SLACK_MS = 60 * SECOND_MS;
 
 /** A commit status as `GET /projects/:id/repository/commits/:sha/statuses` lists it. */
 interface CommitStatusJson {
@@ -74,6 +88,8 @@ export class GitLabCi implements CiProvider {
   /** Each run's reads, one at a time. */
   private readonly line = new SerialPerKey();
   private readonly loop: BackgroundLoop;
+  /** Failed runs waiting for their uploads to be processed: since when. */
+  private readonly uploadWaits = new Map<string, number>();
 
   constructor(private readonly deps: GitLabCiDeps) {
     this.loop = new BackgroundLoop({
@@ -227,10 +243,15 @@ export class GitLabCi implements CiProvider {
     );
     const allDone = required.every((name) => finished.some((check) => check.name === name));
     if (!anyFailed && !allDone) return;
+    const flakyOnly = judged.passed
+      ? false
+      : await this.flakyOnly(run, required, finished as CiRunResult["checks"]);
+    if (flakyOnly === undefined) return;
     await this.conclude(run, judged.passed ? "passed" : "failed", {
       queueId: run.queueId,
       runId: run.runId,
       checks: finished as CiRunResult["checks"],
+      ...(flakyOnly ? { flakyOnly } : {}),
       ...(run.required
         ? {
             requiredStatuses: {
@@ -240,6 +261,37 @@ export class GitLabCi implements CiProvider {
           }
         : {}),
     });
+  }
+
+  /**
+   * Whether a failed run failed only on known flaky or quarantined tests (test health, from the
+   * uploads of the commit it tested, the CI job's); undefined while those uploads are still being
+   * processed (read again at the next Pipeline Hook or poll, for `failureUploadWaitMs` at most).
+   */
+  private async flakyOnly(
+    run: WatchedCiRun,
+    required: readonly string[],
+    checks: CiRunResult["checks"],
+  ): Promise<boolean | undefined> {
+    const { failures, clock } = this.deps;
+    if (!failures) return false;
+    // Failed tests explain failed jobs only, not cancelled ones.
+    if (checks.some((c) => required.includes(c.name) && c.conclusion === "cancelled")) return false;
+    const key = `${run.queueId}/${run.runId}`;
+    // By commit alone: a slot's branch carries every run of the slot.
+    const answer = await failures.ofCommit({
+      repo: run.request.repo,
+      sha: run.request.sha,
+      since: run.createdAt - UPLOAD_SLACK_MS,
+    });
+    const since = this.uploadWaits.get(key) ?? clock.now();
+    const limit = this.deps.failureUploadWaitMs ?? 2 * MINUTE_MS;
+    if (answer.waiting && clock.now() - since < limit) {
+      this.uploadWaits.set(key, since);
+      return undefined;
+    }
+    this.uploadWaits.delete(key);
+    return answer.flakyOnly;
   }
 
   private async conclude(

@@ -59,6 +59,7 @@ export const gitlabProvider: ProviderRegistration<
       pullRequestPage: (repository, branch, number) =>
         context.pullRequestPage(repository, branch, number),
       failureExplainer: context.testHealth.explainer,
+      ciFailures: context.testHealth.failures,
       presence: {
         ...(context.leaseMs === undefined ? {} : { leaseMs: context.leaseMs }),
         ...options.gitlabPresence,

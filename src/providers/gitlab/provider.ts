@@ -24,7 +24,7 @@ import type { PullRequestService } from "../../mergequeue/pull-request-service.j
 import type { OrganizationRecords } from "../../organizations/records.js";
 import { WebhookInbox, type InboxOptions } from "../webhook-inbox.js";
 import { DeliveryWriter } from "../webhook-writer.js";
-import { GitLabCi } from "./ci.js";
+import { GitLabCi, type GitLabCiDeps } from "./ci.js";
 import type { GitLabClientOptions } from "./client.js";
 import { GitLabConnections, asApiError } from "./connections.js";
 import { GitLabEvents } from "./events.js";
@@ -74,6 +74,8 @@ export interface GitLabProviderDeps {
     branch: string,
     number: number,
   ) => Promise<string | undefined>;
+  /** Test health's view of a failed run's commit: a run failed by flaky tests only. */
+  ciFailures?: GitLabCiDeps["failures"];
   /** Why a merge request failed (its failing tests), for the note. */
   failureExplainer?: Pick<FailureExplainer, "explainEntry">;
   presence?: Partial<PresenceOptions>;
@@ -125,6 +127,7 @@ export function createGitLabProvider(deps: GitLabProviderDeps): GitLabProvider {
     queues: stores.queues,
     clock,
     logger,
+    ...(deps.ciFailures ? { failures: deps.ciFailures } : {}),
     ...(settings.ciPollIntervalMs === undefined
       ? {}
       : { pollIntervalMs: settings.ciPollIntervalMs }),
