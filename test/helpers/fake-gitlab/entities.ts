@@ -27,17 +27,51 @@ export function userBasic(world: World, user: User): Record<string, unknown> {
   };
 }
 
-export function userFull(world: World, user: User): Record<string, unknown> {
+/** `Entities::User` (a job's `user`): the basic fields and the public profile. */
+export function user(world: World, u: User): Record<string, unknown> {
   return {
-    ...userBasic(world, user),
-    created_at: iso(user.createdAt),
+    ...userBasic(world, u),
+    created_at: iso(u.createdAt),
     bio: "",
-    bot: user.bot,
+    location: null,
     public_email: null,
-    email: user.email,
-    is_admin: user.admin,
+    skype: "",
+    linkedin: "",
+    twitter: "",
+    discord: "",
+    website_url: "",
+    organization: "",
+    job_title: "",
+    pronouns: null,
+    bot: u.bot,
+    work_information: null,
+    followers: 0,
+    following: 0,
+    is_followed: false,
+    local_time: null,
+  };
+}
+
+/** `GET /user`: `Entities::UserPublic` (and `is_admin`). */
+export function userFull(world: World, u: User): Record<string, unknown> {
+  return {
+    ...user(world, u),
+    last_sign_in_at: iso(u.createdAt),
+    confirmed_at: iso(u.createdAt),
+    last_activity_on: iso(u.createdAt)?.slice(0, 10) ?? null,
+    email: u.email,
+    theme_id: 3,
+    color_scheme_id: 1,
+    projects_limit: 100_000,
+    current_sign_in_at: iso(u.createdAt),
+    identities: [],
+    can_create_group: true,
+    can_create_project: true,
     two_factor_enabled: false,
     external: false,
+    private_profile: false,
+    commit_email: u.email,
+    is_admin: u.admin,
   };
 }
 
@@ -124,6 +158,8 @@ export function mergeRequestBasic(world: World, mr: MergeRequest): Record<string
     target_project_id: mr.project.id,
     labels: [...mr.labels],
     draft,
+    imported: false,
+    imported_from: "none",
     work_in_progress: draft,
     milestone: null,
     merge_when_pipeline_succeeds: false,
@@ -139,7 +175,12 @@ export function mergeRequestBasic(world: World, mr: MergeRequest): Record<string
     reference: `!${mr.iid}`,
     references: references(mr),
     web_url: world.mrWeb(mr),
-    time_stats: { time_estimate: 0, total_time_spent: 0 },
+    time_stats: {
+      time_estimate: 0,
+      total_time_spent: 0,
+      human_time_estimate: null,
+      human_total_time_spent: null,
+    },
     squash: mr.squash,
     squash_on_merge: squashOnMerge(mr),
     task_completion_status: { count: 0, completed_count: 0 },
@@ -267,7 +308,12 @@ export function jobWeb(world: World, job: Job): string {
   return `${world.projectWeb(job.pipeline.project)}/-/jobs/${job.id}`;
 }
 
-export function job(world: World, j: Job): Record<string, unknown> {
+/** `Entities::Ci::Job`; `commit` is the pipeline's commit (`Entities::Commit`), when read. */
+export function job(
+  world: World,
+  j: Job,
+  commitData: CommitData | null = null,
+): Record<string, unknown> {
   const duration =
     j.startedAt !== null ? ((j.finishedAt ?? Date.now()) - j.startedAt) / 1000 : null;
   return {
@@ -285,7 +331,8 @@ export function job(world: World, j: Job): Record<string, unknown> {
     erased_at: null,
     duration,
     queued_duration: null,
-    user: j.user === null ? null : userBasic(world, j.user),
+    user: j.user === null ? null : user(world, j.user),
+    commit: commitData === null ? null : commit(world, j.pipeline.project, commitData),
     pipeline: pipelineBasic(world, j.pipeline),
     web_url: jobWeb(world, j),
     project: { ci_job_token_scope_enabled: false },
@@ -359,6 +406,8 @@ export function hook(h: Hook): Record<string, unknown> {
     wiki_page_events: false,
     deployment_events: false,
     releases_events: false,
+    feature_flag_events: false,
+    resource_access_token_events: false,
     repository_update_events: false,
     enable_ssl_verification: h.enableSslVerification,
     alert_status: h.alertStatus,
@@ -366,5 +415,27 @@ export function hook(h: Hook): Record<string, unknown> {
     url_variables: [],
     custom_webhook_template: "",
     custom_headers: [],
+  };
+}
+
+/**
+ * `Entities::CommitDetail` (`GET …/repository/commits/:sha`): the commit, its stats (`null`: not
+ * asked for), the status of its newest pipeline, and that pipeline.
+ */
+export function commitDetail(
+  world: World,
+  p: Project,
+  c: CommitData,
+  stats: { additions: number; deletions: number } | null,
+): Record<string, unknown> {
+  const last = p.pipelines
+    .filter((pipeline) => pipeline.sha === c.sha)
+    .reduce<Pipeline | null>((a, b) => (a === null || b.id > a.id ? b : a), null);
+  return {
+    ...commit(world, p, c),
+    ...(stats === null ? {} : { stats: { ...stats, total: stats.additions + stats.deletions } }),
+    status: last?.status ?? null,
+    project_id: p.id,
+    last_pipeline: last === null ? null : pipelineBasic(world, last),
   };
 }

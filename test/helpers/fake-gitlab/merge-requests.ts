@@ -101,6 +101,8 @@ export class MergeRequests {
       mergedAt: null,
       closedBy: null,
       closedAt: null,
+      lastEditedAt: null,
+      lastEditedBy: null,
       createdAt: now,
       updatedAt: now,
       notes: [],
@@ -223,6 +225,12 @@ export class MergeRequests {
     if (Object.keys(set).length === 0) return;
     const before = mr.updatedAt;
     mr.updatedAt = Date.now();
+    if (set.title !== undefined || set.description !== undefined) {
+      set.last_edited_at = { previous: hookTime(mr.lastEditedAt), current: hookTime(mr.updatedAt) };
+      set.last_edited_by_id = { previous: mr.lastEditedBy?.id ?? null, current: user.id };
+      mr.lastEditedAt = mr.updatedAt;
+      mr.lastEditedBy = user;
+    }
     set.updated_at = { previous: hookTime(before), current: hookTime(mr.updatedAt) };
     set.updated_by_id = { previous: null, current: user.id };
     this.webhooks.emit(

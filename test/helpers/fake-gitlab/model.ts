@@ -165,6 +165,9 @@ export interface MergeRequest {
   mergedAt: number | null;
   closedBy: User | null;
   closedAt: number | null;
+  /** The last edit of the title or description (GitLab's `last_edited_at`, `last_edited_by`). */
+  lastEditedAt: number | null;
+  lastEditedBy: User | null;
   createdAt: number;
   updatedAt: number;
   notes: Note[];

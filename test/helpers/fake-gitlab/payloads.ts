@@ -161,8 +161,8 @@ export function mrAttrs(
     title: mr.title,
     created_at: hookTime(mr.createdAt),
     updated_at: hookTime(mr.updatedAt),
-    last_edited_at: null,
-    last_edited_by_id: null,
+    last_edited_at: hookTime(mr.lastEditedAt),
+    last_edited_by_id: mr.lastEditedBy?.id ?? null,
     milestone_id: null,
     state_id: { opened: 1, closed: 2, merged: 3, locked: 4 }[mr.state],
     state: mr.state,
@@ -187,6 +187,10 @@ export function mrAttrs(
     labels: hookLabels(mr),
     time_estimate: 0,
     total_time_spent: 0,
+    time_change: 0,
+    human_total_time_spent: null,
+    human_time_change: null,
+    human_time_estimate: null,
   };
 }
 
@@ -256,6 +260,11 @@ export function note(
     },
     merge_request: mrAttrs(world, mr, last),
   };
+}
+
+/** The Job Hook's `…_iso` times: ISO 8601 to the second (`2021-02-23T02:41:37Z`). */
+function isoSeconds(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString().replace(/\.\d+Z$/, "Z");
 }
 
 function durationSec(start: number | null, end: number | null): number | null {
@@ -350,6 +359,9 @@ export function job(world: World, j: Job, commit: PushCommit | null): Record<str
     build_created_at: hookTime(j.createdAt),
     build_started_at: hookTime(j.startedAt),
     build_finished_at: hookTime(j.finishedAt),
+    build_created_at_iso: isoSeconds(j.createdAt),
+    build_started_at_iso: isoSeconds(j.startedAt),
+    build_finished_at_iso: isoSeconds(j.finishedAt),
     build_duration: durationSec(j.startedAt, j.finishedAt),
     build_queued_duration: null,
     build_allow_failure: j.allowFailure,
@@ -369,7 +381,9 @@ export function job(world: World, j: Job, commit: PushCommit | null): Record<str
       status: p.status,
       duration: durationSec(p.startedAt, p.finishedAt),
       started_at: hookTime(p.startedAt),
+      started_at_iso: isoSeconds(p.startedAt),
       finished_at: hookTime(p.finishedAt),
+      finished_at_iso: isoSeconds(p.finishedAt),
     },
     repository: repository(world, p.project),
     project: hookProject(world, p.project),

@@ -66,9 +66,10 @@ export function registerCiRoutes(http: HttpServer, world: World, pipelines: Pipe
     method: "GET",
     path: "/projects/:id/pipelines/:pipeline_id/jobs",
     scope: "read",
-    handler: (ctx) => {
+    handler: async (ctx) => {
       const project = projectWith(world, ctx, 20);
       const pipeline = world.pipeline(project, Number(ctx.params.pipeline_id));
+      const commit = await world.repo(project).bare.readCommit(pipeline.sha);
       const scopes = list(ctx, "scope[]") ?? list(ctx, "scope");
       const retried = bool(ctx, "include_retried") === true;
       const jobs = pipeline.jobs
@@ -77,7 +78,7 @@ export function registerCiRoutes(http: HttpServer, world: World, pipelines: Pipe
         .sort((a, b) => b.id - a.id);
       return paginate(
         ctx,
-        jobs.map((j) => entities.job(world, j)),
+        jobs.map((j) => entities.job(world, j, commit)),
         world.url,
       );
     },

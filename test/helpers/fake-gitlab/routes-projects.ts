@@ -210,10 +210,16 @@ function registerRepositoryRoutes(http: HttpServer, world: World, pushes: Pushes
       const repo = world.repo(project);
       const sha = await repo.resolve(ctx.params.sha ?? "");
       if (sha === null) throw notFound("Commit");
-      return {
-        status: 200,
-        body: entities.commit(world, project, await repo.bare.readCommit(sha)),
-      };
+      const data = await repo.bare.readCommit(sha);
+      let stats: { additions: number; deletions: number } | null = null;
+      if (bool(ctx, "stats") !== false) {
+        const files = await repo.bare.diff(data.parents[0] ?? (await repo.bare.emptyTree()), sha);
+        stats = {
+          additions: files.reduce((n, f) => n + f.additions, 0),
+          deletions: files.reduce((n, f) => n + f.deletions, 0),
+        };
+      }
+      return { status: 200, body: entities.commitDetail(world, project, data, stats) };
     },
   });
   http.add({
