@@ -19,8 +19,8 @@ import {
   webUrlOf,
 } from "../../src/providers/github/manifest.js";
 import { decideMembershipProof, decideUserProof } from "../../src/providers/github/proof.js";
+import { BoundedMap } from "../../src/lib/bounded-map.js";
 import {
-  BoundedMap,
   InstallationTokenCache,
   TOKEN_REFRESH_MARGIN_MS,
 } from "../../src/providers/github/token-cache.js";

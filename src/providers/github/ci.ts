@@ -32,7 +32,7 @@ import { judgeObservations, passes } from "./ci-judge.js";
 import { GitHubCommitChecks, type ReadCause } from "./commit-checks.js";
 import { statusOf } from "./conditional.js";
 import type { GitHubRepositories, GitHubRepositoryAccess } from "./repositories.js";
-import { BoundedMap } from "./token-cache.js";
+import { BoundedMap } from "../../lib/bounded-map.js";
 import { requiredNames, type RequiredCheck } from "./required-checks.js";
 import { GitHubRequiredSources, type PushFacts } from "./required-sources.js";
 import type { WebhookHandlers } from "./webhooks/registry.js";

@@ -12,7 +12,8 @@ import { MINUTE_MS, SECOND_MS } from "../../lib/time.js";
 import { ConditionalRequests, type ConditionalAnswer } from "./conditional.js";
 import { GitHubOctokit, type GitHubClient } from "./octokit.js";
 import { isUnsafeToRepeat, RequestGate, type RateLimitPause } from "./request-gate.js";
-import { BoundedMap, InstallationTokenCache } from "./token-cache.js";
+import { BoundedMap } from "../../lib/bounded-map.js";
+import { InstallationTokenCache } from "./token-cache.js";
 import { OutageBreaker } from "./outage.js";
 
 /** GitHub asks integrators to space content-creating requests a second apart. */

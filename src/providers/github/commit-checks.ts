@@ -7,7 +7,7 @@ import type { GitHubApp } from "./client.js";
 import { checkRunConclusion, passes, statusConclusion, type Observation } from "./ci-judge.js";
 import type { GitHubRepositoryAccess } from "./repositories.js";
 import { checkCounts, type RequiredCheck } from "./required-checks.js";
-import { BoundedMap } from "./token-cache.js";
+import { BoundedMap } from "../../lib/bounded-map.js";
 
 /**
  * Why a run is read: its start (nothing has finished yet, unless a webhook came first), a check

@@ -4,7 +4,7 @@
  * bounded number of URLs (least recently used forgotten); a caller keeps only the part it needs
  * (`project`), not GitHub's megabyte of JSON.
  */
-import { BoundedMap } from "./token-cache.js";
+import { BoundedMap } from "../../lib/bounded-map.js";
 import type { GitHubClient } from "./octokit.js";
 
 export interface ConditionalAnswer<T> {

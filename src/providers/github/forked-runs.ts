@@ -21,7 +21,7 @@ import type { OrganizationRecords } from "../../organizations/records.js";
 import type { Principal } from "../../organizations/service.js";
 import type { GitHubApp, GitHubLogger } from "./client.js";
 import { statusOf } from "./conditional.js";
-import { BoundedMap } from "./token-cache.js";
+import { BoundedMap } from "../../lib/bounded-map.js";
 
 /** How long a verified claim is trusted without asking GitHub again. */
 export const VERIFIED_CLAIM_TTL_MS = MINUTE_MS;

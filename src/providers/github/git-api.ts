@@ -6,7 +6,7 @@
 import type { GitHubApp } from "./client.js";
 import { statusOf } from "./conditional.js";
 import type { GitHubRepositoryAccess } from "./repositories.js";
-import { BoundedMap } from "./token-cache.js";
+import { BoundedMap } from "../../lib/bounded-map.js";
 
 /** A pull request as GitHub's REST API answers it (what the queue reads of it). */
 export interface PullPayload {

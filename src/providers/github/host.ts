@@ -22,7 +22,7 @@ import type { RequiredCheck } from "./required-checks.js";
 import type { GitHubApp, GitHubLogger } from "./client.js";
 import { statusOf } from "./conditional.js";
 import { GitHubGitApi, messageOf, sleep, where, type PullPayload } from "./git-api.js";
-import { BoundedMap } from "./token-cache.js";
+import { BoundedMap } from "../../lib/bounded-map.js";
 import type { GitHubRepositories, GitHubRepositoryAccess } from "./repositories.js";
 import { DEFAULT_TEST_BRANCH_PREFIX, GitHubTestBranches } from "./test-branches.js";
 import { SerialPerKey } from "../../lib/serial-per-key.js";

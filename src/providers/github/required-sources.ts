@@ -11,7 +11,7 @@ import { SECOND_MS } from "../../lib/time.js";
 import { statusOf } from "./conditional.js";
 import type { GitHubRepositoryAccess } from "./repositories.js";
 import type { RequiredCheck } from "./required-checks.js";
-import { BoundedMap } from "./token-cache.js";
+import { BoundedMap } from "../../lib/bounded-map.js";
 
 /** How long a kept read serves at most (events forget it sooner). */
 export const DEFAULT_REQUIRED_SOURCES_TTL_MS = 5 * 60 * SECOND_MS;

@@ -10,7 +10,7 @@ import type { GitHubLogger } from "./client.js";
 import { statusOf } from "./conditional.js";
 import { messageOf, sleep, where, type GitHubGitApi } from "./git-api.js";
 import type { GitHubRepositories, GitHubRepositoryAccess } from "./repositories.js";
-import { BoundedMap } from "./token-cache.js";
+import { BoundedMap } from "../../lib/bounded-map.js";
 
 /** Where CI looks for test branches, by default (Trunk's prefix: users' CI filters keep working). */
 export const DEFAULT_TEST_BRANCH_PREFIX = "trunk-merge/";

@@ -10,6 +10,7 @@ import { BackgroundLoop } from "../../lib/background-loop.js";
 import type { Clock } from "../../lib/clock.js";
 import { MINUTE_MS, SECOND_MS } from "../../lib/time.js";
 import { SerialPerKey } from "../../lib/serial-per-key.js";
+import { BoundedMap } from "../../lib/bounded-map.js";
 import {
   judgeChecks,
   type CheckConclusion,
@@ -75,6 +76,9 @@ interface CommitStatusJson {
 /** The name the queue's own commit status goes by (never one of a run's checks). */
 export const QUEUE_STATUS_PREFIX = "Mainline merge queue";
 
+/** A pipeline's statuses once it has finished. */
+const FINISHED = new Set(["success", "failed", "canceled", "skipped", "manual", "blocked"]);
+
 const CONCLUSIONS: Record<string, CheckConclusion> = {
   success: "success",
   failed: "failure",
@@ -88,6 +92,8 @@ export class GitLabCi implements CiProvider {
   /** Each run's reads, one at a time. */
   private readonly line = new SerialPerKey();
   private readonly loop: BackgroundLoop;
+  /** Commits whose pipeline finished before any run watched them. */
+  private readonly finishedEarly = new BoundedMap<string, true>(1024);
   /** Failed runs waiting for their uploads to be processed: since when. */
   private readonly uploadWaits = new Map<string, number>();
 
@@ -114,6 +120,8 @@ export class GitLabCi implements CiProvider {
       );
     }
     await this.deps.runs.create(newWatchedRun(request, this.deps.clock.now()));
+    // GitLab has not finished a pipeline on the commit yet: its Pipeline Hook (or the poll) reads.
+    if (!this.finishedEarly.delete(request.sha)) return;
     await this.read(request.queueId, request.runId).catch((error: unknown) => {
       this.deps.logger.warn(
         { err: error, queueId: request.queueId, runId: request.runId },
@@ -126,11 +134,18 @@ export class GitLabCi implements CiProvider {
     await this.deps.runs.finish(queueId, runId, "cancelled", null, this.deps.clock.now());
   }
 
-  /** A Pipeline Hook: the runs testing its commit are read now. */
-  async pipelineChanged(sha: string): Promise<void> {
-    for (const run of await this.deps.runs.watchingSha(sha)) {
-      if (this.ours(run.request.repo)) await this.read(run.queueId, run.runId);
-    }
+  /**
+   * A Pipeline Hook: once the pipeline has finished, the runs testing its commit are read (a
+   * pipeline still under way has nothing to decide yet). One that finished before its run was
+   * watched (a fast pipeline) is remembered, for the run's start to read it.
+   */
+  async pipelineChanged(sha: string, status: string | undefined): Promise<void> {
+    if (status !== undefined && !FINISHED.has(status)) return;
+    const runs = (await this.deps.runs.watchingSha(sha)).filter((run) =>
+      this.ours(run.request.repo),
+    );
+    if (runs.length === 0) this.finishedEarly.set(sha, true);
+    for (const run of runs) await this.read(run.queueId, run.runId);
   }
 
   /** Reads every run still watched (the loop's pass; tests call it). */

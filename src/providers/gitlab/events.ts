@@ -19,8 +19,10 @@ export interface GitLabEventDeps {
   testBranchPrefix: string;
   connections: Pick<GitLabConnections, "byHookKey">;
   changes: Pick<HostChanges, "apply">;
-  /** A pipeline changed on this commit. */
-  pipelineChanged(sha: string): Promise<void>;
+  /** A Push Hook's news of a branch, for the git host's known heads. */
+  branchMoved(repo: OwnedRepoRef, branch: string, sha: string | undefined): void;
+  /** A pipeline changed on this commit (its status now, when the hook said). */
+  pipelineChanged(sha: string, status: string | undefined): Promise<void>;
   /** Commands in merge request notes. */
   commands: Pick<GitLabCommands, "handle">;
   /** The queue's note and labels are brought up to date soon. */
@@ -32,7 +34,11 @@ interface Payload extends NotePayload {
   ref?: string;
   after?: string;
   project?: { path_with_namespace?: string };
-  object_attributes?: NotePayload["object_attributes"] & { iid?: number; sha?: string };
+  object_attributes?: NotePayload["object_attributes"] & {
+    iid?: number;
+    sha?: string;
+    status?: string;
+  };
 }
 
 export class GitLabEvents {
@@ -46,8 +52,10 @@ export class GitLabEvents {
     const payload = JSON.parse(delivery.payload) as Payload;
     const repo = this.repoOf(connection.organizationId, payload);
     if (payload.object_kind === "pipeline") {
-      const sha = payload.object_attributes?.sha;
-      if (typeof sha === "string") await this.deps.pipelineChanged(sha);
+      const { sha, status } = payload.object_attributes ?? {};
+      if (typeof sha === "string") {
+        await this.deps.pipelineChanged(sha, typeof status === "string" ? status : undefined);
+      }
       return "done";
     }
     if (!repo) return "done";
@@ -67,6 +75,11 @@ export class GitLabEvents {
       // The queue's own test branches move only when it moves them.
       if (branch === undefined || branch.startsWith(this.deps.testBranchPrefix)) return undefined;
       const after = payload.after;
+      this.deps.branchMoved(
+        repo,
+        branch,
+        typeof after === "string" && !DELETED.test(after) ? after : undefined,
+      );
       return {
         type: "branch_moved",
         repo,

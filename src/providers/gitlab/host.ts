@@ -4,6 +4,7 @@
  * after the fact against the tested tree. A merge whose answer was lost is read back before
  * anything depends on it (docs/gitlab.md, "Merging").
  */
+import { BoundedMap } from "../../lib/bounded-map.js";
 import type { Clock } from "../../lib/clock.js";
 import type { PullRequestInfo } from "../../mergequeue/model.js";
 import type {
@@ -41,13 +42,35 @@ export interface GitLabGitHostOptions {
 
 type Refusal = Extract<MergeResult, { ok: false }>;
 
+/** The commit a merge request passed in, and its tree. */
+interface Tested {
+  tree: string;
+  sha: string;
+}
+
+/** What `GET /projects/:id/repository/compare` answers that the landed check reads. */
+interface CompareJson {
+  diffs: { new_path: string }[];
+  compare_timeout?: boolean;
+}
+
 interface Access {
   client: GitLabClient;
   token: string;
   project: string;
 }
 
+/** How long a branch's known head spares reading it before a merge. */
+const CONFIRMED_MS = 60_000;
+
+function headKey(repo: OwnedRepoRef, branch: string): string {
+  return `${repo.organizationId}/${repo.owner}/${repo.name}#${branch}`.toLowerCase();
+}
+
 export class GitLabGitHost implements GitHost {
+  /** Each target branch's head as last known, and when. */
+  private readonly heads = new BoundedMap<string, { sha: string; at: number }>(1024);
+
   constructor(private readonly options: GitLabGitHostOptions) {}
 
   async pullRequest(
@@ -84,7 +107,28 @@ export class GitLabGitHost implements GitHost {
     const found = await client.find<{ commit: { id: string } }>(
       `/projects/${project}/repository/branches/${encodeURIComponent(branch)}`,
     );
+    this.noteHead(repo, branch, found?.commit.id);
     return found?.commit.id;
+  }
+
+  /** A Push Hook moved a branch (or deleted it: `sha` undefined). */
+  branchMoved(repo: OwnedRepoRef, branch: string, sha: string | undefined): void {
+    this.noteHead(repo, branch, sha);
+  }
+
+  /**
+   * Whether the branch is known to be at `sha` now: read, pushed (its hook) or merged into by the
+   * queue itself within `CONFIRMED_MS`. A merge then skips reading it again; a push whose hook
+   * was lost meanwhile is caught after the merge, by the landed tree's check.
+   */
+  private confirmed(repo: OwnedRepoRef, branch: string, sha: string): boolean {
+    const known = this.heads.get(headKey(repo, branch));
+    return known?.sha === sha && this.options.clock.now() - known.at < CONFIRMED_MS;
+  }
+
+  private noteHead(repo: OwnedRepoRef, branch: string, sha: string | undefined): void {
+    if (sha === undefined) this.heads.delete(headKey(repo, branch));
+    else this.heads.set(headKey(repo, branch), { sha, at: this.options.clock.now() });
   }
 
   async createTestBranch(request: TestBranchRequest): Promise<TestBranchResult> {
@@ -94,7 +138,15 @@ export class GitLabGitHost implements GitHost {
     const { mirrors } = this.options;
     const built = await mirrors.exclusive(request.repo, async (git) => {
       const wanted = [request.baseSha, ...request.prs.map((pr) => pr.headSha)];
-      if (!(await mirrors.hasCommits(git, wanted))) {
+      const missing: string[] = [];
+      for (const sha of wanted) if ((await git.resolve(sha)) !== sha) missing.push(sha);
+      if (
+        missing.length > 0 &&
+        !(
+          (await mirrors.fetchCommits(request.repo, access.token, missing)) &&
+          (await mirrors.hasCommits(git, missing))
+        )
+      ) {
         await mirrors.fetch(request.repo, access.token, [
           {
             source: `refs/heads/${request.targetBranch}`,
@@ -156,7 +208,7 @@ export class GitLabGitHost implements GitHost {
         `GitLab merges ${mr} with the project's own merge method; the queue's merge method must be merge_commit or squash on GitLab (docs/gitlab.md)`,
       );
     }
-    let expectedTree: string | undefined;
+    let expected: Tested | undefined;
     if (request.testedSha !== undefined) {
       const { mirrors } = this.options;
       const tested = await mirrors.exclusive(request.repo, async (git) => {
@@ -171,16 +223,19 @@ export class GitLabGitHost implements GitHost {
         return testedTree(git, request);
       });
       if (!tested.ok) return tested;
-      expectedTree = tested.tree;
+      expected = { tree: tested.tree, sha: tested.sha };
     }
     const attempts = this.options.mergeAttempts ?? 3;
     for (let attempt = 1; ; attempt++) {
-      const base = await this.branchHead(request.repo, request.targetBranch);
+      const base =
+        attempt === 1 && this.confirmed(request.repo, request.targetBranch, request.expectedBaseSha)
+          ? request.expectedBaseSha
+          : await this.branchHead(request.repo, request.targetBranch);
       if (base === undefined) return refuse("rejected", `${request.targetBranch} does not exist`);
       if (base !== request.expectedBaseSha) {
         // A merge done before (its answer lost) moved the base too: the merge request says.
         const now = await this.readMergeRequest(access, request.prNumber);
-        if (now?.state === "merged") return this.landed(access, request, now, expectedTree);
+        if (now?.state === "merged") return this.landed(access, request, now, expected);
         return refuse(
           "base_moved",
           `${request.targetBranch} is at ${base}, not ${request.expectedBaseSha}`,
@@ -200,7 +255,7 @@ export class GitLabGitHost implements GitHost {
           },
         );
         if (answer.data.state === "merged") {
-          return await this.landed(access, request, answer.data, expectedTree);
+          return await this.landed(access, request, answer.data, expected);
         }
         failure = new Error(answer.data.merge_error ?? `GitLab left ${mr} ${answer.data.state}`);
       } catch (error) {
@@ -210,7 +265,7 @@ export class GitLabGitHost implements GitHost {
       const now = await this.readMergeRequest(access, request.prNumber);
       const judged = this.judgeFailure(request, now, failure);
       if (judged === "merged") {
-        if (now) return this.landed(access, request, now, expectedTree);
+        if (now) return this.landed(access, request, now, expected);
       } else if (judged !== "retry") {
         return judged;
       }
@@ -272,31 +327,71 @@ export class GitLabGitHost implements GitHost {
     access: Access,
     request: MergeRequest,
     mr: MergeRequestJson,
-    expectedTree: string | undefined,
+    tested: Tested | undefined,
   ): Promise<MergeResult> {
     const sha = mr.merge_commit_sha ?? mr.squash_commit_sha ?? mr.sha;
-    if (!sha)
+    if (!sha) {
       return refuse("rejected", `GitLab merged !${String(request.prNumber)} but names no commit`);
-    if (expectedTree === undefined) return { ok: true, sha };
-    const { mirrors } = this.options;
-    const tree = await mirrors.exclusive(request.repo, async (git) => {
-      if ((await git.resolve(sha)) !== sha) {
-        await mirrors.fetch(request.repo, access.token, [
-          {
-            source: `refs/heads/${request.targetBranch}`,
-            target: remoteBranchRef(request.targetBranch),
-          },
-        ]);
-      }
-      return (await git.resolve(sha)) === sha ? git.readTree(sha) : undefined;
-    });
-    if (tree === expectedTree) return { ok: true, sha };
+    }
+    if (tested === undefined) return { ok: true, sha };
+    const differs = await this.landedDiffers(access, request, sha, tested);
+    if (differs === null) {
+      // What the target is now, as far as the queue knows: its own merge.
+      if (mr.merge_commit_sha)
+        this.noteHead(request.repo, request.targetBranch, mr.merge_commit_sha);
+      return { ok: true, sha };
+    }
     return {
       ok: false,
       reason: "rejected",
       pauseQueue: true,
-      message: `!${String(request.prNumber)} landed on ${request.targetBranch} as ${sha}, whose tree ${tree === undefined ? "could not be read" : `(${tree})`} is not the tree it was tested with (${expectedTree}): the queue is paused until someone looks`,
+      message: `!${String(request.prNumber)} landed on ${request.targetBranch} as ${sha}, which is not what it was tested with (${tested.sha}): ${differs}; the queue is paused until someone looks`,
     };
+  }
+
+  /**
+   * How the landed commit differs from the tested one; null when their trees are the same. One
+   * request (GitLab's compare, straight) when the mirror lacks the landed commit; a fetch only
+   * when GitLab cannot say.
+   */
+  private async landedDiffers(
+    access: Access,
+    request: MergeRequest,
+    sha: string,
+    tested: Tested,
+  ): Promise<string | null> {
+    const { mirrors } = this.options;
+    const local = await mirrors.exclusive(request.repo, async (git) =>
+      (await git.resolve(sha)) === sha ? git.readTree(sha) : undefined,
+    );
+    if (local !== undefined) {
+      return local === tested.tree ? null : `its tree is ${local}, not ${tested.tree}`;
+    }
+    try {
+      const compared = await access.client.get<CompareJson>(
+        `/projects/${access.project}/repository/compare`,
+        { from: tested.sha, to: sha, straight: true },
+      );
+      if (compared.data.compare_timeout !== true) {
+        const files = compared.data.diffs.map((diff) => diff.new_path);
+        return files.length === 0 ? null : `it differs in ${files.slice(0, 10).join(", ")}`;
+      }
+    } catch (error) {
+      if (!(error instanceof GitLabError && error.status === 404)) throw error;
+    }
+    const tree = await mirrors.exclusive(request.repo, async (git) => {
+      await mirrors.fetch(request.repo, access.token, [
+        {
+          source: `refs/heads/${request.targetBranch}`,
+          target: remoteBranchRef(request.targetBranch),
+        },
+      ]);
+      return (await git.resolve(sha)) === sha ? git.readTree(sha) : undefined;
+    });
+    if (tree === tested.tree) return null;
+    return tree === undefined
+      ? "its tree could not be read"
+      : `its tree is ${tree}, not ${tested.tree}`;
   }
 
   private testBranchName(request: TestBranchRequest): string {

@@ -84,6 +84,28 @@ export class GitLabMirrors {
     );
   }
 
+  /**
+   * Fetches commits by id (GitLab's Gitaly allows any commit in a want): one request after the
+   * capabilities, no list of refs (protocol v2 lists none when only ids are asked). False when
+   * GitLab refused; the caller fetches by ref instead.
+   */
+  async fetchCommits(repo: OwnedRepoRef, token: string, shas: readonly string[]): Promise<boolean> {
+    const result = await runGit(
+      [
+        "-c",
+        "protocol.version=2",
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        this.remote(repo),
+        ...shas,
+      ],
+      { gitDir: this.gitDir(repo), env: authEnv(token) },
+    );
+    return result.code === 0;
+  }
+
   /** Makes `branch` on GitLab point at `sha`, whatever it pointed at (test branches only). */
   async push(repo: OwnedRepoRef, token: string, sha: string, branch: string): Promise<void> {
     await git(

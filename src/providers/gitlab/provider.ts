@@ -160,7 +160,10 @@ export function createGitLabProvider(deps: GitLabProviderDeps): GitLabProvider {
     testBranchPrefix,
     connections,
     changes: deps.changes,
-    pipelineChanged: (sha) => ci.pipelineChanged(sha),
+    pipelineChanged: (sha, status) => ci.pipelineChanged(sha, status),
+    branchMoved: (repo, branch, sha) => {
+      gitHost.branchMoved(repo, branch, sha);
+    },
     commands,
     presenceWake: () => {
       presence.wake();

@@ -51,7 +51,7 @@ export async function buildTestCommit(
 export async function testedTree(
   git: RepositoryGit,
   request: MergeRequest,
-): Promise<{ ok: true; tree: string } | Extract<MergeResult, { ok: false }>> {
+): Promise<{ ok: true; tree: string; sha: string } | Extract<MergeResult, { ok: false }>> {
   const name = `!${String(request.prNumber)}`;
   let sha = request.testedSha;
   for (let step = 0; sha !== undefined && step < MAX_TEST_BRANCH_DEPTH; step++) {
@@ -69,7 +69,7 @@ export async function testedTree(
           message: `${request.targetBranch} at ${request.expectedBaseSha} does not hold what ${name} was tested on`,
         };
       }
-      return { ok: true, tree: await git.readTree(sha) };
+      return { ok: true, tree: await git.readTree(sha), sha };
     }
     sha = first;
   }

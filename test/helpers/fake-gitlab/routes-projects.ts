@@ -222,6 +222,45 @@ function registerRepositoryRoutes(http: HttpServer, world: World, pushes: Pushes
       return { status: 200, body: entities.commitDetail(world, project, data, stats) };
     },
   });
+  // Compare two refs or commits; `straight=true` diffs `from` against `to` directly (else against
+  // their merge base). What GitLab lists of the commits between is left out (`commits: []`).
+  http.add({
+    method: "GET",
+    path: "/projects/:id/repository/compare",
+    scope: "read",
+    handler: async (ctx) => {
+      const project = projectWith(world, ctx);
+      const repo = world.repo(project);
+      const from = await repo.resolve(str(ctx, "from") ?? "");
+      const to = await repo.resolve(str(ctx, "to") ?? "");
+      if (from === null || to === null) throw notFound("Ref");
+      const base =
+        bool(ctx, "straight") === true ? from : ((await repo.bare.mergeBase(from, to)) ?? from);
+      const files = await repo.bare.diff(base, to);
+      const data = await repo.bare.readCommit(to);
+      return {
+        status: 200,
+        body: {
+          commit: entities.commitDetail(world, project, data, null),
+          commits: [],
+          diffs: files.map((file) => ({
+            old_path: file.previousFilename ?? file.filename,
+            new_path: file.filename,
+            a_mode: "100644",
+            b_mode: "100644",
+            diff: file.patch,
+            new_file: file.status === "added",
+            renamed_file: file.status === "renamed",
+            deleted_file: file.status === "removed",
+            generated_file: false,
+          })),
+          compare_timeout: false,
+          compare_same_ref: from === to,
+          web_url: `${world.url}/${project.pathWithNamespace}/-/compare/${from}...${to}`,
+        },
+      };
+    },
+  });
   http.add({
     method: "GET",
     path: "/projects/:id/protected_branches",
