@@ -19,6 +19,8 @@ import {
   type SubmittedItem,
 } from "../helpers/gitlab.js";
 import type { TestServer } from "../helpers/server.js";
+import { inject, signIn } from "../helpers/dashboard.js";
+import { urls } from "../../src/web/urls.js";
 
 const PROJECT = "platform/web/app";
 const REPO = { host: GITLAB_HOST, owner: "platform/web", name: "app" };
@@ -159,5 +161,17 @@ describe("the queue on GitLab", () => {
     expect(await fileOnMain("last.txt")).toBe("last\n");
     const queue = await server.call<{ state: string }>("getQueue", QUEUE);
     expect(queue.body.state).toBe("running");
+  });
+
+  it("names the project on the dashboard as GitLab's users do: host/group/subgroup/project", async () => {
+    const { cookie } = await signIn(server.app, server.token);
+    const page = await inject(server.app, {
+      path: urls.queue("acme", REPO, "main"),
+      cookie,
+    });
+    expect(page.status).toBe(200);
+    expect(page.body).toContain("gitlab.example.com/platform/web/app");
+    const home = await inject(server.app, { path: "/", cookie });
+    expect(home.body).toContain("gitlab.example.com/platform/web/app");
   });
 });
