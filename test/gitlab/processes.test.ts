@@ -308,4 +308,89 @@ describe("the merge queue on GitLab, real processes", () => {
     ).timeline as { reason: string; toState?: string }[];
     expect(broken.at(-1)).toMatchObject({ toState: "failed", reason: "failing_required_check" });
   }, 240_000);
+
+  it("batching on real processes: a breaking MR localized, the good ones merged in order", async () => {
+    world = await startGitLabWorld();
+    database = await createTestDatabase();
+    const { gl } = world;
+    gl.createUser("alice");
+    await gl.createProject({
+      path: PROJECT,
+      files: { "check.sh": CHECK, ".gitlab-ci.yml": CI.replace(/ {2}after_script:\n.*\n/, "") },
+    });
+    gl.addMember(PROJECT, "alice", 30);
+    const bot = gl.createProjectToken(PROJECT, { accessLevel: 40 });
+    const token = randomBytes(32).toString("hex");
+    const order: number[] = [];
+    for (const [branch, file, text] of [
+      ["one", "one.txt", "one\n"],
+      ["two", "two.txt", "two\n"],
+      ["bad", "bad.txt", "BROKEN\n"],
+      ["three", "three.txt", "three\n"],
+      ["four", "four.txt", "four\n"],
+    ] as const) {
+      await gl.commit(PROJECT, branch, { [file]: text }, { author: "alice", from: "main" });
+      const made = await gl.createMergeRequest({
+        project: PROJECT,
+        sourceBranch: branch,
+        title: branch,
+        author: "alice",
+      });
+      order.push(made.iid);
+    }
+    const [one, two, bad, three, four] = order as [number, number, number, number, number];
+    const env = {
+      ...database.env,
+      ...world.env,
+      MAINLINE_BOOTSTRAP_ORG: "acme",
+      MAINLINE_BOOTSTRAP_TOKEN: token,
+      MAINLINE_BATCH_WAIT_LIMIT_SECONDS: "2",
+    };
+    gl.setVariables(PROJECT, { FLAKY_DIR: mkdtempSync(path.join(tmpdir(), "mainline-flaky-")) });
+    const merge = gl.faults.add(
+      gl.fault.didThen5xx({ method: "PUT", path: "/projects/:id/merge_requests/:iid/merge" }),
+    );
+    const server = await startServer(env);
+    servers.push(server);
+    const connected = await call(server.url, "gitlab/connect", { token: bot.token }, token);
+    const hook = (connected.connection as { webhook: { path: string; secret: string } }).webhook;
+    gl.addHook(PROJECT, { url: `${server.url}${hook.path}`, token: hook.secret });
+    await call(server.url, "createQueue", QUEUE, token);
+    await call(
+      server.url,
+      "updateQueue",
+      { ...QUEUE, batch: true, batchingMinSize: 3, batchingMaxWaitTimeMinutes: 1 },
+      token,
+    );
+    for (const number of order) {
+      await call(server.url, "submitPullRequest", { ...QUEUE, pr: { number } }, token);
+    }
+    let final = new Map<number, string>();
+    await waitFor(
+      async () => {
+        final = await states(server.url, token, order);
+        return [...final.values()].every((state) => ["merged", "failed"].includes(state));
+      },
+      "every merge request concluded",
+      { timeoutMs: 120_000, intervalMs: 250 },
+    );
+    expect(Object.fromEntries(final)).toEqual({
+      [one]: "merged",
+      [two]: "merged",
+      [bad]: "failed",
+      [three]: "merged",
+      [four]: "merged",
+    });
+    expect(gl.faults.fired(merge)).toBe(1);
+    const gitDir = gl.gitDir(PROJECT);
+    const landed = git(gitDir, ["log", "--first-parent", "--reverse", "--format=%H", "main"])
+      .split("\n")
+      .slice(1);
+    expect(landed).toEqual(
+      [one, two, three, four].map((number) => gl.mergeRequest(PROJECT, number).mergeCommitSha),
+    );
+    expect(gl.mergeRequest(PROJECT, bad).state).toBe("opened");
+    // Fewer pipelines than merge requests, the localization included (one at a time: five).
+    expect(gl.pipelines(PROJECT).length).toBeLessThan(order.length);
+  }, 180_000);
 });

@@ -117,4 +117,51 @@ describe("GitLab's webhooks", () => {
     expect((await deliver(path, { "x-gitlab-token": secret }, push)).status).toBe(404);
     expect((await server.call("gitlab/disconnect", {})).status).toBe(404);
   });
+
+  it("registers the project's hook itself at createQueue when it knows its address", async () => {
+    const { gl } = world;
+    await gl.createProject({ path: "hooks/registered" });
+    await gl.createProject({ path: "hooks/developer" });
+    const maintainer = gl.createProjectToken("hooks/registered", { accessLevel: 40 }).token;
+    const public_ = await startGitLabServer(world, {
+      org: "hooks",
+      publicUrl: "https://mainline.example.com",
+    });
+    try {
+      const connected = await public_.call<Connection>("gitlab/connect", { token: maintainer });
+      expect(connected.status, connected.text).toBe(200);
+      const { url, secret } = connected.body.connection.webhook;
+      expect(url).toMatch(/^https:\/\/mainline\.example\.com\/webhooks\/gitlab\/[\w-]+$/);
+      const repo = { host: "gitlab.example.com", owner: "hooks", name: "registered" };
+      for (let k = 0; k < 2; k++) {
+        const created = await public_.call("createQueue", {
+          repo,
+          targetBranch: k === 0 ? "main" : "release",
+        });
+        expect(created.status, created.text).toBe(200);
+      }
+      // One hook, however many queues: the events the queue needs, the secret GitLab will send.
+      const hooks = [...gl.world.project("hooks/registered").hooks.values()];
+      expect(hooks.map((hook) => hook.url)).toEqual([url]);
+      expect(hooks[0]?.token).toBe(secret);
+      expect(hooks[0]?.events).toMatchObject({
+        push_events: true,
+        merge_requests_events: true,
+        note_events: true,
+        pipeline_events: true,
+      });
+      // A token that may not add hooks (not a Maintainer there): the queue is made all the same,
+      // and a Maintainer adds the hook from what getConnection shows.
+      const developer = gl.createProjectToken("hooks/developer", { accessLevel: 30 }).token;
+      expect((await public_.call("gitlab/connect", { token: developer })).status).toBe(200);
+      const made = await public_.call("createQueue", {
+        repo: { ...repo, name: "developer" },
+        targetBranch: "main",
+      });
+      expect(made.status, made.text).toBe(200);
+      expect(gl.world.project("hooks/developer").hooks.size).toBe(0);
+    } finally {
+      await public_.close();
+    }
+  });
 });

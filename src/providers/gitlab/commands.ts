@@ -108,9 +108,14 @@ export class GitLabCommands {
     const done = await this.act(where, queue, username, command);
     // The queue's note, when it shows one, answers the command: an emoji would repeat it.
     if (done && !queue.configuration.commentsEnabled) {
-      await client.request("POST", `${where.mr}/notes/${String(note.id)}/award_emoji`, {
-        body: { name: "thumbsup" },
-      });
+      try {
+        await client.request("POST", `${where.mr}/notes/${String(note.id)}/award_emoji`, {
+          body: { name: "thumbsup" },
+        });
+      } catch (error) {
+        // Awarded already (a delivery handled again): GitLab answers 404 "has already been taken".
+        if (!(error instanceof GitLabError && error.status === 404)) throw error;
+      }
     }
   }
 
