@@ -22,6 +22,7 @@ import { GitLabError, projectId, type GitLabClient } from "./client.js";
 import type { GitLabConnections } from "./connections.js";
 import { mergeabilityPending, pullRequestInfo, type MergeRequestJson } from "./merge-requests.js";
 import { GitLabMirrors, mergeRequestRef, remoteBranchRef } from "./mirror.js";
+import { REBASING_METHODS, rebasedHead } from "./rebase.js";
 import { buildTestCommit, testedTree } from "./test-commits.js";
 
 export interface GitLabGitHostOptions {
@@ -60,6 +61,9 @@ interface Access {
   project: string;
 }
 
+/** How long a project's merge method is taken as read. */
+const METHOD_TTL_MS = 5 * 60_000;
+
 /** How long a branch's known head spares reading it before a merge. */
 const CONFIRMED_MS = 60_000;
 
@@ -68,6 +72,8 @@ function headKey(repo: OwnedRepoRef, branch: string): string {
 }
 
 export class GitLabGitHost implements GitHost {
+  /** Each project's merge method as last read, and when. */
+  private readonly methods = new BoundedMap<string, { method: string; at: number }>(1024);
   /** Each target branch's head as last known, and when. */
   private readonly heads = new BoundedMap<string, { sha: string; at: number }>(1024);
 
@@ -226,6 +232,8 @@ export class GitLabGitHost implements GitHost {
       expected = { tree: tested.tree, sha: tested.sha };
     }
     const attempts = this.options.mergeAttempts ?? 3;
+    // The head GitLab merges: the tested one, or GitLab's rebase of it (semi-linear, fast-forward).
+    let head = request.headSha;
     for (let attempt = 1; ; attempt++) {
       const base =
         attempt === 1 && this.confirmed(request.repo, request.targetBranch, request.expectedBaseSha)
@@ -241,6 +249,16 @@ export class GitLabGitHost implements GitHost {
           `${request.targetBranch} is at ${base}, not ${request.expectedBaseSha}`,
         );
       }
+      if (attempt === 1 && (await this.rebasing(access, request.repo))) {
+        const rebased = await rebasedHead(
+          access.client,
+          `/projects/${access.project}/merge_requests/${String(request.prNumber)}`,
+          request,
+          { intervalMs: this.options.mergeabilityWaitMs ?? 250 },
+        );
+        if (!rebased.ok) return rebased;
+        head = rebased.head;
+      }
       let failure: unknown;
       try {
         const answer = await access.client.request<MergeRequestJson>(
@@ -248,7 +266,7 @@ export class GitLabGitHost implements GitHost {
           `/projects/${access.project}/merge_requests/${String(request.prNumber)}/merge`,
           {
             body: {
-              sha: request.headSha,
+              sha: head,
               squash: request.method === "squash",
               ...(request.method === "squash" ? { squash_commit_message: request.title } : {}),
             },
@@ -263,7 +281,7 @@ export class GitLabGitHost implements GitHost {
       }
       // Refused, or failed in a way that may have merged anyway: what is it now?
       const now = await this.readMergeRequest(access, request.prNumber);
-      const judged = this.judgeFailure(request, now, failure);
+      const judged = this.judgeFailure(request, now, failure, head);
       if (judged === "merged") {
         if (now) return this.landed(access, request, now, expected);
       } else if (judged !== "retry") {
@@ -288,6 +306,7 @@ export class GitLabGitHost implements GitHost {
     request: MergeRequest,
     mr: MergeRequestJson | undefined,
     failure: unknown,
+    head: string,
   ): Refusal | "merged" | "retry" {
     const name = `!${String(request.prNumber)}`;
     const status = failure instanceof GitLabError ? failure.status : undefined;
@@ -297,8 +316,8 @@ export class GitLabGitHost implements GitHost {
     if (mr.target_branch !== request.targetBranch) {
       return refuse("rejected", `${name} targets ${mr.target_branch}, not ${request.targetBranch}`);
     }
-    if (mr.sha !== request.headSha) {
-      return refuse("head_moved", `${name} is at ${mr.sha ?? "nothing"}, not ${request.headSha}`);
+    if (mr.sha !== head) {
+      return refuse("head_moved", `${name} is at ${mr.sha ?? "nothing"}, not ${head}`);
     }
     if (status === 409) return refuse("head_moved", `${name}: ${messageOf(failure)}`);
     if (status === 406 || status === 422 || mr.has_conflicts === true) {
@@ -392,6 +411,20 @@ export class GitLabGitHost implements GitHost {
     return tree === undefined
       ? "its tree could not be read"
       : `its tree is ${tree}, not ${tested.tree}`;
+  }
+
+  /** Whether the project's merge method needs the source rebased first (read every 5 min). */
+  private async rebasing(access: Access, repo: OwnedRepoRef): Promise<boolean> {
+    const key = `${repo.organizationId}/${repo.owner}/${repo.name}`.toLowerCase();
+    const known = this.methods.get(key);
+    const now = this.options.clock.now();
+    if (known && now - known.at < METHOD_TTL_MS) return REBASING_METHODS.has(known.method);
+    const project = await access.client.get<{ merge_method?: string }>(
+      `/projects/${access.project}`,
+    );
+    const method = project.data.merge_method ?? "merge";
+    this.methods.set(key, { method, at: now });
+    return REBASING_METHODS.has(method);
   }
 
   private testBranchName(request: TestBranchRequest): string {

@@ -32,8 +32,11 @@ export interface MergeRequestJson {
 
 /** Mergeability still being worked out by GitLab: read again shortly. */
 const TRANSIENT = new Set(["unchecked", "checking", "preparing", "approvals_syncing"]);
-/** GitLab will not merge it until someone changes it. */
-const CONFLICTING = new Set(["conflict", "need_rebase"]);
+/**
+ * GitLab will not merge it until someone changes it. (`need_rebase`, behind the target in a
+ * semi-linear or fast-forward project, is not: the queue has GitLab rebase it when it merges.)
+ */
+const CONFLICTING = new Set(["conflict"]);
 /** Blocked by approvals the target requires (Premium's rules; Free never enforces them). */
 const REVIEW = new Set(["not_approved", "requested_changes"]);
 
@@ -71,7 +74,12 @@ export function pullRequestInfo(mr: MergeRequestJson): PullRequestInfo {
 function mergeabilityOf(mr: MergeRequestJson, status: string): Mergeability {
   if (mergeabilityPending(mr)) return "in_progress";
   if (CONFLICTING.has(status) || mr.has_conflicts === true) return "not_mergeable";
-  if (status === "mergeable" || status === "draft_status" || REVIEW.has(status)) {
+  if (
+    status === "mergeable" ||
+    status === "need_rebase" ||
+    status === "draft_status" ||
+    REVIEW.has(status)
+  ) {
     return "mergeable";
   }
   if (status === "not_open") return "unspecified";

@@ -34,6 +34,47 @@ export class Merges {
     return this.world.withLock(mr.project, () => this.mergeLocked(mr, user, params));
   }
 
+  /**
+   * `PUT …/merge_requests/:iid/rebase`: the source branch's own commits replayed onto the target
+   * (GitLab does it in Sidekiq and answers 202 at once; here it is done before the answer, so a
+   * read right after shows `rebase_in_progress: false`). A conflict leaves the branch as it was
+   * and sets `merge_error`, as GitLab does.
+   */
+  rebase(mr: MergeRequest, user: User): Promise<void> {
+    return this.world.withLock(mr.project, () => this.rebaseLocked(mr, user));
+  }
+
+  private async rebaseLocked(mr: MergeRequest, user: User): Promise<void> {
+    const project = mr.project;
+    const repo = this.world.repo(project);
+    const target = await repo.branchHead(mr.targetBranch);
+    const head = await repo.branchHead(mr.sourceBranch);
+    if (target === null || head === null)
+      throw new GitLabError(409, "Failed to enqueue the rebase operation");
+    if (await repo.bare.isAncestor(target, head)) return;
+    const base = await repo.bare.mergeBase(target, head);
+    let onto = target;
+    for (const commit of await repo.bare.commitsBetween(base, head)) {
+      const data = await repo.bare.readCommit(commit);
+      if (data.parents.length > 1) continue;
+      const picked = await repo.bare.cherryPickTree(commit, onto);
+      if ("conflicts" in picked) {
+        mr.mergeError = `Rebase failed: conflicts in ${picked.conflicts.join(", ")}. Please rebase locally.`;
+        return;
+      }
+      const committer = { name: user.name, email: user.email };
+      onto = await repo.bare.commitTree(picked.tree, [onto], data.message, data.author, committer);
+    }
+    if (!(await repo.updateRef(`refs/heads/${mr.sourceBranch}`, onto, head))) {
+      mr.mergeError = "Rebase failed: the source branch moved.";
+      return;
+    }
+    mr.mergeError = null;
+    await this.pushes.process(project, user, [
+      { ref: `refs/heads/${mr.sourceBranch}`, before: head, after: onto },
+    ]);
+  }
+
   private async mergeLocked(mr: MergeRequest, user: User, params: MergeParams): Promise<void> {
     const project = mr.project;
     if (!this.world.canMerge(project, user, mr.targetBranch)) throw unauthorized();

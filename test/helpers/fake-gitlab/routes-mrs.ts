@@ -166,6 +166,18 @@ export function registerMergeRequestRoutes(http: HttpServer, s: MrServices): voi
     },
   });
   http.add({
+    method: "PUT",
+    path: "/projects/:id/merge_requests/:iid/rebase",
+    scope: "write",
+    handler: async (ctx) => {
+      const { mr } = mrOf(world, ctx);
+      const user = requireUser(ctx);
+      if (!world.canPush(mr.project, user, mr.sourceBranch)) throw forbidden();
+      await merges.rebase(mr, user);
+      return { status: 202, body: { rebase_in_progress: true } };
+    },
+  });
+  http.add({
     method: "GET",
     path: "/projects/:id/merge_requests/:iid/pipelines",
     scope: "read",
