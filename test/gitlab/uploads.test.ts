@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startGitLabServer, startGitLabWorld, type GitLabWorld } from "../helpers/gitlab.js";
 import { CLI_ANYWHERE } from "../helpers/process.js";
 import type { TestServer } from "../helpers/server.js";
+import { bundle, junit, putBundle } from "../helpers/uploads.js";
 
 const PROJECT = "platform/web/shop";
 const CI = `workflow:
@@ -117,5 +118,43 @@ describe("uploads from GitLab CI", () => {
       tests_failed: 1,
     });
     expect(upload?.job_url).toMatch(/\/platform\/web\/shop\/-\/jobs\/\d+$/);
+  });
+
+  it("takes a bundle as Trunk's uploader writes it in a GitLab job: MR, branch and job from its variables", async () => {
+    // What Trunk's context parser captures of a GitLab merge request pipeline in meta.json.
+    const repo = { host: "gitlab.example.com", owner: "platform/web", name: "shop" };
+    const commit = "ab".repeat(20);
+    const body = await bundle({
+      repo,
+      commit,
+      branch: "feature/trunk",
+      files: [junit([{ name: "pays", status: "failed" }, { name: "ships" }])],
+      envs: {
+        GITLAB_CI: "true",
+        CI_MERGE_REQUEST_IID: "42",
+        CI_MERGE_REQUEST_SOURCE_BRANCH_NAME: "feature/trunk",
+        CI_COMMIT_REF_NAME: "feature/trunk",
+        CI_JOB_NAME: "rspec",
+        CI_JOB_URL: "https://gitlab.example.com/platform/web/shop/-/jobs/7",
+      },
+    });
+    await putBundle(server, body, repo, "0.10.2");
+    await server.services.worker.idle();
+    const listed = await server.call<{ uploads: Upload[] }>("flaky-tests/list-uploads", {
+      repo,
+      org_url_slug: "acme",
+      page_query: { page_size: 10 },
+    });
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.body.uploads[0]).toMatchObject({
+      state: "processed",
+      commit_sha: commit,
+      branch: "feature/trunk",
+      pr_number: 42,
+      job_name: "rspec",
+      job_url: "https://gitlab.example.com/platform/web/shop/-/jobs/7",
+      tests_passed: 1,
+      tests_failed: 1,
+    });
   });
 });

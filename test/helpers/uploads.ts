@@ -62,6 +62,8 @@ export interface BundleSpec {
   org?: string;
   /** Where the repository was checked out when the tests ran (meta.json's `repo_root`). */
   repoRoot?: string;
+  /** The CI variables the uploader captured (meta.json's `envs`), beside `pr`'s. */
+  envs?: Record<string, string>;
 }
 
 export async function bundle(spec: BundleSpec): Promise<Buffer> {
@@ -75,7 +77,10 @@ export async function bundle(spec: BundleSpec): Promise<Buffer> {
       branch: spec.branch ?? "main",
       ...(spec.variant ? { variant: spec.variant } : {}),
       ...(spec.repoRoot ? { repoRoot: spec.repoRoot } : {}),
-      envs: spec.pr !== undefined ? { TRUNK_PR_NUMBER: String(spec.pr) } : {},
+      envs: {
+        ...spec.envs,
+        ...(spec.pr !== undefined ? { TRUNK_PR_NUMBER: String(spec.pr) } : {}),
+      },
     },
     junitFiles: spec.files.map((file, i) =>
       typeof file === "string" ? { originalPath: `reports/junit-${i}.xml`, data: file } : file,
