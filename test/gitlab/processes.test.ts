@@ -261,6 +261,8 @@ describe("the merge queue on GitLab, real processes", () => {
       expect(gl.mergeRequest(PROJECT, number).state).toBe("opened");
     }
     for (const rule of faults) expect(gl.faults.fired(rule)).toBeGreaterThan(0);
+    // The GitLab token reached no log line (git's failures and GitLab's refusals among them).
+    expect(`${one.stdout}${one.stderr}${two.stdout}${two.stderr}`).not.toContain(bot.token);
 
     // One merge commit on main per good merge request, in submission order: none twice.
     const gitDir = gl.gitDir(PROJECT);
