@@ -144,15 +144,11 @@ export class GitLabGitHost implements GitHost {
     const { mirrors } = this.options;
     const built = await mirrors.exclusive(request.repo, async (git) => {
       const wanted = [request.baseSha, ...request.prs.map((pr) => pr.headSha)];
-      const missing: string[] = [];
-      for (const sha of wanted) if ((await git.resolve(sha)) !== sha) missing.push(sha);
-      if (
-        missing.length > 0 &&
-        !(
-          (await mirrors.fetchCommits(request.repo, access.token, missing)) &&
-          (await mirrors.hasCommits(git, missing))
-        )
-      ) {
+      let missing = await mirrors.missingCommits(git, wanted);
+      if (missing.length > 0 && (await mirrors.fetchCommits(request.repo, access.token, missing))) {
+        missing = await mirrors.missingCommits(git, missing);
+      }
+      if (missing.length > 0) {
         await mirrors.fetch(request.repo, access.token, [
           {
             source: `refs/heads/${request.targetBranch}`,
@@ -163,11 +159,10 @@ export class GitLabGitHost implements GitHost {
             target: mergeRequestRef(pr.number),
           })),
         ]);
-      }
-      for (const sha of wanted) {
-        if ((await git.resolve(sha)) !== sha) {
+        const still = await mirrors.missingCommits(git, missing);
+        if (still.length > 0) {
           throw new Error(
-            `${sha} is not on GitLab's ${request.targetBranch} or the merge requests' heads any more (they moved); the queue reads them again`,
+            `${still.join(", ")} not on GitLab's ${request.targetBranch} or the merge requests' heads any more (they moved); the queue reads them again`,
           );
         }
       }
@@ -218,7 +213,8 @@ export class GitLabGitHost implements GitHost {
     if (request.testedSha !== undefined) {
       const { mirrors } = this.options;
       const tested = await mirrors.exclusive(request.repo, async (git) => {
-        if (!(await mirrors.hasCommits(git, [request.expectedBaseSha, request.testedSha ?? ""]))) {
+        const needed = [request.expectedBaseSha, request.testedSha ?? ""];
+        if ((await mirrors.missingCommits(git, needed)).length > 0) {
           await mirrors.fetch(request.repo, access.token, [
             {
               source: `refs/heads/${request.targetBranch}`,

@@ -53,12 +53,11 @@ export class GitLabMirrors {
     });
   }
 
-  /** Whether every commit is in the mirror already. */
-  async hasCommits(git: RepositoryGit, shas: readonly string[]): Promise<boolean> {
-    for (const sha of shas) {
-      if ((await git.resolve(sha)) !== sha) return false;
-    }
-    return true;
+  /** The commits of `shas` the mirror does not have. */
+  async missingCommits(git: RepositoryGit, shas: readonly string[]): Promise<string[]> {
+    const missing: string[] = [];
+    for (const sha of shas) if ((await git.resolve(sha)) !== sha) missing.push(sha);
+    return missing;
   }
 
   /** Fetches `sources` (`refs/heads/x`, `refs/merge-requests/1/head`) to `targets`. */
