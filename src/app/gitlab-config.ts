@@ -14,6 +14,11 @@ export interface GitLabConfig {
   reconcileIntervalMs?: number | undefined;
   /** The client's retries wait this, 4× and 9× it (MAINLINE_GITLAB_RETRY_BASE_MS, 1,000). */
   retryBaseMs?: number | undefined;
+  /**
+   * The OAuth application organizations may connect through instead of pasting a token
+   * (MAINLINE_GITLAB_OAUTH_CLIENT_ID and MAINLINE_GITLAB_OAUTH_CLIENT_SECRET, both or neither).
+   */
+  oauth?: { clientId: string; clientSecret: string } | undefined;
 }
 
 const HOST = /^[a-z0-9.-]{1,253}(:\d{1,5})?$/;
@@ -68,14 +73,35 @@ export function loadGitLabConfig(env: NodeJS.ProcessEnv): GitLabConfig | undefin
     max: 60_000,
     unit: "milliseconds",
   });
+  const oauth = oauthApplication(env);
   return {
     url,
+    ...(oauth === undefined ? {} : { oauth }),
     host: explicitHost ?? new URL(url).host.toLowerCase(),
     ...(testBranchPrefix === undefined ? {} : { testBranchPrefix }),
     ...(pollSeconds === undefined ? {} : { ciPollIntervalMs: pollSeconds * 1000 }),
     ...(reconcileSeconds === undefined ? {} : { reconcileIntervalMs: reconcileSeconds * 1000 }),
     ...(retryBaseMs === undefined ? {} : { retryBaseMs }),
   };
+}
+
+const CLIENT_VALUE = /^[\x21-\x7e]{1,255}$/;
+
+function oauthApplication(env: NodeJS.ProcessEnv): GitLabConfig["oauth"] {
+  const clientId = nonEmpty(env.MAINLINE_GITLAB_OAUTH_CLIENT_ID);
+  const clientSecret = nonEmpty(env.MAINLINE_GITLAB_OAUTH_CLIENT_SECRET);
+  if (clientId === undefined && clientSecret === undefined) return undefined;
+  if (clientId === undefined || clientSecret === undefined) {
+    throw new ConfigError(
+      `${clientId === undefined ? "MAINLINE_GITLAB_OAUTH_CLIENT_SECRET" : "MAINLINE_GITLAB_OAUTH_CLIENT_ID"} is set without ${clientId === undefined ? "MAINLINE_GITLAB_OAUTH_CLIENT_ID" : "MAINLINE_GITLAB_OAUTH_CLIENT_SECRET"}: an OAuth application needs both, its Application ID and its Secret (docs/gitlab.md).`,
+    );
+  }
+  if (!CLIENT_VALUE.test(clientId) || !CLIENT_VALUE.test(clientSecret)) {
+    throw new ConfigError(
+      "MAINLINE_GITLAB_OAUTH_CLIENT_ID and MAINLINE_GITLAB_OAUTH_CLIENT_SECRET must be the application's ID and secret as GitLab shows them: visible ASCII characters, no spaces.",
+    );
+  }
+  return { clientId, clientSecret };
 }
 
 function instanceUrl(raw: string): string {

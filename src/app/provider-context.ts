@@ -5,6 +5,7 @@ import { GitHubCiRunStore } from "../db/stores/github-ci-runs.js";
 import { GitHubInstallationStore } from "../db/stores/github-installations.js";
 import { GitHubPresenceStore } from "../db/stores/github-presence.js";
 import { GitLabConnectionStore } from "../db/stores/gitlab-connections.js";
+import { GitLabOAuthStateStore } from "../db/stores/gitlab-oauth-states.js";
 import { PullRequestReportStore } from "../db/stores/pull-request-reports.js";
 import { LocalPullRequestStore } from "../db/stores/local-pull-requests.js";
 import { WebhookDeliveryStore } from "../db/stores/webhook-deliveries.js";
@@ -49,6 +50,7 @@ export function providerContext(
       githubPresence: new GitHubPresenceStore(db),
       pullRequestReports: new PullRequestReportStore(db),
       gitlabConnections: new GitLabConnectionStore(db),
+      gitlabOAuthStates: new GitLabOAuthStateStore(db),
     },
     testHealth: {
       reports: {

@@ -31,6 +31,7 @@ import { prTestReports } from "./migrations/0032_pr_test_reports.js";
 import { chatDestinations } from "./migrations/0033_chat_destinations.js";
 import { tickets } from "./migrations/0034_tickets.js";
 import { gitlabConnections } from "./migrations/0035_gitlab_connections.js";
+import { gitlabOAuth } from "./migrations/0036_gitlab_oauth.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -66,6 +67,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0033_chat_destinations": chatDestinations,
   "0034_tickets": tickets,
   "0035_gitlab_connections": gitlabConnections,
+  "0036_gitlab_oauth": gitlabOAuth,
 };
 
 export interface MigrationReport {

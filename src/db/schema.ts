@@ -561,6 +561,23 @@ export interface GitlabConnectionsTable {
   webhookSecret: string;
   createdAt: number;
   updatedAt: number;
+  /** `token` or `oauth` (0036). */
+  method: Generated<string>;
+  refreshToken: string | null;
+  redirectUri: string | null;
+  issuedAt: number | null;
+  refreshLeaseUntil: number | null;
+  problem: string | null;
+}
+
+/** OAuth authorizations under way, by a hash of their `state` (0036). */
+export interface GitlabOauthStatesTable {
+  stateHash: string;
+  organizationId: string;
+  codeVerifier: string;
+  redirectUri: string;
+  expiresAt: number;
+  createdAt: number;
 }
 
 /** Tickets created through a connection, per test, with their state as last read (0034). */
@@ -674,6 +691,7 @@ export interface Database {
   testTickets: TestTicketsTable;
   ticketIntents: TicketIntentsTable;
   gitlabConnections: GitlabConnectionsTable;
+  gitlabOauthStates: GitlabOauthStatesTable;
   outboundEvents: OutboundEventsTable;
   outboundDeliveries: OutboundDeliveriesTable;
   outboundAttempts: OutboundAttemptsTable;

@@ -23,7 +23,10 @@ import type {
 import type { WatchedCiRunRecords } from "../mergequeue/watched-ci-runs.js";
 import type { DeliveryRecords } from "../mergequeue/webhook-delivery-records.js";
 import type { GitHubInstallationRecords } from "../organizations/github-installations.js";
-import type { GitLabConnectionRecords } from "../organizations/gitlab-connections.js";
+import type {
+  GitLabConnectionRecords,
+  GitLabOAuthStates,
+} from "../organizations/gitlab-connections.js";
 import type { OrganizationRecords } from "../organizations/records.js";
 import type { RepoRef, Repository } from "../organizations/repositories.js";
 import type { Principal } from "../organizations/service.js";
@@ -91,6 +94,7 @@ export interface ProviderContext {
     githubPresence: PresenceRecords;
     pullRequestReports: PullRequestReportRecords;
     gitlabConnections: GitLabConnectionRecords;
+    gitlabOAuthStates: GitLabOAuthStates;
   };
   testHealth: {
     /** Where a built-in CI's JUnit reports go, and what it asks of known flaky tests. */

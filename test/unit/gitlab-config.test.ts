@@ -57,4 +57,26 @@ describe("the GitLab instance's configuration (MAINLINE_GITLAB_*)", () => {
       expect(() => loadGitLabConfig(env)).toThrow(message);
     }
   });
+
+  it("takes an OAuth application's ID and secret together, never one alone", () => {
+    const url = "https://gitlab.example.com";
+    expect(
+      loadGitLabConfig({
+        MAINLINE_GITLAB_URL: url,
+        MAINLINE_GITLAB_OAUTH_CLIENT_ID: "app-id",
+        MAINLINE_GITLAB_OAUTH_CLIENT_SECRET: "gloas-secret",
+      })?.oauth,
+    ).toEqual({ clientId: "app-id", clientSecret: "gloas-secret" });
+    expect(() =>
+      loadGitLabConfig({ MAINLINE_GITLAB_URL: url, MAINLINE_GITLAB_OAUTH_CLIENT_ID: "app-id" }),
+    ).toThrow(/MAINLINE_GITLAB_OAUTH_CLIENT_ID is set without MAINLINE_GITLAB_OAUTH_CLIENT_SECRET/);
+    const spaced = () =>
+      loadGitLabConfig({
+        MAINLINE_GITLAB_URL: url,
+        MAINLINE_GITLAB_OAUTH_CLIENT_ID: "app id",
+        MAINLINE_GITLAB_OAUTH_CLIENT_SECRET: "top secret value",
+      });
+    expect(spaced).toThrow(/visible ASCII characters/);
+    expect(spaced).not.toThrow(/top secret/);
+  });
 });

@@ -35,10 +35,23 @@ export class GitLabUnreachable extends Error {
   }
 }
 
+/**
+ * A token that changes: an OAuth application's access token, renewed every two hours. It travels
+ * as `Authorization: Bearer` (GitLab takes only personal, project and group access tokens in
+ * `PRIVATE-TOKEN`).
+ */
+export interface GitLabTokenSource {
+  /** The token to send now. */
+  current(): Promise<string>;
+  /** After GitLab refused `stale` (401): a newer token to try once more, or none. */
+  renew(stale: string): Promise<string | undefined>;
+}
+
 export interface GitLabClientOptions {
   /** The instance's address (`https://gitlab.example.com`). */
   url: string;
-  token: string;
+  /** An access token (sent as `PRIVATE-TOKEN`), or an OAuth grant's renewing token. */
+  token: string | GitLabTokenSource;
   userAgent: string;
   /** Retries wait this, 4× and 9× it, unless GitLab says how long (default 1 s). */
   retryBaseMs?: number;
@@ -93,10 +106,12 @@ export class GitLabClient {
     request: GitLabRequest = {},
   ): Promise<GitLabAnswer<T>> {
     const idempotent = method === "GET";
+    let renewed = false;
     for (let attempt = 1; ; attempt++) {
       let response: Response;
+      const token = await this.token();
       try {
-        response = await this.send(method, path, request);
+        response = await this.send(method, path, request, token);
       } catch (error) {
         const failure = unreachable(method, path, error);
         this.options.onRequest?.({ method, path, status: null });
@@ -113,6 +128,16 @@ export class GitLabClient {
         return { status: response.status, data, headers: response.headers };
       }
       const detail = await errorDetail(response);
+      if (response.status === 401 && !renewed && typeof this.options.token !== "string") {
+        // A refused OAuth token was not used: another process may have renewed it, or it expired
+        // early. Once, with the renewed one (GitLab did nothing, so a write may be sent again).
+        renewed = true;
+        const fresh = await this.options.token.renew(token);
+        if (fresh !== undefined && fresh !== token) {
+          attempt--;
+          continue;
+        }
+      }
       const wait = this.retryWait(response, attempt);
       const retryable = response.status === 429 || (idempotent && response.status >= 500);
       if (attempt < ATTEMPTS && retryable && wait <= MAX_WAIT_MS) {
@@ -123,7 +148,12 @@ export class GitLabClient {
     }
   }
 
-  private async send(method: GitLabMethod, path: string, request: GitLabRequest) {
+  private token(): Promise<string> {
+    const { token } = this.options;
+    return typeof token === "string" ? Promise.resolve(token) : token.current();
+  }
+
+  private async send(method: GitLabMethod, path: string, request: GitLabRequest, token: string) {
     const url = new URL(`${this.options.url}/api/v4${path}`);
     for (const [name, value] of Object.entries(request.query ?? {})) {
       if (value !== undefined) url.searchParams.set(name, String(value));
@@ -131,7 +161,9 @@ export class GitLabClient {
     return fetch(url, {
       method,
       headers: {
-        "private-token": this.options.token,
+        ...(typeof this.options.token === "string"
+          ? { "private-token": token }
+          : { authorization: `Bearer ${token}` }),
         "user-agent": this.options.userAgent,
         accept: "application/json",
         ...(request.body ? { "content-type": "application/json" } : {}),
@@ -157,7 +189,7 @@ export function projectId(owner: string, name: string): string {
   return encodeURIComponent(`${owner}/${name}`);
 }
 
-function unreachable(method: GitLabMethod, path: string, error: unknown): GitLabUnreachable {
+export function unreachable(method: GitLabMethod, path: string, error: unknown): GitLabUnreachable {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   const code = cause?.code ?? (error as { name?: string }).name ?? "";
   const reason = code === "TimeoutError" ? "no answer in time" : (cause?.message ?? String(error));

@@ -45,6 +45,7 @@ export const gitlabProvider: ProviderRegistration<
       logger: context.logger,
       stores: {
         connections: hostRecords.gitlabConnections,
+        oauthStates: hostRecords.gitlabOAuthStates,
         deliveries: hostRecords.webhookDeliveries,
         repositories: records.repositories,
         queues: records.queues,

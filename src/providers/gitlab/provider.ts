@@ -14,7 +14,10 @@ import type {
 } from "../../mergequeue/records.js";
 import type { WatchedCiRunRecords } from "../../mergequeue/watched-ci-runs.js";
 import type { DeliveryRecords } from "../../mergequeue/webhook-delivery-records.js";
-import type { GitLabConnectionRecords } from "../../organizations/gitlab-connections.js";
+import type {
+  GitLabConnectionRecords,
+  GitLabOAuthStates,
+} from "../../organizations/gitlab-connections.js";
 import type { Repository } from "../../organizations/repositories.js";
 import type { HostProvider, ProviderLogger } from "../host-provider.js";
 import type { PresenceOptions } from "../presence/driver.js";
@@ -30,10 +33,13 @@ import { GitLabConnections, asApiError } from "./connections.js";
 import { GitLabEvents } from "./events.js";
 import { GitLabGitHost, type GitLabGitHostOptions } from "./host.js";
 import { GitLabMirrors } from "./mirror.js";
+import { GitLabOAuthApp } from "./oauth-app.js";
+import { GitLabOAuthGrants } from "./oauth-grants.js";
 import { GitLabCommands } from "./commands.js";
 import { GitLabPresence } from "./presence.js";
 import { DEFAULT_GITLAB_RECONCILE_INTERVAL_MS, GitLabReconciler } from "./reconcile.js";
 import { GitLabRepositories } from "./repositories.js";
+import { registerGitLabCallbackRoute } from "./oauth-routes.js";
 import { registerGitLabRoutes } from "./routes.js";
 import { GITLAB_SOURCE, registerGitLabWebhookRoute } from "./webhooks.js";
 
@@ -46,6 +52,8 @@ export interface GitLabProviderSettings {
   retryBaseMs?: number | undefined;
   /** Between reconcile passes (default 60 s; 0: only when asked, `reconciler.pass()`). */
   reconcileIntervalMs?: number | undefined;
+  /** The OAuth application organizations may connect through (docs/gitlab.md). */
+  oauth?: { clientId: string; clientSecret: string } | undefined;
 }
 
 export interface GitLabProviderDeps {
@@ -56,6 +64,7 @@ export interface GitLabProviderDeps {
   logger: ProviderLogger;
   stores: {
     connections: GitLabConnectionRecords;
+    oauthStates: GitLabOAuthStates;
     deliveries: DeliveryRecords;
     repositories: Pick<RepositoryRecords, "ensure">;
     queues: Pick<MergeQueueRecords, "listForHost" | "find" | "listForOrganization" | "findById">;
@@ -102,12 +111,14 @@ export const DEFAULT_TEST_BRANCH_PREFIX = "trunk-merge/";
 export function createGitLabProvider(deps: GitLabProviderDeps): GitLabProvider {
   const { settings, clock, logger, stores } = deps;
   const testBranchPrefix = settings.testBranchPrefix ?? DEFAULT_TEST_BRANCH_PREFIX;
+  const oauth = oauthGrants(deps);
   const connections = new GitLabConnections({
     records: stores.connections,
     clock,
     url: settings.url,
     userAgent: settings.userAgent,
     retryBaseMs: settings.retryBaseMs,
+    oauth,
     ...(deps.onRequest ? { onRequest: deps.onRequest } : {}),
   });
   const mirrors = new GitLabMirrors({ dataDir: deps.dataDir, url: settings.url });
@@ -219,6 +230,7 @@ export function createGitLabProvider(deps: GitLabProviderDeps): GitLabProvider {
       registerGitLabRoutes(scope, { connections, host: settings.host, publicUrl });
     },
     webhookRoutes(scope) {
+      registerGitLabCallbackRoute(scope, connections);
       registerGitLabWebhookRoute(scope, {
         connections,
         store: (delivery) => writer.store(delivery),
@@ -242,4 +254,22 @@ export function createGitLabProvider(deps: GitLabProviderDeps): GitLabProvider {
       await inbox.stop();
     },
   };
+}
+
+/** The OAuth application's grants, when the operator configured one. */
+function oauthGrants(deps: GitLabProviderDeps): GitLabOAuthGrants | undefined {
+  const { settings } = deps;
+  if (!settings.oauth) return undefined;
+  return new GitLabOAuthGrants({
+    app: new GitLabOAuthApp({
+      url: settings.url,
+      ...settings.oauth,
+      userAgent: settings.userAgent,
+      retryBaseMs: settings.retryBaseMs,
+      ...(deps.onRequest ? { onRequest: deps.onRequest } : {}),
+    }),
+    records: deps.stores.connections,
+    states: deps.stores.oauthStates,
+    clock: deps.clock,
+  });
 }

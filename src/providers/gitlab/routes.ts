@@ -12,6 +12,7 @@ import { isoTime } from "../../lib/clock.js";
 import { ApiError } from "../../lib/errors.js";
 import type { GitLabConnectionRecord } from "../../organizations/gitlab-connections.js";
 import type { GitLabConnections } from "./connections.js";
+import { GITLAB_CALLBACK_PATH } from "./oauth-routes.js";
 import { GITLAB_WEBHOOK_PATH, gitlabWebhookUrl } from "./webhooks.js";
 
 const TOKEN_PATTERN = "^[\\x21-\\x7e]+$";
@@ -27,6 +28,14 @@ export const HOOK_EVENTS = [
 
 const Connection = Type.Object({
   instanceUrl: Type.String({ description: "The GitLab instance (MAINLINE_GITLAB_URL)." }),
+  method: Type.Union([Type.Literal("token"), Type.Literal("oauth")], {
+    description:
+      "`token`: an access token given to `connect`; `oauth`: the OAuth application's grant (`authorize`), renewed by Mainline.",
+  }),
+  problem: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "Why the connection stopped working, when Mainline knows (GitLab refused to renew the grant): connect again.",
+  }),
   host: Type.String({ description: "The `host` its repositories carry in the API." }),
   username: Type.String({ description: "The token's user: whom Mainline acts as on GitLab." }),
   scopes: Type.Array(Type.String(), { description: "The token's scopes, where GitLab said." }),
@@ -53,7 +62,7 @@ const Connection = Type.Object({
 });
 
 export interface GitLabRoutesService {
-  connections: Pick<GitLabConnections, "connect" | "get" | "disconnect">;
+  connections: Pick<GitLabConnections, "connect" | "get" | "disconnect" | "oauth">;
   host: string;
   publicUrl: () => string | undefined;
 }
@@ -65,6 +74,8 @@ export function presentConnection(
   const publicUrl = service.publicUrl();
   return {
     instanceUrl: record.instanceUrl,
+    method: record.method,
+    problem: record.problem,
     host: service.host,
     username: record.username,
     scopes: record.scopes,
@@ -116,6 +127,44 @@ export function registerGitLabRoutes(scope: ApiApp, gitlab: GitLabRoutesService 
         request.body.token,
       );
       return { connection: presentConnection(record, routes) };
+    },
+  );
+
+  scope.post(
+    "/v1/gitlab/authorize",
+    {
+      schema: {
+        tags: ["GitLab"],
+        summary: "Start connecting the organization through the OAuth application",
+        description:
+          "Answers the address on GitLab where a person approves Mainline's OAuth application (the operator's MAINLINE_GITLAB_OAUTH_CLIENT_ID). Whoever approves is whom Mainline acts as: use a bot or service account with the Developer role (Maintainer to register webhooks). GitLab then sends the browser to `redirectUri`, which connects the organization (replacing the connection it had; the webhook address and secret stay). The address serves once, within ten minutes. 409: no OAuth application is configured.",
+        body: Type.Object({}),
+        response: {
+          200: Type.Object({
+            url: Type.String({ description: "Open in a browser signed in to GitLab." }),
+            redirectUri: Type.String({
+              description:
+                "Where GitLab sends the browser back: the OAuth application's redirect URI must be exactly this.",
+            }),
+            expiresAt: Type.String({ format: "date-time" }),
+          }),
+          ...errorResponses(...COMMON_ERRORS, 409),
+        },
+      },
+    },
+    async (request) => {
+      const routes = service();
+      const grants = routes.connections.oauth;
+      if (!grants) {
+        throw new ApiError(
+          "host_not_connected",
+          "This server has no GitLab OAuth application: its operator registers one and sets MAINLINE_GITLAB_OAUTH_CLIENT_ID and MAINLINE_GITLAB_OAUTH_CLIENT_SECRET; or connect with an access token (POST /v1/gitlab/connect; docs/gitlab.md).",
+        );
+      }
+      const base = routes.publicUrl() ?? `${request.protocol}://${request.host}`;
+      const redirectUri = `${base.replace(/\/+$/, "")}${GITLAB_CALLBACK_PATH}`;
+      const started = await grants.start(principalOf(request).organizationId, redirectUri);
+      return { url: started.url, redirectUri, expiresAt: isoTime(started.expiresAt) };
     },
   );
 

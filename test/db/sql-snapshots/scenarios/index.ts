@@ -2,6 +2,7 @@ import { ciRunsScenario } from "./ci-runs.js";
 import { githubCiRunsScenario } from "./github-ci-runs.js";
 import { githubInstallationsScenario } from "./github-installations.js";
 import { gitlabConnectionsScenario } from "./gitlab-connections.js";
+import { gitlabOAuthStatesScenario } from "./gitlab-oauth-states.js";
 import { githubPresenceScenario } from "./github-presence.js";
 import { pullRequestReportsScenario } from "./pull-request-reports.js";
 import { localPullRequestsScenario } from "./local-pull-requests.js";
@@ -36,6 +37,7 @@ export const SCENARIOS: StoreScenario[] = [
   githubCiRunsScenario,
   githubPresenceScenario,
   gitlabConnectionsScenario,
+  gitlabOAuthStatesScenario,
   pullRequestReportsScenario,
   webhookDeliveriesScenario,
   ciRunsScenario,
