@@ -96,6 +96,7 @@ describe("the OpenAPI document", () => {
       "POST /v1/github/unlinkInstallation": true,
       "POST /v1/github/listInstallations": true,
       "POST /v1/gitlab/connect": true,
+      "POST /v1/gitlab/authorize": true,
       "POST /v1/gitlab/getConnection": true,
       "POST /v1/gitlab/disconnect": true,
       "POST /v1/metrics/createBundleUpload": true,

@@ -74,6 +74,8 @@ const NOT_AIMABLE: Record<string, string> = {
     "answers the caller's own organization's installations; takes no address of another's",
   "POST /v1/gitlab/connect":
     "connects the caller's own organization (its token alone); takes no address of another's",
+  "POST /v1/gitlab/authorize":
+    "starts an authorization for the caller's own organization; takes no address of another's",
   "POST /v1/gitlab/getConnection":
     "answers the caller's own organization's connection; takes no address of another's",
   "POST /v1/gitlab/disconnect":
