@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, type Api, type ApiAnswer, type Json } from "../helpers/fake-gitlab/client.js";
@@ -349,6 +350,102 @@ describe("REST API answers have the shape of GitLab's documented examples", () =
 
   it("GET /personal_access_tokens/self (docs: the personal access token entity)", () => {
     expectShape("api-personal-access-tokens.json", [body("get token")]);
+  });
+});
+
+// ---- OAuth provider answers ------------------------------------------------------------------------
+
+describe("OAuth provider answers have the fields of GitLab's OAuth 2.0 API page (api/oauth2)", () => {
+  /** Doorkeeper's TokenResponse, as the page's examples show it (no other key). */
+  const TOKEN_FIELDS = [
+    "access_token",
+    "token_type",
+    "expires_in",
+    "refresh_token",
+    "scope",
+    "created_at",
+  ];
+  /** Doorkeeper's token info, and the `scopes`, `expires_in_seconds` GitLab keeps (deprecated). */
+  const INFO_FIELDS = [
+    "resource_owner_id",
+    "scope",
+    "expires_in",
+    "application",
+    "created_at",
+    "scopes",
+    "expires_in_seconds",
+  ];
+  const oauth = new Map<string, Json>();
+
+  beforeAll(async () => {
+    const redirectUri = "https://mainline.example.com/gitlab/callback";
+    const app = gl.createOAuthApplication({ name: "Fidelity", redirectUri, scopes: ["api"] });
+    const verifier = "v".repeat(43);
+    const authorize = new URL(`${gl.url}/oauth/authorize`);
+    const query = {
+      client_id: app.applicationId,
+      redirect_uri: redirectUri,
+      response_type: "code",
+      state: "s",
+      scope: "api",
+      code_challenge: createHash("sha256").update(verifier).digest("base64url"),
+      code_challenge_method: "S256",
+    };
+    for (const [k, v] of Object.entries(query)) authorize.searchParams.set(k, v);
+    const redirected = await fetch(authorize, {
+      redirect: "manual",
+      headers: { cookie: gl.browserCookie("alice") },
+    });
+    const code = new URL(redirected.headers.get("location") ?? "").searchParams.get("code") ?? "";
+    const token = async (params: Record<string, string>): Promise<Json> => {
+      const answer = await fetch(`${gl.url}/oauth/token`, {
+        method: "POST",
+        body: new URLSearchParams({
+          client_id: app.applicationId,
+          client_secret: app.secret,
+          ...params,
+        }),
+      });
+      expect(answer.status).toBe(200);
+      return (await answer.json()) as Json;
+    };
+    const first = await token({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: redirectUri,
+      code_verifier: verifier,
+    });
+    oauth.set("authorization_code", first);
+    const renewed = await token({
+      grant_type: "refresh_token",
+      refresh_token: first.refresh_token as string,
+    });
+    oauth.set("refresh_token", renewed);
+    const info = await fetch(`${gl.url}/oauth/token/info`, {
+      headers: { authorization: `Bearer ${renewed.access_token as string}` },
+    });
+    oauth.set("info", (await info.json()) as Json);
+  });
+
+  it.each(["authorization_code", "refresh_token"])(
+    "POST /oauth/token (%s): exactly access_token, token_type, expires_in, refresh_token, scope, created_at",
+    (grant) => {
+      const answer = oauth.get(grant) ?? {};
+      expect(Object.keys(answer).sort()).toEqual([...TOKEN_FIELDS].sort());
+      expect(answer).toMatchObject({ token_type: "Bearer", expires_in: 7200, scope: "api" });
+      expect(answer.access_token).toMatch(/^[0-9a-f]{64}$/);
+      expect(answer.refresh_token).toMatch(/^[0-9a-f]{64}$/);
+      expect(typeof answer.created_at).toBe("number");
+    },
+  );
+
+  it("GET /oauth/token/info", () => {
+    const info = oauth.get("info") ?? {};
+    expect(Object.keys(info).sort()).toEqual([...INFO_FIELDS].sort());
+    expect(info).toMatchObject({ scope: ["api"], scopes: ["api"] });
+    expect((info.application as Json).uid).toMatch(/^[0-9a-f]{64}$/);
+    for (const key of ["resource_owner_id", "expires_in", "expires_in_seconds", "created_at"])
+      expect(typeof info[key], key).toBe("number");
   });
 });
 

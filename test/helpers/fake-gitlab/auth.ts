@@ -5,17 +5,21 @@ import type { World } from "./world.js";
 
 /**
  * Tokens as GitLab's API guard judges them: `PRIVATE-TOKEN`, `Authorization: Bearer`, or the
- * `private_token` parameter; an unknown token is `401 Unauthorized`, an expired or revoked one
- * 401 `invalid_token`; a token without the scope a route needs is 403 `insufficient_scope`
- * (reads: `read_api` or `api`; writes: `api`). Git over HTTP takes the token as a Basic
- * password (any user name): `read_repository`, `write_repository` or `api`.
+ * `private_token`/`access_token` parameters; an unknown token is `401 Unauthorized`, an expired or
+ * revoked one 401 `invalid_token`; a token without the scope a route needs is 403
+ * `insufficient_scope` (reads: `read_api` or `api`; writes: `api`). OAuth access tokens count in
+ * `Authorization: Bearer` and `access_token` only (in `PRIVATE-TOKEN` or `private_token` they are
+ * unknown: 401), and say `Token is expired. …`/`Token was revoked. …` as GitLab's API guard does.
+ * Git over HTTP takes either kind as a Basic password (any user name): `read_repository`,
+ * `write_repository` or `api`.
  */
 
 export function today(): string {
   return new Date().toISOString().slice(0, 10);
 }
 
-export function expired(token: Token): boolean {
+export function expired(token: Token, nowMs = Date.now()): boolean {
+  if (token.kind === "oauth") return token.expiresAtMs !== null && nowMs > token.expiresAtMs;
   return token.expiresAt !== null && token.expiresAt <= today();
 }
 
@@ -30,31 +34,56 @@ function invalidToken(description: string): GitLabError {
   );
 }
 
+const rejected = (error: GitLabError): Credential => ({
+  kind: "rejected",
+  response: error.toResponse(),
+});
+
 export class Auth {
   constructor(private readonly world: World) {}
 
-  /** The token a request carries, judged. */
+  /** The token a request carries, judged (the first of the places GitLab looks at). */
   authenticate(req: IncomingMessage, query: URLSearchParams): Credential {
     const header = req.headers["private-token"];
     const bearer = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? "")?.[1];
-    const text =
-      (typeof header === "string" ? header : undefined) ??
-      bearer ??
-      query.get("private_token") ??
-      query.get("access_token") ??
-      undefined;
-    if (text === undefined || text === "") return { kind: "none" };
-    return this.judge(text);
+    // Where a token was found, and whether an OAuth access token counts there.
+    const places: [string | null | undefined, boolean][] = [
+      [typeof header === "string" ? header : undefined, false],
+      [bearer, true],
+      [query.get("private_token"), false],
+      [query.get("access_token"), true],
+    ];
+    const found = places.find(([text]) => text !== undefined && text !== null);
+    const text = found?.[0];
+    if (found === undefined || text === undefined || text === null || text === "") {
+      return { kind: "none" };
+    }
+    return this.judge(text, { oauth: found[1] });
   }
 
-  judge(text: string): Credential {
+  judge(text: string, where: { oauth: boolean } = { oauth: true }): Credential {
     const token = this.world.tokens.get(text.trim());
-    if (token === undefined) return { kind: "rejected", response: unauthorized().toResponse() };
-    if (token.revoked)
-      return { kind: "rejected", response: invalidToken("Token has been revoked.").toResponse() };
-    if (expired(token))
-      return { kind: "rejected", response: invalidToken("Token has expired.").toResponse() };
+    if (token === undefined || (token.kind === "oauth" && !where.oauth)) {
+      return rejected(unauthorized());
+    }
+    if (token.kind === "oauth") {
+      // GitLab's AccessTokenValidationService: expiry first, then revocation.
+      if (expired(token)) {
+        return rejected(
+          invalidToken("Token is expired. You can either do re-authorization or token refresh."),
+        );
+      }
+      if (token.revoked) {
+        return rejected(invalidToken("Token was revoked. You have to re-authorize from the user."));
+      }
+    } else {
+      if (token.revoked) return rejected(invalidToken("Token has been revoked."));
+      if (expired(token)) return rejected(invalidToken("Token has expired."));
+    }
     token.lastUsedAt = Date.now();
+    const firstUse = token.onFirstUse;
+    token.onFirstUse = undefined;
+    firstUse?.();
     return { kind: "token", token, user: token.user };
   }
 

@@ -5,8 +5,8 @@ import type { Token, User } from "./model.js";
 /**
  * The fake's HTTP layer: routing on GitLab's path templates (base `/api/v4`), Grape's error
  * bodies, parameters merged from the query and a JSON or form body (as Grape does), and GitLab's
- * pagination headers. Git's smart HTTP paths are handed to another handler. What a route does
- * lives in the route modules.
+ * pagination headers. Git's smart HTTP paths are handed to another handler; routes outside
+ * `/api/v4` (the OAuth provider's) are `root` routes. What a route does lives in the route modules.
  */
 
 export const API_PREFIX = "/api/v4";
@@ -33,7 +33,7 @@ export type Scope = "read" | "write" | "user" | "none";
 
 export interface RequestContext {
   method: string;
-  /** The path after `/api/v4`, undecoded. */
+  /** The path after `/api/v4` (a root route's: the whole path), undecoded. */
   path: string;
   query: URLSearchParams;
   headers: IncomingMessage["headers"];
@@ -49,6 +49,11 @@ export interface Route {
   /** GitLab's template after `/api/v4`; `:name` is one segment, `:name+` the rest (slashes too). */
   path: string;
   scope: Scope;
+  /**
+   * A route outside `/api/v4` (`path` is the whole path: the OAuth provider's `/oauth/…`). The API's
+   * token guard does not run: the handler judges the credentials it takes.
+   */
+  root?: boolean;
   handler: (ctx: RequestContext) => Promise<FakeResponse> | FakeResponse;
 }
 
@@ -235,15 +240,17 @@ export class HttpServer {
     });
   }
 
-  /** The matching route with the most literal text. */
-  private match(method: string, path: string): { route: Route; params: Record<string, string> } {
-    let best: (CompiledRoute & { m: RegExpExecArray }) | null = null;
-    for (const compiled of this.routes) {
-      if (compiled.route.method !== method) continue;
-      const m = compiled.regex.exec(path);
-      if (m === null || (best !== null && best.literal >= compiled.literal)) continue;
-      best = { ...compiled, m };
-    }
+  /**
+   * The matching route with the most literal text. API paths match API routes only; other paths
+   * match the root routes first (then, as before, API routes).
+   */
+  private match(
+    method: string,
+    path: string,
+    api: boolean,
+  ): { route: Route; params: Record<string, string> } {
+    const root = api ? null : this.best(method, path, true);
+    const best = root ?? this.best(method, path, false);
     if (best === null) {
       const fallback: Route = {
         method,
@@ -262,6 +269,21 @@ export class HttpServer {
     return { route: best.route, params };
   }
 
+  private best(
+    method: string,
+    path: string,
+    root: boolean,
+  ): (CompiledRoute & { m: RegExpExecArray }) | null {
+    let best: (CompiledRoute & { m: RegExpExecArray }) | null = null;
+    for (const compiled of this.routes) {
+      if (compiled.route.method !== method || (compiled.route.root ?? false) !== root) continue;
+      const m = compiled.regex.exec(path);
+      if (m === null || (best !== null && best.literal >= compiled.literal)) continue;
+      best = { ...compiled, m };
+    }
+    return best;
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const startedMs = Date.now();
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -270,11 +292,12 @@ export class HttpServer {
       if (await this.hooks.other(req, res, url)) return;
     }
     const method = (req.method ?? "GET").toUpperCase();
-    const path = rawPath.startsWith(API_PREFIX) ? rawPath.slice(API_PREFIX.length) : rawPath;
+    const api = rawPath.startsWith(API_PREFIX);
+    const path = api ? rawPath.slice(API_PREFIX.length) : rawPath;
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString("utf8");
-    const matched = this.match(method, path.replace(/\/+$/, "") || "/");
+    const matched = this.match(method, path.replace(/\/+$/, "") || "/", api);
     const ctx: RequestContext = {
       method,
       path,
@@ -294,8 +317,10 @@ export class HttpServer {
       if (fault.instead !== undefined) {
         response = fault.instead;
       } else {
-        ctx.credential = this.hooks.authenticate(req, url.searchParams);
-        this.hooks.authorize(ctx);
+        if (matched.route.root !== true) {
+          ctx.credential = this.hooks.authenticate(req, url.searchParams);
+          this.hooks.authorize(ctx);
+        }
         response = await matched.route.handler(ctx);
         if (fault.after !== undefined) response = fault.after;
       }

@@ -16,6 +16,7 @@ export type { FakeGitLabOptions } from "./instance.js";
 export type { ProjectInit } from "./setup.js";
 export type { DeliveryAttempt, WebhookChaos } from "./webhooks.js";
 export type { LoggedRequest } from "./request-log.js";
+export type { OAuthGrantRecord } from "./oauth-protocol.js";
 export type { Hook, Job, MergeRequest, Note, Outcome, Pipeline, ProjectSettings } from "./model.js";
 
 export type HookEventName = "push" | "merge_requests" | "note" | "pipeline" | "job" | "tag_push";

@@ -7,6 +7,8 @@ import { MergeRequests } from "./merge-requests.js";
 import { Merges } from "./merge.js";
 import type { AccessLevel, Group, User } from "./model.js";
 import { Notes } from "./notes.js";
+import { OAuthProvider } from "./oauth.js";
+import { redirectUris, type OAuthGrantRecord } from "./oauth-protocol.js";
 import { Pipelines } from "./pipelines.js";
 import { Pushes } from "./pushes.js";
 import { RequestLog, type LoggedRequest } from "./request-log.js";
@@ -36,6 +38,14 @@ export interface FakeGitLabOptions {
   mergeConflictStatus?: 406 | 422;
   /** How long after a `git push` its side effects start (default 0: right after the response). */
   pushProcessingDelayMs?: number;
+  /** OAuth access tokens' lifetime in seconds (default 7200, GitLab's). */
+  oauthTokenTtlSeconds?: number;
+  /**
+   * When a refresh revokes the pair it replaces: `at-once` (default; GitLab's documentation:
+   * "Invalidates the existing access_token and refresh_token") or `on-first-use` (Doorkeeper
+   * with a `previous_refresh_token` column: the old pair lives until the new token is used).
+   */
+  oauthRefreshRevokes?: "at-once" | "on-first-use";
 }
 
 export class Instance {
@@ -51,6 +61,8 @@ export class Instance {
   readonly pushes: Pushes;
   readonly merges: Merges;
   readonly noteService: Notes;
+  /** The OAuth 2.0 provider (`/oauth/…`). */
+  readonly oauth: OAuthProvider;
   readonly requests = new RequestLog();
   protected readonly root: User;
 
@@ -123,6 +135,12 @@ export class Instance {
       notes: this.noteService,
     });
     registerCiRoutes(this.http, world, this.pipelineService);
+    this.oauth = new OAuthProvider(
+      world,
+      options.oauthTokenTtlSeconds ?? 7200,
+      options.oauthRefreshRevokes ?? "at-once",
+    );
+    this.oauth.register(this.http);
     this.root = this.addUser("root", { admin: true, name: "Administrator" });
   }
 
@@ -212,6 +230,8 @@ export class Instance {
       revoked: false,
       createdAt: Date.now(),
       lastUsedAt: null,
+      kind: "personal",
+      expiresAtMs: null,
     });
     return token;
   }
@@ -220,6 +240,60 @@ export class Instance {
     const found = this.world.tokens.get(token);
     if (found === undefined) throw new Error("no such token");
     found.revoked = true;
+  }
+
+  // ---- OAuth applications ----------------------------------------------------------------------
+
+  /**
+   * An OAuth application (GitLab: Applications). `redirectUri`: one or several (a list, or
+   * newline-separated as GitLab's form takes them); `scopes`: GitLab's (`api`, `read_user`,
+   * `write_repository`, …); `confidential` (default true) must authenticate with its secret;
+   * `owner`: the user who registered it (none: instance-wide).
+   */
+  createOAuthApplication(options: {
+    name: string;
+    redirectUri: string | string[];
+    scopes: string[];
+    confidential?: boolean;
+    owner?: string;
+  }): { id: number; applicationId: string; secret: string } {
+    const application = this.oauth.createApplication(options);
+    return { id: application.id, applicationId: application.uid, secret: application.secret };
+  }
+
+  /** GitLab's "Renew secret": a new `gloas-…` secret; the old one stops working. */
+  renewOAuthSecret(applicationId: string): string {
+    return this.oauth.renewSecret(applicationId);
+  }
+
+  /** GitLab's "Edit application": its redirect URIs are these now. */
+  setOAuthRedirectUri(applicationId: string, redirectUri: string | string[]): void {
+    this.oauth.application(applicationId).redirectUris = redirectUris(redirectUri);
+  }
+
+  /** The OAuth access tokens issued so far (the user's, or all), oldest first, revoked ones too. */
+  oauthAccessTokens(username?: string): string[] {
+    return this.oauth.accessTokens(username);
+  }
+
+  /** A `Cookie` header value for a browser signed in as the user (for `/oauth/authorize`). */
+  browserCookie(username: string): string {
+    return this.oauth.browserCookie(username);
+  }
+
+  /** The OAuth access tokens issued so far (the user's, or everyone's) expire now. */
+  expireOAuthTokens(username?: string): void {
+    this.oauth.expireTokens(username);
+  }
+
+  /** Authorization codes not yet exchanged are past their 10 minutes. */
+  expireOAuthCodes(): void {
+    this.oauth.expireCodes();
+  }
+
+  /** Every token `/oauth/token` issued: `{ grantType, atMs, applicationId, user }`. */
+  get oauthGrants(): OAuthGrantRecord[] {
+    return this.oauth.issued;
   }
 
   /** A project access token: a bot user `project_<id>_bot_<n>`, member with the role given. */

@@ -35,6 +35,19 @@ export interface Token {
   revoked: boolean;
   createdAt: number;
   lastUsedAt: number | null;
+  /**
+   * `personal` (personal and project access tokens: `PRIVATE-TOKEN`, `Authorization: Bearer`,
+   * `private_token`, `access_token`) or `oauth` (issued by `/oauth/token`: Bearer and
+   * `access_token` only).
+   */
+  kind: "personal" | "oauth";
+  /** An OAuth access token's end (epoch ms; `expiresAt` is null then); null for the others. */
+  expiresAtMs: number | null;
+  /**
+   * OAuth with Doorkeeper's `previous_refresh_token`: revokes the pair this token's refresh
+   * replaced, on the token's first use (then cleared).
+   */
+  onFirstUse?: (() => void) | undefined;
 }
 
 export interface Group {

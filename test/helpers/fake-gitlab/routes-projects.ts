@@ -86,6 +86,8 @@ export function registerProjectRoutes(
     handler: (ctx) => {
       if (ctx.credential.kind !== "token") throw unauthorized();
       const t = ctx.credential.token;
+      // An OAuth access token is not a personal access token.
+      if (t.kind === "oauth") throw new GitLabError(404, "404 Not Found");
       const body = {
         id: t.id,
         name: t.name,
