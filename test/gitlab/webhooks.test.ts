@@ -67,6 +67,15 @@ describe("GitLab's webhooks", () => {
     expect((await server.call("gitlab/getConnection", {})).status).toBe(404);
   });
 
+  it("says what the operator sets when no OAuth application is configured", async () => {
+    const start = await server.call<{ error: { message: string } }>("gitlab/authorize", {});
+    expect(start.status).toBe(409);
+    expect(start.body.error.message).toMatch(/MAINLINE_GITLAB_OAUTH_CLIENT_ID/);
+    const back = await fetch(`${server.url}/gitlab/oauth/callback?code=c&state=s`);
+    expect(back.status).toBe(409);
+    expect(await back.text()).toMatch(/no GitLab OAuth application/);
+  });
+
   it("keys deliveries by Idempotency-Key and checks the secret in constant time", async () => {
     const first = await server.call<Connection>("gitlab/connect", { token });
     expect(first.status, first.text).toBe(200);

@@ -87,7 +87,7 @@ export class GitLabConnections {
         "/personal_access_tokens/self",
       ),
     ).catch((error: unknown) => {
-      // OAuth tokens, and instances before 15.5, have no such route: scopes unknown.
+      // Instances before 15.5 have no such route: scopes unknown.
       if (error instanceof ApiError && error.code === "forbidden") return undefined;
       throw error;
     });
@@ -99,26 +99,15 @@ export class GitLabConnections {
         `The GitLab token lacks the scope${missing.length === 1 ? "" : "s"} ${missing.join(", ")}: Mainline needs ${REQUIRED_SCOPES.join(" and ")} (docs/gitlab.md, "Tokens").`,
       );
     }
-    const now = this.deps.clock.now();
-    const existing = await this.deps.records.get(organizationId);
-    const record: GitLabConnectionRecord = {
-      organizationId,
-      hookKey: existing?.hookKey ?? randomBytes(16).toString("base64url"),
-      instanceUrl: this.deps.url,
+    const { record } = await this.store(organizationId, {
       token,
       userId: user.id,
       username: user.username,
       scopes,
       expiresAt: self?.expires_at ? Date.parse(self.expires_at) : null,
-      webhookSecret: existing?.webhookSecret ?? randomBytes(24).toString("base64url"),
-      createdAt: existing?.createdAt ?? now,
-      updatedAt: now,
       method: "token",
       oauth: null,
-      problem: null,
-    };
-    await this.deps.records.put(record);
-    this.forget(organizationId);
+    });
     return record;
   }
 
@@ -146,30 +135,44 @@ export class GitLabConnections {
         `GitLab granted the application without ${missing.join(", ")}: Mainline needs ${REQUIRED_SCOPES.join(" and ")}; the operator adds them to the OAuth application (docs/gitlab.md).`,
       );
     }
-    const now = this.deps.clock.now();
-    const existing = await this.deps.records.get(organizationId);
-    const record: GitLabConnectionRecord = {
-      organizationId,
-      hookKey: existing?.hookKey ?? randomBytes(16).toString("base64url"),
-      instanceUrl: this.deps.url,
+    const { record, existing } = await this.store(organizationId, {
       token: tokens.accessToken,
       userId: user.id,
       username: user.username,
       scopes: tokens.scopes,
       expiresAt: tokens.expiresAt,
-      webhookSecret: existing?.webhookSecret ?? randomBytes(24).toString("base64url"),
-      createdAt: existing?.createdAt ?? now,
-      updatedAt: now,
       method: "oauth",
       oauth: { refreshToken: tokens.refreshToken, redirectUri, issuedAt: tokens.issuedAt },
-      problem: null,
-    };
-    await this.deps.records.put(record);
-    this.forget(organizationId);
+    });
     if (existing?.method === "oauth" && existing.token !== record.token) {
       await this.deps.oauth?.app.revoke(existing.token);
     }
     return record;
+  }
+
+  /** Stores the organization's connection, keeping the webhook address and secret it had. */
+  private async store(
+    organizationId: string,
+    fields: Pick<
+      GitLabConnectionRecord,
+      "token" | "userId" | "username" | "scopes" | "expiresAt" | "method" | "oauth"
+    >,
+  ): Promise<{ record: GitLabConnectionRecord; existing: GitLabConnectionRecord | undefined }> {
+    const now = this.deps.clock.now();
+    const existing = await this.deps.records.get(organizationId);
+    const record: GitLabConnectionRecord = {
+      ...fields,
+      organizationId,
+      hookKey: existing?.hookKey ?? randomBytes(16).toString("base64url"),
+      instanceUrl: this.deps.url,
+      webhookSecret: existing?.webhookSecret ?? randomBytes(24).toString("base64url"),
+      createdAt: existing?.createdAt ?? now,
+      updatedAt: now,
+      problem: null,
+    };
+    await this.deps.records.put(record);
+    this.forget(organizationId);
+    return { record, existing };
   }
 
   async disconnect(organizationId: string): Promise<boolean> {
