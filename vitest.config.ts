@@ -74,7 +74,11 @@ const POSTGRES_END_TO_END = [
 const POSTGRES_ALONE = ["test/cli/two-servers.test.ts", "test/e2e/database-faults.test.ts"];
 
 /** Files that only PostgreSQL can run (two servers on one database: SQLite is served by one). */
-const POSTGRES_ONLY = ["test/cli/two-servers.test.ts"];
+const POSTGRES_ONLY = [
+  "test/cli/two-servers.test.ts",
+  // Two servers renewing one OAuth grant under the lease.
+  "test/gitlab/oauth-processes.test.ts",
+];
 
 /** A glob of files and folders as a glob of the test files among them. */
 function asTestFiles(glob: string): string {
