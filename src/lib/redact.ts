@@ -1,7 +1,7 @@
 /**
  * Keeping secrets out of log lines and messages: each pattern below is one kind of secret (our
- * tokens and session ids, credential query values, URL passwords, GitHub, Slack and Atlassian
- * tokens, Slack incoming-webhook paths, Linear keys, JWTs, PEM keys).
+ * tokens and session ids, credential query values, URL passwords, GitHub, GitLab, Slack and
+ * Atlassian tokens, Slack incoming-webhook paths, Linear keys, JWTs, PEM keys).
  * Applied to text that may echo input (URLs, error messages, stacks); a new kind of secret the
  * service handles needs its pattern here. Fields we log on purpose never carry a secret.
  */
@@ -20,6 +20,13 @@ const URL_PASSWORD = /([a-z][a-z0-9+.-]*:\/\/[^:/@\s"'<>]*):[^@/\s"'<>]*@/gi;
 const API_TOKEN = /\b(mlt|mls)_[A-Za-z0-9_-]{8,}/g;
 /** GitHub's tokens: installation (`ghs_`), personal (`ghp_`, `github_pat_`), OAuth, user, refresh. */
 const GITHUB_TOKEN = /\b(gh[psour]_|github_pat_)[A-Za-z0-9_]{8,}/g;
+/**
+ * GitLab's prefixed tokens: personal, project and group access (`glpat-`), OAuth application
+ * secrets (`gloas-`), deploy (`gldt-`), runner (`glrt-`), CI job (`glcbt-`), trigger (`glptt-`),
+ * feed (`glft-`), incoming mail (`glimt-`), SCIM (`glsoat-`).
+ */
+const GITLAB_TOKEN =
+  /\b(glpat-|gloas-|gldt-|glrt-|glcbt-|glptt-|glft-|glimt-|glsoat-)[A-Za-z0-9_.-]{8,}/g;
 /** Linear's personal API keys (`lin_api_`) and OAuth access tokens (`lin_oauth_`). */
 const LINEAR_KEY = /\b(lin_api_|lin_oauth_)[A-Za-z0-9]{8,}/g;
 /** Atlassian API tokens (Jira Cloud ticket connections): `ATATT` + base64url-ish text. */
@@ -42,6 +49,7 @@ export function redactSecrets(text: string): string {
     .replace(URL_PASSWORD, `$1:${REDACTED}@`)
     .replace(API_TOKEN, (_match, prefix: string) => `${prefix}_${REDACTED}`)
     .replace(GITHUB_TOKEN, `$1${REDACTED}`)
+    .replace(GITLAB_TOKEN, `$1${REDACTED}`)
     .replace(LINEAR_KEY, `$1${REDACTED}`)
     .replace(WEBHOOK_SECRET, `whsec_${REDACTED}`)
     .replace(SLACK_TOKEN, `$1${REDACTED}`)

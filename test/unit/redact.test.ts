@@ -25,6 +25,9 @@ describe("redactSecrets", () => {
     expect(redactSecrets("client_id=Iv1&client_secret=f00ba4")).toBe(
       "client_id=Iv1&client_secret=[redacted]",
     );
+    expect(
+      redactSecrets("GitLab refused glpat-xy1Z_abcdefghij0123 and gloas-0a1b2c3d4e5f6a7b"),
+    ).toBe("GitLab refused glpat-[redacted] and gloas-[redacted]");
     expect(redactSecrets("key lin_api_0123456789abcdefABCDEF0123456789abcdefAB refused")).toBe(
       "key lin_api_[redacted] refused",
     );
