@@ -7,7 +7,6 @@
  * GitLab failed without doing it (tried again), and two processes on one database renewing once.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { loadGitLabConfig } from "../../src/app/gitlab-config.js";
 import { GitLabConnectionStore } from "../../src/db/stores/gitlab-connections.js";
 import { GitLabOAuthStateStore } from "../../src/db/stores/gitlab-oauth-states.js";
 import { systemClock } from "../../src/lib/clock.js";
@@ -129,6 +128,37 @@ async function hookAndQueue(): Promise<void> {
   expect((await server.call("createQueue", QUEUE)).status).toBe(200);
 }
 
+/**
+ * What another server process on the same database holds: its own connections and grants (its own
+ * memory), the same rows.
+ */
+function anotherProcess(options: { leaseMs?: number } = {}): GitLabConnections {
+  const handle = server.database.handle;
+  const records = new GitLabConnectionStore(handle.db);
+  const grants = new GitLabOAuthGrants({
+    app: new GitLabOAuthApp({
+      url: world.gl.url,
+      clientId: app.applicationId,
+      clientSecret: app.secret,
+      userAgent: "test",
+      retryBaseMs: 0,
+    }),
+    records,
+    states: new GitLabOAuthStateStore(handle.db),
+    clock: systemClock,
+    pollMs: 20,
+    ...options,
+  });
+  return new GitLabConnections({
+    records,
+    clock: systemClock,
+    url: world.gl.url,
+    userAgent: "test",
+    retryBaseMs: 0,
+    oauth: grants,
+  });
+}
+
 const mrs = mergeRequestsOf(() => ({ world, server }), PROJECT, QUEUE, "oauth");
 
 describe("connecting through GitLab's OAuth application", () => {
@@ -232,35 +262,8 @@ describe("connecting through GitLab's OAuth application", () => {
   });
 
   it("renews once when two processes on one database find the token due together", async () => {
-    const handle = server.database.handle;
-    const other = (): GitLabConnections => {
-      const config = loadGitLabConfig(world.env);
-      if (!config) throw new Error("no config");
-      const records = new GitLabConnectionStore(handle.db);
-      const grants = new GitLabOAuthGrants({
-        app: new GitLabOAuthApp({
-          url: world.gl.url,
-          clientId: app.applicationId,
-          clientSecret: app.secret,
-          userAgent: "test",
-          retryBaseMs: 0,
-        }),
-        records,
-        states: new GitLabOAuthStateStore(handle.db),
-        clock: systemClock,
-        pollMs: 20,
-      });
-      return new GitLabConnections({
-        records,
-        clock: systemClock,
-        url: world.gl.url,
-        userAgent: "test",
-        retryBaseMs: 0,
-        oauth: grants,
-      });
-    };
-    const a = other();
-    const b = other();
+    const a = anotherProcess();
+    const b = anotherProcess();
     // Both read the connection while its token works.
     const [first, second] = await Promise.all([
       a.access(server.organizationId),
@@ -289,6 +292,26 @@ describe("connecting through GitLab's OAuth application", () => {
     expect(refreshes()).toBe(again + 1);
     expect((await second.client.get<{ username: string }>("/user")).status).toBe(200);
     expect(refreshes()).toBe(again + 1);
+  });
+
+  it("takes over a renewal whose process stopped holding the lease", async () => {
+    const records = new GitLabConnectionStore(server.database.handle.db);
+    const held = await records.get(server.organizationId);
+    if (!held?.oauth) throw new Error("not an OAuth connection");
+    // A process took the lease and died before it asked GitLab.
+    const now = Date.now();
+    expect(
+      await records.claimRefresh(held.organizationId, held.oauth.refreshToken, now, now + 600),
+    ).toBe(true);
+    world.gl.expireOAuthTokens("mainline-bot");
+    const survivor = anotherProcess({ leaseMs: 600 });
+    const before = refreshes();
+    const { client } = await survivor.access(server.organizationId);
+    const began = Date.now();
+    expect((await client.get<{ username: string }>("/user")).data.username).toBe("mainline-bot");
+    expect(Date.now() - began).toBeGreaterThanOrEqual(400);
+    expect(refreshes()).toBe(before + 1);
+    expect((await connection())?.problem).toBeNull();
   });
 
   it("revokes the grant when the organization disconnects", async () => {

@@ -39,6 +39,8 @@ export interface GitLabOAuthGrantsDeps {
   clock: Clock;
   /** Between looks at another process's renewal (default 250 ms). */
   pollMs?: number;
+  /** How long a renewal holds the lease before another process may take over (default 2 min). */
+  leaseMs?: number;
 }
 
 /** A finished authorization: whose it is and what GitLab granted. */
@@ -144,9 +146,8 @@ export class GitLabOAuthGrants {
       const now = clock.now();
       const fresh = stale === undefined ? !this.due(record, now) : record.token !== stale;
       if (fresh) return record;
-      if (
-        await records.claimRefresh(organizationId, record.oauth.refreshToken, now, now + LEASE_MS)
-      ) {
+      const until = now + (this.deps.leaseMs ?? LEASE_MS);
+      if (await records.claimRefresh(organizationId, record.oauth.refreshToken, now, until)) {
         return this.refreshHeld(record);
       }
       if (clock.now() >= deadline) {
@@ -173,7 +174,7 @@ export class GitLabOAuthGrants {
       if (lost || refused) {
         const problem = lost
           ? `${error.message}.`
-          : "GitLab no longer accepts the authorization (it was revoked in GitLab, or its application was deleted).";
+          : "GitLab no longer accepts the authorization (it was revoked in GitLab, its application was deleted, or a renewal by a process that stopped mid-way was lost).";
         await records.markProblem(record.organizationId, grant.refreshToken, problem, clock.now());
         throw brokenConnection(problem);
       }
