@@ -1,9 +1,9 @@
 /** What the composition root hands every registered host: its ports, over one database. */
 import type { DatabaseHandle } from "../db/connection.js";
 import { CiRunStore } from "../db/stores/ci-runs.js";
-import { GitHubCiRunStore } from "../db/stores/github-ci-runs.js";
+import { WatchedCiRunStore } from "../db/stores/watched-ci-runs.js";
 import { GitHubInstallationStore } from "../db/stores/github-installations.js";
-import { GitHubPresenceStore } from "../db/stores/github-presence.js";
+import { PrPresenceStore } from "../db/stores/pr-presence.js";
 import { GitLabConnectionStore } from "../db/stores/gitlab-connections.js";
 import { GitLabOAuthStateStore } from "../db/stores/gitlab-oauth-states.js";
 import { PullRequestReportStore } from "../db/stores/pull-request-reports.js";
@@ -46,8 +46,8 @@ export function providerContext(
       ciRuns: new CiRunStore(db),
       githubInstallations: new GitHubInstallationStore(db, dialect),
       webhookDeliveries: new WebhookDeliveryStore(db, dialect),
-      githubCiRuns: new GitHubCiRunStore(db),
-      githubPresence: new GitHubPresenceStore(db),
+      watchedCiRuns: new WatchedCiRunStore(db),
+      prPresence: new PrPresenceStore(db),
       pullRequestReports: new PullRequestReportStore(db),
       gitlabConnections: new GitLabConnectionStore(db),
       gitlabOAuthStates: new GitLabOAuthStateStore(db),

@@ -32,6 +32,7 @@ import { chatDestinations } from "./migrations/0033_chat_destinations.js";
 import { tickets } from "./migrations/0034_tickets.js";
 import { gitlabConnections } from "./migrations/0035_gitlab_connections.js";
 import { gitlabOAuth } from "./migrations/0036_gitlab_oauth.js";
+import { hostNeutralTables } from "./migrations/0037_host_neutral_tables.js";
 import { columnTypes, type DialectMigration } from "./migrations/types.js";
 import type { Database } from "./schema.js";
 
@@ -68,6 +69,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   "0034_tickets": tickets,
   "0035_gitlab_connections": gitlabConnections,
   "0036_gitlab_oauth": gitlabOAuth,
+  "0037_host_neutral_tables": hostNeutralTables,
 };
 
 export interface MigrationReport {

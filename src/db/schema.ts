@@ -425,8 +425,8 @@ export interface PresenceCursorsTable {
   updatedAt: number;
 }
 
-/** What the GitHub App last showed on a pull request for a queue (migration 0023). */
-export interface GithubPrPresenceTable {
+/** What a git host's provider last showed on a pull request for a queue (0023, 0037). */
+export interface PrPresenceTable {
   queueId: string;
   prNumber: number;
   commentId: number | null;
@@ -476,8 +476,8 @@ export interface WebhookPayloadsTable {
   payload: string;
 }
 
-/** A run the GitHub CI provider watches (migration 0022). */
-export interface GithubCiRunsTable {
+/** A CI run a git host's provider watches (0022, named `watched_ci_runs` by 0037). */
+export interface WatchedCiRunsTable {
   queueId: string;
   runId: string;
   /** The tested commit. */
@@ -683,9 +683,9 @@ export interface Database {
   webhookDeliveries: WebhookDeliveriesTable;
   webhookPayloads: WebhookPayloadsTable;
   presenceCursors: PresenceCursorsTable;
-  githubPrPresence: GithubPrPresenceTable;
+  prPresence: PrPresenceTable;
   githubPrTestReports: GithubPrTestReportsTable;
-  githubCiRuns: GithubCiRunsTable;
+  watchedCiRuns: WatchedCiRunsTable;
   outboundEndpoints: OutboundEndpointsTable;
   ticketConnections: TicketConnectionsTable;
   testTickets: TestTicketsTable;

@@ -2,7 +2,7 @@
  * What a git host's presence on pull requests (a sticky comment, a check run, state labels) keeps
  * in storage, and how it follows the queues' transitions durably: a cursor over `mq_transitions`
  * held under a lease (one worker at a time), and per pull request what was last shown there.
- * Implemented by `db/stores/github-presence.ts`; used by the GitHub provider.
+ * Implemented by `db/stores/pr-presence.ts`; used by the GitHub and GitLab providers.
  */
 
 /** A transition, as much as the presence needs to know which pull request changed. */

@@ -2,7 +2,7 @@
  * Runs of a CI that Mainline does not run itself but watches (GitHub's checks and statuses): the
  * driver's request, the checks resolved as required for it, the testing pull request opened for
  * it, and its result once concluded. Durable, so that runs still watched when a process stops are
- * watched again by the next one. Implemented over the database by `db/stores/github-ci-runs.ts`.
+ * watched again by the next one. Implemented over the database by `db/stores/watched-ci-runs.ts`.
  */
 import type { CiRunRequest, CiRunResult, RequiredStatusesSource } from "./providers.js";
 

@@ -90,8 +90,8 @@ export interface ProviderContext {
     ciRuns: CiRunStorage;
     githubInstallations: GitHubInstallationRecords;
     webhookDeliveries: DeliveryRecords;
-    githubCiRuns: WatchedCiRunRecords;
-    githubPresence: PresenceRecords;
+    watchedCiRuns: WatchedCiRunRecords;
+    prPresence: PresenceRecords;
     pullRequestReports: PullRequestReportRecords;
     gitlabConnections: GitLabConnectionRecords;
     gitlabOAuthStates: GitLabOAuthStates;

@@ -6,6 +6,7 @@
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { githubCiRuns } from "../../src/db/migrations/0022_github_ci_runs.js";
+import { hostNeutralTables } from "../../src/db/migrations/0037_host_neutral_tables.js";
 import { columnTypes } from "../../src/db/migrations/types.js";
 import {
   checkRunConclusion,
@@ -139,11 +140,16 @@ describe("migration 0022", () => {
       const db = database.handle.db as never;
       const types = columnTypes(database.handle.dialect);
       const count = () => sql`select count(*) as n from github_ci_runs`.execute(database.handle.db);
+      // 0037 named it watched_ci_runs: back to 0036 first.
+      await hostNeutralTables.down(db, types);
       expect((await count()).rows).toHaveLength(1);
       await githubCiRuns.down(db, types);
       await expect(count()).rejects.toThrow();
       await githubCiRuns.up(db, types);
       expect((await count()).rows).toHaveLength(1);
+      await hostNeutralTables.up(db, types);
+      const renamed = sql`select count(*) as n from watched_ci_runs`.execute(database.handle.db);
+      expect((await renamed).rows).toHaveLength(1);
     } finally {
       await database.cleanup();
     }

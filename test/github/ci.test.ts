@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServices } from "../../src/app.js";
 import type { CiRunRequest, CiRunResult } from "../../src/mergequeue/providers.js";
-import { GitHubCiRunStore } from "../../src/db/stores/github-ci-runs.js";
+import { WatchedCiRunStore } from "../../src/db/stores/watched-ci-runs.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { GITHUB_ACTIONS_APP_ID } from "../helpers/fake-github/index.js";
 import {
@@ -186,7 +186,7 @@ describe("a run's result from check runs and statuses", () => {
     expect(result.checks.find((c) => c.name === "jenkins")?.url).toBe("https://jenkins.example/1");
     await expect.poll(() => storedResults(run.runId), { timeout: 30_000 }).toBe(1);
     // The run is marked ended just after its result went to the listeners.
-    const runs = new GitHubCiRunStore(server.database.handle.db);
+    const runs = new WatchedCiRunStore(server.database.handle.db);
     await expect
       .poll(async () => (await runs.get(queueId, run.runId))?.status, { timeout: 30_000 })
       .toBe("passed");
@@ -200,7 +200,7 @@ describe("a run's result from check runs and statuses", () => {
     const result = await finished(run);
     expect(result.checks).toEqual([{ name: "lint", conclusion: "failure" }]);
     // The run is marked ended just after its result went to the listeners.
-    const runs = new GitHubCiRunStore(server.database.handle.db);
+    const runs = new WatchedCiRunStore(server.database.handle.db);
     await expect
       .poll(async () => (await runs.get(queueId, run.runId))?.status, { timeout: 30_000 })
       .toBe("failed");
@@ -405,7 +405,7 @@ describe("lost, repeated and late signals", () => {
         .toBe(1);
       expect(resultsOf(run.runId)).toEqual([]);
       // Stored as ended once the listeners have it (just after).
-      const store = new GitHubCiRunStore(server.database.handle.db);
+      const store = new WatchedCiRunStore(server.database.handle.db);
       await expect
         .poll(async () => (await store.get(queueId, run.runId))?.status, { timeout: 10_000 })
         .toBe("passed");
@@ -484,7 +484,7 @@ describe("draft testing pull requests", () => {
       expect(pullsFrom(cancelled.testBranch)).toHaveLength(1);
       await github.ci.cancel(queueId, cancelled.runId);
       expect(world.gh.pullRequest(REPO, existing).state).toBe("closed");
-      const stored = await new GitHubCiRunStore(server.database.handle.db).get(
+      const stored = await new WatchedCiRunStore(server.database.handle.db).get(
         queueId,
         cancelled.runId,
       );

@@ -467,7 +467,7 @@ describe("what the App shows on the pull request", () => {
     // Forget what was shown but not that something was (a crash after the comment was made,
     // before its id was stored; the row is written first): the comment is found, not made again.
     await server.database.handle.db
-      .updateTable("githubPrPresence")
+      .updateTable("prPresence")
       .set({ commentId: null, checkRunId: null, checkSha: null, presented: null })
       .execute();
     await server.services.github?.presence.present(await queueId(), pr.number);

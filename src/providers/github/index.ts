@@ -93,8 +93,8 @@ export const githubProvider: ProviderRegistration<
         organizations: records.organizations,
         queues: records.queues,
         entries: records.runtime,
-        ciRuns: hostRecords.githubCiRuns,
-        presence: hostRecords.githubPresence,
+        ciRuns: hostRecords.watchedCiRuns,
+        presence: hostRecords.prPresence,
         runtime: records.runtime,
       },
       pullRequestPage: (repository, branch, number) =>

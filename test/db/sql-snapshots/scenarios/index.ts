@@ -1,9 +1,9 @@
 import { ciRunsScenario } from "./ci-runs.js";
-import { githubCiRunsScenario } from "./github-ci-runs.js";
+import { watchedCiRunsScenario } from "./watched-ci-runs.js";
 import { githubInstallationsScenario } from "./github-installations.js";
 import { gitlabConnectionsScenario } from "./gitlab-connections.js";
 import { gitlabOAuthStatesScenario } from "./gitlab-oauth-states.js";
-import { githubPresenceScenario } from "./github-presence.js";
+import { prPresenceScenario } from "./pr-presence.js";
 import { pullRequestReportsScenario } from "./pull-request-reports.js";
 import { localPullRequestsScenario } from "./local-pull-requests.js";
 import { mergeQueueRuntimeScenario } from "./merge-queue-runtime.js";
@@ -34,8 +34,8 @@ import type { StoreScenario } from "./types.js";
  */
 export const SCENARIOS: StoreScenario[] = [
   githubInstallationsScenario,
-  githubCiRunsScenario,
-  githubPresenceScenario,
+  watchedCiRunsScenario,
+  prPresenceScenario,
   gitlabConnectionsScenario,
   gitlabOAuthStatesScenario,
   pullRequestReportsScenario,

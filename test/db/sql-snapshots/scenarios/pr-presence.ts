@@ -1,17 +1,17 @@
-import { GitHubPresenceStore } from "../../../../src/db/stores/github-presence.js";
+import { PrPresenceStore } from "../../../../src/db/stores/pr-presence.js";
 import { NOW, QUEUE_ID } from "./fixtures.js";
 import { scenario, when } from "./types.js";
 
 /**
- * The calls of `GitHubPresenceStore` (`src/db/stores/github-presence.ts`) whose SQL is recorded
- * into `src/db/queries/github-presence.{sqlite,postgres}.sql`; a method added to the store gets a
+ * The calls of `PrPresenceStore` (`src/db/stores/pr-presence.ts`) whose SQL is recorded
+ * into `src/db/queries/pr-presence.{sqlite,postgres}.sql`; a method added to the store gets a
  * call here.
  */
 
-export const githubPresenceScenario = scenario({
-  file: "github-presence",
-  name: "GitHubPresenceStore",
-  create: (handle) => new GitHubPresenceStore(handle.db),
+export const prPresenceScenario = scenario({
+  file: "pr-presence",
+  name: "PrPresenceStore",
+  create: (handle) => new PrPresenceStore(handle.db),
   calls: [
     {
       method: "claimCursor",

@@ -4,9 +4,9 @@ import type {
   WatchedCiRunRecords,
   WatchedRunStatus,
 } from "../../mergequeue/watched-ci-runs.js";
-import type { Database, GithubCiRunsTable } from "../schema.js";
+import type { Database, WatchedCiRunsTable } from "../schema.js";
 
-function toRecord(row: Selectable<GithubCiRunsTable>): WatchedCiRun {
+function toRecord(row: Selectable<WatchedCiRunsTable>): WatchedCiRun {
   return {
     queueId: row.queueId,
     runId: row.runId,
@@ -20,13 +20,13 @@ function toRecord(row: Selectable<GithubCiRunsTable>): WatchedCiRun {
   };
 }
 
-/** The runs the GitHub CI provider watches, by queue and run id. */
-export class GitHubCiRunStore implements WatchedCiRunRecords {
+/** The CI runs the GitHub and GitLab providers watch (`watched_ci_runs`), by queue and run id. */
+export class WatchedCiRunStore implements WatchedCiRunRecords {
   constructor(private readonly db: Kysely<Database>) {}
 
   async create(run: WatchedCiRun): Promise<boolean> {
     const result = await this.db
-      .insertInto("githubCiRuns")
+      .insertInto("watchedCiRuns")
       .values({
         queueId: run.queueId,
         runId: run.runId,
@@ -46,7 +46,7 @@ export class GitHubCiRunStore implements WatchedCiRunRecords {
 
   async get(queueId: string, runId: string): Promise<WatchedCiRun | undefined> {
     const row = await this.db
-      .selectFrom("githubCiRuns")
+      .selectFrom("watchedCiRuns")
       .selectAll()
       .where("queueId", "=", queueId)
       .where("runId", "=", runId)
@@ -60,7 +60,7 @@ export class GitHubCiRunStore implements WatchedCiRunRecords {
     fields: Parameters<WatchedCiRunRecords["prepared"]>[2],
   ): Promise<void> {
     await this.db
-      .updateTable("githubCiRuns")
+      .updateTable("watchedCiRuns")
       .set({
         ...(fields.required ? { required: JSON.stringify(fields.required) } : {}),
         ...(fields.testPrNumber === undefined ? {} : { testPrNumber: fields.testPrNumber }),
@@ -78,7 +78,7 @@ export class GitHubCiRunStore implements WatchedCiRunRecords {
     now: number,
   ): Promise<boolean> {
     const updated = await this.db
-      .updateTable("githubCiRuns")
+      .updateTable("watchedCiRuns")
       .set({
         status,
         result: result === null ? null : JSON.stringify(result),
@@ -93,7 +93,7 @@ export class GitHubCiRunStore implements WatchedCiRunRecords {
 
   async watching(): Promise<WatchedCiRun[]> {
     const rows = await this.db
-      .selectFrom("githubCiRuns")
+      .selectFrom("watchedCiRuns")
       .selectAll()
       .where("status", "=", "watching")
       .orderBy("createdAt")
@@ -104,7 +104,7 @@ export class GitHubCiRunStore implements WatchedCiRunRecords {
 
   async watchingSha(sha: string): Promise<WatchedCiRun[]> {
     const rows = await this.db
-      .selectFrom("githubCiRuns")
+      .selectFrom("watchedCiRuns")
       .selectAll()
       .where("sha", "=", sha)
       .where("status", "=", "watching")

@@ -1,17 +1,17 @@
-import { GitHubCiRunStore } from "../../../../src/db/stores/github-ci-runs.js";
+import { WatchedCiRunStore } from "../../../../src/db/stores/watched-ci-runs.js";
 import { NOW, QUEUE_ID, OWNED_REPO } from "./fixtures.js";
 import { scenario } from "./types.js";
 
 /**
- * The calls of `GitHubCiRunStore` (`src/db/stores/github-ci-runs.ts`) whose SQL is recorded into
- * `src/db/queries/github-ci-runs.{sqlite,postgres}.sql`; a method added to the store gets a call
+ * The calls of `WatchedCiRunStore` (`src/db/stores/watched-ci-runs.ts`) whose SQL is recorded into
+ * `src/db/queries/watched-ci-runs.{sqlite,postgres}.sql`; a method added to the store gets a call
  * here.
  */
 
-export const githubCiRunsScenario = scenario({
-  file: "github-ci-runs",
-  name: "GitHubCiRunStore",
-  create: (handle) => new GitHubCiRunStore(handle.db),
+export const watchedCiRunsScenario = scenario({
+  file: "watched-ci-runs",
+  name: "WatchedCiRunStore",
+  create: (handle) => new WatchedCiRunStore(handle.db),
   calls: [
     {
       method: "create",

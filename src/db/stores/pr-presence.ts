@@ -8,10 +8,11 @@ import type {
 } from "../../mergequeue/pull-request-presence-records.js";
 
 /**
- * The GitHub App's presence on pull requests (migration 0023): the cursor over `mq_transitions`
- * under a lease (a compare-and-set on its row), and what was last shown per pull request.
+ * What the git hosts' providers show on pull and merge requests (migrations 0023, 0037): the
+ * cursor over `mq_transitions` under a lease (a compare-and-set on its row), and what was last
+ * shown per pull request (`pr_presence`).
  */
-export class GitHubPresenceStore implements PresenceRecords {
+export class PrPresenceStore implements PresenceRecords {
   constructor(private readonly db: Kysely<Database>) {}
 
   claimCursor(
@@ -57,7 +58,7 @@ export class GitHubPresenceStore implements PresenceRecords {
 
   async find(queueId: string, prNumber: number): Promise<PresenceRecord | undefined> {
     return this.db
-      .selectFrom("githubPrPresence")
+      .selectFrom("prPresence")
       .selectAll()
       .where("queueId", "=", queueId)
       .where("prNumber", "=", prNumber)
@@ -66,7 +67,7 @@ export class GitHubPresenceStore implements PresenceRecords {
 
   async save(record: PresenceRecord): Promise<void> {
     await this.db
-      .insertInto("githubPrPresence")
+      .insertInto("prPresence")
       .values(record)
       .onConflict((oc) =>
         oc.columns(["queueId", "prNumber"]).doUpdateSet({

@@ -5,9 +5,11 @@
  * what was shown per pull request is saved and replaced.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { sql } from "kysely";
 import { githubPresence } from "../../src/db/migrations/0023_github_presence.js";
+import { hostNeutralTables } from "../../src/db/migrations/0037_host_neutral_tables.js";
 import { columnTypes } from "../../src/db/migrations/types.js";
-import { GitHubPresenceStore } from "../../src/db/stores/github-presence.js";
+import { PrPresenceStore } from "../../src/db/stores/pr-presence.js";
 import { MergeQueueStore } from "../../src/db/stores/merge-queues.js";
 import { OrganizationStore } from "../../src/db/stores/organizations.js";
 import { RepositoryStore } from "../../src/db/stores/repositories.js";
@@ -15,11 +17,11 @@ import { initialConfiguration } from "../../src/mergequeue/settings.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 
 let database: TestDatabase;
-let store: GitHubPresenceStore;
+let store: PrPresenceStore;
 
 beforeEach(async () => {
   database = await createTestDatabase();
-  store = new GitHubPresenceStore(database.handle.db);
+  store = new PrPresenceStore(database.handle.db);
   const { db, dialect } = database.handle;
   await new OrganizationStore(db).ensure({ id: "o1", slug: "acme", createdAt: 1 });
   const repository = await new RepositoryStore(db).ensure(
@@ -139,23 +141,41 @@ describe("what was shown", () => {
   });
 });
 
-describe("migration 0023", () => {
-  it("goes down and up again", async () => {
+const SHOWN = {
+  queueId: "q1",
+  prNumber: 7,
+  commentId: 1,
+  checkRunId: 2,
+  checkSha: "s",
+  stateLabel: null,
+  presented: null,
+  updatedAt: 1,
+};
+
+describe("migrations 0023 and 0037", () => {
+  it("0037 renames the table and back, keeping its rows", async () => {
     const db = database.handle.db as never;
     const types = columnTypes(database.handle.dialect);
-    await store.save({
-      queueId: "q1",
-      prNumber: 7,
-      commentId: 1,
-      checkRunId: 2,
-      checkSha: "s",
-      stateLabel: null,
-      presented: null,
-      updatedAt: 1,
-    });
+    await store.save(SHOWN);
+    await hostNeutralTables.down(db, types);
+    await expect(store.find("q1", 7)).rejects.toThrow();
+    const old = await sql<{ n: number }>`select count(*) as n from github_pr_presence`.execute(
+      database.handle.db,
+    );
+    expect(Number(old.rows[0]?.n)).toBe(1);
+    await hostNeutralTables.up(db, types);
+    expect(await store.find("q1", 7)).toEqual(SHOWN);
+  });
+
+  it("0023 goes down and up again", async () => {
+    const db = database.handle.db as never;
+    const types = columnTypes(database.handle.dialect);
+    await store.save(SHOWN);
+    await hostNeutralTables.down(db, types);
     await githubPresence.down(db, types);
     await expect(store.find("q1", 7)).rejects.toThrow();
     await githubPresence.up(db, types);
+    await hostNeutralTables.up(db, types);
     expect(await store.find("q1", 7)).toBeUndefined();
     expect(await store.claimCursor("c", "a", 1, 2)).toBe(0);
   });
