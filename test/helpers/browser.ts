@@ -46,8 +46,10 @@ export function missingChromium(): string {
 }
 
 /** What Chromium logs for a document or resource answered with an error status. */
-export function statusNote(status: 401 | 403 | 404): string {
-  const text = { 401: "Unauthorized", 403: "Forbidden", 404: "Not Found" }[status];
+export function statusNote(status: 400 | 401 | 403 | 404): string {
+  const text = { 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found" }[
+    status
+  ];
   return `Failed to load resource: the server responded with a status of ${status} (${text})`;
 }
 

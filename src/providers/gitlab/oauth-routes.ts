@@ -4,6 +4,7 @@
  * here; the single-use `state` says which organization's authorization it finishes. Answers a
  * small page saying what happened, never a token.
  */
+import { createHash } from "node:crypto";
 import { Type } from "typebox";
 import type { ApiApp } from "../../api/types.js";
 import { ApiError } from "../../lib/errors.js";
@@ -69,16 +70,22 @@ export function registerGitLabCallbackRoute(
   );
 }
 
-/** The page has no script, style, link or image: nothing can carry the address (and its code) on. */
+/** The page's only style, allowed by its hash: no script, link or image can carry the address on. */
+const STYLE =
+  "body{font:16px/1.5 system-ui,sans-serif;margin:0;padding:0 1rem;color:#1a1a1a;background:#f6f7f9}" +
+  "main{max-width:38rem;margin:4rem auto;padding:2rem;background:#fff;border:1px solid #d0d4da;border-radius:8px}" +
+  "h1{font-size:1.5rem;margin:0 0 1rem}a{color:#0b57d0}";
+const STYLE_HASH = createHash("sha256").update(STYLE).digest("base64");
+
 const PAGE_HEADERS = {
   "cache-control": "no-store",
-  "content-security-policy": "default-src 'none'; frame-ancestors 'none'; base-uri 'none'",
+  "content-security-policy": `default-src 'none'; script-src 'self'; style-src 'sha256-${STYLE_HASH}'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'`,
   "referrer-policy": "no-referrer",
   "x-content-type-options": "nosniff",
 };
 
 function page(title: string, text: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escape(title)} · Mainline</title></head><body><main><h1>${escape(title)}</h1><p>${escape(text)}</p></main></body></html>`;
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escape(title)} · Mainline</title><style>${STYLE}</style></head><body><main><h1>${escape(title)}</h1><p>${escape(text)}</p><p><a href="/">Open Mainline</a></p></main></body></html>`;
 }
 
 function escape(text: string): string {
