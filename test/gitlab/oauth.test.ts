@@ -132,14 +132,17 @@ async function hookAndQueue(): Promise<void> {
  * What another server process on the same database holds: its own connections and grants (its own
  * memory), the same rows.
  */
-function anotherProcess(options: { leaseMs?: number } = {}): GitLabConnections {
+function anotherProcess(
+  options: { leaseMs?: number; clientSecret?: string } = {},
+): GitLabConnections {
+  const { clientSecret = app.secret, ...grantOptions } = options;
   const handle = server.database.handle;
   const records = new GitLabConnectionStore(handle.db);
   const grants = new GitLabOAuthGrants({
     app: new GitLabOAuthApp({
       url: world.gl.url,
       clientId: app.applicationId,
-      clientSecret: app.secret,
+      clientSecret,
       userAgent: "test",
       retryBaseMs: 0,
     }),
@@ -147,7 +150,7 @@ function anotherProcess(options: { leaseMs?: number } = {}): GitLabConnections {
     states: new GitLabOAuthStateStore(handle.db),
     clock: systemClock,
     pollMs: 20,
-    ...options,
+    ...grantOptions,
   });
   return new GitLabConnections({
     records,
@@ -344,5 +347,26 @@ describe("on a GitLab that keeps the previous pair until the new token is used",
     expect(world.gl.faults.fired(lost)).toBe(1);
     expect(refreshes()).toBeGreaterThanOrEqual(before + 2);
     expect((await connection())?.problem).toBeNull();
+  });
+
+  it("keeps the grant when GitLab refuses the application's secret, until the operator fixes it", async () => {
+    // An admin renewed the application's secret in GitLab; this server still has the old one.
+    const secret = world.gl.renewOAuthSecret(app.applicationId);
+    world.gl.expireOAuthTokens("mainline-bot");
+    const stale = anotherProcess();
+    const { client } = await stale.access(server.organizationId);
+    const refused = await client.get("/user").catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: "unavailable" });
+    expect(String(refused)).toMatch(/MAINLINE_GITLAB_OAUTH_CLIENT_SECRET/);
+    // Not the grant's fault: nothing is recorded against it, and the lease is free again.
+    expect((await connection())?.problem).toBeNull();
+    // With the new secret (the operator's fix, then a restart), the same grant renews.
+    const fixed = anotherProcess({ clientSecret: secret });
+    const user = await (
+      await fixed.access(server.organizationId)
+    ).client.get<{
+      username: string;
+    }>("/user");
+    expect(user.data.username).toBe("mainline-bot");
   });
 });
