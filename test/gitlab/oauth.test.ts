@@ -185,6 +185,20 @@ describe("connecting through GitLab's OAuth application", () => {
     expect(failed.status).toBe(503);
     expect(failed.page).toMatch(/502.*start the authorization again/);
     expect(await connection()).toBeUndefined();
+
+    // A proxy in front of GitLab answers 200 with a page of its own: never a 500.
+    world.gl.faults.add({
+      method: "POST",
+      path: "/oauth/token",
+      effect: {
+        kind: "respond",
+        response: { status: 200, raw: { contentType: "text/html", text: "<html>portal</html>" } },
+      },
+    });
+    const mangled = await approve((await authorize()).url);
+    expect(mangled.status).toBe(503);
+    expect(mangled.page).toMatch(/without a token pair.*start the authorization again/);
+    expect(await connection()).toBeUndefined();
   });
 
   it("connects as the account that approved, once per authorization", async () => {

@@ -118,7 +118,20 @@ export class GitLabOAuthApp {
         }
         throw failure;
       }
-      if (response.ok) return tokensOf(await response.json());
+      if (response.ok) {
+        // A proxy's page, or a body cut short: whether GitLab issued a pair is unknown.
+        const tokens = await response
+          .json()
+          .then(tokensOf)
+          .catch(() => undefined);
+        if (tokens) return tokens;
+        unknown ??= "GitLab's answer held no token pair";
+        if (retryUnknown && attempt < ATTEMPTS) {
+          await this.pause(attempt);
+          continue;
+        }
+        throw new GitLabOAuthRefused(response.status, "invalid_response", unknown);
+      }
       const body = (await response.json().catch(() => ({}))) as {
         error?: string;
         error_description?: string;

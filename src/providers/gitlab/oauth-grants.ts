@@ -232,10 +232,10 @@ function grantError(error: unknown, what: "exchange" | "refresh"): unknown {
       "GitLab refused Mainline's OAuth application (invalid_client): the operator checks MAINLINE_GITLAB_OAUTH_CLIENT_ID and MAINLINE_GITLAB_OAUTH_CLIENT_SECRET against the application in GitLab (docs/gitlab.md).",
     );
   }
-  if (error.status >= 500 || error.status === 429) {
+  if (error.status >= 500 || error.status === 429 || error.error === "invalid_response") {
     return new ApiError(
       "unavailable",
-      `GitLab answered ${String(error.status)}${what === "exchange" ? ": start the authorization again" : ""}; try again later.`,
+      `GitLab answered ${String(error.status)}${error.error === "invalid_response" ? " without a token pair" : ""}${what === "exchange" ? ": start the authorization again" : ""}; try again later.`,
     );
   }
   return new ApiError(
