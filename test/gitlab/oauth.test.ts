@@ -331,6 +331,28 @@ describe("connecting through GitLab's OAuth application", () => {
     expect((await connection())?.problem).toBeNull();
   });
 
+  it("finds the renewal another process made after this one's lease ran out", async () => {
+    const slow = anotherProcess({ leaseMs: 300 });
+    const quick = anotherProcess({ leaseMs: 300 });
+    const [a, b] = [
+      await slow.access(server.organizationId),
+      await quick.access(server.organizationId),
+    ];
+    // The first renewal GitLab gets is held up past its lease; another process takes over.
+    const held = world.gl.faults.add(
+      world.gl.fault.delay(1_000, { method: "POST", path: "/oauth/token" }),
+    );
+    world.gl.expireOAuthTokens("mainline-bot");
+    const first = a.client.get<{ username: string }>("/user");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const second = b.client.get<{ username: string }>("/user");
+    const users = await Promise.all([first, second]);
+    expect(users.map((user) => user.data.username)).toEqual(["mainline-bot", "mainline-bot"]);
+    expect(world.gl.faults.fired(held)).toBe(1);
+    // The held-up renewal was refused (its refresh token was spent): not a problem of the grant.
+    expect((await connection())?.problem).toBeNull();
+  });
+
   it("revokes the grant when the organization disconnects", async () => {
     const tokens = world.gl.oauthAccessTokens();
     expect((await server.call("gitlab/disconnect", {})).status).toBe(200);

@@ -172,6 +172,11 @@ export class GitLabOAuthGrants {
       const lost = error instanceof GitLabGrantLost;
       const refused = error instanceof GitLabOAuthRefused && error.error === "invalid_grant";
       if (lost || refused) {
+        // A process that took over after this one's lease ran out may have renewed it meanwhile.
+        const latest = await records.get(record.organizationId);
+        if (latest?.oauth && latest.oauth.refreshToken !== grant.refreshToken && !latest.problem) {
+          return latest;
+        }
         const problem = lost
           ? `${error.message}.`
           : "GitLab no longer accepts the authorization (it was revoked in GitLab, its application was deleted, or a renewal by a process that stopped mid-way was lost).";
