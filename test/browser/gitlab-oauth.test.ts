@@ -8,14 +8,19 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
 import {
-  checkAccessibility,
+  checkPageWidths,
   launchBrowser,
   openPage,
-  screenshot,
   statusNote,
   type Launched,
 } from "../helpers/browser.js";
-import { startGitLabServer, startGitLabWorld, type GitLabWorld } from "../helpers/gitlab.js";
+import {
+  startGitLabServer,
+  startGitLabWorld,
+  type GitLabWorld,
+  approveOnGitLab,
+  createMainlineOAuthApp,
+} from "../helpers/gitlab.js";
 import type { TestServer } from "../helpers/server.js";
 
 let launched: Launched;
@@ -27,11 +32,7 @@ beforeAll(async () => {
   launched = await launchBrowser();
   world = await startGitLabWorld();
   world.gl.createUser("mainline-bot");
-  const app = world.gl.createOAuthApplication({
-    name: "Mainline",
-    redirectUri: "https://mainline.invalid/gitlab/oauth/callback",
-    scopes: ["api", "write_repository"],
-  });
+  const app = createMainlineOAuthApp(world.gl);
   world.config = {
     ...world.config,
     oauth: { clientId: app.applicationId, clientSecret: app.secret },
@@ -40,11 +41,7 @@ beforeAll(async () => {
   world.gl.setOAuthRedirectUri(app.applicationId, `${server.url}/gitlab/oauth/callback`);
   const started = await server.call<{ url: string }>("gitlab/authorize", {});
   expect(started.status, started.text).toBe(200);
-  const approved = await fetch(started.body.url, {
-    redirect: "manual",
-    headers: { cookie: world.gl.browserCookie("mainline-bot") },
-  });
-  callback = approved.headers.get("location") ?? "";
+  callback = await approveOnGitLab(world.gl, started.body.url);
 }, 60_000);
 
 afterAll(async () => {
@@ -53,19 +50,8 @@ afterAll(async () => {
   await world.gl.close();
 });
 
-async function checkPage(page: Page, name: string): Promise<void> {
-  await checkAccessibility(page);
-  for (const [label, viewport] of [
-    ["phone", { width: 390, height: 844 }],
-    ["desktop", { width: 1280, height: 800 }],
-  ] as const) {
-    await page.setViewportSize(viewport);
-    const overflow = await page.evaluate<number>(
-      "document.documentElement.scrollWidth - document.documentElement.clientWidth",
-    );
-    await screenshot(page, `gitlab-oauth-${name}-${label}`);
-    expect(overflow, `${name} at ${label} width`).toBeLessThanOrEqual(0);
-  }
+function checkPage(page: Page, name: string): Promise<void> {
+  return checkPageWidths(page, `gitlab-oauth-${name}`);
 }
 
 describe("the GitLab OAuth callback page", () => {

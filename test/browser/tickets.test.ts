@@ -6,10 +6,9 @@
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  checkAccessibility,
+  checkPageWidths,
   launchBrowser,
   openPage,
-  screenshot,
   signInAt,
   type Launched,
 } from "../helpers/browser.js";
@@ -45,20 +44,8 @@ afterAll(async () => {
   await jira.close();
 });
 
-/** axe, then the page at a phone's and a desktop's width: no sideways scroll, a screenshot each. */
-async function checkPage(page: Page, name: string): Promise<void> {
-  await checkAccessibility(page);
-  for (const [label, viewport] of [
-    ["phone", { width: 390, height: 844 }],
-    ["desktop", { width: 1280, height: 800 }],
-  ] as const) {
-    await page.setViewportSize(viewport);
-    const overflow = await page.evaluate<number>(
-      "document.documentElement.scrollWidth - document.documentElement.clientWidth",
-    );
-    await screenshot(page, `tickets-${name}-${label}`);
-    expect(overflow, `${name} at ${label} width overflows`).toBeLessThanOrEqual(0);
-  }
+function checkPage(page: Page, name: string): Promise<void> {
+  return checkPageWidths(page, `tickets-${name}`);
 }
 
 describe("tickets in the dashboard", () => {

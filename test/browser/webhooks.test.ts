@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
 import {
   checkAccessibility,
+  checkPageWidths,
   launchBrowser,
   openPage,
-  screenshot,
   signInAt,
   statusNote,
   type Launched,
@@ -50,30 +50,8 @@ afterAll(async () => {
   await server.close();
 });
 
-const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1280, height: 800 };
-
-/** axe, then the page at a phone's and a desktop's width: no sideways scroll, a screenshot each. */
-async function checkPage(page: Page, name: string): Promise<void> {
-  await checkAccessibility(page);
-  for (const [label, viewport] of [
-    ["phone", PHONE],
-    ["desktop", DESKTOP],
-  ] as const) {
-    await page.setViewportSize(viewport);
-    const overflow = await page.evaluate<number>(
-      "document.documentElement.scrollWidth - document.documentElement.clientWidth",
-    );
-    // What sticks out, named in the failure.
-    const wide =
-      overflow > 0
-        ? await page.evaluate<string>(
-            `[...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > innerWidth + 1).slice(0, 5).map((e) => e.tagName + "." + e.className).join(", ")`,
-          )
-        : "";
-    await screenshot(page, `webhooks-${name}-${label}`);
-    expect(overflow, `${name} at ${label} width overflows: ${wide}`).toBeLessThanOrEqual(0);
-  }
+function checkPage(page: Page, name: string): Promise<void> {
+  return checkPageWidths(page, `webhooks-${name}`);
 }
 
 /** Reloads the endpoint page until its deliveries table says `states`, in order. */

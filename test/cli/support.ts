@@ -39,6 +39,18 @@ export async function post(
   return { status: response.status, body: text ? (JSON.parse(text) as unknown) : undefined };
 }
 
+/** `post`, expecting 200 (the failure names the operation and shows the answer); its body. */
+export async function postOk(
+  url: string,
+  operation: string,
+  body: unknown,
+  token: string,
+): Promise<Record<string, unknown>> {
+  const answer = await post(url, operation, body, token);
+  expect(answer.status, `${operation}: ${JSON.stringify(answer.body)}`).toBe(200);
+  return answer.body as Record<string, unknown>;
+}
+
 /** The organization slug a token authenticates as, or the HTTP status when it does not. */
 export async function whoami(url: string, token: string): Promise<string | number> {
   const answer = await post(url, "whoami", {}, token);

@@ -20,7 +20,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { TEST_DIALECT, createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { startGitHubWorld, type GitHubWorld } from "../helpers/github.js";
 import { startServer, stopAllProcesses, waitFor, type RunningServer } from "../helpers/process.js";
-import { post } from "../cli/support.js";
+import { post, postOk } from "../cli/support.js";
 import { bundle, testIdOf } from "../helpers/uploads.js";
 import type { Checkout } from "../helpers/fake-github/ci.js";
 
@@ -214,14 +214,8 @@ async function prepare(): Promise<Prepared> {
   };
 }
 
-async function call(url: string, operation: string, body: unknown, token: string) {
-  const answer = await post(url, operation, body, token);
-  expect(answer.status, `${operation}: ${JSON.stringify(answer.body)}`).toBe(200);
-  return answer.body as Record<string, unknown>;
-}
-
 async function states(url: string, token: string, numbers: number[]) {
-  const body = await call(
+  const body = await postOk(
     url,
     "getSubmittedPullRequests",
     { ...QUEUE, prs: numbers.map((number) => ({ number })) },
@@ -309,14 +303,14 @@ async function connect(
   const installationId = gh.installApp(app.id, { account: OWNER, repositories: [NAME] }).id;
   await gh.settleWebhooks();
   const [first = "", last = ""] = [urls[0], urls.at(-1)];
-  await call(
+  await postOk(
     first,
     "github/linkInstallation",
     { installationId, githubToken: gh.createUserToken("alice") },
     prepared.token,
   );
-  await call(last, "createQueue", QUEUE, prepared.token);
-  await call(
+  await postOk(last, "createQueue", QUEUE, prepared.token);
+  await postOk(
     first,
     "updateQueue",
     { ...QUEUE, requiredStatuses: ["ci"], mergeMethod: "merge_commit", ...settings },
@@ -350,7 +344,7 @@ describe("the merge queue on GitHub, real processes", () => {
     const order = [good[0], good[1], breaking, conflicting, good[2], good[3]] as number[];
     if (withFlaky) order.push(flaky);
     for (const number of order) {
-      await call(first.url, "submitPullRequest", { ...QUEUE, pr: { number } }, prepared.token);
+      await postOk(first.url, "submitPullRequest", { ...QUEUE, pr: { number } }, prepared.token);
     }
     // Killed once the first has merged, with the rest of the queue in flight.
     await waitFor(
@@ -377,7 +371,7 @@ describe("the merge queue on GitHub, real processes", () => {
     assertOutcome(prepared, final, withFlaky ? [...good, flaky] : good);
     for (const rule of faults) expect(gh.faults.fired(rule)).toBeGreaterThan(0);
     const timeline = async (number: number) => {
-      const body = await call(
+      const body = await postOk(
         second.url,
         "getSubmittedPullRequest",
         { ...QUEUE, pr: { number }, includeTimeline: true },
@@ -438,7 +432,7 @@ describe("the merge queue on GitHub, real processes", () => {
       const order = [good[0], good[1], breaking, conflicting, good[2], good[3]] as number[];
       for (const [index, number] of order.entries()) {
         const url = index % 2 === 0 ? a.url : b.url;
-        await call(url, "submitPullRequest", { ...QUEUE, pr: { number } }, prepared.token);
+        await postOk(url, "submitPullRequest", { ...QUEUE, pr: { number } }, prepared.token);
       }
       let final = new Map<number, string>();
       await waitFor(

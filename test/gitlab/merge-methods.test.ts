@@ -12,16 +12,12 @@ import {
   startGitLabServer,
   startGitLabWorld,
   type GitLabWorld,
+  testBranchPipeline,
+  FAILS_ON_BAD,
 } from "../helpers/gitlab.js";
 import type { TestServer } from "../helpers/server.js";
 
-const CI = `workflow:
-  rules:
-    - if: $CI_COMMIT_BRANCH =~ /^trunk-merge\\//
-test:
-  script:
-    - "! grep -l bad *.txt 2>/dev/null | grep -q ."
-`;
+const CI = testBranchPipeline(FAILS_ON_BAD);
 
 let world: GitLabWorld;
 let server: TestServer;

@@ -14,19 +14,15 @@ import {
   startGitLabServer,
   startGitLabWorld,
   type GitLabWorld,
+  testBranchPipeline,
+  FAILS_ON_BAD,
 } from "../helpers/gitlab.js";
 import type { TestServer } from "../helpers/server.js";
 
 const PROJECT = "tools/cli";
 const REPO = { host: GITLAB_HOST, owner: "tools", name: "cli" };
 const QUEUE = { repo: REPO, targetBranch: "main" };
-const CI = `workflow:
-  rules:
-    - if: $CI_COMMIT_BRANCH =~ /^trunk-merge\\//
-test:
-  script:
-    - "! grep -l bad *.txt 2>/dev/null | grep -q ."
-`;
+const CI = testBranchPipeline(FAILS_ON_BAD);
 
 let world: GitLabWorld;
 let server: TestServer;

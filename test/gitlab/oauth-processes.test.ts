@@ -9,22 +9,22 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
-import { GITLAB_HOST, startGitLabWorld, type GitLabWorld } from "../helpers/gitlab.js";
+import {
+  GITLAB_HOST,
+  startGitLabWorld,
+  type GitLabWorld,
+  testBranchPipeline,
+  approveOnGitLab,
+  createMainlineOAuthApp,
+} from "../helpers/gitlab.js";
 import { startServer, stopAllProcesses, waitFor, type RunningServer } from "../helpers/process.js";
-import { post } from "../cli/support.js";
+import { postOk } from "../cli/support.js";
 
 const PROJECT = "acme-gl/oauth";
 const REPO = { host: GITLAB_HOST, owner: "acme-gl", name: "oauth" };
 const QUEUE = { repo: REPO, targetBranch: "main" };
 // Each pipeline takes a second or two: the queue outlives several tokens.
-const CI = `workflow:
-  rules:
-    - if: $CI_COMMIT_BRANCH =~ /^trunk-merge\\//
-test:
-  script:
-    - sleep 1
-    - "! grep -rq BROKEN --include='*.txt' ."
-`;
+const CI = testBranchPipeline("sleep 1", `"! grep -rq BROKEN --include='*.txt' ."`);
 const TTL_SECONDS = 4;
 
 let world: GitLabWorld | undefined;
@@ -40,12 +40,6 @@ afterEach(async () => {
 });
 afterAll(stopAllProcesses);
 
-async function call(url: string, operation: string, body: unknown, token: string) {
-  const answer = await post(url, operation, body, token);
-  expect(answer.status, `${operation}: ${JSON.stringify(answer.body)}`).toBe(200);
-  return answer.body as Record<string, unknown>;
-}
-
 describe("an OAuth connection under two real processes", () => {
   it("renews each token once, under the lease, while the queue merges in order", async () => {
     world = await startGitLabWorld({ oauthTokenTtlSeconds: TTL_SECONDS });
@@ -56,11 +50,7 @@ describe("an OAuth connection under two real processes", () => {
     await gl.createProject({ path: PROJECT, files: { "README.md": "x\n", ".gitlab-ci.yml": CI } });
     gl.addMember(PROJECT, "alice", 30);
     gl.addMember(PROJECT, "mainline-bot", 40);
-    const app = gl.createOAuthApplication({
-      name: "Mainline",
-      redirectUri: "https://mainline.invalid/gitlab/oauth/callback",
-      scopes: ["api", "write_repository"],
-    });
+    const app = createMainlineOAuthApp(gl);
     const order: number[] = [];
     for (const name of ["one", "two", "three", "four"]) {
       await gl.commit(PROJECT, name, { [`${name}.txt`]: `${name}\n` }, { author: "alice" });
@@ -91,15 +81,12 @@ describe("an OAuth connection under two real processes", () => {
 
     // An admin authorizes through the first process, as a browser signed in to GitLab.
     gl.setOAuthRedirectUri(app.applicationId, `${first.url}/gitlab/oauth/callback`);
-    const started = await call(first.url, "gitlab/authorize", {}, token);
-    const atGitLab = await fetch(started.url as string, {
-      redirect: "manual",
-      headers: { cookie: gl.browserCookie("mainline-bot") },
-    });
-    const back = await fetch(atGitLab.headers.get("location") ?? "", { redirect: "manual" });
+    const started = await postOk(first.url, "gitlab/authorize", {}, token);
+    const callback = await approveOnGitLab(gl, started.url as string);
+    const back = await fetch(callback, { redirect: "manual" });
     expect(back.status, await back.text()).toBe(200);
 
-    const connected = await call(second.url, "gitlab/getConnection", {}, token);
+    const connected = await postOk(second.url, "gitlab/getConnection", {}, token);
     const view = connected.connection as {
       method: string;
       webhook: { path: string; secret: string };
@@ -108,16 +95,16 @@ describe("an OAuth connection under two real processes", () => {
     // Deliveries alternate between the processes, as behind a load balancer.
     gl.addHook(PROJECT, { url: `${first.url}${view.webhook.path}`, token: view.webhook.secret });
     gl.addHook(PROJECT, { url: `${second.url}${view.webhook.path}`, token: view.webhook.secret });
-    await call(second.url, "createQueue", QUEUE, token);
+    await postOk(second.url, "createQueue", QUEUE, token);
     const renewalsBefore = gl.oauthGrants.filter((g) => g.grantType === "refresh_token").length;
     for (const [i, number] of order.entries()) {
       const url = i % 2 === 0 ? first.url : second.url;
-      await call(url, "submitPullRequest", { ...QUEUE, pr: { number } }, token);
+      await postOk(url, "submitPullRequest", { ...QUEUE, pr: { number } }, token);
     }
     let final: Record<number, string> = {};
     await waitFor(
       async () => {
-        const body = await call(
+        const body = await postOk(
           first.url,
           "getSubmittedPullRequests",
           { ...QUEUE, prs: order.map((number) => ({ number })) },
@@ -139,7 +126,7 @@ describe("an OAuth connection under two real processes", () => {
     expect(renewals).toBeGreaterThan(renewalsBefore);
     const refused = gl.requestLog.filter((r) => r.path === "/oauth/token" && r.status !== 200);
     expect(refused).toEqual([]);
-    const after = await call(first.url, "gitlab/getConnection", {}, token);
+    const after = await postOk(first.url, "gitlab/getConnection", {}, token);
     expect((after.connection as { problem: string | null }).problem).toBeNull();
 
     for (const server of [first, second]) {

@@ -20,19 +20,17 @@ import {
   startGitLabServer,
   startGitLabWorld,
   type GitLabWorld,
+  testBranchPipeline,
+  FAILS_ON_BAD,
+  approveOnGitLab,
+  createMainlineOAuthApp,
 } from "../helpers/gitlab.js";
 import type { TestServer } from "../helpers/server.js";
 
 const PROJECT = "platform/oauth-app";
 const REPO = { host: GITLAB_HOST, owner: "platform", name: "oauth-app" };
 const QUEUE = { repo: REPO, targetBranch: "main" };
-const CI = `workflow:
-  rules:
-    - if: $CI_COMMIT_BRANCH =~ /^trunk-merge\\//
-test:
-  script:
-    - "! grep -l bad *.txt 2>/dev/null | grep -q ."
-`;
+const CI = testBranchPipeline(FAILS_ON_BAD);
 /** GitLab's tokens last two hours; these, four seconds (renewed in their last second). */
 const TTL_SECONDS = 4;
 
@@ -53,11 +51,7 @@ async function startOAuthWorld(
   await gl.createProject({ path: PROJECT, files: { "README.md": "app\n", ".gitlab-ci.yml": CI } });
   gl.addMember(PROJECT, "alice", 30);
   gl.addMember(PROJECT, "mainline-bot", 40);
-  const app = gl.createOAuthApplication({
-    name: "Mainline",
-    redirectUri: "https://mainline.invalid/gitlab/oauth/callback",
-    scopes: ["api", "write_repository"],
-  });
+  const app = createMainlineOAuthApp(gl);
   const oauth = { clientId: app.applicationId, clientSecret: app.secret };
   world.config = { ...world.config, oauth };
   const server = await startGitLabServer(world);
@@ -80,14 +74,7 @@ async function approve(
   url: string,
   options: { as?: string; deny?: boolean } = {},
 ): Promise<{ status: number; page: string; callback: string }> {
-  const address = new URL(url);
-  if (options.deny === true) address.searchParams.set("fake_decision", "deny");
-  const atGitLab = await fetch(address, {
-    redirect: "manual",
-    headers: { cookie: world.gl.browserCookie(options.as ?? "mainline-bot") },
-  });
-  expect(atGitLab.status).toBe(302);
-  const callback = atGitLab.headers.get("location") ?? "";
+  const callback = await approveOnGitLab(world.gl, url, options);
   expect(callback.startsWith(`${server.url}/gitlab/oauth/callback?`)).toBe(true);
   const back = await fetch(callback, { redirect: "manual" });
   return { status: back.status, page: await back.text(), callback };

@@ -24,7 +24,7 @@ import {
   type RunningServer,
 } from "../helpers/process.js";
 import { bundle, testIdOf } from "../helpers/uploads.js";
-import { post } from "../cli/support.js";
+import { post, postOk } from "../cli/support.js";
 
 const PROJECT = "acme-gl/widgets";
 const REPO = { host: GITLAB_HOST, owner: "acme-gl", name: "widgets" };
@@ -79,14 +79,8 @@ afterEach(async () => {
 });
 afterAll(stopAllProcesses);
 
-async function call(url: string, operation: string, body: unknown, token: string) {
-  const answer = await post(url, operation, body, token);
-  expect(answer.status, `${operation}: ${JSON.stringify(answer.body)}`).toBe(200);
-  return answer.body as Record<string, unknown>;
-}
-
 async function states(url: string, token: string, numbers: number[]) {
-  const body = await call(
+  const body = await postOk(
     url,
     "getSubmittedPullRequests",
     { ...QUEUE, prs: numbers.map((number) => ({ number })) },
@@ -109,7 +103,7 @@ async function quarantineCheckout(url: string, token: string, head: string): Pro
     "</testsuite>",
   ].join("\n");
   const body = await bundle({ files: [report], commit: head, branch: "main", repo: REPO });
-  const created = await call(
+  const created = await postOk(
     url,
     "metrics/createBundleUpload",
     { repo: REPO, orgUrlSlug: "acme", clientVersion: "ci-job", remoteUrls: [] },
@@ -203,14 +197,14 @@ describe("the merge queue on GitLab, real processes", () => {
     const one = await startServer(env);
     servers.push(one);
     gl.setVariables(PROJECT, jobVariables(one.url));
-    const connected = await call(one.url, "gitlab/connect", { token: bot.token }, token);
+    const connected = await postOk(one.url, "gitlab/connect", { token: bot.token }, token);
     const hook = (connected.connection as { webhook: { path: string; secret: string } }).webhook;
     gl.addHook(PROJECT, { url: `${one.url}${hook.path}`, token: hook.secret });
-    await call(one.url, "createQueue", QUEUE, token);
-    await call(one.url, "updateQueue", { ...QUEUE, mergeMethod: "merge_commit" }, token);
+    await postOk(one.url, "createQueue", QUEUE, token);
+    await postOk(one.url, "updateQueue", { ...QUEUE, mergeMethod: "merge_commit" }, token);
     await quarantineCheckout(one.url, token, (await gl.branchHead(PROJECT, "main")) ?? "");
     for (const number of order) {
-      await call(one.url, "submitPullRequest", { ...QUEUE, pr: { number } }, token);
+      await postOk(one.url, "submitPullRequest", { ...QUEUE, pr: { number } }, token);
     }
     // Killed once the first has merged, with the rest of the queue in flight.
     await waitFor(() => gl.mergeRequest(PROJECT, first).state === "merged", "the first merged", {
@@ -248,7 +242,7 @@ describe("the merge queue on GitLab, real processes", () => {
     for (const number of good) expect(final.get(number), `!${String(number)}`).toBe("merged");
     expect(final.get(breaking)).toBe("failed");
     const held = (
-      await call(
+      await postOk(
         two.url,
         "getSubmittedPullRequest",
         { ...QUEUE, pr: { number: conflicting }, includeTimeline: true },
@@ -292,7 +286,7 @@ describe("the merge queue on GitLab, real processes", () => {
 
     // The flaky one's run failed on the quarantined test only: run once more, merged.
     const timeline = (
-      await call(
+      await postOk(
         two.url,
         "getSubmittedPullRequest",
         { ...QUEUE, pr: { number: flaky }, includeTimeline: true },
@@ -301,7 +295,7 @@ describe("the merge queue on GitLab, real processes", () => {
     ).timeline as { reason: string; detail?: string | null }[];
     expect(timeline.some((t) => t.reason === "retried_flaky_failure")).toBe(true);
     const broken = (
-      await call(
+      await postOk(
         two.url,
         "getSubmittedPullRequest",
         { ...QUEUE, pr: { number: breaking }, includeTimeline: true },
@@ -354,18 +348,18 @@ describe("the merge queue on GitLab, real processes", () => {
     );
     const server = await startServer(env);
     servers.push(server);
-    const connected = await call(server.url, "gitlab/connect", { token: bot.token }, token);
+    const connected = await postOk(server.url, "gitlab/connect", { token: bot.token }, token);
     const hook = (connected.connection as { webhook: { path: string; secret: string } }).webhook;
     gl.addHook(PROJECT, { url: `${server.url}${hook.path}`, token: hook.secret });
-    await call(server.url, "createQueue", QUEUE, token);
-    await call(
+    await postOk(server.url, "createQueue", QUEUE, token);
+    await postOk(
       server.url,
       "updateQueue",
       { ...QUEUE, batch: true, batchingMinSize: 3, batchingMaxWaitTimeMinutes: 1 },
       token,
     );
     for (const number of order) {
-      await call(server.url, "submitPullRequest", { ...QUEUE, pr: { number } }, token);
+      await postOk(server.url, "submitPullRequest", { ...QUEUE, pr: { number } }, token);
     }
     let final = new Map<number, string>();
     await waitFor(

@@ -13,19 +13,14 @@ import {
   startGitLabServer,
   startGitLabWorld,
   type GitLabWorld,
+  testBranchPipeline,
 } from "../helpers/gitlab.js";
 import type { TestServer } from "../helpers/server.js";
 
 const PROJECT = "budget/app";
 const REPO = { host: GITLAB_HOST, owner: "budget", name: "app" };
 const QUEUE = { repo: REPO, targetBranch: "main" };
-const CI = `workflow:
-  rules:
-    - if: $CI_COMMIT_BRANCH =~ /^trunk-merge\\//
-test:
-  script:
-    - "true"
-`;
+const CI = testBranchPipeline(`"true"`);
 const MERGED = 4;
 
 let world: GitLabWorld;

@@ -204,3 +204,28 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path: file, fullPage: true, animations: "disabled", caret: "hide" });
   return file;
 }
+
+/**
+ * axe, then the page at a phone's and a desktop's width: no sideways scroll (what sticks out is
+ * named in the failure), a screenshot each (`<name>-phone`, `<name>-desktop`).
+ */
+export async function checkPageWidths(page: Page, name: string): Promise<void> {
+  await checkAccessibility(page);
+  for (const [label, viewport] of [
+    ["phone", { width: 390, height: 844 }],
+    ["desktop", { width: 1280, height: 800 }],
+  ] as const) {
+    await page.setViewportSize(viewport);
+    const overflow = await page.evaluate<number>(
+      "document.documentElement.scrollWidth - document.documentElement.clientWidth",
+    );
+    const wide =
+      overflow > 0
+        ? await page.evaluate<string>(
+            `[...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > innerWidth + 1).slice(0, 5).map((e) => e.tagName + "." + e.className).join(", ")`,
+          )
+        : "";
+    await screenshot(page, `${name}-${label}`);
+    expect(overflow, `${name} at ${label} width overflows: ${wide}`).toBeLessThanOrEqual(0);
+  }
+}

@@ -138,3 +138,45 @@ export function mergeRequestsOf(
     },
   };
 }
+
+/** A check that fails when a text file at the root says "bad". */
+export const FAILS_ON_BAD = `"! grep -l bad *.txt 2>/dev/null | grep -q ."`;
+
+/** A `.gitlab-ci.yml` whose one job runs `script` on the queue's test branches only. */
+export function testBranchPipeline(...script: string[]): string {
+  return `workflow:
+  rules:
+    - if: $CI_COMMIT_BRANCH =~ /^trunk-merge\\//
+test:
+  script:
+${script.map((line) => `    - ${line}`).join("\n")}
+`;
+}
+
+/** Mainline's OAuth application on the fake, before the server's address is known. */
+export function createMainlineOAuthApp(gl: FakeGitLab): { applicationId: string; secret: string } {
+  return gl.createOAuthApplication({
+    name: "Mainline",
+    redirectUri: "https://mainline.invalid/gitlab/oauth/callback",
+    scopes: ["api", "write_repository"],
+  });
+}
+
+/**
+ * GitLab's side of an authorization: `as` (signed in, by the fake's session cookie) opens the
+ * authorize address and approves it (or denies it); the callback address GitLab sends them to.
+ */
+export async function approveOnGitLab(
+  gl: FakeGitLab,
+  url: string,
+  options: { as?: string; deny?: boolean } = {},
+): Promise<string> {
+  const address = new URL(url);
+  if (options.deny === true) address.searchParams.set("fake_decision", "deny");
+  const answer = await fetch(address, {
+    redirect: "manual",
+    headers: { cookie: gl.browserCookie(options.as ?? "mainline-bot") },
+  });
+  if (answer.status !== 302) throw new Error(`authorize: ${String(answer.status)}`);
+  return answer.headers.get("location") ?? "";
+}

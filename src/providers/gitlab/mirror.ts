@@ -66,21 +66,8 @@ export class GitLabMirrors {
     token: string,
     refs: readonly { source: string; target: string }[],
   ): Promise<void> {
-    const dir = this.gitDir(repo);
     const specs = refs.map(({ source, target }) => `+${source}:${target}`);
-    await git(
-      [
-        "-c",
-        "protocol.version=2",
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--no-write-fetch-head",
-        this.remote(repo),
-        ...specs,
-      ],
-      { gitDir: dir, env: authEnv(token) },
-    );
+    await git(this.fetchArgs(repo, specs), { gitDir: this.gitDir(repo), env: authEnv(token) });
   }
 
   /**
@@ -89,20 +76,25 @@ export class GitLabMirrors {
    * GitLab refused; the caller fetches by ref instead.
    */
   async fetchCommits(repo: OwnedRepoRef, token: string, shas: readonly string[]): Promise<boolean> {
-    const result = await runGit(
-      [
-        "-c",
-        "protocol.version=2",
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--no-write-fetch-head",
-        this.remote(repo),
-        ...shas,
-      ],
-      { gitDir: this.gitDir(repo), env: authEnv(token) },
-    );
+    const result = await runGit(this.fetchArgs(repo, shas), {
+      gitDir: this.gitDir(repo),
+      env: authEnv(token),
+    });
     return result.code === 0;
+  }
+
+  /** A quiet fetch over protocol v2 of `wants` (refspecs or commit ids), no tags, no FETCH_HEAD. */
+  private fetchArgs(repo: OwnedRepoRef, wants: readonly string[]): string[] {
+    return [
+      "-c",
+      "protocol.version=2",
+      "fetch",
+      "--quiet",
+      "--no-tags",
+      "--no-write-fetch-head",
+      this.remote(repo),
+      ...wants,
+    ];
   }
 
   /** Makes `branch` on GitLab point at `sha`, whatever it pointed at (test branches only). */
