@@ -23,33 +23,15 @@ import { startServer, stopAllProcesses, waitFor, type RunningServer } from "../h
 import { post, postOk } from "../cli/support.js";
 import { bundle, testIdOf } from "../helpers/uploads.js";
 import type { Checkout } from "../helpers/fake-github/ci.js";
+import { FLAKY_SUITE_CHECK } from "../helpers/flaky-suite.js";
 
 const OWNER = "acme-gh";
 const NAME = "widgets";
 const FULL = `${OWNER}/${NAME}`;
 const QUEUE = { repo: { host: "github.com", owner: OWNER, name: NAME }, targetBranch: "main" };
 const REPO = { host: "github.com", owner: OWNER, name: NAME };
-/**
- * The repository's test suite, two tests reported in JUnit: `content` fails when a text file says
- * BROKEN (a pull request can break main); `checkout` is flaky once `flaky.txt` is there: it fails
- * the first time a tree is tested, and passes when the same tree is tested again.
- */
-const CHECK = `#!/bin/sh
-mkdir -p reports
-content=pass
-checkout=pass
-grep -rq BROKEN --include='*.txt' . && content=fail
-seen="$FLAKY_DIR/$(git rev-parse HEAD^{tree})"
-if [ -e flaky.txt ] && [ ! -e "$seen" ]; then touch "$seen"; checkout=fail; fi
-result() { [ "$1" = pass ] || echo '<failure message="it failed"/>'; }
-{
-  echo '<testsuite name="widgets">'
-  echo "<testcase classname=\\"widgets\\" name=\\"content\\">$(result $content)</testcase>"
-  echo "<testcase classname=\\"widgets\\" name=\\"checkout\\">$(result $checkout)</testcase>"
-  echo '</testsuite>'
-} > reports/junit.xml
-[ $content = pass ] && [ $checkout = pass ]
-`;
+/** The repository's test suite (`check.sh`): `content`, and `checkout`, flaky. */
+const CHECK = FLAKY_SUITE_CHECK;
 const CHECKOUT_TEST = testIdOf({
   name: "checkout",
   classname: "widgets",

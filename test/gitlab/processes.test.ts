@@ -25,31 +25,13 @@ import {
 } from "../helpers/process.js";
 import { bundle, testIdOf } from "../helpers/uploads.js";
 import { post, postOk } from "../cli/support.js";
+import { FLAKY_SUITE_CHECK } from "../helpers/flaky-suite.js";
 
 const PROJECT = "acme-gl/widgets";
 const REPO = { host: GITLAB_HOST, owner: "acme-gl", name: "widgets" };
 const QUEUE = { repo: REPO, targetBranch: "main" };
-/**
- * The project's test suite, two tests reported in JUnit: `content` fails when a text file says
- * BROKEN; `checkout` is flaky once `flaky.txt` is there: it fails the first time a tree is
- * tested, and passes when the same tree is tested again.
- */
-const CHECK = `#!/bin/sh
-mkdir -p reports
-content=pass
-checkout=pass
-grep -rq BROKEN --include='*.txt' . && content=fail
-seen="$FLAKY_DIR/$(git rev-parse HEAD^{tree})"
-if [ -e flaky.txt ] && [ ! -e "$seen" ]; then touch "$seen"; checkout=fail; fi
-result() { [ "$1" = pass ] || echo '<failure message="it failed"/>'; }
-{
-  echo '<testsuite name="widgets">'
-  echo "<testcase classname=\\"widgets\\" name=\\"content\\">$(result $content)</testcase>"
-  echo "<testcase classname=\\"widgets\\" name=\\"checkout\\">$(result $checkout)</testcase>"
-  echo '</testsuite>'
-} > reports/junit.xml
-[ $content = pass ] && [ $checkout = pass ]
-`;
+/** The repository's test suite (`check.sh`): `content`, and `checkout`, flaky. */
+const CHECK = FLAKY_SUITE_CHECK;
 const CI = `workflow:
   rules:
     - if: $CI_COMMIT_BRANCH =~ /^trunk-merge\\//
