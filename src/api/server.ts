@@ -237,20 +237,28 @@ function createApp(deps: ServerDependencies): ApiApp {
   }).withTypeProvider<TypeBoxTypeProvider>();
 }
 
-/** Requests that arrive while the server shuts down get a 503 (and `connection: close`). */
+/**
+ * While the server shuts down, requests that arrive get a 503, and every answer (to those and to
+ * requests already in flight) says `connection: close`. Without it a keep-alive connection whose
+ * request was in flight when closing began would stay open, idle, until its keep-alive timeout,
+ * and the close would wait for it.
+ */
 function refuseWhileClosing(app: ApiApp): void {
   let closing = false;
   app.addHook("preClose", (done) => {
     closing = true;
     done();
   });
-  app.addHook("onRequest", (_request, reply, done) => {
+  app.addHook("onRequest", (_request, _reply, done) => {
     if (!closing) {
       done();
       return;
     }
-    void reply.header("connection", "close");
     done(new ApiError("unavailable", "The server is shutting down; retry in a moment."));
+  });
+  app.addHook("onSend", (_request, reply, payload, done) => {
+    if (closing) void reply.header("connection", "close");
+    done(null, payload);
   });
 }
 
