@@ -76,11 +76,6 @@ export type MergeResult =
       pauseQueue?: boolean;
     };
 
-/**
- * A git host: reads pull requests and branches, builds test branches, merges. Every mutating call
- * is idempotent for the same arguments (a retried merge of an already merged PR reports success
- * with the commit it produced), so the driver may repeat a step after a crash.
- */
 /** What a pull request read needs beyond its state and mergeability. */
 export interface PullRequestReadOptions {
   /**
@@ -90,6 +85,11 @@ export interface PullRequestReadOptions {
   readiness?: boolean;
 }
 
+/**
+ * A git host: reads pull requests and branches, builds test branches, merges. Every mutating call
+ * is idempotent for the same arguments (a retried merge of an already merged PR reports success
+ * with the commit it produced), so the driver may repeat a step after a crash.
+ */
 export interface GitHost {
   pullRequest(
     repo: OwnedRepoRef,

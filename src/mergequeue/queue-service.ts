@@ -67,8 +67,10 @@ export interface QueueActivity {
 /** What the queue service needs to know about the pull requests of a queue. */
 export interface QueueContents {
   enqueued(queueId: string): Promise<EnqueuedPullRequest[]>;
-  /** The queue's pull requests, its batch size in use and its localizations in progress. */
-  /** `repo`: the queue's repository, for what its git host says now (a rate limit). */
+  /**
+   * The queue's pull requests, its batch size in use and its localizations in progress. `repo`:
+   * the queue's repository, for what its git host says now (a rate limit).
+   */
   activity(queue: MergeQueueRecord, repo?: OwnedRepoRef): Promise<QueueActivity>;
 }
 

@@ -87,7 +87,6 @@ export interface RepositoryRecords {
   ensure(organizationId: string, ref: RepoRef, now: number): Promise<Repository>;
 }
 
-/** One submission of a pull request, as listed by the API (kept after it concludes). */
 /** What a queue's listing shows of an entry (getQueue's enqueuedPullRequests). */
 export type EntrySummary = Pick<
   EntryRecord,
@@ -105,6 +104,7 @@ export type EntrySummary = Pick<
   | "seq"
 >;
 
+/** One submission of a pull request, as listed by the API (kept after it concludes). */
 export interface EntryRecord {
   id: string;
   queueId: string;

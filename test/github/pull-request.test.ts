@@ -152,7 +152,6 @@ const checkRuns = (headSha: string) =>
     (run) => run.headSha === headSha && run.name === checkRunName("main"),
   );
 
-/** Reports the required check "test" on the commit this pull request's run tests (as CI would). */
 /**
  * Concludes the pull request's run with the `test` check; `before` runs first with the tested
  * commit and its test branch (the CI job's upload of its reports).

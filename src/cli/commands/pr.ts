@@ -142,7 +142,6 @@ export function formatPullRequestList(prs: MergeItem[]): string {
 const json = (context: CliContext, body: unknown) =>
   context.stdout.write(JSON.stringify(body, null, 2) + "\n");
 
-/** `pr list --local`: one row per pull request of the local git host. */
 /** A pull request of the local git host, as its API (`/v1/local/…`) answers it. */
 export interface LocalPullRequestView {
   number: number;
@@ -158,6 +157,7 @@ export interface LocalPullRequestView {
   mergedSha: string | null;
 }
 
+/** `pr list --local`: one row per pull request of the local git host. */
 export function formatLocalPullRequestList(prs: LocalPullRequestView[]): string {
   return formatTable([
     ["PR", "STATE", "HEAD", "BASE", "SHA", "AUTHOR", "TITLE"],

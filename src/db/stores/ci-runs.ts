@@ -127,7 +127,6 @@ export class CiRunStore implements CiRunStorage {
       .execute();
   }
 
-  /** A queue's runs, newest first (for the API and CLI). */
   /**
    * The queue's finished runs that never reached the runner, newest first: their test branch
    * could not be built (a merge conflict), or they were cancelled before it started them.
@@ -181,6 +180,7 @@ export class CiRunStore implements CiRunStorage {
     return runs;
   }
 
+  /** A queue's runs, newest first (for the API and CLI). */
   async list(queueId: string, limit: number): Promise<CiRunRecord[]> {
     const rows = await this.db
       .selectFrom("ciRuns")

@@ -45,7 +45,6 @@ export interface StepDeps {
   logger?: { error(message: string, error?: unknown): void };
 }
 
-/** What one step carries out and then writes. */
 /** The pull request a run of one decides about (`CiRunRequest.decidesPrNumber`). */
 function decidedPr(run: TestRun): { decidesPrNumber?: number } {
   const [only, ...more] = run.unit;
@@ -53,6 +52,7 @@ function decidedPr(run: TestRun): { decidesPrNumber?: number } {
   return pr ? { decidesPrNumber: pr.number } : {};
 }
 
+/** What one step carries out and then writes. */
 export class StepWork {
   readonly transitions: TransitionRecord[] = [];
   readonly runs = new Map<string, RunRecord>();

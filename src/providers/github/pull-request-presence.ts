@@ -225,7 +225,6 @@ export class PullRequestPresence extends PresenceDriver<PresenceDeps> {
     return true;
   }
 
-  /** Edits the sticky comment, finding or creating it first; its id. */
   /** Updates the check run on the head commit, creating it for a new head; its id. */
   private async upsertCheckRun(
     client: GitHubClient,

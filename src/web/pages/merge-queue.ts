@@ -149,7 +149,6 @@ function queueRow(entry: BoardEntry, links: QueueLinks, now: number): SafeHtml {
 `;
 }
 
-/** With batching on: the batch size in use and why (it follows the queue's failure rate). */
 /** While the queue's git host does not answer: since when, why, and when the queue tries again. */
 function hostLine(board: QueueBoard, now: number): SafeHtml {
   const trouble = board.hostTrouble;
@@ -160,6 +159,7 @@ function hostLine(board: QueueBoard, now: number): SafeHtml {
   return markup`<p class="notice host-trouble" data-host-state="${trouble.state}"><strong>The queue cannot reach its git host</strong> since ${at(trouble.since, now)}: ${trouble.message} <span class="muted">It tries again at ${at(trouble.retryAt, now)}; meanwhile it changes nothing, and impacted targets are kept for then.</span></p>`;
 }
 
+/** With batching on: the batch size in use and why (it follows the queue's failure rate). */
 function batchSizeLine(board: QueueBoard): SafeHtml {
   if (!board.queue.configuration.batch) return markup``;
   const { size, ceiling, reason } = board.batchSize;

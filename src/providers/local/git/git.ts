@@ -21,10 +21,10 @@ export interface GitOutput {
   code: number;
 }
 
-/** Who commits when Mainline makes a commit (test merges, merge and squash commits, rebases). */
 /** Options that keep git from running hooks from a repository or working tree. */
 export const NO_HOOKS = ["-c", "core.hooksPath=/dev/null"] as const;
 
+/** Who commits when Mainline makes a commit (test merges, merge and squash commits, rebases). */
 export const MAINLINE_IDENTITY = { name: "Mainline", email: "mainline@localhost" } as const;
 
 /** A git command exited with a code its caller did not expect. */
