@@ -5,6 +5,7 @@ import { VERSION } from "../version.js";
 import { registerAdminCommands } from "./commands/admin.js";
 import { registerCiCommands } from "./commands/ci.js";
 import { registerGitHubCommands } from "./commands/github.js";
+import { registerGitLabCommands } from "./commands/gitlab.js";
 import { registerPullRequestCommands } from "./commands/pr.js";
 import { registerQueueCommands } from "./commands/queue.js";
 import { registerRepoCommands } from "./commands/repo.js";
@@ -28,6 +29,7 @@ export function buildProgram(context: CliContext): Command {
   registerServe(program, context);
   registerAdminCommands(program, context);
   registerGitHubCommands(program, context);
+  registerGitLabCommands(program, context);
   registerQueueCommands(program, context);
   registerRepoCommands(program, context);
   registerWhoAmI(program, context);

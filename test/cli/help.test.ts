@@ -77,6 +77,12 @@ const CASES: { command: string[]; mentions: string[] }[] = [
     command: ["webhooks", "add-slack-bot"],
     mentions: ["--bot-token <xoxb-…>", "MAINLINE_SLACK_BOT_TOKEN", "--channel <id>"],
   },
+  { command: ["gitlab"], mentions: ["connect", "authorize", "status", "disconnect"] },
+  {
+    command: ["gitlab", "connect"],
+    mentions: ["--token-file <file>", "GITLAB_TOKEN", ...ADDRESS_ENV],
+  },
+  { command: ["gitlab", "status"], mentions: ["--json", "--show-secret", "exits 1"] },
   { command: ["org"], mentions: ["create", "list"] },
   { command: ["org", "create"], mentions: ["<slug>", "--name <name>"] },
   { command: ["org", "list"], mentions: ["--json"] },
