@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyServerOptions } from "fastify";
 import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import { ApiError } from "../lib/errors.js";
 import type { FailFirstService } from "../mergequeue/fail-first.js";
 import type { PullRequestService } from "../mergequeue/pull-request-service.js";
 import type { MergeQueueService } from "../mergequeue/queue-service.js";
@@ -27,6 +26,7 @@ import { requireApiToken } from "./plugins/auth.js";
 import { clientError, installErrorHandling, routerError } from "./plugins/errors.js";
 import { InFlightWork, trackHandlers } from "./plugins/in-flight.js";
 import { redactingLogger } from "./plugins/logging.js";
+import { releaseConnectionsOnClose } from "./plugins/closing.js";
 import { HttpMetrics, installMetrics } from "./plugins/metrics.js";
 import { installTextCheck } from "./plugins/text.js";
 import { registerServiceRoutes, registerWhoAmI } from "./service/routes.js";
@@ -150,7 +150,7 @@ export async function buildServer(deps: ServerDependencies): Promise<ApiApp> {
   app.decorateRequest("publicCaller", null);
   app.decorateRequest("forkedRunId", null);
 
-  refuseWhileClosing(app);
+  releaseConnectionsOnClose(app);
   app.addHook("onSend", (request, reply, payload, done) => {
     void reply.header("x-request-id", request.id);
     done(null, payload);
@@ -235,31 +235,6 @@ function createApp(deps: ServerDependencies): ApiApp {
       },
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
-}
-
-/**
- * While the server shuts down, requests that arrive get a 503, and every answer (to those and to
- * requests already in flight) says `connection: close`. Without it a keep-alive connection whose
- * request was in flight when closing began would stay open, idle, until its keep-alive timeout,
- * and the close would wait for it.
- */
-function refuseWhileClosing(app: ApiApp): void {
-  let closing = false;
-  app.addHook("preClose", (done) => {
-    closing = true;
-    done();
-  });
-  app.addHook("onRequest", (_request, _reply, done) => {
-    if (!closing) {
-      done();
-      return;
-    }
-    done(new ApiError("unavailable", "The server is shutting down; retry in a moment."));
-  });
-  app.addHook("onSend", (_request, reply, payload, done) => {
-    if (closing) void reply.header("connection", "close");
-    done(null, payload);
-  });
 }
 
 /** The OpenAPI document of every route registered after it (swagger). */

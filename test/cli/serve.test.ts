@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { createServer, type Server } from "node:net";
+import { connect, createServer, type Server } from "node:net";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "kysely";
@@ -301,15 +301,27 @@ describe("configuration errors stop serve at once", () => {
 
 describe("graceful shutdown", () => {
   it.each(["SIGTERM", "SIGINT"] as const)(
-    "%s: exits 0 within a few seconds and logs the shutdown",
+    "%s: exits 0 within a few seconds and logs the shutdown, a silent connection open",
     async (signal) => {
       const { env } = await freshDatabase();
       const server = await serve(env, { logLevel: "info" });
       expect(await whoami(server.url, "not-a-token")).toBe(401);
+      // A connection that never sends a byte, as a browser preconnects one: the server must not
+      // wait for it (it would until its grace ran out, and exit 1).
+      const { hostname, port } = new URL(server.url);
+      const silent = connect(Number(port), hostname);
+      silent.on("error", () => undefined);
+      await new Promise<void>((resolve) => silent.once("connect", resolve));
+      const closedByServer = new Promise<void>((resolve) => {
+        silent.once("close", () => {
+          resolve();
+        });
+      });
       const started = Date.now();
       // stop() sends the signal and kills the process only if it is still running 5 s later.
       expect(await server.stop(signal, 5_000)).toEqual({ code: 0, signal: null });
       expect(Date.now() - started).toBeLessThan(5_000);
+      await closedByServer;
       const logs = server.stdout
         .split("\n")
         .filter(Boolean)
