@@ -351,7 +351,9 @@ function registerQueueEvents(
       raw.writeHead(200, {
         ...PAGE_HEADERS,
         "content-type": "text/event-stream; charset=utf-8",
-        connection: "keep-alive",
+        // The stream holds its connection for its whole life; once it ends (its lifetime, the
+        // queue gone, the server stopping) the connection ends too, rather than idling.
+        connection: "close",
         "x-accel-buffering": "no",
       });
       raw.write(`retry: 2000\nevent: ready\ndata: ${version}\n\n`);

@@ -8,6 +8,7 @@ import { RepositoryStore } from "../../src/db/stores/repositories.js";
 import { systemClock } from "../../src/lib/clock.js";
 import { MergeQueueService, type QueueContents } from "../../src/mergequeue/queue-service.js";
 import { createTestDatabase } from "../helpers/database.js";
+import { signIn } from "../helpers/dashboard.js";
 import { REPO, startTestServer } from "../helpers/server.js";
 
 /** Reads from a socket until `done(text)` holds, or fails after a bounded wait. */
@@ -79,6 +80,27 @@ describe("graceful shutdown", () => {
       a.socket.destroy();
       b.socket.destroy();
       silent.socket.destroy();
+      await server.database.cleanup();
+    }
+  });
+});
+
+describe("a dashboard's live stream at shutdown", () => {
+  it("ends the stream and its connection, and the close waits for neither", async () => {
+    const server = await startTestServer();
+    const created = await server.call("createQueue", { repo: REPO, targetBranch: "main" });
+    expect(created.status, created.text).toBe(200);
+    const session = await signIn(server.app, server.token);
+    const { port } = server.app.server.address() as AddressInfo;
+    const stream = await connectTo(port);
+    try {
+      stream.socket.write(
+        `GET /acme/merge-queue/events?repo=${REPO.owner}/${REPO.name}&branch=main HTTP/1.1\r\nhost: x\r\ncookie: ${session.cookie}\r\n\r\n`,
+      );
+      await readUntil(stream.socket, (t) => t.includes("event: ready"));
+      await Promise.all([server.app.close(), stream.ended]);
+    } finally {
+      stream.socket.destroy();
       await server.database.cleanup();
     }
   });
