@@ -19,9 +19,9 @@ import {
 import { runCliInProcess } from "../helpers/process.js";
 import type { TestServer } from "../helpers/server.js";
 import { failed, succeeded } from "./support.js";
+import { DAY_MS } from "../../src/lib/time.js";
 
 const PROJECT = "platform/app";
-const DAY_MS = 86_400_000;
 
 let world: GitLabWorld;
 let server: TestServer;

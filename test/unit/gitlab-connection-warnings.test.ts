@@ -1,8 +1,8 @@
 /** What `mainline gitlab status` and `connect` warn about: an ending token, a broken connection. */
 import { describe, expect, it } from "vitest";
 import { EXPIRY_WARNING_DAYS, connectionWarnings } from "../../src/cli/commands/gitlab.js";
+import { DAY_MS } from "../../src/lib/time.js";
 
-const DAY_MS = 86_400_000;
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 describe("connectionWarnings", () => {

@@ -16,24 +16,24 @@ const SILENT_WHILE_CLOSING_MS = 1_000;
 
 export function releaseConnectionsOnClose(app: ApiApp): void {
   let closing = false;
-  // Connections that have not sent a byte yet.
-  const silent = new Set<Socket>();
+  const open = new Set<Socket>();
+  // A connection that has sent a byte has a request, whole or in part: Node and the hooks below
+  // see to it; one that has not is closed.
   const closeIfSilent = (socket: Socket) => {
-    if (silent.has(socket) && socket.bytesRead === 0) socket.destroy();
+    if (socket.bytesRead === 0) socket.destroy();
   };
   app.server.on("connection", (socket: Socket) => {
-    silent.add(socket);
-    socket.once("close", () => silent.delete(socket));
+    open.add(socket);
+    socket.once("close", () => open.delete(socket));
     if (!closing) return;
     setTimeout(() => {
       closeIfSilent(socket);
     }, SILENT_WHILE_CLOSING_MS).unref();
   });
-  app.server.on("request", (request: { socket: Socket }) => silent.delete(request.socket));
 
   app.addHook("preClose", (done) => {
     closing = true;
-    for (const socket of [...silent]) closeIfSilent(socket);
+    for (const socket of open) closeIfSilent(socket);
     done();
   });
   app.addHook("onRequest", (_request, _reply, done) => {

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
+import { DAY_MS } from "../../lib/time.js";
 import { CliError, callApi, type ClientOptions } from "../client.js";
 import type { CliContext } from "../context.js";
 import { serverOptions } from "./repo.js";
@@ -26,8 +27,6 @@ export interface GitLabConnectionView {
 
 /** How long before an access token expires `status` starts warning (GitLab mails at 7 days). */
 export const EXPIRY_WARNING_DAYS = 14;
-
-const DAY_MS = 86_400_000;
 
 type Options = ClientOptions & { json?: boolean; showSecret?: boolean; tokenFile?: string };
 

@@ -12,6 +12,7 @@ const TABLES = [
   ["github_ci_runs", "watched_ci_runs"],
   ["github_pr_presence", "pr_presence"],
 ] as const;
+/** The indexes of the first table (the runs'), named after it. */
 const INDEXES = [
   ["status_idx", ["status", "created_at"]],
   ["sha_idx", ["sha"]],
@@ -27,9 +28,8 @@ async function rename(db: Parameters<DialectMigration["up"]>[0], postgres: boole
       );
     }
   }
-  const [from, to] = back
-    ? ["watched_ci_runs", "github_ci_runs"]
-    : ["github_ci_runs", "watched_ci_runs"];
+  const [github, neutral] = TABLES[0];
+  const [from, to] = back ? [neutral, github] : [github, neutral];
   for (const [suffix, columns] of INDEXES) {
     await db.schema.dropIndex(`${from}_${suffix}`).execute();
     await db.schema
